@@ -1,0 +1,83 @@
+//! Identifiers that come from untrusted places (file names, transcript fields, hook
+//! payloads). They are validated once, here, so that no path is ever built from an
+//! unchecked string (SPEC C7).
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Why an identifier was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{0:?} is not a valid session id (expected 1–128 letters, digits, '-' or '_')")]
+pub struct InvalidId(pub String);
+
+fn valid_id(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// A Claude Code session id: the stem of `<root>/projects/<project>/<id>.jsonl`.
+/// Usually a UUID; anything made of `[A-Za-z0-9_-]` is accepted so that path
+/// separators, `..` and control characters can never get through.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct SessionId(String);
+
+impl SessionId {
+    pub fn parse(s: &str) -> Result<Self, InvalidId> {
+        if valid_id(s) { Ok(SessionId(s.to_owned())) } else { Err(InvalidId(s.to_owned())) }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// A short prefix for tables and logs.
+    pub fn short(&self) -> &str {
+        &self.0[..self.0.len().min(8)]
+    }
+}
+
+impl fmt::Debug for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        SessionId::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl std::str::FromStr for SessionId {
+    type Err = InvalidId;
+    fn from_str(s: &str) -> Result<Self, InvalidId> {
+        SessionId::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_uuids_and_rejects_paths() {
+        assert!(SessionId::parse("3f1c2b9e-0000-4000-8000-000000000001").is_ok());
+        for bad in ["", "../x", "a/b", "a\\b", "a.jsonl", "x\0", " a", &"a".repeat(129)] {
+            assert!(SessionId::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn deserializing_validates() {
+        assert!(serde_json::from_str::<SessionId>("\"../../etc/passwd\"").is_err());
+        assert_eq!(serde_json::from_str::<SessionId>("\"abc-1\"").unwrap().as_str(), "abc-1");
+    }
+}

@@ -1,0 +1,93 @@
+//! Where sessions live (SPEC W1): the Claude Code config roots, and Mimesis's own data dir.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+/// The config roots to watch.
+///
+/// `explicit` (`--config-dir`, repeatable) overrides everything; else `$CLAUDE_CONFIG_DIR`
+/// (a comma-separated list is allowed); else `~/.claude`, plus `~/.config/claude` when it
+/// exists. Duplicates are dropped, order is kept.
+pub fn resolve(explicit: &[PathBuf], env: Option<&OsStr>, home: Option<&Path>) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = if !explicit.is_empty() {
+        explicit.to_vec()
+    } else if let Some(list) = env.and_then(OsStr::to_str).filter(|s| !s.trim().is_empty()) {
+        list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| expand_home(s, home)).collect()
+    } else {
+        let mut v = Vec::new();
+        if let Some(h) = home {
+            v.push(h.join(".claude"));
+            let xdg = h.join(".config/claude");
+            if xdg.is_dir() {
+                v.push(xdg);
+            }
+        }
+        v
+    };
+    let mut seen = std::collections::HashSet::new();
+    roots.retain(|r| seen.insert(r.clone()));
+    roots
+}
+
+fn expand_home(s: &str, home: Option<&Path>) -> PathBuf {
+    match (s.strip_prefix("~/"), home) {
+        (Some(rest), Some(h)) => h.join(rest),
+        _ => PathBuf::from(s),
+    }
+}
+
+/// The roots for this process: its `--config-dir` flags, environment and home.
+pub fn from_env(explicit: &[PathBuf]) -> Vec<PathBuf> {
+    resolve(explicit, std::env::var_os("CLAUDE_CONFIG_DIR").as_deref(), dirs::home_dir().as_deref())
+}
+
+/// Mimesis's own data: `$MIMESIS_DATA_DIR`, else the platform data dir
+/// (`~/.local/share/mimesis`).
+pub fn data_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("MIMESIS_DATA_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    dirs::data_dir()
+        .or_else(|| dirs::home_dir().map(|h| h.join(".local/share")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("mimesis")
+}
+
+/// The folder of a root that holds its projects.
+pub fn projects_dir(root: &Path) -> PathBuf {
+    root.join("projects")
+}
+
+/// The folder of a root that holds the live process registry.
+pub fn sessions_dir(root: &Path) -> PathBuf {
+    root.join("sessions")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explicit_dirs_override_everything() {
+        let r =
+            resolve(&[PathBuf::from("/a"), PathBuf::from("/a"), PathBuf::from("/b")], Some(OsStr::new("/env")), None);
+        assert_eq!(r, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+    }
+
+    #[test]
+    fn env_is_a_comma_separated_list() {
+        let r = resolve(&[], Some(OsStr::new(" /x , ~/y,,")), Some(Path::new("/home/me")));
+        assert_eq!(r, vec![PathBuf::from("/x"), PathBuf::from("/home/me/y")]);
+    }
+
+    #[test]
+    fn default_is_home_claude_plus_xdg_when_present() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(resolve(&[], None, Some(d.path())), vec![d.path().join(".claude")]);
+        std::fs::create_dir_all(d.path().join(".config/claude")).unwrap();
+        assert_eq!(
+            resolve(&[], Some(OsStr::new("")), Some(d.path())),
+            vec![d.path().join(".claude"), d.path().join(".config/claude")]
+        );
+    }
+}

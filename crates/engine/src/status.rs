@@ -1,0 +1,448 @@
+//! The session state machine (SPEC W5, seed 001): a pure function of what is known about a
+//! session and `now`. It never reads a file or a clock; the store feeds it and schedules a
+//! re-evaluation at the instant it returns as `next_check`.
+//!
+//! Precedence, most exact first: the live registry (`sessions/<pid>.json`), hooks, then
+//! inference from the transcript tail. The timeouts (approval 5 s, stale 60 s, idle 10 min)
+//! only ever apply to inferred states.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Timestamp;
+
+/// What the roster shows for a session.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    #[default]
+    Idle,
+    Working,
+    WaitingForApproval,
+    WaitingForInput,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Idle => "idle",
+            Status::Working => "working",
+            Status::WaitingForApproval => "waiting_for_approval",
+            Status::WaitingForInput => "waiting_for_input",
+        }
+    }
+
+    /// Does this status ask something of the user?
+    pub fn needs_user(self) -> bool {
+        matches!(self, Status::WaitingForApproval | Status::WaitingForInput)
+    }
+}
+
+/// The timeouts of seed 001, configurable.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// A tool_use pending this long with no result and no better signal waits for approval.
+    pub approval: Duration,
+    /// A working session with no activity this long is taken to be waiting for input.
+    pub stale: Duration,
+    /// Any inferred state with no activity this long is idle.
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            approval: Duration::from_secs(5),
+            stale: Duration::from_secs(60),
+            idle: Duration::from_secs(10 * 60),
+        }
+    }
+}
+
+/// The last significant thing the transcript says (the tail heuristic of
+/// docs/claude-code-formats.md §3). Side-channel records, attachments, progress and
+/// file-history snapshots never become the tail.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Tail {
+    /// Nothing significant yet (a fresh file, metadata only).
+    #[default]
+    Empty,
+    /// A real user prompt, a queued prompt, or a slash command that starts a turn.
+    Prompt,
+    /// Every tool_use so far has its tool_result: the model is working on.
+    ToolResults,
+    /// The assistant is mid-message (thinking, or text with no stop reason yet).
+    Thinking,
+    /// One or more tool_use blocks have no tool_result yet.
+    ToolPending,
+    /// Assistant text. `end_turn` when its stop_reason says the turn ended.
+    AssistantText { end_turn: bool, asks_question: bool },
+    /// `system/turn_duration` or `stop_hook_summary` after the assistant's last words.
+    TurnDone { asks_question: bool },
+    /// A rejected tool use or `[Request interrupted by user…]`: the turn was aborted.
+    Aborted,
+    /// A compaction started (`compact_boundary`) but its summary is not written yet.
+    Compacting,
+    /// A compaction finished (its summary is the last record).
+    Compacted,
+    /// A local command (`/model`, `!ls`, …) printed its output; the prompt is back.
+    LocalOutput,
+    /// The API failed. `retrying` for `system/api_error` (the CLI retries on its own),
+    /// not for a final `isApiErrorMessage` assistant record.
+    ApiError { retrying: bool },
+}
+
+/// Whether a pending tool call shows a permission dialog.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Approval {
+    /// Read-only tool, allowed by a rule or by the permission mode, or denied outright
+    /// (a denial is answered at once): it runs without asking.
+    NotNeeded,
+    /// The user may be asked: a rule says so, or nothing says otherwise. The
+    /// APPROVAL_TIMEOUT decides (a dialog shows within moments of the tool_use record).
+    Needed,
+    /// The tool asks the user a question (AskUserQuestion): waiting for input.
+    AsksUser,
+}
+
+/// The pending tool call the state machine looks at (the latest one).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PendingCall {
+    pub since: Timestamp,
+    pub approval: Approval,
+    /// A `progress` record for it arrived: it is running, not waiting.
+    pub running: bool,
+}
+
+/// What the live registry file of the session's process says.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RegistryState {
+    /// The CLI is running a turn.
+    Busy,
+    /// The CLI sits at its input prompt.
+    Idle,
+    /// `status: waiting` with `waitingFor` naming a permission prompt.
+    WaitingForApproval,
+    /// `status: waiting` for anything else (a question, a dialog).
+    WaitingForInput,
+    /// A value this version of Mimesis does not know: ignored.
+    Unknown,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RegistrySignal {
+    pub state: RegistryState,
+    /// When the CLI last changed that status.
+    pub updated_at: Option<Timestamp>,
+}
+
+/// A hook event, the most exact signal after the registry (wired up by the hooks issue).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum HookState {
+    Working,
+    WaitingForApproval,
+    TurnDone,
+    Ended,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct HookSignal {
+    pub state: HookState,
+    pub at: Timestamp,
+}
+
+/// Everything the state machine needs.
+#[derive(Clone, Debug, Default)]
+pub struct StatusInput {
+    pub tail: Tail,
+    pub pending: Option<PendingCall>,
+    pub last_activity: Option<Timestamp>,
+    /// Present only while the session's process is alive.
+    pub registry: Option<RegistrySignal>,
+    pub hook: Option<HookSignal>,
+    /// The process that ran the session is known to have exited.
+    pub ended: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Derived {
+    pub status: Status,
+    /// When the answer may change with nothing else happening (a timeout falls due).
+    pub next_check: Option<Timestamp>,
+}
+
+/// Derives the status at `now`.
+pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
+    let mut next: Option<Timestamp> = None;
+    let mut due = |at: Timestamp| -> bool {
+        if at <= now {
+            true
+        } else {
+            next = Some(next.map_or(at, |n| n.min(at)));
+            false
+        }
+    };
+
+    // 1. The live registry: exact while the process runs.
+    if let Some(reg) = input.registry {
+        match reg.state {
+            RegistryState::WaitingForApproval => return exact(Status::WaitingForApproval),
+            RegistryState::WaitingForInput => return exact(Status::WaitingForInput),
+            RegistryState::Busy => return exact(Status::Working),
+            RegistryState::Idle => {
+                // At the prompt. The transcript may be ahead of the registry (a prompt was
+                // just submitted); only newer transcript activity overrides it.
+                let newer = match (input.last_activity, reg.updated_at) {
+                    (Some(a), Some(r)) => a > r,
+                    _ => false,
+                };
+                if !newer {
+                    let status = match input.last_activity.or(reg.updated_at) {
+                        Some(a) if due(a.plus(t.idle)) => Status::Idle,
+                        _ => Status::WaitingForInput,
+                    };
+                    return Derived { status, next_check: next };
+                }
+            }
+            RegistryState::Unknown => {}
+        }
+    }
+
+    // 2. Hooks, when they are newer than anything the transcript says.
+    if let Some(hook) = input.hook {
+        let newer = input.last_activity.is_none_or(|a| hook.at >= a);
+        if newer {
+            match hook.state {
+                HookState::WaitingForApproval => return exact(Status::WaitingForApproval),
+                HookState::Ended => return exact(Status::Idle),
+                HookState::TurnDone | HookState::Working => {}
+            }
+        }
+    }
+
+    if input.ended {
+        // No process, no work and no dialog: whatever the transcript's last words were.
+        return exact(Status::Idle);
+    }
+
+    // 3. Inference from the transcript.
+    let Some(last) = input.last_activity else {
+        return exact(Status::Idle);
+    };
+    if due(last.plus(t.idle)) {
+        return Derived { status: Status::Idle, next_check: None };
+    }
+    let hook_turn_done = matches!(input.hook, Some(h) if h.state == HookState::TurnDone && h.at >= last);
+    let hook_working = matches!(input.hook, Some(h) if h.state == HookState::Working && h.at >= last);
+
+    let status = match &input.tail {
+        Tail::Empty => Status::Idle,
+        Tail::Aborted => Status::Idle,
+        Tail::TurnDone { .. } | Tail::Compacted | Tail::LocalOutput | Tail::ApiError { retrying: false } => {
+            Status::WaitingForInput
+        }
+        Tail::AssistantText { end_turn: true, .. } | Tail::AssistantText { asks_question: true, .. } => {
+            Status::WaitingForInput
+        }
+        Tail::ToolPending => match input.pending {
+            Some(p) if p.running => Status::Working,
+            Some(PendingCall { approval: Approval::NotNeeded, .. }) => Status::Working,
+            Some(PendingCall { approval: Approval::AsksUser, .. }) => Status::WaitingForInput,
+            Some(_) if hook_working => Status::Working,
+            Some(p) => {
+                if due(p.since.plus(t.approval)) {
+                    Status::WaitingForApproval
+                } else {
+                    Status::Working
+                }
+            }
+            // Tail says pending but the call is unknown: treat as working, then stale.
+            None => stale_or_working(last, t, &mut due),
+        },
+        Tail::Prompt | Tail::ToolResults | Tail::Thinking | Tail::Compacting | Tail::ApiError { retrying: true } => {
+            if hook_turn_done {
+                Status::WaitingForInput
+            } else {
+                stale_or_working(last, t, &mut due)
+            }
+        }
+        Tail::AssistantText { end_turn: false, .. } => {
+            if hook_turn_done {
+                Status::WaitingForInput
+            } else {
+                stale_or_working(last, t, &mut due)
+            }
+        }
+    };
+    Derived { status, next_check: next }
+}
+
+fn exact(status: Status) -> Derived {
+    Derived { status, next_check: None }
+}
+
+fn stale_or_working(last: Timestamp, t: &Timeouts, due: &mut impl FnMut(Timestamp) -> bool) -> Status {
+    if due(last.plus(t.stale)) { Status::WaitingForInput } else { Status::Working }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+
+    fn at(secs: u64) -> Timestamp {
+        T0.plus(Duration::from_secs(secs))
+    }
+
+    fn input(tail: Tail) -> StatusInput {
+        StatusInput { tail, last_activity: Some(T0), ..Default::default() }
+    }
+
+    fn status(i: &StatusInput, now: Timestamp) -> Status {
+        derive(i, now, &Timeouts::default()).status
+    }
+
+    fn pending(approval: Approval, running: bool) -> StatusInput {
+        StatusInput { pending: Some(PendingCall { since: T0, approval, running }), ..input(Tail::ToolPending) }
+    }
+
+    #[test]
+    fn prompt_is_working_until_stale_then_waiting_then_idle() {
+        let i = input(Tail::Prompt);
+        assert_eq!(status(&i, at(0)), Status::Working);
+        assert_eq!(status(&i, at(59)), Status::Working);
+        assert_eq!(derive(&i, at(59), &Timeouts::default()).next_check, Some(at(60)));
+        assert_eq!(status(&i, at(60)), Status::WaitingForInput);
+        assert_eq!(derive(&i, at(60), &Timeouts::default()).next_check, Some(at(600)));
+        assert_eq!(status(&i, at(599)), Status::WaitingForInput);
+        assert_eq!(status(&i, at(600)), Status::Idle);
+        assert_eq!(derive(&i, at(600), &Timeouts::default()).next_check, None);
+    }
+
+    #[test]
+    fn tool_results_and_thinking_are_working() {
+        for tail in [Tail::ToolResults, Tail::Thinking, Tail::Compacting, Tail::ApiError { retrying: true }] {
+            assert_eq!(status(&input(tail.clone()), at(1)), Status::Working, "{tail:?}");
+        }
+    }
+
+    #[test]
+    fn end_of_turn_waits_for_input() {
+        for tail in [
+            Tail::TurnDone { asks_question: false },
+            Tail::AssistantText { end_turn: true, asks_question: false },
+            Tail::Compacted,
+            Tail::LocalOutput,
+            Tail::ApiError { retrying: false },
+        ] {
+            assert_eq!(status(&input(tail.clone()), at(1)), Status::WaitingForInput, "{tail:?}");
+        }
+    }
+
+    #[test]
+    fn text_without_stop_reason_is_working_until_stale() {
+        let i = input(Tail::AssistantText { end_turn: false, asks_question: false });
+        assert_eq!(status(&i, at(30)), Status::Working);
+        assert_eq!(status(&i, at(61)), Status::WaitingForInput);
+    }
+
+    #[test]
+    fn a_final_answer_asking_a_question_waits_for_input_at_once() {
+        let i = input(Tail::AssistantText { end_turn: false, asks_question: true });
+        assert_eq!(status(&i, at(0)), Status::WaitingForInput);
+    }
+
+    #[test]
+    fn aborted_and_empty_are_idle() {
+        assert_eq!(status(&input(Tail::Aborted), at(1)), Status::Idle);
+        assert_eq!(status(&input(Tail::Empty), at(1)), Status::Idle);
+        assert_eq!(status(&StatusInput::default(), at(1)), Status::Idle);
+    }
+
+    #[test]
+    fn pending_tool_needing_approval_waits_after_five_seconds() {
+        {
+            let i = pending(Approval::Needed, false);
+            assert_eq!(status(&i, at(4)), Status::Working);
+            assert_eq!(derive(&i, at(4), &Timeouts::default()).next_check, Some(at(5)));
+            assert_eq!(status(&i, at(5)), Status::WaitingForApproval);
+            // A dialog nobody answers for ten minutes: idle, like any other state.
+            assert_eq!(status(&i, at(600)), Status::Idle);
+        }
+    }
+
+    #[test]
+    fn long_running_allowed_tool_is_never_waiting_for_approval() {
+        let i = pending(Approval::NotNeeded, false);
+        assert_eq!(status(&i, at(5)), Status::Working);
+        assert_eq!(status(&i, at(300)), Status::Working, "no stale timeout for a running tool");
+        let running = pending(Approval::Needed, true);
+        assert_eq!(status(&running, at(300)), Status::Working, "progress means it runs");
+    }
+
+    #[test]
+    fn ask_user_question_waits_for_input() {
+        assert_eq!(status(&pending(Approval::AsksUser, false), at(0)), Status::WaitingForInput);
+    }
+
+    #[test]
+    fn registry_waiting_for_permission_is_immediate() {
+        let mut i = pending(Approval::Needed, false);
+        i.registry = Some(RegistrySignal { state: RegistryState::WaitingForApproval, updated_at: Some(T0) });
+        assert_eq!(status(&i, at(0)), Status::WaitingForApproval);
+        // Exact: no timeout turns it into anything else while the process shows the dialog.
+        assert_eq!(status(&i, at(3600)), Status::WaitingForApproval);
+        assert_eq!(derive(&i, at(0), &Timeouts::default()).next_check, None);
+    }
+
+    #[test]
+    fn registry_busy_beats_stale_inference() {
+        let mut i = input(Tail::Prompt);
+        i.registry = Some(RegistrySignal { state: RegistryState::Busy, updated_at: Some(T0) });
+        assert_eq!(status(&i, at(3000)), Status::Working);
+    }
+
+    #[test]
+    fn registry_idle_means_at_the_prompt_unless_the_transcript_is_newer() {
+        let mut i = input(Tail::AssistantText { end_turn: false, asks_question: false });
+        i.registry = Some(RegistrySignal { state: RegistryState::Idle, updated_at: Some(T0) });
+        assert_eq!(status(&i, at(1)), Status::WaitingForInput);
+        assert_eq!(status(&i, at(600)), Status::Idle);
+        // A prompt written after the registry last changed: the registry lags, trust the file.
+        let mut j = input(Tail::Prompt);
+        j.registry = Some(RegistrySignal { state: RegistryState::Idle, updated_at: Some(at(0).plus(Duration::ZERO)) });
+        j.last_activity = Some(at(2));
+        assert_eq!(status(&j, at(3)), Status::Working);
+    }
+
+    #[test]
+    fn unknown_registry_values_fall_back_to_inference() {
+        let mut i = input(Tail::Prompt);
+        i.registry = Some(RegistrySignal { state: RegistryState::Unknown, updated_at: None });
+        assert_eq!(status(&i, at(1)), Status::Working);
+    }
+
+    #[test]
+    fn ended_process_is_idle() {
+        let mut i = input(Tail::Prompt);
+        i.ended = true;
+        assert_eq!(status(&i, at(1)), Status::Idle);
+    }
+
+    #[test]
+    fn hooks_rank_between_registry_and_transcript() {
+        let mut i = pending(Approval::NotNeeded, false);
+        i.hook = Some(HookSignal { state: HookState::WaitingForApproval, at: at(6) });
+        assert_eq!(status(&i, at(7)), Status::WaitingForApproval);
+        let mut j = input(Tail::Prompt);
+        j.hook = Some(HookSignal { state: HookState::TurnDone, at: at(1) });
+        assert_eq!(status(&j, at(2)), Status::WaitingForInput);
+        // An older hook than the transcript's last record is history.
+        let mut k = input(Tail::Prompt);
+        k.last_activity = Some(at(5));
+        k.hook = Some(HookSignal { state: HookState::TurnDone, at: at(1) });
+        assert_eq!(status(&k, at(6)), Status::Working);
+    }
+}

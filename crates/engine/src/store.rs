@@ -1,0 +1,444 @@
+//! The session store (SPEC W7): every known session, its facts and the roster row last
+//! published for it. Changes come in (new lines of a file, a registry snapshot, the clock
+//! moving on) and store events come out: `discovered`, `updated` with only the fields that
+//! changed, `removed`.
+//!
+//! The store owns no thread, timer or watcher; a driver (`crate::engine`, or the CLI's
+//! one-shot `ls`) calls it. It reads transcript files only through [`FileTail`], from the
+//! offset it reached before.
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::clock::Timestamp;
+use crate::facts::SessionFacts;
+use crate::ids::SessionId;
+use crate::permissions::SettingsCache;
+use crate::registry::RegistryEntry;
+use crate::session::{PendingTool, Source, TrackedSession};
+use crate::status::{self, PendingCall, StatusInput, Timeouts};
+use crate::tail::{FileTail, LineSink, ReadOutcome};
+
+/// What the store tells its consumers.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum StoreEvent {
+    Discovered { session: Box<TrackedSession> },
+    Updated { session_id: SessionId, changes: serde_json::Map<String, serde_json::Value> },
+    Removed { session_id: SessionId },
+}
+
+impl StoreEvent {
+    pub fn session_id(&self) -> &SessionId {
+        match self {
+            StoreEvent::Discovered { session } => &session.session_id,
+            StoreEvent::Updated { session_id, .. } | StoreEvent::Removed { session_id } => session_id,
+        }
+    }
+}
+
+/// Where a transcript file sits: `<root>/projects/<project>/<id>.jsonl`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TranscriptLocation {
+    pub root: PathBuf,
+    pub project_id: String,
+    pub session_id: SessionId,
+    pub path: PathBuf,
+}
+
+impl TranscriptLocation {
+    /// Recognises a session transcript path under `root`. Sub-agent files
+    /// (`agent-*.jsonl`, anything deeper than the project folder) and names that are not
+    /// valid session ids are not sessions.
+    pub fn of(root: &Path, path: &Path) -> Option<TranscriptLocation> {
+        let rel = path.strip_prefix(crate::roots::projects_dir(root)).ok()?;
+        let mut parts = rel.components();
+        let project = parts.next()?.as_os_str().to_str()?;
+        let file = parts.next()?.as_os_str().to_str()?;
+        if parts.next().is_some() {
+            return None;
+        }
+        let stem = file.strip_suffix(".jsonl")?;
+        if stem.starts_with("agent-") {
+            return None;
+        }
+        let session_id = SessionId::parse(stem).ok()?;
+        Some(TranscriptLocation {
+            root: root.to_owned(),
+            project_id: project.to_owned(),
+            session_id,
+            path: path.to_owned(),
+        })
+    }
+}
+
+/// A transcript read in full by the indexer, ready to be adopted by the store.
+pub struct IndexedFile {
+    pub location: TranscriptLocation,
+    pub tail: FileTail,
+    pub facts: SessionFacts,
+}
+
+impl IndexedFile {
+    /// Reads a transcript from the start.
+    pub fn read(location: TranscriptLocation) -> std::io::Result<IndexedFile> {
+        let mut tail = FileTail::new(&location.path);
+        let mut sink = FactsSink { facts: SessionFacts::default(), scratch: String::new() };
+        tail.read_into(&mut sink)?;
+        Ok(IndexedFile { location, tail, facts: sink.facts })
+    }
+}
+
+struct FactsSink {
+    facts: SessionFacts,
+    scratch: String,
+}
+
+impl LineSink for FactsSink {
+    fn line(&mut self, line: &[u8]) {
+        self.facts.apply_line(line, &mut self.scratch);
+    }
+    fn reset(&mut self) {
+        self.facts = SessionFacts::default();
+    }
+}
+
+struct Entry {
+    location: TranscriptLocation,
+    tail: FileTail,
+    facts: SessionFacts,
+    /// The row last published (None until `discovered` was sent).
+    published: Option<TrackedSession>,
+}
+
+/// The roster's single source of truth.
+pub struct Store {
+    entries: HashMap<SessionId, Entry>,
+    by_path: HashMap<PathBuf, SessionId>,
+    /// Live registry entries per root, as last reported (only processes found alive).
+    registry: HashMap<PathBuf, Vec<RegistryEntry>>,
+    /// Session id → its live registry entry (merged over roots).
+    live: HashMap<SessionId, RegistryEntry>,
+    /// Sessions that had a live process at some point: gone now means ended.
+    ever_live: HashSet<SessionId>,
+    /// Parsed settings files (a memo: re-read when a file's stamp changes).
+    settings: RefCell<SettingsCache>,
+    repo_roots: HashMap<String, Option<String>>,
+    timeouts: Timeouts,
+    deadlines: BinaryHeap<Reverse<(Timestamp, SessionId)>>,
+}
+
+impl Store {
+    pub fn new(timeouts: Timeouts) -> Self {
+        Store {
+            entries: HashMap::new(),
+            by_path: HashMap::new(),
+            registry: HashMap::new(),
+            live: HashMap::new(),
+            ever_live: HashSet::new(),
+            settings: RefCell::new(SettingsCache::new(dirs::home_dir())),
+            repo_roots: HashMap::new(),
+            timeouts,
+            deadlines: BinaryHeap::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Every session's current row, most recently active first.
+    pub fn snapshot(&self) -> Vec<TrackedSession> {
+        let mut v: Vec<TrackedSession> = self.entries.values().filter_map(|e| e.published.clone()).collect();
+        v.sort_by(|a, b| b.last_activity_at.cmp(&a.last_activity_at).then_with(|| a.session_id.cmp(&b.session_id)));
+        v
+    }
+
+    pub fn get(&self, id: &SessionId) -> Option<&TrackedSession> {
+        self.entries.get(id).and_then(|e| e.published.as_ref())
+    }
+
+    pub fn transcript_path(&self, id: &SessionId) -> Option<&Path> {
+        self.entries.get(id).map(|e| e.location.path.as_path())
+    }
+
+    pub fn contains_path(&self, path: &Path) -> bool {
+        self.by_path.contains_key(path)
+    }
+
+    /// Bytes and lines read so far, over all files.
+    pub fn read_stats(&self) -> (u64, u64) {
+        self.entries.values().fold((0, 0), |(b, l), e| (b + e.tail.stats.bytes_read, l + e.tail.stats.lines))
+    }
+
+    /// Adopts a file read by the indexer. If the store already follows that path (the
+    /// file changed while it was being indexed), the indexed state replaces it and the
+    /// file is read on from the indexed offset, so no line is applied twice.
+    pub fn adopt(&mut self, file: IndexedFile, now: Timestamp) -> Vec<StoreEvent> {
+        let id = file.location.session_id.clone();
+        if let Some(other) = self.entries.get(&id)
+            && other.location.path != file.location.path
+        {
+            tracing::warn!(session = %id, kept = %other.location.path.display(), ignored = %file.location.path.display(),
+                    "two transcripts have the same session id; following the first one");
+            return Vec::new();
+        }
+        self.by_path.insert(file.location.path.clone(), id.clone());
+        let published = self.entries.remove(&id).and_then(|e| e.published);
+        self.entries
+            .insert(id.clone(), Entry { location: file.location, tail: file.tail, facts: file.facts, published });
+        let mut events = Vec::new();
+        self.read_entry(&id, now, &mut events);
+        events
+    }
+
+    /// A transcript path changed on disk (created, appended, truncated, replaced, removed).
+    pub fn file_changed(&mut self, location: TranscriptLocation, now: Timestamp) -> Vec<StoreEvent> {
+        let mut events = Vec::new();
+        let id = location.session_id.clone();
+        match self.entries.get(&id) {
+            Some(e) if e.location.path != location.path => {
+                if e.location.path.exists() {
+                    return events; // a duplicate id elsewhere: ignored, as in `adopt`
+                }
+                // The first file is gone: follow the new one.
+                self.remove_id(&id, &mut events);
+            }
+            _ => {}
+        }
+        if !self.entries.contains_key(&id) {
+            if !location.path.exists() {
+                return events;
+            }
+            self.by_path.insert(location.path.clone(), id.clone());
+            let tail = FileTail::new(&location.path);
+            self.entries.insert(id.clone(), Entry { location, tail, facts: SessionFacts::default(), published: None });
+        }
+        self.read_entry(&id, now, &mut events);
+        events
+    }
+
+    /// A path that may have been a transcript is gone.
+    pub fn path_removed(&mut self, path: &Path) -> Vec<StoreEvent> {
+        let mut events = Vec::new();
+        if path.exists() {
+            return events;
+        }
+        if let Some(id) = self.by_path.get(path).cloned() {
+            self.remove_id(&id, &mut events);
+        }
+        events
+    }
+
+    /// Every transcript inside `dir` is gone (its project folder was removed).
+    pub fn remove_under(&mut self, dir: &Path) -> Vec<StoreEvent> {
+        let gone: Vec<PathBuf> = self.by_path.keys().filter(|p| p.starts_with(dir)).cloned().collect();
+        gone.iter().flat_map(|p| self.path_removed(p)).collect()
+    }
+
+    /// Forgets every session under `root` (a root was removed from the watch list).
+    pub fn remove_root(&mut self, root: &Path) -> Vec<StoreEvent> {
+        let mut events = Vec::new();
+        let ids: Vec<SessionId> =
+            self.entries.values().filter(|e| e.location.root == root).map(|e| e.location.session_id.clone()).collect();
+        for id in ids {
+            self.remove_id(&id, &mut events);
+        }
+        self.registry.remove(root);
+        events
+    }
+
+    fn remove_id(&mut self, id: &SessionId, events: &mut Vec<StoreEvent>) {
+        if let Some(e) = self.entries.remove(id) {
+            self.by_path.remove(&e.location.path);
+            if e.published.is_some() {
+                events.push(StoreEvent::Removed { session_id: id.clone() });
+            }
+        }
+    }
+
+    fn read_entry(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+        let Some(entry) = self.entries.get_mut(id) else { return };
+        let mut sink = FactsSink { facts: std::mem::take(&mut entry.facts), scratch: String::new() };
+        let outcome = entry.tail.read_into(&mut sink);
+        entry.facts = sink.facts;
+        match outcome {
+            Ok(ReadOutcome::Missing) => {
+                self.remove_id(id, events);
+                return;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(path = %entry.location.path.display(), error = %e, "could not read transcript; will retry on its next change");
+            }
+        }
+        self.refresh(id, now, events);
+    }
+
+    /// Replaces what the registry of `root` says: the entries whose processes are alive.
+    pub fn set_registry(&mut self, root: &Path, alive: Vec<RegistryEntry>, now: Timestamp) -> Vec<StoreEvent> {
+        if self.registry.get(root) == Some(&alive) {
+            return Vec::new();
+        }
+        self.registry.insert(root.to_owned(), alive);
+        let mut merged: HashMap<SessionId, RegistryEntry> = HashMap::new();
+        for e in self.registry.values().flatten() {
+            merged.insert(e.session_id.clone(), e.clone());
+        }
+        let mut touched: HashSet<SessionId> = HashSet::new();
+        for (id, e) in &merged {
+            if self.live.get(id) != Some(e) {
+                touched.insert(id.clone());
+            }
+        }
+        for id in self.live.keys() {
+            if !merged.contains_key(id) {
+                touched.insert(id.clone());
+            }
+        }
+        self.ever_live.extend(merged.keys().cloned());
+        self.live = merged;
+        let mut events = Vec::new();
+        for id in touched {
+            self.refresh(&id, now, &mut events);
+        }
+        events
+    }
+
+    /// A settings file changed: permission answers may differ for pending tools.
+    pub fn settings_changed(&mut self, now: Timestamp) -> Vec<StoreEvent> {
+        let ids: Vec<SessionId> =
+            self.entries.iter().filter(|(_, e)| !e.facts.open_tools.is_empty()).map(|(id, _)| id.clone()).collect();
+        let mut events = Vec::new();
+        for id in ids {
+            self.refresh(&id, now, &mut events);
+        }
+        events
+    }
+
+    /// When the next timeout falls due, if any.
+    pub fn next_deadline(&self) -> Option<Timestamp> {
+        self.deadlines.peek().map(|Reverse((t, _))| *t)
+    }
+
+    /// Re-evaluates every session whose timeout fell due at `now`.
+    pub fn tick(&mut self, now: Timestamp) -> Vec<StoreEvent> {
+        let mut due = Vec::new();
+        while let Some(Reverse((t, _))) = self.deadlines.peek() {
+            if *t > now {
+                break;
+            }
+            let Some(Reverse((_, id))) = self.deadlines.pop() else { break };
+            due.push(id);
+        }
+        due.sort();
+        due.dedup();
+        let mut events = Vec::new();
+        for id in due {
+            self.refresh(&id, now, &mut events);
+        }
+        events
+    }
+
+    /// Recomputes one session's row and publishes the difference.
+    fn refresh(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+        self.ensure_repo_root(id);
+        let Some(entry) = self.entries.get(id) else { return };
+        let (row, next_check) = self.row(entry, now);
+        if let Some(t) = next_check {
+            self.deadlines.push(Reverse((t, id.clone())));
+        }
+        let entry = self.entries.get_mut(id).expect("entry checked above");
+        match &entry.published {
+            None => events.push(StoreEvent::Discovered { session: Box::new(row.clone()) }),
+            Some(old) => {
+                let changes = row.changes_since(old);
+                if changes.is_empty() {
+                    return;
+                }
+                events.push(StoreEvent::Updated { session_id: id.clone(), changes });
+            }
+        }
+        entry.published = Some(row);
+    }
+
+    fn row(&self, entry: &Entry, now: Timestamp) -> (TrackedSession, Option<Timestamp>) {
+        let f = &entry.facts;
+        let id = &entry.location.session_id;
+        let live = self.live.get(id);
+        let last_activity =
+            f.last_activity.or(entry.tail.mtime.map(Timestamp::from_system_time)).unwrap_or(Timestamp::from_millis(0));
+        let pending = f.pending_tool();
+        let input = StatusInput {
+            tail: f.tail.clone(),
+            pending: pending.map(|t| PendingCall {
+                since: t.since.unwrap_or(last_activity),
+                approval: self.approval(entry, &t.name, &t.target),
+                running: t.running,
+            }),
+            last_activity: f.last_activity,
+            registry: live.map(RegistryEntry::signal),
+            hook: None,
+            ended: live.is_none() && self.ever_live.contains(id),
+        };
+        let derived = status::derive(&input, now, &self.timeouts);
+        let row = TrackedSession {
+            session_id: id.clone(),
+            project_id: entry.location.project_id.clone(),
+            cwd: f.cwd.clone(),
+            repo_root: f.cwd.as_ref().and_then(|c| self.repo_roots.get(c).cloned().flatten()),
+            branch: f.branch.clone(),
+            goal: f.goal().map(str::to_owned),
+            summary: f.summary().map(str::to_owned),
+            title: f.title().map(str::to_owned),
+            status: derived.status,
+            has_pending_tool_use: pending.is_some(),
+            pending_tool: pending.map(|t| PendingTool { tool: t.name.clone(), target: t.target.clone() }),
+            last_activity_at: last_activity,
+            created_at: f.created_at,
+            model: f.model.clone(),
+            usage: f.usage,
+            api_error: f.api_error,
+            compaction_count: f.compaction_count,
+            superseded: false,
+            superseded_by: None,
+            superseded_at: None,
+            work_chain_id: Some(id.to_string()),
+            work_chain_name: f.title().map(str::to_owned),
+            source: Source::Watcher,
+            live: live.is_some(),
+            pid: live.map(|e| e.pid),
+            transcript_path: entry.location.path.to_string_lossy().into_owned(),
+            permission_mode: f.permission_mode.clone(),
+            malformed_lines: f.malformed + entry.tail.stats.oversized_lines,
+        };
+        (row, derived.next_check)
+    }
+
+    fn approval(&self, entry: &Entry, tool: &str, target: &str) -> status::Approval {
+        let cwd = entry.facts.cwd.as_deref().map(Path::new);
+        let mut settings = self.settings.borrow_mut();
+        let rules = settings.rules_for(&entry.location.root, cwd);
+        let ctx = settings.context(cwd.unwrap_or(Path::new("/")));
+        rules.approval(tool, target, entry.facts.permission_mode.as_deref(), &ctx)
+    }
+
+    fn ensure_repo_root(&mut self, id: &SessionId) {
+        let Some(cwd) = self.entries.get(id).and_then(|e| e.facts.cwd.as_ref()) else { return };
+        if !self.repo_roots.contains_key(cwd) {
+            let root = crate::git::repo_root(Path::new(cwd)).map(|p| p.to_string_lossy().into_owned());
+            self.repo_roots.insert(cwd.clone(), root);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

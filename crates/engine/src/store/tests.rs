@@ -1,0 +1,167 @@
+use super::*;
+use crate::registry::parse_entry;
+use crate::status::Status;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::time::Duration;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+const SID: &str = "11111111-2222-4333-8444-555555555555";
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join(".claude");
+        std::fs::create_dir_all(root.join("projects/-p")).unwrap();
+        Fixture { _dir: dir, root }
+    }
+
+    fn path(&self, id: &str) -> PathBuf {
+        self.root.join(format!("projects/-p/{id}.jsonl"))
+    }
+
+    fn loc(&self, id: &str) -> TranscriptLocation {
+        TranscriptLocation::of(&self.root, &self.path(id)).unwrap()
+    }
+
+    fn append(&self, id: &str, records: &[Value]) {
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(self.path(id)).unwrap();
+        for r in records {
+            writeln!(f, "{}", serde_json::to_string(r).unwrap()).unwrap();
+        }
+    }
+}
+
+fn at(secs: u64) -> Timestamp {
+    T0.plus(Duration::from_secs(secs))
+}
+
+fn prompt(text: &str, secs: u64) -> Value {
+    json!({"type": "user", "uuid": uuid::Uuid::new_v4().to_string(), "timestamp": at(secs).to_iso(),
+           "cwd": "/nonexistent/p", "message": {"role": "user", "content": text}})
+}
+
+fn tool_use(id: &str, secs: u64) -> Value {
+    json!({"type": "assistant", "uuid": uuid::Uuid::new_v4().to_string(), "timestamp": at(secs).to_iso(),
+           "message": {"id": format!("msg_{id}"), "model": "claude-opus-4-8", "stop_reason": "tool_use",
+           "content": [{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": "rm -rf build"}}],
+           "usage": {"input_tokens": 1, "output_tokens": 2}}})
+}
+
+fn status_of(s: &Store) -> Status {
+    s.get(&SessionId::parse(SID).unwrap()).unwrap().status
+}
+
+#[test]
+fn discovers_then_updates_only_what_changed_then_removes() {
+    let fx = Fixture::new();
+    fx.append(SID, &[prompt("fix it", 0)]);
+    let mut store = Store::new(Timeouts::default());
+    let ev = store.file_changed(fx.loc(SID), at(1));
+    let [StoreEvent::Discovered { session }] = ev.as_slice() else { panic!("{ev:?}") };
+    assert_eq!(session.goal.as_deref(), Some("fix it"));
+    assert_eq!(session.status, Status::Working);
+    assert_eq!(session.project_id, "-p");
+
+    // Nothing new: no event.
+    assert!(store.file_changed(fx.loc(SID), at(2)).is_empty());
+
+    fx.append(SID, &[tool_use("t1", 3)]);
+    let ev = store.file_changed(fx.loc(SID), at(3));
+    let [StoreEvent::Updated { changes, .. }] = ev.as_slice() else { panic!("{ev:?}") };
+    let mut keys: Vec<&str> = changes.keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(keys, ["hasPendingToolUse", "lastActivityAt", "model", "pendingTool", "usage"]);
+    assert_eq!(changes["pendingTool"], json!({"tool": "Bash", "target": "rm -rf build"}));
+
+    std::fs::remove_file(fx.path(SID)).unwrap();
+    let ev = store.file_changed(fx.loc(SID), at(4));
+    assert_eq!(ev, vec![StoreEvent::Removed { session_id: SessionId::parse(SID).unwrap() }]);
+    assert!(store.is_empty());
+}
+
+#[test]
+fn timeouts_fire_through_deadlines() {
+    let fx = Fixture::new();
+    fx.append(SID, &[prompt("go", 0), tool_use("t1", 1)]);
+    let mut store = Store::new(Timeouts::default());
+    store.file_changed(fx.loc(SID), at(2));
+    assert_eq!(status_of(&store), Status::Working);
+    assert_eq!(store.next_deadline(), Some(at(6)), "approval timeout 5 s after the tool_use");
+    assert!(store.tick(at(5)).is_empty());
+    let ev = store.tick(at(6));
+    assert_eq!(ev.len(), 1);
+    assert_eq!(status_of(&store), Status::WaitingForApproval);
+    store.tick(at(601));
+    assert_eq!(status_of(&store), Status::Idle);
+    assert_eq!(store.next_deadline(), None);
+}
+
+#[test]
+fn registry_makes_sessions_live_and_their_end_idle() {
+    let fx = Fixture::new();
+    fx.append(SID, &[prompt("go", 0), tool_use("t1", 1)]);
+    let mut store = Store::new(Timeouts::default());
+    store.file_changed(fx.loc(SID), at(1));
+    let me = std::process::id();
+    let entry = parse_entry(
+        format!(r#"{{"pid":{me},"sessionId":"{SID}","status":"waiting","waitingFor":"permission prompt"}}"#).as_bytes(),
+        me,
+    )
+    .unwrap();
+    let ev = store.set_registry(&fx.root, vec![entry.clone()], at(1));
+    let [StoreEvent::Updated { changes, .. }] = ev.as_slice() else { panic!("{ev:?}") };
+    assert_eq!(changes["status"], "waiting_for_approval", "at once, no 5 s wait");
+    assert_eq!(changes["live"], true);
+    assert_eq!(changes["pid"], me);
+    assert!(store.set_registry(&fx.root, vec![entry], at(2)).is_empty(), "same registry: no event");
+    let ev = store.set_registry(&fx.root, vec![], at(3));
+    let [StoreEvent::Updated { changes, .. }] = ev.as_slice() else { panic!("{ev:?}") };
+    assert_eq!(changes["live"], false);
+    assert_eq!(changes["status"], "idle", "its process ended");
+}
+
+#[test]
+fn truncated_file_is_re_read() {
+    let fx = Fixture::new();
+    fx.append(SID, &[prompt("first goal", 0), prompt("more", 1)]);
+    let mut store = Store::new(Timeouts::default());
+    store.file_changed(fx.loc(SID), at(1));
+    std::fs::write(fx.path(SID), format!("{}\n", prompt("another goal", 5))).unwrap();
+    let ev = store.file_changed(fx.loc(SID), at(5));
+    let [StoreEvent::Updated { changes, .. }] = ev.as_slice() else { panic!("{ev:?}") };
+    assert_eq!(changes["goal"], "another goal");
+}
+
+#[test]
+fn adopting_an_index_reads_on_from_its_offset() {
+    let fx = Fixture::new();
+    fx.append(SID, &[prompt("go", 0)]);
+    let indexed = IndexedFile::read(fx.loc(SID)).unwrap();
+    fx.append(SID, &[tool_use("t1", 1)]); // appended after the index read the file
+    let mut store = Store::new(Timeouts::default());
+    store.adopt(indexed, at(2));
+    let s = store.get(&SessionId::parse(SID).unwrap()).unwrap();
+    assert!(s.has_pending_tool_use);
+    assert_eq!(s.usage.output_tokens, 2);
+    assert_eq!(store.read_stats().1, 2, "each line read once");
+}
+
+#[test]
+fn sub_agent_files_and_hostile_names_are_not_sessions() {
+    let fx = Fixture::new();
+    for bad in [
+        "projects/-p/agent-abc.jsonl",
+        "projects/-p/x/subagents/agent-1.jsonl",
+        "projects/-p/a b.jsonl",
+        "projects/-p/x.json",
+    ] {
+        assert!(TranscriptLocation::of(&fx.root, &fx.root.join(bad)).is_none(), "{bad}");
+    }
+    assert!(TranscriptLocation::of(&fx.root, &fx.path(SID)).is_some());
+}

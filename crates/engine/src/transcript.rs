@@ -1,0 +1,489 @@
+//! Parsing one transcript line (a JSONL record written by Claude Code) into the fields
+//! the roster needs, in one pass and mostly without allocating.
+//!
+//! Forward compatible by construction: unknown record types and fields are ignored, and a
+//! known field with an unexpected type reads as absent instead of failing the record. Only
+//! a line that is not JSON at all is "malformed". Large payloads (tool results, file
+//! contents, progress data) are skipped by the parser without being materialised.
+//!
+//! The timeline (`crate::timeline`) parses the full content separately.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+/// A string field that reads as `None` when it holds anything other than a string.
+#[derive(Default, Debug, Clone, PartialEq, Eq)]
+pub struct LStr<'a>(pub Option<Cow<'a, str>>);
+
+impl<'a> LStr<'a> {
+    pub fn get(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
+/// A boolean field that reads as `false` unless it is the JSON literal `true`.
+#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LBool(pub bool);
+
+/// A non-negative integer field; anything else reads as `None`.
+#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LU64(pub Option<u64>);
+
+/// An object field; anything that is not an object reads as `None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LMap<T>(pub Option<T>);
+
+impl<T> Default for LMap<T> {
+    fn default() -> Self {
+        LMap(None)
+    }
+}
+
+fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// Any JSON value, reduced to the scalars a lenient field can use. Containers are
+/// consumed unread.
+enum Scalar<'de> {
+    Str(Cow<'de, str>),
+    Bool(bool),
+    U64(u64),
+    I64(i64),
+    F64(f64),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Scalar<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Scalar<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Scalar::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Scalar::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Scalar::Str(Cow::Owned(v)))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(Scalar::Bool(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(Scalar::U64(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(Scalar::I64(v))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(Scalar::F64(v))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Scalar::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Self::Value, A::Error> {
+                drain_map(m).map(|_| Scalar::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Self::Value, A::Error> {
+                drain_seq(s).map(|_| Scalar::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for LStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match Scalar::deserialize(d)? {
+            Scalar::Str(s) => LStr(Some(s)),
+            _ => LStr(None),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for LBool {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(LBool(matches!(Scalar::deserialize(d)?, Scalar::Bool(true))))
+    }
+}
+
+impl<'de> Deserialize<'de> for LU64 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(LU64(match Scalar::deserialize(d)? {
+            Scalar::U64(v) => Some(v),
+            Scalar::I64(v) => u64::try_from(v).ok(),
+            Scalar::F64(v) if v.is_finite() && v >= 0.0 => Some(v as u64),
+            _ => None,
+        }))
+    }
+}
+
+/// Visitor methods for every JSON kind but the wanted ones: the value is consumed and
+/// `$none` returned.
+macro_rules! skip_scalars {
+    ($none:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+    };
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for LMap<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = LMap<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(|v| LMap(Some(v)))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(LMap(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Self::Value, A::Error> {
+                drain_seq(s).map(|_| LMap(None))
+            }
+            skip_scalars!(LMap(None));
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// `message.content`: a plain string or an array of blocks.
+#[derive(Debug, Default)]
+pub enum Content<'a> {
+    #[default]
+    None,
+    Text(Cow<'a, str>),
+    Blocks(Vec<Block<'a>>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Content<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or an array of content blocks")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut blocks = Vec::new();
+                while let Some(LMap(b)) = seq.next_element::<LMap<Block<'de>>>()? {
+                    if let Some(b) = b {
+                        blocks.push(b);
+                    }
+                }
+                Ok(Content::Blocks(blocks))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Self::Value, A::Error> {
+                drain_map(m).map(|_| Content::None)
+            }
+            skip_scalars!(Content::None);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One content block, with only the fields the roster reads. Tool results' content and
+/// thinking text are skipped unread.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Block<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: LStr<'a>,
+    #[serde(borrow)]
+    pub id: LStr<'a>,
+    #[serde(borrow)]
+    pub name: LStr<'a>,
+    #[serde(borrow)]
+    pub text: LStr<'a>,
+    #[serde(borrow)]
+    pub tool_use_id: LStr<'a>,
+    pub is_error: LBool,
+    #[serde(borrow)]
+    pub input: LMap<ToolInput<'a>>,
+}
+
+/// The fields of a tool's input that name what it acts on.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ToolInput<'a> {
+    #[serde(borrow)]
+    pub file_path: LStr<'a>,
+    #[serde(borrow)]
+    pub notebook_path: LStr<'a>,
+    #[serde(borrow)]
+    pub command: LStr<'a>,
+    #[serde(borrow)]
+    pub pattern: LStr<'a>,
+    #[serde(borrow)]
+    pub url: LStr<'a>,
+    #[serde(borrow)]
+    pub query: LStr<'a>,
+    #[serde(borrow)]
+    pub path: LStr<'a>,
+    #[serde(borrow)]
+    pub description: LStr<'a>,
+}
+
+impl ToolInput<'_> {
+    /// SPEC W4: the target of a pending tool is its file_path, command, pattern or url.
+    pub fn target(&self) -> Option<&str> {
+        self.file_path
+            .get()
+            .or(self.notebook_path.get())
+            .or(self.command.get())
+            .or(self.pattern.get())
+            .or(self.url.get())
+            .or(self.query.get())
+            .or(self.path.get())
+            .or(self.description.get())
+    }
+}
+
+#[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(default)]
+pub struct RawUsage {
+    pub input_tokens: LU64,
+    pub output_tokens: LU64,
+    pub cache_creation_input_tokens: LU64,
+    pub cache_read_input_tokens: LU64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Message<'a> {
+    #[serde(borrow)]
+    pub id: LStr<'a>,
+    #[serde(borrow)]
+    pub model: LStr<'a>,
+    #[serde(borrow)]
+    pub stop_reason: LStr<'a>,
+    pub usage: LMap<RawUsage>,
+    #[serde(borrow)]
+    pub content: Content<'a>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ProgressData<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: LStr<'a>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct CompactMetadata<'a> {
+    #[serde(borrow)]
+    pub trigger: LStr<'a>,
+    #[serde(rename = "preTokens")]
+    pub pre_tokens: LU64,
+}
+
+/// One transcript record, as far as the roster is concerned.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Record<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: LStr<'a>,
+    #[serde(borrow)]
+    pub subtype: LStr<'a>,
+    #[serde(borrow)]
+    pub uuid: LStr<'a>,
+    #[serde(rename = "sessionId", borrow)]
+    pub session_id: LStr<'a>,
+    #[serde(borrow)]
+    pub timestamp: LStr<'a>,
+    #[serde(borrow)]
+    pub cwd: LStr<'a>,
+    #[serde(rename = "gitBranch", borrow)]
+    pub git_branch: LStr<'a>,
+    #[serde(rename = "isSidechain")]
+    pub is_sidechain: LBool,
+    #[serde(rename = "isMeta")]
+    pub is_meta: LBool,
+    #[serde(rename = "isCompactSummary")]
+    pub is_compact_summary: LBool,
+    #[serde(rename = "isApiErrorMessage")]
+    pub is_api_error_message: LBool,
+    #[serde(rename = "requestId", borrow)]
+    pub request_id: LStr<'a>,
+    #[serde(rename = "permissionMode", borrow)]
+    pub permission_mode: LStr<'a>,
+    #[serde(borrow)]
+    pub message: LMap<Message<'a>>,
+    #[serde(borrow)]
+    pub summary: LStr<'a>,
+    #[serde(rename = "lastPrompt", borrow)]
+    pub last_prompt: LStr<'a>,
+    #[serde(rename = "customTitle", borrow)]
+    pub custom_title: LStr<'a>,
+    #[serde(rename = "aiTitle", borrow)]
+    pub ai_title: LStr<'a>,
+    #[serde(borrow)]
+    pub operation: LStr<'a>,
+    /// System records and queue operations carry their text here.
+    #[serde(borrow)]
+    pub content: LStr<'a>,
+    #[serde(borrow)]
+    pub data: LMap<ProgressData<'a>>,
+    #[serde(rename = "parentToolUseID", borrow)]
+    pub parent_tool_use_id: LStr<'a>,
+    #[serde(rename = "toolUseID", borrow)]
+    pub tool_use_id: LStr<'a>,
+    /// Only its string form matters (`"User rejected tool use"`); objects are skipped.
+    #[serde(rename = "toolUseResult", borrow)]
+    pub tool_use_result: LStr<'a>,
+    #[serde(rename = "compactMetadata", borrow)]
+    pub compact_metadata: LMap<CompactMetadata<'a>>,
+}
+
+impl Record<'_> {
+    pub fn kind(&self) -> &str {
+        self.kind.get().unwrap_or("")
+    }
+    pub fn subtype(&self) -> &str {
+        self.subtype.get().unwrap_or("")
+    }
+}
+
+/// A line that is not a JSON object.
+#[derive(Debug, thiserror::Error)]
+#[error("malformed transcript line: {0}")]
+pub struct Malformed(#[from] serde_json::Error);
+
+/// Parses one line. Invalid UTF-8 is replaced (U+FFFD) rather than rejected: the
+/// record's structure usually survives a mangled character, and it never panics.
+/// `scratch` holds the repaired text when that happens.
+pub fn parse_line<'a>(line: &'a [u8], scratch: &'a mut String) -> Result<Record<'a>, Malformed> {
+    match serde_json::from_slice::<Record<'a>>(line) {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            if std::str::from_utf8(line).is_ok() {
+                return Err(Malformed(e));
+            }
+            *scratch = String::from_utf8_lossy(line).into_owned();
+            Ok(serde_json::from_str::<Record<'a>>(scratch)?)
+        }
+    }
+}
+
+/// Is this line blank (only whitespace)? Blank lines are neither records nor errors.
+pub fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|b| b.is_ascii_whitespace())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Record<'_> {
+        serde_json::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn reads_an_assistant_tool_use() {
+        let r = parse(
+            r#"{"type":"assistant","uuid":"u1","timestamp":"2026-11-01T00:00:00.000Z","requestId":"req_1",
+            "message":{"id":"msg_1","model":"claude-opus-4-8","stop_reason":"tool_use",
+            "usage":{"input_tokens":3,"output_tokens":5,"cache_read_input_tokens":7},
+            "content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"cargo test","description":"run"}}]}}"#,
+        );
+        assert_eq!(r.kind(), "assistant");
+        let m = r.message.0.unwrap();
+        assert_eq!(m.usage.0.unwrap().output_tokens.0, Some(5));
+        let Content::Blocks(b) = m.content else { panic!() };
+        assert_eq!(b[0].name.get(), Some("Bash"));
+        assert_eq!(b[0].input.0.as_ref().unwrap().target(), Some("cargo test"));
+    }
+
+    #[test]
+    fn wrong_types_read_as_absent_not_as_errors() {
+        let r = parse(
+            r#"{"type":"user","uuid":7,"isMeta":"yes","timestamp":{"a":[1,2]},"message":"oops",
+            "toolUseResult":{"stdout":"big"},"cwd":null,"compactMetadata":[1]}"#,
+        );
+        assert_eq!(r.kind(), "user");
+        assert_eq!(r.uuid.get(), None);
+        assert!(!r.is_meta.0);
+        assert_eq!(r.timestamp.get(), None);
+        assert!(r.message.0.is_none());
+        assert!(r.tool_use_result.get().is_none());
+        assert!(r.compact_metadata.0.is_none());
+    }
+
+    #[test]
+    fn unknown_types_and_fields_are_ignored() {
+        let r = parse(r#"{"type":"brand-new-thing","future":{"deep":[{"x":1}]},"uuid":"u"}"#);
+        assert_eq!(r.kind(), "brand-new-thing");
+        let r = parse(r#"{"type":"user","message":{"content":[{"type":"hologram","data":[1,2,3]},"str",3]}}"#);
+        let Content::Blocks(b) = r.message.0.unwrap().content else { panic!() };
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].kind.get(), Some("hologram"));
+    }
+
+    #[test]
+    fn strings_with_escapes_are_owned_others_borrowed() {
+        let r = parse(r#"{"type":"user","message":{"content":"line one\nline two"}}"#);
+        let Content::Text(t) = r.message.0.unwrap().content else { panic!() };
+        assert_eq!(t, "line one\nline two");
+        let r = parse(r#"{"type":"user","cwd":"/home/me"}"#);
+        assert!(matches!(r.cwd.0, Some(Cow::Borrowed("/home/me"))));
+    }
+
+    #[test]
+    fn invalid_utf8_is_repaired_not_fatal() {
+        let mut line = br#"{"type":"user","message":{"content":"caf"#.to_vec();
+        line.extend_from_slice(&[0xff, 0xfe]);
+        line.extend_from_slice(br#""}}"#);
+        let mut scratch = String::new();
+        let r = parse_line(&line, &mut scratch).unwrap();
+        let Content::Text(t) = r.message.0.unwrap().content else { panic!() };
+        assert!(t.starts_with("caf\u{fffd}"));
+    }
+
+    #[test]
+    fn malformed_json_is_an_error() {
+        let mut s = String::new();
+        assert!(parse_line(b"{\"type\":\"user\",", &mut s).is_err());
+        assert!(parse_line(b"not json", &mut s).is_err());
+    }
+}

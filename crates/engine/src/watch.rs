@@ -1,0 +1,131 @@
+//! Watching the config roots with `notify` (SPEC W2): what changed, sorted into the kinds
+//! of path the engine cares about. The watcher only reports; the engine reads.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use notify::{RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+
+use crate::roots;
+
+/// What the watcher reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FsSignal {
+    /// These paths changed (created, written, renamed or removed).
+    Paths(Vec<PathBuf>),
+    /// Events were lost (the kernel queue overflowed): everything must be re-checked.
+    Rescan,
+}
+
+/// What a changed path is to the engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathKind {
+    /// `<root>/projects/<project>/<file>`: maybe a transcript.
+    ProjectFile,
+    /// `<root>/projects/<project>`: a project folder appeared or went.
+    ProjectDir,
+    /// `<root>/projects` itself.
+    ProjectsDir,
+    /// `<root>/sessions/<pid>.json` or the folder itself.
+    Registry,
+    /// `<root>/settings.json` or `settings.local.json`.
+    Settings,
+    Other,
+}
+
+pub fn classify(root: &Path, path: &Path) -> PathKind {
+    let Ok(rel) = path.strip_prefix(root) else { return PathKind::Other };
+    let parts: Vec<&std::ffi::OsStr> = rel.iter().collect();
+    match parts.as_slice() {
+        [p] if *p == "projects" => PathKind::ProjectsDir,
+        [p, _] if *p == "projects" => PathKind::ProjectDir,
+        [p, _, _] if *p == "projects" => PathKind::ProjectFile,
+        [s] | [s, _] if *s == "sessions" => PathKind::Registry,
+        [f] if *f == "settings.json" || *f == "settings.local.json" => PathKind::Settings,
+        _ => PathKind::Other,
+    }
+}
+
+/// The notify watcher over a set of roots. Dropping it stops watching.
+pub struct RootWatcher {
+    watcher: notify::RecommendedWatcher,
+    /// Folders under watch, with their mode.
+    watched: BTreeSet<(PathBuf, bool)>,
+}
+
+impl RootWatcher {
+    /// Starts a watcher whose events arrive on `tx`.
+    pub fn new(tx: mpsc::UnboundedSender<FsSignal>) -> notify::Result<Self> {
+        let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
+            Ok(ev) => {
+                if ev.need_rescan() {
+                    let _ = tx.send(FsSignal::Rescan);
+                } else if !matches!(ev.kind, notify::EventKind::Access(_)) && !ev.paths.is_empty() {
+                    let _ = tx.send(FsSignal::Paths(ev.paths));
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "file watcher error; re-checking every root");
+                let _ = tx.send(FsSignal::Rescan);
+            }
+        })?;
+        Ok(RootWatcher { watcher, watched: BTreeSet::new() })
+    }
+
+    /// Watches what exists of `root`: the root itself (to see `projects/` and `sessions/`
+    /// appear and settings change), `projects/` recursively and `sessions/`. Call again
+    /// when a missing folder appears.
+    pub fn watch_root(&mut self, root: &Path) {
+        self.watch(root, false);
+        self.watch(&roots::projects_dir(root), true);
+        self.watch(&roots::sessions_dir(root), false);
+    }
+
+    pub fn unwatch_root(&mut self, root: &Path) {
+        let gone: Vec<(PathBuf, bool)> = self.watched.iter().filter(|(p, _)| p.starts_with(root)).cloned().collect();
+        for (p, rec) in gone {
+            let _ = self.watcher.unwatch(&p);
+            self.watched.remove(&(p, rec));
+        }
+    }
+
+    fn watch(&mut self, dir: &Path, recursive: bool) {
+        if self.watched.contains(&(dir.to_owned(), recursive)) || !dir.is_dir() {
+            return;
+        }
+        let mode = if recursive { RecursiveMode::Recursive } else { RecursiveMode::NonRecursive };
+        match self.watcher.watch(dir, mode) {
+            Ok(()) => {
+                self.watched.insert((dir.to_owned(), recursive));
+            }
+            Err(e) => tracing::warn!(path = %dir.display(), error = %e,
+                "cannot watch folder; changes in it are picked up by the periodic rescan"),
+        }
+    }
+
+    /// Is every folder of `root` that exists under watch?
+    pub fn covers(&self, root: &Path) -> bool {
+        [(root.to_owned(), false), (roots::projects_dir(root), true), (roots::sessions_dir(root), false)]
+            .iter()
+            .all(|(p, r)| !p.is_dir() || self.watched.contains(&(p.clone(), *r)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_paths() {
+        let r = Path::new("/h/.claude");
+        assert_eq!(classify(r, Path::new("/h/.claude/projects/-p/a.jsonl")), PathKind::ProjectFile);
+        assert_eq!(classify(r, Path::new("/h/.claude/projects/-p")), PathKind::ProjectDir);
+        assert_eq!(classify(r, Path::new("/h/.claude/projects")), PathKind::ProjectsDir);
+        assert_eq!(classify(r, Path::new("/h/.claude/sessions/12.json")), PathKind::Registry);
+        assert_eq!(classify(r, Path::new("/h/.claude/sessions")), PathKind::Registry);
+        assert_eq!(classify(r, Path::new("/h/.claude/settings.json")), PathKind::Settings);
+        assert_eq!(classify(r, Path::new("/h/.claude/projects/-p/a/subagents/x.jsonl")), PathKind::Other);
+        assert_eq!(classify(r, Path::new("/elsewhere/x")), PathKind::Other);
+    }
+}
