@@ -49,6 +49,12 @@ pub struct SessionFacts {
     pub compaction_count: u32,
     pub open_tools: Vec<OpenTool>,
     pub tail: Tail,
+    /// Timestamp of the record that set `tail`. Claude Code does not always write in
+    /// causal order (a fast reply can land before its prompt), so an older record never
+    /// replaces the tail a newer one set.
+    tail_at: Option<Timestamp>,
+    /// Timestamp of the record being applied.
+    current: Option<Timestamp>,
     pub api_error: bool,
     /// The `sessionId` the records carry (may differ from the file name for copied history).
     pub record_session_id: Option<String>,
@@ -221,6 +227,7 @@ impl SessionFacts {
         self.records += 1;
         let kind = r.kind();
         let ts = r.timestamp.get().and_then(Timestamp::parse);
+        self.current = ts;
         if matches!(kind, "user" | "assistant" | "system" | "attachment" | "progress") {
             if let Some(t) = ts {
                 self.created_at = Some(self.created_at.map_or(t, |c| c.min(t)));
@@ -254,7 +261,7 @@ impl SessionFacts {
             "custom-title" => set(&mut self.custom_title, r.custom_title.get(), GOAL_MAX_CHARS),
             "ai-title" => set(&mut self.ai_title, r.ai_title.get(), GOAL_MAX_CHARS),
             "last-prompt" => set(&mut self.last_prompt, r.last_prompt.get(), SUMMARY_MAX_CHARS),
-            "queue-operation" if r.operation.get() == Some("enqueue") => self.tail = Tail::Prompt,
+            "queue-operation" if r.operation.get() == Some("enqueue") => self.set_tail(Tail::Prompt),
             _ => {}
         }
     }
@@ -270,7 +277,7 @@ impl SessionFacts {
             } else if let Some(t) = first_text(&msg.content) {
                 self.compact_summary = Some(clean_text(t, SUMMARY_MAX_CHARS));
             }
-            self.tail = Tail::Compacted;
+            self.set_tail(Tail::Compacted);
             return;
         }
         match &msg.content {
@@ -288,14 +295,15 @@ impl SessionFacts {
                     }
                 }
                 if answered {
-                    self.tail = if rejected {
-                        self.open_tools.clear();
+                    let tail = if rejected {
+                        self.close_tools_before_now();
                         Tail::Aborted
                     } else if self.open_tools.is_empty() {
                         Tail::ToolResults
                     } else {
                         Tail::ToolPending
                     };
+                    self.set_tail(tail);
                 } else if let Some(t) = first_text(&msg.content) {
                     self.user_text(t, ts);
                 } else if blocks.iter().any(|b| matches!(b.kind.get(), Some("image" | "document"))) {
@@ -310,12 +318,12 @@ impl SessionFacts {
         match classify_user_text(t) {
             UserText::Command(name) => {
                 if name == "compact" {
-                    self.tail = Tail::Compacting;
+                    self.set_tail(Tail::Compacting);
                 } else if LOCAL_COMMANDS.contains(&name) {
-                    self.tail = Tail::LocalOutput;
+                    self.set_tail(Tail::LocalOutput);
                 } else {
-                    self.tail = Tail::Prompt;
-                    self.open_tools.clear();
+                    self.set_tail(Tail::Prompt);
+                    self.close_tools_before_now();
                     if self.command_goal.is_none() && !name.is_empty() {
                         let args = t.split("<command-args>").nth(1).and_then(|a| a.split("</command-args>").next());
                         let text = format!("/{name} {}", args.unwrap_or(""));
@@ -323,20 +331,20 @@ impl SessionFacts {
                     }
                 }
             }
-            UserText::LocalOutput => self.tail = Tail::LocalOutput,
+            UserText::LocalOutput => self.set_tail(Tail::LocalOutput),
             UserText::Interrupted => {
-                self.open_tools.clear();
-                self.tail = Tail::Aborted;
+                self.close_tools_before_now();
+                self.set_tail(Tail::Aborted);
             }
-            UserText::ShellInput => self.tail = Tail::Prompt,
+            UserText::ShellInput => self.set_tail(Tail::Prompt),
             UserText::Meta => {}
             UserText::CompactSummary => {
                 self.compact_summary = Some(clean_text(t, SUMMARY_MAX_CHARS));
-                self.tail = Tail::Compacted;
+                self.set_tail(Tail::Compacted);
             }
             UserText::Prompt => {
-                self.tail = Tail::Prompt;
-                self.open_tools.clear();
+                self.set_tail(Tail::Prompt);
+                self.close_tools_before_now();
                 if self.goal.is_none() {
                     let g = clean_text(t, GOAL_MAX_CHARS);
                     if !g.is_empty() {
@@ -353,7 +361,7 @@ impl SessionFacts {
         if r.is_api_error_message.0 {
             if !r.is_sidechain.0 {
                 self.api_error = true;
-                self.tail = Tail::ApiError { retrying: false };
+                self.set_tail(Tail::ApiError { retrying: false });
             }
             return;
         }
@@ -371,7 +379,7 @@ impl SessionFacts {
         let end_turn = msg.stop_reason.get() == Some("end_turn");
         match &msg.content {
             Content::Text(t) => {
-                self.tail = Tail::AssistantText { end_turn, asks_question: asks_question(t) };
+                self.set_tail(Tail::AssistantText { end_turn, asks_question: asks_question(t) });
             }
             Content::Blocks(blocks) => {
                 for b in blocks {
@@ -397,13 +405,13 @@ impl SessionFacts {
                     since: ts,
                     running: false,
                 });
-                self.tail = Tail::ToolPending;
+                self.set_tail(Tail::ToolPending);
             }
             Some("text") => {
                 let text = b.text.get().unwrap_or("");
-                self.tail = Tail::AssistantText { end_turn, asks_question: asks_question(text) };
+                self.set_tail(Tail::AssistantText { end_turn, asks_question: asks_question(text) });
             }
-            Some("thinking" | "redacted_thinking") => self.tail = Tail::Thinking,
+            Some("thinking" | "redacted_thinking") => self.set_tail(Tail::Thinking),
             _ => {}
         }
     }
@@ -447,7 +455,7 @@ impl SessionFacts {
             "turn_duration" | "stop_hook_summary" => {
                 let asks = matches!(self.tail, Tail::AssistantText { asks_question: true, .. });
                 if !matches!(self.tail, Tail::ToolPending) {
-                    self.tail = Tail::TurnDone { asks_question: asks };
+                    self.set_tail(Tail::TurnDone { asks_question: asks });
                 }
             }
             "compact_boundary" => {
@@ -458,11 +466,11 @@ impl SessionFacts {
                 if fresh {
                     self.compaction_count += 1;
                 }
-                self.open_tools.clear();
-                self.tail = Tail::Compacting;
+                self.close_tools_before_now();
+                self.set_tail(Tail::Compacting);
             }
-            "api_error" => self.tail = Tail::ApiError { retrying: true },
-            "local_command" => self.tail = Tail::LocalOutput,
+            "api_error" => self.set_tail(Tail::ApiError { retrying: true }),
+            "local_command" => self.set_tail(Tail::LocalOutput),
             _ => {}
         }
     }
@@ -477,6 +485,27 @@ impl SessionFacts {
             if ids.contains(&Some(t.id.as_str())) {
                 t.running = true;
             }
+        }
+    }
+
+    fn set_tail(&mut self, tail: Tail) {
+        if let (Some(now), Some(set_at)) = (self.current, self.tail_at)
+            && now < set_at
+        {
+            return;
+        }
+        self.tail = tail;
+        if self.current.is_some() {
+            self.tail_at = self.current;
+        }
+    }
+
+    /// A new turn (or an abort) settles every tool call made before it; calls written
+    /// after it in time (out of file order) stay open.
+    fn close_tools_before_now(&mut self) {
+        match self.current {
+            Some(now) => self.open_tools.retain(|t| t.since.is_some_and(|s| s > now)),
+            None => self.open_tools.clear(),
         }
     }
 

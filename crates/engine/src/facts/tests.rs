@@ -14,8 +14,19 @@ fn facts(records: &[Value]) -> SessionFacts {
     f
 }
 
+thread_local!(static CLOCK: std::cell::Cell<i64> = const { std::cell::Cell::new(0) });
+
+/// Each fixture record is one second after the previous one, as in a real transcript.
+fn tick() -> String {
+    let n = CLOCK.with(|c| {
+        c.set(c.get() + 1);
+        c.get()
+    });
+    Timestamp::from_millis(1_793_527_200_000 + n * 1000).to_iso()
+}
+
 fn user(content: Value) -> Value {
-    json!({"type": "user", "uuid": uuid(), "timestamp": "2026-11-01T10:00:00.000Z", "cwd": "/p",
+    json!({"type": "user", "uuid": uuid(), "timestamp": tick(), "cwd": "/p",
            "gitBranch": "main", "sessionId": "s", "message": {"role": "user", "content": content}})
 }
 
@@ -25,7 +36,7 @@ fn with(mut v: Value, k: &str, x: Value) -> Value {
 }
 
 fn assistant(id: &str, content: Value, stop: Option<&str>, usage: Value) -> Value {
-    json!({"type": "assistant", "uuid": uuid(), "timestamp": "2026-11-01T10:00:01.000Z", "requestId": format!("req_{id}"),
+    json!({"type": "assistant", "uuid": uuid(), "timestamp": tick(), "requestId": format!("req_{id}"),
            "message": {"id": id, "model": "claude-opus-4-8", "content": content, "stop_reason": stop, "usage": usage}})
 }
 
@@ -229,10 +240,11 @@ fn end_of_turn_markers() {
 
 #[test]
 fn compaction_counts_once_even_when_history_is_replayed() {
+    let prompt = user(json!("go"));
     let boundary = json!({"type": "system", "subtype": "compact_boundary", "uuid": "cb-1", "content": "Conversation compacted",
-                          "compactMetadata": {"trigger": "manual", "preTokens": 1000}, "timestamp": "2026-11-01T10:00:05.000Z"});
+                          "compactMetadata": {"trigger": "manual", "preTokens": 1000}, "timestamp": tick()});
     let summary = with(user(json!("Summary of the work so far")), "isCompactSummary", json!(true));
-    let mut f = facts(&[user(json!("go")), boundary.clone()]);
+    let mut f = facts(&[prompt, boundary.clone()]);
     assert_eq!(f.tail, Tail::Compacting);
     apply(&mut f, summary.clone());
     assert_eq!(f.tail, Tail::Compacted);
@@ -286,4 +298,46 @@ fn clean_text_collapses_and_cuts() {
     assert_eq!(clean_text("  a \n\t b  ", 10), "a b");
     assert_eq!(clean_text("abcdef", 3), "abc…");
     assert_eq!(clean_text("a\u{7}b", 10), "ab");
+}
+
+#[test]
+fn a_reply_written_before_its_prompt_keeps_the_pending_tool() {
+    // Claude Code 2.1.197 with a fast API: the assistant's records reach the file before
+    // the prompt that caused them (observed with the real CLI).
+    let mut tool = assistant(
+        "m1",
+        json!([{"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "echo hi"}}]),
+        Some("tool_use"),
+        u(1, 1),
+    );
+    tool["timestamp"] = json!("2026-11-01T10:00:00.300Z");
+    let mut prompt = user(json!("make out.txt"));
+    prompt["timestamp"] = json!("2026-11-01T10:00:00.000Z");
+    let f = facts(&[tool, prompt]);
+    assert_eq!(f.tail, Tail::ToolPending);
+    assert_eq!(f.pending_tool().map(|t| t.target.as_str()), Some("echo hi"));
+    assert_eq!(f.goal(), Some("make out.txt"));
+}
+
+#[test]
+fn compact_command_written_after_its_summary_does_not_reopen_the_compaction() {
+    // Observed order: boundary, summary, caveat, the /compact command (typed earlier), its output.
+    let at = |t: &str, mut v: Value| {
+        v["timestamp"] = json!(t);
+        v
+    };
+    let f = facts(&[
+        at("2026-11-01T10:00:10.000Z", json!({"type": "system", "subtype": "compact_boundary", "uuid": "b"})),
+        at(
+            "2026-11-01T10:00:10.010Z",
+            with(user(json!("This session is being continued…")), "isCompactSummary", json!(true)),
+        ),
+        at(
+            "2026-11-01T10:00:05.000Z",
+            user(json!("<command-name>/compact</command-name>\n<command-message>compact</command-message>")),
+        ),
+        at("2026-11-01T10:00:10.020Z", user(json!("<local-command-stdout>Compacted</local-command-stdout>"))),
+    ]);
+    assert_eq!(f.tail, Tail::LocalOutput);
+    assert_eq!(f.compaction_count, 1);
 }

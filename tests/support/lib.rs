@@ -1,0 +1,18 @@
+//! Test support for Mimesis: run the real Claude Code CLI in a pseudo-terminal against a
+//! scripted mock of the Anthropic API, and observe what it writes.
+//!
+//! * [`claude`]: the pinned CLI install ([`claude::ensure_claude`]) and an isolated home
+//!   ([`claude::ClaudeHome`]).
+//! * [`mock_api`]: the scripted Messages API ([`mock_api::MockApi`]).
+//! * [`pty`]: a PTY driver with a `vt100` screen model ([`pty::Pty`]).
+//! * [`files`]: snapshots of transcripts and `sessions/<pid>.json`
+//!   ([`files::FilesSnapshot`]).
+//! * [`scenario`]: the interactive scenario as reusable steps ([`scenario::Scenario`]).
+//! * [`engine_watch`]: the real Mimesis engine watching a config dir, for assertions.
+
+pub mod claude;
+pub mod engine_watch;
+pub mod files;
+pub mod mock_api;
+pub mod pty;
+pub mod scenario;
