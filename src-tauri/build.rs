@@ -1,0 +1,18 @@
+// The app's commands get generated `allow-*` permissions; only those granted in
+// capabilities/default.json reach the webview (everything else is denied).
+const COMMANDS: &[&str] = &[
+    "roster_snapshot",
+    "open_timeline",
+    "timeline_range",
+    "timeline_item",
+    "close_timeline",
+    "start_demo",
+    "stop_demo",
+];
+
+fn main() {
+    tauri_build::try_build(
+        tauri_build::Attributes::new().app_manifest(tauri_build::AppManifest::new().commands(COMMANDS)),
+    )
+    .expect("tauri build script");
+}

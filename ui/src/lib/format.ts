@@ -1,0 +1,151 @@
+// Pure formatting helpers: numbers, times, names. No DOM, no state.
+
+import type { Status, Usage } from './types';
+
+export function totalTokens(u: Usage): number {
+  return u.inputTokens + u.outputTokens + u.cacheCreationInputTokens + u.cacheReadInputTokens;
+}
+
+/** 950, 1.2k, 12k, 120k, 1.2M, 12M, 1.2B — one decimal only while it adds information. */
+export function formatTokens(n: number): string {
+  if (!Number.isFinite(n) || n < 0) return '0';
+  if (n < 1000) return String(Math.round(n));
+  const units: [number, string][] = [
+    [1e3, 'k'],
+    [1e6, 'M'],
+    [1e9, 'B'],
+  ];
+  let u = n >= 1e9 ? 2 : n >= 1e6 ? 1 : 0;
+  // 999_950 would print as "1000k": say "1M".
+  if (n / units[u][0] >= 999.5 && u < 2) u++;
+  const v = n / units[u][0];
+  return (v < 10 ? v.toFixed(1).replace(/\.0$/, '') : String(Math.round(v))) + units[u][1];
+}
+
+const grouped = new Intl.NumberFormat('en-US');
+export function formatInt(n: number): string {
+  return grouped.format(n);
+}
+
+export function usageBreakdown(u: Usage): string {
+  return [
+    `Input ${formatInt(u.inputTokens)}`,
+    `Output ${formatInt(u.outputTokens)}`,
+    `Cache write ${formatInt(u.cacheCreationInputTokens)}`,
+    `Cache read ${formatInt(u.cacheReadInputTokens)}`,
+    `Total ${formatInt(totalTokens(u))}`,
+  ].join('\n');
+}
+
+export function parseTime(iso: string | null | undefined): number | null {
+  if (!iso) return null;
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? null : t;
+}
+
+/** "just now", "12 s ago", "3 min ago", "2 h ago", "4 d ago", then a date. */
+export function relativeTime(iso: string | null, now: number): string {
+  const t = parseTime(iso);
+  if (t === null) return '—';
+  const s = Math.max(0, Math.floor((now - t) / 1000));
+  if (s < 5) return 'just now';
+  if (s < 60) return `${s} s ago`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ago`;
+  const h = Math.floor(m / 60);
+  if (h < 24) return `${h} h ago`;
+  const d = Math.floor(h / 24);
+  if (d < 30) return `${d} d ago`;
+  return new Date(t).toISOString().slice(0, 10);
+}
+
+/** "12 s", "1 min 5 s", "2 h 3 min". */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return '—';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return s % 60 ? `${m} min ${s % 60} s` : `${m} min`;
+  const h = Math.floor(m / 60);
+  return m % 60 ? `${h} h ${m % 60} min` : `${h} h`;
+}
+
+export function clockTime(iso: string | null): string {
+  const t = parseTime(iso);
+  if (t === null) return '';
+  const d = new Date(t);
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+/** "claude-opus-4-8" → "opus 4.8"; "claude-3-5-haiku-20241022" → "haiku 3.5"; unknown names pass through. */
+export function shortModel(model: string | null): string {
+  if (!model) return '';
+  const name = model.replace(/^claude-/, '').replace(/-\d{8}$/, '').replace(/\[.*\]$/, '');
+  const family = /(opus|sonnet|haiku)/.exec(name);
+  if (!family) return name;
+  const fam = family[1];
+  const after = name.slice(family.index + fam.length).replace(/^-/, '');
+  const before = name.slice(0, family.index).replace(/-$/, '');
+  const version = (after || before).split('-').filter((p) => /^\d+$/.test(p)).join('.');
+  return version ? `${fam} ${version}` : fam;
+}
+
+export function basename(path: string): string {
+  const trimmed = path.replace(/[\\/]+$/, '');
+  const i = Math.max(trimmed.lastIndexOf('/'), trimmed.lastIndexOf('\\'));
+  return (i >= 0 ? trimmed.slice(i + 1) : trimmed) || path;
+}
+
+export const STATUS_LABEL: Record<Status, string> = {
+  working: 'Working',
+  waiting_for_approval: 'Needs approval',
+  waiting_for_input: 'Needs input',
+  idle: 'Idle',
+};
+
+export function needsYou(status: Status): boolean {
+  return status === 'waiting_for_approval' || status === 'waiting_for_input';
+}
+
+// SPEC W4, same order as the engine's ToolInput::target.
+const TARGET_KEYS = ['file_path', 'notebook_path', 'command', 'pattern', 'url', 'query', 'path', 'description'];
+
+/** The one-line summary of a tool call: its command, file, pattern or url. */
+export function toolTarget(input: unknown): string {
+  if (input === null || typeof input !== 'object') return typeof input === 'string' ? oneLine(input) : '';
+  const rec = input as Record<string, unknown>;
+  for (const key of TARGET_KEYS) {
+    const v = rec[key];
+    if (typeof v === 'string' && v.length > 0) return oneLine(v);
+  }
+  for (const v of Object.values(rec)) {
+    if (typeof v === 'string' && v.length > 0) return oneLine(v);
+  }
+  return '';
+}
+
+export function oneLine(s: string, max = 300): string {
+  const line = s.replace(/\s+/g, ' ').trim();
+  return line.length > max ? line.slice(0, max - 1) + '…' : line;
+}
+
+/** Tool input as readable text: JSON, with long string fields shown as they are. */
+export function formatInput(input: unknown): string {
+  if (input === null || input === undefined) return '';
+  if (typeof input === 'string') return input;
+  try {
+    return JSON.stringify(input, null, 2);
+  } catch {
+    return String(input);
+  }
+}
+
+/** `system` items of subtype turn_duration carry the duration in their text (ms, or already formatted). */
+export function turnDurationText(text: string): string {
+  const t = text.trim();
+  const ms = /^(\d+(?:\.\d+)?)\s*(ms)?$/.exec(t);
+  if (ms) return `Turn took ${formatDuration(Number(ms[1]))}`;
+  return t.toLowerCase().startsWith('turn') ? t : `Turn took ${t}`;
+}

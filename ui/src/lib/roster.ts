@@ -1,0 +1,164 @@
+// Pure roster logic: applying engine events to a session map, filtering, grouping.
+// The reactive store (store.svelte.ts) wraps these; keeping them pure keeps them testable
+// and keeps every per-event step O(batch) and every derivation O(n log n) at most.
+
+import { basename, needsYou } from './format';
+import type { SeqEvent, Status, TrackedSession } from './types';
+
+export type StatusFilter = 'all' | 'needs_you' | Status;
+
+export interface Filters {
+  query: string;
+  status: StatusFilter;
+  liveOnly: boolean;
+  showSuperseded: boolean;
+}
+
+export const DEFAULT_FILTERS: Filters = { query: '', status: 'all', liveOnly: false, showSuperseded: false };
+
+/**
+ * Applies a batch of events in order. Events with `seq <= lastSeq` were already part of the
+ * snapshot (or an earlier batch) and are skipped. Returns the new last seq and whether
+ * anything changed. Sessions are replaced, never mutated, so views can compare by identity.
+ */
+export function applyEvents(
+  sessions: Map<string, TrackedSession>,
+  lastSeq: number,
+  events: readonly SeqEvent[],
+): { seq: number; changed: boolean; gap: boolean } {
+  let seq = lastSeq;
+  let changed = false;
+  let gap = false;
+  for (const ev of events) {
+    if (ev.seq <= seq) continue;
+    if (ev.seq !== seq + 1) gap = true;
+    seq = ev.seq;
+    switch (ev.type) {
+      case 'discovered':
+        sessions.set(ev.session.sessionId, ev.session);
+        changed = true;
+        break;
+      case 'updated': {
+        const old = sessions.get(ev.sessionId);
+        if (old) {
+          sessions.set(ev.sessionId, { ...old, ...ev.changes, sessionId: old.sessionId });
+          changed = true;
+        }
+        break;
+      }
+      case 'removed':
+        changed = sessions.delete(ev.sessionId) || changed;
+        break;
+    }
+  }
+  return { seq, changed, gap };
+}
+
+export function groupKey(s: TrackedSession): string {
+  return s.repoRoot ?? s.cwd ?? s.projectId;
+}
+
+export function activityKey(s: TrackedSession): string {
+  return s.lastActivityAt ?? s.createdAt ?? '';
+}
+
+/** Most recent first. ISO-8601 UTC strings of one format sort as text. */
+export function byActivityDesc(a: TrackedSession, b: TrackedSession): number {
+  const ka = activityKey(a);
+  const kb = activityKey(b);
+  if (ka !== kb) return ka < kb ? 1 : -1;
+  return a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0;
+}
+
+const haystacks = new WeakMap<TrackedSession, string>();
+function haystack(s: TrackedSession): string {
+  let h = haystacks.get(s);
+  if (h === undefined) {
+    h = [s.goal, s.title, s.cwd, s.branch, s.sessionId, s.model, s.workChainName, s.repoRoot]
+      .filter((x): x is string => !!x)
+      .join('\n')
+      .toLowerCase();
+    haystacks.set(s, h);
+  }
+  return h;
+}
+
+export function matchesQuery(s: TrackedSession, query: string): boolean {
+  const q = query.trim().toLowerCase();
+  if (!q) return true;
+  const h = haystack(s);
+  return q.split(/\s+/).every((term) => h.includes(term));
+}
+
+export function matchesStatus(s: TrackedSession, f: StatusFilter): boolean {
+  if (f === 'all') return true;
+  if (f === 'needs_you') return needsYou(s.status);
+  return s.status === f;
+}
+
+export type StatusCounts = Record<StatusFilter, number>;
+
+export function emptyCounts(): StatusCounts {
+  return { all: 0, needs_you: 0, working: 0, waiting_for_approval: 0, waiting_for_input: 0, idle: 0 };
+}
+
+export interface Group {
+  key: string;
+  label: string;
+  sessions: TrackedSession[];
+  needsYou: number;
+}
+
+export interface RosterView {
+  /** Sessions passing every filter except the status filter: what the chips count. */
+  counts: StatusCounts;
+  groups: Group[];
+  /** Visible sessions in display order (collapsed groups excluded): keyboard navigation walks this. */
+  order: TrackedSession[];
+}
+
+/**
+ * Filters, counts and groups `sorted` (already most-recent-first). Groups come out ordered
+ * by their most recent session because the input is. O(n).
+ */
+export function buildView(sorted: readonly TrackedSession[], f: Filters, collapsed: ReadonlySet<string>): RosterView {
+  const counts = emptyCounts();
+  const groups = new Map<string, Group>();
+  for (const s of sorted) {
+    if (s.superseded && !f.showSuperseded) continue;
+    if (f.liveOnly && !s.live) continue;
+    if (!matchesQuery(s, f.query)) continue;
+    counts.all++;
+    counts[s.status]++;
+    if (needsYou(s.status)) counts.needs_you++;
+    if (!matchesStatus(s, f.status)) continue;
+    const key = groupKey(s);
+    let g = groups.get(key);
+    if (!g) {
+      g = { key, label: basename(key), sessions: [], needsYou: 0 };
+      groups.set(key, g);
+    }
+    g.sessions.push(s);
+    if (needsYou(s.status)) g.needsYou++;
+  }
+  const list = [...groups.values()];
+  const order: TrackedSession[] = [];
+  for (const g of list) if (!collapsed.has(g.key)) order.push(...g.sessions);
+  return { counts, groups: list, order };
+}
+
+/** One line of the (virtualised) roster list. */
+export type RosterLine =
+  | { type: 'group'; key: string; group: Group; collapsed: boolean }
+  | { type: 'row'; key: string; session: TrackedSession };
+
+export function flatten(groups: readonly Group[], collapsed: ReadonlySet<string>): RosterLine[] {
+  const lines: RosterLine[] = [];
+  for (const g of groups) {
+    const isCollapsed = collapsed.has(g.key);
+    lines.push({ type: 'group', key: 'g:' + g.key, group: g, collapsed: isCollapsed });
+    if (isCollapsed) continue;
+    for (const s of g.sessions) lines.push({ type: 'row', key: s.sessionId, session: s });
+  }
+  return lines;
+}

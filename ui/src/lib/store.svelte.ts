@@ -1,0 +1,194 @@
+// The one roster store: fed by the engine's `store:events`, re-read on `store:resync`.
+// Components read it; they change it only through its methods.
+
+import type { Backend, Unlisten } from './backend';
+import { needsYou } from './format';
+import {
+  DEFAULT_FILTERS,
+  applyEvents,
+  buildView,
+  byActivityDesc,
+  flatten,
+  type Filters,
+  type RosterLine,
+  type RosterView,
+} from './roster';
+import type { RootInfo, RosterSnapshot, SeqEvent, TrackedSession } from './types';
+
+export interface Totals {
+  sessions: number;
+  live: number;
+  needsYou: number;
+}
+
+export class RosterStore {
+  // The map is mutated in place for speed; `version` tells the views it changed.
+  // eslint-disable-next-line svelte/prefer-svelte-reactivity -- mutated in place on purpose; `version` signals it
+  #sessions = new Map<string, TrackedSession>();
+  #seq = 0;
+  #buffer: SeqEvent[] | null = [];
+  #unlisten: Unlisten[] = [];
+  #backend: Backend;
+
+  version = $state(0);
+  roots = $state.raw<RootInfo[]>([]);
+  demo = $state(false);
+  loaded = $state(false);
+  error = $state<string | null>(null);
+  filters = $state<Filters>({ ...DEFAULT_FILTERS });
+  // eslint-disable-next-line svelte/prefer-svelte-reactivity -- replaced, never mutated
+  collapsed = $state.raw<ReadonlySet<string>>(new Set());
+  /** The row the keyboard cursor is on. */
+  selectedId = $state<string | null>(null);
+  /** The session whose timeline is shown. */
+  openId = $state<string | null>(null);
+
+  readonly sorted: TrackedSession[] = $derived.by(() => {
+    void this.version;
+    return [...this.#sessions.values()].sort(byActivityDesc);
+  });
+  readonly view: RosterView = $derived(buildView(this.sorted, this.filters, this.collapsed));
+  readonly lines: RosterLine[] = $derived(flatten(this.view.groups, this.collapsed));
+  readonly totals: Totals = $derived.by(() => {
+    const t = { sessions: 0, live: 0, needsYou: 0 };
+    for (const s of this.sorted) {
+      if (s.superseded) continue;
+      t.sessions++;
+      if (s.live) t.live++;
+      if (needsYou(s.status)) t.needsYou++;
+    }
+    return t;
+  });
+  /** Sessions per root, counted live from transcript paths (the snapshot's count goes stale). */
+  readonly rootCounts: Map<string, number> = $derived.by(() => {
+    // eslint-disable-next-line svelte/prefer-svelte-reactivity -- built once per derivation, never mutated after
+    const counts = new Map<string, number>();
+    for (const r of this.roots) {
+      const prefix = r.path.replace(/\/+$/, '') + '/';
+      let n = 0;
+      for (const s of this.sorted) if (s.transcriptPath.startsWith(prefix)) n++;
+      counts.set(r.path, n);
+    }
+    return counts;
+  });
+  readonly selected: TrackedSession | null = $derived.by(() => {
+    void this.version;
+    return this.selectedId ? (this.#sessions.get(this.selectedId) ?? null) : null;
+  });
+  readonly open: TrackedSession | null = $derived.by(() => {
+    void this.version;
+    return this.openId ? (this.#sessions.get(this.openId) ?? null) : null;
+  });
+
+  constructor(backend: Backend) {
+    this.#backend = backend;
+  }
+
+  get seq(): number {
+    return this.#seq;
+  }
+
+  get(id: string): TrackedSession | undefined {
+    return this.#sessions.get(id);
+  }
+
+  /** Listens first, then fetches the snapshot, so no event falls between the two. */
+  async start(): Promise<void> {
+    this.#unlisten.push(
+      await this.#backend.on('store:events', (p) => this.receive(p.events)),
+      await this.#backend.on('store:resync', () => void this.resync()),
+    );
+    await this.resync();
+  }
+
+  stop(): void {
+    for (const u of this.#unlisten) u();
+    this.#unlisten = [];
+  }
+
+  /** Fetches a fresh snapshot; events arriving meanwhile are held and applied after it. */
+  async resync(): Promise<void> {
+    this.#buffer ??= [];
+    try {
+      const snap = await this.#backend.call('roster_snapshot');
+      this.applySnapshot(snap);
+      this.error = null;
+    } catch (e) {
+      this.error = `Could not read the session list: ${String(e)}`;
+      this.#buffer = null;
+    }
+  }
+
+  applySnapshot(snap: RosterSnapshot): void {
+    const held = this.#buffer ?? [];
+    this.#buffer = null;
+    // eslint-disable-next-line svelte/prefer-svelte-reactivity -- see #sessions
+    this.#sessions = new Map(snap.sessions.map((s) => [s.sessionId, s]));
+    this.#seq = snap.seq;
+    this.roots = snap.roots;
+    this.demo = snap.demo;
+    this.loaded = true;
+    this.#seq = applyEvents(this.#sessions, this.#seq, held).seq;
+    this.version++;
+  }
+
+  /** One `store:events` batch. */
+  receive(events: SeqEvent[]): void {
+    if (this.#buffer) {
+      this.#buffer.push(...events);
+      return;
+    }
+    const r = applyEvents(this.#sessions, this.#seq, events);
+    if (r.gap) {
+      // seq grows by one per event: a hole means we lost some. Start over from a snapshot.
+      void this.resync();
+      return;
+    }
+    this.#seq = r.seq;
+    if (r.changed) this.version++;
+  }
+
+  setFilter<K extends keyof Filters>(key: K, value: Filters[K]): void {
+    this.filters[key] = value;
+  }
+
+  toggleGroup(key: string): void {
+    // eslint-disable-next-line svelte/prefer-svelte-reactivity -- a fresh copy that replaces the state
+    const next = new Set(this.collapsed);
+    if (!next.delete(key)) next.add(key);
+    this.collapsed = next;
+  }
+
+  select(id: string | null): void {
+    this.selectedId = id;
+  }
+
+  /** Moves the cursor by `delta` rows among the visible ones (clamped). */
+  move(delta: number): void {
+    const order = this.view.order;
+    if (order.length === 0) return;
+    const i = this.selectedId ? order.findIndex((s) => s.sessionId === this.selectedId) : -1;
+    const next = i < 0 ? (delta > 0 ? 0 : order.length - 1) : Math.min(order.length - 1, Math.max(0, i + delta));
+    this.selectedId = order[next].sessionId;
+  }
+
+  moveTo(edge: 'first' | 'last'): void {
+    const order = this.view.order;
+    if (order.length) this.selectedId = order[edge === 'first' ? 0 : order.length - 1].sessionId;
+  }
+
+  openSession(id: string | null): void {
+    if (id) this.selectedId = id;
+    this.openId = id;
+  }
+
+  async startDemo(): Promise<void> {
+    await this.#backend.call('start_demo');
+    await this.resync();
+  }
+
+  async stopDemo(): Promise<void> {
+    await this.#backend.call('stop_demo');
+    await this.resync();
+  }
+}

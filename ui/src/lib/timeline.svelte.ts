@@ -1,0 +1,144 @@
+// The open timeline: which session, its item cache, what is expanded. Fed by
+// `open_timeline` / `timeline_range` / `timeline_item` and the `timeline:update` event.
+
+import { SvelteSet } from 'svelte/reactivity';
+import type { Backend, Unlisten } from './backend';
+import { TimelineCache } from './timelineCache';
+import type { TimelineItem, TimelineUpdate } from './types';
+
+export const TAIL = 200;
+
+export class TimelineView {
+  #backend: Backend;
+  #cache: TimelineCache | null = null;
+  #unlisten: Unlisten | null = null;
+  #range = { start: 0, end: 0 };
+
+  sessionId = $state<string | null>(null);
+  /** Bumped whenever an item or the total changes. */
+  version = $state(0);
+  total = $state(0);
+  loading = $state(false);
+  error = $state<string | null>(null);
+  /** Bumped when the whole list was replaced (opened, reset): the list view starts over at the bottom. */
+  generation = $state(0);
+  /** uuids of items the user expanded; kept here so scrolling away and back keeps them open. */
+  readonly expanded = new SvelteSet<string>();
+  /** Indexes whose whole text is being fetched. */
+  readonly fetchingFull = new SvelteSet<number>();
+
+  constructor(backend: Backend) {
+    this.#backend = backend;
+  }
+
+  async start(): Promise<void> {
+    this.#unlisten = await this.#backend.on('timeline:update', (u) => this.receive(u));
+  }
+
+  stop(): void {
+    this.#unlisten?.();
+    this.#unlisten = null;
+  }
+
+  item(index: number): TimelineItem | undefined {
+    void this.version;
+    return this.#cache?.get(index);
+  }
+
+  async open(sessionId: string | null): Promise<void> {
+    if (sessionId === this.sessionId) return;
+    const previous = this.sessionId;
+    if (previous) void this.#backend.call('close_timeline', { sessionId: previous }).catch(() => {});
+    this.sessionId = sessionId;
+    this.expanded.clear();
+    this.fetchingFull.clear();
+    this.#cache = sessionId ? new TimelineCache(sessionId) : null;
+    this.total = 0;
+    this.error = null;
+    this.generation++;
+    this.version++;
+    if (sessionId) await this.#load(this.#cache as TimelineCache);
+  }
+
+  async #load(cache: TimelineCache): Promise<void> {
+    this.loading = true;
+    const epoch = cache.epoch;
+    try {
+      const page = await this.#backend.call('open_timeline', { sessionId: cache.sessionId, tail: TAIL });
+      if (cache !== this.#cache) return;
+      cache.applyPage(page, epoch);
+      this.total = cache.total;
+      this.generation++;
+      this.version++;
+    } catch (e) {
+      if (cache === this.#cache) this.error = `Could not open this transcript: ${String(e)}`;
+    } finally {
+      if (cache === this.#cache) this.loading = false;
+    }
+  }
+
+  receive(u: TimelineUpdate): void {
+    const cache = this.#cache;
+    if (!cache || u.sessionId !== cache.sessionId) return;
+    if (!cache.applyUpdate(u)) {
+      this.total = 0;
+      this.expanded.clear();
+      this.version++;
+      void this.#load(cache);
+      return;
+    }
+    this.total = cache.total;
+    this.version++;
+    // Appended items the viewport already wants (the user sits at the bottom) are in the update;
+    // anything else the list asks for through ensure().
+    this.ensure(this.#range.start, this.#range.end);
+  }
+
+  /** The list shows [start, end): fetch what is missing there, drop what is far away. */
+  ensure(start: number, end: number): void {
+    const cache = this.#cache;
+    this.#range = { start, end };
+    if (!cache || this.loading) return;
+    for (const c of cache.missingChunks(start, end)) void this.#fetchChunk(cache, c);
+    if (cache.evict(start, end) > 0) this.version++;
+  }
+
+  async #fetchChunk(cache: TimelineCache, chunk: number): Promise<void> {
+    const { start, end } = cache.chunkRange(chunk);
+    if (end <= start) return;
+    cache.inFlight.add(chunk);
+    const epoch = cache.epoch;
+    try {
+      const page = await this.#backend.call('timeline_range', { sessionId: cache.sessionId, start, end });
+      if (cache !== this.#cache) return;
+      cache.applyPage(page, epoch);
+      this.total = cache.total;
+      this.version++;
+    } catch (e) {
+      if (cache === this.#cache) this.error = `Could not read items ${start}–${end}: ${String(e)}`;
+    } finally {
+      cache.inFlight.delete(chunk);
+    }
+  }
+
+  /** "Show all" on a truncated item. */
+  async showAll(index: number): Promise<void> {
+    const cache = this.#cache;
+    if (!cache || this.fetchingFull.has(index)) return;
+    this.fetchingFull.add(index);
+    try {
+      const item = await this.#backend.call('timeline_item', { sessionId: cache.sessionId, index });
+      if (cache !== this.#cache) return;
+      cache.setItem(index, item);
+      this.version++;
+    } catch (e) {
+      if (cache === this.#cache) this.error = `Could not load the whole item: ${String(e)}`;
+    } finally {
+      this.fetchingFull.delete(index);
+    }
+  }
+
+  toggle(uuid: string): void {
+    if (!this.expanded.delete(uuid)) this.expanded.add(uuid);
+  }
+}

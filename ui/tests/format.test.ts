@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import {
+  basename,
+  formatDuration,
+  formatTokens,
+  relativeTime,
+  shortModel,
+  toolTarget,
+  totalTokens,
+  turnDurationText,
+  usageBreakdown,
+} from '../src/lib/format';
+
+describe('formatTokens', () => {
+  it.each([
+    [0, '0'],
+    [950, '950'],
+    [1000, '1k'],
+    [1234, '1.2k'],
+    [12_345, '12k'],
+    [120_400, '120k'],
+    [999_950, '1M'],
+    [1_234_567, '1.2M'],
+    [12_345_678, '12M'],
+    [2_500_000_000, '2.5B'],
+  ])('%d → %s', (n, s) => expect(formatTokens(n)).toBe(s));
+});
+
+it('totals and breaks down usage', () => {
+  const u = { inputTokens: 1000, outputTokens: 2000, cacheCreationInputTokens: 300_000, cacheReadInputTokens: 1_000_000 };
+  expect(totalTokens(u)).toBe(1_303_000);
+  expect(usageBreakdown(u)).toContain('Cache read 1,000,000');
+  expect(usageBreakdown(u)).toContain('Total 1,303,000');
+});
+
+describe('relativeTime', () => {
+  const now = Date.parse('2026-11-01T12:00:00.000Z');
+  const ago = (ms: number) => new Date(now - ms).toISOString();
+  it.each([
+    [1000, 'just now'],
+    [12_000, '12 s ago'],
+    [3 * 60_000 + 5000, '3 min ago'],
+    [2 * 3600_000, '2 h ago'],
+    [4 * 86400_000, '4 d ago'],
+    [90 * 86400_000, '2026-08-03'],
+  ])('%d ms ago → %s', (ms, s) => expect(relativeTime(ago(ms), now)).toBe(s));
+  it('handles null and garbage', () => {
+    expect(relativeTime(null, now)).toBe('—');
+    expect(relativeTime('not a date', now)).toBe('—');
+  });
+  it('never says "in the future" for a clock skew', () => {
+    expect(relativeTime(new Date(now + 5000).toISOString(), now)).toBe('just now');
+  });
+});
+
+it('formats durations', () => {
+  expect(formatDuration(450)).toBe('450 ms');
+  expect(formatDuration(12_000)).toBe('12 s');
+  expect(formatDuration(65_000)).toBe('1 min 5 s');
+  expect(formatDuration(120_000)).toBe('2 min');
+  expect(formatDuration(3_780_000)).toBe('1 h 3 min');
+  expect(turnDurationText('12000')).toBe('Turn took 12 s');
+  expect(turnDurationText('12 s')).toBe('Turn took 12 s');
+});
+
+describe('shortModel', () => {
+  it.each([
+    ['claude-opus-4-8', 'opus 4.8'],
+    ['claude-sonnet-4-5-20250929', 'sonnet 4.5'],
+    ['claude-3-5-haiku-20241022', 'haiku 3.5'],
+    ['claude-haiku-4-5-20251001', 'haiku 4.5'],
+    ['claude-opus-4-8[1m]', 'opus 4.8'],
+    ['gpt-5', 'gpt-5'],
+    [null, ''],
+  ])('%s → %s', (m, s) => expect(shortModel(m)).toBe(s));
+});
+
+it('takes the last path component', () => {
+  expect(basename('/home/me/proj')).toBe('proj');
+  expect(basename('/home/me/proj/')).toBe('proj');
+  expect(basename('C:\\src\\app')).toBe('app');
+  expect(basename('-home-me-proj')).toBe('-home-me-proj');
+});
+
+describe('toolTarget', () => {
+  it('prefers file_path, then command, pattern, url', () => {
+    expect(toolTarget({ command: 'cargo test', description: 'run' })).toBe('cargo test');
+    expect(toolTarget({ file_path: '/a/b.rs', old_string: 'x' })).toBe('/a/b.rs');
+    expect(toolTarget({ pattern: 'fn main', path: 'src' })).toBe('fn main');
+    expect(toolTarget({ url: 'https://x.y', prompt: 'p' })).toBe('https://x.y');
+  });
+  it('falls back to the first string and keeps one line', () => {
+    expect(toolTarget({ n: 3, thing: 'a\n  b' })).toBe('a b');
+    expect(toolTarget({ todos: [] })).toBe('');
+    expect(toolTarget(null)).toBe('');
+  });
+});

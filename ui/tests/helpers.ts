@@ -1,0 +1,81 @@
+import type { Backend } from '../src/lib/backend';
+import type { Commands, Events, SeqEvent, TimelineItem, TrackedSession } from '../src/lib/types';
+
+export function session(id: string, over: Partial<TrackedSession> = {}): TrackedSession {
+  return {
+    sessionId: id,
+    projectId: '-home-me-proj',
+    cwd: '/home/me/proj',
+    repoRoot: '/home/me/proj',
+    branch: 'main',
+    goal: `goal of ${id}`,
+    summary: null,
+    title: null,
+    status: 'idle',
+    hasPendingToolUse: false,
+    pendingTool: null,
+    lastActivityAt: '2026-11-01T12:00:00.000Z',
+    createdAt: '2026-11-01T11:00:00.000Z',
+    model: 'claude-opus-4-8',
+    usage: { inputTokens: 1, outputTokens: 2, cacheCreationInputTokens: 3, cacheReadInputTokens: 4 },
+    apiError: false,
+    compactionCount: 0,
+    superseded: false,
+    supersededBy: null,
+    supersededAt: null,
+    workChainId: id,
+    workChainName: null,
+    source: 'watcher',
+    live: true,
+    pid: 1,
+    transcriptPath: `/home/me/.claude/projects/-home-me-proj/${id}.jsonl`,
+    permissionMode: 'default',
+    malformedLines: 0,
+    ...over,
+  };
+}
+
+export function prompt(i: number, text = `prompt ${i}`): TimelineItem {
+  return { kind: 'prompt', uuid: `u${i}`, timestamp: '2026-11-01T12:00:00.000Z', text };
+}
+
+let seq = 0;
+export function ev(e: Omit<SeqEvent, 'seq'> & { seq?: number }): SeqEvent {
+  return { ...e, seq: e.seq ?? ++seq } as SeqEvent;
+}
+
+type Handlers = { [K in keyof Commands]?: (args: Commands[K]['args']) => Commands[K]['ret'] | Promise<Commands[K]['ret']> };
+
+/** A scriptable backend: command handlers you pass, events you fire, a log of calls. */
+export class MockBackend implements Backend {
+  readonly fake = true;
+  readonly calls: { cmd: string; args: unknown }[] = [];
+  #listeners = new Map<string, Set<(p: unknown) => void>>();
+
+  constructor(public handlers: Handlers = {}) {}
+
+  call: Backend['call'] = ((cmd: keyof Commands, args?: unknown) => {
+    this.calls.push({ cmd, args });
+    const h = this.handlers[cmd] as ((a: unknown) => unknown) | undefined;
+    if (!h) return Promise.reject(new Error(`unexpected command ${cmd}`));
+    return Promise.resolve().then(() => h(args));
+  }) as Backend['call'];
+
+  on<E extends keyof Events>(event: E, handler: (payload: Events[E]) => void): Promise<() => void> {
+    let set = this.#listeners.get(event);
+    if (!set) this.#listeners.set(event, (set = new Set()));
+    const h = handler as (p: unknown) => void;
+    set.add(h);
+    return Promise.resolve(() => set.delete(h));
+  }
+
+  fire<E extends keyof Events>(event: E, payload: Events[E]): void {
+    this.#listeners.get(event)?.forEach((h) => h(payload));
+  }
+
+  count(cmd: string): number {
+    return this.calls.filter((c) => c.cmd === cmd).length;
+  }
+}
+
+export const flush = () => new Promise((r) => setTimeout(r, 0));

@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import { RosterStore } from '../src/lib/store.svelte';
+import type { RosterSnapshot } from '../src/lib/types';
+import { MockBackend, flush, session } from './helpers';
+
+const at = (m: number) => `2026-11-01T12:${String(m).padStart(2, '0')}:00.000Z`;
+
+function setup(snap: Partial<RosterSnapshot> = {}) {
+  let snapshot: RosterSnapshot = { seq: 5, sessions: [], roots: [{ path: '/home/me/.claude', exists: true, sessionCount: 0 }], demo: false, ...snap };
+  const b = new MockBackend({ roster_snapshot: () => snapshot, start_demo: () => null, stop_demo: () => null });
+  const store = new RosterStore(b);
+  return { b, store, setSnapshot: (s: RosterSnapshot) => (snapshot = s) };
+}
+
+describe('RosterStore', () => {
+  it('loads the snapshot, then applies only events newer than it', async () => {
+    const { b, store } = setup({ sessions: [session('a', { lastActivityAt: at(1) })] });
+    await store.start();
+    expect(store.loaded).toBe(true);
+    expect(store.sorted.map((s) => s.sessionId)).toEqual(['a']);
+
+    b.fire('store:events', {
+      events: [
+        { type: 'discovered', session: session('old'), seq: 4 },
+        { type: 'discovered', session: session('b', { lastActivityAt: at(2) }), seq: 6 },
+        { type: 'updated', sessionId: 'a', changes: { status: 'working', lastActivityAt: at(3) }, seq: 7 },
+      ],
+    });
+    expect(store.sorted.map((s) => s.sessionId)).toEqual(['a', 'b']);
+    expect(store.get('a')?.status).toBe('working');
+    expect(store.seq).toBe(7);
+
+    // A repeated batch changes nothing.
+    const v = store.version;
+    b.fire('store:events', { events: [{ type: 'removed', sessionId: 'a', seq: 7 }] });
+    expect(store.version).toBe(v);
+    expect(store.get('a')).toBeDefined();
+
+    b.fire('store:events', { events: [{ type: 'removed', sessionId: 'a', seq: 8 }] });
+    expect(store.get('a')).toBeUndefined();
+    expect(store.totals).toEqual({ sessions: 1, live: 1, needsYou: 0 });
+  });
+
+  it('holds events that arrive while the snapshot is in flight', async () => {
+    const b = new MockBackend();
+    let release: (s: RosterSnapshot) => void = () => {};
+    b.handlers.roster_snapshot = () => new Promise<RosterSnapshot>((r) => (release = r));
+    const store = new RosterStore(b);
+    const started = store.start();
+    await flush();
+    b.fire('store:events', {
+      events: [
+        { type: 'discovered', session: session('x'), seq: 3 },
+        { type: 'discovered', session: session('y'), seq: 4 },
+      ],
+    });
+    release({ seq: 3, sessions: [session('x')], roots: [], demo: false });
+    await started;
+    expect(store.sorted.map((s) => s.sessionId).sort()).toEqual(['x', 'y']);
+    expect(store.seq).toBe(4);
+  });
+
+  it('refetches the snapshot on store:resync and on a hole in seq', async () => {
+    const { b, store, setSnapshot } = setup({ sessions: [session('a')] });
+    await store.start();
+    setSnapshot({ seq: 20, sessions: [session('fresh')], roots: [], demo: true });
+    b.fire('store:resync', {});
+    await flush();
+    await flush();
+    expect(store.sorted.map((s) => s.sessionId)).toEqual(['fresh']);
+    expect(store.demo).toBe(true);
+    expect(b.count('roster_snapshot')).toBe(2);
+
+    b.fire('store:events', { events: [{ type: 'removed', sessionId: 'fresh', seq: 25 }] });
+    await flush();
+    await flush();
+    expect(b.count('roster_snapshot')).toBe(3);
+  });
+
+  it('counts needs-you, filters, and moves the keyboard cursor over visible rows', async () => {
+    const { store } = setup({
+      sessions: [
+        session('w', { status: 'working', lastActivityAt: at(5) }),
+        session('p', { status: 'waiting_for_approval', lastActivityAt: at(4) }),
+        session('i', { status: 'waiting_for_input', lastActivityAt: at(3), live: false }),
+        session('s', { status: 'idle', lastActivityAt: at(2), superseded: true }),
+      ],
+    });
+    await store.start();
+    expect(store.totals).toEqual({ sessions: 3, live: 2, needsYou: 2 });
+    expect(store.view.counts.needs_you).toBe(2);
+
+    store.setFilter('status', 'needs_you');
+    expect(store.view.order.map((s) => s.sessionId)).toEqual(['p', 'i']);
+    store.move(1);
+    expect(store.selectedId).toBe('p');
+    store.move(1);
+    store.move(1);
+    expect(store.selectedId).toBe('i');
+    store.moveTo('first');
+    expect(store.selectedId).toBe('p');
+
+    store.setFilter('status', 'all');
+    store.setFilter('liveOnly', true);
+    expect(store.view.order.map((s) => s.sessionId)).toEqual(['w', 'p']);
+    store.setFilter('showSuperseded', true);
+    store.setFilter('liveOnly', false);
+    expect(store.view.order.map((s) => s.sessionId)).toEqual(['w', 'p', 'i', 's']);
+  });
+
+  it('opens a session and forgets it when it is removed', async () => {
+    const { b, store } = setup({ sessions: [session('a')] });
+    await store.start();
+    store.openSession('a');
+    expect(store.open?.sessionId).toBe('a');
+    b.fire('store:events', { events: [{ type: 'removed', sessionId: 'a', seq: 6 }] });
+    expect(store.open).toBeNull();
+  });
+
+  it('re-reads the snapshot after starting and stopping the demo', async () => {
+    const { b, store, setSnapshot } = setup();
+    await store.start();
+    setSnapshot({ seq: 9, sessions: [session('demo-1')], roots: [], demo: true });
+    await store.startDemo();
+    expect(store.demo).toBe(true);
+    expect(b.calls.map((c) => c.cmd)).toEqual(['roster_snapshot', 'start_demo', 'roster_snapshot']);
+  });
+});
