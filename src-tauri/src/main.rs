@@ -268,13 +268,13 @@ fn main() {
         }
     };
     app.run(|handle, event| {
-        if let tauri::RunEvent::Exit = event {
-            if let Some(state) = handle.try_state::<AppState>() {
-                if let Ok(mut d) = state.demo.lock() {
-                    d.take();
-                }
-                tauri::async_runtime::block_on(state.engine.shutdown());
+        if let tauri::RunEvent::Exit = event
+            && let Some(state) = handle.try_state::<AppState>()
+        {
+            if let Ok(mut d) = state.demo.lock() {
+                d.take();
             }
+            tauri::async_runtime::block_on(state.engine.shutdown());
         }
     });
 }
