@@ -8,6 +8,7 @@
 //! * [`files`]: snapshots of transcripts and `sessions/<pid>.json`
 //!   ([`files::FilesSnapshot`]).
 //! * [`scenario`]: the interactive scenario as reusable steps ([`scenario::Scenario`]).
+//! * [`webdriver`]: the built desktop app driven through its webview (tauri-driver).
 //! * [`engine_watch`]: the real Mimesis engine watching a config dir, for assertions.
 
 pub mod claude;
@@ -16,3 +17,4 @@ pub mod files;
 pub mod mock_api;
 pub mod pty;
 pub mod scenario;
+pub mod webdriver;

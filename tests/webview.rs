@@ -1,0 +1,200 @@
+//! The real webview, end to end (issue: the spine, behaviour 6): the built desktop app on a
+//! fixture config dir, driven through WebDriver. The roster lists the sessions; a session
+//! appended live changes its badge within 1 s; clicking a row opens its timeline; hostile
+//! transcript text shows as literal text and creates no element. A screenshot is saved to
+//! `target/e2e/`.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use fantoccini::Locator;
+use mimesis_engine::{Clock, SystemClock, Timestamp};
+use mimesis_tests::webdriver::{DesktopApp, workspace_root};
+use serde_json::{Value, json};
+
+const LIVE: &str = "aaaaaaaa-0000-4000-8000-000000000001";
+const HOSTILE: &str = "bbbbbbbb-0000-4000-8000-000000000002";
+const OLD: &str = "cccccccc-0000-4000-8000-000000000003";
+const IMG: &str = "<img src=x onerror=alert(1)>";
+const SCRIPT: &str = "<script>alert(2)</script>";
+
+fn ts(secs_ago: i64) -> String {
+    Timestamp::from_millis(SystemClock.now().millis() - secs_ago * 1000).to_iso()
+}
+
+fn record(kind: &str, secs_ago: i64, extra: Value) -> Value {
+    let mut v = json!({"type": kind, "uuid": uuid(), "timestamp": ts(secs_ago), "sessionId": "x",
+                       "cwd": "/home/dev/src/webview-fixture", "gitBranch": "main", "version": "2.1.197"});
+    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    v
+}
+
+fn uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+fn prompt(text: &str, secs_ago: i64) -> Value {
+    record("user", secs_ago, json!({"message": {"role": "user", "content": text}}))
+}
+
+fn reply(text: &str, secs_ago: i64) -> Value {
+    record(
+        "assistant",
+        secs_ago,
+        json!({"requestId": format!("req_{}", uuid()), "message": {
+        "id": format!("msg_{}", uuid()), "model": "claude-opus-4-8", "stop_reason": "end_turn",
+        "content": [{"type": "text", "text": text}],
+        "usage": {"input_tokens": 12, "output_tokens": 340, "cache_read_input_tokens": 9000}}}),
+    )
+}
+
+fn turn_done(secs_ago: i64) -> Value {
+    record("system", secs_ago, json!({"subtype": "turn_duration", "durationMs": 4200}))
+}
+
+fn write(path: &Path, records: &[Value]) -> Result<()> {
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    for r in records {
+        writeln!(f, "{}", serde_json::to_string(r)?)?;
+    }
+    Ok(())
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    config: PathBuf,
+    data: PathBuf,
+    project: PathBuf,
+}
+
+fn fixture() -> Result<Fixture> {
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("claude");
+    let project = config.join("projects/-home-dev-src-webview-fixture");
+    std::fs::create_dir_all(&project)?;
+    write(
+        &project.join(format!("{LIVE}.jsonl")),
+        &[prompt("Speed up the parser", 20), reply("Done.", 15), turn_done(15)],
+    )?;
+    write(
+        &project.join(format!("{HOSTILE}.jsonl")),
+        &[
+            prompt(&format!("Explain {IMG} and {SCRIPT} please"), 3600),
+            record(
+                "assistant",
+                3590,
+                json!({"message": {"id": "msg_h1", "model": "claude-opus-4-8", "content": [
+                {"type": "tool_use", "id": "toolu_h", "name": "Bash", "input": {"command": format!("echo '{SCRIPT}'")}}]}}),
+            ),
+            record(
+                "user",
+                3580,
+                json!({"message": {"content": [
+                {"type": "tool_result", "tool_use_id": "toolu_h", "content": IMG, "is_error": true}]}}),
+            ),
+            reply(&format!("Both are HTML: {IMG} runs a handler, {SCRIPT} runs code."), 3570),
+            turn_done(3570),
+        ],
+    )?;
+    write(&project.join(format!("{OLD}.jsonl")), &[prompt("An old task", 3 * 86_400), reply("Finished.", 3 * 86_400)])?;
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data)?;
+    Ok(Fixture { _dir: dir, config, data, project })
+}
+
+fn row(id: &str) -> String {
+    format!("[data-testid=roster-row][data-session-id='{id}']")
+}
+
+async fn row_status(app: &DesktopApp, id: &str) -> Result<Option<String>> {
+    let v = app
+        .js(&format!("const r = document.querySelector(\"{}\"); return r ? r.dataset.status : null;", row(id)))
+        .await?;
+    Ok(v.as_str().map(str::to_owned))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roster_live_badge_timeline_and_hostile_text() -> Result<()> {
+    let fx = fixture()?;
+    let env: Vec<(&str, OsString)> = vec![
+        ("MIMESIS_DATA_DIR", fx.data.clone().into_os_string()),
+        ("CLAUDE_CONFIG_DIR", fx.config.clone().into_os_string()),
+    ];
+    let app = DesktopApp::launch(&["--config-dir".into(), fx.config.to_string_lossy().into_owned()], &env).await?;
+    let result = run(&app, &fx).await;
+    let shot = workspace_root().join("target/e2e/webview.png");
+    let shot_result = app.screenshot(&shot).await;
+    app.close().await?;
+    result?;
+    shot_result?;
+    eprintln!("screenshot: {}", shot.display());
+    Ok(())
+}
+
+async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
+    // 1. The roster lists every session of the fixture.
+    app.wait_for("three roster rows", Duration::from_secs(20), || async {
+        Ok(app.count("[data-testid=roster-row]").await? == 3)
+    })
+    .await?;
+    ensure!(row_status(app, LIVE).await?.as_deref() == Some("waiting_for_input"), "the finished turn waits for input");
+    ensure!(row_status(app, OLD).await?.as_deref() == Some("idle"));
+
+    // 2. A prompt appended to a session's transcript turns its badge to working within 1 s.
+    write(&fx.project.join(format!("{LIVE}.jsonl")), &[prompt("Now profile it", 0)])?;
+    let took = app
+        .wait_for("the live session's badge to turn to working", Duration::from_secs(1), || async {
+            let badge = app
+                .js(&format!(
+                    "const b = document.querySelector(\"{} [data-testid=status-badge]\"); return b ? b.dataset.status : null;",
+                    row(LIVE)
+                ))
+                .await?;
+            Ok(badge.as_str() == Some("working"))
+        })
+        .await?;
+    eprintln!("append → badge: {took:?}");
+
+    // 3. Clicking a row opens its timeline.
+    app.client.find(Locator::Css(&row(HOSTILE))).await?.click().await?;
+    let timeline = format!("[data-testid=timeline][data-session-id='{HOSTILE}']");
+    app.wait_for("the timeline of the clicked session", Duration::from_secs(5), || async {
+        Ok(app.count(&format!("{timeline} [data-testid=timeline-item]")).await? >= 3)
+    })
+    .await?;
+    let kinds = app
+        .js(&format!(
+            "return [...document.querySelectorAll(\"{timeline} [data-testid=timeline-item]\")].map(e => e.dataset.kind);"
+        ))
+        .await?;
+    let kinds: Vec<&str> = kinds.as_array().context("kinds")?.iter().filter_map(Value::as_str).collect();
+    for k in ["prompt", "tool_call", "assistant_text"] {
+        ensure!(kinds.contains(&k), "timeline kinds {kinds:?} lack {k}");
+    }
+
+    // 4. Hostile text is text: it shows literally and creates no element, anywhere.
+    let text = app.js(&format!("return document.querySelector(\"{timeline}\").textContent;")).await?;
+    let text = text.as_str().unwrap_or("");
+    ensure!(text.contains(IMG) && text.contains(SCRIPT), "the timeline shows the markup literally: {text:.400}");
+    let row_text = app.js(&format!("return document.querySelector(\"{}\").textContent;", row(HOSTILE))).await?;
+    ensure!(row_text.as_str().unwrap_or("").contains(IMG), "the roster row shows the goal literally");
+    // Expand every tool call so its input and (error) result render too.
+    for b in app.client.find_all(Locator::Css(&format!("{timeline} [data-kind=tool_call] button"))).await? {
+        let _ = b.click().await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let injected = app
+        .js("return document.querySelectorAll(\
+             '[data-testid=timeline] :is(img, script, iframe, object, embed), \
+              [data-testid=roster-row] :is(img, script, iframe, object, embed), \
+              img[src=x], [onerror]').length;")
+        .await?;
+    ensure!(injected.as_u64() == Some(0), "elements were created from transcript text: {injected}");
+    let all_scripts = app.js("return [...document.scripts].filter(s => !s.src).length;").await?;
+    ensure!(all_scripts.as_u64() == Some(0), "an inline script appeared in the page");
+    ensure!(app.client.get_alert_text().await.is_err(), "an alert dialog opened");
+    Ok(())
+}
