@@ -124,6 +124,8 @@ enum Command {
     TimelineRange(SessionId, usize, usize, Reply<Result<TimelinePage, EngineError>>),
     TimelineItem(SessionId, usize, Reply<Result<Option<TimelineItem>, EngineError>>),
     CloseTimeline(SessionId),
+    /// The first roster: every transcript read at both ends only.
+    Peeked(Vec<IndexedFile>),
     Indexed(Vec<IndexedFile>),
     Shutdown(Reply<()>),
 }
@@ -135,8 +137,18 @@ pub struct Engine {
     cmd: mpsc::UnboundedSender<Command>,
     events: broadcast::Sender<Arc<Envelope>>,
     timeline: broadcast::Sender<Arc<TimelineUpdate>>,
-    ready: watch::Receiver<bool>,
+    ready: watch::Receiver<Phase>,
     clock: Arc<dyn Clock>,
+}
+
+/// How far the start-up has come.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    Starting,
+    /// A first roster from the ends of every file is in the store.
+    Peeked,
+    /// Every file was read in full; changes are being followed.
+    Indexed,
 }
 
 impl Engine {
@@ -148,7 +160,7 @@ impl Engine {
         let (fs_tx, fs_rx) = mpsc::unbounded_channel();
         let (events, _) = broadcast::channel(config.event_capacity.max(16));
         let (timeline, _) = broadcast::channel(1024);
-        let (ready_tx, ready) = watch::channel(false);
+        let (ready_tx, ready) = watch::channel(Phase::Starting);
         let watcher = match RootWatcher::new(fs_tx) {
             Ok(mut w) => {
                 for r in &config.roots {
@@ -177,17 +189,26 @@ impl Engine {
         let roots = config.roots.clone();
         let index_tx = cmd_tx.clone();
         tokio::task::spawn_blocking(move || {
-            let files = scan::index(&roots);
-            let _ = index_tx.send(Command::Indexed(files));
+            // A quick first roster, then the exact one: only the full read counts usage
+            // and compactions, and only it leaves each file at a reading position.
+            let _ = index_tx.send(Command::Peeked(scan::peek(&roots)));
+            let _ = index_tx.send(Command::Indexed(scan::index(&roots)));
         });
         tokio::spawn(actor.run(cmd_rx, fs_rx, config.poll_interval));
         Engine { cmd: cmd_tx, events, timeline, ready, clock: config.clock }
     }
 
-    /// Waits until the initial index is in the store.
+    /// Waits until every transcript was read in full and changes are followed.
     pub async fn ready(&self) {
         let mut r = self.ready.clone();
-        let _ = r.wait_for(|v| *v).await;
+        let _ = r.wait_for(|p| *p == Phase::Indexed).await;
+    }
+
+    /// Waits until a first roster is available (both ends of every file read); the exact
+    /// one follows as `updated` events.
+    pub async fn first_roster(&self) {
+        let mut r = self.ready.clone();
+        let _ = r.wait_for(|p| *p >= Phase::Peeked).await;
     }
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
@@ -276,7 +297,7 @@ struct Actor {
     timelines: HashMap<SessionId, TimelineView>,
     registry_dirty: HashSet<PathBuf>,
     indexing: bool,
-    ready: watch::Sender<bool>,
+    ready: watch::Sender<Phase>,
 }
 
 impl Actor {
@@ -361,15 +382,27 @@ impl Actor {
                     .collect();
                 let _ = reply.send(Snapshot { seq: self.seq, sessions, roots, indexing: self.indexing });
             }
-            Command::Indexed(files) => {
+            Command::Peeked(files) => {
                 let mut events = Vec::new();
                 for f in files {
                     events.extend(self.store.adopt(f, now));
                 }
                 self.publish(events);
+                // Liveness and "waiting for approval" come from the registry: part of the
+                // first roster too.
+                self.poll_registry();
+                let _ = self.ready.send(Phase::Peeked);
+            }
+            Command::Indexed(files) => {
+                let mut events = Vec::new();
+                for f in files {
+                    events.extend(self.store.adopt(f, now));
+                }
+                events.extend(self.store.drop_partial());
+                self.publish(events);
                 self.indexing = false;
                 self.poll_registry();
-                let _ = self.ready.send(true);
+                let _ = self.ready.send(Phase::Indexed);
             }
             Command::AddRoot(root, reply) => {
                 if !self.roots.contains(&root) {

@@ -1,12 +1,22 @@
 //! Finding transcripts under the config roots and indexing them in parallel (the cold
 //! start of SPEC W2).
 
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use crate::facts::SessionFacts;
 use crate::roots;
 use crate::store::{IndexedFile, TranscriptLocation};
+use crate::tail::FileTail;
+
+/// How much of each end of a transcript a peek reads.
+const PEEK_HEAD: usize = 32 * 1024;
+const PEEK_TAIL: usize = 32 * 1024;
+/// A tail window with no complete record is widened up to this.
+const PEEK_TAIL_MAX: usize = 1024 * 1024;
 
 /// Every session transcript under `root` (`projects/<project>/<id>.jsonl`). Unreadable
 /// folders are logged and skipped.
@@ -75,4 +85,98 @@ pub fn index_locations(locations: Vec<TranscriptLocation>) -> Vec<IndexedFile> {
             }
         })
         .collect()
+}
+
+/// Every transcript of every root, read only at both ends: enough for a first roster
+/// (cwd, goal, status, pending tool, last activity, model) in a fraction of the time of
+/// a full read. Usage and compaction counts are partial until the full index replaces it.
+pub fn peek(roots: &[PathBuf]) -> Vec<IndexedFile> {
+    let locations: Vec<TranscriptLocation> = roots.iter().flat_map(|r| discover(r)).collect();
+    locations.into_par_iter().filter_map(|loc| peek_file(loc).ok()).collect()
+}
+
+/// Reads the first and last few KB of one transcript into (partial) facts. A file that
+/// small is simply read in full.
+pub fn peek_file(location: TranscriptLocation) -> std::io::Result<IndexedFile> {
+    let mut file = File::open(&location.path)?;
+    let len = file.metadata()?.len() as usize;
+    if len <= PEEK_HEAD + PEEK_TAIL {
+        return IndexedFile::read(location);
+    }
+    let mut facts = SessionFacts::default();
+    let mut scratch = String::new();
+    let mut apply_complete_lines = |bytes: &[u8], facts: &mut SessionFacts| {
+        // Only lines with their newline: a cut line is not a record.
+        if let Some(end) = bytes.iter().rposition(|&b| b == b'\n') {
+            for line in bytes[..end].split(|&b| b == b'\n') {
+                facts.apply_line(line, &mut scratch);
+            }
+        }
+    };
+    let mut head = vec![0u8; PEEK_HEAD];
+    file.read_exact(&mut head)?;
+    apply_complete_lines(&head, &mut facts);
+    let mut window = PEEK_TAIL;
+    loop {
+        let start = len.saturating_sub(window).max(PEEK_HEAD);
+        let mut tail = vec![0u8; len - start];
+        file.seek(SeekFrom::Start(start as u64))?;
+        file.read_exact(&mut tail)?;
+        // The window starts mid-line: skip to the first line that starts inside it.
+        let first = tail.iter().position(|&b| b == b'\n').map(|i| i + 1);
+        let has_record = first.is_some_and(|f| tail[f..].contains(&b'\n'));
+        if has_record || window >= PEEK_TAIL_MAX || start == PEEK_HEAD {
+            if let Some(f) = first {
+                apply_complete_lines(&tail[f..], &mut facts);
+            }
+            break;
+        }
+        window *= 4;
+    }
+    Ok(IndexedFile { location, tail: FileTail::new(PathBuf::new()), facts, partial: true })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::Tail;
+    use std::io::Write;
+
+    #[test]
+    fn a_peek_reads_the_goal_from_the_head_and_the_state_from_the_tail() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join(".claude");
+        let dir = root.join("projects/-p");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a1b2.jsonl");
+        let mut f = std::fs::File::create(&path).unwrap();
+        let rec = |v: serde_json::Value| format!("{v}\n");
+        write!(f, "{}", rec(serde_json::json!({"type":"user","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/p","message":{"content":"the goal"}}))).unwrap();
+        let filler = "x".repeat(2000);
+        for i in 0..200 {
+            let v = serde_json::json!({"type":"assistant","timestamp":"2026-11-01T10:00:01.000Z","requestId":format!("r{i}"),
+                "message":{"id":format!("m{i}"),"model":"claude-x","content":[{"type":"text","text":filler}],"usage":{"output_tokens":1}}});
+            write!(f, "{}", rec(v)).unwrap();
+        }
+        let last = serde_json::json!({"type":"assistant","timestamp":"2026-11-01T10:05:00.000Z","message":{"id":"mz","model":"claude-y",
+            "content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"cargo test"}}]}});
+        write!(f, "{}", rec(last)).unwrap();
+        // A torn last line: not a record yet.
+        write!(f, "{{\"type\":\"user\",\"mess").unwrap();
+        drop(f);
+
+        let loc = TranscriptLocation::of(&root, &path).unwrap();
+        let peek = peek_file(loc.clone()).unwrap();
+        assert!(peek.partial);
+        assert_eq!(peek.facts.goal(), Some("the goal"));
+        assert_eq!(peek.facts.tail, Tail::ToolPending);
+        assert_eq!(peek.facts.pending_tool().unwrap().target, "cargo test");
+        assert_eq!(peek.facts.model.as_deref(), Some("claude-y"));
+        assert!(peek.facts.usage.output_tokens < 200, "usage is partial in a peek");
+        assert_eq!(peek.facts.malformed, 0, "cut lines at the window edges are not malformed");
+
+        let full = IndexedFile::read(loc).unwrap();
+        assert_eq!(full.facts.usage.output_tokens, 200);
+        assert_eq!(full.facts.tail, peek.facts.tail);
+    }
 }

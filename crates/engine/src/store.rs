@@ -76,11 +76,14 @@ impl TranscriptLocation {
     }
 }
 
-/// A transcript read in full by the indexer, ready to be adopted by the store.
+/// A transcript read by the indexer, ready to be adopted by the store.
 pub struct IndexedFile {
     pub location: TranscriptLocation,
     pub tail: FileTail,
     pub facts: SessionFacts,
+    /// Only both ends were read ([`crate::scan::peek`]): the facts are a first guess and
+    /// the tail is no reading position. The store waits for the full read.
+    pub partial: bool,
 }
 
 impl IndexedFile {
@@ -89,7 +92,7 @@ impl IndexedFile {
         let mut tail = FileTail::new(&location.path);
         let mut sink = FactsSink { facts: SessionFacts::default(), scratch: String::new() };
         tail.read_into(&mut sink)?;
-        Ok(IndexedFile { location, tail, facts: sink.facts })
+        Ok(IndexedFile { location, tail, facts: sink.facts, partial: false })
     }
 }
 
@@ -111,6 +114,8 @@ struct Entry {
     location: TranscriptLocation,
     tail: FileTail,
     facts: SessionFacts,
+    /// Peeked, not read: never tailed until a full read replaces it.
+    partial: bool,
     /// The row last published (None until `discovered` was sent).
     published: Option<TrackedSession>,
 }
@@ -193,10 +198,28 @@ impl Store {
         }
         self.by_path.insert(file.location.path.clone(), id.clone());
         let published = self.entries.remove(&id).and_then(|e| e.published);
-        self.entries
-            .insert(id.clone(), Entry { location: file.location, tail: file.tail, facts: file.facts, published });
+        let partial = file.partial;
+        self.entries.insert(
+            id.clone(),
+            Entry { location: file.location, tail: file.tail, facts: file.facts, partial, published },
+        );
         let mut events = Vec::new();
-        self.read_entry(&id, now, &mut events);
+        if partial {
+            self.refresh(&id, now, &mut events);
+        } else {
+            self.read_entry(&id, now, &mut events);
+        }
+        events
+    }
+
+    /// Sessions still known only from a peek (their file vanished before the full read):
+    /// forgets them.
+    pub fn drop_partial(&mut self) -> Vec<StoreEvent> {
+        let ids: Vec<SessionId> = self.entries.iter().filter(|(_, e)| e.partial).map(|(id, _)| id.clone()).collect();
+        let mut events = Vec::new();
+        for id in ids {
+            self.remove_id(&id, &mut events);
+        }
         events
     }
 
@@ -220,7 +243,11 @@ impl Store {
             }
             self.by_path.insert(location.path.clone(), id.clone());
             let tail = FileTail::new(&location.path);
-            self.entries.insert(id.clone(), Entry { location, tail, facts: SessionFacts::default(), published: None });
+            let facts = SessionFacts::default();
+            self.entries.insert(id.clone(), Entry { location, tail, facts, partial: false, published: None });
+        }
+        if self.entries.get(&id).is_some_and(|e| e.partial) {
+            return events; // the full read of the index will cover this change
         }
         self.read_entry(&id, now, &mut events);
         events

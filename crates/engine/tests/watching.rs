@@ -1,0 +1,274 @@
+//! SPEC W2/W3/W7/W9 with the real `notify` watcher on real files: a writer thread appends
+//! while the engine follows; truncation, replacement, deletion, malformed and giant lines,
+//! invalid UTF-8, the live registry, and timeouts on a manual clock.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mimesis_engine::{Clock, Engine, EngineConfig, ManualClock, Status, StoreEvent, SystemClock, Timestamp};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+struct Root {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    project: PathBuf,
+}
+
+fn root() -> Root {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join(".claude");
+    let project = root.join("projects/-work-proj");
+    std::fs::create_dir_all(&project).unwrap();
+    Root { _dir: dir, root, project }
+}
+
+fn now_iso() -> String {
+    SystemClock.now().to_iso()
+}
+
+fn prompt(text: &str) -> Value {
+    json!({"type": "user", "uuid": uuid::Uuid::new_v4().to_string(), "timestamp": now_iso(), "cwd": "/work/proj",
+           "message": {"role": "user", "content": text}})
+}
+
+fn reply(n: usize) -> Value {
+    json!({"type": "assistant", "uuid": uuid::Uuid::new_v4().to_string(), "timestamp": now_iso(),
+           "requestId": format!("req_{n}"),
+           "message": {"id": format!("msg_{n}"), "model": "claude-opus-4-8", "stop_reason": "end_turn",
+                       "content": [{"type": "text", "text": format!("reply {n}")}],
+                       "usage": {"input_tokens": 1, "output_tokens": 1}}})
+}
+
+fn line(v: &Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec(v).unwrap();
+    b.push(b'\n');
+    b
+}
+
+fn append(path: &Path, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+async fn start(roots: Vec<PathBuf>) -> Engine {
+    let engine = Engine::start(EngineConfig { roots, poll_interval: Duration::from_millis(200), ..Default::default() });
+    engine.ready().await;
+    engine
+}
+
+/// Waits until the session, as the snapshot shows it, satisfies `cond`.
+async fn wait_session(engine: &Engine, id: &str, what: &str, cond: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let snap = engine.snapshot().await.unwrap();
+        let s = snap.sessions.iter().find(|s| s.session_id.as_str() == id).map(|s| serde_json::to_value(s).unwrap());
+        if let Some(s) = &s
+            && cond(s)
+        {
+            return s.clone();
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}; session now: {s:#?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn next_event(
+    rx: &mut broadcast::Receiver<Arc<mimesis_engine::Envelope>>,
+    pred: impl Fn(&StoreEvent) -> bool,
+) -> StoreEvent {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let env = tokio::time::timeout_at(deadline, rx.recv()).await.expect("event in time").expect("event stream");
+        if pred(&env.event) {
+            return env.event.clone();
+        }
+    }
+}
+
+const ID: &str = "0f0e0d0c-0000-4000-8000-00000000000a";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrent_writer_is_followed_exactly_once_through_torn_writes() {
+    let r = root();
+    let path = r.project.join(format!("{ID}.jsonl"));
+    append(&path, &line(&prompt("count every reply once")));
+    let engine = start(vec![r.root.clone()]).await;
+    wait_session(&engine, ID, "discovery", |_| true).await;
+
+    // Every record is written in two or three pieces with pauses between them, so the
+    // watcher often sees half a line.
+    const N: usize = 400;
+    let writer = std::thread::spawn(move || {
+        for n in 0..N {
+            let bytes = line(&reply(n));
+            let cut1 = 1 + (n * 7) % (bytes.len() - 2);
+            let cut2 = (cut1 + 1 + n % 5).min(bytes.len() - 1);
+            for piece in [&bytes[..cut1], &bytes[cut1..cut2], &bytes[cut2..]] {
+                append(&path, piece);
+                if n % 3 == 0 {
+                    std::thread::sleep(Duration::from_micros(300));
+                }
+            }
+        }
+    });
+    writer.join().unwrap();
+    let s = wait_session(&engine, ID, "all 400 replies", |s| s["usage"]["outputTokens"] == N).await;
+    assert_eq!(s["usage"]["inputTokens"], N, "each message counted exactly once");
+    assert_eq!(s["malformedLines"], 0, "a torn line is held, never counted as malformed");
+    assert_eq!(s["status"], "waiting_for_input");
+    engine.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncation_replacement_and_deletion() {
+    let r = root();
+    let path = r.project.join(format!("{ID}.jsonl"));
+    append(&path, &[line(&prompt("first goal")), line(&reply(1))].concat());
+    let engine = start(vec![r.root.clone()]).await;
+    let mut rx = engine.subscribe();
+    wait_session(&engine, ID, "first goal", |s| s["goal"] == "first goal").await;
+
+    // Truncated to something shorter: re-read from the start.
+    std::fs::write(&path, line(&prompt("after truncation"))).unwrap();
+    wait_session(&engine, ID, "the truncated content", |s| {
+        s["goal"] == "after truncation" && s["usage"]["outputTokens"] == 0
+    })
+    .await;
+
+    // Replaced by another file (new inode), even a longer one: re-read.
+    let tmp = r.project.join("tmp.partial");
+    std::fs::write(&tmp, [line(&prompt("replaced")), line(&reply(1)), line(&reply(2)), line(&reply(3))].concat())
+        .unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    wait_session(&engine, ID, "the replaced content", |s| s["goal"] == "replaced" && s["usage"]["outputTokens"] == 3)
+        .await;
+
+    std::fs::remove_file(&path).unwrap();
+    let ev = next_event(&mut rx, |e| matches!(e, StoreEvent::Removed { .. })).await;
+    assert_eq!(ev.session_id().as_str(), ID);
+    engine.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_projects_and_sessions_are_discovered_and_reported_once() {
+    let r = root();
+    let engine = start(vec![r.root.clone()]).await;
+    let mut rx = engine.subscribe();
+    // A project folder created after the watch began, with a file written at once.
+    let project = r.root.join("projects/-brand-new");
+    std::fs::create_dir_all(&project).unwrap();
+    append(&project.join(format!("{ID}.jsonl")), &line(&prompt("hello")));
+    let ev = next_event(&mut rx, |e| matches!(e, StoreEvent::Discovered { .. })).await;
+    let StoreEvent::Discovered { session } = ev else { unreachable!() };
+    assert_eq!(session.goal.as_deref(), Some("hello"));
+    assert_eq!(session.project_id, "-brand-new");
+    // An update carries only what changed.
+    append(&project.join(format!("{ID}.jsonl")), &line(&reply(1)));
+    let ev = next_event(&mut rx, |e| matches!(e, StoreEvent::Updated { .. })).await;
+    let StoreEvent::Updated { changes, .. } = ev else { unreachable!() };
+    assert!(changes.contains_key("usage") && changes.contains_key("status"), "{changes:?}");
+    assert!(
+        !changes.contains_key("goal") && !changes.contains_key("cwd"),
+        "unchanged fields are not sent: {changes:?}"
+    );
+    engine.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_lines_are_counted_and_skipped_never_fatal() {
+    let r = root();
+    let path = r.project.join(format!("{ID}.jsonl"));
+    append(&path, &line(&prompt("robust")));
+    let engine = start(vec![r.root.clone()]).await;
+    wait_session(&engine, ID, "discovery", |_| true).await;
+
+    append(&path, b"{\"type\": \"user\", this is not json\n");
+    // Invalid UTF-8 inside a string: repaired, not fatal, the record still counts.
+    let mut bad = serde_json::to_vec(&reply(1)).unwrap();
+    let at = bad.windows(7).position(|w| w == b"reply 1").unwrap();
+    bad.splice(at..at, [0xff, 0xfe]);
+    bad.push(b'\n');
+    append(&path, &bad);
+    // A 50 MB line, written in 1 MB pieces: skipped without being held.
+    let hwm_before = vm_hwm_kb();
+    let chunk = vec![b'x'; 1 << 20];
+    append(&path, b"{\"type\":\"user\",\"message\":{\"content\":\"");
+    for _ in 0..50 {
+        append(&path, &chunk);
+    }
+    append(&path, b"\"}}\n");
+    append(&path, &line(&reply(2)));
+    let s = wait_session(&engine, ID, "the record after the giant line", |s| s["usage"]["outputTokens"] == 2).await;
+    assert_eq!(s["malformedLines"], 2, "one malformed line and one oversized line");
+    let grown_mb = (vm_hwm_kb().saturating_sub(hwm_before)) / 1024;
+    assert!(grown_mb < 40, "a 50 MB line must not be held in memory (peak grew by {grown_mb} MB)");
+    engine.shutdown().await;
+}
+
+fn vm_hwm_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_registry_marks_sessions_live_and_waiting() {
+    let r = root();
+    append(&r.project.join(format!("{ID}.jsonl")), &line(&prompt("live one")));
+    let engine = start(vec![r.root.clone()]).await;
+    wait_session(&engine, ID, "discovery", |s| s["live"] == false).await;
+    // This test process plays the running `claude`.
+    let pid = std::process::id();
+    let sessions = r.root.join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let entry = json!({"pid": pid, "sessionId": ID, "cwd": "/work/proj", "status": "waiting",
+                       "waitingFor": "permission prompt", "statusUpdatedAt": SystemClock.now().millis()});
+    std::fs::write(sessions.join(format!("{pid}.json")), entry.to_string()).unwrap();
+    let s = wait_session(&engine, ID, "live and waiting for approval", |s| {
+        s["live"] == true && s["status"] == "waiting_for_approval"
+    })
+    .await;
+    assert_eq!(s["pid"], pid);
+    std::fs::remove_file(sessions.join(format!("{pid}.json"))).unwrap();
+    wait_session(&engine, ID, "ended", |s| s["live"] == false && s["status"] == "idle").await;
+    // A registry file of a dead process counts for nothing.
+    let dead = json!({"pid": 999_999_999u32, "sessionId": ID, "status": "busy"});
+    std::fs::write(sessions.join("999999999.json"), dead.to_string()).unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let snap = engine.snapshot().await.unwrap();
+    assert!(!snap.sessions[0].live, "a dead process is not live");
+    engine.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_run_on_the_injected_clock() {
+    let r = root();
+    let t0 = Timestamp::parse("2026-11-01T10:00:00.000Z").unwrap();
+    let rec = json!({"type": "assistant", "uuid": "u1", "timestamp": t0.to_iso(), "message": {"id": "m1", "model": "claude-x",
+                     "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make deploy"}}]}});
+    append(&r.project.join(format!("{ID}.jsonl")), &line(&rec));
+    let clock = Arc::new(ManualClock::new(t0.plus(Duration::from_secs(1))));
+    let engine =
+        Engine::start(EngineConfig { roots: vec![r.root.clone()], clock: clock.clone(), ..Default::default() });
+    engine.ready().await;
+    let status = |e: &Engine| {
+        let e = e.clone();
+        async move { e.snapshot().await.unwrap().sessions[0].status }
+    };
+    assert_eq!(status(&engine).await, Status::Working);
+    clock.advance(Duration::from_secs(4));
+    engine.tick().await.unwrap();
+    assert_eq!(status(&engine).await, Status::WaitingForApproval, "5 s after the tool_use");
+    clock.advance(Duration::from_secs(10 * 60));
+    engine.tick().await.unwrap();
+    assert_eq!(status(&engine).await, Status::Idle, "10 min without activity");
+    engine.shutdown().await;
+}

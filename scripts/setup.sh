@@ -1,0 +1,65 @@
+# Shared set-up for scripts/run and scripts/test: installs what is missing, quietly when
+# nothing is. Sourced, not run. Works on a fresh Debian machine (root or sudo).
+
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || die "installing system packages needs root or sudo"
+  SUDO=sudo
+fi
+
+# Debian packages the desktop app builds against, plus what its tests drive it with.
+APT_BUILD=(libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev libssl-dev
+  libsoup-3.0-dev libjavascriptcoregtk-4.1-dev build-essential pkg-config file curl ca-certificates)
+APT_TEST=(xvfb xauth webkit2gtk-driver)
+
+ensure_apt() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  say "installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+ensure_toolchain() {
+  command -v cargo >/dev/null || die "cargo is missing: install Rust with rustup (https://rustup.rs)"
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    ensure_apt nodejs npm
+  fi
+  local major
+  major="$(node -p 'process.versions.node.split(".")[0]')"
+  [ "$major" -ge 20 ] || die "Node.js 20 or newer is needed for the UI build (found $(node --version))"
+}
+
+# npm ci when the lockfile changed since the last install.
+ensure_ui_deps() {
+  local stamp="ui/node_modules/.mimesis-lock-stamp"
+  if [ ! -f "$stamp" ] || ! cmp -s ui/package-lock.json "$stamp"; then
+    say "installing UI packages (npm ci)"
+    (cd ui && npm ci --no-audit --no-fund --loglevel=error)
+    cp ui/package-lock.json "$stamp"
+  fi
+}
+
+build_ui() {
+  say "building the UI"
+  (cd ui && npm run --silent build >/dev/null)
+}
+
+ensure_tauri_driver() {
+  if command -v tauri-driver >/dev/null || [ -x "${CARGO_HOME:-$HOME/.cargo}/bin/tauri-driver" ]; then
+    return 0
+  fi
+  say "installing tauri-driver (WebDriver for the desktop app)"
+  cargo install tauri-driver --locked --quiet
+}
