@@ -185,6 +185,7 @@ impl Engine {
             registry_dirty: config.roots.iter().cloned().collect(),
             indexing: true,
             ready: ready_tx,
+            dir_rescans: Vec::new(),
         };
         let roots = config.roots.clone();
         let index_tx = cmd_tx.clone();
@@ -298,7 +299,13 @@ struct Actor {
     registry_dirty: HashSet<PathBuf>,
     indexing: bool,
     ready: watch::Sender<Phase>,
+    /// New project folders to list again: a file written into a folder the instant it
+    /// appears can precede the recursive watch on it (root, folder, when).
+    dir_rescans: Vec<(PathBuf, PathBuf, tokio::time::Instant)>,
 }
+
+/// When a new project folder is listed again after it appeared.
+const DIR_RESCAN_DELAYS: [Duration; 2] = [Duration::from_millis(50), Duration::from_millis(500)];
 
 impl Actor {
     async fn run(
@@ -314,6 +321,7 @@ impl Actor {
                 let wait = t.since(self.clock.now());
                 tokio::time::Instant::now() + wait.min(Duration::from_secs(3600))
             });
+            let rescan_at = self.dir_rescans.iter().map(|(_, _, at)| *at).min();
             tokio::select! {
                 biased;
                 cmd = cmd_rx.recv() => match cmd {
@@ -348,6 +356,7 @@ impl Actor {
                     let events = self.store.tick(self.clock.now());
                     self.publish(events);
                 }
+                _ = sleep_until(rescan_at) => self.rescan_new_dirs(),
                 _ = poll_timer.tick() => {
                     if !self.indexing {
                         self.registry_dirty.extend(self.roots.iter().cloned());
@@ -490,6 +499,10 @@ impl Actor {
                             touched_sessions.push(loc.session_id.clone());
                             events.extend(self.store.file_changed(loc, now));
                         }
+                        let t = tokio::time::Instant::now();
+                        for d in DIR_RESCAN_DELAYS {
+                            self.dir_rescans.push((root.clone(), path.clone(), t + d));
+                        }
                     } else {
                         events.extend(self.store.remove_under(&path));
                     }
@@ -542,6 +555,23 @@ impl Actor {
             }
             Ok(_) => {}
             Err(e) => tracing::debug!(session = %id, error = %e, "timeline poll failed"),
+        }
+    }
+
+    fn rescan_new_dirs(&mut self) {
+        let now = tokio::time::Instant::now();
+        let (due, later): (Vec<_>, Vec<_>) = self.dir_rescans.drain(..).partition(|(_, _, at)| *at <= now);
+        self.dir_rescans = later;
+        let mut paths = BTreeSet::new();
+        for (root, dir, _) in due {
+            let mut found = Vec::new();
+            scan::discover_project(&root, &dir, &mut found);
+            // Every file: one followed already may have grown before the watch was in
+            // place. Reads go on from each file's offset, so nothing is applied twice.
+            paths.extend(found.into_iter().map(|l| l.path));
+        }
+        if !paths.is_empty() {
+            self.paths_changed(paths);
         }
     }
 

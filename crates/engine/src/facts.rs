@@ -257,11 +257,11 @@ impl SessionFacts {
             "assistant" => self.apply_assistant(r, ts),
             "system" => self.apply_system(r),
             "progress" => self.apply_progress(r),
-            "summary" => set(&mut self.summary_record, r.summary.get(), SUMMARY_MAX_CHARS),
-            "custom-title" => set(&mut self.custom_title, r.custom_title.get(), GOAL_MAX_CHARS),
-            "ai-title" => set(&mut self.ai_title, r.ai_title.get(), GOAL_MAX_CHARS),
-            "last-prompt" => set(&mut self.last_prompt, r.last_prompt.get(), SUMMARY_MAX_CHARS),
-            "queue-operation" if r.operation.get() == Some("enqueue") => self.set_tail(Tail::Prompt),
+            "summary" => set(&mut self.summary_record, r.side_text.get(), SUMMARY_MAX_CHARS),
+            "custom-title" => set(&mut self.custom_title, r.side_text.get(), GOAL_MAX_CHARS),
+            "ai-title" => set(&mut self.ai_title, r.side_text.get(), GOAL_MAX_CHARS),
+            "last-prompt" => set(&mut self.last_prompt, r.side_text.get(), SUMMARY_MAX_CHARS),
+            "queue-operation" if r.side_text.get() == Some("enqueue") => self.set_tail(Tail::Prompt),
             _ => {}
         }
     }
@@ -397,11 +397,13 @@ impl SessionFacts {
                 if !id.is_empty() && self.open_tools.iter().any(|t| t.id == id) {
                     return; // a replayed block
                 }
+                // Most calls are answered within moments: keep a bounded raw prefix and
+                // tidy it only if the call is ever shown as pending.
                 let target = b.input.0.as_ref().and_then(|i| i.target()).unwrap_or("");
                 self.open_tools.push(OpenTool {
                     id,
                     name: b.name.get().unwrap_or("tool").to_owned(),
-                    target: clean_text(target, GOAL_MAX_CHARS),
+                    target: prefix(target, GOAL_MAX_CHARS * 4).to_owned(),
                     since: ts,
                     running: false,
                 });
@@ -526,6 +528,18 @@ impl SessionFacts {
     pub fn goal(&self) -> Option<&str> {
         self.goal.as_deref().or(self.command_goal.as_deref())
     }
+}
+
+/// At most `max` bytes of `s`, cut on a character boundary.
+fn prefix(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 fn set(slot: &mut Option<String>, v: Option<&str>, max: usize) {

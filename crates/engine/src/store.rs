@@ -428,7 +428,8 @@ impl Store {
             title: f.title().map(str::to_owned),
             status: derived.status,
             has_pending_tool_use: pending.is_some(),
-            pending_tool: pending.map(|t| PendingTool { tool: t.name.clone(), target: t.target.clone() }),
+            pending_tool: pending
+                .map(|t| PendingTool { tool: t.name.clone(), target: crate::facts::clean_text(&t.target, 300) }),
             last_activity_at: last_activity,
             created_at: f.created_at,
             model: f.model.clone(),

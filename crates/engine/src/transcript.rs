@@ -309,71 +309,104 @@ pub struct ProgressData<'a> {
     pub kind: LStr<'a>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct CompactMetadata<'a> {
-    #[serde(borrow)]
-    pub trigger: LStr<'a>,
-    #[serde(rename = "preTokens")]
-    pub pre_tokens: LU64,
-}
-
 /// One transcript record, as far as the roster is concerned.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+///
+/// Deserialized by hand (see the impl below): a derived visitor keeps an `Option` per
+/// field and moves the whole struct several times per line, which was a third of the
+/// cold index's time.
+#[derive(Debug, Default)]
 pub struct Record<'a> {
-    #[serde(rename = "type", borrow)]
     pub kind: LStr<'a>,
-    #[serde(borrow)]
     pub subtype: LStr<'a>,
-    #[serde(borrow)]
     pub uuid: LStr<'a>,
-    #[serde(rename = "sessionId", borrow)]
     pub session_id: LStr<'a>,
-    #[serde(borrow)]
     pub timestamp: LStr<'a>,
-    #[serde(borrow)]
     pub cwd: LStr<'a>,
-    #[serde(rename = "gitBranch", borrow)]
     pub git_branch: LStr<'a>,
-    #[serde(rename = "isSidechain")]
     pub is_sidechain: LBool,
-    #[serde(rename = "isMeta")]
     pub is_meta: LBool,
-    #[serde(rename = "isCompactSummary")]
     pub is_compact_summary: LBool,
-    #[serde(rename = "isApiErrorMessage")]
     pub is_api_error_message: LBool,
-    #[serde(rename = "requestId", borrow)]
     pub request_id: LStr<'a>,
-    #[serde(rename = "permissionMode", borrow)]
     pub permission_mode: LStr<'a>,
-    #[serde(borrow)]
     pub message: LMap<Message<'a>>,
-    #[serde(borrow)]
-    pub summary: LStr<'a>,
-    #[serde(rename = "lastPrompt", borrow)]
-    pub last_prompt: LStr<'a>,
-    #[serde(rename = "customTitle", borrow)]
-    pub custom_title: LStr<'a>,
-    #[serde(rename = "aiTitle", borrow)]
-    pub ai_title: LStr<'a>,
-    #[serde(borrow)]
-    pub operation: LStr<'a>,
-    /// System records and queue operations carry their text here.
-    #[serde(borrow)]
-    pub content: LStr<'a>,
-    #[serde(borrow)]
+    /// The text of a side-channel record, whichever key carries it for its type:
+    /// `summary` (summary), `lastPrompt` (last-prompt), `customTitle` (custom-title),
+    /// `aiTitle` (ai-title), `operation` (queue-operation). One slot keeps the struct small:
+    /// it is zeroed and moved once per line.
+    pub side_text: LStr<'a>,
     pub data: LMap<ProgressData<'a>>,
-    #[serde(rename = "parentToolUseID", borrow)]
     pub parent_tool_use_id: LStr<'a>,
-    #[serde(rename = "toolUseID", borrow)]
     pub tool_use_id: LStr<'a>,
     /// Only its string form matters (`"User rejected tool use"`); objects are skipped.
-    #[serde(rename = "toolUseResult", borrow)]
     pub tool_use_result: LStr<'a>,
-    #[serde(rename = "compactMetadata", borrow)]
-    pub compact_metadata: LMap<CompactMetadata<'a>>,
+}
+
+/// A map key, borrowed when it has no escapes (keys never do in practice).
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Record<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Record<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a transcript record (a JSON object)")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut r = Record::default();
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    match key.as_ref() {
+                        "type" => r.kind = map.next_value()?,
+                        "subtype" => r.subtype = map.next_value()?,
+                        "uuid" => r.uuid = map.next_value()?,
+                        "sessionId" => r.session_id = map.next_value()?,
+                        "timestamp" => r.timestamp = map.next_value()?,
+                        "cwd" => r.cwd = map.next_value()?,
+                        "gitBranch" => r.git_branch = map.next_value()?,
+                        "isSidechain" => r.is_sidechain = map.next_value()?,
+                        "isMeta" => r.is_meta = map.next_value()?,
+                        "isCompactSummary" => r.is_compact_summary = map.next_value()?,
+                        "isApiErrorMessage" => r.is_api_error_message = map.next_value()?,
+                        "requestId" => r.request_id = map.next_value()?,
+                        "permissionMode" => r.permission_mode = map.next_value()?,
+                        "message" => r.message = map.next_value()?,
+                        "summary" | "lastPrompt" | "customTitle" | "aiTitle" | "operation" => {
+                            r.side_text = map.next_value()?
+                        }
+                        "data" => r.data = map.next_value()?,
+                        "parentToolUseID" => r.parent_tool_use_id = map.next_value()?,
+                        "toolUseID" => r.tool_use_id = map.next_value()?,
+                        "toolUseResult" => r.tool_use_result = map.next_value()?,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(r)
+            }
+        }
+        d.deserialize_map(V(PhantomData))
+    }
 }
 
 impl Record<'_> {
@@ -394,14 +427,14 @@ pub struct Malformed(#[from] serde_json::Error);
 /// record's structure usually survives a mangled character, and it never panics.
 /// `scratch` holds the repaired text when that happens.
 pub fn parse_line<'a>(line: &'a [u8], scratch: &'a mut String) -> Result<Record<'a>, Malformed> {
-    match serde_json::from_slice::<Record<'a>>(line) {
+    match sonic_rs::from_slice::<Record<'a>>(line) {
         Ok(r) => Ok(r),
         Err(e) => {
             if std::str::from_utf8(line).is_ok() {
-                return Err(Malformed(e));
+                return Err(Malformed(serde::de::Error::custom(e)));
             }
             *scratch = String::from_utf8_lossy(line).into_owned();
-            Ok(serde_json::from_str::<Record<'a>>(scratch)?)
+            Ok(sonic_rs::from_str::<Record<'a>>(scratch).map_err(|e| Malformed(serde::de::Error::custom(e)))?)
         }
     }
 }
@@ -439,7 +472,7 @@ mod tests {
     fn wrong_types_read_as_absent_not_as_errors() {
         let r = parse(
             r#"{"type":"user","uuid":7,"isMeta":"yes","timestamp":{"a":[1,2]},"message":"oops",
-            "toolUseResult":{"stdout":"big"},"cwd":null,"compactMetadata":[1]}"#,
+            "toolUseResult":{"stdout":"big"},"cwd":null}"#,
         );
         assert_eq!(r.kind(), "user");
         assert_eq!(r.uuid.get(), None);
@@ -447,7 +480,6 @@ mod tests {
         assert_eq!(r.timestamp.get(), None);
         assert!(r.message.0.is_none());
         assert!(r.tool_use_result.get().is_none());
-        assert!(r.compact_metadata.0.is_none());
     }
 
     #[test]

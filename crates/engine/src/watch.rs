@@ -59,6 +59,7 @@ impl RootWatcher {
     pub fn new(tx: mpsc::UnboundedSender<FsSignal>) -> notify::Result<Self> {
         let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
             Ok(ev) => {
+                tracing::trace!(kind = ?ev.kind, paths = ?ev.paths, "notify event");
                 if ev.need_rescan() {
                     let _ = tx.send(FsSignal::Rescan);
                 } else if !matches!(ev.kind, notify::EventKind::Access(_)) && !ev.paths.is_empty() {

@@ -56,6 +56,9 @@ fn append(path: &Path, bytes: &[u8]) {
 }
 
 async fn start(roots: Vec<PathBuf>) -> Engine {
+    if std::env::var_os("MIMESIS_TEST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt().with_env_filter("mimesis_engine=trace").with_test_writer().try_init();
+    }
     let engine = Engine::start(EngineConfig { roots, poll_interval: Duration::from_millis(200), ..Default::default() });
     engine.ready().await;
     engine
