@@ -2,8 +2,8 @@
 //! session and `now`. It never reads a file or a clock; the store feeds it and schedules a
 //! re-evaluation at the instant it returns as `next_check`.
 //!
-//! Precedence, most exact first: the live registry (`sessions/<pid>.json`), hooks, then
-//! inference from the transcript tail. The timeouts (approval 5 s, stale 60 s, idle 10 min)
+//! Precedence, most exact first: the live registry (`sessions/<pid>.json`), a fresh
+//! status file (W6), hooks, then inference from the transcript tail. The timeouts (approval 5 s, stale 60 s, idle 10 min)
 //! only ever apply to inferred states.
 
 use std::time::Duration;
@@ -63,7 +63,7 @@ impl Default for Timeouts {
 /// The last significant thing the transcript says (the tail heuristic of
 /// docs/claude-code-formats.md §3). Side-channel records, attachments, progress and
 /// file-history snapshots never become the tail.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Tail {
     /// Nothing significant yet (a fresh file, metadata only).
     #[default]
@@ -161,6 +161,8 @@ pub struct StatusInput {
     /// Present only while the session's process is alive.
     pub registry: Option<RegistrySignal>,
     pub hook: Option<HookSignal>,
+    /// What a fresh status file says (SPEC W6); the store passes it only while trusted.
+    pub reported: Option<Status>,
     /// The process that ran the session is known to have exited.
     pub ended: bool,
 }
@@ -209,7 +211,12 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
         }
     }
 
-    // 2. Hooks, when they are newer than anything the transcript says.
+    // 2. A status file written for the session, while it is trusted.
+    if let Some(status) = input.reported {
+        return exact(status);
+    }
+
+    // 3. Hooks, when they are newer than anything the transcript says.
     if let Some(hook) = input.hook {
         let newer = input.last_activity.is_none_or(|a| hook.at >= a);
         if newer {
@@ -226,7 +233,7 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
         return exact(Status::Idle);
     }
 
-    // 3. Inference from the transcript.
+    // 4. Inference from the transcript.
     let Some(last) = input.last_activity else {
         return exact(Status::Idle);
     };
