@@ -154,7 +154,11 @@ impl Attention {
                 }
                 let kind = match new {
                     Status::WaitingForApproval => NotificationKind::WaitingForApproval,
-                    Status::WaitingForInput => NotificationKind::WaitingForInput,
+                    // A turn that ended; a session that merely appears at its prompt (a
+                    // new `/clear` session, an idle one woken by a timeout) is not news.
+                    Status::WaitingForInput if matches!(old, Status::Working | Status::WaitingForApproval) => {
+                        NotificationKind::WaitingForInput
+                    }
                     _ => return Vec::new(),
                 };
                 self.send(session_id, kind, None, now).into_iter().collect()
@@ -295,8 +299,12 @@ mod tests {
         a.on_store_event(&status("s", "working"), at(20));
         assert_eq!(a.on_store_event(&status("s", "waiting_for_approval"), at(21)).len(), 1);
         // End of turn: waiting for input.
+        a.on_store_event(&status("s", "working"), at(25));
         let n = a.on_store_event(&status("s", "waiting_for_input"), at(30));
         assert_eq!(n.iter().map(|n| n.kind).collect::<Vec<_>>(), [NotificationKind::WaitingForInput]);
+        // Reaching the prompt from idle is not a turn that ended.
+        a.on_store_event(&status("s", "idle"), at(100));
+        assert!(a.on_store_event(&status("s", "waiting_for_input"), at(200)).is_empty());
     }
 
     #[test]

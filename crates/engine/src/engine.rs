@@ -486,7 +486,7 @@ struct Persister {
 
 enum PersistMsg {
     Batch(Batch),
-    Flush(std::sync::mpsc::Sender<()>),
+    Flush(oneshot::Sender<()>),
 }
 
 impl Persister {
@@ -520,10 +520,10 @@ impl Persister {
     }
 
     /// Waits until everything sent so far is written.
-    fn flush(&self) {
-        let (ack, done) = std::sync::mpsc::channel();
+    async fn flush(&self) {
+        let (ack, done) = oneshot::channel();
         if self.tx.send(PersistMsg::Flush(ack)).is_ok() {
-            let _ = done.recv_timeout(Duration::from_secs(10));
+            let _ = tokio::time::timeout(Duration::from_secs(10), done).await;
         }
     }
 }
@@ -592,7 +592,7 @@ impl Actor {
                             if !self.indexing {
                                 p.send(self.store.take_batch());
                             }
-                            tokio::task::block_in_place(|| p.flush());
+                            p.flush().await;
                         }
                         let _ = reply.send(());
                         break;

@@ -216,14 +216,29 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
         return exact(status);
     }
 
-    // 3. Hooks, when they are newer than anything the transcript says.
+    // 3. Hooks, when they are newer than anything the transcript says. The transcript
+    //    lags the hooks by moments; once it has newer records, inference takes over.
     if let Some(hook) = input.hook {
         let newer = input.last_activity.is_none_or(|a| hook.at >= a);
         if newer {
             match hook.state {
                 HookState::WaitingForApproval => return exact(Status::WaitingForApproval),
                 HookState::Ended => return exact(Status::Idle),
-                HookState::TurnDone | HookState::Working => {}
+                HookState::TurnDone => {
+                    let status = if due(hook.at.plus(t.idle)) { Status::Idle } else { Status::WaitingForInput };
+                    return Derived { status, next_check: next };
+                }
+                HookState::Working if !input.ended => {
+                    let status = if due(hook.at.plus(t.idle)) {
+                        Status::Idle
+                    } else if due(hook.at.plus(t.stale)) {
+                        Status::WaitingForInput
+                    } else {
+                        Status::Working
+                    };
+                    return Derived { status, next_check: next };
+                }
+                HookState::Working => {}
             }
         }
     }
@@ -451,5 +466,23 @@ mod tests {
         k.last_activity = Some(at(5));
         k.hook = Some(HookSignal { state: HookState::TurnDone, at: at(1) });
         assert_eq!(status(&k, at(6)), Status::Working);
+    }
+
+    #[test]
+    fn a_hook_newer_than_the_transcript_decides_until_the_transcript_catches_up() {
+        // A prompt submitted after a finished turn: working before its record is written.
+        let mut i = input(Tail::TurnDone { asks_question: false });
+        i.hook = Some(HookSignal { state: HookState::Working, at: at(10) });
+        assert_eq!(status(&i, at(11)), Status::Working);
+        assert_eq!(derive(&i, at(11), &Timeouts::default()).next_check, Some(at(70)));
+        assert_eq!(status(&i, at(70)), Status::WaitingForInput, "stale, like any inferred work");
+        // Stop after a tool result: the turn is over.
+        let mut j = input(Tail::ToolResults);
+        j.hook = Some(HookSignal { state: HookState::TurnDone, at: at(3) });
+        assert_eq!(status(&j, at(4)), Status::WaitingForInput);
+        assert_eq!(status(&j, at(603)), Status::Idle);
+        // SessionEnd: idle at once.
+        j.hook = Some(HookSignal { state: HookState::Ended, at: at(3) });
+        assert_eq!(status(&j, at(4)), Status::Idle);
     }
 }
