@@ -29,7 +29,7 @@ fn field<'a>(st: &'a State, id: &str, key: &str) -> Option<&'a Value> {
 fn mimesis(bin: &Path, config: &Path, data: &Path, args: &[&str]) -> Result<Value> {
     let out = Command::new(bin).arg("--config-dir").arg(config).arg("--data-dir").arg(data).args(args).output()?;
     ensure!(out.status.success(), "mimesis {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    Ok(serde_json::from_slice(&out.stdout).with_context(|| String::from_utf8_lossy(&out.stdout).into_owned())?)
+    serde_json::from_slice(&out.stdout).with_context(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Types a line into a second `claude` TUI and presses Enter.
