@@ -109,7 +109,7 @@ fn main() -> ExitCode {
     // logging set-up, no runtime. Anything that goes wrong is logged to a file.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|a| a == "hook") {
-        hook(&args[2..]);
+        hooks::run_hook(&args[2..]);
         return ExitCode::SUCCESS;
     }
     let cli = match Cli::try_parse() {
@@ -128,7 +128,7 @@ fn main() -> ExitCode {
         Command::Show { session_id, json } => show(&roots, &data_dir, &session_id, json),
         Command::Watch { json } => runtime().and_then(|rt| rt.block_on(watch(roots, data_dir, json))),
         Command::Hook => {
-            record_hook(data_dir);
+            hooks::record_from_stdin(&data_dir);
             Ok(())
         }
         Command::Hooks { action } => hooks_cmd(&roots, &data_dir, action),
@@ -289,76 +289,6 @@ async fn watch(roots: Vec<PathBuf>, data_dir: PathBuf, json: bool) -> anyhow::Re
     }
     engine.shutdown().await;
     Ok(())
-}
-
-/// How long the hook waits for Claude Code to finish writing the payload.
-const HOOK_STDIN_TIMEOUT_MS: i32 = 2000;
-
-/// `mimesis hook [--data-dir DIR]`: reads the payload (bounded in size and time),
-/// records it, and returns; errors go to the hook log in the data dir.
-fn hook(args: &[std::ffi::OsString]) {
-    let mut data_dir = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if a == "--data-dir" {
-            data_dir = it.next().map(PathBuf::from);
-        } else if let Some(v) = a.to_str().and_then(|s| s.strip_prefix("--data-dir=")) {
-            data_dir = Some(PathBuf::from(v));
-        }
-    }
-    record_hook(data_dir.unwrap_or_else(roots::data_dir));
-}
-
-fn record_hook(data_dir: PathBuf) {
-    let now = SystemClock.now();
-    let payload = match read_stdin_bounded(hooks::MAX_PAYLOAD, HOOK_STDIN_TIMEOUT_MS) {
-        Ok(p) => p,
-        Err(e) => {
-            hooks::log(&data_dir, now, &format!("cannot read the hook payload: {e}"));
-            return;
-        }
-    };
-    let terminal = hooks::terminal_context(|k| std::env::var(k).ok());
-    if let Err(e) = hooks::record(&data_dir, &payload, now, terminal) {
-        hooks::log(&data_dir, now, &e.to_string());
-    }
-}
-
-/// Reads stdin to its end, at most `max` bytes and for at most `timeout_ms`.
-fn read_stdin_bounded(max: usize, timeout_ms: i32) -> io::Result<Vec<u8>> {
-    use std::io::Read;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms as u64);
-    let mut out = Vec::new();
-    let mut buf = [0u8; 64 * 1024];
-    let mut stdin = io::stdin().lock();
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now()).as_millis() as i32;
-        let mut pfd = libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd for the duration of the call.
-        let ready = unsafe { libc::poll(&mut pfd, 1, left) };
-        if ready < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if ready == 0 {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, "stdin was not closed in time"));
-        }
-        let n = match stdin.read(&mut buf) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if n == 0 {
-            return Ok(out);
-        }
-        if out.len() + n > max {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("the payload is larger than {max} bytes")));
-        }
-        out.extend_from_slice(&buf[..n]);
-    }
 }
 
 fn hooks_cmd(roots: &[PathBuf], data_dir: &std::path::Path, action: HooksAction) -> anyhow::Result<()> {

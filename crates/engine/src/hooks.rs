@@ -426,5 +426,79 @@ pub fn read_all(data_dir: &Path) -> Vec<HookEvent> {
     out
 }
 
+/// How long the hook waits for Claude Code to finish writing the payload.
+const STDIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The whole of `<binary> hook [--data-dir DIR]` for any Mimesis binary (the CLI, the
+/// desktop app): call it first thing in `main` when the first argument is `hook`, then
+/// exit 0. It starts no runtime and prints nothing on stdout.
+pub fn run_hook(args: &[std::ffi::OsString]) {
+    let mut data_dir = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--data-dir" {
+            data_dir = it.next().map(PathBuf::from);
+        } else if let Some(v) = a.to_str().and_then(|s| s.strip_prefix("--data-dir=")) {
+            data_dir = Some(PathBuf::from(v));
+        }
+    }
+    record_from_stdin(&data_dir.unwrap_or_else(crate::roots::data_dir));
+}
+
+/// Reads the payload from stdin (bounded in size and time), records it with this
+/// process's terminal context, and logs whatever went wrong to the hook log.
+pub fn record_from_stdin(data_dir: &Path) {
+    let now = crate::clock::Clock::now(&crate::clock::SystemClock);
+    let payload = match read_stdin_bounded(MAX_PAYLOAD, STDIN_TIMEOUT) {
+        Ok(p) => p,
+        Err(e) => {
+            log(data_dir, now, &format!("cannot read the hook payload: {e}"));
+            return;
+        }
+    };
+    let terminal = terminal_context(|k| std::env::var(k).ok());
+    if let Err(e) = record(data_dir, &payload, now, terminal) {
+        log(data_dir, now, &e.to_string());
+    }
+}
+
+/// Reads stdin to its end, at most `max` bytes and for at most `timeout`: a hook must
+/// never hang Claude Code, whatever is (not) written to it.
+fn read_stdin_bounded(max: usize, timeout: std::time::Duration) -> std::io::Result<Vec<u8>> {
+    use std::io::{ErrorKind, Read};
+    let deadline = std::time::Instant::now() + timeout;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut stdin = std::io::stdin().lock();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now()).as_millis() as i32;
+        let mut pfd = libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd for the duration of the call.
+        let ready = unsafe { libc::poll(&mut pfd, 1, left) };
+        if ready < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if ready == 0 {
+            return Err(std::io::Error::new(ErrorKind::TimedOut, "stdin was not closed in time"));
+        }
+        let n = match stdin.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            return Ok(out);
+        }
+        if out.len() + n > max {
+            return Err(std::io::Error::new(ErrorKind::InvalidData, format!("the payload is larger than {max} bytes")));
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+}
+
 #[cfg(test)]
 mod tests;

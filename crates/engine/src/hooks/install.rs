@@ -7,7 +7,7 @@
 //! that is not valid JSON, or whose `hooks` is not the documented shape, is refused with
 //! its path and line, and nothing is written.
 //!
-//! Our entries are recognised by their command — a program named `mimesis` run with the
+//! Our entries are recognised by their command — a program named `mimesis…` run with the
 //! `hook` argument — so an install from a binary that has moved since is still found.
 
 use std::fmt;
@@ -136,13 +136,14 @@ fn shell_words(s: &str) -> Vec<String> {
     words
 }
 
-/// Is this hook command one Mimesis installed? (`…/mimesis hook …`)
+/// Is this hook command one Mimesis installed? A program whose name starts with
+/// `mimesis` (the CLI `mimesis`, the desktop app `mimesis-desktop`) run with `hook`.
 pub fn is_our_command(command: &str) -> bool {
     let words = shell_words(command);
     match words.as_slice() {
         [program, sub, ..] => {
             let name = Path::new(program).file_name().and_then(|n| n.to_str()).unwrap_or("");
-            name == "mimesis" && sub == "hook"
+            name.to_ascii_lowercase().starts_with("mimesis") && sub == "hook"
         }
         _ => false,
     }

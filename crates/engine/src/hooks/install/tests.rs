@@ -46,7 +46,8 @@ fn recognises_our_command_and_nothing_else() {
         shell_words(&hook_command(Path::new("/a b/it's/mimesis"), Path::new("/d"))),
         ["/a b/it's/mimesis", "hook", "--data-dir", "/d"]
     );
-    for other in ["mimesis-other hook", "/bin/mimesis ls", "echo mimesis hook", "~/bin/greet.sh", "", "hook"] {
+    assert!(is_our_command("/opt/Mimesis/mimesis-desktop hook --data-dir /d"), "the desktop app runs the hook too");
+    for other in ["/bin/mimesis ls", "echo mimesis hook", "~/bin/greet.sh", "", "hook"] {
         assert!(!is_our_command(other), "{other}");
     }
 }
