@@ -206,7 +206,10 @@ impl Engine {
                 if let Some(d) = &config.data_dir {
                     hooks::prune_spool(d, now);
                     let spool = hooks::spool_dir(d);
-                    let _ = std::fs::DirBuilder::new().recursive(true).create(&spool);
+                    {
+                        use std::os::unix::fs::DirBuilderExt;
+                        let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&spool);
+                    }
                     w.watch_dir(&spool);
                 }
                 Some(w)
