@@ -79,6 +79,7 @@ fn compact_and_clear_make_one_chain_and_leave_the_other_terminal_alone() -> Resu
 }
 
 fn run(s: &mut Scenario, engine: &EngineWatch, bin: &Path, data: &Path) -> Result<()> {
+    // What the hooks recorded is checked below against the processes that ran them.
     // A: a prompt, a permission dialog, approval, end of turn.
     s.start()?;
     s.prompt_with_permission()?;
@@ -106,6 +107,24 @@ fn run(s: &mut Scenario, engine: &EngineWatch, bin: &Path, data: &Path) -> Resul
     engine.wait_for("C known, with its goal", NOTICE, |st| field(st, &c, "goal") == Some(&json!(PROMPT_C)))?;
     let last = |st: &State, id: &str| field(st, id, "lastActivityAt").and_then(Value::as_str).map(str::to_owned);
     engine.wait_for("C more recently active than A", NOTICE, |st| last(st, &c) > last(st, &a))?;
+
+    // Every hook event of A names A's `claude` process and its terminal; C's name C's.
+    let events = mimesis_engine::hooks::read_all(data);
+    let pid_a = s.pid()?;
+    let of = |id: &str| events.iter().filter(|e| e.session_id.as_str() == id).collect::<Vec<_>>();
+    ensure!(!of(&a).is_empty() && !of(&c).is_empty(), "hook events for A and C: {events:?}");
+    for e in of(&a) {
+        ensure!(
+            e.terminal.claude_pid == Some(pid_a),
+            "A's event from pid {:?}, not {pid_a}: {e:?}",
+            e.terminal.claude_pid
+        );
+        ensure!(e.terminal.tty.as_deref().is_some_and(|t| t.starts_with("pts/")), "A's terminal: {e:?}");
+    }
+    for e in of(&c) {
+        ensure!(e.terminal.claude_pid == Some(c_pid), "C's event: {e:?}");
+        ensure!(e.terminal.tty != of(&a)[0].terminal.tty, "two terminals, two TTYs");
+    }
 
     // /compact in A: one compaction on A, nothing else changes.
     s.compact()?;
