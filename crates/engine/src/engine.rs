@@ -181,7 +181,9 @@ impl Engine {
     /// Starts watching `config.roots` and indexing them. Returns at once; the roster
     /// fills as the index completes ([`Engine::ready`]). Must be called within a tokio
     /// runtime.
-    pub fn start(config: EngineConfig) -> Engine {
+    pub fn start(mut config: EngineConfig) -> Engine {
+        // Watch events name paths as they were watched: keep the data dir absolute.
+        config.data_dir = config.data_dir.map(|d| std::path::absolute(&d).unwrap_or(d));
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let (fs_tx, fs_rx) = mpsc::unbounded_channel();
         let (events, _) = broadcast::channel(config.event_capacity.max(16));
@@ -693,8 +695,8 @@ impl Actor {
 
     /// Reads what was appended to the hook spool files.
     fn read_spool(&mut self) {
-        let Some(dir) = self.data_dir.as_ref().map(|d| hooks::spool_dir(d)) else { return };
-        for path in hooks::spool_files(dir.parent().unwrap_or(&dir)) {
+        let Some(data_dir) = self.data_dir.clone() else { return };
+        for path in hooks::spool_files(&data_dir) {
             self.read_spool_file(&path);
         }
     }
