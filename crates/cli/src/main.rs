@@ -293,35 +293,19 @@ async fn watch(roots: Vec<PathBuf>, data_dir: PathBuf, json: bool) -> anyhow::Re
 
 fn hooks_cmd(roots: &[PathBuf], data_dir: &std::path::Path, action: HooksAction) -> anyhow::Result<()> {
     let now = SystemClock.now();
-    let (json, results): (bool, Vec<Result<install::HookStatus, install::InstallError>>) = match action {
+    let (json, result) = match action {
         HooksAction::Install { json } => {
             let exe = std::env::current_exe().context("cannot tell where this mimesis binary is")?;
             let exe = exe.canonicalize().unwrap_or(exe);
             let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_owned());
-            let command = install::hook_command(&exe, &data_dir);
-            (json, roots.iter().map(|r| install::install(r, &command, now)).collect())
+            (json, install::install_all(roots, &install::hook_command(&exe, &data_dir), now))
         }
-        HooksAction::Uninstall { json } => (json, roots.iter().map(|r| install::uninstall(r, now)).collect()),
-        HooksAction::Status { json } => (json, roots.iter().map(|r| Ok(install::status(r))).collect()),
+        HooksAction::Uninstall { json } => (json, install::uninstall_all(roots, now)),
+        HooksAction::Status { json } => (json, Ok(roots.iter().map(|r| install::status(r)).collect())),
     };
-    let mut failed = false;
-    let statuses: Vec<install::HookStatus> = results
-        .into_iter()
-        .zip(roots)
-        .map(|(r, root)| match r {
-            Ok(s) => s,
-            Err(e) => {
-                failed = true;
-                install::HookStatus {
-                    root: root.clone(),
-                    settings_path: install::settings_path(root),
-                    installed: false,
-                    partial: false,
-                    error: Some(e.to_string()),
-                }
-            }
-        })
-        .collect();
+    // All or nothing: on an error no root was changed; show where things stand.
+    let failed = result.as_ref().err().map(ToString::to_string);
+    let statuses = result.unwrap_or_else(|_| roots.iter().map(|r| install::status(r)).collect());
     let out = io::stdout();
     let mut out = out.lock();
     if json {
@@ -339,8 +323,8 @@ fn hooks_cmd(roots: &[PathBuf], data_dir: &std::path::Path, action: HooksAction)
         }
     }
     out.flush()?;
-    if failed {
-        bail!("hooks were not changed where an error is shown");
+    if let Some(e) = failed {
+        bail!("{e}");
     }
     Ok(())
 }

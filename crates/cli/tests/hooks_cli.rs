@@ -125,7 +125,7 @@ fn hooks_install_status_uninstall_and_refusal() {
     let before: Vec<_> = std::fs::read_dir(&config).unwrap().map(|e| e.unwrap().file_name()).collect();
     let out = mimesis(&config, &data, &["hooks", "install"]);
     assert_eq!(out.status.code(), Some(1));
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("not valid JSON (line 3"), "{text}");
     assert_eq!(std::fs::read(config.join("settings.json")).unwrap(), bad);
     let after: Vec<_> = std::fs::read_dir(&config).unwrap().map(|e| e.unwrap().file_name()).collect();

@@ -441,6 +441,25 @@ impl Engine {
         let _ = self.cmd.send(Command::Supervision(id.clone(), signal));
     }
 
+    /// Whether Mimesis's hooks are installed in each root (docs/ipc.md `hooks_status`).
+    pub fn hooks_status(&self) -> Vec<crate::hooks::install::HookStatus> {
+        self.roots.iter().map(|r| crate::hooks::install::status(r)).collect()
+    }
+
+    /// Installs the hooks into every root, running `exe hook --data-dir <this data dir>`
+    /// (`exe`: the running binary, which must handle a first argument `hook` with
+    /// [`crate::hooks::run_hook`]). All or nothing; the error is a sentence for the user.
+    pub fn hooks_install(&self, exe: &Path) -> Result<Vec<crate::hooks::install::HookStatus>, String> {
+        let data_dir = self.data_dir.clone().unwrap_or_else(roots::data_dir);
+        let command = crate::hooks::install::hook_command(exe, &data_dir);
+        crate::hooks::install::install_all(&self.roots, &command, self.clock.now()).map_err(|e| e.to_string())
+    }
+
+    /// Removes exactly the hooks Mimesis added, from every root.
+    pub fn hooks_uninstall(&self) -> Result<Vec<crate::hooks::install::HookStatus>, String> {
+        crate::hooks::install::uninstall_all(&self.roots, self.clock.now()).map_err(|e| e.to_string())
+    }
+
     /// `mimesis doctor` for this engine's roots, data dir and database.
     pub async fn doctor(&self) -> crate::doctor::DoctorReport {
         let roots = self.roots.clone();

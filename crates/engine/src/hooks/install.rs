@@ -534,6 +534,23 @@ pub fn install(root: &Path, command: &str, now: Timestamp) -> Result<HookStatus,
     Ok(status_of(root, &doc.value))
 }
 
+/// Installs into every root, or into none: each file is checked first, and the first
+/// that cannot be changed stops it all before anything is written.
+pub fn install_all(roots: &[PathBuf], command: &str, now: Timestamp) -> Result<Vec<HookStatus>, InstallError> {
+    for r in roots {
+        read_doc(&settings_path(r))?;
+    }
+    roots.iter().map(|r| install(r, command, now)).collect()
+}
+
+/// Uninstalls from every root, checking every file first like [`install_all`].
+pub fn uninstall_all(roots: &[PathBuf], now: Timestamp) -> Result<Vec<HookStatus>, InstallError> {
+    for r in roots {
+        read_doc(&settings_path(r))?;
+    }
+    roots.iter().map(|r| uninstall(r, now)).collect()
+}
+
 /// Removes exactly the hooks Mimesis added from `<root>/settings.json`.
 pub fn uninstall(root: &Path, now: Timestamp) -> Result<HookStatus, InstallError> {
     let path = settings_path(root);

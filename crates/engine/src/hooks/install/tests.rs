@@ -227,3 +227,17 @@ fn status_reports_partial_installs() {
     assert!(st.partial && !st.installed);
     assert!(install(&r, CMD, T0).unwrap().installed);
 }
+
+#[test]
+fn install_all_changes_no_root_when_one_is_broken() {
+    let (_d1, good) = root();
+    let (_d2, bad) = root();
+    fs::write(settings_path(&bad), b"{oops").unwrap();
+    let err = install_all(&[good.clone(), bad.clone()], CMD, T0).unwrap_err();
+    assert!(matches!(err, InstallError::InvalidJson { .. }));
+    assert!(!settings_path(&good).exists(), "the good root was not touched either");
+    fs::write(settings_path(&bad), b"{}").unwrap();
+    let st = install_all(&[good.clone(), bad.clone()], CMD, T0).unwrap();
+    assert!(st.iter().all(|s| s.installed));
+    assert!(uninstall_all(&[good, bad], T0).unwrap().iter().all(|s| !s.installed));
+}
