@@ -320,6 +320,10 @@ impl Store {
         self.by_path.insert(file.location.path.clone(), id.clone());
         let published = self.entries.remove(&id).and_then(|e| e.published);
         let partial = file.partial;
+        if !partial && (file.tail.stats.bytes_read > 0 || file.tail.stats.resets > 0) {
+            // Read by the index (in full, or on from a stored position): worth storing.
+            self.dirty.insert(id.clone());
+        }
         self.entries.insert(
             id.clone(),
             Entry { location: file.location, tail: file.tail, facts: file.facts, partial, published },
