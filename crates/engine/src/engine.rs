@@ -585,7 +585,9 @@ const CWD_WATCH_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
 /// At most this many `<cwd>/.claude/` folders are watched (the most recent cwds).
 const CWD_WATCH_MAX: usize = 256;
 /// How often the store's changes are written to the fleet database.
-const PERSIST_INTERVAL: Duration = Duration::from_secs(1);
+const PERSIST_INTERVAL: Duration = Duration::from_millis(500);
+/// Sessions copied out for the database per batch (shutdown writes all that is left).
+const PERSIST_BATCH_MAX: usize = 250;
 
 /// When a new project folder is listed again after it appeared.
 const DIR_RESCAN_DELAYS: [Duration; 2] = [Duration::from_millis(50), Duration::from_millis(500)];
@@ -660,7 +662,7 @@ impl Actor {
                     if !self.indexing
                         && let Some(p) = &self.persist
                     {
-                        p.send(self.store.take_batch());
+                        p.send(self.store.take_batch_of(PERSIST_BATCH_MAX));
                     }
                 }
             }

@@ -272,12 +272,28 @@ impl Store {
     /// What changed since the last call, for the fleet database: every session whose
     /// facts or reading position moved, the removed ones, and new links.
     pub fn take_batch(&mut self) -> Batch {
+        self.take_batch_of(usize::MAX)
+    }
+
+    /// Like [`Store::take_batch`], with at most `max` sessions (the rest stay for the next
+    /// batch): copying every session's facts at once after a cold index would hold up
+    /// the actor.
+    pub fn take_batch_of(&mut self, max: usize) -> Batch {
         let mut batch = Batch {
             removed: std::mem::take(&mut self.removed),
             links: std::mem::take(&mut self.new_links),
             ..Default::default()
         };
-        for id in std::mem::take(&mut self.dirty) {
+        let ids: Vec<SessionId> = if self.dirty.len() <= max {
+            std::mem::take(&mut self.dirty).into_iter().collect()
+        } else {
+            let some: Vec<SessionId> = self.dirty.iter().take(max).cloned().collect();
+            for id in &some {
+                self.dirty.remove(id);
+            }
+            some
+        };
+        for id in ids {
             let Some(e) = self.entries.get(&id) else { continue };
             if e.partial {
                 continue;
