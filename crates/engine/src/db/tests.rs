@@ -112,3 +112,20 @@ fn inspect_changes_nothing() {
     assert!(matches!(Db::inspect(&path).health, DbHealth::Broken { .. }));
     assert_eq!(std::fs::read(&path).unwrap(), b"garbage");
 }
+
+#[test]
+fn a_locked_file_is_reported_and_replaced_by_memory_never_fatal() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join(FILE_NAME);
+    drop(Db::open(&path, T0));
+    // Another process holds the file exclusively.
+    let other = Connection::open(&path).unwrap();
+    other.execute_batch("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE;").unwrap();
+    let db = Db::open(&path, T0);
+    assert!(matches!(db.health(), DbHealth::InMemory { ref reason } if reason.contains("locked")), "{:?}", db.health());
+    // It works all the same, for this run.
+    db.save_settings(&Settings::default()).unwrap();
+    assert_eq!(db.settings(), Settings::default());
+    drop(other);
+    assert!(path.exists(), "the locked file was left alone");
+}
