@@ -146,6 +146,15 @@ fn main() -> Result<()> {
             );
         }
         db_size = std::fs::metadata(data.join(mimesis_engine::db::FILE_NAME))?.len();
+        // Of the warm first roster: reading the database alone.
+        let t = Instant::now();
+        let db = mimesis_engine::db::Db::open(
+            &data.join(mimesis_engine::db::FILE_NAME),
+            mimesis_engine::Timestamp::from_millis(0),
+        );
+        let n = db.load_sessions(std::slice::from_ref(&corpus))?.len();
+        let _ = db.load_links()?;
+        println!("| (database load alone #{run}) | {:.0} ms | | {n} | 0 |", ms(t.elapsed()));
     }
     println!("\nfleet database for the corpus: {:.1} MB ({db_size} bytes)", db_size as f64 / 1e6);
     let _ = std::fs::remove_dir_all(&data);

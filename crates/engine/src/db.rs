@@ -114,6 +114,7 @@ pub struct PersistedSession {
     /// decodes them only for the files it reads on).
     pub facts: SessionFacts,
     pub dedup: Option<Vec<u8>>,
+    /// The last row published (stored for other readers; not loaded back).
     pub row: Option<TrackedSession>,
 }
 
@@ -349,8 +350,8 @@ impl Db {
     /// skipped (their files are simply read again).
     pub fn load_sessions(&self, roots: &[PathBuf]) -> Result<Vec<PersistedSession>, DbError> {
         let conn = self.conn();
-        let mut stmt =
-            conn.prepare("SELECT session_id, root, project_id, path, tail, facts, dedup, row FROM sessions")?;
+        // The stored row is for other readers; the engine derives its own from the facts.
+        let mut stmt = conn.prepare("SELECT session_id, root, project_id, path, tail, facts, dedup FROM sessions")?;
         let rows = stmt.query_map([], |r| {
             Ok((
                 r.get::<_, String>(0)?,
@@ -360,12 +361,11 @@ impl Db {
                 r.get::<_, String>(4)?,
                 r.get::<_, String>(5)?,
                 r.get::<_, Vec<u8>>(6)?,
-                r.get::<_, Option<String>>(7)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, root, project_id, path, tail, facts, dedup, row) = row?;
+            let (id, root, project_id, path, tail, facts, dedup) = row?;
             let root = PathBuf::from(root);
             if !roots.contains(&root) {
                 continue;
@@ -374,9 +374,8 @@ impl Db {
                 let session_id = SessionId::parse(&id).ok()?;
                 let tail: TailState = serde_json::from_str(&tail).ok()?;
                 let facts: SessionFacts = serde_json::from_str(&facts).ok()?;
-                let row = row.and_then(|r| serde_json::from_str(&r).ok());
                 let location = TranscriptLocation { root, project_id, session_id, path: PathBuf::from(path) };
-                Some(PersistedSession { location, tail, facts, dedup: Some(dedup), row })
+                Some(PersistedSession { location, tail, facts, dedup: Some(dedup), row: None })
             })();
             match decoded {
                 Some(p) => out.push(p),

@@ -252,10 +252,15 @@ impl Engine {
             // and compactions, and only it leaves each file at a reading position. With
             // a fleet database both come from it: its rows at once, then each file read
             // on from where the last run stopped.
+            let t0 = std::time::Instant::now();
             let (persisted, links) = match &index_db {
                 Some(db) => load_persisted(db, &roots, now),
                 None => (Vec::new(), Vec::new()),
             };
+            if index_db.is_some() {
+                tracing::info!(sessions = persisted.len(), links = links.len(), elapsed = ?t0.elapsed(),
+                    "loaded the fleet database");
+            }
             if persisted.is_empty() {
                 let _ = index_tx.send(Command::Restored(Vec::new(), links));
                 let _ = index_tx.send(Command::Peeked(scan::peek(&roots)));
