@@ -85,6 +85,14 @@ fn check(
                     && status_is(st, &old, "idle")
                     && st.field(&old, "compactionCount") == Some(&json!(1))
             })?;
+            // No hooks here: the files alone (a file born of `/clear`) and the registry
+            // (the same process) link the new session to the old one (SPEC C4).
+            engine.wait_for("the /clear successor linked from the files alone", NOTICE, |st| {
+                st.field(&old, "supersededBy") == Some(&json!(new))
+                    && st.field(&new, "workChainId") == Some(&json!(old))
+                    && st.field(&new, "compactionCount") == Some(&json!(1))
+                    && st.field(&new, "chainLength") == Some(&json!(2))
+            })?;
         }
         Checkpoint::SecondTurnDone => {
             let new = current.context("session id")?;

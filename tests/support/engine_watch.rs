@@ -68,10 +68,17 @@ pub struct EngineWatch {
 impl EngineWatch {
     /// Starts the engine on `config_dir` and waits for its initial index.
     pub fn start(config_dir: &Path) -> Result<Self> {
+        Self::start_with(config_dir, None)
+    }
+
+    /// Like [`EngineWatch::start`], with a data dir: the fleet database and the hook
+    /// events recorded by `mimesis hook --data-dir <data_dir>`.
+    pub fn start_with(config_dir: &Path, data_dir: Option<&Path>) -> Result<Self> {
         let shared = Arc::new((Mutex::new(State::default()), Condvar::new()));
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let roots = vec![config_dir.to_owned()];
+        let data_dir = data_dir.map(Path::to_owned);
         let sh = shared.clone();
         let thread = std::thread::spawn(move || {
             let rt =
@@ -80,6 +87,7 @@ impl EngineWatch {
                 let engine = Engine::start(EngineConfig {
                     roots,
                     poll_interval: Duration::from_millis(250),
+                    data_dir,
                     ..Default::default()
                 });
                 let mut events = engine.subscribe();

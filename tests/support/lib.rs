@@ -10,10 +10,12 @@
 //! * [`scenario`]: the interactive scenario as reusable steps ([`scenario::Scenario`]).
 //! * [`webdriver`]: the built desktop app driven through its webview (tauri-driver).
 //! * [`engine_watch`]: the real Mimesis engine watching a config dir, for assertions.
+//! * [`mimesis`]: this workspace's `mimesis` binary (the hook command, the installer).
 
 pub mod claude;
 pub mod engine_watch;
 pub mod files;
+pub mod mimesis;
 pub mod mock_api;
 pub mod pty;
 pub mod scenario;

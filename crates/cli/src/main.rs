@@ -10,9 +10,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
+use mimesis_engine::hooks::{self, install};
 use mimesis_engine::{
-    Clock, Engine, EngineConfig, SessionId, SystemClock, Timeouts, TrackedSession, engine::roster_once, roots, scan,
-    timeline,
+    Clock, Engine, EngineConfig, SessionId, SystemClock, Timeouts, TrackedSession, doctor, engine::roster_once, roots,
+    scan, timeline,
 };
 
 #[derive(Parser)]
@@ -28,6 +29,9 @@ struct Cli {
     /// A Claude Code config folder to read (repeatable). Overrides $CLAUDE_CONFIG_DIR and ~/.claude.
     #[arg(long = "config-dir", value_name = "DIR", global = true)]
     config_dir: Vec<PathBuf>,
+    /// Mimesis's data folder (fleet database, recorded hook events). Overrides $MIMESIS_DATA_DIR.
+    #[arg(long = "data-dir", value_name = "DIR", global = true)]
+    data_dir: Option<PathBuf>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -57,6 +61,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run by Claude Code's hooks: records the event read on stdin. Prints nothing, always exits 0.
+    Hook,
+    /// Install, remove or check Mimesis's hooks in Claude Code's settings.json.
+    Hooks {
+        #[command(subcommand)]
+        action: HooksAction,
+    },
+    /// Check the installation: config folders, hooks, Claude Code, file watching, database.
+    Doctor {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write generated live sessions into a folder, to try Mimesis without Claude Code.
     Demo {
         /// Where to write (a config root). Default: <data dir>/demo.
@@ -68,7 +85,33 @@ enum Command {
     },
 }
 
+#[derive(Subcommand)]
+enum HooksAction {
+    /// Add the hooks to settings.json of every config folder (keeps everything else; idempotent).
+    Install {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove exactly the hooks Mimesis added.
+    Uninstall {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show whether the hooks are installed.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 fn main() -> ExitCode {
+    // The hook runs inside Claude Code several times per turn: no argument parser, no
+    // logging set-up, no runtime. Anything that goes wrong is logged to a file.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "hook") {
+        hooks::run_hook(&args[2..]);
+        return ExitCode::SUCCESS;
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -79,10 +122,17 @@ fn main() -> ExitCode {
     };
     init_logging();
     let roots = roots::from_env(&cli.config_dir);
+    let data_dir = cli.data_dir.clone().unwrap_or_else(roots::data_dir);
     let result = match cli.command.unwrap_or(Command::Ls { json: false, all: false }) {
-        Command::Ls { json, all } => ls(&roots, json, all),
-        Command::Show { session_id, json } => show(&roots, &session_id, json),
-        Command::Watch { json } => runtime().and_then(|rt| rt.block_on(watch(roots, json))),
+        Command::Ls { json, all } => ls(&roots, &data_dir, json, all),
+        Command::Show { session_id, json } => show(&roots, &data_dir, &session_id, json),
+        Command::Watch { json } => runtime().and_then(|rt| rt.block_on(watch(roots, data_dir, json))),
+        Command::Hook => {
+            hooks::record_from_stdin(&data_dir);
+            Ok(())
+        }
+        Command::Hooks { action } => hooks_cmd(&roots, &data_dir, action),
+        Command::Doctor { json } => doctor_cmd(&roots, &data_dir, json),
         Command::Demo { dir, speed } => runtime().and_then(|rt| rt.block_on(demo(dir, speed))),
     };
     match result {
@@ -113,9 +163,9 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
 }
 
-fn ls(roots: &[PathBuf], json: bool, all: bool) -> anyhow::Result<()> {
+fn ls(roots: &[PathBuf], data_dir: &std::path::Path, json: bool, all: bool) -> anyhow::Result<()> {
     let now = SystemClock.now();
-    let mut sessions = roster_once(roots, Timeouts::default(), now);
+    let mut sessions = roster_once(roots, Timeouts::default(), now, Some(data_dir));
     if !all {
         sessions.retain(|s| !s.superseded);
     }
@@ -159,9 +209,12 @@ fn find_session(roots: &[PathBuf], query: &str) -> anyhow::Result<PathBuf> {
     }
 }
 
-fn show(roots: &[PathBuf], query: &str, json: bool) -> anyhow::Result<()> {
+fn show(roots: &[PathBuf], data_dir: &std::path::Path, query: &str, json: bool) -> anyhow::Result<()> {
     let path = find_session(roots, query)?;
-    let items = timeline::read_timeline(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    // A session that continues others shows the whole chain, oldest first.
+    let segments = mimesis_engine::engine::chain_of(roots, Some(data_dir), &path, SystemClock.now());
+    let mut items = timeline::chain_prefix(&segments).context("cannot read an earlier segment of the chain")?;
+    items.extend(timeline::read_timeline(&path).with_context(|| format!("cannot read {}", path.display()))?);
     let out = io::stdout();
     let mut out = io::BufWriter::new(out.lock());
     if json {
@@ -175,8 +228,8 @@ fn show(roots: &[PathBuf], query: &str, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn watch(roots: Vec<PathBuf>, json: bool) -> anyhow::Result<()> {
-    let engine = Engine::start(EngineConfig { roots, ..Default::default() });
+async fn watch(roots: Vec<PathBuf>, data_dir: PathBuf, json: bool) -> anyhow::Result<()> {
+    let engine = Engine::start(EngineConfig { roots, data_dir: Some(data_dir), ..Default::default() });
     let mut events = engine.subscribe();
     engine.ready().await;
     let snapshot = engine.snapshot().await?;
@@ -235,6 +288,95 @@ async fn watch(roots: Vec<PathBuf>, json: bool) -> anyhow::Result<()> {
         }
     }
     engine.shutdown().await;
+    Ok(())
+}
+
+fn hooks_cmd(roots: &[PathBuf], data_dir: &std::path::Path, action: HooksAction) -> anyhow::Result<()> {
+    let now = SystemClock.now();
+    let (json, result) = match action {
+        HooksAction::Install { json } => {
+            let exe = std::env::current_exe().context("cannot tell where this mimesis binary is")?;
+            let exe = exe.canonicalize().unwrap_or(exe);
+            let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_owned());
+            (json, install::install_all(roots, &install::hook_command(&exe, &data_dir), now))
+        }
+        HooksAction::Uninstall { json } => (json, install::uninstall_all(roots, now)),
+        HooksAction::Status { json } => (json, Ok(roots.iter().map(|r| install::status(r)).collect())),
+    };
+    // All or nothing: on an error no root was changed; show where things stand.
+    let failed = result.as_ref().err().map(ToString::to_string);
+    let statuses = result.unwrap_or_else(|_| roots.iter().map(|r| install::status(r)).collect());
+    let out = io::stdout();
+    let mut out = out.lock();
+    if json {
+        serde_json::to_writer(&mut out, &statuses)?;
+        writeln!(out)?;
+    } else {
+        for s in &statuses {
+            let state = match (&s.error, s.installed, s.partial) {
+                (Some(e), _, _) => format!("error: {e}"),
+                (None, true, _) => "installed".to_owned(),
+                (None, false, true) => "partly installed".to_owned(),
+                (None, false, false) => "not installed".to_owned(),
+            };
+            writeln!(out, "{}: {state}", s.settings_path.display())?;
+        }
+    }
+    out.flush()?;
+    if let Some(e) = failed {
+        bail!("{e}");
+    }
+    Ok(())
+}
+
+fn doctor_cmd(roots: &[PathBuf], data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    let report = doctor::run(roots, data_dir, None);
+    let out = io::stdout();
+    let mut out = out.lock();
+    if json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(out, "mimesis {}", report.mimesis_version)?;
+    for r in &report.roots {
+        let hooks = if r.hooks.installed {
+            "hooks installed"
+        } else if r.hooks.partial {
+            "hooks partly installed"
+        } else {
+            "hooks not installed"
+        };
+        let state = if r.exists { format!("{} sessions, {hooks}", r.session_count) } else { "missing".to_owned() };
+        writeln!(out, "config folder {}: {state}", r.path.display())?;
+    }
+    let c = &report.claude_code;
+    writeln!(
+        out,
+        "Claude Code: {} (newest session written by {})",
+        c.version.as_deref().unwrap_or("not on PATH"),
+        c.seen_version.as_deref().unwrap_or("none")
+    )?;
+    writeln!(out, "file watching: {}", if report.watcher.ok { "ok" } else { "FAILING" })?;
+    let db = &report.database;
+    writeln!(
+        out,
+        "database {}: {:?}, {} sessions, {} chain links, {} KB",
+        db.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+        db.health,
+        db.sessions,
+        db.chain_links,
+        db.size_bytes / 1024
+    )?;
+    writeln!(out, "hook events recorded: {} (last {:?})", report.hook_spool.events, report.hook_spool.last_event_at)?;
+    let problems = report.problems();
+    if problems.is_empty() {
+        writeln!(out, "no problems found")?;
+    } else {
+        for p in problems {
+            writeln!(out, "problem: {p}")?;
+        }
+    }
     Ok(())
 }
 

@@ -270,6 +270,10 @@ pub fn timeline(out: &mut impl Write, items: &[TimelineItem], st: &Style) -> io:
                     st.paint("31", &format!("! API error{status}: {}{retry}", sanitize(text, false)))
                 )?;
             }
+            TimelineItem::Segment { session_id, reason, timestamp, .. } => {
+                let label = format!("══ {reason}: session {} begins", session_id.short());
+                writeln!(out, "\n{} {} ══", st.paint("1;35", &label), st.dim(&clock_time(*timestamp)))?;
+            }
             TimelineItem::System { subtype, text, .. } => {
                 let line = match subtype.as_str() {
                     "command" => format!("› {}", sanitize(text, false)),

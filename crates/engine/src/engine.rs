@@ -13,15 +13,22 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
+use crate::attention::{Attention, AttentionSet, DEFAULT_DEBOUNCE, Notification, SupervisionSignal};
+use crate::chain::Link;
 use crate::clock::{Clock, SystemClock, Timestamp};
+use crate::cwd_files::{self, CwdFile};
+use crate::db::{Batch, Db, PersistedSession};
+use crate::hooks::{self, HookEvent};
 use crate::ids::SessionId;
 use crate::registry;
 use crate::roots;
 use crate::scan;
 use crate::session::TrackedSession;
+use crate::settings::{SetOutcome, Settings};
 use crate::status::Timeouts;
 use crate::store::{IndexedFile, Store, StoreEvent, TranscriptLocation};
-use crate::timeline::{TimelineItem, TimelineView};
+use crate::tail::FileTail;
+use crate::timeline::{self, ChainSegment, TimelineItem, TimelineView};
 use crate::watch::{FsSignal, PathKind, RootWatcher, classify};
 
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +54,11 @@ pub struct EngineConfig {
     pub poll_interval: Duration,
     /// Store events kept for a slow subscriber before it has to resync.
     pub event_capacity: usize,
+    /// Mimesis's data dir: the fleet database (`fleet.db`) and the hook spool
+    /// (`hooks/`) live there. `None`: nothing is persisted and hooks are not read
+    /// (tests that need neither). With a database, the stored settings' watch timeouts
+    /// replace `timeouts`.
+    pub data_dir: Option<PathBuf>,
 }
 
 impl Default for EngineConfig {
@@ -57,6 +69,7 @@ impl Default for EngineConfig {
             clock: Arc::new(SystemClock),
             poll_interval: Duration::from_secs(2),
             event_capacity: 16_384,
+            data_dir: None,
         }
     }
 }
@@ -116,11 +129,19 @@ type Reply<T> = oneshot::Sender<T>;
 
 enum Command {
     Snapshot(Reply<Snapshot>),
+    /// Bytes and lines read from transcripts so far.
+    ReadStats(Reply<(u64, u64)>),
+    ChainSegments(SessionId, Reply<Vec<ChainSegment>>),
+    ApplySettings(Box<Settings>, Reply<()>),
+    Supervision(SessionId, SupervisionSignal),
+    Attention(Reply<AttentionSet>),
+    /// The first roster from the fleet database, with the chain links it kept.
+    Restored(Vec<IndexedFile>, Vec<Link>),
     AddRoot(PathBuf, Reply<()>),
     RemoveRoot(PathBuf, Reply<()>),
     Tick(Reply<()>),
     Path(SessionId, Reply<Option<PathBuf>>),
-    InstallTimeline(SessionId, Box<TimelineView>, usize, Reply<TimelinePage>),
+    InstallTimeline(SessionId, Box<OpenTimeline>, usize, Reply<TimelinePage>),
     TimelineRange(SessionId, usize, usize, Reply<Result<TimelinePage, EngineError>>),
     TimelineItem(SessionId, usize, Reply<Result<Option<TimelineItem>, EngineError>>),
     CloseTimeline(SessionId),
@@ -137,8 +158,13 @@ pub struct Engine {
     cmd: mpsc::UnboundedSender<Command>,
     events: broadcast::Sender<Arc<Envelope>>,
     timeline: broadcast::Sender<Arc<TimelineUpdate>>,
+    notifications: broadcast::Sender<Notification>,
+    attention: watch::Receiver<AttentionSet>,
     ready: watch::Receiver<Phase>,
     clock: Arc<dyn Clock>,
+    db: Option<Arc<Db>>,
+    roots: Vec<PathBuf>,
+    data_dir: Option<PathBuf>,
 }
 
 /// How far the start-up has come.
@@ -155,16 +181,38 @@ impl Engine {
     /// Starts watching `config.roots` and indexing them. Returns at once; the roster
     /// fills as the index completes ([`Engine::ready`]). Must be called within a tokio
     /// runtime.
-    pub fn start(config: EngineConfig) -> Engine {
+    pub fn start(mut config: EngineConfig) -> Engine {
+        // Watch events name paths as they were watched: keep the data dir absolute.
+        config.data_dir = config.data_dir.map(|d| std::path::absolute(&d).unwrap_or(d));
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let (fs_tx, fs_rx) = mpsc::unbounded_channel();
         let (events, _) = broadcast::channel(config.event_capacity.max(16));
         let (timeline, _) = broadcast::channel(1024);
+        let (notifications, _) = broadcast::channel(256);
+        let (attention_tx, attention) = watch::channel(AttentionSet::default());
         let (ready_tx, ready) = watch::channel(Phase::Starting);
+        let now = config.clock.now();
+        let db = config.data_dir.as_ref().map(|d| Arc::new(Db::open(&d.join(crate::db::FILE_NAME), now)));
+        let settings = db.as_ref().map(|db| db.settings());
+        let mut timeouts = config.timeouts;
+        let mut store = Store::new(timeouts);
+        if let Some(s) = &settings {
+            timeouts = s.watch.timeouts();
+            store.set_timeouts(timeouts, s.watch.status_file_ttl(), now);
+        }
         let watcher = match RootWatcher::new(fs_tx) {
             Ok(mut w) => {
                 for r in &config.roots {
                     w.watch_root(r);
+                }
+                if let Some(d) = &config.data_dir {
+                    hooks::prune_spool(d, now);
+                    let spool = hooks::spool_dir(d);
+                    {
+                        use std::os::unix::fs::DirBuilderExt;
+                        let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&spool);
+                    }
+                    w.watch_dir(&spool);
                 }
                 Some(w)
             }
@@ -173,8 +221,9 @@ impl Engine {
                 None
             }
         };
+        let persist = db.clone().map(Persister::start);
         let actor = Actor {
-            store: Store::new(config.timeouts),
+            store,
             roots: config.roots.clone(),
             watcher,
             events: events.clone(),
@@ -186,17 +235,63 @@ impl Engine {
             indexing: true,
             ready: ready_tx,
             dir_rescans: Vec::new(),
+            data_dir: config.data_dir.clone(),
+            spool_tails: HashMap::new(),
+            cwd_dirs: HashMap::new(),
+            attention: Attention::new(settings.map(|s| s.notifications).unwrap_or_default(), DEFAULT_DEBOUNCE),
+            armed: false,
+            notifications: notifications.clone(),
+            attention_tx,
+            persist,
         };
         let roots = config.roots.clone();
         let index_tx = cmd_tx.clone();
+        let index_db = db.clone();
         tokio::task::spawn_blocking(move || {
             // A quick first roster, then the exact one: only the full read counts usage
-            // and compactions, and only it leaves each file at a reading position.
-            let _ = index_tx.send(Command::Peeked(scan::peek(&roots)));
-            let _ = index_tx.send(Command::Indexed(scan::index(&roots)));
+            // and compactions, and only it leaves each file at a reading position. With
+            // a fleet database both come from it: its rows at once, then each file read
+            // on from where the last run stopped.
+            let t0 = std::time::Instant::now();
+            let (persisted, links) = match &index_db {
+                Some(db) => load_persisted(db, &roots, now),
+                None => (Vec::new(), Vec::new()),
+            };
+            if index_db.is_some() {
+                tracing::info!(sessions = persisted.len(), links = links.len(), elapsed = ?t0.elapsed(),
+                    "loaded the fleet database");
+            }
+            if persisted.is_empty() {
+                let _ = index_tx.send(Command::Restored(Vec::new(), links));
+                let _ = index_tx.send(Command::Peeked(scan::peek(&roots)));
+                let _ = index_tx.send(Command::Indexed(scan::index(&roots)));
+            } else {
+                let first = persisted
+                    .iter()
+                    .map(|p| IndexedFile {
+                        location: p.location.clone(),
+                        tail: FileTail::new(PathBuf::new()),
+                        facts: p.facts.clone(),
+                        partial: true,
+                    })
+                    .collect();
+                let _ = index_tx.send(Command::Restored(first, links));
+                let _ = index_tx.send(Command::Indexed(scan::index_resuming(&roots, persisted)));
+            }
         });
         tokio::spawn(actor.run(cmd_rx, fs_rx, config.poll_interval));
-        Engine { cmd: cmd_tx, events, timeline, ready, clock: config.clock }
+        Engine {
+            cmd: cmd_tx,
+            events,
+            timeline,
+            notifications,
+            attention,
+            ready,
+            clock: config.clock,
+            db,
+            roots: config.roots,
+            data_dir: config.data_dir,
+        }
     }
 
     /// Waits until every transcript was read in full and changes are followed.
@@ -260,9 +355,14 @@ impl Engine {
     /// items. Updates arrive on [`Engine::subscribe_timeline`].
     pub async fn open_timeline(&self, id: &SessionId, tail: usize) -> Result<TimelinePage, EngineError> {
         let path = self.transcript_path(id).await?;
+        let segments = self.ask(|r| Command::ChainSegments(id.clone(), r)).await?;
         let view = tokio::task::spawn_blocking(move || {
+            // The earlier segments of a chain come first, each closed by its boundary.
+            let prefix = timeline::chain_prefix(&segments)
+                .map_err(|source| EngineError::Transcript { path: path.clone(), source })?;
             let mut view = TimelineView::new(&path);
-            view.poll().map(|_| view).map_err(|source| EngineError::Transcript { path, source })
+            view.poll().map_err(|source| EngineError::Transcript { path, source })?;
+            Ok::<_, EngineError>(OpenTimeline { prefix, view })
         })
         .await
         .map_err(|_| EngineError::Stopped)??;
@@ -281,9 +381,179 @@ impl Engine {
         let _ = self.cmd.send(Command::CloseTimeline(id.clone()));
     }
 
-    /// Stops the engine and its watcher.
+    /// Stops the engine and its watcher; what the fleet database has not stored yet is
+    /// written first.
     pub async fn shutdown(&self) {
         let _ = self.ask(Command::Shutdown).await;
+    }
+
+    /// Bytes and lines read from transcripts since the engine started (a warm start
+    /// reads only what was appended while Mimesis was not running).
+    pub async fn read_stats(&self) -> Result<(u64, u64), EngineError> {
+        self.ask(Command::ReadStats).await
+    }
+
+    /// The fleet database, when the engine has a data dir (the supervision records its
+    /// processes and corrupted sessions there).
+    pub fn db(&self) -> Option<&Arc<Db>> {
+        self.db.as_ref()
+    }
+
+    /// The stored settings (defaults when there is no database).
+    pub fn settings_get(&self) -> Settings {
+        self.db.as_ref().map(|db| db.settings()).unwrap_or_default()
+    }
+
+    /// Validates and stores a settings document (docs/ipc.md `settings_set`); nothing is
+    /// saved while any field is wrong. The watch timeouts and notification choices apply
+    /// at once; the limits are read by the supervision.
+    pub async fn settings_set(&self, doc: &serde_json::Value) -> Result<SetOutcome, EngineError> {
+        match Settings::from_json(doc) {
+            Err(errors) => Ok(SetOutcome { settings: self.settings_get(), errors }),
+            Ok(settings) => {
+                if let Some(db) = &self.db
+                    && let Err(e) = db.save_settings(&settings)
+                {
+                    let errors = vec![crate::settings::FieldError {
+                        field: "settings".into(),
+                        message: format!("could not be saved: {e}"),
+                    }];
+                    return Ok(SetOutcome { settings: self.settings_get(), errors });
+                }
+                self.ask(|r| Command::ApplySettings(Box::new(settings.clone()), r)).await?;
+                Ok(SetOutcome { settings, errors: Vec::new() })
+            }
+        }
+    }
+
+    /// Desktop notifications to show (SPEC U5), decided by [`crate::attention`].
+    pub fn subscribe_notifications(&self) -> broadcast::Receiver<Notification> {
+        self.notifications.subscribe()
+    }
+
+    /// The sessions that need the user (the tray's count and menu); changes as they do.
+    pub fn subscribe_attention(&self) -> watch::Receiver<AttentionSet> {
+        self.attention.clone()
+    }
+
+    pub async fn attention(&self) -> Result<AttentionSet, EngineError> {
+        self.ask(Command::Attention).await
+    }
+
+    /// Tells the attention policy what the supervision of a PTY session reported
+    /// (crashed, recovered, terminated).
+    pub fn supervision_signal(&self, id: &SessionId, signal: SupervisionSignal) {
+        let _ = self.cmd.send(Command::Supervision(id.clone(), signal));
+    }
+
+    /// Whether Mimesis's hooks are installed in each root (docs/ipc.md `hooks_status`).
+    pub fn hooks_status(&self) -> Vec<crate::hooks::install::HookStatus> {
+        self.roots.iter().map(|r| crate::hooks::install::status(r)).collect()
+    }
+
+    /// Installs the hooks into every root, running `exe hook --data-dir <this data dir>`
+    /// (`exe`: the running binary, which must handle a first argument `hook` with
+    /// [`crate::hooks::run_hook`]). All or nothing; the error is a sentence for the user.
+    pub fn hooks_install(&self, exe: &Path) -> Result<Vec<crate::hooks::install::HookStatus>, String> {
+        let data_dir = self.data_dir.clone().unwrap_or_else(roots::data_dir);
+        let command = crate::hooks::install::hook_command(exe, &data_dir);
+        crate::hooks::install::install_all(&self.roots, &command, self.clock.now()).map_err(|e| e.to_string())
+    }
+
+    /// Removes exactly the hooks Mimesis added, from every root.
+    pub fn hooks_uninstall(&self) -> Result<Vec<crate::hooks::install::HookStatus>, String> {
+        crate::hooks::install::uninstall_all(&self.roots, self.clock.now()).map_err(|e| e.to_string())
+    }
+
+    /// `mimesis doctor` for this engine's roots, data dir and database.
+    pub async fn doctor(&self) -> crate::doctor::DoctorReport {
+        let roots = self.roots.clone();
+        let data_dir = self.data_dir.clone().unwrap_or_else(roots::data_dir);
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || crate::doctor::run(&roots, &data_dir, db.as_deref()))
+            .await
+            .expect("doctor does not panic")
+    }
+}
+
+/// Loads what the fleet database kept for `roots`. A database found corrupt here is
+/// rebuilt (and the transcripts read from scratch).
+fn load_persisted(db: &Db, roots: &[PathBuf], now: Timestamp) -> (Vec<PersistedSession>, Vec<Link>) {
+    match (db.load_sessions(roots), db.load_links()) {
+        (Ok(s), Ok(l)) => (s, l),
+        (Err(e), _) | (_, Err(e)) => {
+            db.rebuild(&e.to_string(), now);
+            (Vec::new(), Vec::new())
+        }
+    }
+}
+
+/// An open timeline: the earlier segments of its chain (fixed), then the live file.
+pub struct OpenTimeline {
+    prefix: Vec<TimelineItem>,
+    view: TimelineView,
+}
+
+impl OpenTimeline {
+    fn total(&self) -> usize {
+        self.prefix.len() + self.view.items().len()
+    }
+
+    fn get(&self, i: usize) -> Option<&TimelineItem> {
+        if i < self.prefix.len() { self.prefix.get(i) } else { self.view.items().get(i - self.prefix.len()) }
+    }
+
+    fn range(&self, start: usize, end: usize) -> Vec<TimelineItem> {
+        (start..end).filter_map(|i| self.get(i).cloned()).collect()
+    }
+}
+
+/// Writes batches to the fleet database on its own thread, off the actor's path.
+struct Persister {
+    tx: std::sync::mpsc::Sender<PersistMsg>,
+}
+
+enum PersistMsg {
+    Batch(Batch),
+    Flush(oneshot::Sender<()>),
+}
+
+impl Persister {
+    fn start(db: Arc<Db>) -> Persister {
+        let (tx, rx) = std::sync::mpsc::channel::<PersistMsg>();
+        std::thread::Builder::new()
+            .name("mimesis-db".into())
+            .spawn(move || {
+                for msg in rx {
+                    match msg {
+                        PersistMsg::Batch(b) => {
+                            if let Err(e) = db.save(&b, SystemClock.now()) {
+                                tracing::warn!(error = %e, "could not write to the fleet database");
+                            }
+                        }
+                        PersistMsg::Flush(ack) => {
+                            db.checkpoint();
+                            let _ = ack.send(());
+                        }
+                    }
+                }
+            })
+            .expect("a thread can be spawned");
+        Persister { tx }
+    }
+
+    fn send(&self, batch: Batch) {
+        if !batch.is_empty() {
+            let _ = self.tx.send(PersistMsg::Batch(batch));
+        }
+    }
+
+    /// Waits until everything sent so far is written.
+    async fn flush(&self) {
+        let (ack, done) = oneshot::channel();
+        if self.tx.send(PersistMsg::Flush(ack)).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), done).await;
+        }
     }
 }
 
@@ -295,14 +565,34 @@ struct Actor {
     timeline: broadcast::Sender<Arc<TimelineUpdate>>,
     seq: u64,
     clock: Arc<dyn Clock>,
-    timelines: HashMap<SessionId, TimelineView>,
+    timelines: HashMap<SessionId, OpenTimeline>,
     registry_dirty: HashSet<PathBuf>,
     indexing: bool,
     ready: watch::Sender<Phase>,
     /// New project folders to list again: a file written into a folder the instant it
     /// appears can precede the recursive watch on it (root, folder, when).
     dir_rescans: Vec<(PathBuf, PathBuf, tokio::time::Instant)>,
+    data_dir: Option<PathBuf>,
+    /// Reading positions in the hook spool files.
+    spool_tails: HashMap<PathBuf, FileTail>,
+    /// Watched `<cwd>/.claude` folders and their cwd.
+    cwd_dirs: HashMap<PathBuf, String>,
+    attention: Attention,
+    /// The initial roster is the attention baseline; decisions start after it.
+    armed: bool,
+    notifications: broadcast::Sender<Notification>,
+    attention_tx: watch::Sender<AttentionSet>,
+    persist: Option<Persister>,
 }
+
+/// Sessions active within this long have their `<cwd>/.claude/` watched.
+const CWD_WATCH_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
+/// At most this many `<cwd>/.claude/` folders are watched (the most recent cwds).
+const CWD_WATCH_MAX: usize = 256;
+/// How often the store's changes are written to the fleet database.
+const PERSIST_INTERVAL: Duration = Duration::from_millis(500);
+/// Sessions copied out for the database per batch (shutdown writes all that is left).
+const PERSIST_BATCH_MAX: usize = 250;
 
 /// When a new project folder is listed again after it appeared.
 const DIR_RESCAN_DELAYS: [Duration; 2] = [Duration::from_millis(50), Duration::from_millis(500)];
@@ -316,6 +606,8 @@ impl Actor {
     ) {
         let mut poll_timer = tokio::time::interval(poll);
         poll_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut persist_timer = tokio::time::interval(PERSIST_INTERVAL);
+        persist_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let deadline = self.store.next_deadline().map(|t| {
                 let wait = t.since(self.clock.now());
@@ -327,6 +619,12 @@ impl Actor {
                 cmd = cmd_rx.recv() => match cmd {
                     Some(Command::Shutdown(reply)) => {
                         self.watcher = None;
+                        if let Some(p) = self.persist.take() {
+                            if !self.indexing {
+                                p.send(self.store.take_batch());
+                            }
+                            p.flush().await;
+                        }
                         let _ = reply.send(());
                         break;
                     }
@@ -362,6 +660,14 @@ impl Actor {
                         self.registry_dirty.extend(self.roots.iter().cloned());
                         self.poll_registry();
                         self.ensure_coverage();
+                        self.ensure_cwd_watches();
+                    }
+                }
+                _ = persist_timer.tick() => {
+                    if !self.indexing
+                        && let Some(p) = &self.persist
+                    {
+                        p.send(self.store.take_batch_of(PERSIST_BATCH_MAX));
                     }
                 }
             }
@@ -369,10 +675,153 @@ impl Actor {
     }
 
     fn publish(&mut self, events: Vec<StoreEvent>) {
+        if events.is_empty() {
+            return;
+        }
+        let now = self.clock.now();
         for event in events {
+            if self.armed {
+                for n in self.attention.on_store_event(&event, now) {
+                    let _ = self.notifications.send(n);
+                }
+            }
             self.seq += 1;
             let _ = self.events.send(Arc::new(Envelope { seq: self.seq, event }));
         }
+        self.update_attention();
+    }
+
+    fn update_attention(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let set = self.attention.set();
+        self.attention_tx.send_if_modified(|old| {
+            if *old == set {
+                false
+            } else {
+                *old = set;
+                true
+            }
+        });
+    }
+
+    /// After the initial index: hook events, markers and status files, then the chains
+    /// the files alone show; then notifications start.
+    fn after_index(&mut self) {
+        let now = self.clock.now();
+        self.read_spool();
+        let events = self.store.end_bulk(now);
+        self.publish(events);
+        self.ensure_cwd_watches();
+        self.attention.baseline(&self.store.snapshot());
+        self.armed = true;
+        self.update_attention();
+    }
+
+    /// Reads what was appended to the hook spool files.
+    fn read_spool(&mut self) {
+        let Some(data_dir) = self.data_dir.clone() else { return };
+        for path in hooks::spool_files(&data_dir) {
+            self.read_spool_file(&path);
+        }
+    }
+
+    fn read_spool_file(&mut self, path: &Path) {
+        let tail = self
+            .spool_tails
+            .entry(path.to_owned())
+            .or_insert_with(|| FileTail::with_max_line(path, hooks::MAX_SPOOL_LINE));
+        let mut found: Vec<HookEvent> = Vec::new();
+        if let Err(e) = tail.read_new(|l| match hooks::parse_spool_line(l) {
+            Some(ev) => found.push(ev),
+            None => tracing::debug!("skipped a malformed hook spool line"),
+        }) {
+            tracing::warn!(path = %path.display(), error = %e, "cannot read the hook spool");
+        }
+        let now = self.clock.now();
+        let mut events = Vec::new();
+        for ev in found {
+            events.extend(self.store.hook_event(ev, now));
+        }
+        self.publish(events);
+    }
+
+    /// Watches the `.claude` folder of every recently active cwd (non-recursively) and
+    /// reads what is already there.
+    fn ensure_cwd_watches(&mut self) {
+        let now = self.clock.now();
+        let since = Timestamp::from_millis(now.millis() - CWD_WATCH_WINDOW.as_millis() as i64);
+        let cwds = self.store.recent_cwds(since);
+        for cwd in cwds.into_iter().take(CWD_WATCH_MAX) {
+            let Ok(checked) = hooks::checked_cwd(&cwd) else { continue };
+            let dir = cwd_files::dot_claude(&checked);
+            if self.cwd_dirs.contains_key(&dir) || !dir.is_dir() {
+                continue;
+            }
+            if let Some(w) = &mut self.watcher {
+                w.watch_dir(&dir);
+            }
+            self.cwd_dirs.insert(dir.clone(), cwd.clone());
+            if let Ok(rd) = std::fs::read_dir(&dir) {
+                let files: Vec<PathBuf> = rd.filter_map(Result::ok).map(|e| e.path()).collect();
+                for f in files {
+                    self.cwd_file_changed(&dir, &f);
+                }
+            }
+        }
+    }
+
+    /// A file in a watched `<cwd>/.claude/` changed: a marker or a status file, maybe.
+    /// Anything hostile or malformed is logged with its reason and changes nothing.
+    fn cwd_file_changed(&mut self, dir: &Path, path: &Path) {
+        let Some(cwd) = self.cwd_dirs.get(dir).cloned() else { return };
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return };
+        let kind = match cwd_files::classify(name) {
+            Ok(Some(k)) => k,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), reason = %e, "ignored a file with a hostile name");
+                return;
+            }
+        };
+        let now = self.clock.now();
+        let events = match kind {
+            CwdFile::Marker(id) => {
+                if !path.exists() {
+                    return;
+                }
+                match cwd_files::read_bounded(path, cwd_files::MAX_MARKER_BYTES)
+                    .and_then(|b| cwd_files::parse_marker(&b, &id, &cwd))
+                {
+                    Ok(m) => self.store.marker(m, now),
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), reason = %e, "ignored a compaction marker");
+                        return;
+                    }
+                }
+            }
+            CwdFile::Status(id) => {
+                if !path.exists() {
+                    self.store.status_file(&id, &cwd, None, now)
+                } else {
+                    let mtime = std::fs::symlink_metadata(path)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .map(Timestamp::from_system_time);
+                    match cwd_files::read_bounded(path, cwd_files::MAX_STATUS_BYTES)
+                        .and_then(|b| cwd_files::parse_status_file(&b, mtime))
+                    {
+                        Ok(r) => self.store.status_file(&id, &cwd, Some(r), now),
+                        Err(e) => {
+                            tracing::warn!(path = %path.display(), reason = %e, "ignored a status file");
+                            return;
+                        }
+                    }
+                }
+            }
+        };
+        self.publish(events);
     }
 
     fn command(&mut self, cmd: Command) {
@@ -390,6 +839,47 @@ impl Actor {
                     })
                     .collect();
                 let _ = reply.send(Snapshot { seq: self.seq, sessions, roots, indexing: self.indexing });
+            }
+            Command::ReadStats(reply) => {
+                let _ = reply.send(self.store.read_stats());
+            }
+            Command::ChainSegments(id, reply) => {
+                let segments = self.store.chain_segments(&id);
+                let v = segments
+                    .into_iter()
+                    .filter_map(|(session_id, path, reason)| {
+                        let at = self.store.link_at(&session_id);
+                        Some(ChainSegment { session_id, path: path?, reason, at })
+                    })
+                    .collect();
+                let _ = reply.send(v);
+            }
+            Command::ApplySettings(settings, reply) => {
+                let events = self.store.set_timeouts(settings.watch.timeouts(), settings.watch.status_file_ttl(), now);
+                self.attention.set_settings(settings.notifications.clone());
+                self.publish(events);
+                let _ = reply.send(());
+            }
+            Command::Supervision(id, signal) => {
+                for n in self.attention.on_supervision(&id, signal, now) {
+                    let _ = self.notifications.send(n);
+                }
+                self.update_attention();
+            }
+            Command::Attention(reply) => {
+                let _ = reply.send(self.attention.set());
+            }
+            Command::Restored(files, links) => {
+                self.store.restore_links(links);
+                if !files.is_empty() {
+                    let mut events = Vec::new();
+                    for f in files {
+                        events.extend(self.store.adopt(f, now));
+                    }
+                    self.publish(events);
+                    self.poll_registry();
+                    let _ = self.ready.send(Phase::Peeked);
+                }
             }
             Command::Peeked(files) => {
                 let mut events = Vec::new();
@@ -411,6 +901,7 @@ impl Actor {
                 self.publish(events);
                 self.indexing = false;
                 self.poll_registry();
+                self.after_index();
                 let _ = self.ready.send(Phase::Indexed);
             }
             Command::AddRoot(root, reply) => {
@@ -442,22 +933,22 @@ impl Actor {
             Command::Path(id, reply) => {
                 let _ = reply.send(self.store.transcript_path(&id).map(Path::to_owned));
             }
-            Command::InstallTimeline(id, mut view, tail, reply) => {
+            Command::InstallTimeline(id, mut open, tail, reply) => {
                 // Catch up with whatever was appended while it loaded.
-                let _ = view.poll();
-                let total = view.items().len();
+                let _ = open.view.poll();
+                let total = open.total();
                 let start = total.saturating_sub(tail);
-                let page = TimelinePage { session_id: id.clone(), total, start, items: view.items()[start..].to_vec() };
-                self.timelines.insert(id, *view);
+                let page = TimelinePage { session_id: id.clone(), total, start, items: open.range(start, total) };
+                self.timelines.insert(id, *open);
                 let _ = reply.send(page);
             }
             Command::TimelineRange(id, start, end, reply) => {
                 let page = match self.timelines.get(&id) {
                     Some(v) => {
-                        let total = v.items().len();
+                        let total = v.total();
                         let end = end.min(total);
                         let start = start.min(end);
-                        Ok(TimelinePage { session_id: id, total, start, items: v.items()[start..end].to_vec() })
+                        Ok(TimelinePage { session_id: id, total, start, items: v.range(start, end) })
                     }
                     None => Err(EngineError::TimelineNotOpen(id)),
                 };
@@ -465,7 +956,7 @@ impl Actor {
             }
             Command::TimelineItem(id, index, reply) => {
                 let item = match self.timelines.get(&id) {
-                    Some(v) => Ok(v.items().get(index).cloned()),
+                    Some(v) => Ok(v.get(index).cloned()),
                     None => Err(EngineError::TimelineNotOpen(id)),
                 };
                 let _ = reply.send(item);
@@ -483,6 +974,19 @@ impl Actor {
         let mut settings_changed = false;
         let mut touched_sessions = Vec::new();
         for path in paths {
+            if let Some(parent) = path.parent() {
+                if self.data_dir.as_ref().is_some_and(|d| hooks::spool_dir(d) == parent) {
+                    if hooks::spool_day(&path).is_some() {
+                        self.read_spool_file(&path);
+                    }
+                    continue;
+                }
+                if self.cwd_dirs.contains_key(parent) {
+                    let dir = parent.to_owned();
+                    self.cwd_file_changed(&dir, &path);
+                    continue;
+                }
+            }
             let Some(root) = self.roots.iter().find(|r| path.starts_with(r)).cloned() else { continue };
             match classify(&root, &path) {
                 PathKind::ProjectFile => {
@@ -537,18 +1041,20 @@ impl Actor {
     }
 
     fn update_timeline(&mut self, id: &SessionId) {
-        let Some(view) = self.timelines.get_mut(id) else { return };
-        match view.poll() {
+        let Some(open) = self.timelines.get_mut(id) else { return };
+        match open.view.poll() {
             Ok(delta) if delta.reset || !delta.changed.is_empty() => {
-                let items = view.items();
+                let offset = open.prefix.len();
                 let update = TimelineUpdate {
                     session_id: id.clone(),
-                    total: items.len(),
+                    total: open.total(),
                     reset: delta.reset,
                     changed: delta
                         .changed
                         .iter()
-                        .filter_map(|&i| items.get(i).map(|item| IndexedItem { index: i, item: item.clone() }))
+                        .filter_map(|&i| {
+                            open.get(i + offset).map(|item| IndexedItem { index: i + offset, item: item.clone() })
+                        })
                         .collect(),
                 };
                 let _ = self.timeline.send(Arc::new(update));
@@ -633,16 +1139,91 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-/// The roster once, without watching: indexes every root, reads the registry, derives
-/// each session's status at `now`. What `mimesis ls` prints.
-pub fn roster_once(roots: &[PathBuf], timeouts: Timeouts, now: Timestamp) -> Vec<TrackedSession> {
+/// The roster once, without watching: indexes every root, reads the registry, the
+/// recorded hook events (when `data_dir` is given), the chain links the fleet database
+/// kept and the markers and status files of each cwd, and derives each session's status
+/// at `now`. What `mimesis ls` prints. Changes nothing on disk.
+pub fn roster_once(
+    roots: &[PathBuf],
+    timeouts: Timeouts,
+    now: Timestamp,
+    data_dir: Option<&Path>,
+) -> Vec<TrackedSession> {
+    let store = store_once(roots, timeouts, now, data_dir, scan::index(roots));
+    store.snapshot()
+}
+
+fn store_once(
+    roots: &[PathBuf],
+    timeouts: Timeouts,
+    now: Timestamp,
+    data_dir: Option<&Path>,
+    files: Vec<IndexedFile>,
+) -> Store {
     let mut store = Store::new(timeouts);
-    for f in scan::index(roots) {
+    if let Some(d) = data_dir
+        && let Ok(db) = Db::open_read_only(&d.join(crate::db::FILE_NAME))
+    {
+        store.restore_links(db.load_links().unwrap_or_default());
+    }
+    for f in files {
         store.adopt(f, now);
     }
     for root in roots {
         let alive = registry::read_dir(&roots::sessions_dir(root)).into_iter().filter(|e| e.alive()).collect();
         store.set_registry(root, alive, now);
     }
-    store.snapshot()
+    if let Some(d) = data_dir {
+        for ev in hooks::read_all(d) {
+            store.hook_event(ev, now);
+        }
+    }
+    for cwd in store.recent_cwds(Timestamp::from_millis(0)) {
+        let Ok(checked) = hooks::checked_cwd(&cwd) else { continue };
+        let dir = cwd_files::dot_claude(&checked);
+        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        for e in rd.filter_map(Result::ok) {
+            let path = e.path();
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else { continue };
+            match cwd_files::classify(name) {
+                Ok(Some(CwdFile::Marker(id))) => {
+                    if let Ok(m) = cwd_files::read_bounded(&path, cwd_files::MAX_MARKER_BYTES)
+                        .and_then(|b| cwd_files::parse_marker(&b, &id, &cwd))
+                    {
+                        store.marker(m, now);
+                    }
+                }
+                Ok(Some(CwdFile::Status(id))) => {
+                    let mtime = e.metadata().and_then(|m| m.modified()).ok().map(Timestamp::from_system_time);
+                    if let Ok(r) = cwd_files::read_bounded(&path, cwd_files::MAX_STATUS_BYTES)
+                        .and_then(|b| cwd_files::parse_status_file(&b, mtime))
+                    {
+                        store.status_file(&id, &cwd, Some(r), now);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    store.end_bulk(now);
+    store
+}
+
+/// The chain a session belongs to, up to it, oldest first: what `mimesis show` reads.
+/// Only the session's own project folder is indexed (a chain never changes cwd).
+pub fn chain_of(roots: &[PathBuf], data_dir: Option<&Path>, path: &Path, now: Timestamp) -> Vec<ChainSegment> {
+    let Some(loc) = roots.iter().find_map(|r| TranscriptLocation::of(r, path)) else { return Vec::new() };
+    let mut found = Vec::new();
+    if let Some(dir) = path.parent() {
+        scan::discover_project(&loc.root, dir, &mut found);
+    }
+    let store = store_once(roots, Timeouts::default(), now, data_dir, scan::index_locations(found));
+    store
+        .chain_segments(&loc.session_id)
+        .into_iter()
+        .filter_map(|(session_id, path, reason)| {
+            let at = store.link_at(&session_id);
+            Some(ChainSegment { session_id, path: path?, reason, at })
+        })
+        .collect()
 }

@@ -5,13 +5,15 @@
 
 use std::collections::HashSet;
 
+use serde::{Deserialize, Serialize};
+
 use crate::clock::Timestamp;
 use crate::session::Usage;
 use crate::status::Tail;
 use crate::transcript::{self, Block, Content, Record};
 
 /// A tool_use that has no tool_result yet.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenTool {
     pub id: String,
     pub name: String,
@@ -21,8 +23,28 @@ pub struct OpenTool {
     pub running: bool,
 }
 
-/// Everything derived from the transcript of one session so far.
-#[derive(Default, Debug, Clone)]
+/// How a transcript begins: tells a `/clear` successor or a compaction rollover from
+/// the files alone (SPEC C4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Birth {
+    /// No significant record yet.
+    #[default]
+    Unknown,
+    /// A prompt, an answer: a conversation of its own.
+    Fresh,
+    /// Its first command is `/clear`: the session a `/clear` opened.
+    Clear,
+    /// It starts with a compaction (a boundary or a compact summary): a rollover.
+    Compacted,
+}
+
+/// Records looked at to decide a [`Birth`]; past them a file is `Fresh`.
+const BIRTH_WINDOW: u64 = 64;
+
+/// Everything derived from the transcript of one session so far. Serializable, so the
+/// fleet database can resume reading a file where it stopped.
+#[derive(Default, Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SessionFacts {
     pub cwd: Option<String>,
     pub branch: Option<String>,
@@ -30,12 +52,15 @@ pub struct SessionFacts {
     pub last_activity: Option<Timestamp>,
     pub model: Option<String>,
     pub usage: Usage,
-    /// Hashes of the API messages already counted (`message.id` + `requestId`).
+    /// Hashes of the API messages already counted (`message.id` + `requestId`). Kept in
+    /// the database as a compact blob ([`SessionFacts::dedup_bytes`]), not as JSON.
+    #[serde(skip)]
     counted_messages: HashSet<u64>,
     /// The message counted last and what was counted for it: its block records follow
     /// each other and may carry growing usage.
     last_message: Option<(u64, Usage)>,
     /// Compaction boundaries already counted (replayed history repeats them).
+    #[serde(skip)]
     counted_compactions: HashSet<u64>,
     pub goal: Option<String>,
     /// A custom slash command, used as the goal when no prompt is ever typed.
@@ -61,6 +86,11 @@ pub struct SessionFacts {
     /// Lines skipped: not JSON, or longer than the line cap.
     pub malformed: u64,
     pub records: u64,
+    /// How the file begins.
+    pub birth: Birth,
+    /// Its first significant record is a `compact_boundary`: its own compaction count
+    /// already includes the compaction that started it.
+    pub born_with_boundary: bool,
 }
 
 const GOAL_MAX_CHARS: usize = 300;
@@ -247,6 +277,9 @@ impl SessionFacts {
                 self.record_session_id = r.session_id.get().map(str::to_owned);
             }
         }
+        if self.birth == Birth::Unknown {
+            self.note_birth(r, kind);
+        }
         if let Some(m) = r.permission_mode.get()
             && self.permission_mode.as_deref() != Some(m)
         {
@@ -262,6 +295,48 @@ impl SessionFacts {
             "ai-title" => set(&mut self.ai_title, r.side_text.get(), GOAL_MAX_CHARS),
             "last-prompt" => set(&mut self.last_prompt, r.side_text.get(), SUMMARY_MAX_CHARS),
             "queue-operation" if r.side_text.get() == Some("enqueue") => self.set_tail(Tail::Prompt),
+            _ => {}
+        }
+    }
+
+    /// Decides how the file begins from its first significant record.
+    fn note_birth(&mut self, r: &Record<'_>, kind: &str) {
+        if self.records > BIRTH_WINDOW {
+            self.birth = Birth::Fresh;
+            return;
+        }
+        if r.is_sidechain.0 {
+            return;
+        }
+        match kind {
+            "user" if !r.is_meta.0 => {
+                if r.is_compact_summary.0 {
+                    self.birth = Birth::Compacted;
+                    return;
+                }
+                let Some(msg) = r.message.0.as_ref() else { return };
+                match first_text(&msg.content).map(classify_user_text) {
+                    Some(UserText::Command("clear")) => self.birth = Birth::Clear,
+                    Some(UserText::CompactSummary) => self.birth = Birth::Compacted,
+                    Some(UserText::Meta | UserText::LocalOutput) => {}
+                    Some(_) => self.birth = Birth::Fresh,
+                    None if matches!(msg.content, Content::Blocks(_)) => self.birth = Birth::Fresh,
+                    None => {}
+                }
+            }
+            "assistant" => self.birth = Birth::Fresh,
+            "system" => match r.subtype() {
+                "compact_boundary" => {
+                    self.birth = Birth::Compacted;
+                    self.born_with_boundary = true;
+                }
+                "local_command"
+                    if r.content.get().is_some_and(|c| c.contains("<command-name>/clear</command-name>")) =>
+                {
+                    self.birth = Birth::Clear;
+                }
+                _ => {}
+            },
             _ => {}
         }
     }
@@ -514,6 +589,38 @@ impl SessionFacts {
     /// The latest tool call still waiting for its result.
     pub fn pending_tool(&self) -> Option<&OpenTool> {
         self.open_tools.last()
+    }
+
+    /// The dedup sets (messages, compaction boundaries) as bytes: a count and the
+    /// little-endian hashes of each.
+    pub fn dedup_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 + 8 * (self.counted_messages.len() + self.counted_compactions.len()));
+        for set in [&self.counted_messages, &self.counted_compactions] {
+            out.extend_from_slice(&(set.len() as u32).to_le_bytes());
+            for h in set {
+                out.extend_from_slice(&h.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// Restores what [`SessionFacts::dedup_bytes`] wrote. `None` when the bytes are not that.
+    pub fn restore_dedup(&mut self, mut bytes: &[u8]) -> Option<()> {
+        let mut sets = [HashSet::new(), HashSet::new()];
+        for set in &mut sets {
+            let n = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
+            bytes = &bytes[4..];
+            let body = bytes.get(..n.checked_mul(8)?)?;
+            set.extend(body.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))));
+            bytes = &bytes[n * 8..];
+        }
+        if !bytes.is_empty() {
+            return None;
+        }
+        let [m, c] = sets;
+        self.counted_messages = m;
+        self.counted_compactions = c;
+        Some(())
     }
 
     /// SPEC W4: summary record, else the compact summary, else the last prompt.

@@ -13,16 +13,29 @@
 //! - [`store`] holds every session and emits `discovered` / `updated` / `removed`;
 //!   [`engine`] is the async driver (one actor task) and the handle to it.
 //! - [`clock`] is the injectable clock every timeout reads; [`ids`] validates ids.
+//! - [`chain`] links sessions into work chains (pure matching); [`cwd_files`] reads the
+//!   compaction markers and status files in `<cwd>/.claude/`; [`hooks`] is what
+//!   `mimesis hook` records and how hooks are installed into Claude Code's settings.
+//! - [`db`] is the fleet database (sessions, reading positions, chains, supervised
+//!   processes, settings); [`settings`] the settings document and its validation.
+//! - [`attention`] decides desktop notifications and which sessions need the user;
+//!   [`doctor`] checks an installation.
 //! - [`demo`] writes generated live sessions for newcomers (SPEC X2).
 //!
 //! Nothing here depends on a windowing toolkit: the CLI and the desktop app are thin
 //! faces on this crate.
 
+pub mod attention;
+pub mod chain;
 pub mod clock;
+pub mod cwd_files;
+pub mod db;
 pub mod demo;
+pub mod doctor;
 pub mod engine;
 pub mod facts;
 pub mod git;
+pub mod hooks;
 pub mod ids;
 pub mod permissions;
 pub mod procs;
@@ -30,6 +43,7 @@ pub mod registry;
 pub mod roots;
 pub mod scan;
 pub mod session;
+pub mod settings;
 pub mod status;
 pub mod store;
 pub mod tail;

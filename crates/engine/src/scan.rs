@@ -5,8 +5,11 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use std::collections::HashMap;
+
 use rayon::prelude::*;
 
+use crate::db::PersistedSession;
 use crate::facts::SessionFacts;
 use crate::roots;
 use crate::store::{IndexedFile, TranscriptLocation};
@@ -68,6 +71,39 @@ pub fn index(roots: &[PathBuf]) -> Vec<IndexedFile> {
         .collect();
     locations.sort_by_key(|(size, _)| std::cmp::Reverse(*size));
     index_locations(locations.into_iter().map(|(_, l)| l).collect())
+}
+
+/// Like [`index`], but a file the fleet database knows is read on from where the last
+/// run stopped (only what was appended since); the others are read in full.
+pub fn index_resuming(roots: &[PathBuf], persisted: Vec<PersistedSession>) -> Vec<IndexedFile> {
+    let mut known: HashMap<PathBuf, PersistedSession> =
+        persisted.into_iter().map(|p| (p.location.path.clone(), p)).collect();
+    let work: Vec<(TranscriptLocation, Option<PersistedSession>)> = roots
+        .iter()
+        .flat_map(|r| discover(r))
+        .map(|l| {
+            let p = known.remove(&l.path).filter(|p| p.location.session_id == l.session_id);
+            (l, p)
+        })
+        .collect();
+    work.into_par_iter()
+        .filter_map(|(loc, p)| {
+            let path = loc.path.clone();
+            let result = match p {
+                Some(p) => IndexedFile::resume(p),
+                None => IndexedFile::read(loc),
+            };
+            match result {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    if e.kind() != std::io::ErrorKind::NotFound {
+                        tracing::warn!(path = %path.display(), error = %e, "cannot read transcript");
+                    }
+                    None
+                }
+            }
+        })
+        .collect()
 }
 
 /// Reads the given transcripts in parallel. Files that vanish meanwhile are skipped.

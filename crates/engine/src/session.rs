@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
+use crate::cwd_files::StatusReport;
 use crate::ids::SessionId;
 use crate::status::Status;
 
@@ -74,12 +75,17 @@ pub struct TrackedSession {
     pub superseded_at: Option<Timestamp>,
     pub work_chain_id: Option<String>,
     pub work_chain_name: Option<String>,
+    /// Sessions in the work chain (1 when alone).
+    pub chain_length: u32,
     pub source: Source,
     pub live: bool,
     pub pid: Option<u32>,
     pub transcript_path: String,
     pub permission_mode: Option<String>,
     pub malformed_lines: u64,
+    /// The session's status file (`<cwd>/.claude/status.<id>.md`) while it is trusted
+    /// (SPEC W6), else null.
+    pub status_file: Option<StatusReport>,
 }
 
 impl TrackedSession {

@@ -2,8 +2,8 @@
 //! session and `now`. It never reads a file or a clock; the store feeds it and schedules a
 //! re-evaluation at the instant it returns as `next_check`.
 //!
-//! Precedence, most exact first: the live registry (`sessions/<pid>.json`), hooks, then
-//! inference from the transcript tail. The timeouts (approval 5 s, stale 60 s, idle 10 min)
+//! Precedence, most exact first: the live registry (`sessions/<pid>.json`), a fresh
+//! status file (W6), hooks, then inference from the transcript tail. The timeouts (approval 5 s, stale 60 s, idle 10 min)
 //! only ever apply to inferred states.
 
 use std::time::Duration;
@@ -63,7 +63,7 @@ impl Default for Timeouts {
 /// The last significant thing the transcript says (the tail heuristic of
 /// docs/claude-code-formats.md §3). Side-channel records, attachments, progress and
 /// file-history snapshots never become the tail.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Tail {
     /// Nothing significant yet (a fresh file, metadata only).
     #[default]
@@ -161,6 +161,8 @@ pub struct StatusInput {
     /// Present only while the session's process is alive.
     pub registry: Option<RegistrySignal>,
     pub hook: Option<HookSignal>,
+    /// What a fresh status file says (SPEC W6); the store passes it only while trusted.
+    pub reported: Option<Status>,
     /// The process that ran the session is known to have exited.
     pub ended: bool,
 }
@@ -209,14 +211,34 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
         }
     }
 
-    // 2. Hooks, when they are newer than anything the transcript says.
+    // 2. A status file written for the session, while it is trusted.
+    if let Some(status) = input.reported {
+        return exact(status);
+    }
+
+    // 3. Hooks, when they are newer than anything the transcript says. The transcript
+    //    lags the hooks by moments; once it has newer records, inference takes over.
     if let Some(hook) = input.hook {
         let newer = input.last_activity.is_none_or(|a| hook.at >= a);
         if newer {
             match hook.state {
                 HookState::WaitingForApproval => return exact(Status::WaitingForApproval),
                 HookState::Ended => return exact(Status::Idle),
-                HookState::TurnDone | HookState::Working => {}
+                HookState::TurnDone => {
+                    let status = if due(hook.at.plus(t.idle)) { Status::Idle } else { Status::WaitingForInput };
+                    return Derived { status, next_check: next };
+                }
+                HookState::Working if !input.ended => {
+                    let status = if due(hook.at.plus(t.idle)) {
+                        Status::Idle
+                    } else if due(hook.at.plus(t.stale)) {
+                        Status::WaitingForInput
+                    } else {
+                        Status::Working
+                    };
+                    return Derived { status, next_check: next };
+                }
+                HookState::Working => {}
             }
         }
     }
@@ -226,7 +248,7 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
         return exact(Status::Idle);
     }
 
-    // 3. Inference from the transcript.
+    // 4. Inference from the transcript.
     let Some(last) = input.last_activity else {
         return exact(Status::Idle);
     };
@@ -444,5 +466,23 @@ mod tests {
         k.last_activity = Some(at(5));
         k.hook = Some(HookSignal { state: HookState::TurnDone, at: at(1) });
         assert_eq!(status(&k, at(6)), Status::Working);
+    }
+
+    #[test]
+    fn a_hook_newer_than_the_transcript_decides_until_the_transcript_catches_up() {
+        // A prompt submitted after a finished turn: working before its record is written.
+        let mut i = input(Tail::TurnDone { asks_question: false });
+        i.hook = Some(HookSignal { state: HookState::Working, at: at(10) });
+        assert_eq!(status(&i, at(11)), Status::Working);
+        assert_eq!(derive(&i, at(11), &Timeouts::default()).next_check, Some(at(70)));
+        assert_eq!(status(&i, at(70)), Status::WaitingForInput, "stale, like any inferred work");
+        // Stop after a tool result: the turn is over.
+        let mut j = input(Tail::ToolResults);
+        j.hook = Some(HookSignal { state: HookState::TurnDone, at: at(3) });
+        assert_eq!(status(&j, at(4)), Status::WaitingForInput);
+        assert_eq!(status(&j, at(603)), Status::Idle);
+        // SessionEnd: idle at once.
+        j.hook = Some(HookSignal { state: HookState::Ended, at: at(3) });
+        assert_eq!(status(&j, at(4)), Status::Idle);
     }
 }

@@ -11,17 +11,28 @@ use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::chain::{self, Candidate, Chains, Link, LinkReason, Newcomer};
 use crate::clock::Timestamp;
-use crate::facts::SessionFacts;
+use crate::cwd_files::{Marker, STATUS_FILE_TTL, StatusReport};
+use crate::db::{Batch, PersistedSession};
+use crate::facts::{Birth, SessionFacts};
+use crate::hooks::{HookEvent, TerminalContext};
 use crate::ids::SessionId;
 use crate::permissions::SettingsCache;
 use crate::registry::RegistryEntry;
 use crate::session::{PendingTool, Source, TrackedSession};
-use crate::status::{self, PendingCall, StatusInput, Timeouts};
+use crate::status::{self, HookSignal, PendingCall, StatusInput, Timeouts};
 use crate::tail::{FileTail, LineSink, ReadOutcome};
+
+/// A new file that looks like a successor waits this long for the hook events and the
+/// registry update that name its terminal before it is matched by folder alone.
+pub const CHAIN_GRACE: Duration = Duration::from_secs(2);
+/// A `SessionEnd` with reason `clear` pairs with the `SessionStart` that follows within this.
+const CLEAR_PAIRING: Duration = Duration::from_secs(300);
 
 /// What the store tells its consumers.
 #[derive(Serialize, Clone, Debug, PartialEq)]
@@ -94,6 +105,25 @@ impl IndexedFile {
         tail.read_into(&mut sink)?;
         Ok(IndexedFile { location, tail, facts: sink.facts, partial: false })
     }
+
+    /// Reads on from where a previous run stopped (the fleet database): only what was
+    /// appended since, or the whole file again if it was replaced or shrank.
+    pub fn resume(p: PersistedSession) -> std::io::Result<IndexedFile> {
+        let location = p.location;
+        let mut facts = p.facts;
+        if let Some(d) = &p.dedup
+            && facts.restore_dedup(d).is_none()
+        {
+            // Without its dedup sets the usage could count twice: read it all again.
+            return IndexedFile::read(location);
+        }
+        let mut tail = FileTail::resume(&location.path, p.tail);
+        let mut sink = FactsSink { facts, scratch: String::new() };
+        match tail.read_into(&mut sink)? {
+            ReadOutcome::Missing => Err(std::io::Error::from(std::io::ErrorKind::NotFound)),
+            _ => Ok(IndexedFile { location, tail, facts: sink.facts, partial: false }),
+        }
+    }
 }
 
 struct FactsSink {
@@ -120,6 +150,16 @@ struct Entry {
     published: Option<TrackedSession>,
 }
 
+/// What hooks told about one session.
+#[derive(Clone, Debug)]
+struct HookInfo {
+    signal: Option<HookSignal>,
+    terminal: TerminalContext,
+    first_at: Timestamp,
+    last_at: Timestamp,
+    cwd: Option<String>,
+}
+
 /// The roster's single source of truth.
 pub struct Store {
     entries: HashMap<SessionId, Entry>,
@@ -135,6 +175,29 @@ pub struct Store {
     repo_roots: HashMap<String, Option<String>>,
     timeouts: Timeouts,
     deadlines: BinaryHeap<Reverse<(Timestamp, SessionId)>>,
+    /// Work-chain links (SPEC C1–C4).
+    chains: Chains,
+    /// Links added since the last [`Store::take_batch`].
+    new_links: Vec<Link>,
+    hooks: HashMap<SessionId, HookInfo>,
+    /// `SessionEnd` reason `clear` per `claude` process, waiting for its `SessionStart`.
+    pending_clear: HashMap<(u32, u64), (SessionId, Timestamp)>,
+    /// Markers naming a session whose file is not (fully) known yet.
+    pending_markers: HashMap<SessionId, Marker>,
+    /// The last PID the registry showed running each session.
+    last_pid: HashMap<SessionId, u32>,
+    /// Status files by session: the folder they were found in and what they say.
+    status_files: HashMap<SessionId, (String, StatusReport)>,
+    status_file_ttl: Duration,
+    /// New files that may be successors, to match once [`CHAIN_GRACE`] has passed.
+    chain_checks: Vec<(Timestamp, SessionId)>,
+    /// Sessions whose predecessor question is settled.
+    chain_checked: HashSet<SessionId>,
+    /// The initial index is being adopted: chain matching waits for all of it.
+    bulk: bool,
+    /// Sessions whose facts or reading position changed since the last batch.
+    dirty: HashSet<SessionId>,
+    removed: Vec<SessionId>,
 }
 
 impl Store {
@@ -149,7 +212,32 @@ impl Store {
             repo_roots: HashMap::new(),
             timeouts,
             deadlines: BinaryHeap::new(),
+            chains: Chains::new(),
+            new_links: Vec::new(),
+            hooks: HashMap::new(),
+            pending_clear: HashMap::new(),
+            pending_markers: HashMap::new(),
+            last_pid: HashMap::new(),
+            status_files: HashMap::new(),
+            status_file_ttl: STATUS_FILE_TTL,
+            chain_checks: Vec::new(),
+            chain_checked: HashSet::new(),
+            bulk: true,
+            dirty: HashSet::new(),
+            removed: Vec::new(),
         }
+    }
+
+    /// Changes the timeouts; every row is re-derived.
+    pub fn set_timeouts(&mut self, timeouts: Timeouts, status_file_ttl: Duration, now: Timestamp) -> Vec<StoreEvent> {
+        self.timeouts = timeouts;
+        self.status_file_ttl = status_file_ttl;
+        let ids: Vec<SessionId> = self.entries.keys().cloned().collect();
+        let mut events = Vec::new();
+        for id in ids {
+            self.refresh(&id, now, &mut events);
+        }
+        events
     }
 
     pub fn len(&self) -> usize {
@@ -173,6 +261,39 @@ impl Store {
 
     pub fn transcript_path(&self, id: &SessionId) -> Option<&Path> {
         self.entries.get(id).map(|e| e.location.path.as_path())
+    }
+
+    /// The segments of the chain up to `id`, oldest first, with the path of each and the
+    /// reason of the link into it (for a timeline across the chain).
+    pub fn chain_segments(&self, id: &SessionId) -> Vec<(SessionId, Option<PathBuf>, Option<LinkReason>)> {
+        self.chains
+            .segments(id)
+            .into_iter()
+            .map(|s| {
+                let path = self.transcript_path(&s).map(Path::to_owned);
+                let reason = self.chains.link_into(&s).map(|l| l.reason);
+                (s, path, reason)
+            })
+            .collect()
+    }
+
+    /// Every known link.
+    pub fn links(&self) -> Vec<Link> {
+        self.chains.links().cloned().collect()
+    }
+
+    /// The cwds of sessions active since `since` (whose `.claude/` folders hold markers
+    /// and status files), most recent first.
+    pub fn recent_cwds(&self, since: Timestamp) -> Vec<String> {
+        let mut v: Vec<(Timestamp, &String)> = self
+            .entries
+            .values()
+            .filter_map(|e| Some((e.facts.last_activity?, e.facts.cwd.as_ref()?)))
+            .filter(|(t, _)| *t >= since)
+            .collect();
+        v.sort_by(|a, b| b.cmp(a));
+        let mut seen = HashSet::new();
+        v.into_iter().filter(|(_, c)| seen.insert(*c)).map(|(_, c)| c.clone()).collect()
     }
 
     pub fn contains_path(&self, path: &Path) -> bool {
@@ -199,6 +320,10 @@ impl Store {
         self.by_path.insert(file.location.path.clone(), id.clone());
         let published = self.entries.remove(&id).and_then(|e| e.published);
         let partial = file.partial;
+        if !partial && (file.tail.stats.bytes_read > 0 || file.tail.stats.resets > 0) {
+            // Read by the index (in full, or on from a stored position): worth storing.
+            self.dirty.insert(id.clone());
+        }
         self.entries.insert(
             id.clone(),
             Entry { location: file.location, tail: file.tail, facts: file.facts, partial, published },
@@ -286,6 +411,8 @@ impl Store {
     fn remove_id(&mut self, id: &SessionId, events: &mut Vec<StoreEvent>) {
         if let Some(e) = self.entries.remove(id) {
             self.by_path.remove(&e.location.path);
+            self.dirty.remove(id);
+            self.removed.push(id.clone());
             if e.published.is_some() {
                 events.push(StoreEvent::Removed { session_id: id.clone() });
             }
@@ -295,8 +422,12 @@ impl Store {
     fn read_entry(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
         let Some(entry) = self.entries.get_mut(id) else { return };
         let mut sink = FactsSink { facts: std::mem::take(&mut entry.facts), scratch: String::new() };
+        let before = (entry.tail.stats.bytes_read, entry.tail.stats.resets);
         let outcome = entry.tail.read_into(&mut sink);
         entry.facts = sink.facts;
+        if (entry.tail.stats.bytes_read, entry.tail.stats.resets) != before {
+            self.dirty.insert(id.clone());
+        }
         match outcome {
             Ok(ReadOutcome::Missing) => {
                 self.remove_id(id, events);
@@ -307,6 +438,7 @@ impl Store {
                 tracing::warn!(path = %entry.location.path.display(), error = %e, "could not read transcript; will retry on its next change");
             }
         }
+        self.consider_chain(id, now, events);
         self.refresh(id, now, events);
     }
 
@@ -332,6 +464,9 @@ impl Store {
             }
         }
         self.ever_live.extend(merged.keys().cloned());
+        for (id, e) in &merged {
+            self.last_pid.insert(id.clone(), e.pid);
+        }
         self.live = merged;
         let mut events = Vec::new();
         for id in touched {
@@ -353,7 +488,12 @@ impl Store {
 
     /// When the next timeout falls due, if any.
     pub fn next_deadline(&self) -> Option<Timestamp> {
-        self.deadlines.peek().map(|Reverse((t, _))| *t)
+        let status = self.deadlines.peek().map(|Reverse((t, _))| *t);
+        let chain = self.chain_checks.iter().map(|(t, _)| *t).min();
+        match (status, chain) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Re-evaluates every session whose timeout fell due at `now`.
@@ -369,6 +509,11 @@ impl Store {
         due.sort();
         due.dedup();
         let mut events = Vec::new();
+        let (ready, later): (Vec<_>, Vec<_>) = self.chain_checks.drain(..).partition(|(t, _)| *t <= now);
+        self.chain_checks = later;
+        for (_, id) in ready {
+            self.check_chain(&id, now, &mut events);
+        }
         for id in due {
             self.refresh(&id, now, &mut events);
         }
@@ -395,6 +540,9 @@ impl Store {
             }
         }
         entry.published = Some(row);
+        if !entry.partial {
+            self.dirty.insert(id.clone());
+        }
     }
 
     fn row(&self, entry: &Entry, now: Timestamp) -> (TrackedSession, Option<Timestamp>) {
@@ -404,6 +552,12 @@ impl Store {
         let last_activity =
             f.last_activity.or(entry.tail.mtime.map(Timestamp::from_system_time)).unwrap_or(Timestamp::from_millis(0));
         let pending = f.pending_tool();
+        let report = self
+            .status_files
+            .get(id)
+            .filter(|(cwd, _)| f.cwd.as_deref() == Some(cwd.as_str()))
+            .map(|(_, r)| r)
+            .filter(|r| r.fresh(now, self.status_file_ttl));
         let input = StatusInput {
             tail: f.tail.clone(),
             pending: pending.map(|t| PendingCall {
@@ -413,10 +567,28 @@ impl Store {
             }),
             last_activity: f.last_activity,
             registry: live.map(RegistryEntry::signal),
-            hook: None,
+            hook: self.hooks.get(id).and_then(|h| h.signal),
+            reported: report.map(|r| r.status.status()),
             ended: live.is_none() && self.ever_live.contains(id),
         };
         let derived = status::derive(&input, now, &self.timeouts);
+        let derived = status::Derived {
+            next_check: match (derived.next_check, report.map(|r| r.updated.plus(self.status_file_ttl))) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            ..derived
+        };
+        let own = |sid: &SessionId| {
+            self.entries.get(sid).map_or((0, false), |e| (e.facts.compaction_count, e.facts.born_with_boundary))
+        };
+        let chain = chain::fields(&self.chains, id, own);
+        let work_chain_name = self
+            .chains
+            .segments(id)
+            .iter()
+            .find_map(|s| self.entries.get(s).and_then(|e| e.facts.title()))
+            .map(str::to_owned);
         let row = TrackedSession {
             session_id: id.clone(),
             project_id: entry.location.project_id.clone(),
@@ -435,18 +607,20 @@ impl Store {
             model: f.model.clone(),
             usage: f.usage,
             api_error: f.api_error,
-            compaction_count: f.compaction_count,
-            superseded: false,
-            superseded_by: None,
-            superseded_at: None,
-            work_chain_id: Some(id.to_string()),
-            work_chain_name: f.title().map(str::to_owned),
+            compaction_count: f.compaction_count.saturating_add(chain.inherited_compactions),
+            superseded: chain.superseded_by.is_some(),
+            superseded_by: chain.superseded_by,
+            superseded_at: chain.superseded_at,
+            work_chain_id: Some(chain.work_chain_id),
+            work_chain_name,
+            chain_length: chain.chain_length,
             source: Source::Watcher,
             live: live.is_some(),
             pid: live.map(|e| e.pid),
             transcript_path: entry.location.path.to_string_lossy().into_owned(),
             permission_mode: f.permission_mode.clone(),
             malformed_lines: f.malformed + entry.tail.stats.oversized_lines,
+            status_file: report.cloned(),
         };
         (row, derived.next_check)
     }
@@ -467,6 +641,8 @@ impl Store {
         }
     }
 }
+
+mod chains;
 
 #[cfg(test)]
 mod tests;

@@ -59,6 +59,19 @@ pub struct TailStats {
     pub resets: u64,
 }
 
+/// Where a tail stopped, to resume it in another run (the fleet database keeps this):
+/// the offset just past the last complete line and the file's identity.
+#[derive(serde::Serialize, serde::Deserialize, Copy, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct TailState {
+    pub offset: u64,
+    pub dev: u64,
+    pub ino: u64,
+    /// An oversized line was being skipped at `offset`.
+    pub skipping: bool,
+    pub mtime_ms: Option<i64>,
+}
+
 #[derive(Debug)]
 pub struct FileTail {
     path: PathBuf,
@@ -95,6 +108,33 @@ impl FileTail {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// A tail that goes on from `state`: the next read starts at its offset, or from the
+    /// beginning if the file was replaced or shrank since.
+    pub fn resume(path: impl Into<PathBuf>, state: TailState) -> Self {
+        let mut t = FileTail::new(path);
+        t.identity = Some(Identity { dev: state.dev, ino: state.ino });
+        t.offset = state.offset;
+        t.skipping = state.skipping;
+        t.mtime = state.mtime_ms.and_then(|ms| {
+            u64::try_from(ms).ok().map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+        });
+        t
+    }
+
+    /// Where this tail stands, if it has read the file at all. A held partial line is not
+    /// included: it is read again on resume.
+    pub fn state(&self) -> Option<TailState> {
+        let id = self.identity?;
+        let offset = if self.skipping { self.offset } else { self.offset - self.partial.len() as u64 };
+        Some(TailState {
+            offset,
+            dev: id.dev,
+            ino: id.ino,
+            skipping: self.skipping,
+            mtime_ms: self.mtime.map(|m| crate::clock::Timestamp::from_system_time(m).millis()),
+        })
     }
 
     /// Bytes consumed so far (including a held partial line).
@@ -250,6 +290,27 @@ mod tests {
         assert_eq!(collect(&mut t), (ReadOutcome::Reset, vec!["new1".into(), "new2".into()]));
         std::fs::remove_file(&p).unwrap();
         assert_eq!(collect(&mut t).0, ReadOutcome::Missing);
+    }
+
+    #[test]
+    fn a_resumed_tail_reads_only_what_came_after() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        append(&p, b"a\nb\npar");
+        let mut t = FileTail::new(&p);
+        collect(&mut t);
+        let state = t.state().unwrap();
+        assert_eq!(state.offset, 4, "the partial line is read again");
+        append(&p, b"tial\n");
+        let mut r = FileTail::resume(&p, state);
+        assert_eq!(collect(&mut r), (ReadOutcome::Appended, vec!["partial".to_string()]));
+        assert_eq!(r.stats.bytes_read, 8);
+        // Replaced since: read from the start.
+        let tmp = d.path().join("tmp");
+        std::fs::write(&tmp, b"new\n").unwrap();
+        std::fs::rename(&tmp, &p).unwrap();
+        let mut r = FileTail::resume(&p, state);
+        assert_eq!(collect(&mut r), (ReadOutcome::Reset, vec!["new".to_string()]));
     }
 
     #[test]

@@ -73,6 +73,16 @@ pub enum TimelineItem {
         subtype: String,
         text: String,
     },
+    /// The boundary between two sessions of a work chain: `session_id` starts here,
+    /// continuing `previous_session_id` (docs/ipc.md).
+    Segment {
+        uuid: String,
+        timestamp: Option<Timestamp>,
+        session_id: crate::ids::SessionId,
+        previous_session_id: crate::ids::SessionId,
+        /// clear | compact | rollover
+        reason: String,
+    },
 }
 
 impl TimelineItem {
@@ -84,7 +94,8 @@ impl TimelineItem {
             | TimelineItem::ToolCall { uuid, .. }
             | TimelineItem::Compaction { uuid, .. }
             | TimelineItem::ApiError { uuid, .. }
-            | TimelineItem::System { uuid, .. } => uuid,
+            | TimelineItem::System { uuid, .. }
+            | TimelineItem::Segment { uuid, .. } => uuid,
         }
     }
 
@@ -97,6 +108,7 @@ impl TimelineItem {
             TimelineItem::Compaction { .. } => "compaction",
             TimelineItem::ApiError { .. } => "api_error",
             TimelineItem::System { .. } => "system",
+            TimelineItem::Segment { .. } => "segment",
         }
     }
 
@@ -170,6 +182,7 @@ impl TimelineItem {
                 subtype: subtype.clone(),
                 text: short(text),
             },
+            TimelineItem::Segment { .. } => self.clone(),
         };
         (item, cut.get())
     }
@@ -562,6 +575,39 @@ impl TimelineBuilder {
         }
         Some(TimelineItem::Prompt { uuid, timestamp: ts, text })
     }
+}
+
+/// One segment of a chain to show: the session, its transcript, and how it began.
+#[derive(Clone, Debug)]
+pub struct ChainSegment {
+    pub session_id: crate::ids::SessionId,
+    pub path: std::path::PathBuf,
+    /// The reason of the link into it (None for the chain's first session).
+    pub reason: Option<crate::chain::LinkReason>,
+    pub at: Option<Timestamp>,
+}
+
+/// The items of a chain's earlier segments, each followed by the boundary into the next
+/// segment (the last boundary leads into `segments.last()`, whose items are not read).
+pub fn chain_prefix(segments: &[ChainSegment]) -> io::Result<Vec<TimelineItem>> {
+    let mut items = Vec::new();
+    for pair in segments.windows(2) {
+        let (prev, next) = (&pair[0], &pair[1]);
+        match read_timeline(&prev.path) {
+            Ok(v) => items.extend(v),
+            // A segment whose file is gone still leaves its boundary.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        items.push(TimelineItem::Segment {
+            uuid: format!("segment:{}", next.session_id),
+            timestamp: next.at,
+            session_id: next.session_id.clone(),
+            previous_session_id: prev.session_id.clone(),
+            reason: next.reason.map_or("clear", |r| r.as_str()).to_owned(),
+        });
+    }
+    Ok(items)
 }
 
 /// Reads a whole transcript into its timeline.

@@ -340,6 +340,8 @@ pub struct Record<'a> {
     pub tool_use_id: LStr<'a>,
     /// Only its string form matters (`"User rejected tool use"`); objects are skipped.
     pub tool_use_result: LStr<'a>,
+    /// The top-level `content` of a `system` record (a local command's text).
+    pub content: LStr<'a>,
 }
 
 /// A map key, borrowed when it has no escapes (keys never do in practice).
@@ -397,6 +399,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Record<'a> {
                         "parentToolUseID" => r.parent_tool_use_id = map.next_value()?,
                         "toolUseID" => r.tool_use_id = map.next_value()?,
                         "toolUseResult" => r.tool_use_result = map.next_value()?,
+                        "content" => r.content = map.next_value()?,
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }

@@ -83,6 +83,12 @@ impl RootWatcher {
         self.watch(&roots::sessions_dir(root), false);
     }
 
+    /// Watches one folder outside the roots, non-recursively (the hook spool, a cwd's
+    /// `.claude/`).
+    pub fn watch_dir(&mut self, dir: &Path) {
+        self.watch(dir, false);
+    }
+
     pub fn unwatch_root(&mut self, root: &Path) {
         let gone: Vec<(PathBuf, bool)> = self.watched.iter().filter(|(p, _)| p.starts_with(root)).cloned().collect();
         for (p, rec) in gone {

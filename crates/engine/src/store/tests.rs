@@ -165,3 +165,19 @@ fn sub_agent_files_and_hostile_names_are_not_sessions() {
     }
     assert!(TranscriptLocation::of(&fx.root, &fx.path(SID)).is_some());
 }
+
+#[test]
+fn every_file_the_index_read_is_stored_once() {
+    let fx = Fixture::new();
+    fx.append(SID, &[prompt("go", 0)]);
+    let mut store = Store::new(Timeouts::default());
+    // A peek first (same row as the full read), then the full read.
+    let peek = crate::scan::peek_file(fx.loc(SID)).unwrap();
+    store.adopt(IndexedFile { partial: true, ..peek }, at(1));
+    assert!(store.take_batch().sessions.is_empty(), "a peek is not stored");
+    store.adopt(IndexedFile::read(fx.loc(SID)).unwrap(), at(1));
+    let batch = store.take_batch();
+    assert_eq!(batch.sessions.len(), 1);
+    assert_eq!(batch.sessions[0].tail.offset, std::fs::metadata(fx.path(SID)).unwrap().len());
+    assert!(store.take_batch().is_empty(), "nothing changed since");
+}

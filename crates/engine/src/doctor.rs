@@ -1,0 +1,234 @@
+//! `mimesis doctor`: is this installation able to watch Claude Code? Config roots found,
+//! hooks installed, the Claude Code version, whether files can be watched, the fleet
+//! database. Every check is bounded in time; none changes anything.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::db::{Db, DbStats};
+use crate::hooks::install::{self, HookStatus};
+use crate::{hooks, registry, roots, scan};
+
+/// `claude --version` is given this long.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(3);
+
+#[derive(Serialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct RootReport {
+    pub path: PathBuf,
+    pub exists: bool,
+    pub session_count: usize,
+    pub hooks: HookStatus,
+}
+
+#[derive(Serialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaudeCodeReport {
+    /// The `claude` found on PATH.
+    pub path: Option<PathBuf>,
+    /// What `claude --version` printed.
+    pub version: Option<String>,
+    /// The version the newest session was written by (registry or transcript).
+    pub seen_version: Option<String>,
+    pub error: Option<String>,
+}
+
+#[derive(Serialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct WatcherReport {
+    pub ok: bool,
+    /// `/proc/sys/fs/inotify/max_user_watches`.
+    pub max_user_watches: Option<u64>,
+    pub error: Option<String>,
+}
+
+#[derive(Serialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct SpoolReport {
+    pub path: PathBuf,
+    pub files: usize,
+    pub events: usize,
+    pub last_event_at: Option<crate::clock::Timestamp>,
+}
+
+/// The whole report (`mimesis doctor --json`).
+#[derive(Serialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct DoctorReport {
+    pub mimesis_version: String,
+    pub roots: Vec<RootReport>,
+    pub claude_code: ClaudeCodeReport,
+    pub watcher: WatcherReport,
+    pub data_dir: PathBuf,
+    pub database: DbStats,
+    pub hook_spool: SpoolReport,
+}
+
+impl DoctorReport {
+    /// Problems a person should act on, in words.
+    pub fn problems(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if !self.roots.iter().any(|r| r.exists) {
+            v.push("no Claude Code config folder exists yet (run claude once, or pass --config-dir)".to_owned());
+        }
+        for r in &self.roots {
+            if let Some(e) = &r.hooks.error {
+                v.push(e.clone());
+            } else if r.exists && !r.hooks.installed {
+                v.push(format!(
+                    "hooks are {} in {} (run `mimesis hooks install` for exact statuses and work chains)",
+                    if r.hooks.partial { "partly installed" } else { "not installed" },
+                    r.hooks.settings_path.display()
+                ));
+            }
+        }
+        if self.claude_code.version.is_none() && self.claude_code.seen_version.is_none() {
+            v.push("no Claude Code found on PATH and no session shows its version".to_owned());
+        }
+        if !self.watcher.ok {
+            v.push(format!(
+                "files cannot be watched ({}); changes are found by rescanning",
+                self.watcher.error.as_deref().unwrap_or("unknown error")
+            ));
+        }
+        if !matches!(self.database.health, crate::db::DbHealth::Ok | crate::db::DbHealth::Missing) {
+            v.push(format!("fleet database: {:?}", self.database.health));
+        }
+        v
+    }
+}
+
+/// Runs every check. `db` is the engine's database when one runs; otherwise the file in
+/// `data_dir` is opened.
+pub fn run(roots: &[PathBuf], data_dir: &Path, db: Option<&Db>) -> DoctorReport {
+    let roots_report: Vec<RootReport> = roots
+        .iter()
+        .map(|r| RootReport {
+            path: r.clone(),
+            exists: r.is_dir(),
+            session_count: scan::discover(r).len(),
+            hooks: install::status(r),
+        })
+        .collect();
+    let mut claude = claude_on_path();
+    claude.seen_version = seen_version(roots);
+    let database = match db {
+        Some(db) => db.stats(),
+        None => Db::inspect(&data_dir.join(crate::db::FILE_NAME)),
+    };
+    let events = hooks::read_all(data_dir);
+    DoctorReport {
+        mimesis_version: env!("CARGO_PKG_VERSION").to_owned(),
+        roots: roots_report,
+        claude_code: claude,
+        watcher: watcher_check(roots),
+        data_dir: data_dir.to_owned(),
+        database,
+        hook_spool: SpoolReport {
+            path: hooks::spool_dir(data_dir),
+            files: hooks::spool_files(data_dir).len(),
+            events: events.len(),
+            last_event_at: events.iter().map(|e| e.at).max(),
+        },
+    }
+}
+
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+fn claude_on_path() -> ClaudeCodeReport {
+    let Some(path) = find_on_path("claude") else { return ClaudeCodeReport::default() };
+    let mut report = ClaudeCodeReport { path: Some(path.clone()), ..Default::default() };
+    let child = Command::new(&path)
+        .arg("--version")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            report.error = Some(format!("cannot run {}: {e}", path.display()));
+            return report;
+        }
+    };
+    let deadline = Instant::now() + VERSION_TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                // Our own child: stop it rather than wait longer.
+                let _ = child.kill();
+                let _ = child.wait();
+                report.error =
+                    Some(format!("`{} --version` did not answer within {VERSION_TIMEOUT:?}", path.display()));
+                return report;
+            }
+        }
+    }
+    let mut out = String::new();
+    if let Some(mut s) = child.stdout.take() {
+        let _ = s.by_ref().take(4096).read_to_string(&mut out);
+    }
+    report.version = out.split_whitespace().next().map(str::to_owned);
+    report
+}
+
+/// The version the newest session shows: a live registry entry, else the last record of
+/// the most recently written transcript.
+fn seen_version(roots: &[PathBuf]) -> Option<String> {
+    for r in roots {
+        let dir = roots::sessions_dir(r);
+        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        for e in rd.filter_map(Result::ok) {
+            if registry::pid_of_file(&e.path()).is_none() {
+                continue;
+            }
+            if let Ok(bytes) = std::fs::read(e.path())
+                && let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes)
+                && let Some(ver) = v.get("version").and_then(|v| v.as_str())
+            {
+                return Some(ver.to_owned());
+            }
+        }
+    }
+    let newest = roots
+        .iter()
+        .flat_map(|r| scan::discover(r))
+        .filter_map(|l| Some((std::fs::metadata(&l.path).ok()?.modified().ok()?, l.path)))
+        .max()?;
+    let bytes = std::fs::read(&newest.1).ok()?;
+    let start = bytes.len().saturating_sub(64 * 1024);
+    bytes[start..]
+        .split(|&b| b == b'\n')
+        .rev()
+        .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get("version").and_then(|v| v.as_str()).map(str::to_owned))
+}
+
+fn watcher_check(roots: &[PathBuf]) -> WatcherReport {
+    use notify::Watcher;
+    let max_user_watches =
+        std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches").ok().and_then(|s| s.trim().parse().ok());
+    let mut w = match notify::recommended_watcher(|_res: notify::Result<notify::Event>| {}) {
+        Ok(w) => w,
+        Err(e) => return WatcherReport { ok: false, max_user_watches, error: Some(e.to_string()) },
+    };
+    for r in roots.iter().filter(|r| r.is_dir()) {
+        if let Err(e) = w.watch(r, notify::RecursiveMode::NonRecursive) {
+            return WatcherReport { ok: false, max_user_watches, error: Some(format!("{}: {e}", r.display())) };
+        }
+    }
+    WatcherReport { ok: true, max_user_watches, error: None }
+}
