@@ -12,7 +12,7 @@
 //   ?toasts      + a memory restart: restarting and ready toasts
 //   ?queued      the session is suspended: typed input is queued, then it resumes
 //   ?chain       + after a moment a /clear: the session is superseded by a new one
-//   ?resources / ?settings   the fake asks the UI to show that view (via the `view` switch the UI reads)
+//   ?hooks       hooks start installed
 
 import type { Backend, Unlisten } from '../backend';
 import { needsYou } from '../format';
@@ -355,7 +355,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
   const nowIso = () => new Date().toISOString();
 
   /** Starts (or resumes) the agent for a session: a running supervision, a welcome screen. */
-  function startPty(fs: FakeSession, resumed: boolean): void {
+  function startPty(fs: FakeSession, resumed: boolean, announce = resumed): void {
     const t = Date.now();
     const pid = 5000 + (hash(fs.session.sessionId + String(t)) % 30000);
     const old = fs.session.supervision;
@@ -375,10 +375,10 @@ export function createFakeBackend(params: URLSearchParams): Backend {
     };
     update(fs, { source: 'pty', live: true, pid, supervision: sup, status: 'waiting_for_input' });
     const pty = ptys.get(fs.session.sessionId) ?? makePty(fs);
-    if (resumed && old) pty.notice('Resuming session…');
+    if (announce && old) pty.notice('Resuming session…');
     pty.welcome(resumed);
     event({ type: 'session_started', sessionId: fs.session.sessionId, at: nowIso() });
-    if (resumed && old) event({ type: 'session_resumed', sessionId: fs.session.sessionId, at: nowIso(), message: 'Session resumed. You can continue.' });
+    if (announce && old) event({ type: 'session_resumed', sessionId: fs.session.sessionId, at: nowIso(), message: 'Session resumed. You can continue.' });
   }
 
   function newPtySession(cwd: string): FakeSession {
@@ -455,8 +455,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
     const idleMin = Math.max(1, Math.round((Date.now() - (Date.parse(fs.session.lastActivityAt ?? '') || Date.now())) / 60_000));
     const message = `Resuming session (idle for ${idleMin} min)…`;
     pty.notice(message);
-    startPty(fs, false);
-    event({ type: 'mode_change', sessionId: id, at: nowIso(), mode: 'persistent', message: 'Back to a persistent session.' });
+    startPty(fs, true, false);
     event({ type: 'session_resumed', sessionId: id, at: nowIso(), message });
     const q = queued.get(id);
     queued.delete(id);

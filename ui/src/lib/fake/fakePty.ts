@@ -60,7 +60,7 @@ export class FakePty {
         row('') +
         row(`${DIM}  cwd: ${this.cwd}${RESET}`) +
         `${ORANGE}╰${'─'.repeat(w - 2)}╯${RESET}\r\n` +
-        (resumed ? `\r\n${DIM}  ⎿  Resumed the previous conversation.${RESET}\r\n` : '') +
+        (resumed ? `\r\n${DIM}  └  Resumed the previous conversation.${RESET}\r\n` : '') +
         `\r\n${DIM} Tip: type a message and press Enter${RESET}\r\n`,
     );
     this.prompt();
@@ -151,7 +151,7 @@ export class FakePty {
     const later = this.#hooks.later ?? ((fn, ms) => void setTimeout(fn, ms));
     later(() => {
       const reply = REPLIES[this.#replies++ % REPLIES.length];
-      this.print(`\r\x1b[2K${ORANGE}⏺${RESET} ${reply}\r\n  ${DIM}⎿${RESET}  ${GREEN}Read${RESET} ${DIM}3 files (ctrl+r to expand)${RESET}\r\n`);
+      this.print(`\r\x1b[2K${ORANGE}⏺${RESET} ${reply}\r\n  ${DIM}└${RESET}  ${GREEN}Read${RESET} ${DIM}3 files (ctrl+r to expand)${RESET}\r\n`);
       this.#hooks.onReply?.(line, reply);
       this.prompt();
     }, 450);
