@@ -5,7 +5,8 @@
 /** The channel's payload as bytes: an ArrayBuffer inside Tauri; tolerate the other shapes a bridge may give. */
 export function toBytes(data: unknown): Uint8Array | null {
   if (data instanceof Uint8Array) return data;
-  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  // By tag, not instanceof: buffers may come from another realm (the IPC bridge, workers).
+  if (Object.prototype.toString.call(data) === '[object ArrayBuffer]') return new Uint8Array(data as ArrayBuffer);
   if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   if (Array.isArray(data)) return Uint8Array.from(data as number[]);
   if (typeof data === 'string') return new TextEncoder().encode(data);
