@@ -181,8 +181,11 @@ export function createFakeBackend(params: URLSearchParams): Backend {
       if (!sup) throw new Error('This session is not supervised by Mimesis');
       if (sup.state === 'terminated') throw new Error('The session has ended: resume it first');
       if (sup.state === 'suspended' || sup.state === 'recovering' || sup.state === 'restart_pending') {
-        queued.set(sessionId, (queued.get(sessionId) ?? '') + data);
-        setSup(fs, { queuedInputs: sup.queuedInputs + 1 });
+        const kept = (queued.get(sessionId) ?? '') + data;
+        queued.set(sessionId, kept);
+        // The engine counts messages, not keystrokes.
+        const messages = Math.max(1, kept.split('\r').length - (kept.endsWith('\r') ? 1 : 0));
+        if (messages !== sup.queuedInputs) setSup(fs, { queuedInputs: messages });
         if (sup.state === 'suspended' && !resuming.has(sessionId)) {
           // P2/P6: the next message resumes a suspended session, then the queue is delivered.
           resuming.add(sessionId);
@@ -443,7 +446,8 @@ export function createFakeBackend(params: URLSearchParams): Backend {
       const sup = fs.session.supervision;
       if (!sup) return;
       setSup(fs, { restartCount: sup.restartCount + 1 });
-      startPty(fs, true);
+      ptys.get(id)?.notice('Restarted with --resume.');
+      startPty(fs, true, false);
       event({ type: 'session_ready', sessionId: id, at: nowIso(), status: 'resumed', message: 'Session restored. You can continue.' });
     }, 900);
   }
@@ -485,6 +489,8 @@ export function createFakeBackend(params: URLSearchParams): Backend {
       goal: 'now add a regression test for the partial-line case',
       title: null,
       status: 'waiting_for_input',
+      pendingTool: null,
+      hasPendingToolUse: false,
       lastActivityAt: at,
       createdAt: at,
       transcriptPath: prev.session.transcriptPath.replace(prev.session.sessionId, id),
@@ -538,20 +544,25 @@ export function createFakeBackend(params: URLSearchParams): Backend {
     setTimeout(() => emit('app:open-session', { sessionId: id }), 60);
     const at = () => nowIso();
     const script: Record<string, () => void> = {
-      warning: () => event({ type: 'session_warning', sessionId: id, at: at(), reason: 'duration', remainingSeconds: 1440, message: 'Session will end in 24 minutes. Save your work.' }),
+      warning: () => {
+        setSup(first, { durationDeadline: new Date(Date.now() + 1_440_000).toISOString() });
+        warn();
+      },
       terminated: () => {
         script.warning();
         later(() => terminate(first, 'duration_limit', 'Session ended (4-hour limit reached).'), 500);
       },
       crash: () => {
         setSup(first, { pendingCrashRecovery: true }, { status: 'working' });
+        ptyOf(id).print('\r\n\x1b[31mRangeError: Maximum call stack size exceeded\x1b[0m\r\n    at Object.render (cli.js:1:402)\r\n');
         event({ type: 'crash_detected', sessionId: id, at: at(), deferred: true });
       },
       unhealthy: () => {
+        ptyOf(id).print('\r\n\x1b[31mRangeError: Maximum call stack size exceeded\x1b[0m\r\n\x1b[2m[process exited with code 1]\x1b[0m\r\n');
         event({ type: 'error', sessionId: id, at: at(), exitCode: 1, message: 'Claude Code exited with code 1 (last output: "RangeError: Maximum call stack size exceeded").' });
         later(() => event({ type: 'recovery_failed', sessionId: id, at: at(), message: 'Automatic recovery failed after 2 attempts. Switched to one-shot mode.' }), 150);
         later(() => {
-          setSup(first, { state: 'unhealthy', mode: 'one_shot', pid: null, consecutiveCrashes: 3, lastExitCode: 1 }, { live: false, pid: null });
+          setSup(first, { state: 'unhealthy', mode: 'one_shot', pid: null, consecutiveCrashes: 3, lastExitCode: 1 }, { live: false, pid: null, status: 'idle', pendingTool: null });
           event({ type: 'session_unhealthy', sessionId: id, at: at(), message: 'Session crashed 3 times in a row. Automatic recovery is off; retry when ready.' });
         }, 300);
       },
@@ -560,6 +571,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
       },
       chain: () => later(() => clearInto(first), 1500),
     };
+    const warn = () => event({ type: 'session_warning', sessionId: id, at: at(), reason: 'duration', remainingSeconds: 1440, message: 'Session will end in 24 minutes. Save your work.' });
     setTimeout(() => script[story]?.(), 400);
   }
 

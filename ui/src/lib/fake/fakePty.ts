@@ -1,5 +1,5 @@
 // A pretend terminal for the in-browser fake backend: it echoes what is typed, answers each
-// line like Claude Code would (a "⏺" reply, then a fresh prompt), keeps a scrollback that is
+// line like Claude Code would (a "●" reply, then a fresh prompt), keeps a scrollback that is
 // replayed on attach, and streams bytes to the attached channel like `pty_attach` does.
 
 import type { ByteChannel } from '../types';
@@ -151,7 +151,7 @@ export class FakePty {
     const later = this.#hooks.later ?? ((fn, ms) => void setTimeout(fn, ms));
     later(() => {
       const reply = REPLIES[this.#replies++ % REPLIES.length];
-      this.print(`\r\x1b[2K${ORANGE}⏺${RESET} ${reply}\r\n  ${DIM}└${RESET}  ${GREEN}Read${RESET} ${DIM}3 files (ctrl+r to expand)${RESET}\r\n`);
+      this.print(`\r\x1b[2K${ORANGE}●${RESET} ${reply}\r\n  ${DIM}└${RESET}  ${GREEN}Read${RESET} ${DIM}3 files (ctrl+r to expand)${RESET}\r\n`);
       this.#hooks.onReply?.(line, reply);
       this.prompt();
     }, 450);
