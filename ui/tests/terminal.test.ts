@@ -46,13 +46,15 @@ describe('OutputBatcher', () => {
     const chunk = new Uint8Array(64 * 1024).fill(65);
     for (let i = 0; i < 100; i++) b.push(chunk);
     frame();
-    expect(writes).toHaveLength(1);
-    expect(writes[0].bytes.length).toBe(100 * 64 * 1024);
+    // One batch, handed to xterm in pieces it can parse between yields.
+    expect(writes).toHaveLength(100);
+    expect(writes.every((w) => w.bytes.length === 64 * 1024)).toBe(true);
+    expect(b.writes).toBe(1);
     b.dispose();
     b.push('late');
-    writes[0].done();
+    writes[99].done();
     frame();
-    expect(writes).toHaveLength(1);
+    expect(writes).toHaveLength(100);
   });
 
   it('accepts the shapes a bridge may deliver', () => {
@@ -61,5 +63,28 @@ describe('OutputBatcher', () => {
     expect(Array.from(toBytes([4, 5]) ?? [])).toEqual([4, 5]);
     expect(text(toBytes('é') ?? new Uint8Array())).toBe('é');
     expect(toBytes({})).toBeNull();
+  });
+});
+
+describe('InputSender', () => {
+  it('keeps one call in flight and sends what was typed meanwhile together, in order', async () => {
+    const { InputSender } = await import('../src/lib/terminal');
+    const sent: string[] = [];
+    const releases: (() => void)[] = [];
+    const s = new InputSender((d) => {
+      sent.push(d);
+      return new Promise<void>((r) => releases.push(r));
+    });
+    s.push('a');
+    s.push('b');
+    s.push('c');
+    expect(sent).toEqual(['a']);
+    releases.shift()?.();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(sent).toEqual(['a', 'bc']);
+    s.push('d');
+    releases.shift()?.();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(sent).toEqual(['a', 'bc', 'd']);
   });
 });

@@ -15,6 +15,9 @@ export function toBytes(data: unknown): Uint8Array | null {
 
 export type Schedule = (fn: () => void) => void;
 
+/** xterm parses each write in one go and yields only between writes: keep them small. */
+export const MAX_WRITE = 64 * 1024;
+
 export class OutputBatcher {
   #chunks: Uint8Array[] = [];
   #size = 0;
@@ -62,10 +65,14 @@ export class OutputBatcher {
     this.#writing = true;
     this.written += out.length;
     this.writes++;
-    this.write(out, () => {
+    const done = () => {
       this.#writing = false;
       if (this.#size > 0) this.#kick();
-    });
+    };
+    for (let at = 0; at < out.length; at += MAX_WRITE) {
+      const end = Math.min(out.length, at + MAX_WRITE);
+      this.write(out.subarray(at, end), end === out.length ? done : () => {});
+    }
   }
 
   /** Bytes waiting for the next frame. */
@@ -77,5 +84,33 @@ export class OutputBatcher {
     this.#disposed = true;
     this.#chunks = [];
     this.#size = 0;
+  }
+}
+
+/**
+ * Keystrokes in order: one `pty_input` in flight per session; what is typed meanwhile is sent
+ * together when it returns. (Commands may run concurrently on the other side, so two calls in
+ * flight could overtake each other; this also batches fast typing and pastes.)
+ */
+export class InputSender {
+  #inflight = false;
+  #pending = '';
+
+  constructor(private readonly send: (data: string) => Promise<void>) {}
+
+  push(data: string): void {
+    if (this.#inflight) {
+      this.#pending += data;
+      return;
+    }
+    this.#inflight = true;
+    void this.send(data).finally(() => {
+      this.#inflight = false;
+      if (this.#pending) {
+        const next = this.#pending;
+        this.#pending = '';
+        this.push(next);
+      }
+    });
   }
 }

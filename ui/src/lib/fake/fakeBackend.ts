@@ -13,6 +13,7 @@
 //   ?queued      the session is suspended: typed input is queued, then it resumes
 //   ?chain       + after a moment a /clear: the session is superseded by a new one
 //   ?hooks       hooks start installed
+//   ?flood=50    + 50 MB of output on the first attach, then "FLOOD-DONE" (terminal throughput)
 
 import type { Backend, Unlisten } from '../backend';
 import { needsYou } from '../format';
@@ -53,6 +54,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
   let seq = 0;
   let demo = false;
   const ptys = new Map<string, FakePty>();
+  let floodMb = Number(params.get('flood') ?? 0) || 0;
   let settings: Settings = structuredClone(DEFAULT_SETTINGS);
   let hooksInstalled = params.has('hooks');
   let attention = '';
@@ -169,6 +171,10 @@ export function createFakeBackend(params: URLSearchParams): Backend {
     pty_attach: ({ sessionId, onData }) => {
       const pty = ptyOf(sessionId);
       pty.attach(onData);
+      if (floodMb > 0) {
+        pty.flood(floodMb);
+        floodMb = 0;
+      }
       return { cols: pty.cols, rows: pty.rows };
     },
     pty_detach: ({ sessionId }) => {
@@ -533,7 +539,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
   }
 
   // ---- scripted supervision stories (URL switches) ----
-  const stories = ['pty', 'warning', 'terminated', 'crash', 'unhealthy', 'toasts', 'queued', 'chain'];
+  const stories = ['pty', 'flood', 'warning', 'terminated', 'crash', 'unhealthy', 'toasts', 'queued', 'chain'];
   const story = stories.find((k) => params.has(k));
   const first = [...sessions.values()].find((f) => f.session.supervision?.state === 'running');
   if (story && first) {

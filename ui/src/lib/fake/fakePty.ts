@@ -105,6 +105,28 @@ export class FakePty {
     }, 0);
   }
 
+  /**
+   * Streams `mb` megabytes of build-log-like output as fast as timers allow, then a line
+   * "FLOOD-DONE <ms>" (a throughput check for xterm and the output batching; kept out of the scrollback).
+   */
+  flood(mb: number): void {
+    const line = (i: number) => `\x1b[32m   Compiling\x1b[0m crate-${i % 997} v0.${i % 13}.${i % 7} (/home/dana/src/mimesis/crates/engine) \x1b[2m[${i}]\x1b[0m\r\n`;
+    let block = '';
+    for (let i = 0; block.length < 64 * 1024; i++) block += line(i);
+    const chunk = this.#enc.encode(block);
+    const total = Math.ceil((mb * 1024 * 1024) / chunk.length);
+    const t0 = performance.now();
+    let sent = 0;
+    const step = () => {
+      const ch = this.#channel;
+      if (!ch) return;
+      for (let k = 0; k < 8 && sent < total; k++, sent++) ch.onmessage(chunk.slice().buffer);
+      if (sent < total) setTimeout(step, 0);
+      else ch.onmessage(this.#enc.encode(`\r\nFLOOD-DONE ${Math.round(performance.now() - t0)}\r\n`).buffer);
+    };
+    setTimeout(step, 0);
+  }
+
   detach(): void {
     this.#channel = null;
   }
