@@ -60,10 +60,12 @@ await page.keyboard.press('j');
 await page.keyboard.press('j');
 await page.keyboard.press('Enter');
 await page.waitForTimeout(200);
-const opened = await page.getAttribute('[data-testid=timeline]', 'data-session-id');
+const opened = await page.getAttribute('[data-testid=timeline], [data-testid=session-view]', 'data-session-id');
 const selected = await page.getAttribute('[data-testid=roster-row][aria-selected=true]', 'data-session-id');
 if (opened !== selected) problems.push(`keyboard: opened ${opened} but selected ${selected}`);
-await page.keyboard.press('Escape');
+// Escape belongs to Claude Code inside a terminal: Ctrl+Shift+L is the way out there.
+const inTerminal = await page.evaluate(() => !!document.activeElement?.closest('.xterm'));
+await page.keyboard.press(inTerminal ? 'Control+Shift+L' : 'Escape');
 await page.keyboard.press('/');
 if ((await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))) !== 'search') problems.push('/ did not focus search');
 await page.keyboard.type('onerror');
@@ -105,7 +107,7 @@ await shot(page, 'big-transcript-middle.png');
 await page.close();
 page = await newPage('');
 await page.waitForSelector('[data-testid=roster-row]');
-await page.locator('[data-testid=roster-row][data-status=working]').first().click();
+await page.locator('[data-testid=roster-row][data-status=working]:not([data-supervised])').first().click();
 await page.waitForSelector('[data-testid=timeline-item]');
 const scroller = '[data-testid=timeline] .scroller';
 const metrics = () =>
@@ -182,9 +184,138 @@ const longTasks = await page.evaluate(
 );
 await shot(page, 'sessions-2000.png');
 
+// 9. A supervised session: the terminal, typing, scrollback kept across switching away and back.
+await page.close();
+page = await newPage('?still&pty');
+await page.waitForSelector('[data-testid=terminal][data-attached=true]');
+const ptyId = await page.getAttribute('[data-testid=session-view]', 'data-session-id');
+await page.click('[data-testid=terminal]');
+await page.keyboard.type('explain why the tail loop drops partial lines');
+await page.keyboard.press('Enter');
+await page.waitForTimeout(900);
+const screenText = () => page.$eval('[data-testid=terminal]', (e) => e.terminalText?.() ?? '');
+if (!(await screenText()).includes('explain why the tail loop')) problems.push('terminal: typed text not echoed');
+if (!(await screenText()).includes('●')) problems.push('terminal: no reply');
+await shot(page, 'terminal.png');
+// Leave with the chord, open another session, come back: the scrollback is replayed.
+await page.keyboard.press('Control+Shift+L');
+if (await page.evaluate(() => !!document.activeElement?.closest('.xterm'))) problems.push('terminal: Ctrl+Shift+L did not leave');
+await page.locator('[data-testid=roster-row][data-status=waiting_for_approval]').first().click();
+await page.waitForSelector('[data-testid=timeline]');
+await page.click(`[data-testid=roster-row][data-session-id="${ptyId}"]`);
+await page.waitForSelector('[data-testid=terminal][data-attached=true]');
+await page.waitForTimeout(300);
+if (!(await screenText()).includes('explain why the tail loop')) problems.push('terminal: scrollback lost after switching away and back');
+await page.click('[data-testid=pane-split]');
+await page.waitForTimeout(400);
+await shot(page, 'terminal-split.png');
+
+// 10. The supervision stories: banners, the terminated dialog, toasts, queued input.
+for (const [story, sel, name] of [
+  ['warning', '[data-testid=banner][data-kind=session_warning]', 'warning-banner.png'],
+  ['terminated', '[data-testid=terminated-dialog]', 'terminated-dialog.png'],
+  ['unhealthy', '[data-testid=banner][data-kind=session_unhealthy]', 'unhealthy-banner.png'],
+  ['crash', '[data-testid=banner][data-kind=crash_detected]', 'crash-deferred.png'],
+  ['toasts', '[data-testid=toast][data-kind=session_ready]', 'toasts.png'],
+]) {
+  await page.close();
+  page = await newPage(`?still&${story}`);
+  await page.waitForSelector('[data-testid=terminal][data-attached=true]');
+  await page.waitForSelector(sel, { timeout: 5000 }).catch(() => problems.push(`${story}: ${sel} did not appear`));
+  await page.waitForTimeout(350);
+  await shot(page, name);
+}
+await page.close();
+page = await newPage('?still&queued');
+await page.waitForSelector('[data-testid=terminal][data-attached=true]');
+await page.click('[data-testid=terminal]');
+await page.keyboard.type('are the tests green?');
+await page.waitForSelector('[data-testid=queued-note]', { timeout: 2000 }).catch(() => problems.push('queued: no note'));
+await shot(page, 'queued-input.png');
+await page.keyboard.press('Enter');
+await page.waitForSelector('[data-testid=queued-note]', { state: 'detached', timeout: 4000 }).catch(() => problems.push('queued: note stayed after resume'));
+await page.waitForTimeout(900);
+if (!(await screenText()).includes('are the tests green?')) problems.push('queued: input not delivered after resume');
+await shot(page, 'queued-delivered.png');
+
+// 11. The new-session dialog, keyboard only.
+await page.close();
+page = await newPage('?still');
+await page.waitForSelector('[data-testid=roster-row]');
+await page.keyboard.press('c');
+await page.waitForSelector('[data-testid=new-session-dialog]');
+await page.keyboard.type('/home/dana/src/mimesis');
+await page.waitForTimeout(200);
+await shot(page, 'new-session.png');
+await page.keyboard.press('Enter');
+await page.waitForSelector('[data-testid=new-session-dialog]', { state: 'detached' });
+await page.waitForSelector('[data-testid=terminal][data-attached=true]');
+await page.waitForTimeout(300);
+if (!(await page.evaluate(() => !!document.activeElement?.closest('.xterm')))) problems.push('new session: the terminal does not have the keyboard');
+
+// 12. A /clear: the selection moves to the successor; the timeline shows the boundary.
+await page.close();
+page = await newPage('?still&chain');
+await page.waitForSelector('[data-testid=session-view]');
+const chainFirst = await page.getAttribute('[data-testid=session-view]', 'data-session-id');
+await page.waitForFunction((id) => document.querySelector('[data-testid=session-view]')?.getAttribute('data-session-id') !== id, chainFirst, { timeout: 5000 }).catch(() => problems.push('chain: no switch'));
+await page.click('[data-testid=pane-split]');
+await page.waitForSelector('[data-testid=segment-boundary]', { timeout: 3000 }).catch(() => problems.push('chain: no segment boundary'));
+await page.waitForTimeout(300);
+await shot(page, 'chain-segment.png');
+
+// 13. Resources and settings.
+await page.click('[data-testid=page-resources]');
+await page.waitForSelector('[data-testid=resource-row]');
+await page.waitForTimeout(300);
+await shot(page, 'resources.png');
+await page.click('[data-testid=page-settings]');
+await page.waitForSelector('[data-testid=doctor-report]');
+await page.waitForTimeout(300);
+await shot(page, 'settings.png');
+await page.$eval('[data-testid=settings-view] .inner', (e) => (e.scrollTop = e.scrollHeight));
+await page.waitForTimeout(200);
+await shot(page, 'settings-hooks-doctor.png');
+await page.$eval('[data-testid=settings-view] .inner', (e) => (e.scrollTop = 0));
+await page.fill('[data-field="limits.idleTimeoutSecs"]', '30');
+await page.fill('[data-field="agent.command"]', 'claud');
+await page.click('[data-testid=settings-save]');
+await page.waitForSelector('[data-testid=field-error]');
+await page.evaluate(() => document.querySelector('[data-field="limits.idleTimeoutSecs"]')?.scrollIntoView({ block: 'center' }));
+await shot(page, 'settings-errors.png');
+
+// 14. Terminal throughput: 50 MB of coloured build log through the channel, batching and xterm.
+await page.close();
+page = await newPage('?still&flood=50');
+await page.waitForSelector('[data-testid=terminal]');
+const floodT0 = Date.now();
+await page.evaluate(() => {
+  globalThis.__longTasks = 0;
+  new PerformanceObserver((l) => (globalThis.__longTasks += l.getEntries().length)).observe({ type: 'longtask', buffered: false });
+});
+await page.waitForFunction(() => document.querySelector('[data-testid=terminal]')?.terminalText?.(3)?.includes('FLOOD-DONE'), null, { timeout: 120_000, polling: 100 }).catch(() => problems.push('flood: did not finish'));
+const floodMs = Date.now() - floodT0;
+const floodLongTasks = await page.evaluate(() => globalThis.__longTasks);
+const renderer = await page.getAttribute('[data-testid=terminal]', 'data-renderer');
+await shot(page, 'terminal-flood.png');
+
+// 15. The terminal in the light theme.
+await page.close();
+page = await newPage('?still&warning', 'light');
+await page.waitForSelector('[data-testid=terminal][data-attached=true]');
+await page.waitForSelector('[data-testid=banner]');
+await page.waitForTimeout(300);
+await shot(page, 'terminal-light.png');
+
 await browser.close();
 server.close();
-console.log(JSON.stringify({ bigOpenMs: bigOpen, midItems, load2000Ms: load2000, rowsInDom, nav200Ms: nav200, longTasksIn5s: longTasks }, null, 1));
+console.log(
+  JSON.stringify(
+    { bigOpenMs: bigOpen, midItems, load2000Ms: load2000, rowsInDom, nav200Ms: nav200, longTasksIn5s: longTasks, terminalMBps: +(50 / (floodMs / 1000)).toFixed(1), terminalLongTasks: floodLongTasks, terminalRenderer: renderer },
+    null,
+    1,
+  ),
+);
 if (problems.length) {
   console.log('PROBLEMS:\n' + problems.join('\n'));
   process.exitCode = 1;

@@ -1,5 +1,5 @@
 import type { Backend } from '../src/lib/backend';
-import type { Commands, Events, SeqEvent, TimelineItem, TrackedSession } from '../src/lib/types';
+import type { ByteChannel, Commands, Events, SeqEvent, TimelineItem, TrackedSession } from '../src/lib/types';
 
 export function session(id: string, over: Partial<TrackedSession> = {}): TrackedSession {
   return {
@@ -31,6 +31,8 @@ export function session(id: string, over: Partial<TrackedSession> = {}): Tracked
     transcriptPath: `/home/me/.claude/projects/-home-me-proj/${id}.jsonl`,
     permissionMode: 'default',
     malformedLines: 0,
+    chainLength: 1,
+    supervision: null,
     ...over,
   };
 }
@@ -67,6 +69,13 @@ export class MockBackend implements Backend {
     const h = handler as (p: unknown) => void;
     set.add(h);
     return Promise.resolve(() => set.delete(h));
+  }
+
+  readonly channels: ByteChannel[] = [];
+  channel(onmessage: (data: ArrayBuffer) => void): ByteChannel {
+    const c = { onmessage };
+    this.channels.push(c);
+    return c;
   }
 
   fire<E extends keyof Events>(event: E, payload: Events[E]): void {

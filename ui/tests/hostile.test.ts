@@ -55,3 +55,62 @@ describe('hostile transcript text', () => {
     expect(row?.querySelector('[data-testid=status-badge]')?.getAttribute('data-status')).toBe('waiting_for_approval');
   });
 });
+
+// Supervision messages, session names and chain ids are engine/transcript text too.
+import { fireEvent } from '@testing-library/svelte';
+import Banners from '../src/components/pty/Banners.svelte';
+import EventLog from '../src/components/pty/EventLog.svelte';
+import NewSessionDialog from '../src/components/pty/NewSessionDialog.svelte';
+import TerminatedDialog from '../src/components/pty/TerminatedDialog.svelte';
+import Toasts from '../src/components/pty/Toasts.svelte';
+import { RosterStore } from '../src/lib/store.svelte';
+import { applyEvent, emptyNotices } from '../src/lib/supervision';
+import { SupervisionStore } from '../src/lib/supervision.svelte';
+import type { SupervisionEvent } from '../src/lib/types';
+import { MockBackend } from './helpers';
+
+describe('hostile supervision text', () => {
+  const at = '2026-11-01T12:00:00.000Z';
+  const evs: SupervisionEvent[] = [
+    { type: 'session_warning', sessionId: 's', at, reason: EVIL, remainingSeconds: 60, message: EVIL },
+    { type: 'session_unhealthy', sessionId: 's', at, message: EVIL },
+    { type: 'session_restarting', sessionId: 's', at, reason: EVIL, message: EVIL },
+    { type: 'session_terminated', sessionId: 's', at, reason: EVIL, message: EVIL, resumeSessionId: 's' },
+  ];
+
+  it('banners, the event log, toasts and the terminated dialog show it as text', async () => {
+    const notices = evs.slice(0, 2).reduce(applyEvent, emptyNotices());
+    for (const [C, props] of [
+      [Banners, { notices: { ...notices, queued: true }, onretry: () => {}, ondismiss: () => {} }],
+      [EventLog, { events: evs }],
+      [TerminatedDialog, { notice: { message: EVIL, reason: EVIL, resumeSessionId: null, at }, cwd: EVIL, onnew: () => {}, onresume: () => {}, onclose: () => {} }],
+    ] as const) {
+      const { container, unmount } = render(C as never, { props: props as never });
+      assertInert(container);
+      expect(container.textContent).toContain('<script>globalThis.pwned=2</script>');
+      unmount();
+    }
+    const sup = new SupervisionStore(new MockBackend(), { later: () => {} });
+    sup.receive(evs[2]);
+    const { container } = render(Toasts, { props: { sup, openId: null, label: () => EVIL, onopen: () => {} } });
+    assertInert(container);
+    expect(container.querySelector('[data-testid=toast]')?.textContent).toContain('<img src=x onerror=');
+  });
+
+  it('a segment boundary with hostile ids and the new-session dialog with hostile names stay text', async () => {
+    const { container, unmount } = render(TimelineItem, {
+      props: { item: { ...base, kind: 'segment', sessionId: EVIL, previousSessionId: EVIL, reason: EVIL } },
+    });
+    assertInert(container);
+    expect(container.querySelector('[data-testid=segment-boundary]')).not.toBeNull();
+    unmount();
+
+    const b = new MockBackend({ roster_snapshot: () => ({ seq: 0, sessions: [session('x', { cwd: '/p', title: EVIL, goal: EVIL })], roots: [], demo: false }) });
+    const store = new RosterStore(b);
+    await store.start();
+    const r = render(NewSessionDialog, { props: { store, initialCwd: '/p', oncreate: async () => {}, onclose: () => {} } });
+    await fireEvent.input(r.container.querySelector('[data-testid=new-session-cwd]') as HTMLElement, { target: { value: '/p' } });
+    assertInert(r.container);
+    expect(r.container.textContent).toContain('Resume: <img src=x');
+  });
+});

@@ -5,3 +5,8 @@ class NoopResizeObserver {
   disconnect(): void {}
 }
 globalThis.ResizeObserver ??= NoopResizeObserver as unknown as typeof ResizeObserver;
+
+// Each test starts from an empty document (apps left mounted would answer each other's queries).
+import { cleanup } from '@testing-library/svelte';
+import { afterEach } from 'vitest';
+afterEach(() => cleanup());

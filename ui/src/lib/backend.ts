@@ -2,7 +2,7 @@
 // Inside Tauri it is `invoke` / `listen`; in a plain browser (development, screenshots)
 // it is the in-browser fake in ./fake, which speaks the same contract.
 
-import type { Commands, Events } from './types';
+import type { ByteChannel, Commands, Events } from './types';
 
 export type Unlisten = () => void;
 
@@ -14,6 +14,8 @@ export interface Backend {
     ...args: Commands[K]['args'] extends undefined ? [] : [Commands[K]['args']]
   ): Promise<Commands[K]['ret']>;
   on<E extends keyof Events>(event: E, handler: (payload: Events[E]) => void): Promise<Unlisten>;
+  /** A channel for bulk bytes (`pty_attach`'s `onData`): a Tauri `Channel` inside the app. */
+  channel(onmessage: (data: ArrayBuffer) => void): ByteChannel;
 }
 
 export function insideTauri(): boolean {
@@ -21,11 +23,12 @@ export function insideTauri(): boolean {
 }
 
 async function tauriBackend(): Promise<Backend> {
-  const [{ invoke }, { listen }] = await Promise.all([import('@tauri-apps/api/core'), import('@tauri-apps/api/event')]);
+  const [{ invoke, Channel }, { listen }] = await Promise.all([import('@tauri-apps/api/core'), import('@tauri-apps/api/event')]);
   return {
     fake: false,
     call: (cmd, ...args) => invoke(cmd, args[0]),
     on: (event, handler) => listen(event, (e) => handler(e.payload as Events[typeof event])),
+    channel: (onmessage) => new Channel<ArrayBuffer>(onmessage),
   };
 }
 

@@ -162,3 +162,27 @@ export function flatten(groups: readonly Group[], collapsed: ReadonlySet<string>
   }
   return lines;
 }
+
+/**
+ * Where a selection on `id` should be: `id` itself, or, when that session was superseded,
+ * the head of its chain (following `supersededBy` links; cycles and unknown ids stop the walk).
+ */
+export function chainHead(sessions: ReadonlyMap<string, TrackedSession>, id: string): string {
+  let cur = id;
+  const seen = new Set<string>([cur]);
+  for (;;) {
+    const s = sessions.get(cur);
+    const next = s?.superseded ? s.supersededBy : null;
+    if (!next || seen.has(next)) return cur;
+    seen.add(next);
+    cur = next;
+    if (!sessions.has(cur)) return cur;
+  }
+}
+
+/** The sessions an `updated` batch marked as superseded. */
+export function newlySuperseded(events: readonly SeqEvent[]): Set<string> {
+  const out = new Set<string>();
+  for (const ev of events) if (ev.type === 'updated' && (ev.changes.superseded === true || !!ev.changes.supersededBy)) out.add(ev.sessionId);
+  return out;
+}

@@ -7,6 +7,8 @@ import {
   DEFAULT_FILTERS,
   applyEvents,
   buildView,
+  chainHead,
+  newlySuperseded,
   byActivityDesc,
   flatten,
   type Filters,
@@ -146,6 +148,18 @@ export class RosterStore {
     }
     this.#seq = r.seq;
     if (r.changed) this.version++;
+    this.#followChains(events);
+  }
+
+  /** C6: when the selected or open session is superseded, the selection moves to its successor by itself. */
+  #followChains(events: readonly SeqEvent[]): void {
+    const gone = newlySuperseded(events);
+    if (gone.size === 0) return;
+    if (this.openId && gone.has(this.openId)) {
+      const head = chainHead(this.#sessions, this.openId);
+      if (head !== this.openId) this.openSession(head);
+    }
+    if (this.selectedId && gone.has(this.selectedId)) this.selectedId = chainHead(this.#sessions, this.selectedId);
   }
 
   setFilter<K extends keyof Filters>(key: K, value: Filters[K]): void {

@@ -43,6 +43,140 @@ export interface TrackedSession {
   transcriptPath: string;
   permissionMode: string | null;
   malformedLines: number;
+  /** Sessions in the work chain (1 when alone). */
+  chainLength: number;
+  /** Non-null exactly when Mimesis runs this session in a PTY (`source: "pty"`). */
+  supervision: Supervision | null;
+}
+
+export type SupervisionState = 'running' | 'restart_pending' | 'recovering' | 'suspended' | 'unhealthy' | 'terminated';
+export type SupervisionMode = 'persistent' | 'one_shot';
+
+export interface Supervision {
+  state: SupervisionState;
+  mode: SupervisionMode;
+  agent: string;
+  cwd: string;
+  pid: number | null;
+  processStartedAt: string | null;
+  createdAt: string;
+  recoveryCount: number;
+  restartCount: number;
+  consecutiveCrashes: number;
+  pendingCrashRecovery: boolean;
+  awaitingPermission: boolean;
+  idleDeadline: string | null;
+  durationDeadline: string | null;
+  queuedInputs: number;
+  lastExitCode: number | null;
+  terminatedReason: string | null;
+}
+
+interface SupervisionEventBase {
+  sessionId: string;
+  at: string;
+}
+
+/** `supervision:event` payloads (docs/ipc.md); `message` is in the seeds' wording, written by the engine. */
+export type SupervisionEvent = SupervisionEventBase &
+  (
+    | { type: 'session_started' }
+    | { type: 'session_warning'; reason: string; remainingSeconds: number; message: string }
+    | { type: 'session_terminated'; reason: string; message: string; resumeSessionId: string | null }
+    | { type: 'session_restarting'; reason: string; message: string }
+    | { type: 'session_ready'; status: 'resumed' | 'new'; message: string }
+    | { type: 'crash_detected'; deferred: boolean }
+    | { type: 'session_recovered'; message: string }
+    | { type: 'recovery_failed'; message: string }
+    | { type: 'session_unhealthy'; message: string }
+    | { type: 'session_suspended'; message: string }
+    | { type: 'session_resumed'; message: string }
+    | { type: 'mode_change'; mode: SupervisionMode; message: string }
+    | { type: 'error'; exitCode: number | null; message: string }
+    | { type: 'session_exited'; exitCode: number | null }
+  );
+
+export type SupervisionEventType = SupervisionEvent['type'];
+
+export interface ResourceRow {
+  sessionId: string;
+  cwd: string;
+  pid: number | null;
+  startedAt: string | null;
+  uptimeSecs: number;
+  rssBytes: number;
+  cpuPercent: number;
+  state: SupervisionState;
+  idleRemainingSecs: number | null;
+  recoveryCount: number;
+}
+
+export interface Metrics {
+  rssBytes: Record<string, number>;
+  zombieProcessesCleanedTotal: number;
+  orphansKilledTotal: number;
+  recoveriesTotal: number;
+  suspensionsTotal: number;
+  terminationsTotal: number;
+  restartsTotal: number;
+}
+
+export interface Resources {
+  rows: ResourceRow[];
+  metrics: Metrics;
+}
+
+export interface Settings {
+  watch: { approvalTimeoutSecs: number; staleTimeoutSecs: number; idleTimeoutSecs: number; statusFileTtlSecs: number };
+  limits: {
+    maxLiveSessions: number;
+    idleTimeoutSecs: number;
+    suspendMode: 'terminate' | 'stop';
+    maxDurationSecs: number;
+    durationCheckSecs: number;
+    durationWarnPercent: number;
+    turnGraceSecs: number;
+    maxRssMb: number;
+    rssCheckSecs: number;
+    killAfterSecs: number;
+    diskCheckSecs: number;
+    diskWarnPercent: number;
+    diskCleanupPercent: number;
+    healthCheckSecs: number;
+    orphanCheckSecs: number;
+    recoveryRetries: number;
+    recoveryRetryDelaySecs: number;
+    crashDebounceSuccessSecs: number;
+    crashDebounceFailureSecs: number;
+    crashPatterns: string[];
+  };
+  agent: { command: string; args: string[] };
+  notifications: {
+    enabled: boolean;
+    waitingForApproval: boolean;
+    waitingForInput: boolean;
+    crashed: boolean;
+    recovered: boolean;
+    terminated: boolean;
+  };
+}
+
+export interface SettingsError {
+  field: string;
+  message: string;
+}
+
+export interface HookStatus {
+  root: string;
+  settingsPath: string;
+  installed: boolean;
+  partial: boolean;
+  error: string | null;
+}
+
+/** Where `pty_attach` streams terminal bytes: a Tauri `Channel<ArrayBuffer>` inside the app. */
+export interface ByteChannel {
+  onmessage: (data: ArrayBuffer) => void;
 }
 
 export type StoreEvent =
@@ -116,7 +250,16 @@ export interface SystemItem extends ItemBase {
   text: string;
 }
 
+/** The boundary between two sessions of a work chain in a chain-wide timeline. */
+export interface SegmentItem extends ItemBase {
+  kind: 'segment';
+  sessionId: string;
+  previousSessionId: string;
+  reason: 'clear' | 'compact' | 'rollover' | (string & {});
+}
+
 export type TimelineItem =
+  | SegmentItem
   | PromptItem
   | AssistantTextItem
   | ThinkingItem
@@ -150,6 +293,22 @@ export interface Commands {
   close_timeline: { args: { sessionId: string }; ret: null };
   start_demo: { args: undefined; ret: null };
   stop_demo: { args: undefined; ret: null };
+  pty_create: { args: { cwd: string; resume: string | null }; ret: { sessionId: string } };
+  pty_attach: { args: { sessionId: string; onData: ByteChannel }; ret: { cols: number; rows: number } };
+  pty_detach: { args: { sessionId: string }; ret: null };
+  pty_input: { args: { sessionId: string; data: string }; ret: { queued: boolean } };
+  pty_resize: { args: { sessionId: string; cols: number; rows: number }; ret: null };
+  pty_stop: { args: { sessionId: string }; ret: null };
+  pty_resume: { args: { sessionId: string }; ret: null };
+  pty_restart: { args: { sessionId: string }; ret: null };
+  pty_delete: { args: { sessionId: string }; ret: null };
+  resources: { args: undefined; ret: Resources };
+  settings_get: { args: undefined; ret: Settings };
+  settings_set: { args: { settings: Settings }; ret: { settings: Settings; errors: SettingsError[] } };
+  hooks_status: { args: undefined; ret: HookStatus[] };
+  hooks_install: { args: undefined; ret: HookStatus[] };
+  hooks_uninstall: { args: undefined; ret: HookStatus[] };
+  doctor: { args: undefined; ret: unknown };
 }
 
 /** The events of docs/ipc.md and their payloads. */
@@ -157,6 +316,9 @@ export interface Events {
   'store:events': { events: SeqEvent[] };
   'store:resync': Record<string, never>;
   'timeline:update': TimelineUpdate;
+  'supervision:event': SupervisionEvent;
+  'app:open-session': { sessionId: string };
+  'attention:changed': { count: number; sessionIds: string[] };
 }
 
 /** How the UI shows a tool call that has no result yet, from the session's status. */

@@ -1,7 +1,7 @@
 // Generated, realistic-looking sessions and transcripts for the in-browser fake backend.
 // Deterministic: the same seed always gives the same data, so screenshots are stable.
 
-import type { Status, TimelineItem, TrackedSession, Usage } from '../types';
+import type { Status, Supervision, SupervisionState, TimelineItem, TrackedSession, Usage } from '../types';
 
 export function rng(seed: number): () => number {
   let a = seed >>> 0;
@@ -146,6 +146,35 @@ export interface FakeSession {
   /** Items that were appended or changed after generation. */
   extra: Map<number, TimelineItem>;
   seed: number;
+  /** A chain predecessor whose items come first (the timeline reads across the chain). */
+  base?: FakeSession;
+}
+
+/** Sessions Mimesis runs in a PTY in the generated data, and their supervision state. */
+const PTY_STATES: Record<number, SupervisionState> = { 0: 'running', 3: 'running', 6: 'suspended' };
+
+export function supervisionFor(s: TrackedSession, state: SupervisionState, now: number): Supervision {
+  const created = Date.parse(s.createdAt ?? '') || now - 3_600_000;
+  const running = state === 'running' || state === 'restart_pending' || state === 'recovering';
+  return {
+    state,
+    mode: 'persistent',
+    agent: 'claude',
+    cwd: s.cwd ?? '/home/dana',
+    pid: running ? (s.pid ?? 4100) : null,
+    processStartedAt: running ? new Date(Math.max(created, now - 1_800_000)).toISOString() : null,
+    createdAt: new Date(created).toISOString(),
+    recoveryCount: 0,
+    restartCount: 0,
+    consecutiveCrashes: 0,
+    pendingCrashRecovery: false,
+    awaitingPermission: s.status === 'waiting_for_approval',
+    idleDeadline: state === 'running' && (s.status === 'waiting_for_input' || s.status === 'idle') ? new Date(now + 420_000).toISOString() : null,
+    durationDeadline: state === 'terminated' ? null : new Date(created + 14_400_000).toISOString(),
+    queuedInputs: 0,
+    lastExitCode: null,
+    terminatedReason: state === 'terminated' ? 'user' : null,
+  };
 }
 
 export function makeSession(i: number, now: number, opts: { demo?: boolean; root?: string } = {}): FakeSession {
@@ -194,13 +223,27 @@ export function makeSession(i: number, now: number, opts: { demo?: boolean; root
     supersededAt: null,
     workChainId: id,
     workChainName: null,
-    source: i % 9 === 4 ? 'pty' : 'watcher',
+    source: 'watcher',
     live,
     pid: live ? 4000 + i : null,
     transcriptPath: `${root}/projects/${projectId}/${id}.jsonl`,
     permissionMode: 'default',
     malformedLines: 0,
+    chainLength: 1,
+    supervision: null,
   };
+  const ptyState = opts.demo ? undefined : PTY_STATES[i];
+  if (ptyState) {
+    session.source = 'pty';
+    session.supervision = supervisionFor(session, ptyState, now);
+    if (ptyState === 'suspended') {
+      session.live = false;
+      session.pid = null;
+      session.status = 'idle';
+      session.pendingTool = null;
+      session.hasPendingToolUse = false;
+    }
+  }
   return { session, total, extra: new Map(), seed: hash(id) };
 }
 
@@ -214,6 +257,7 @@ function stamp(fs: FakeSession, index: number): string {
 export function itemAt(fs: FakeSession, index: number, truncate = true): TimelineItem {
   const extra = fs.extra.get(index);
   if (extra) return extra;
+  if (fs.base && index < fs.base.total) return itemAt(fs.base, index, truncate);
   const r = rng(fs.seed ^ Math.imul(index + 1, 2654435761));
   const uuid = `${fs.session.sessionId.slice(0, 8)}-${index}`;
   const timestamp = stamp(fs, index);
@@ -253,7 +297,36 @@ export function itemAt(fs: FakeSession, index: number, truncate = true): Timelin
   return item;
 }
 
-/** Generated sessions: the first few are hand-shaped (a 350k-item transcript, a hostile prompt). */
+/** Generated sessions: the first few are hand-shaped (a 350k-item transcript, a hostile prompt, PTY sessions, chains). */
 export function makeSessions(count: number, now: number, opts: { demo?: boolean; root?: string } = {}): FakeSession[] {
-  return Array.from({ length: count }, (_, i) => makeSession(i, now, opts));
+  const list = Array.from({ length: count }, (_, i) => makeSession(i, now, opts));
+  // Superseded sessions belong to the chain of the most recent session of their project.
+  list.forEach((fs, i) => {
+    if (!fs.session.superseded) return;
+    const head = list.find((h, j) => j < i && !h.session.superseded && h.session.repoRoot === fs.session.repoRoot && h.session.cwd === fs.session.cwd);
+    if (!head) {
+      fs.session.superseded = false;
+      return;
+    }
+    linkChain(fs, head, i % 2 ? 'compact' : 'clear');
+  });
+  return list;
+}
+
+/** Makes `prev` the predecessor of `head`: chain fields on both, a segment boundary in the head's timeline. */
+export function linkChain(prev: FakeSession, head: FakeSession, reason: 'clear' | 'compact' | 'rollover'): void {
+  const at = head.session.createdAt ?? prev.session.lastActivityAt;
+  prev.session = { ...prev.session, superseded: true, supersededBy: head.session.sessionId, supersededAt: at, workChainId: head.session.workChainId };
+  const length = head.session.chainLength + 1;
+  head.session = { ...head.session, chainLength: length, workChainName: head.session.workChainName ?? head.session.title };
+  prev.session.chainLength = length;
+  const index = Math.min(head.total - 1, Math.max(1, Math.floor(head.total / 3)));
+  head.extra.set(index, {
+    kind: 'segment',
+    uuid: `seg-${prev.session.sessionId.slice(0, 8)}`,
+    timestamp: at,
+    sessionId: head.session.sessionId,
+    previousSessionId: prev.session.sessionId,
+    reason,
+  });
 }

@@ -1,0 +1,151 @@
+// Supervised sessions as the UI sees them: notices per session (banners, the terminated
+// dialog, queued input, an event log) fed by `supervision:event`, the toast stack, the
+// attention list fed by `attention:changed`, and the pty_* commands. Pure rules: supervision.ts.
+
+import { SvelteMap } from 'svelte/reactivity';
+import type { Backend, Unlisten } from './backend';
+import { applyEvent, dismissBanner, emptyNotices, toastFor, type SessionNotices } from './supervision';
+import type { SupervisionEvent, SupervisionEventType } from './types';
+
+export interface Toast {
+  id: number;
+  sessionId: string;
+  type: SupervisionEventType;
+  tone: 'success' | 'info' | 'warning' | 'error';
+  text: string;
+}
+
+export const TOAST_MS = 6000;
+export const TOAST_LIMIT = 4;
+
+export interface SupervisionOptions {
+  /** Schedules a toast's dismissal (tests pass their own). */
+  later?: (fn: () => void, ms: number) => void;
+  /** `app:open-session` asked to show this session. */
+  onopen?: (sessionId: string) => void;
+}
+
+export class SupervisionStore {
+  #backend: Backend;
+  #unlisten: Unlisten[] = [];
+  #later: (fn: () => void, ms: number) => void;
+  #onopen: (sessionId: string) => void;
+  #nextToast = 1;
+
+  readonly notices = new SvelteMap<string, SessionNotices>();
+  toasts = $state<Toast[]>([]);
+  attention = $state.raw<{ count: number; sessionIds: string[] }>({ count: 0, sessionIds: [] });
+  /** The last failed command, said in a bar until the next success. */
+  error = $state<string | null>(null);
+
+  constructor(backend: Backend, opts: SupervisionOptions = {}) {
+    this.#backend = backend;
+    this.#later = opts.later ?? ((fn, ms) => void setTimeout(fn, ms));
+    this.#onopen = opts.onopen ?? (() => {});
+  }
+
+  async start(): Promise<void> {
+    this.#unlisten.push(
+      await this.#backend.on('supervision:event', (ev) => this.receive(ev)),
+      await this.#backend.on('attention:changed', (a) => (this.attention = { count: a.count, sessionIds: [...a.sessionIds] })),
+      await this.#backend.on('app:open-session', (p) => this.#onopen(p.sessionId)),
+    );
+  }
+
+  stop(): void {
+    for (const u of this.#unlisten) u();
+    this.#unlisten = [];
+  }
+
+  of(sessionId: string): SessionNotices {
+    return this.notices.get(sessionId) ?? emptyNotices();
+  }
+
+  receive(ev: SupervisionEvent): void {
+    this.notices.set(ev.sessionId, applyEvent(this.of(ev.sessionId), ev));
+    const t = toastFor(ev);
+    if (t) this.toast({ sessionId: ev.sessionId, type: ev.type, tone: t.tone, text: t.text });
+  }
+
+  toast(t: Omit<Toast, 'id'>): void {
+    const id = this.#nextToast++;
+    this.toasts = [...this.toasts, { ...t, id }].slice(-TOAST_LIMIT);
+    this.#later(() => this.dismissToast(id), TOAST_MS);
+  }
+
+  dismissToast(id: number): void {
+    if (this.toasts.some((t) => t.id === id)) this.toasts = this.toasts.filter((t) => t.id !== id);
+  }
+
+  dismissBanner(sessionId: string, type: SupervisionEventType): void {
+    const n = this.notices.get(sessionId);
+    if (n) this.notices.set(sessionId, dismissBanner(n, type));
+  }
+
+  dismissTerminated(sessionId: string): void {
+    const n = this.notices.get(sessionId);
+    if (n?.terminated) this.notices.set(sessionId, { ...n, terminated: null });
+  }
+
+  /** The next session that needs the user after `current`, cycling through the attention list. */
+  nextAttention(current: string | null): string | null {
+    const ids = this.attention.sessionIds;
+    if (ids.length === 0) return null;
+    const i = current ? ids.indexOf(current) : -1;
+    return ids[(i + 1) % ids.length];
+  }
+
+  // ---- commands ----
+
+  async #run<T>(what: string, f: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false }> {
+    try {
+      const value = await f();
+      this.error = null;
+      return { ok: true, value };
+    } catch (e) {
+      this.error = `Could not ${what}: ${String(e)}`;
+      return { ok: false };
+    }
+  }
+
+  /** Starts a session in `cwd` (fresh, or resuming `resume`); returns its id. Throws the engine's sentence. */
+  async create(cwd: string, resume: string | null): Promise<string> {
+    const r = await this.#backend.call('pty_create', { cwd, resume });
+    this.error = null;
+    return r.sessionId;
+  }
+
+  /** Sends keystrokes or a paste; notes when the engine kept them for later (P2). */
+  async input(sessionId: string, data: string): Promise<void> {
+    const r = await this.#run('send input', () => this.#backend.call('pty_input', { sessionId, data }));
+    if (r.ok && r.value.queued) {
+      const n = this.of(sessionId);
+      if (!n.queued) this.notices.set(sessionId, { ...n, queued: true });
+    }
+  }
+
+  async resize(sessionId: string, cols: number, rows: number): Promise<void> {
+    await this.#run('resize the terminal', () => this.#backend.call('pty_resize', { sessionId, cols, rows }));
+  }
+
+  async stopSession(sessionId: string): Promise<void> {
+    await this.#run('stop the session', () => this.#backend.call('pty_stop', { sessionId }));
+  }
+
+  async resume(sessionId: string): Promise<void> {
+    this.dismissTerminated(sessionId);
+    await this.#run('resume the session', () => this.#backend.call('pty_resume', { sessionId }));
+  }
+
+  /** Also the "Retry" of an error banner. */
+  async restart(sessionId: string): Promise<void> {
+    const n = this.notices.get(sessionId);
+    if (n) this.notices.set(sessionId, { ...n, banners: n.banners.filter((b) => !b.retry) });
+    await this.#run('restart the session', () => this.#backend.call('pty_restart', { sessionId }));
+  }
+
+  async remove(sessionId: string): Promise<void> {
+    const ok = await this.#run('delete the session', () => this.#backend.call('pty_delete', { sessionId }));
+    if (ok.ok) this.notices.delete(sessionId);
+  }
+}

@@ -1,0 +1,116 @@
+// Terminal output plumbing: bytes from `pty_attach`'s channel are collected and written to
+// xterm once per animation frame, and never faster than xterm parses them (its write
+// callback), so a flood of output costs one write per frame and the UI stays responsive.
+
+/** The channel's payload as bytes: an ArrayBuffer inside Tauri; tolerate the other shapes a bridge may give. */
+export function toBytes(data: unknown): Uint8Array | null {
+  if (data instanceof Uint8Array) return data;
+  // By tag, not instanceof: buffers may come from another realm (the IPC bridge, workers).
+  if (Object.prototype.toString.call(data) === '[object ArrayBuffer]') return new Uint8Array(data as ArrayBuffer);
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  if (Array.isArray(data)) return Uint8Array.from(data as number[]);
+  if (typeof data === 'string') return new TextEncoder().encode(data);
+  return null;
+}
+
+export type Schedule = (fn: () => void) => void;
+
+/** xterm parses each write in one go and yields only between writes: keep them small. */
+export const MAX_WRITE = 64 * 1024;
+
+export class OutputBatcher {
+  #chunks: Uint8Array[] = [];
+  #size = 0;
+  #scheduled = false;
+  #writing = false;
+  #disposed = false;
+  /** Bytes written so far (for tests and throughput figures). */
+  written = 0;
+  writes = 0;
+
+  constructor(
+    private readonly write: (bytes: Uint8Array, done: () => void) => void,
+    private readonly schedule: Schedule = (fn) => void requestAnimationFrame(fn),
+  ) {}
+
+  push(data: unknown): void {
+    const bytes = toBytes(data);
+    if (!bytes || bytes.length === 0 || this.#disposed) return;
+    this.#chunks.push(bytes);
+    this.#size += bytes.length;
+    this.#kick();
+  }
+
+  #kick(): void {
+    if (this.#scheduled || this.#writing || this.#disposed) return;
+    this.#scheduled = true;
+    this.schedule(() => {
+      this.#scheduled = false;
+      this.#flush();
+    });
+  }
+
+  #flush(): void {
+    if (this.#disposed || this.#size === 0) return;
+    const out = this.#chunks.length === 1 ? this.#chunks[0] : new Uint8Array(this.#size);
+    if (this.#chunks.length > 1) {
+      let at = 0;
+      for (const c of this.#chunks) {
+        out.set(c, at);
+        at += c.length;
+      }
+    }
+    this.#chunks = [];
+    this.#size = 0;
+    this.#writing = true;
+    this.written += out.length;
+    this.writes++;
+    const done = () => {
+      this.#writing = false;
+      if (this.#size > 0) this.#kick();
+    };
+    for (let at = 0; at < out.length; at += MAX_WRITE) {
+      const end = Math.min(out.length, at + MAX_WRITE);
+      this.write(out.subarray(at, end), end === out.length ? done : () => {});
+    }
+  }
+
+  /** Bytes waiting for the next frame. */
+  get pending(): number {
+    return this.#size;
+  }
+
+  dispose(): void {
+    this.#disposed = true;
+    this.#chunks = [];
+    this.#size = 0;
+  }
+}
+
+/**
+ * Keystrokes in order: one `pty_input` in flight per session; what is typed meanwhile is sent
+ * together when it returns. (Commands may run concurrently on the other side, so two calls in
+ * flight could overtake each other; this also batches fast typing and pastes.)
+ */
+export class InputSender {
+  #inflight = false;
+  #pending = '';
+
+  constructor(private readonly send: (data: string) => Promise<void>) {}
+
+  push(data: string): void {
+    if (this.#inflight) {
+      this.#pending += data;
+      return;
+    }
+    this.#inflight = true;
+    void this.send(data).finally(() => {
+      this.#inflight = false;
+      if (this.#pending) {
+        const next = this.#pending;
+        this.#pending = '';
+        this.push(next);
+      }
+    });
+  }
+}

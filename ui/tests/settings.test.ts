@@ -1,0 +1,117 @@
+// U6: client-side validation mirrors the engine's ranges; nothing is saved on error; server
+// errors show per field.
+import { fireEvent, render, waitFor } from '@testing-library/svelte';
+import { describe, expect, it } from 'vitest';
+import SettingsView from '../src/components/settings/SettingsView.svelte';
+import { DEFAULT_SETTINGS, NUMBER_SECTIONS, errorsByField, humanSeconds, linesOf, patternProblem, setPath, validateSettings } from '../src/lib/settings';
+import type { Settings } from '../src/lib/types';
+import { MockBackend } from './helpers';
+
+const clone = (): Settings => structuredClone(DEFAULT_SETTINGS);
+
+describe('validateSettings', () => {
+  it('accepts the defaults (the SPEC’s), which sit inside every range', () => {
+    expect(validateSettings(clone())).toEqual([]);
+    for (const sec of NUMBER_SECTIONS) for (const f of sec.fields) expect(f.min).toBeLessThanOrEqual(f.max);
+  });
+
+  it('says the idle timeout range in the contract’s words', () => {
+    const s = setPath(clone(), 'limits.idleTimeoutSecs', 30);
+    expect(validateSettings(s)).toEqual([{ field: 'limits.idleTimeoutSecs', message: 'must be between 60 and 7200 seconds (1–120 min)' }]);
+    expect(validateSettings(setPath(clone(), 'limits.idleTimeoutSecs', 7200))).toEqual([]);
+    expect(validateSettings(setPath(clone(), 'limits.idleTimeoutSecs', 7201))).toHaveLength(1);
+  });
+
+  it('rejects empty, fractional and out-of-range numbers', () => {
+    expect(validateSettings(setPath(clone(), 'limits.maxLiveSessions', NaN))[0].message).toBe('must be a number');
+    expect(validateSettings(setPath(clone(), 'limits.maxLiveSessions', 2.5))[0].message).toBe('must be a whole number');
+    expect(validateSettings(setPath(clone(), 'limits.maxLiveSessions', 0))[0].message).toBe('must be between 1 and 64');
+    expect(validateSettings(setPath(clone(), 'limits.maxRssMb', 10))[0].message).toBe('must be between 64 and 1048576 MB');
+  });
+
+  it('checks cross-field rules, crash patterns and the agent command', () => {
+    let s = setPath(clone(), 'limits.diskCleanupPercent', 70);
+    expect(validateSettings(s)).toEqual([{ field: 'limits.diskCleanupPercent', message: 'must be above the warning level' }]);
+    s = setPath(clone(), 'limits.crashPatterns', ['ok', '(unclosed']);
+    expect(validateSettings(s)).toEqual([{ field: 'limits.crashPatterns', message: 'pattern 2 is not a valid regular expression' }]);
+    expect(patternProblem('x'.repeat(501))).toMatch(/at most/);
+    s = setPath(clone(), 'agent.command', '  ');
+    expect(errorsByField(validateSettings(s))).toEqual({ 'agent.command': 'must not be empty' });
+    s = setPath(clone(), 'limits.suspendMode', 'pause');
+    expect(validateSettings(s)[0].field).toBe('limits.suspendMode');
+  });
+
+  it('reads lists one item per line and shows seconds in people’s units', () => {
+    expect(linesOf('a\r\n\n  \nb')).toEqual(['a', 'b']);
+    expect(humanSeconds(14_400)).toBe('4 h');
+    expect(humanSeconds(600)).toBe('10 min');
+    expect(humanSeconds(30)).toBe('');
+  });
+});
+
+describe('SettingsView', () => {
+  function setup(serverErrors: { field: string; message: string }[] = []) {
+    let stored = clone();
+    const b = new MockBackend({
+      settings_get: () => stored,
+      settings_set: ({ settings }) => {
+        if (serverErrors.length) return { settings: stored, errors: serverErrors };
+        stored = settings;
+        return { settings, errors: [] };
+      },
+      hooks_status: () => [{ root: '/home/me/.claude', settingsPath: '/home/me/.claude/settings.json', installed: false, partial: false, error: null }],
+      hooks_install: () => [{ root: '/home/me/.claude', settingsPath: '/home/me/.claude/settings.json', installed: true, partial: false, error: null }],
+      hooks_uninstall: () => Promise.reject(new Error('settings.json is not valid JSON (line 3); nothing was changed')),
+      doctor: () => ({ claudeCode: { version: '2.1.197' }, database: { path: '/x/fleet.db' } }),
+    });
+    const r = render(SettingsView, { props: { backend: b } });
+    return { b, ...r, stored: () => stored };
+  }
+  const input = (c: HTMLElement, field: string) => c.querySelector<HTMLInputElement>(`[data-field="${field}"]`) as HTMLInputElement;
+
+  it('saves nothing while a field is out of range and says which', async () => {
+    const { b, container } = setup();
+    await waitFor(() => expect(input(container, 'limits.idleTimeoutSecs')).not.toBeNull());
+    await fireEvent.input(input(container, 'limits.idleTimeoutSecs'), { target: { value: '30' } });
+    await fireEvent.click(container.querySelector('[data-testid=settings-save]') as HTMLElement);
+    const err = container.querySelector('[data-testid=field-error][data-field="limits.idleTimeoutSecs"]');
+    expect(err?.textContent).toBe('must be between 60 and 7200 seconds (1–120 min)');
+    expect(b.count('settings_set')).toBe(0);
+    expect(container.textContent).toContain('Nothing saved');
+  });
+
+  it('sends the whole document and shows what was saved', async () => {
+    const { b, container, stored } = setup();
+    await waitFor(() => expect(input(container, 'limits.maxLiveSessions')).not.toBeNull());
+    await fireEvent.input(input(container, 'limits.maxLiveSessions'), { target: { value: '5' } });
+    await fireEvent.click(input(container, 'notifications.crashed'));
+    await fireEvent.click(container.querySelector('[data-testid=settings-save]') as HTMLElement);
+    await waitFor(() => expect(b.count('settings_set')).toBe(1));
+    await waitFor(() => expect(container.textContent).toContain('Saved.'));
+    expect(stored().limits.maxLiveSessions).toBe(5);
+    expect(stored().notifications.crashed).toBe(false);
+    expect(stored().watch).toEqual(DEFAULT_SETTINGS.watch);
+  });
+
+  it('shows the engine’s errors next to their fields', async () => {
+    const { container } = setup([{ field: 'agent.command', message: 'claud was not found on PATH' }]);
+    await waitFor(() => expect(input(container, 'agent.command')).not.toBeNull());
+    await fireEvent.input(input(container, 'agent.command'), { target: { value: 'claud' } });
+    await fireEvent.click(container.querySelector('[data-testid=settings-save]') as HTMLElement);
+    await waitFor(() =>
+      expect(container.querySelector('[data-testid=field-error][data-field="agent.command"]')?.textContent).toBe('claud was not found on PATH'),
+    );
+    expect(container.textContent).toContain('Nothing saved');
+  });
+
+  it('installs hooks, reports a refusal, and renders the doctor report as text', async () => {
+    const { container } = setup();
+    await waitFor(() => expect(container.querySelector('[data-testid=hook-status]')?.getAttribute('data-installed')).toBe('false'));
+    await fireEvent.click(container.querySelector('[data-testid=hooks-install]') as HTMLElement);
+    await waitFor(() => expect(container.querySelector('[data-testid=hook-status]')?.getAttribute('data-installed')).toBe('true'));
+    await fireEvent.click(container.querySelector('[data-testid=hooks-uninstall]') as HTMLElement);
+    await waitFor(() => expect(container.textContent).toContain('settings.json is not valid JSON (line 3); nothing was changed'));
+    expect(container.querySelector('[data-testid=hook-status]')?.getAttribute('data-installed')).toBe('true');
+    expect(container.querySelector('[data-testid=doctor-report]')?.textContent).toContain('"version": "2.1.197"');
+  });
+});

@@ -1,0 +1,90 @@
+// Terminal output is batched per frame and never outruns xterm's parser.
+import { describe, expect, it } from 'vitest';
+import { OutputBatcher, toBytes } from '../src/lib/terminal';
+
+function setup() {
+  const frames: (() => void)[] = [];
+  const writes: { bytes: Uint8Array; done: () => void }[] = [];
+  const b = new OutputBatcher(
+    (bytes, done) => writes.push({ bytes, done }),
+    (fn) => frames.push(fn),
+  );
+  const frame = () => frames.splice(0).forEach((f) => f());
+  return { b, frames, writes, frame };
+}
+const text = (u: Uint8Array) => new TextDecoder().decode(u);
+
+describe('OutputBatcher', () => {
+  it('writes everything that arrived within a frame at once, in order', () => {
+    const { b, writes, frame, frames } = setup();
+    b.push(new TextEncoder().encode('hel').buffer);
+    b.push(new TextEncoder().encode('lo ').buffer);
+    b.push(new Uint8Array([0xe2, 0x9c, 0xbb]));
+    expect(frames).toHaveLength(1);
+    expect(writes).toHaveLength(0);
+    frame();
+    expect(writes.map((w) => text(w.bytes))).toEqual(['hello ✻']);
+  });
+
+  it('waits for xterm to finish a write before the next', () => {
+    const { b, writes, frame, frames } = setup();
+    b.push('a');
+    frame();
+    b.push('b');
+    b.push('c');
+    expect(frames).toHaveLength(0);
+    writes[0].done();
+    expect(frames).toHaveLength(1);
+    frame();
+    expect(writes.map((w) => text(w.bytes))).toEqual(['a', 'bc']);
+    expect(b.written).toBe(3);
+    expect(b.writes).toBe(2);
+  });
+
+  it('drops nothing across a large burst and nothing after dispose', () => {
+    const { b, writes, frame } = setup();
+    const chunk = new Uint8Array(64 * 1024).fill(65);
+    for (let i = 0; i < 100; i++) b.push(chunk);
+    frame();
+    // One batch, handed to xterm in pieces it can parse between yields.
+    expect(writes).toHaveLength(100);
+    expect(writes.every((w) => w.bytes.length === 64 * 1024)).toBe(true);
+    expect(b.writes).toBe(1);
+    b.dispose();
+    b.push('late');
+    writes[99].done();
+    frame();
+    expect(writes).toHaveLength(100);
+  });
+
+  it('accepts the shapes a bridge may deliver', () => {
+    expect(Array.from(toBytes(new Uint8Array([1, 2])) ?? [])).toEqual([1, 2]);
+    expect(Array.from(toBytes(new Uint8Array([3]).buffer) ?? [])).toEqual([3]);
+    expect(Array.from(toBytes([4, 5]) ?? [])).toEqual([4, 5]);
+    expect(text(toBytes('é') ?? new Uint8Array())).toBe('é');
+    expect(toBytes({})).toBeNull();
+  });
+});
+
+describe('InputSender', () => {
+  it('keeps one call in flight and sends what was typed meanwhile together, in order', async () => {
+    const { InputSender } = await import('../src/lib/terminal');
+    const sent: string[] = [];
+    const releases: (() => void)[] = [];
+    const s = new InputSender((d) => {
+      sent.push(d);
+      return new Promise<void>((r) => releases.push(r));
+    });
+    s.push('a');
+    s.push('b');
+    s.push('c');
+    expect(sent).toEqual(['a']);
+    releases.shift()?.();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(sent).toEqual(['a', 'bc']);
+    s.push('d');
+    releases.shift()?.();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(sent).toEqual(['a', 'bc', 'd']);
+  });
+});
