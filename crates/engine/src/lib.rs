@@ -32,6 +32,7 @@ pub mod scan;
 pub mod session;
 pub mod status;
 pub mod store;
+pub mod supervise;
 pub mod tail;
 pub mod timeline;
 pub mod transcript;

@@ -1,0 +1,11 @@
+//! Supervised PTY sessions (SPEC P1–P14): Mimesis runs the agent in a pseudo-terminal and
+//! keeps it alive through crashes, memory bloat, long runs and idleness.
+//!
+//! - [`limits`]: every interval and threshold, with the spec's defaults and validation.
+//! - [`policy`]: the pure per-session state machine, (state, input, now) -> effects.
+//! - [`fleet`]: the pure fleet-wide rules: the live-session cap (LRU), disk, orphans.
+//! - [`event`]: the supervision events and the seeds' wording.
+
+pub mod event;
+pub mod limits;
+pub mod policy;
