@@ -7,5 +7,7 @@
 //! - [`event`]: the supervision events and the seeds' wording.
 
 pub mod event;
+pub mod fleet;
 pub mod limits;
+pub mod monitor;
 pub mod policy;
