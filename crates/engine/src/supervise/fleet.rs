@@ -160,7 +160,11 @@ pub fn leftovers(rec: &Recorded, verdict: Verdict, rows: &[ProcRow], boot_id: &s
     match verdict {
         Verdict::Reused => Vec::new(),
         _ if rec.boot_id != boot_id => Vec::new(),
-        Verdict::Same => rows.iter().filter(|r| r.sid == rec.pid).map(|r| r.pid).collect(),
+        Verdict::Same => {
+            let mut v = vec![rec.pid];
+            v.extend(rows.iter().filter(|r| r.sid == rec.pid && r.pid != rec.pid).map(|r| r.pid));
+            v
+        }
         Verdict::Gone => {
             if rows.iter().any(|r| r.pid == rec.pid) {
                 return Vec::new();
@@ -290,7 +294,7 @@ mod tests {
         let mut with_leader = rows.to_vec();
         with_leader.push(ProcRow { pid: 500, ppid: 1, sid: 500, state: 'S', start_ticks: 99 });
         assert!(leftovers(&r, Verdict::Gone, &with_leader, "b1").is_empty(), "the PID was taken again");
-        assert_eq!(leftovers(&r, Verdict::Same, &with_leader, "b1"), [501, 502, 500]);
+        assert_eq!(leftovers(&r, Verdict::Same, &with_leader, "b1"), [500, 501, 502]);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 pub mod event;
 pub mod fleet;
+pub mod ledger;
 pub mod limits;
 pub mod monitor;
 pub mod policy;
