@@ -75,6 +75,8 @@ pub struct TrackedSession {
     pub work_chain_id: Option<String>,
     pub work_chain_name: Option<String>,
     pub source: Source,
+    /// Present for a session Mimesis runs in a PTY (`source: pty`), else null.
+    pub supervision: Option<crate::supervise::view::Supervision>,
     pub live: bool,
     pub pid: Option<u32>,
     pub transcript_path: String,

@@ -12,3 +12,4 @@ pub mod ledger;
 pub mod limits;
 pub mod monitor;
 pub mod policy;
+pub mod view;
