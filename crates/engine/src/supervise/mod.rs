@@ -13,3 +13,12 @@ pub mod limits;
 pub mod monitor;
 pub mod policy;
 pub mod view;
+mod actor;
+pub mod supervisor;
+
+pub use actor::Attachment;
+pub use event::{EventKind, ReadyStatus, SupervisionEvent};
+pub use limits::{FieldError, Limits, SuspendMode, parse_duration};
+pub use policy::{AgentKind, Mode, SupervisionState, TerminatedReason};
+pub use supervisor::{AgentCommand, Supervisor, SupervisorConfig, SupervisorError, new_session_id};
+pub use view::{Metrics, ResourceRow, Resources, Supervision};
