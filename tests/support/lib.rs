@@ -17,4 +17,5 @@ pub mod files;
 pub mod mock_api;
 pub mod pty;
 pub mod scenario;
+pub mod supervised;
 pub mod webdriver;

@@ -342,10 +342,12 @@ impl SessionActor {
     /// Carries out one effect; some answer at once with an input for the policy.
     fn execute(&mut self, effect: Effect) -> Option<Input> {
         match effect {
-            Effect::Spawn { generation, session_id, launch } => Some(match self.spawn(generation, &session_id, &launch) {
-                Ok(pid) => Input::Spawned { generation, pid },
-                Err(error) => Input::SpawnFailed { generation, error },
-            }),
+            Effect::Spawn { generation, session_id, launch } => {
+                Some(match self.spawn(generation, &session_id, &launch) {
+                    Ok(pid) => Input::Spawned { generation, pid },
+                    Err(error) => Input::SpawnFailed { generation, error },
+                })
+            }
             Effect::Write(bytes) => {
                 self.write(WriteMsg::Bytes(bytes));
                 None
@@ -419,7 +421,13 @@ impl SessionActor {
         if self.scrollback.len() > cap {
             let excess = self.scrollback.len() - cap;
             // Cut at a line start where one is near, so a replay starts cleanly.
-            let cut = self.scrollback.iter().skip(excess).take(4096).position(|b| *b == b'\n').map_or(excess, |i| excess + i + 1);
+            let cut = self
+                .scrollback
+                .iter()
+                .skip(excess)
+                .take(4096)
+                .position(|b| *b == b'\n')
+                .map_or(excess, |i| excess + i + 1);
             self.scrollback.drain(..cut.min(self.scrollback.len()));
         }
         let _ = self.output.send(Arc::from(bytes));
@@ -432,6 +440,14 @@ impl SessionActor {
         let mut cmd = CommandBuilder::new(&program);
         cmd.args(&self.agent.args);
         if self.agent.kind == AgentKind::ClaudeLike {
+            // Claude Code writes a transcript only at the first prompt: a session that never
+            // got one cannot be resumed, but can start again under its own id.
+            let transcript =
+                crate::store::TranscriptLocation::expected(&self.shared.config.config_root, &self.cwd, id).path;
+            let launch = match launch {
+                Launch::Resume if !transcript.exists() => &Launch::Fresh,
+                other => other,
+            };
             match launch {
                 Launch::Fresh => cmd.args(["--session-id", id.as_str()]),
                 Launch::Resume => cmd.args(["--resume", id.as_str()]),
@@ -448,10 +464,7 @@ impl SessionActor {
         if let Some(root) = &self.shared.config.config_root_env {
             cmd.env("CLAUDE_CONFIG_DIR", root);
         }
-        let child = pair
-            .slave
-            .spawn_command(cmd)
-            .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+        let child = pair.slave.spawn_command(cmd).map_err(|e| format!("cannot start {}: {e}", program.display()))?;
         drop(pair.slave);
         let pid = child.process_id().ok_or("the agent started without a process id")?;
         // The waiter thread reaps it; the std handle is not needed (dropping it does nothing).

@@ -6,15 +6,15 @@
 //! - [`fleet`]: the pure fleet-wide rules: the live-session cap (LRU), disk, orphans.
 //! - [`event`]: the supervision events and the seeds' wording.
 
+mod actor;
 pub mod event;
 pub mod fleet;
 pub mod ledger;
 pub mod limits;
 pub mod monitor;
 pub mod policy;
-pub mod view;
-mod actor;
 pub mod supervisor;
+pub mod view;
 
 pub use actor::Attachment;
 pub use event::{EventKind, ReadyStatus, SupervisionEvent};

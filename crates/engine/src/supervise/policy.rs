@@ -250,6 +250,8 @@ pub struct Snapshot {
 
 /// A process that shows nothing recognisable this long after its spawn is taken to be up.
 pub const READY_FALLBACK: Duration = Duration::from_secs(30);
+/// How long an interrupted turn has to wind down (write its interruption) before SIGTERM.
+pub const INTERRUPT_GRACE: Duration = Duration::from_secs(1);
 /// More than this many crashes in a row: unhealthy (seed 003 §4).
 pub const MAX_CONSECUTIVE_CRASHES: u32 = 2;
 
@@ -295,6 +297,8 @@ impl StopWhy {
 enum StopHow {
     /// `/exit`, then SIGTERM after `killAfter`, then SIGKILL.
     Graceful,
+    /// Esc (the TUI's interrupt), SIGTERM a moment later, then SIGKILL (EC-003).
+    Interrupt,
     /// Ctrl-C and SIGTERM at once, SIGKILL after `killAfter`.
     Forced,
     /// SIGTERM, SIGKILL after `killAfter`.
@@ -1209,6 +1213,10 @@ impl SessionPolicy {
                 self.out.push(Effect::TypeLine("/exit".into()));
                 Stage::ExitTyped
             }
+            (StopHow::Interrupt, _) => {
+                self.out.push(Effect::Write(vec![0x1b]));
+                Stage::ExitTyped
+            }
             (StopHow::Forced, _) => {
                 self.out.push(Effect::Write(vec![0x03]));
                 self.out.push(Effect::Signal(Sig::Term));
@@ -1219,7 +1227,12 @@ impl SessionPolicy {
                 Stage::Termed
             }
         };
-        let next_at = Some(self.now.plus(self.limits.kill_after));
+        let wait = if how == StopHow::Interrupt {
+            self.limits.kill_after.min(INTERRUPT_GRACE)
+        } else {
+            self.limits.kill_after
+        };
+        let next_at = Some(self.now.plus(wait));
         self.proc = Proc::Stopping { generation, pid, since, why, stage, next_at };
     }
 
@@ -1396,12 +1409,10 @@ impl SessionPolicy {
         if matches!(self.proc, Proc::None) {
             return self.after_stop(StopWhy::Duration { incomplete });
         }
-        if incomplete {
-            // EC-003: interrupt the turn (Esc in the TUI), then terminate.
-            self.out.push(Effect::Write(vec![0x1b]));
-        }
         self.queue.clear();
-        self.begin_stop(StopWhy::Duration { incomplete }, StopHow::Term);
+        // EC-003: interrupt the turn (Esc in the TUI), then terminate.
+        let how = if incomplete { StopHow::Interrupt } else { StopHow::Term };
+        self.begin_stop(StopWhy::Duration { incomplete }, how);
     }
 
     fn duration_check(&mut self) {

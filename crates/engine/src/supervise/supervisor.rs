@@ -285,7 +285,9 @@ impl Supervisor {
         let cleanup = if config.clean_previous {
             let (ledger, kill_after) = (config.ledger.clone(), config.limits.kill_after);
             let me = Owner::me();
-            match tokio::task::spawn_blocking(move || ledger::clean_previous_runs(ledger.as_ref(), &me, kill_after)).await {
+            match tokio::task::spawn_blocking(move || ledger::clean_previous_runs(ledger.as_ref(), &me, kill_after))
+                .await
+            {
                 Ok(Ok(c)) => c,
                 Ok(Err(e)) => {
                     tracing::warn!(error = %e, "could not read the ledger of supervised processes");
@@ -327,7 +329,11 @@ impl Supervisor {
     /// Starts a supervised session in `cwd`: a new one (Mimesis chooses its id and passes
     /// `--session-id`), or `resume` (`--resume <id>`). Returns its id.
     pub async fn create(&self, cwd: &Path, resume: Option<SessionId>) -> Result<SessionId, SupervisorError> {
-        let cwd = cwd.canonicalize().ok().filter(|c| c.is_dir()).ok_or_else(|| SupervisorError::NotAFolder(cwd.to_owned()))?;
+        let cwd = cwd
+            .canonicalize()
+            .ok()
+            .filter(|c| c.is_dir())
+            .ok_or_else(|| SupervisorError::NotAFolder(cwd.to_owned()))?;
         let id = match &resume {
             Some(id) => id.clone(),
             None => new_session_id(),
@@ -343,7 +349,12 @@ impl Supervisor {
                 id.clone(),
                 Entry {
                     tx,
-                    cap: CapEntry { id: id.clone(), live: true, suspendable: false, last_used: self.shared.clock.now() },
+                    cap: CapEntry {
+                        id: id.clone(),
+                        live: true,
+                        suspendable: false,
+                        last_used: self.shared.clock.now(),
+                    },
                     supervision: placeholder,
                     rss: 0,
                     cpu: None,
@@ -365,7 +376,8 @@ impl Supervisor {
         if sup.state == SupervisionState::Terminated && sup.pid.is_none() {
             // The first launch failed outright (no such program): say why, keep nothing.
             lock(&s.sessions).remove(&id);
-            let why = self.last_error(&id).unwrap_or_else(|| format!("cannot start {}", s.config.agent.program.display()));
+            let why =
+                self.last_error(&id).unwrap_or_else(|| format!("cannot start {}", s.config.agent.program.display()));
             return Err(SupervisorError::Spawn(why));
         }
         let handle = tokio::spawn(tracing::Instrument::instrument(actor.run(), tracing::info_span!("session", %id)));
@@ -461,7 +473,8 @@ impl Supervisor {
 
     /// Every supervised session.
     pub fn sessions(&self) -> Vec<(SessionId, Supervision)> {
-        let mut v: Vec<_> = lock(&self.shared.sessions).iter().map(|(k, e)| (k.clone(), e.supervision.clone())).collect();
+        let mut v: Vec<_> =
+            lock(&self.shared.sessions).iter().map(|(k, e)| (k.clone(), e.supervision.clone())).collect();
         v.sort_by(|a, b| a.1.created_at.cmp(&b.1.created_at));
         v
     }
@@ -473,13 +486,18 @@ impl Supervisor {
             .iter()
             .map(|(k, e)| (k.clone(), e.supervision.clone(), e.cpu_percent))
             .collect();
-        let pids: Vec<(SessionId, u32)> = entries.iter().filter_map(|(k, s, _)| s.pid.map(|p| (k.clone(), p))).collect();
+        let pids: Vec<(SessionId, u32)> =
+            entries.iter().filter_map(|(k, s, _)| s.pid.map(|p| (k.clone(), p))).collect();
         let usage = tokio::task::spawn_blocking(move || {
             let stats = procs::all();
             let page = procs::page_size();
             pids.into_iter()
                 .map(|(id, pid)| {
-                    let rss = procs::tree(pid, &stats).iter().filter(|s| s.state != 'Z').map(|s| s.rss_pages * page).sum::<u64>();
+                    let rss = procs::tree(pid, &stats)
+                        .iter()
+                        .filter(|s| s.state != 'Z')
+                        .map(|s| s.rss_pages * page)
+                        .sum::<u64>();
                     (id, rss)
                 })
                 .collect::<HashMap<SessionId, u64>>()
@@ -627,10 +645,9 @@ async fn forward_transcript_status(shared: std::sync::Weak<Shared>, engine: Engi
         let Some(shared) = shared.upgrade() else { return };
         let (id, status) = match &env.event {
             StoreEvent::Discovered { session } => (session.session_id.clone(), Some(session.status)),
-            StoreEvent::Updated { session_id, changes } => (
-                session_id.clone(),
-                changes.get("status").and_then(|v| serde_json::from_value(v.clone()).ok()),
-            ),
+            StoreEvent::Updated { session_id, changes } => {
+                (session_id.clone(), changes.get("status").and_then(|v| serde_json::from_value(v.clone()).ok()))
+            }
             StoreEvent::Removed { .. } => continue,
         };
         if let Some(status) = status
@@ -700,7 +717,10 @@ fn save(shared: &Shared, me: &Owner, records: &[ProcessRecord]) {
 fn enforce_cap(shared: &Shared) {
     let (entries, senders): (Vec<CapEntry>, HashMap<SessionId, _>) = {
         let sessions = lock(&shared.sessions);
-        (sessions.values().map(|e| e.cap.clone()).collect(), sessions.iter().map(|(k, e)| (k.clone(), e.tx.clone())).collect())
+        (
+            sessions.values().map(|e| e.cap.clone()).collect(),
+            sessions.iter().map(|(k, e)| (k.clone(), e.tx.clone())).collect(),
+        )
     };
     for id in fleet::over_cap(shared.config.limits.max_live_sessions, &entries) {
         tracing::info!(session = %id, "over the live-session cap: suspending the least recently used idle session");
@@ -713,12 +733,11 @@ fn enforce_cap(shared: &Shared) {
 /// P10 (EC-023).
 async fn check_disk(shared: &Arc<Shared>, watch: &mut DiskWatch) {
     let root = shared.config.config_root.clone();
-    let percent = tokio::task::spawn_blocking(move || {
-        root.ancestors().find(|p| p.exists()).and_then(procs::disk_usage_percent)
-    })
-    .await
-    .ok()
-    .flatten();
+    let percent =
+        tokio::task::spawn_blocking(move || root.ancestors().find(|p| p.exists()).and_then(procs::disk_usage_percent))
+            .await
+            .ok()
+            .flatten();
     let Some(percent) = percent else { return };
     let l = &shared.config.limits;
     for action in watch.usage(percent, l.disk_warn_percent, l.disk_cleanup_percent) {
