@@ -3,6 +3,7 @@
 //! the JSON it prints is a contract (docs/ipc.md).
 
 mod render;
+mod run;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
@@ -57,6 +58,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run Claude Code supervised in this terminal: crashes are recovered, memory, duration
+    /// and idleness are kept in check (see `mimesis run --help`).
+    Run(run::RunArgs),
     /// Write generated live sessions into a folder, to try Mimesis without Claude Code.
     Demo {
         /// Where to write (a config root). Default: <data dir>/demo.
@@ -79,11 +83,22 @@ fn main() -> ExitCode {
     };
     init_logging();
     let roots = roots::from_env(&cli.config_dir);
-    let result = match cli.command.unwrap_or(Command::Ls { json: false, all: false }) {
+    let command = cli.command.unwrap_or(Command::Ls { json: false, all: false });
+    if let Command::Run(args) = command {
+        return match run::run(args, &cli.config_dir) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("mimesis run: {e:#}");
+                ExitCode::from(1)
+            }
+        };
+    }
+    let result = match command {
         Command::Ls { json, all } => ls(&roots, json, all),
         Command::Show { session_id, json } => show(&roots, &session_id, json),
         Command::Watch { json } => runtime().and_then(|rt| rt.block_on(watch(roots, json))),
         Command::Demo { dir, speed } => runtime().and_then(|rt| rt.block_on(demo(dir, speed))),
+        Command::Run(_) => unreachable!("handled above"),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

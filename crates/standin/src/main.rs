@@ -202,6 +202,7 @@ struct Agent {
     work: Duration,
     ballast: Vec<Vec<u8>>,
     ctrl_c: Option<Instant>,
+    survive_hangup: bool,
 }
 
 const DUMP: &[&str] = &[
@@ -239,6 +240,7 @@ impl Agent {
             work: Duration::from_millis(work),
             ballast: Vec::new(),
             ctrl_c: None,
+            survive_hangup: false,
         }
     }
 
@@ -272,7 +274,11 @@ impl Agent {
             match rx.recv_timeout(timeout) {
                 Ok(bytes) => self.keys(&bytes),
                 Err(mpsc::RecvTimeoutError::Timeout) => self.timer(),
-                // stdin closed (the terminal went away): like the real CLI, quit.
+                // stdin closed (the terminal went away): like the real CLI, quit, unless
+                // told to outlive a hang-up.
+                Err(mpsc::RecvTimeoutError::Disconnected) if self.survive_hangup => loop {
+                    std::thread::sleep(Duration::from_secs(3600));
+                },
                 Err(mpsc::RecvTimeoutError::Disconnected) => self.quit(0),
             }
         }
@@ -453,6 +459,7 @@ impl Agent {
             "ignore-hup" => {
                 // SAFETY: ignoring a signal.
                 unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
+                self.survive_hangup = true;
                 self.log.push("> ignore-hup".into());
                 self.log.push("⏺ SIGHUP ignored".into());
             }

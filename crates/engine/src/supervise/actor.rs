@@ -155,6 +155,8 @@ pub(crate) struct SessionActor {
     rows: u16,
     published: Option<Supervision>,
     corrupted: Option<SessionId>,
+    /// Events of the current step, sent after its state is published.
+    unsent: Vec<super::event::SupervisionEvent>,
     /// When the last process started and ended.
     last_lifetime: Option<(Timestamp, Timestamp)>,
     finished: bool,
@@ -192,6 +194,7 @@ impl SessionActor {
             rows,
             published: None,
             corrupted: None,
+            unsent: Vec::new(),
             last_lifetime: None,
             finished: false,
         };
@@ -368,7 +371,9 @@ impl SessionActor {
                 None
             }
             Effect::Emit(ev) => {
-                self.shared.emit(ev);
+                // Sent once the new state is published: a listener that reads the state on
+                // an event sees the state the event is about.
+                self.unsent.push(ev);
                 None
             }
             Effect::MeasureRss => {
@@ -444,8 +449,9 @@ impl SessionActor {
             // got one cannot be resumed, but can start again under its own id.
             let transcript =
                 crate::store::TranscriptLocation::expected(&self.shared.config.config_root, &self.cwd, id).path;
+            // (The first launch resumes what the user named: a missing one must fail as such.)
             let launch = match launch {
-                Launch::Resume if !transcript.exists() => &Launch::Fresh,
+                Launch::Resume if generation > 1 && !transcript.exists() => &Launch::Fresh,
                 other => other,
             };
             match launch {
@@ -536,11 +542,13 @@ impl SessionActor {
     /// Shares the current supervision (roster row, resource view, cap) when it changed.
     fn publish(&mut self) {
         let sup = self.supervision();
-        if self.published.as_ref().is_some_and(|old| same_enough(old, &sup)) {
-            return;
+        if !self.published.as_ref().is_some_and(|old| same_enough(old, &sup)) {
+            self.shared.publish(self.policy.id(), &sup, &self.policy, &self.cwd);
+            self.published = Some(sup);
         }
-        self.shared.publish(self.policy.id(), &sup, &self.policy, &self.cwd);
-        self.published = Some(sup);
+        for ev in self.unsent.drain(..) {
+            self.shared.emit(ev);
+        }
     }
 }
 
