@@ -19,7 +19,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::fleet;
 use super::ledger::{CorruptedSession, ProcessRecord};
-use super::monitor::Monitor;
+use super::monitor::{Monitor, READ_EVERY};
 use super::policy::{AgentKind, Delivery, Effect, Input, Launch, SessionPolicy, Sig};
 use super::supervisor::{AgentCommand, FleetMsg, Shared};
 use super::view::Supervision;
@@ -137,6 +137,10 @@ impl Drop for Running {
 
 /// How long the actor waits for the output to end after the agent exited.
 const DRAIN: Duration = Duration::from_millis(300);
+/// Waiting output chunks are taken together up to this size.
+const COALESCE: usize = 1024 * 1024;
+/// Output is noted to the policy (idle timer) at most this often.
+const OUTPUT_NOTE_EVERY: Duration = Duration::from_millis(100);
 
 pub(crate) struct SessionActor {
     policy: SessionPolicy,
@@ -155,6 +159,10 @@ pub(crate) struct SessionActor {
     rows: u16,
     published: Option<Supervision>,
     corrupted: Option<SessionId>,
+    /// An I/O message taken while coalescing output, handled next.
+    stashed: Option<Io>,
+    /// When output was last noted to the policy.
+    output_noted: Option<std::time::Instant>,
     /// Events of the current step, sent after its state is published.
     unsent: Vec<super::event::SupervisionEvent>,
     /// When the last process started and ended.
@@ -195,6 +203,8 @@ impl SessionActor {
             published: None,
             corrupted: None,
             unsent: Vec::new(),
+            output_noted: None,
+            stashed: None,
             last_lifetime: None,
             finished: false,
         };
@@ -210,8 +220,13 @@ impl SessionActor {
 
     pub(crate) async fn run(mut self) {
         while !self.finished {
+            if let Some(io) = self.stashed.take() {
+                self.io(io);
+                continue;
+            }
             let deadline = self.policy.next_deadline().map(|t| self.shared.instant_at(t));
             let drain = self.proc.as_ref().and_then(|p| p.exit.map(|(_, at)| at));
+            let read_screen = self.monitor.dirty().then(|| tokio::time::Instant::now() + READ_EVERY);
             tokio::select! {
                 biased;
                 cmd = self.rx.recv() => match cmd {
@@ -221,6 +236,7 @@ impl SessionActor {
                 },
                 Some(io) = self.io_rx.recv() => self.io(io),
                 _ = sleep_until(drain) => self.finish_exit(),
+                _ = sleep_until(read_screen) => self.flush_screen(),
                 _ = sleep_until(deadline) => self.step(Input::Tick),
             }
         }
@@ -276,21 +292,35 @@ impl SessionActor {
     fn io(&mut self, io: Io) {
         let current = self.proc.as_ref().map(|p| p.generation);
         match io {
-            Io::Output { generation, bytes } => {
+            Io::Output { generation, mut bytes } => {
+                // A flood arrives as many small reads: take what is already waiting as one.
+                while bytes.len() < COALESCE {
+                    match self.io_rx.try_recv() {
+                        Ok(Io::Output { generation: g, bytes: more }) if g == generation => bytes.extend(more),
+                        Ok(other) => {
+                            self.stashed = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
                 self.show(&bytes);
                 if current != Some(generation) {
                     return;
                 }
-                let signals = self.monitor.feed(&bytes);
+                let now = std::time::Instant::now();
+                let signals = self.monitor.feed(&bytes, now);
                 let replies = self.monitor.take_replies();
                 if !replies.is_empty() && self.terminals == 0 {
                     // No terminal is attached to answer the agent's queries: answer them.
                     self.write(WriteMsg::Bytes(replies));
                 }
-                self.step(Input::Output { generation });
-                for signal in signals {
-                    self.step(Input::Screen { generation, signal });
+                // Output only moves the idle timer: a tenth of a second is precise enough.
+                if self.output_noted.is_none_or(|t| now.duration_since(t) >= OUTPUT_NOTE_EVERY) {
+                    self.output_noted = Some(now);
+                    self.step(Input::Output { generation });
                 }
+                self.screen_signals(generation, signals);
             }
             Io::Eof { generation } => {
                 if let Some(p) = self.proc.as_mut().filter(|p| p.generation == generation) {
@@ -315,10 +345,31 @@ impl SessionActor {
         }
     }
 
+    fn screen_signals(&mut self, generation: u64, signals: Vec<super::policy::ScreenSignal>) {
+        for signal in signals {
+            self.step(Input::Screen { generation, signal });
+        }
+    }
+
+    /// Reads the screen after a burst of output ended.
+    fn flush_screen(&mut self) {
+        let Some(generation) = self.proc.as_ref().map(|p| p.generation) else { return };
+        let signals = self.monitor.flush(std::time::Instant::now());
+        self.screen_signals(generation, signals);
+    }
+
+    /// The last output of a process that just exited is read before its exit is acted on
+    /// (a "No conversation found" line decides what the exit means).
+    fn flush_screen_of(&mut self, generation: u64) {
+        let signals = self.monitor.flush(std::time::Instant::now());
+        self.screen_signals(generation, signals);
+    }
+
     fn finish_exit(&mut self) {
         let Some((code, _)) = self.proc.as_ref().and_then(|p| p.exit) else { return };
+        let generation = self.proc.as_ref().map_or(0, |p| p.generation);
+        self.flush_screen_of(generation);
         let p = self.proc.take().expect("checked above");
-        let generation = p.generation;
         self.last_lifetime = Some((p.started_at, self.shared.clock.now()));
         self.shared.fleet(FleetMsg::ProcessEnded { pid: p.pid });
         drop(p);
