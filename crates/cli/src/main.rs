@@ -58,9 +58,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run Claude Code supervised in this terminal: crashes are recovered, memory, duration
-    /// and idleness are kept in check (see `mimesis run --help`).
-    Run(run::RunArgs),
+    /// Run Claude Code supervised in this terminal: crashes are recovered; memory, duration
+    /// and idleness are kept in check. Durations read like 500ms, 90s, 10m, 4h.
+    Run(Box<run::RunArgs>),
     /// Write generated live sessions into a folder, to try Mimesis without Claude Code.
     Demo {
         /// Where to write (a config root). Default: <data dir>/demo.
@@ -85,7 +85,7 @@ fn main() -> ExitCode {
     let roots = roots::from_env(&cli.config_dir);
     let command = cli.command.unwrap_or(Command::Ls { json: false, all: false });
     if let Command::Run(args) = command {
-        return match run::run(args, &cli.config_dir) {
+        return match run::run(*args, &cli.config_dir) {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("mimesis run: {e:#}");

@@ -370,17 +370,16 @@ impl Agent {
                 (Mode::Permission { .. }, _) => {}
                 (Mode::Working { .. }, '\x1b') if chars.peek().is_none() => self.interrupt(),
                 (Mode::Working { .. }, '\x03') => self.interrupt(),
-                (_, '\x1b') => {
+                (_, '\x1b')
                     // An escape sequence (arrows…): skip it.
-                    if chars.peek() == Some(&'[') {
+                    if chars.peek() == Some(&'[') => {
                         chars.next();
-                        while let Some(n) = chars.next() {
+                        for n in chars.by_ref() {
                             if n.is_ascii_alphabetic() || n == '~' {
                                 break;
                             }
                         }
                     }
-                }
                 (_, '\x03') => {
                     if self.input.is_empty() && self.ctrl_c.is_some_and(|t| t.elapsed() < Duration::from_secs(2)) {
                         self.quit(0);

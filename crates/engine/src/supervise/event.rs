@@ -99,7 +99,7 @@ pub mod wording {
     /// "24 minutes", "45 seconds", "2 hours": the largest unit that reads naturally.
     pub fn span(d: Duration) -> String {
         let s = d.as_secs();
-        if s >= 2 * 3600 && s % 3600 == 0 {
+        if s >= 2 * 3600 && s.is_multiple_of(3600) {
             plural(s / 3600, "hour")
         } else if s >= 120 {
             plural(s.div_ceil(60), "minute")
@@ -111,9 +111,9 @@ pub mod wording {
     /// "4-hour", "30-minute", "90-second" (for "the 4-hour limit").
     pub fn limit_adjective(d: Duration) -> String {
         let s = d.as_secs();
-        if s >= 3600 && s % 3600 == 0 {
+        if s >= 3600 && s.is_multiple_of(3600) {
             format!("{}-hour", s / 3600)
-        } else if s >= 60 && s % 60 == 0 {
+        } else if s >= 60 && s.is_multiple_of(60) {
             format!("{}-minute", s / 60)
         } else {
             format!("{}-second", s.max(1))

@@ -179,7 +179,7 @@ pub fn snapshot_time(path: &Path) -> Option<Timestamp> {
     let name = path.file_name()?.to_str()?;
     let rest = name.strip_prefix("snapshot-")?;
     rest.split('-')
-        .find_map(|part| (part.len() >= 12 && part.bytes().all(|b| b.is_ascii_digit())).then_some(part))
+        .find(|part| part.len() >= 12 && part.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|ms| ms.parse::<i64>().ok())
         .map(Timestamp::from_millis)
 }

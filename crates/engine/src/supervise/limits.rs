@@ -334,19 +334,19 @@ pub fn parse_duration(s: &str) -> Result<Duration, BadDuration> {
 }
 
 fn secs_f64(v: f64) -> Option<Duration> {
-    (v.is_finite() && v >= 0.0 && v < 1e12).then(|| Duration::from_secs_f64(v))
+    (v.is_finite() && (0.0..1e12).contains(&v)).then(|| Duration::from_secs_f64(v))
 }
 
 /// Writes a duration compactly for messages and flags: `500ms`, `90s`, `10m`, `4h`.
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 != 0 {
+    if !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
     let s = ms / 1000;
-    if s != 0 && s % 3600 == 0 {
+    if s != 0 && s.is_multiple_of(3600) {
         format!("{}h", s / 3600)
-    } else if s != 0 && s % 60 == 0 {
+    } else if s != 0 && s.is_multiple_of(60) {
         format!("{}m", s / 60)
     } else {
         format!("{s}s")

@@ -810,10 +810,8 @@ impl SessionPolicy {
                         self.queue.push_back(prompt.into_bytes());
                     }
                 }
-                0x7f | 0x08 => {
-                    if self.line.pop().is_some() {
-                        echo.extend_from_slice(b"\x08 \x08");
-                    }
+                0x7f | 0x08 if self.line.pop().is_some() => {
+                    echo.extend_from_slice(b"\x08 \x08");
                 }
                 0x03 => self.line.clear(),
                 b if b >= 0x20 || b == b'\t' => {

@@ -475,7 +475,7 @@ impl Supervisor {
     pub fn sessions(&self) -> Vec<(SessionId, Supervision)> {
         let mut v: Vec<_> =
             lock(&self.shared.sessions).iter().map(|(k, e)| (k.clone(), e.supervision.clone())).collect();
-        v.sort_by(|a, b| a.1.created_at.cmp(&b.1.created_at));
+        v.sort_by_key(|a| a.1.created_at);
         v
     }
 
@@ -528,7 +528,7 @@ impl Supervisor {
                 recovery_count: s.recovery_count,
             });
         }
-        rows.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+        rows.sort_by_key(|a| a.started_at);
         Resources { rows, metrics: self.metrics() }
     }
 
