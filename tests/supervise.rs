@@ -28,15 +28,20 @@ async fn started(s: &Supervised) -> Result<SessionId> {
     Ok(id)
 }
 
+/// A whole turn of the stand-in: typed, answered (`Echo: …` in the transcript), and the
+/// prompt back (a screen read before the turn began would show a prompt too).
 async fn turn(s: &Supervised, id: &SessionId, text: &str) -> Result<()> {
-    let before = s.prompts(id).len();
     s.type_line(id, text).await?;
+    let reply = format!("Echo: {text}");
     let deadline = std::time::Instant::now() + T;
-    while s.prompts(id).len() == before {
-        ensure!(std::time::Instant::now() < deadline, "the prompt {text:?} never reached the transcript");
+    while !std::fs::read_to_string(s.transcript(id)).unwrap_or_default().contains(&reply) {
+        ensure!(std::time::Instant::now() < deadline, "the turn {text:?} never finished");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    s.wait_prompt(id, T).await?;
+    s.wait_screen(id, "the reply and the prompt", T, |rows| {
+        rows.iter().any(|r| r.contains(&reply)) && rows.iter().any(|r| r.contains("? for shortcuts"))
+    })
+    .await?;
     Ok(())
 }
 

@@ -132,7 +132,22 @@ impl Supervised {
                 return Ok(found[n - 1].clone());
             }
             if Instant::now() >= deadline {
-                bail!("timed out after {timeout:?} waiting for {n}× {ty}; events: {:?}", self.types());
+                let mut detail = String::new();
+                for (id, sup) in self.sup.sessions() {
+                    let screen = self.sup.screen(&id).await.unwrap_or_default();
+                    let proc_status = sup
+                        .pid
+                        .and_then(|p| std::fs::read_to_string(format!("/proc/{p}/status")).ok())
+                        .map(|st| {
+                            st.lines()
+                                .filter(|l| l.starts_with("State") || l.starts_with("VmRSS"))
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        })
+                        .unwrap_or_default();
+                    detail.push_str(&format!("\n{id}: {sup:?} [{proc_status}]\n{}", screen.join("\n")));
+                }
+                bail!("timed out after {timeout:?} waiting for {n}× {ty}; events: {:?}{detail}", self.types());
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

@@ -495,6 +495,8 @@ impl SessionActor {
         let pair = native_pty_system().openpty(size).map_err(|e| format!("cannot open a pseudo-terminal: {e}"))?;
         let mut cmd = CommandBuilder::new(&program);
         cmd.args(&self.agent.args);
+        let mut argv: Vec<String> = vec![program.to_string_lossy().into_owned()];
+        argv.extend(self.agent.args.iter().cloned());
         if self.agent.kind == AgentKind::ClaudeLike {
             // Claude Code writes a transcript only at the first prompt: a session that never
             // got one cannot be resumed, but can start again under its own id.
@@ -505,11 +507,13 @@ impl SessionActor {
                 Launch::Resume if generation > 1 && !transcript.exists() => &Launch::Fresh,
                 other => other,
             };
-            match launch {
-                Launch::Fresh => cmd.args(["--session-id", id.as_str()]),
-                Launch::Resume => cmd.args(["--resume", id.as_str()]),
-                Launch::OneShot { prompt } => cmd.args(["--resume", id.as_str(), "-p", prompt.as_str()]),
-            }
+            let extra: Vec<&str> = match launch {
+                Launch::Fresh => vec!["--session-id", id.as_str()],
+                Launch::Resume => vec!["--resume", id.as_str()],
+                Launch::OneShot { prompt } => vec!["--resume", id.as_str(), "-p", prompt.as_str()],
+            };
+            cmd.args(&extra);
+            argv.extend(extra.iter().map(|a| a.to_string()));
         }
         cmd.cwd(&self.cwd);
         if std::env::var_os("TERM").is_none_or(|t| t.is_empty() || t == "dumb") {
@@ -547,7 +551,9 @@ impl SessionActor {
             cwd: self.cwd.to_string_lossy().into_owned(),
             pid,
             start_ticks: procs::start_ticks(pid).unwrap_or(0),
-            cmdline: procs::cmdline(pid).unwrap_or_default(),
+            // What was passed, not /proc/<pid>/cmdline: right after the spawn the kernel may
+            // still show the parent's while exec finishes. portable-pty keeps argv[0] as given.
+            cmdline: argv,
             boot_id: procs::boot_id(),
             started_at,
         };

@@ -290,9 +290,8 @@ fn plain_tail(bytes: &[u8], rows: usize) -> Option<usize> {
                     start = Some(i + 1);
                 }
             }
-            b'\r' if bytes.get(i + 1) != Some(&b'\n') => {
-                return None;
-            }
+            b'\r' if bytes.get(i + 1) == Some(&b'\n') => {}
+            b'\r' => return None,
             b'\t' => {}
             b if b < 0x20 || b == 0x7f => return None,
             _ => {}

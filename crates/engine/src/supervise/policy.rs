@@ -810,9 +810,8 @@ impl SessionPolicy {
                         self.queue.push_back(prompt.into_bytes());
                     }
                 }
-                0x7f | 0x08 if self.line.pop().is_some() => {
-                    echo.extend_from_slice(b"\x08 \x08");
-                }
+                // Backspace: rub out the last character, if any.
+                0x7f | 0x08 => echo.extend_from_slice(if self.line.pop().is_some() { b"\x08 \x08" } else { b"" }),
                 0x03 => self.line.clear(),
                 b if b >= 0x20 || b == b'\t' => {
                     self.line.push(b);

@@ -472,6 +472,7 @@ fn one_shot_mode_runs_each_line_as_its_own_process() {
     let mut h = H::ready(Limits { recovery_retries: 0, ..limits() });
     h.exit(1);
     assert_eq!(h.p.mode(), Mode::OneShot);
+    assert!(h.type_keys("\x7f").1.is_empty(), "nothing to rub out, nothing typed");
     let (d, e) = h.type_keys("hi");
     assert_eq!(d, Delivery::Queued);
     assert_eq!(e, [Effect::Echo(b"hi".to_vec())]);
