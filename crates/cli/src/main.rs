@@ -3,6 +3,7 @@
 //! the JSON it prints is a contract (docs/ipc.md).
 
 mod render;
+mod run;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
@@ -74,6 +75,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run Claude Code supervised in this terminal: crashes are recovered; memory, duration
+    /// and idleness are kept in check. Durations read like 500ms, 90s, 10m, 4h.
+    Run(Box<run::RunArgs>),
     /// Write generated live sessions into a folder, to try Mimesis without Claude Code.
     Demo {
         /// Where to write (a config root). Default: <data dir>/demo.
@@ -123,7 +127,17 @@ fn main() -> ExitCode {
     init_logging();
     let roots = roots::from_env(&cli.config_dir);
     let data_dir = cli.data_dir.clone().unwrap_or_else(roots::data_dir);
-    let result = match cli.command.unwrap_or(Command::Ls { json: false, all: false }) {
+    let command = cli.command.unwrap_or(Command::Ls { json: false, all: false });
+    if let Command::Run(args) = command {
+        return match run::run(*args, &cli.config_dir) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("mimesis run: {e:#}");
+                ExitCode::from(1)
+            }
+        };
+    }
+    let result = match command {
         Command::Ls { json, all } => ls(&roots, &data_dir, json, all),
         Command::Show { session_id, json } => show(&roots, &data_dir, &session_id, json),
         Command::Watch { json } => runtime().and_then(|rt| rt.block_on(watch(roots, data_dir, json))),
@@ -134,6 +148,7 @@ fn main() -> ExitCode {
         Command::Hooks { action } => hooks_cmd(&roots, &data_dir, action),
         Command::Doctor { json } => doctor_cmd(&roots, &data_dir, json),
         Command::Demo { dir, speed } => runtime().and_then(|rt| rt.block_on(demo(dir, speed))),
+        Command::Run(_) => unreachable!("handled above"),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

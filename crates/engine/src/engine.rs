@@ -27,6 +27,7 @@ use crate::session::TrackedSession;
 use crate::settings::{SetOutcome, Settings};
 use crate::status::Timeouts;
 use crate::store::{IndexedFile, Store, StoreEvent, TranscriptLocation};
+use crate::supervise::view::Supervision;
 use crate::tail::FileTail;
 use crate::timeline::{self, ChainSegment, TimelineItem, TimelineView};
 use crate::watch::{FsSignal, PathKind, RootWatcher, classify};
@@ -145,6 +146,7 @@ enum Command {
     TimelineRange(SessionId, usize, usize, Reply<Result<TimelinePage, EngineError>>),
     TimelineItem(SessionId, usize, Reply<Result<Option<TimelineItem>, EngineError>>),
     CloseTimeline(SessionId),
+    Supervise(TranscriptLocation, Option<Box<Supervision>>),
     /// The first roster: every transcript read at both ends only.
     Peeked(Vec<IndexedFile>),
     Indexed(Vec<IndexedFile>),
@@ -379,6 +381,13 @@ impl Engine {
 
     pub fn close_timeline(&self, id: &SessionId) {
         let _ = self.cmd.send(Command::CloseTimeline(id.clone()));
+    }
+
+    /// Shows a session Mimesis runs in a PTY in the roster (`source: pty` with its
+    /// `supervision`), at the transcript path it will have; `None` makes it a plain
+    /// watched session again.
+    pub fn set_supervision(&self, location: TranscriptLocation, supervision: Option<Supervision>) {
+        let _ = self.cmd.send(Command::Supervise(location, supervision.map(Box::new)));
     }
 
     /// Stops the engine and its watcher; what the fleet database has not stored yet is
@@ -963,6 +972,10 @@ impl Actor {
             }
             Command::CloseTimeline(id) => {
                 self.timelines.remove(&id);
+            }
+            Command::Supervise(location, supervision) => {
+                let events = self.store.set_supervision(location, supervision.map(|b| *b), now);
+                self.publish(events);
             }
             Command::Shutdown(_) => unreachable!("handled in run"),
         }

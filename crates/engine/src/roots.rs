@@ -58,6 +58,12 @@ pub fn projects_dir(root: &Path) -> PathBuf {
     root.join("projects")
 }
 
+/// The name of a cwd's folder under `projects/`: every character that is not ASCII
+/// alphanumeric becomes `-` (`/home/me/.agents` -> `-home-me--agents`). Lossy: never decode it.
+pub fn project_dir_name(cwd: &Path) -> String {
+    cwd.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+}
+
 /// The folder of a root that holds the live process registry.
 pub fn sessions_dir(root: &Path) -> PathBuf {
     root.join("sessions")
@@ -66,6 +72,12 @@ pub fn sessions_dir(root: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn project_folder_names_replace_every_other_character() {
+        assert_eq!(project_dir_name(Path::new("/home/me/.agents")), "-home-me--agents");
+        assert_eq!(project_dir_name(Path::new("/tmp/a b/ü_x")), "-tmp-a-b---x");
+    }
 
     #[test]
     fn explicit_dirs_override_everything() {
