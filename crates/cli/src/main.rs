@@ -126,7 +126,7 @@ fn main() -> ExitCode {
     };
     init_logging();
     let roots = roots::from_env(&cli.config_dir);
-    let data_dir = cli.data_dir.clone().unwrap_or_else(roots::data_dir);
+    let data_dir = cli.data_dir.as_deref().map(roots::absolute).unwrap_or_else(roots::data_dir);
     let command = cli.command.unwrap_or(Command::Ls { json: false, all: false });
     if let Command::Run(args) = command {
         return match run::run(*args, &cli.config_dir) {
