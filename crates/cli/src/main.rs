@@ -129,7 +129,7 @@ fn main() -> ExitCode {
     let data_dir = cli.data_dir.clone().unwrap_or_else(roots::data_dir);
     let command = cli.command.unwrap_or(Command::Ls { json: false, all: false });
     if let Command::Run(args) = command {
-        return match run::run(*args, &cli.config_dir) {
+        return match run::run(*args, &cli.config_dir, &data_dir) {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("mimesis run: {e:#}");
