@@ -865,10 +865,12 @@ async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMs
                 Some(FleetMsg::Tick(reply)) => tick_reply = Some(reply),
             },
             _ = tokio::time::sleep_until(publish_at), if publishing => {
+                // (The count first: a guard in the literal would live through `metrics()`.)
+                let sessions = lock(&shared.sessions).len();
                 shared.recorder.metrics(metrics::Snapshot {
                     owner: shared.recorder.owner.clone(),
                     updated_at: shared.clock.now(),
-                    sessions: lock(&shared.sessions).len(),
+                    sessions,
                     metrics: shared.metrics(),
                 });
                 publish_at = tokio::time::Instant::now() + metrics::HEARTBEAT;
