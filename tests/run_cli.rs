@@ -301,7 +301,10 @@ fn stored_settings_then_the_environment_then_flags() -> Result<()> {
 
 /// Checks the Prometheus text exposition format: every sample's family has one TYPE
 /// (and HELP) line before it, names and labels are well formed, values are numbers.
-fn check_prometheus(text: &str) -> Result<Vec<(String, String, f64)>> {
+/// One sample: metric name, labels as written, value.
+type Sample = (String, String, f64);
+
+fn check_prometheus(text: &str) -> Result<Vec<Sample>> {
     ensure!(text.ends_with('\n'), "ends with a newline");
     let name_ok = |n: &str| {
         !n.is_empty()
@@ -358,7 +361,7 @@ fn metrics(h: &Home, json: bool) -> Result<String> {
     Ok(String::from_utf8(out.stdout)?)
 }
 
-fn value(samples: &[(String, String, f64)], name: &str) -> Option<f64> {
+fn value(samples: &[Sample], name: &str) -> Option<f64> {
     samples.iter().find(|(n, _, _)| n == name).map(|(_, _, v)| *v)
 }
 
@@ -377,7 +380,7 @@ fn metrics_of_a_running_supervisor_as_prometheus_text_and_json() -> Result<()> {
     let started = h.wait_type("session_started")?;
     let id = started["sessionId"].as_str().context("id")?.to_owned();
     let series = format!("session_id=\"{id}\"");
-    let wait_metrics = |what: &str, ok: &dyn Fn(&[(String, String, f64)]) -> bool| -> Result<String> {
+    let wait_metrics = |what: &str, ok: &dyn Fn(&[Sample]) -> bool| -> Result<String> {
         let deadline = Instant::now() + T;
         loop {
             let text = metrics(&h, false)?;

@@ -223,7 +223,7 @@ impl Settings {
         let mut errors = Vec::new();
         let mut range = |field: &str, v: u64, lo: u64, hi: u64| {
             if v < lo || v > hi {
-                let minutes = if lo >= 60 && lo % 60 == 0 && hi % 60 == 0 {
+                let minutes = if lo >= 60 && lo.is_multiple_of(60) && hi.is_multiple_of(60) {
                     format!(" ({}–{} min)", lo / 60, hi / 60)
                 } else {
                     String::new()
