@@ -423,7 +423,7 @@ mod tests {
         assert!(t0.elapsed() < Duration::from_secs(2), "waits only the busy timeout: {:?}", t0.elapsed());
         let file = d.path().join("supervised").join(format!("{}-{}.json", me.pid, me.start_ticks));
         assert!(file.exists(), "recorded in the fallback file");
-        assert_eq!(FileLedger::new(d.path()).load().unwrap()[0].1, [rec.clone()]);
+        assert_eq!(FileLedger::new(d.path()).load().unwrap()[0].1, std::slice::from_ref(&rec));
         other.execute_batch("ROLLBACK;").unwrap();
         ledger.save(&me, std::slice::from_ref(&rec)).unwrap();
         assert!(!file.exists(), "back in the database, the file goes");
