@@ -1,4 +1,4 @@
-//! Figures of issue 4 (`cargo run --release -p mimesis-bench --bin mimesis-bench-fleet`):
+//! Figures of issue 4 (`scripts/bench fleet`):
 //!
 //! 1. `mimesis hook` wall time, median and p99 over 200 runs (a Stop payload carrying a
 //!    2 KB answer, as Claude Code sends it, into a fresh data dir);
@@ -104,8 +104,9 @@ fn main() -> Result<()> {
             other => bail!("unknown argument {other:?} (--corpus DIR, --runs N)"),
         }
     }
-    let mimesis = root.join("target/release/mimesis");
-    ensure!(mimesis.is_file(), "build first: cargo build --release -p mimesis-cli");
+    // The CLI built with this bench, in the same target dir (release or profiling).
+    let mimesis = std::env::current_exe()?.with_file_name("mimesis");
+    ensure!(mimesis.is_file(), "{} is missing: build first with scripts/bench", mimesis.display());
     ensure!(
         corpus.join("projects").is_dir(),
         "generate the corpus first: python3 bench/gen_corpus.py {}",

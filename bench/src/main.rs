@@ -248,9 +248,10 @@ fn idle_cpu(mimesis: &Path, corpus: &Path, secs: u64) -> Result<f64> {
 fn main() -> Result<()> {
     let a = args()?;
     let root = workspace_root();
-    let mimesis = root.join("target/release/mimesis");
+    // The CLI built with this bench, in the same target dir (release or profiling).
+    let mimesis = std::env::current_exe()?.with_file_name("mimesis");
     if !mimesis.is_file() {
-        bail!("build first: cargo build --release -p mimesis-cli");
+        bail!("{} is missing: build first with scripts/bench", mimesis.display());
     }
     ensure_corpus(&a.corpus)?;
     let bytes = warm_cache(&a.corpus)?;
