@@ -1,7 +1,7 @@
 //! `mimesis-standin-agent`: a stand-in for the Claude Code CLI, for the faults the real one
 //! cannot show on demand. It behaves like the real CLI where Mimesis looks:
 //!
-//! - `--session-id <uuid>` / `--resume <id>` / `-p <prompt>`; an unknown or unreadable
+//! - `--session-id <uuid>` / `--resume <id>` / `-p [--] <prompt>`; an unknown or unreadable
 //!   resume prints `No conversation found with session ID: <id>` and exits 1;
 //! - the transcript at `$CLAUDE_CONFIG_DIR/projects/<encoded cwd>/<id>.jsonl`, created at
 //!   the first prompt, with the real record shapes (user, assistant, system
@@ -11,7 +11,8 @@
 //!   and the resume hint on `/exit`.
 //!
 //! Typed commands make it misbehave: `crash` (stack-overflow dump, survives),
-//! `crash-die [code]` (dump, then exit), `crash-during-work <secs>`, `work <secs>`, `ask`
+//! `crash-die [code]` (dump, then exit), `crash-during-work <secs>` (the dump within the
+//! first 300 ms), `work <secs>` (while working, `finish` ends the turn at once), `ask`
 //! (permission dialog), `exit <code>`, `hang`, `hang-hard` (also ignores SIGTERM),
 //! `grow <MB>`, `spawn-child` (a grandchild in its own process group), `ignore-hup`,
 //! `shell` (the harness dies into a bare shell prompt). Anything else is a normal turn.
@@ -30,10 +31,21 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut session_id = None;
     let mut resume = None;
-    let mut print = None;
+    // Like the real CLI: `-p` is a switch and the prompt a positional argument; after
+    // `--` every argument is positional, even one that looks like an option.
+    let mut print = false;
+    let mut positional = Vec::new();
+    let mut options_done = false;
     let mut i = 0;
     while i < args.len() {
-        match args[i].as_str() {
+        let arg = args[i].as_str();
+        if options_done {
+            positional.push(args[i].clone());
+            i += 1;
+            continue;
+        }
+        match arg {
+            "--" => options_done = true,
             "--session-id" => {
                 i += 1;
                 session_id = args.get(i).cloned();
@@ -42,18 +54,27 @@ fn main() {
                 i += 1;
                 resume = args.get(i).cloned();
             }
-            "-p" | "--print" => {
-                i += 1;
-                print = args.get(i).cloned();
-            }
-            "--version" => {
-                println!("{VERSION} (Claude Code stand-in)");
+            "-p" | "--print" => print = true,
+            "--version" | "-v" => {
+                println!("{VERSION} (Claude Code)");
                 return;
             }
-            _ => {} // like the real CLI's many flags: accepted
+            a if a.starts_with('-') => {} // like the real CLI's many flags: accepted
+            _ => positional.push(args[i].clone()),
         }
         i += 1;
     }
+    let print = if print {
+        match positional.first() {
+            Some(p) => Some(p.clone()),
+            None => {
+                eprintln!("Error: Input must be provided either through stdin or as a prompt argument when using --print");
+                std::process::exit(1);
+            }
+        }
+    } else {
+        None
+    };
     let config = std::env::var_os("CLAUDE_CONFIG_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".claude"));
@@ -396,6 +417,15 @@ impl Agent {
                     let line = std::mem::take(&mut self.input);
                     self.submit(line.trim());
                 }
+                // A test's way to end a long turn exactly when it wants.
+                (Mode::Working { .. }, '\r' | '\n') if self.input.trim() == "finish" => {
+                    self.input.clear();
+                    if let Mode::Working { until, crash_at, .. } = &mut self.mode {
+                        *until = Instant::now();
+                        *crash_at = None;
+                    }
+                    self.timer();
+                }
                 (_, '\r' | '\n') => {}
                 (_, c) if !c.is_control() => self.input.push(c),
                 _ => {}
@@ -499,7 +529,7 @@ impl Agent {
             until: now + duration,
             started: now,
             prompt: prompt.to_owned(),
-            crash_at: crash.then(|| now + duration / 3),
+            crash_at: crash.then(|| now + (duration / 3).min(Duration::from_millis(300))),
         };
         self.registry("busy", None);
     }

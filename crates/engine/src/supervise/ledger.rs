@@ -186,6 +186,8 @@ pub fn clean_previous_runs(ledger: &dyn ProcessLedger, me: &Owner, kill_after: D
             continue; // a running Mimesis (the app, another `mimesis run`) owns these
         }
         let rows = procs::rows(&procs::all());
+        let mark = fleet::owner_mark(owner.pid, owner.start_ticks);
+        let marked = |pid: u32| procs::env_var(pid, fleet::OWNER_ENV).as_deref() == Some(mark.as_bytes());
         let mut doomed = Vec::new();
         for rec in &records {
             let now = procs::stat(rec.pid)
@@ -196,7 +198,7 @@ pub fn clean_previous_runs(ledger: &dyn ProcessLedger, me: &Owner, kill_after: D
                 tracing::info!(pid = rec.pid, "a recorded PID now belongs to another process; leaving it alone");
                 report.reused.push(rec.pid);
             }
-            let left = fleet::leftovers(&rec.recorded(), verdict, &rows, &boot);
+            let left = fleet::leftovers(&rec.recorded(), verdict, &rows, &boot, marked);
             if !left.is_empty() {
                 tracing::warn!(pid = rec.pid, session = %rec.session_id, processes = ?left,
                     "killing processes left running by an earlier Mimesis");

@@ -137,9 +137,9 @@ pub enum Effect {
     },
     /// Bytes to the PTY.
     Write(Vec<u8>),
-    /// Type a line into the TUI: the text, a short pause, then Enter (a TUI takes text and
-    /// Enter arriving in one read as a paste).
-    TypeLine(String),
+    /// Type a line into the TUI: the text, then Enter once the TUI has taken the text (a
+    /// TUI takes text and Enter arriving in one read as a paste, and would not submit it).
+    TypeLine(Vec<u8>),
     /// Show bytes to attached terminals without sending them to the agent (one-shot echo).
     Echo(Vec<u8>),
     Signal(Sig),
@@ -252,6 +252,10 @@ pub struct Snapshot {
 pub const READY_FALLBACK: Duration = Duration::from_secs(30);
 /// How long an interrupted turn has to wind down (write its interruption) before SIGTERM.
 pub const INTERRUPT_GRACE: Duration = Duration::from_secs(1);
+/// `/exit` is typed only once the agent's output has been quiet this long: Claude Code
+/// writes a turn to its transcript a moment (~0.2 s) after the screen shows it, and an
+/// `/exit` typed in between loses the turn (the resume then finds less, or nothing: EC-007).
+pub const EXIT_SETTLE: Duration = Duration::from_secs(2);
 /// More than this many crashes in a row: unhealthy (seed 003 §4).
 pub const MAX_CONSECUTIVE_CRASHES: u32 = 2;
 
@@ -295,7 +299,8 @@ impl StopWhy {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum StopHow {
-    /// `/exit`, then SIGTERM after `killAfter`, then SIGKILL.
+    /// `/exit` once the output settled ([`EXIT_SETTLE`]), then SIGTERM after `killAfter`,
+    /// then SIGKILL.
     Graceful,
     /// Esc (the TUI's interrupt), SIGTERM a moment later, then SIGKILL (EC-003).
     Interrupt,
@@ -307,6 +312,8 @@ enum StopHow {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
+    /// A graceful stop waits for the output to settle before `/exit` (see [`EXIT_SETTLE`]).
+    Settling,
     ExitTyped,
     Termed,
     Killed,
@@ -340,6 +347,8 @@ enum Proc {
         pid: u32,
         since: Timestamp,
         purpose: Purpose,
+        /// Started with `--resume`: a refusal can still show up (EC-007).
+        resumed: bool,
     },
     Stopping {
         generation: u64,
@@ -791,9 +800,12 @@ impl SessionPolicy {
         self.queue.is_empty() && matches!(self.proc, Proc::Live { .. })
     }
 
+    /// Delivers what was kept, the way it was typed: each Enter (outside a bracketed paste)
+    /// follows its line only once the TUI has taken the text.
     fn flush_queue(&mut self) {
-        while let Some(b) = self.queue.pop_front() {
-            self.out.push(Effect::Write(b));
+        let all: Vec<u8> = self.queue.drain(..).flatten().collect();
+        for (text, enter) in typed_lines(&all) {
+            self.out.push(if enter { Effect::TypeLine(text) } else { Effect::Write(text) });
         }
     }
 
@@ -843,6 +855,11 @@ impl SessionPolicy {
             ScreenSignal::Activity(a) => {
                 let before = self.activity();
                 self.screen = a;
+                // Only the process's own screen proves it is up: the transcript may still be
+                // the previous process's (or a refused resume's) words.
+                if a != Activity::Unknown && matches!(self.proc, Proc::Starting { pid: Some(_), .. }) {
+                    self.ready();
+                }
                 self.activity_changed(before);
             }
             ScreenSignal::TurnDone => {
@@ -868,13 +885,7 @@ impl SessionPolicy {
 
     fn activity_changed(&mut self, before: Activity) {
         let now = self.activity();
-        if now == Activity::Unknown {
-            return;
-        }
-        if let Proc::Starting { pid: Some(_), .. } = self.proc {
-            self.ready();
-        }
-        if now == before {
+        if now == Activity::Unknown || now == before {
             return;
         }
         if now.busy() {
@@ -907,8 +918,9 @@ impl SessionPolicy {
 
     /// The process showed it is up: announce what it came up for, deliver the queue.
     fn ready(&mut self) {
-        let Proc::Starting { generation, pid: Some(pid), since, purpose, .. } = self.proc.clone() else { return };
-        self.proc = Proc::Live { generation, pid, since, purpose };
+        let Proc::Starting { generation, pid: Some(pid), since, purpose, ref launch } = self.proc else { return };
+        let resumed = *launch == Launch::Resume;
+        self.proc = Proc::Live { generation, pid, since, purpose, resumed };
         self.retry = None;
         match purpose {
             Purpose::Initial | Purpose::OneShot => {}
@@ -1085,9 +1097,13 @@ impl SessionPolicy {
                     }
                 }
             }
-            Proc::Live { purpose, .. } => {
+            Proc::Live { purpose, resumed, .. } => {
                 if purpose == Purpose::OneShot {
                     return self.exited_one_shot(code, last_line);
+                }
+                if resumed && self.resume_rejected && code != 0 {
+                    // Came up (the fallback timer, a screen read) before it refused the resume.
+                    return self.resume_refused(purpose);
                 }
                 if code == 0 {
                     return self.clean_exit();
@@ -1203,9 +1219,11 @@ impl SessionPolicy {
             self.out.push(Effect::Signal(Sig::Cont));
             self.frozen = false;
         }
+        let settled = self.last_output.plus(EXIT_SETTLE);
         let stage = match (how, pid) {
             // Not spawned yet: the signal goes out when it is (see `spawned`).
             (_, None) => Stage::Termed,
+            (StopHow::Graceful, _) if settled > self.now => Stage::Settling,
             (StopHow::Graceful, _) => {
                 self.out.push(Effect::TypeLine("/exit".into()));
                 Stage::ExitTyped
@@ -1224,12 +1242,11 @@ impl SessionPolicy {
                 Stage::Termed
             }
         };
-        let wait = if how == StopHow::Interrupt {
-            self.limits.kill_after.min(INTERRUPT_GRACE)
-        } else {
-            self.limits.kill_after
-        };
-        let next_at = Some(self.now.plus(wait));
+        let next_at = Some(match (stage, how) {
+            (Stage::Settling, _) => settled,
+            (_, StopHow::Interrupt) => self.now.plus(self.limits.kill_after.min(INTERRUPT_GRACE)),
+            _ => self.now.plus(self.limits.kill_after),
+        });
         self.proc = Proc::Stopping { generation, pid, since, why, stage, next_at };
     }
 
@@ -1288,13 +1305,23 @@ impl SessionPolicy {
         }
     }
 
-    fn announce_suspended(&mut self, cause: SuspendCause) {
-        let message = match cause {
+    fn suspended_message(&self, cause: SuspendCause) -> String {
+        match cause {
             SuspendCause::Idle => wording::suspended_idle(self.limits.idle_timeout),
             SuspendCause::Cap => wording::suspended_cap(self.limits.max_live_sessions),
-        };
-        self.emit(EventKind::SessionSuspended { message: message.clone() });
+        }
+    }
+
+    /// Seed 003 §2.2: the client hears of the mode change before the process is stopped.
+    fn announce_mode_suspended(&mut self, cause: SuspendCause) {
+        let message = self.suspended_message(cause);
         self.emit(EventKind::ModeChange { mode: "suspended".into(), message });
+    }
+
+    /// The process is stopped (or frozen).
+    fn announce_suspended(&mut self, cause: SuspendCause) {
+        let message = self.suspended_message(cause);
+        self.emit(EventKind::SessionSuspended { message });
     }
 
     fn stop(&mut self, why: StopWhy) {
@@ -1312,6 +1339,7 @@ impl SessionPolicy {
             return;
         }
         self.idle_deadline = None;
+        self.announce_mode_suspended(cause);
         match self.limits.suspend_mode {
             SuspendMode::Stop => {
                 self.out.push(Effect::Signal(Sig::Stop));
@@ -1519,6 +1547,11 @@ impl SessionPolicy {
             && next_at.is_some_and(|t| t <= now)
         {
             match stage {
+                Stage::Settling => {
+                    *stage = Stage::ExitTyped;
+                    *next_at = Some(now.plus(self.limits.kill_after));
+                    self.out.push(Effect::TypeLine("/exit".into()));
+                }
                 Stage::ExitTyped => {
                     *stage = Stage::Termed;
                     *next_at = Some(now.plus(self.limits.kill_after));
@@ -1580,6 +1613,36 @@ impl SessionPolicy {
         }
         self.maybe_flush_crash();
     }
+}
+
+/// Splits typed bytes into lines: (text, ended by Enter). An Enter inside a bracketed
+/// paste (`ESC [200~ … ESC [201~`) is part of the paste, not a submission.
+fn typed_lines(bytes: &[u8]) -> Vec<(Vec<u8>, bool)> {
+    const PASTE_START: &[u8] = b"\x1b[200~";
+    const PASTE_END: &[u8] = b"\x1b[201~";
+    let mut out = Vec::new();
+    let mut line = Vec::new();
+    let mut pasting = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &bytes[i..];
+        if rest.starts_with(PASTE_START) || rest.starts_with(PASTE_END) {
+            pasting = rest.starts_with(PASTE_START);
+            line.extend_from_slice(&rest[..PASTE_START.len()]);
+            i += PASTE_START.len();
+            continue;
+        }
+        if bytes[i] == b'\r' && !pasting {
+            out.push((std::mem::take(&mut line), true));
+        } else {
+            line.push(bytes[i]);
+        }
+        i += 1;
+    }
+    if !line.is_empty() {
+        out.push((line, false));
+    }
+    out
 }
 
 #[cfg(test)]
