@@ -3,6 +3,7 @@
 //!
 //! Needs `cargo build -p mimesis-standin -p mimesis-cli` (done by `cargo test --workspace`).
 
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -147,7 +148,8 @@ fn usage_errors_exit_2_with_the_reason() -> Result<()> {
         (vec!["--max-duration", "banana"], "not a duration"),
         (vec!["--idle-timeout", "5s"], "--idle-timeout: must be between 60 and 7200 seconds (1–120 min)"),
         (vec!["--resume", "../etc"], "not a valid session id"),
-        (vec!["--crash-pattern", "(unclosed"], "--crash-pattern: is not a valid regular expression"),
+        (vec!["--crash-pattern", "(unclosed"], "--crash-pattern: pattern 1 is not a valid regular expression"),
+        (vec!["--max-duration", "8d"], "--max-duration: must be more than 0 and at most 604800 seconds"),
         (vec!["--no-such-flag"], "unexpected argument"),
     ] {
         let out = h.command()?.arg("run").args(&args).stdin(Stdio::null()).output()?;
@@ -284,5 +286,212 @@ fn in_a_terminal_keys_go_through_raw_and_resizes_are_forwarded() -> Result<()> {
     pty.send("\r")?;
     let status = pty.wait_exit(T)?;
     ensure!(status.exit_code() == 0, "{status:?}");
+    Ok(())
+}
+
+/// Limits for `mimesis run`, lowest first: the defaults, the settings the desktop app
+/// stored in the fleet database, the environment, the flags.
+#[test]
+fn stored_settings_then_the_environment_then_flags() -> Result<()> {
+    let h = Home::new()?;
+    {
+        // The desktop app's settings view stored these (a short duration check, so the
+        // test is quick; the stored limit itself is long).
+        let db = mimesis_engine::db::Db::open(&h.data.join(mimesis_engine::db::FILE_NAME), Default::default());
+        let doc = serde_json::json!({"limits": {"maxDurationSecs": 3600, "durationCheckSecs": 0.1,
+                                                "turnGraceSecs": 1, "killAfterSecs": 1}});
+        let settings = mimesis_engine::settings::Settings::from_json(&doc).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        db.save_settings(&settings)?;
+    }
+    // The environment overrides the stored limit; the stored check interval still holds.
+    let mut c = h.command()?;
+    c.env("MAX_SESSION_DURATION_SECONDS", "2");
+    c.arg("run").arg("--agent").arg(standin()?).arg("--events-json").arg(&h.events);
+    let mut child = c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    let t = h.events().into_iter().find(|e| e["type"] == "session_terminated").context("terminated")?;
+    ensure!(t["message"] == "Session ended (2-second limit reached).", "{t}");
+    // A flag overrides the environment.
+    std::fs::remove_file(&h.events)?;
+    let mut c = h.command()?;
+    c.env("MAX_SESSION_DURATION_SECONDS", "30");
+    c.arg("run").arg("--agent").arg(standin()?).arg("--events-json").arg(&h.events).args(["--max-duration", "1s"]);
+    let mut child = c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    let t = h.events().into_iter().find(|e| e["type"] == "session_terminated").context("terminated")?;
+    ensure!(t["message"] == "Session ended (1-second limit reached).", "{t}");
+    // The stored settings were read, never written.
+    let stored = mimesis_engine::db::Db::open_read_only(&h.data.join(mimesis_engine::db::FILE_NAME))?.settings();
+    ensure!(stored.limits.max_duration == Duration::from_secs(3600));
+    Ok(())
+}
+
+/// Checks the Prometheus text exposition format: every sample's family has one TYPE
+/// (and HELP) line before it, names and labels are well formed, values are numbers.
+/// One sample: metric name, labels as written, value.
+type Sample = (String, String, f64);
+
+fn check_prometheus(text: &str) -> Result<Vec<Sample>> {
+    ensure!(text.ends_with('\n'), "ends with a newline");
+    let name_ok = |n: &str| {
+        !n.is_empty()
+            && n.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    };
+    let mut typed: HashMap<String, String> = HashMap::new();
+    let mut helped = HashSet::new();
+    let mut samples = Vec::new();
+    let mut seen = HashSet::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let name = rest.split(' ').next().unwrap_or("");
+            ensure!(name_ok(name) && helped.insert(name.to_owned()), "HELP once per family: {line}");
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut parts = rest.split(' ');
+            let (name, kind) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            ensure!(name_ok(name) && ["counter", "gauge"].contains(&kind), "{line}");
+            ensure!(typed.insert(name.to_owned(), kind.to_owned()).is_none(), "TYPE once: {line}");
+        } else {
+            ensure!(!line.starts_with('#') && !line.is_empty(), "unexpected line {line:?}");
+            let (series, value) = line.rsplit_once(' ').context("a value")?;
+            let value: f64 = value.parse().with_context(|| format!("a number: {line}"))?;
+            let (name, labels) = match series.split_once('{') {
+                Some((n, l)) => {
+                    let l = l.strip_suffix('}').context("labels close")?;
+                    for pair in l.split(',') {
+                        let (k, v) = pair.split_once('=').context("label=value")?;
+                        ensure!(name_ok(k) && v.starts_with('"') && v.ends_with('"') && v.len() >= 2, "{line}");
+                    }
+                    (n, l.to_owned())
+                }
+                None => (series, String::new()),
+            };
+            ensure!(typed.contains_key(name) && helped.contains(name), "TYPE and HELP before {line}");
+            if typed[name] == "counter" {
+                ensure!(name.ends_with("_total") && value >= 0.0, "{line}");
+            }
+            ensure!(seen.insert(series.to_owned()), "one sample per series: {line}");
+            samples.push((name.to_owned(), labels, value));
+        }
+    }
+    Ok(samples)
+}
+
+fn metrics(h: &Home, json: bool) -> Result<String> {
+    let mut c = h.command()?;
+    c.arg("metrics");
+    if json {
+        c.arg("--json");
+    }
+    let out = c.output()?;
+    ensure!(out.status.success(), "{out:?}");
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+fn value(samples: &[Sample], name: &str) -> Option<f64> {
+    samples.iter().find(|(n, _, _)| n == name).map(|(_, _, v)| *v)
+}
+
+/// `mimesis metrics` (SPEC P14, X1) through the real binary: the running `mimesis run`
+/// publishes its metrics; the CLI prints them as Prometheus text or JSON; a clean exit
+/// withdraws them.
+#[test]
+fn metrics_of_a_running_supervisor_as_prometheus_text_and_json() -> Result<()> {
+    let h = Home::new()?;
+    let empty = metrics(&h, false)?;
+    let none = check_prometheus(&empty)?;
+    ensure!(value(&none, "csp_recoveries_total") == Some(0.0), "zeros with no supervisor: {empty}");
+    ensure!(!empty.contains("csp_subprocess_rss_bytes{"), "{empty}");
+
+    let mut child = h.spawn(&["--rss-check", "200ms"])?;
+    let started = h.wait_type("session_started")?;
+    let id = started["sessionId"].as_str().context("id")?.to_owned();
+    let series = format!("session_id=\"{id}\"");
+    let wait_metrics = |what: &str, ok: &dyn Fn(&[Sample]) -> bool| -> Result<String> {
+        let deadline = Instant::now() + T;
+        loop {
+            let text = metrics(&h, false)?;
+            if ok(&check_prometheus(&text)?) {
+                return Ok(text);
+            }
+            ensure!(Instant::now() < deadline, "never {what}:\n{text}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let text = wait_metrics("the session's memory", &|s| {
+        s.iter().any(|(n, l, v)| n == "csp_subprocess_rss_bytes" && *l == series && *v > 0.0)
+    })?;
+    for name in [
+        "csp_zombie_processes_cleaned_total",
+        "csp_recoveries_total",
+        "csp_suspensions_total",
+        "csp_terminations_total",
+        "csp_restarts_total",
+    ] {
+        ensure!(text.contains(&format!("# TYPE {name} counter\n")), "{name}: {text}");
+    }
+    ensure!(text.contains("# TYPE csp_subprocess_rss_bytes gauge\n"), "{text}");
+
+    // A crash and its recovery are counted.
+    let transcript =
+        h.root.join("projects").join(mimesis_engine::roots::project_dir_name(&h.cwd)).join(format!("{id}.jsonl"));
+    type_line(&mut child, "hello")?;
+    wait_file(&transcript, "turn_duration")?;
+    type_line(&mut child, "crash")?;
+    h.wait_type("session_recovered")?;
+    wait_metrics("the recovery", &|s| value(s, "csp_recoveries_total") == Some(1.0))?;
+    let json: Value = serde_json::from_str(&metrics(&h, true)?)?;
+    ensure!(json["recoveriesTotal"] == 1 && json["zombieProcessesCleanedTotal"].is_u64(), "{json}");
+    ensure!(json["rssBytes"][&id].as_u64().is_some_and(|b| b > 0), "{json}");
+
+    // A clean exit withdraws the snapshot.
+    std::thread::sleep(Duration::from_millis(500));
+    type_line(&mut child, "/exit")?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    let after = check_prometheus(&metrics(&h, false)?)?;
+    ensure!(value(&after, "csp_recoveries_total") == Some(0.0), "no supervisor runs: {after:?}");
+    ensure!(std::fs::read_dir(h.data.join("metrics"))?.count() == 0, "withdrawn");
+    Ok(())
+}
+
+#[test]
+fn doctor_reports_supervised_processes_and_metrics_publishers() -> Result<()> {
+    let h = Home::new()?;
+    let mut child = h.spawn(&[])?;
+    h.wait_type("session_started")?;
+    let deadline = Instant::now() + T;
+    let report = loop {
+        let out = h.command()?.args(["doctor", "--json"]).output()?;
+        ensure!(out.status.success(), "{out:?}");
+        let report: Value = serde_json::from_slice(&out.stdout)?;
+        if report["supervision"]["recordedProcesses"] == 1 && report["supervision"]["metricsPublishers"][0].is_object()
+        {
+            break report;
+        }
+        ensure!(Instant::now() < deadline, "{report}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let sup = &report["supervision"];
+    ensure!(sup["recordedSessions"] == 1 && sup["supervisors"][0]["alive"] == true, "{sup}");
+    ensure!(sup["supervisors"][0]["pid"] == child.id(), "{sup}");
+    ensure!(sup["metricsPublishers"][0]["pid"] == child.id() && sup["staleMetrics"] == 0, "{sup}");
+    let text = h.command()?.arg("doctor").output()?;
+    let text = String::from_utf8(text.stdout)?;
+    ensure!(
+        text.contains(
+            "supervised: 1 processes of 1 sessions on record (1 supervisors, 1 running); 1 publishing metrics"
+        ),
+        "{text}"
+    );
+    type_line(&mut child, "/exit")?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    let out = h.command()?.args(["doctor", "--json"]).output()?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    ensure!(report["supervision"]["recordedProcesses"] == 0, "a clean exit forgets: {report}");
+    ensure!(report["supervision"]["metricsPublishers"] == serde_json::json!([]), "{report}");
     Ok(())
 }

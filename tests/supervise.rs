@@ -8,6 +8,7 @@
 //! Needs `cargo build -p mimesis-standin -p mimesis-cli` (done by `cargo test --workspace`).
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
@@ -284,8 +285,11 @@ async fn a_corrupted_session_is_archived_and_a_fresh_one_starts() -> Result<()> 
     let new = ready.session_id.clone();
     ensure!(new != id);
     ensure!(s.sup.current_id(&id) == new, "the old id leads to the new session");
-    let archive = std::fs::read_to_string(s.data_dir.join("corrupted.jsonl"))?;
-    ensure!(archive.contains(id.as_str()) && archive.contains(new.as_str()), "{archive}");
+    // Archived in the fleet database (SPEC W8).
+    let db = mimesis_engine::db::Db::open_read_only(&s.data_dir.join(mimesis_engine::db::FILE_NAME))?;
+    let archived = db.corrupted_sessions()?;
+    ensure!(archived.len() == 1 && archived[0].session_id == id && archived[0].replaced_by == new, "{archived:?}");
+    ensure!(archived[0].transcript_path.ends_with(&format!("{id}.jsonl")), "{archived:?}");
     s.wait_prompt(&new, T).await?;
     turn(&s, &new, "fresh start").await?;
     ensure!(s.prompts(&new) == ["fresh start"]);
@@ -448,10 +452,13 @@ async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Resu
     run.wait_for_text("? for shortcuts", T)?;
     // The agent is about to outlive the `mimesis run` this test kills: whatever happens
     // next, it and its grandchild die with the test.
-    let ledger = mimesis_engine::supervise::ledger::FileLedger::new(&data);
+    // The agent: the ledger in the fleet database names it, under its `mimesis run`.
     use mimesis_engine::supervise::ledger::ProcessLedger;
-    let recs = ledger.load()?;
-    let agent = recs.iter().flat_map(|(_, r)| r).next().context("the agent is recorded")?.clone();
+    let db_path = data.join(mimesis_engine::db::FILE_NAME);
+    let recs = mimesis_engine::db::Db::open_read_only(&db_path)?.load()?;
+    ensure!(recs.len() == 1 && recs[0].0.pid == run.pid(), "one owner, the run: {recs:?}");
+    let agent = recs[0].1.first().context("the agent is recorded")?.clone();
+    ensure!(!data.join("supervised").exists(), "no fallback files while the database works");
     let mut guard = ProcGuard::new();
     guard.watch(agent.pid);
     for line in ["ignore-hup", "spawn-child"] {
@@ -462,6 +469,10 @@ async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Resu
     let screen = run.wait_for_text("child=", T)?;
     let child: u32 = screen.find_row("child=").context("row")?.1.trim().trim_start_matches("child=").parse()?;
     ensure!(alive(agent.pid) && alive(child));
+    // The run publishes its metrics.
+    let metrics_dir = mimesis_engine::supervise::metrics::dir(&data);
+    let snapshot = metrics_dir.join(format!("{}-{}.json", recs[0].0.pid, recs[0].0.start_ticks));
+    ensure!(snapshot.exists(), "{} is published", snapshot.display());
     // An unrelated process with the very same command line, started by someone else.
     let twin = Pty::spawn(env(PtyCommand::new(&agent.cmdline[0]).args(&agent.cmdline[1..])))?;
     twin.wait_for_text("? for shortcuts", T)?;
@@ -472,6 +483,17 @@ async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Resu
     std::thread::sleep(Duration::from_millis(300));
     ensure!(alive(agent.pid), "the agent ignores SIGHUP and outlived mimesis");
     ensure!(alive(child), "so did its grandchild");
+    let records = mimesis_engine::db::Db::open_read_only(&db_path)?.load()?;
+    ensure!(records.len() == 1 && records[0].1.iter().any(|r| r.pid == agent.pid), "left in the database: {records:?}");
+    // A dead supervisor's last numbers are not shown, and its snapshot is cleaned.
+    let out = std::process::Command::new(mimesis()?)
+        .arg("metrics")
+        .env("MIMESIS_DATA_DIR", &data)
+        .env("CLAUDE_CONFIG_DIR", &root)
+        .output()?;
+    let text = String::from_utf8(out.stdout)?;
+    ensure!(out.status.success() && !text.contains(agent.session_id.as_str()), "{text}");
+    ensure!(!snapshot.exists(), "the stale snapshot is removed");
 
     let s = Supervised::start_in(
         dir,
@@ -494,8 +516,81 @@ async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Resu
     ensure!(!alive(agent.pid) && !alive(child), "the orphans are gone");
     ensure!(alive(twin.pid()), "the same command line, not started by Mimesis, is untouched");
     ensure!(!killed.contains(&twin.pid()));
+    let records = mimesis_engine::db::Db::open_read_only(&db_path)?.load()?;
+    ensure!(records.iter().all(|(o, _)| o.pid != run.pid()), "the dead run's records are forgotten: {records:?}");
+    let m = s.sup.metrics();
+    ensure!(m.orphans_killed_total >= 2 && m.zombie_processes_cleaned_total >= 2, "counted: {m:?}");
     s.sup.shutdown().await;
     drop(twin);
     drop(guard);
+    Ok(())
+}
+
+/// The settings view changes the limits while a session runs: the supervisor started
+/// for the desktop (stored settings, following `settings_set`) applies them to the
+/// running session's future checks. Time is a manual clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_set_reaches_a_running_session_on_the_injected_clock() -> Result<()> {
+    use mimesis_engine::clock::{Clock, ManualClock, Timestamp};
+    use mimesis_engine::supervise::SupervisorConfig;
+    let dir = tempfile::Builder::new().prefix("mimesis-settings-").tempdir()?;
+    let base = dir.path().canonicalize()?;
+    let (root, data, cwd) = (base.join(".claude"), base.join("data"), base.join("project"));
+    std::fs::create_dir_all(&root)?;
+    std::fs::create_dir_all(&cwd)?;
+    let t0 = Timestamp::from_millis(1_800_000_000_000);
+    let clock = Arc::new(ManualClock::new(t0));
+    let engine = Engine::start(EngineConfig {
+        roots: vec![root.clone()],
+        data_dir: Some(data.clone()),
+        clock: clock.clone(),
+        ..Default::default()
+    });
+    engine.ready().await;
+    // Stored before the start: the supervisor begins with them.
+    let stored = engine.settings_set(&serde_json::json!({"limits": {"maxLiveSessions": 5}})).await?;
+    ensure!(stored.errors.is_empty(), "{:?}", stored.errors);
+    let (r, d) = (root.clone(), data.clone());
+    let s = Supervised::start_in(dir, root, data, cwd, AgentCommand::new(standin()?), quick_limits(), None, |c| {
+        let mut desktop = SupervisorConfig::for_engine(&engine, r.clone(), d.clone());
+        desktop.agent = c.agent.clone();
+        desktop.config_root_env = c.config_root_env.clone();
+        desktop.subreaper = false;
+        desktop.size = c.size;
+        *c = desktop;
+    })
+    .await?;
+    ensure!(s.sup.limits().max_live_sessions == 5, "stored settings at start");
+    ensure!(s.sup.limits().idle_timeout == Duration::from_secs(600));
+    let id = started(&s).await?;
+    turn(&s, &id, "first").await?;
+    let idle = s.sup.supervision(&id).and_then(|x| x.idle_deadline);
+    ensure!(idle == Some(t0.plus(Duration::from_secs(600))), "{idle:?}");
+
+    // A shorter idle timeout: the running timer is shortened at once.
+    let doc = serde_json::json!({"limits": {"maxLiveSessions": 5, "idleTimeoutSecs": 60}});
+    ensure!(engine.settings_set(&doc).await?.errors.is_empty());
+    let deadline = std::time::Instant::now() + T;
+    while s.sup.supervision(&id).and_then(|x| x.idle_deadline) != Some(t0.plus(Duration::from_secs(60))) {
+        ensure!(std::time::Instant::now() < deadline, "{:?}", s.sup.supervision(&id));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    clock.advance(Duration::from_secs(59));
+    s.sup.tick().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    ensure!(s.count("session_suspended") == 0, "not before the new timeout");
+    clock.advance(Duration::from_secs(1));
+    s.sup.tick().await;
+    let ev = s.wait_event("session_suspended", T).await?;
+    ensure!(ev.message() == Some("Session suspended after 60 seconds idle. Your next message resumes it."), "{ev:?}");
+
+    // A duration limit already passed (60 s have run): the session ends now.
+    let doc = serde_json::json!({"limits": {"maxLiveSessions": 5, "idleTimeoutSecs": 60, "maxDurationSecs": 30}});
+    ensure!(engine.settings_set(&doc).await?.errors.is_empty());
+    let t = s.wait_event("session_terminated", T).await?;
+    ensure!(t.message() == Some("Session ended (30-second limit reached)."), "{t:?}");
+    ensure!(clock.now() == t0.plus(Duration::from_secs(60)), "no time passed: applied at once");
+    s.sup.shutdown().await;
+    engine.shutdown().await;
     Ok(())
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use mimesis_engine::supervise::{
-    AgentCommand, Limits, SupervisionEvent, SupervisionState, Supervisor, SupervisorConfig, ledger::FileLedger,
+    AgentCommand, Limits, SupervisionEvent, SupervisionState, Supervisor, SupervisorConfig,
 };
 use mimesis_engine::{Engine, ManualClock, SessionId, Timestamp};
 
@@ -107,11 +107,11 @@ impl Supervised {
         engine: Option<Engine>,
         tweak: impl FnOnce(&mut SupervisorConfig),
     ) -> Result<Supervised> {
+        // The ledger is the fleet database in `data_dir`, as in the app and `mimesis run`.
         let mut config = SupervisorConfig::new(config_root.clone(), data_dir.clone());
         config.agent = agent;
         config.limits = limits;
         config.config_root_env = Some(config_root.clone());
-        config.ledger = Arc::new(FileLedger::new(&data_dir));
         config.engine = engine.clone();
         // Test binaries run many tests in one process: adopting every orphan of the
         // process would reach other tests' children.

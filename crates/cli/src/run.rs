@@ -3,18 +3,23 @@
 //! terminal on stdin it still runs, taking stdin as keystrokes.
 //!
 //! Exit code: the agent's final exit code, or 0 after a limit-driven termination.
+//!
+//! Limits and the agent come from, lowest first: the defaults, the settings stored in the
+//! fleet database by the desktop app (read, never written), the environment
+//! (`MAX_SESSION_DURATION_SECONDS`, …), then the flags.
 
 use std::io::{IsTerminal, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
+use mimesis_engine::settings::Settings;
 use mimesis_engine::supervise::{
     AgentCommand, EventKind, Limits, SupervisionEvent, SupervisionState, Supervisor, SupervisorConfig, parse_duration,
 };
-use mimesis_engine::{SessionId, roots};
+use mimesis_engine::{SessionId, db, roots};
 use tokio::sync::broadcast;
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -26,9 +31,10 @@ pub struct RunArgs {
     /// The folder to run the session in (default: the current folder).
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
-    /// The agent program (default: claude). Only claude-like agents are resumed and recovered.
-    #[arg(long, value_name = "PROGRAM", default_value = "claude")]
-    agent: PathBuf,
+    /// The agent program (default: the desktop app's setting, else claude). Only
+    /// claude-like agents are resumed and recovered.
+    #[arg(long, value_name = "PROGRAM")]
+    agent: Option<PathBuf>,
     /// Resume this session instead of starting a new one.
     #[arg(long, value_name = "ID")]
     resume: Option<String>,
@@ -68,9 +74,24 @@ pub struct RunArgs {
 /// A usage problem found after parsing: exit 2.
 pub struct Usage(pub String);
 
+/// The settings the desktop app stored, or the defaults (no database, or unreadable).
+fn stored_settings(data_dir: &Path) -> Settings {
+    let path = data_dir.join(db::FILE_NAME);
+    if !path.exists() {
+        return Settings::default();
+    }
+    match db::Db::open_read_only(&path) {
+        Ok(db) => db.settings(),
+        Err(e) => {
+            tracing::info!(error = %e, "cannot read the stored settings; using the defaults");
+            Settings::default()
+        }
+    }
+}
+
 impl RunArgs {
-    fn limits(&self) -> Result<Limits, Usage> {
-        let mut l = Limits::default();
+    fn limits(&self, stored: &Limits) -> Result<Limits, Usage> {
+        let mut l = stored.clone();
         let env_errors = l.apply_env(|k| std::env::var(k).ok());
         if let Some(e) = env_errors.first() {
             return Err(Usage(format!("{}: {}", e.field, e.message)));
@@ -110,8 +131,9 @@ impl RunArgs {
     }
 }
 
-pub fn run(args: RunArgs, config_dirs: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    let limits = match args.limits() {
+pub fn run(args: RunArgs, config_dirs: &[PathBuf], data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let stored = stored_settings(data_dir);
+    let limits = match args.limits(&stored.limits) {
         Ok(l) => l,
         Err(Usage(msg)) => {
             eprintln!("mimesis run: {msg}");
@@ -146,9 +168,14 @@ pub fn run(args: RunArgs, config_dirs: &[PathBuf]) -> anyhow::Result<ExitCode> {
         .into_iter()
         .next()
         .context("no Claude Code config folder: set HOME or CLAUDE_CONFIG_DIR")?;
-    let mut agent = AgentCommand::new(&args.agent);
-    agent.args = args.agent_args.clone();
-    let mut config = SupervisorConfig::new(config_root.clone(), roots::data_dir());
+    let mut agent = match &args.agent {
+        Some(program) => AgentCommand::new(program),
+        None => stored.agent.command(),
+    };
+    if args.agent.is_some() || !args.agent_args.is_empty() {
+        agent.args = args.agent_args.clone();
+    }
+    let mut config = SupervisorConfig::new(config_root.clone(), data_dir.to_owned());
     config.agent = agent;
     config.limits = limits;
     if !config_dirs.is_empty() {

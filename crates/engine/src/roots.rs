@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 ///
 /// `explicit` (`--config-dir`, repeatable) overrides everything; else `$CLAUDE_CONFIG_DIR`
 /// (a comma-separated list is allowed); else `~/.claude`, plus `~/.config/claude` when it
-/// exists. Duplicates are dropped, order is kept.
+/// exists. Relative paths are made absolute against the current directory (a watcher and
+/// an agent started elsewhere must agree on them). Duplicates are dropped, order is kept.
 pub fn resolve(explicit: &[PathBuf], env: Option<&OsStr>, home: Option<&Path>) -> Vec<PathBuf> {
     let mut roots: Vec<PathBuf> = if !explicit.is_empty() {
         explicit.to_vec()
@@ -24,9 +25,18 @@ pub fn resolve(explicit: &[PathBuf], env: Option<&OsStr>, home: Option<&Path>) -
         }
         v
     };
+    for r in &mut roots {
+        *r = absolute(r);
+    }
     let mut seen = std::collections::HashSet::new();
     roots.retain(|r| seen.insert(r.clone()));
     roots
+}
+
+/// `path` made absolute against the current directory, lexically (no symlink is resolved,
+/// so the path need not exist). Unchanged if the current directory is unknown.
+pub fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
 
 fn expand_home(s: &str, home: Option<&Path>) -> PathBuf {
@@ -45,7 +55,7 @@ pub fn from_env(explicit: &[PathBuf]) -> Vec<PathBuf> {
 /// (`~/.local/share/mimesis`).
 pub fn data_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("MIMESIS_DATA_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
+        return absolute(Path::new(&d));
     }
     dirs::data_dir()
         .or_else(|| dirs::home_dir().map(|h| h.join(".local/share")))
@@ -84,6 +94,15 @@ mod tests {
         let r =
             resolve(&[PathBuf::from("/a"), PathBuf::from("/a"), PathBuf::from("/b")], Some(OsStr::new("/env")), None);
         assert_eq!(r, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+    }
+
+    #[test]
+    fn relative_roots_become_absolute() {
+        let cwd = std::env::current_dir().unwrap();
+        let r = resolve(&[PathBuf::from("cfg"), PathBuf::from("./cfg")], None, None);
+        assert_eq!(r, vec![cwd.join("cfg")]);
+        let r = resolve(&[], Some(OsStr::new("rel/a")), None);
+        assert_eq!(r, vec![cwd.join("rel/a")]);
     }
 
     #[test]

@@ -221,7 +221,7 @@ impl SessionActor {
         let (output, _) = broadcast::channel(1024);
         let (cols, rows) = shared.config.size;
         let monitor = Monitor::new(rows, cols, &policy.limits().crash_patterns);
-        let agent = shared.config.agent.clone();
+        let agent = shared.agent();
         let mut actor = SessionActor {
             policy,
             shared,
@@ -324,6 +324,12 @@ impl SessionActor {
                         tracing::debug!(error = %e, "resize failed");
                     }
                 }
+            }
+            SessionCmd::Control(Input::Limits(limits)) => {
+                if limits.crash_patterns != self.policy.limits().crash_patterns {
+                    self.monitor.set_crash_patterns(&limits.crash_patterns);
+                }
+                self.step(Input::Limits(limits));
             }
             SessionCmd::Control(input) => self.step(input),
             SessionCmd::Screen(reply) => {

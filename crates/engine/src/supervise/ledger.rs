@@ -4,12 +4,18 @@
 //! it kills those processes — but only if each is still the very process recorded — and
 //! their leftovers, then forgets the records. Corrupted sessions (EC-007) are archived.
 //!
-//! [`ProcessLedger`] is the narrow seam: [`FileLedger`] keeps one small JSON file per
-//! owner in the data dir (several Mimesis processes may run at once: the app and any
-//! number of `mimesis run`); the fleet database can implement the same trait later.
+//! [`ProcessLedger`] is the narrow seam. [`open`] gives the ledger a supervisor uses: the
+//! fleet database ([`DbLedger`], SPEC W8), shared by every Mimesis process that runs at
+//! once (the app and any number of `mimesis run`), each owning its own rows. When the
+//! database cannot be opened (corrupt, locked, from a newer Mimesis: its owner rebuilds
+//! it), [`FileLedger`] keeps one small JSON file per owner in the data dir instead; the
+//! database ledger also writes there when a save fails, and reads those files back, so
+//! the orphans of a run that used them are still cleaned.
 
+use std::collections::HashSet;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -165,6 +171,107 @@ impl ProcessLedger for FileLedger {
     }
 }
 
+/// The fleet database as the ledger, with the owner files as its fallback: a save the
+/// database refuses (locked for longer than its busy timeout, a disk error) is written to
+/// the owner's file, and loads read both, so a record is never only in memory.
+pub struct DbLedger {
+    db: crate::db::Db,
+    files: FileLedger,
+    /// Owners whose records went to a file because the database refused them.
+    spilled: Mutex<HashSet<(u32, u64)>>,
+}
+
+impl DbLedger {
+    pub fn new(db: crate::db::Db, data_dir: impl Into<PathBuf>) -> DbLedger {
+        DbLedger { db, files: FileLedger::new(data_dir), spilled: Mutex::new(HashSet::new()) }
+    }
+
+    pub fn db(&self) -> &crate::db::Db {
+        &self.db
+    }
+
+    fn spilled(&self) -> std::sync::MutexGuard<'_, HashSet<(u32, u64)>> {
+        self.spilled.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl ProcessLedger for DbLedger {
+    fn save(&self, owner: &Owner, records: &[ProcessRecord]) -> io::Result<()> {
+        let key = (owner.pid, owner.start_ticks);
+        match ProcessLedger::save(&self.db, owner, records) {
+            Ok(()) => {
+                if self.spilled().remove(&key) {
+                    self.files.forget(owner)?;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the fleet database refused the supervised processes; recording them in a file");
+                self.files.save(owner, records)?;
+                self.spilled().insert(key);
+                Ok(())
+            }
+        }
+    }
+
+    fn load(&self) -> io::Result<Vec<(Owner, Vec<ProcessRecord>)>> {
+        let mut all = match ProcessLedger::load(&self.db) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the supervised processes from the fleet database");
+                Vec::new()
+            }
+        };
+        // Files: a fallback of this ledger, or an older Mimesis that had no database.
+        merge(&mut all, self.files.load()?);
+        Ok(all)
+    }
+
+    fn forget(&self, owner: &Owner) -> io::Result<()> {
+        let db = ProcessLedger::forget(&self.db, owner);
+        self.files.forget(owner)?;
+        self.spilled().remove(&(owner.pid, owner.start_ticks));
+        db
+    }
+
+    fn archive_corrupted(&self, entry: &CorruptedSession) -> io::Result<()> {
+        ProcessLedger::archive_corrupted(&self.db, entry).or_else(|e| {
+            tracing::warn!(error = %e, "the fleet database refused the corrupted-session record; keeping it in a file");
+            self.files.archive_corrupted(entry)
+        })
+    }
+}
+
+/// Adds `more` owners' records to `all`, each process once.
+pub fn merge(all: &mut Vec<(Owner, Vec<ProcessRecord>)>, more: Vec<(Owner, Vec<ProcessRecord>)>) {
+    for (owner, records) in more {
+        match all.iter_mut().find(|(o, _)| *o == owner) {
+            Some((_, known)) => {
+                for r in records {
+                    if !known.iter().any(|k| k.pid == r.pid && k.start_ticks == r.start_ticks) {
+                        known.push(r);
+                    }
+                }
+            }
+            None => all.push((owner, records)),
+        }
+    }
+}
+
+/// The ledger for a supervisor whose data dir is `data_dir`: the fleet database there,
+/// else (it cannot be opened) the owner files. Never fails.
+pub fn open(data_dir: &Path) -> Arc<dyn ProcessLedger> {
+    let path = data_dir.join(crate::db::FILE_NAME);
+    match crate::db::Db::open_shared(&path) {
+        Ok(db) => Arc::new(DbLedger::new(db, data_dir)),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e,
+                "the fleet database cannot hold the supervised processes; recording them in files");
+            Arc::new(FileLedger::new(data_dir))
+        }
+    }
+}
+
 /// What the start-up cleanup did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Cleanup {
@@ -285,6 +392,58 @@ mod tests {
         assert_eq!(l.load().unwrap().len(), 1, "the dead owner's file is gone, the live one's stays");
         bystander.kill().unwrap();
         bystander.wait().unwrap();
+    }
+
+    #[test]
+    fn the_database_ledger_cleans_orphans_an_older_run_recorded_in_files() {
+        let d = tempfile::tempdir().unwrap();
+        let mut orphan = std::process::Command::new("sleep").arg("300").spawn().unwrap();
+        let dead_owner = Owner { pid: 999_998, start_ticks: 3, boot_id: procs::boot_id() };
+        FileLedger::new(d.path()).save(&dead_owner, &[record(orphan.id())]).unwrap();
+        let ledger = open(d.path());
+        assert!(d.path().join(crate::db::FILE_NAME).exists(), "the fleet database holds the ledger");
+        assert_eq!(ledger.load().unwrap().len(), 1, "the file's records are read too");
+        let report = clean_previous_runs(ledger.as_ref(), &Owner::me(), Duration::from_secs(2)).unwrap();
+        assert_eq!(report.killed, [orphan.id()]);
+        assert!(orphan.wait().unwrap().code().is_none());
+        assert!(ledger.load().unwrap().is_empty());
+        assert_eq!(std::fs::read_dir(d.path().join("supervised")).unwrap().count(), 0, "the old file is gone");
+    }
+
+    #[test]
+    fn a_locked_database_spills_records_to_a_file_until_it_takes_them_again() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join(crate::db::FILE_NAME);
+        let ledger = DbLedger::new(crate::db::Db::open_shared(&path).unwrap(), d.path());
+        let me = Owner::me();
+        let rec = record(std::process::id());
+        // Another process holds the write lock for longer than the busy timeout.
+        let other = rusqlite::Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN EXCLUSIVE;").unwrap();
+        let t0 = Instant::now();
+        ledger.save(&me, std::slice::from_ref(&rec)).unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(2), "waits only the busy timeout: {:?}", t0.elapsed());
+        let file = d.path().join("supervised").join(format!("{}-{}.json", me.pid, me.start_ticks));
+        assert!(file.exists(), "recorded in the fallback file");
+        assert_eq!(FileLedger::new(d.path()).load().unwrap()[0].1, std::slice::from_ref(&rec));
+        other.execute_batch("ROLLBACK;").unwrap();
+        ledger.save(&me, std::slice::from_ref(&rec)).unwrap();
+        assert!(!file.exists(), "back in the database, the file goes");
+        assert_eq!(ledger.load().unwrap(), [(me.clone(), vec![rec])]);
+        ledger.forget(&me).unwrap();
+        assert!(ledger.load().unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_unusable_database_falls_back_to_files() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join(crate::db::FILE_NAME), b"not a database at all ".repeat(300)).unwrap();
+        let ledger = open(d.path());
+        let me = Owner::me();
+        ledger.save(&me, &[record(std::process::id())]).unwrap();
+        assert_eq!(FileLedger::new(d.path()).load().unwrap().len(), 1);
+        assert!(std::fs::read(d.path().join(crate::db::FILE_NAME)).unwrap().starts_with(b"not a database"));
+        ledger.forget(&me).unwrap();
     }
 
     #[test]

@@ -2,10 +2,15 @@
 //! defaults. The serde shape (camelCase, durations as seconds) is exactly the `limits`
 //! object of the settings in docs/ipc.md.
 //!
-//! Values come from, in order: the defaults, the settings document, environment variables
-//! with the seeds' names ([`Limits::apply_env`]), command-line flags. [`Limits::validate`]
-//! returns one error per bad field, worded for a person.
+//! Values come from, in order: the defaults, the settings document stored in the fleet
+//! database, environment variables with the seeds' names ([`Limits::apply_env`],
+//! [`LimitsEnv`]), and for `mimesis run` its command-line flags. The desktop app takes the
+//! stored settings with the environment's overrides on top, and re-applies the same
+//! overrides to every later change made in the settings view. [`Limits::validate`]
+//! returns one error per bad field, worded for a person. This is the one limits type:
+//! the settings document's `limits` object is this struct.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -23,7 +28,7 @@ pub enum SuspendMode {
 }
 
 /// The `limits` settings. Durations are written as seconds (fractions allowed).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct Limits {
     /// P7: at most this many sessions have a live process; over it the least recently
@@ -77,6 +82,9 @@ pub struct Limits {
 
 /// The pattern of seed 002: a JavaScript stack overflow in the TUI harness.
 pub const DEFAULT_CRASH_PATTERN: &str = "RangeError: Maximum call stack size exceeded";
+/// At most this many crash patterns, each at most this long (as the settings view).
+pub const MAX_CRASH_PATTERNS: usize = 32;
+pub const MAX_CRASH_PATTERN_LEN: usize = 500;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -107,7 +115,7 @@ impl Default for Limits {
 
 /// One invalid setting: `field` is its path in the settings document
 /// (`limits.idleTimeoutSecs`), or the environment variable / flag it came from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FieldError {
     pub field: String,
     pub message: String,
@@ -145,6 +153,30 @@ pub const ENV_VARS: &[&str] = &[
 ];
 
 impl Limits {
+    /// The JSON names of the fields, in the document's order (docs/ipc.md).
+    pub const FIELDS: [&'static str; 20] = [
+        "maxLiveSessions",
+        "idleTimeoutSecs",
+        "suspendMode",
+        "maxDurationSecs",
+        "durationCheckSecs",
+        "durationWarnPercent",
+        "turnGraceSecs",
+        "maxRssMb",
+        "rssCheckSecs",
+        "killAfterSecs",
+        "diskCheckSecs",
+        "diskWarnPercent",
+        "diskCleanupPercent",
+        "healthCheckSecs",
+        "orphanCheckSecs",
+        "recoveryRetries",
+        "recoveryRetryDelaySecs",
+        "crashDebounceSuccessSecs",
+        "crashDebounceFailureSecs",
+        "crashPatterns",
+    ];
+
     /// The idle-timeout range users may set (SPEC P6: 1–120 min).
     pub const IDLE_TIMEOUT_RANGE: (Duration, Duration) = (Duration::from_secs(60), Duration::from_secs(7200));
 
@@ -210,86 +242,140 @@ impl Limits {
         errors
     }
 
-    /// Every problem with these values, one per field. Empty when all are usable.
+    /// Every problem with these values, one per field, worded as the settings view words
+    /// them (ui/src/lib/settings.ts). Empty when all are usable.
+    ///
+    /// The ranges are the settings view's, with one difference: where the view asks for
+    /// at least a few seconds between checks (or a minute of session), the engine takes
+    /// any duration above zero, since `mimesis run` flags and the environment may set
+    /// short limits (`--max-duration 2s --duration-check 100ms`) for tests and trials.
     pub fn validate(&self) -> Vec<FieldError> {
-        let mut errors = Vec::new();
-        let mut err = |field: &str, message: String| {
-            errors.push(FieldError { field: format!("limits.{field}"), message });
-        };
-        let positive = |d: Duration| !d.is_zero();
-        if !(1..=100).contains(&self.max_live_sessions) {
-            err("maxLiveSessions", "must be between 1 and 100".into());
-        }
+        // In the document's order, so errors read top to bottom like the view.
+        let mut c = Checks::default();
+        c.whole("maxLiveSessions", self.max_live_sessions.into(), 1, 64, "");
         let (lo, hi) = Self::IDLE_TIMEOUT_RANGE;
         if self.idle_timeout < lo || self.idle_timeout > hi {
-            err("idleTimeoutSecs", "must be between 60 and 7200 seconds (1–120 min)".into());
+            // SPEC P6: 1–120 min, for every face alike.
+            c.add("idleTimeoutSecs", "must be between 60 and 7200 seconds (1–120 min)".into());
         }
-        if !positive(self.max_duration) {
-            err("maxDurationSecs", "must be more than 0 seconds".into());
+        c.positive("maxDurationSecs", self.max_duration, 604_800);
+        c.positive("durationCheckSecs", self.duration_check, 3600);
+        c.whole("durationWarnPercent", self.duration_warn_percent.into(), 1, 99, " %");
+        c.up_to("turnGraceSecs", self.turn_grace, 600);
+        c.whole("maxRssMb", self.max_rss_mb, 64, 1_048_576, " MB");
+        c.positive("rssCheckSecs", self.rss_check, 3600);
+        c.positive("killAfterSecs", self.kill_after, 120);
+        c.positive("diskCheckSecs", self.disk_check, 86_400);
+        c.whole("diskWarnPercent", self.disk_warn_percent.into(), 1, 99, " %");
+        if c.whole("diskCleanupPercent", self.disk_cleanup_percent.into(), 1, 100, " %")
+            && self.disk_cleanup_percent <= self.disk_warn_percent
+        {
+            c.add("diskCleanupPercent", "must be above the warning level".into());
         }
-        if !positive(self.duration_check) {
-            err("durationCheckSecs", "must be more than 0 seconds".into());
-        } else if positive(self.max_duration) && self.duration_check > self.max_duration {
-            err("durationCheckSecs", "must not be longer than maxDurationSecs".into());
-        }
-        if !(1..=99).contains(&self.duration_warn_percent) {
-            err("durationWarnPercent", "must be between 1 and 99".into());
-        }
-        if self.turn_grace > Duration::from_secs(600) {
-            err("turnGraceSecs", "must be at most 600 seconds".into());
-        }
-        if self.max_rss_mb == 0 {
-            err("maxRssMb", "must be at least 1 MB".into());
-        }
-        if !positive(self.rss_check) {
-            err("rssCheckSecs", "must be more than 0 seconds".into());
-        }
-        if !positive(self.kill_after) || self.kill_after > Duration::from_secs(120) {
-            err("killAfterSecs", "must be more than 0 and at most 120 seconds".into());
-        }
-        if !positive(self.disk_check) {
-            err("diskCheckSecs", "must be more than 0 seconds".into());
-        }
-        if !(1..=100).contains(&self.disk_warn_percent) {
-            err("diskWarnPercent", "must be between 1 and 100".into());
-        }
-        if !(1..=100).contains(&self.disk_cleanup_percent) {
-            err("diskCleanupPercent", "must be between 1 and 100".into());
-        } else if self.disk_cleanup_percent < self.disk_warn_percent {
-            err("diskCleanupPercent", "must not be below diskWarnPercent".into());
-        }
-        if !positive(self.health_check) {
-            err("healthCheckSecs", "must be more than 0 seconds".into());
-        }
-        if !positive(self.orphan_check) {
-            err("orphanCheckSecs", "must be more than 0 seconds".into());
-        }
-        if self.recovery_retries > 10 {
-            err("recoveryRetries", "must be at most 10".into());
-        }
-        if self.recovery_retry_delay > Duration::from_secs(300) {
-            err("recoveryRetryDelaySecs", "must be at most 300 seconds".into());
-        }
-        if self.crash_debounce_success > Duration::from_secs(3600) {
-            err("crashDebounceSuccessSecs", "must be at most 3600 seconds".into());
-        }
-        if self.crash_debounce_failure > Duration::from_secs(3600) {
-            err("crashDebounceFailureSecs", "must be at most 3600 seconds".into());
+        c.positive("healthCheckSecs", self.health_check, 3600);
+        c.positive("orphanCheckSecs", self.orphan_check, 3600);
+        c.whole("recoveryRetries", self.recovery_retries.into(), 0, 10, "");
+        c.up_to("recoveryRetryDelaySecs", self.recovery_retry_delay, 600);
+        c.up_to("crashDebounceSuccessSecs", self.crash_debounce_success, 3600);
+        c.up_to("crashDebounceFailureSecs", self.crash_debounce_failure, 3600);
+        // One field for the list, as the view shows it (a text box, one pattern a line).
+        let field = "crashPatterns";
+        if self.crash_patterns.len() > MAX_CRASH_PATTERNS {
+            c.add(field, format!("at most {MAX_CRASH_PATTERNS} patterns"));
         }
         for (i, p) in self.crash_patterns.iter().enumerate() {
+            let n = i + 1;
             if p.trim().is_empty() {
-                err(&format!("crashPatterns[{i}]"), "must not be empty".into());
+                c.add(field, format!("pattern {n} must not be empty"));
+            } else if p.chars().count() > MAX_CRASH_PATTERN_LEN {
+                c.add(field, format!("pattern {n} must be at most {MAX_CRASH_PATTERN_LEN} characters"));
             } else if let Err(e) = regex::Regex::new(p) {
-                let first = e.to_string().lines().last().unwrap_or("invalid").trim().to_owned();
-                err(&format!("crashPatterns[{i}]"), format!("is not a valid regular expression ({first})"));
+                let why = e.to_string().lines().last().unwrap_or("invalid").trim().to_owned();
+                c.add(field, format!("pattern {n} is not a valid regular expression ({why})"));
             }
         }
-        errors
+        c.0
     }
 
     /// The RSS limit in bytes.
     pub fn max_rss_bytes(&self) -> u64 {
         self.max_rss_mb.saturating_mul(1024 * 1024)
+    }
+}
+
+/// The errors found so far by [`Limits::validate`], with its kinds of rule.
+#[derive(Default)]
+struct Checks(Vec<FieldError>);
+
+impl Checks {
+    fn add(&mut self, field: &str, message: String) {
+        self.0.push(FieldError { field: format!("limits.{field}"), message });
+    }
+
+    /// A whole number in `lo..=hi`; `unit` is " MB", " %" or "". True when it is.
+    fn whole(&mut self, field: &str, v: u64, lo: u64, hi: u64, unit: &str) -> bool {
+        let ok = (lo..=hi).contains(&v);
+        if !ok {
+            self.add(field, format!("must be between {lo} and {hi}{unit}"));
+        }
+        ok
+    }
+
+    /// A duration above zero and at most `hi` seconds.
+    fn positive(&mut self, field: &str, d: Duration, hi: u64) {
+        if d.is_zero() || d > Duration::from_secs(hi) {
+            self.add(field, format!("must be more than 0 and at most {hi} seconds"));
+        }
+    }
+
+    /// A duration of at most `hi` seconds (zero allowed).
+    fn up_to(&mut self, field: &str, d: Duration, hi: u64) {
+        if d > Duration::from_secs(hi) {
+            self.add(field, format!("must be between 0 and {hi} seconds"));
+        }
+    }
+}
+
+/// The limit overrides set in this process's environment (the variables of [`ENV_VARS`]
+/// that are set), captured once so that every later settings change gets the same ones.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LimitsEnv(BTreeMap<String, String>);
+
+impl LimitsEnv {
+    /// The overrides of this process's environment.
+    pub fn from_process() -> LimitsEnv {
+        LimitsEnv::from_pairs(ENV_VARS.iter().filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_owned(), v))))
+    }
+
+    /// Overrides from name/value pairs (names outside [`ENV_VARS`] are ignored).
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> LimitsEnv {
+        LimitsEnv(pairs.into_iter().filter(|(k, v)| ENV_VARS.contains(&k.as_str()) && !v.trim().is_empty()).collect())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The variables set, for the logs and `doctor`.
+    pub fn names(&self) -> Vec<&str> {
+        self.0.keys().map(String::as_str).collect()
+    }
+
+    /// `base` with these overrides. An override that cannot be read is reported and
+    /// skipped; when the overrides would make the limits invalid, `base` is returned
+    /// unchanged with the reasons (a bad variable never takes supervision down).
+    pub fn apply(&self, base: &Limits) -> (Limits, Vec<FieldError>) {
+        let mut l = base.clone();
+        let mut errors = l.apply_env(|k| self.0.get(k).cloned());
+        let invalid = l.validate();
+        if invalid.is_empty() {
+            return (l, errors);
+        }
+        errors.extend(invalid.into_iter().map(|e| FieldError {
+            message: format!("{} (from the environment; ignored: {})", e.message, self.names().join(", ")),
+            ..e
+        }));
+        (base.clone(), errors)
     }
 }
 
@@ -385,6 +471,11 @@ mod tests {
             "crashPatterns": ["RangeError: Maximum call stack size exceeded"]
         });
         assert_eq!(v, expected);
+        let mut keys: Vec<&str> = expected.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut fields = Limits::FIELDS.to_vec();
+        keys.sort_unstable();
+        fields.sort_unstable();
+        assert_eq!(keys, fields, "FIELDS names every field");
         let back: Limits = serde_json::from_value(expected).unwrap();
         assert_eq!(back, Limits::default());
         assert!(Limits::default().validate().is_empty());
@@ -402,30 +493,74 @@ mod tests {
     }
 
     #[test]
-    fn validation_names_every_bad_field() {
+    fn validation_names_every_bad_field_in_document_order_with_the_views_words() {
         let l = Limits {
             max_live_sessions: 0,
             idle_timeout: Duration::from_secs(30),
             duration_warn_percent: 100,
+            max_rss_mb: 10,
             disk_warn_percent: 90,
             disk_cleanup_percent: 85,
-            crash_patterns: vec!["(unclosed".into(), " ".into()],
+            health_check: Duration::ZERO,
+            recovery_retry_delay: Duration::from_secs(601),
+            crash_patterns: vec!["(unclosed".into(), " ".into(), "x".repeat(501)],
             ..Limits::default()
         };
-        let fields: Vec<String> = l.validate().into_iter().map(|e| e.field).collect();
-        assert_eq!(
-            fields,
-            [
-                "limits.maxLiveSessions",
-                "limits.idleTimeoutSecs",
-                "limits.durationWarnPercent",
-                "limits.diskCleanupPercent",
-                "limits.crashPatterns[0]",
-                "limits.crashPatterns[1]"
-            ]
-        );
-        let idle = l.validate().into_iter().find(|e| e.field == "limits.idleTimeoutSecs").unwrap();
-        assert_eq!(idle.message, "must be between 60 and 7200 seconds (1–120 min)");
+        let errors: Vec<(String, String)> = l.validate().into_iter().map(|e| (e.field, e.message)).collect();
+        let expected = [
+            ("limits.maxLiveSessions", "must be between 1 and 64"),
+            ("limits.idleTimeoutSecs", "must be between 60 and 7200 seconds (1–120 min)"),
+            ("limits.durationWarnPercent", "must be between 1 and 99 %"),
+            ("limits.maxRssMb", "must be between 64 and 1048576 MB"),
+            ("limits.diskCleanupPercent", "must be above the warning level"),
+            ("limits.healthCheckSecs", "must be more than 0 and at most 3600 seconds"),
+            ("limits.recoveryRetryDelaySecs", "must be between 0 and 600 seconds"),
+        ];
+        for (i, (f, m)) in expected.iter().enumerate() {
+            assert_eq!((errors[i].0.as_str(), errors[i].1.as_str()), (*f, *m));
+        }
+        let patterns: Vec<&str> = errors[expected.len()..].iter().map(|(_, m)| m.as_str()).collect();
+        assert_eq!(patterns.len(), 3, "{patterns:?}");
+        assert!(patterns[0].starts_with("pattern 1 is not a valid regular expression ("), "{}", patterns[0]);
+        assert_eq!(patterns[1], "pattern 2 must not be empty");
+        assert_eq!(patterns[2], "pattern 3 must be at most 500 characters");
+        assert!(errors[expected.len()..].iter().all(|(f, _)| f == "limits.crashPatterns"));
+    }
+
+    #[test]
+    fn short_limits_for_tests_pass_and_the_views_upper_bounds_hold() {
+        let short = Limits {
+            max_duration: Duration::from_secs(2),
+            duration_check: Duration::from_millis(100),
+            kill_after: Duration::from_millis(500),
+            rss_check: Duration::from_millis(200),
+            health_check: Duration::from_secs(1),
+            ..Limits::default()
+        };
+        assert!(short.validate().is_empty(), "{:?}", short.validate());
+        let long = Limits { max_duration: Duration::from_secs(604_801), ..Limits::default() };
+        assert_eq!(long.validate()[0].message, "must be more than 0 and at most 604800 seconds");
+        let many = Limits { crash_patterns: vec!["a".into(); 33], ..Limits::default() };
+        assert_eq!(many.validate()[0].message, "at most 32 patterns");
+        assert!(Limits { crash_patterns: vec![], ..Limits::default() }.validate().is_empty());
+    }
+
+    #[test]
+    fn environment_overrides_are_captured_and_never_make_limits_invalid() {
+        let env = LimitsEnv::from_pairs([
+            ("MAX_SESSION_DURATION_SECONDS".to_owned(), "1h".to_owned()),
+            ("PATH".to_owned(), "/bin".to_owned()),
+        ]);
+        assert_eq!(env.names(), ["MAX_SESSION_DURATION_SECONDS"]);
+        let base = Limits { max_live_sessions: 5, ..Limits::default() };
+        let (l, errors) = env.apply(&base);
+        assert!(errors.is_empty());
+        assert_eq!((l.max_duration, l.max_live_sessions), (Duration::from_secs(3600), 5));
+        let bad = LimitsEnv::from_pairs([("SESSION_IDLE_TIMEOUT_SECONDS".to_owned(), "5".to_owned())]);
+        let (l, errors) = bad.apply(&base);
+        assert_eq!(l, base, "an override that would be invalid is not applied");
+        assert_eq!(errors[0].field, "limits.idleTimeoutSecs");
+        assert!(errors[0].message.contains("SESSION_IDLE_TIMEOUT_SECONDS"), "{}", errors[0].message);
     }
 
     #[test]

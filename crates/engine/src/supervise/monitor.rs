@@ -65,6 +65,19 @@ impl vt100::Callbacks for Replies {
     }
 }
 
+fn compile(crash_patterns: &[String]) -> Vec<Regex> {
+    crash_patterns
+        .iter()
+        .filter_map(|p| match Regex::new(p) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                tracing::warn!(pattern = %p, error = %e, "ignoring an invalid crash pattern");
+                None
+            }
+        })
+        .collect()
+}
+
 /// The screen of one process and what was last read from it.
 pub struct Monitor {
     parser: vt100::Parser<Replies>,
@@ -89,16 +102,7 @@ pub struct Monitor {
 impl Monitor {
     /// `crash_patterns` must be valid (see `Limits::validate`); an invalid one is skipped.
     pub fn new(rows: u16, cols: u16, crash_patterns: &[String]) -> Monitor {
-        let crash = crash_patterns
-            .iter()
-            .filter_map(|p| match Regex::new(p) {
-                Ok(r) => Some(r),
-                Err(e) => {
-                    tracing::warn!(pattern = %p, error = %e, "ignoring an invalid crash pattern");
-                    None
-                }
-            })
-            .collect();
+        let crash = compile(crash_patterns);
         Monitor {
             parser: vt100::Parser::new_with_callbacks(nz(rows), nz(cols), 0, Replies::default()),
             crash,
@@ -114,6 +118,12 @@ impl Monitor {
             carry: Vec::new(),
             at_line_start: false,
         }
+    }
+
+    /// New crash patterns (the settings changed), for what is read from now on. The
+    /// screen and what was already seen on it are kept.
+    pub fn set_crash_patterns(&mut self, crash_patterns: &[String]) {
+        self.crash = compile(crash_patterns);
     }
 
     pub fn resize(&mut self, rows: u16, cols: u16) {

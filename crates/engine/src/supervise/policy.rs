@@ -211,6 +211,8 @@ pub enum Input {
     Restart,
     Delete,
     Shutdown,
+    /// The limits changed (the settings view): future checks use the new ones.
+    Limits(Box<Limits>),
     /// Re-evaluate timers.
     Tick,
 }
@@ -645,6 +647,7 @@ impl SessionPolicy {
             Input::Shutdown => self.stop(StopWhy::Shutdown),
             Input::Resume => self.user_resume(false),
             Input::Restart => self.user_restart(),
+            Input::Limits(limits) => self.new_limits(*limits),
             Input::Tick => self.tick(),
         }
         std::mem::take(&mut self.out)
@@ -1535,6 +1538,45 @@ impl SessionPolicy {
         };
         self.emit(EventKind::SessionRestarting { reason: tag.into(), message: message.into() });
         self.begin_stop(StopWhy::Restart(reason), StopHow::Term);
+    }
+
+    /// New limits apply to what is still ahead: a running idle timer keeps its start and
+    /// takes the new length; the duration limit and the warning are checked again at once
+    /// (a shorter limit already passed ends the session now, with the usual grace); the
+    /// periodic checks come no later than one new interval from now.
+    fn new_limits(&mut self, new: Limits) {
+        let old = std::mem::replace(&mut self.limits, new);
+        let now = self.now;
+        let l = &self.limits;
+        if let Some(deadline) = self.idle_deadline {
+            let started = Timestamp::from_millis(deadline.millis().saturating_sub(old.idle_timeout.as_millis() as i64));
+            self.idle_deadline = Some(started.plus(l.idle_timeout));
+        }
+        if old.max_duration != l.max_duration || old.duration_warn_percent != l.duration_warn_percent {
+            let elapsed = now.since(self.created_at);
+            if elapsed.as_millis() * 100 < l.max_duration.as_millis() * u128::from(l.duration_warn_percent) {
+                self.duration_warned = false; // the warning is ahead again
+            }
+            if elapsed < l.max_duration {
+                self.duration_grace_until = None; // no longer over the limit
+            }
+            self.next_duration_check = now;
+        }
+        let sooner = |at: Timestamp, every: Duration| at.min(now.plus(every));
+        self.next_duration_check = sooner(self.next_duration_check, l.duration_check);
+        self.next_rss_check = sooner(self.next_rss_check, l.rss_check);
+        self.next_health_check = sooner(self.next_health_check, l.health_check);
+        if old.max_rss_mb != l.max_rss_mb {
+            self.rss_warned = false;
+            self.next_rss_check = now; // measure against the new limit now
+        }
+        if let Some(at) = self.duration_grace_until {
+            self.duration_grace_until = Some(at.min(now.plus(l.turn_grace)));
+        }
+        if let Some(at) = self.restart_grace_until {
+            self.restart_grace_until = Some(at.min(now.plus(l.turn_grace)));
+        }
+        self.tick();
     }
 
     // ------------------------------------------------------------------ timers

@@ -3,7 +3,13 @@
 //! metrics, and follow their events. Behind it run one actor per session
 //! (`super::actor`) and one fleet task, which applies the fleet-wide rules: the
 //! live-session cap (P7), disk usage (P10), the orphan and zombie scan (P11), and keeps
-//! the ledger of processes (so a later start can clean up after a crash of Mimesis).
+//! the ledger of processes (so a later start can clean up after a crash of Mimesis) and
+//! the published metrics up to date, through a recorder thread so that neither a busy
+//! database nor a slow disk ever holds it up.
+//!
+//! Limits can change while sessions run ([`Supervisor::set_limits`]); a supervisor
+//! started with [`SupervisorConfig::for_engine`] follows the engine's stored settings, so
+//! `settings_set` reaches running sessions at once.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -17,13 +23,15 @@ use super::actor::{self, Attachment, SessionActor, SessionCmd};
 use super::event::{EventKind, SupervisionEvent, wording};
 use super::fleet::{self, CapEntry, DiskAction, DiskWatch, OrphanWatch, ScanFacts};
 use super::ledger::{self, Cleanup, Owner, ProcessLedger, ProcessRecord};
-use super::limits::Limits;
+use super::limits::{FieldError, Limits, LimitsEnv};
+use super::metrics;
 use super::policy::{AgentKind, Delivery, Input, SessionPolicy, SupervisionState};
 use super::view::{Metrics, ResourceRow, Resources, Supervision};
 use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::engine::Engine;
 use crate::ids::SessionId;
 use crate::procs;
+use crate::settings::Settings;
 use crate::store::{StoreEvent, TranscriptLocation};
 
 /// The program a session runs, and how.
@@ -58,8 +66,16 @@ impl AgentCommand {
 /// How the supervisor runs.
 #[derive(Clone)]
 pub struct SupervisorConfig {
+    /// The program new sessions run ([`Supervisor::set_agent`] changes it later).
     pub agent: AgentCommand,
+    /// The limits at start ([`Supervisor::set_limits`] changes them later).
     pub limits: Limits,
+    /// Environment overrides re-applied to every settings change that is followed
+    /// (`follow_settings`); the start `limits` are expected to include them already.
+    pub limits_env: LimitsEnv,
+    /// Follow the engine's settings ([`Engine::subscribe_settings`]): each change sets
+    /// the limits (with `limits_env` on top) and the agent of new sessions.
+    pub follow_settings: bool,
     pub clock: Arc<dyn Clock>,
     /// The Claude Code config root the agents write to: transcripts, shell snapshots.
     pub config_root: PathBuf,
@@ -77,25 +93,58 @@ pub struct SupervisorConfig {
     pub subreaper: bool,
     /// Kill what earlier, dead Mimesis processes left running (P11) at start.
     pub clean_previous: bool,
+    /// Where this supervisor publishes its metrics for `mimesis metrics` (None: nowhere).
+    pub metrics_dir: Option<PathBuf>,
 }
 
 impl SupervisorConfig {
-    /// The defaults: `claude`, the spec's limits, the system clock, a file ledger in `data_dir`.
+    /// The defaults: `claude`, the spec's limits, the system clock, the ledger in the
+    /// fleet database of `data_dir` (files there when the database cannot be opened),
+    /// metrics published in `data_dir`.
     pub fn new(config_root: PathBuf, data_dir: PathBuf) -> SupervisorConfig {
         SupervisorConfig {
             agent: AgentCommand::new("claude"),
             limits: Limits::default(),
+            limits_env: LimitsEnv::default(),
+            follow_settings: false,
             clock: Arc::new(SystemClock),
             config_root,
             config_root_env: None,
-            ledger: Arc::new(ledger::FileLedger::new(data_dir)),
+            ledger: ledger::open(&data_dir),
             engine: None,
             size: (120, 40),
             scrollback_bytes: 2 * 1024 * 1024,
             subreaper: true,
             clean_previous: true,
+            metrics_dir: Some(metrics::dir(&data_dir)),
         }
     }
+
+    /// The desktop app's supervisor: sessions in the engine's roster, the limits and
+    /// agent of the stored settings with this process's environment overrides on top
+    /// (`MAX_SESSION_DURATION_SECONDS`, `MAX_SESSION_RSS_MB`, …: see
+    /// [`super::limits::ENV_VARS`]), following every later `settings_set`. An override
+    /// that cannot be read or would make the limits invalid is logged and not applied.
+    pub fn for_engine(engine: &Engine, config_root: PathBuf, data_dir: PathBuf) -> SupervisorConfig {
+        let settings = engine.subscribe_settings().borrow().clone();
+        let mut config = SupervisorConfig::new(config_root, data_dir);
+        config.limits_env = LimitsEnv::from_process();
+        config.limits = effective_limits(&settings, &config.limits_env).0;
+        config.agent = settings.agent.command();
+        config.clock = engine.clock().clone();
+        config.engine = Some(engine.clone());
+        config.follow_settings = true;
+        config
+    }
+}
+
+/// The stored limits with the environment's overrides, the problems logged.
+fn effective_limits(settings: &Settings, env: &LimitsEnv) -> (Limits, Vec<FieldError>) {
+    let (limits, errors) = env.apply(&settings.limits);
+    for e in &errors {
+        tracing::warn!(field = %e.field, "{}", e.message);
+    }
+    (limits, errors)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -115,9 +164,15 @@ pub enum SupervisorError {
 }
 
 pub(crate) enum FleetMsg {
+    /// A session's supervision changed (the cap, the metrics).
     Changed,
+    /// A counter or a measurement changed.
+    Metrics,
+    LimitsChanged,
     ProcessStarted(ProcessRecord),
-    ProcessEnded { pid: u32 },
+    ProcessEnded {
+        pid: u32,
+    },
     Tick(oneshot::Sender<()>),
     Stop,
 }
@@ -146,6 +201,11 @@ struct Entry {
 pub(crate) struct Shared {
     pub(crate) config: SupervisorConfig,
     pub(crate) clock: Arc<dyn Clock>,
+    /// The limits in force, for new sessions and the fleet rules.
+    limits: Mutex<Limits>,
+    /// The program new sessions run.
+    agent: Mutex<AgentCommand>,
+    recorder: Recorder,
     sessions: Mutex<HashMap<SessionId, Entry>>,
     /// Old id → new id after a fresh start replaced a corrupted session (EC-007).
     aliases: Mutex<HashMap<SessionId, SessionId>>,
@@ -160,6 +220,53 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    pub(crate) fn limits(&self) -> Limits {
+        lock(&self.limits).clone()
+    }
+
+    pub(crate) fn agent(&self) -> AgentCommand {
+        lock(&self.agent).clone()
+    }
+
+    fn set_limits(&self, limits: Limits) {
+        *lock(&self.limits) = limits.clone();
+        let senders: Vec<_> = lock(&self.sessions).values().map(|e| e.tx.clone()).collect();
+        for tx in senders {
+            let _ = tx.send(SessionCmd::Control(Input::Limits(Box::new(limits.clone()))));
+        }
+        self.fleet(FleetMsg::LimitsChanged);
+    }
+
+    /// A settings change followed from the engine.
+    fn apply_settings(&self, settings: &Settings) -> Vec<FieldError> {
+        let (limits, errors) = effective_limits(settings, &self.config.limits_env);
+        if limits != self.limits() {
+            tracing::info!("the limits changed; running sessions use them from now on");
+            self.set_limits(limits);
+        }
+        *lock(&self.agent) = settings.agent.command();
+        errors
+    }
+
+    /// P14, from the counters and the last measurements.
+    fn metrics(&self) -> Metrics {
+        let c = &self.counters;
+        let rss_bytes = lock(&self.sessions)
+            .iter()
+            .filter(|(_, e)| e.supervision.pid.is_some())
+            .map(|(k, e)| (k.to_string(), e.rss))
+            .collect();
+        Metrics {
+            rss_bytes,
+            zombie_processes_cleaned_total: c.zombies.load(Ordering::Relaxed),
+            orphans_killed_total: c.orphans.load(Ordering::Relaxed),
+            recoveries_total: c.recoveries.load(Ordering::Relaxed),
+            suspensions_total: c.suspensions.load(Ordering::Relaxed),
+            terminations_total: c.terminations.load(Ordering::Relaxed),
+            restarts_total: c.restarts.load(Ordering::Relaxed),
+        }
+    }
+
     /// The tokio instant at which the clock will read `t` (capped: a manual clock only
     /// moves when told, and `tick` re-evaluates then).
     pub(crate) fn instant_at(&self, t: Timestamp) -> tokio::time::Instant {
@@ -181,6 +288,7 @@ impl Shared {
         };
         tracing::info!(event = ev.type_name(), session = %ev.session_id, message = ev.message().unwrap_or(""), "supervision");
         let _ = self.events.send(Arc::new(ev));
+        self.fleet(FleetMsg::Metrics);
     }
 
     pub(crate) fn publish(&self, id: &SessionId, sup: &Supervision, policy: &SessionPolicy, cwd: &Path) {
@@ -216,6 +324,8 @@ impl Shared {
             }
             e.cpu = Some((cpu_ticks, now));
         }
+        drop(sessions);
+        self.fleet(FleetMsg::Metrics);
     }
 
     /// When the other supervised sessions' processes started.
@@ -288,9 +398,9 @@ impl Supervisor {
         if config.subreaper && !procs::become_subreaper() {
             tracing::warn!("cannot become a child subreaper; orphans of dead agents go to init");
         }
+        let me = Owner::me();
         let cleanup = if config.clean_previous {
-            let (ledger, kill_after) = (config.ledger.clone(), config.limits.kill_after);
-            let me = Owner::me();
+            let (ledger, kill_after, me) = (config.ledger.clone(), config.limits.kill_after, me.clone());
             match tokio::task::spawn_blocking(move || ledger::clean_previous_runs(ledger.as_ref(), &me, kill_after))
                 .await
             {
@@ -308,23 +418,72 @@ impl Supervisor {
             // Supervised transcripts must be watched to be read.
             let _ = engine.add_root(config.config_root.clone()).await;
         }
+        if let Some(dir) = config.metrics_dir.clone() {
+            // Snapshots of supervisors that died without withdrawing them.
+            let _ = tokio::task::spawn_blocking(move || metrics::collect(&dir, true)).await;
+        }
         let (fleet_tx, fleet_rx) = mpsc::unbounded_channel();
         let (events, _) = broadcast::channel(4096);
+        let counters = Counters::default();
+        // What the start-up cleanup killed counts as cleaned up (P14).
+        let killed = cleanup.killed.len() as u64;
+        counters.orphans.fetch_add(killed, Ordering::Relaxed);
+        counters.zombies.fetch_add(killed, Ordering::Relaxed);
+        let settings = match (&config.engine, config.follow_settings) {
+            (Some(engine), true) => Some(engine.subscribe_settings()),
+            _ => None,
+        };
         let shared = Arc::new(Shared {
             clock: config.clock.clone(),
+            limits: Mutex::new(config.limits.clone()),
+            agent: Mutex::new(config.agent.clone()),
+            recorder: Recorder::start(config.ledger.clone(), me, config.metrics_dir.clone()),
             config,
             sessions: Mutex::new(HashMap::new()),
             aliases: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
             events,
             fleet: fleet_tx,
-            counters: Counters::default(),
+            counters,
         });
         tokio::spawn(fleet_task(shared.clone(), fleet_rx));
         if let Some(engine) = shared.config.engine.clone() {
             tokio::spawn(forward_transcript_status(Arc::downgrade(&shared), engine));
         }
+        if let Some(rx) = settings {
+            tokio::spawn(follow_settings(Arc::downgrade(&shared), rx));
+        }
         Supervisor { shared, cleanup: Arc::new(cleanup) }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> Limits {
+        self.shared.limits()
+    }
+
+    /// New limits, from now on: for new sessions, the fleet's rules, and every running
+    /// session's future checks (a new idle timeout, duration or memory limit applies at
+    /// once; see the policy). Taken as given: validate them first ([`Limits::validate`])
+    /// where they come from a person.
+    pub fn set_limits(&self, limits: Limits) {
+        self.shared.set_limits(limits);
+    }
+
+    /// The limits of `settings` with this supervisor's environment overrides on top (what
+    /// a followed settings change does), and the agent of new sessions. Returns the
+    /// overrides' problems (they are then not applied).
+    pub fn apply_settings(&self, settings: &Settings) -> Vec<FieldError> {
+        self.shared.apply_settings(settings)
+    }
+
+    /// The program new sessions run.
+    pub fn agent(&self) -> AgentCommand {
+        self.shared.agent()
+    }
+
+    /// Another program for sessions created from now on (running ones keep theirs).
+    pub fn set_agent(&self, agent: AgentCommand) {
+        *lock(&self.shared.agent) = agent;
     }
 
     /// What the start-up cleanup of earlier runs did.
@@ -350,7 +509,7 @@ impl Supervisor {
             if sessions.contains_key(&id) {
                 return Err(SupervisorError::AlreadySupervised(id));
             }
-            let placeholder = placeholder_supervision(&self.shared.config.agent, &cwd, self.shared.clock.now());
+            let placeholder = placeholder_supervision(&self.shared.agent(), &cwd, self.shared.clock.now());
             sessions.insert(
                 id.clone(),
                 Entry {
@@ -371,8 +530,8 @@ impl Supervisor {
         let s = &self.shared;
         let (policy, first) = SessionPolicy::new(
             id.clone(),
-            s.config.limits.clone(),
-            s.config.agent.kind,
+            s.limits(),
+            s.agent().kind,
             resume.is_some(),
             s.clock.now(),
             Box::new(new_session_id),
@@ -382,8 +541,7 @@ impl Supervisor {
         if sup.state == SupervisionState::Terminated && sup.pid.is_none() {
             // The first launch failed outright (no such program): say why, keep nothing.
             lock(&s.sessions).remove(&id);
-            let why =
-                self.last_error(&id).unwrap_or_else(|| format!("cannot start {}", s.config.agent.program.display()));
+            let why = self.last_error(&id).unwrap_or_else(|| format!("cannot start {}", s.agent().program.display()));
             return Err(SupervisorError::Spawn(why));
         }
         let handle = tokio::spawn(tracing::Instrument::instrument(actor.run(), tracing::info_span!("session", %id)));
@@ -392,7 +550,7 @@ impl Supervisor {
     }
 
     fn last_error(&self, _id: &SessionId) -> Option<String> {
-        which(&self.shared.config.agent.program).err()
+        which(&self.shared.agent().program).err()
     }
 
     /// The kept scrollback and a stream of new output. `terminal`: the client is a
@@ -540,21 +698,7 @@ impl Supervisor {
 
     /// P14.
     pub fn metrics(&self) -> Metrics {
-        let c = &self.shared.counters;
-        let rss_bytes = lock(&self.shared.sessions)
-            .iter()
-            .filter(|(_, e)| e.supervision.pid.is_some())
-            .map(|(k, e)| (k.to_string(), e.rss))
-            .collect();
-        Metrics {
-            rss_bytes,
-            zombie_processes_cleaned_total: c.zombies.load(Ordering::Relaxed),
-            orphans_killed_total: c.orphans.load(Ordering::Relaxed),
-            recoveries_total: c.recoveries.load(Ordering::Relaxed),
-            suspensions_total: c.suspensions.load(Ordering::Relaxed),
-            terminations_total: c.terminations.load(Ordering::Relaxed),
-            restarts_total: c.restarts.load(Ordering::Relaxed),
-        }
+        self.shared.metrics()
     }
 
     /// Re-evaluates every timer at the clock's current time (tests move a manual clock,
@@ -576,15 +720,14 @@ impl Supervisor {
             let _ = tx.send(SessionCmd::Control(Input::Shutdown));
         }
         let tasks: Vec<_> = lock(&self.shared.tasks).drain(..).collect();
-        let limit = self.shared.config.limits.kill_after * 2 + Duration::from_secs(3);
+        let limit = self.shared.limits().kill_after * 2 + Duration::from_secs(3);
         let all = futures_join_all(tasks);
         if tokio::time::timeout(limit, all).await.is_err() {
             tracing::warn!("some sessions did not stop in time; their processes were killed");
         }
         self.shared.fleet(FleetMsg::Stop);
-        if let Err(e) = self.shared.config.ledger.forget(&Owner::me()) {
-            tracing::warn!(error = %e, "could not clear the ledger of supervised processes");
-        }
+        // Nothing of ours runs any more: no record to keep, no metrics to show.
+        self.shared.recorder.finish().await;
     }
 }
 
@@ -664,15 +807,33 @@ async fn forward_transcript_status(shared: std::sync::Weak<Shared>, engine: Engi
     }
 }
 
-/// The fleet task: the cap, disk and orphan checks, and the ledger.
+/// Follows the engine's settings: each change reaches the limits and the agent.
+async fn follow_settings(shared: std::sync::Weak<Shared>, mut rx: tokio::sync::watch::Receiver<Settings>) {
+    rx.borrow_and_update(); // the start's limits came from these already
+    while rx.changed().await.is_ok() {
+        let settings = rx.borrow_and_update().clone();
+        let Some(shared) = shared.upgrade() else { return };
+        shared.apply_settings(&settings);
+    }
+}
+
+/// Metrics are published this long after a change (a burst of changes, one write). Not
+/// a supervision timer: it only spaces out writes, like the monitor's screen reads.
+const METRICS_SETTLE: Duration = Duration::from_millis(250);
+
+/// The fleet task: the cap, disk and orphan checks, the ledger and the metrics.
 async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMsg>) {
-    let me = Owner::me();
     let mut records: Vec<ProcessRecord> = Vec::new();
     let mut orphans = OrphanWatch::default();
     let mut disk = DiskWatch::default();
-    let limits = shared.config.limits.clone();
+    let limits = shared.limits();
     let mut next_disk = shared.clock.now().plus(limits.disk_check);
     let mut next_orphans = shared.clock.now().plus(limits.orphan_check);
+    let publishing = shared.config.metrics_dir.is_some();
+    // Published at once, so `mimesis metrics` sees this supervisor from its start; then
+    // soon after each change, and at least every heartbeat.
+    let mut publish_at = tokio::time::Instant::now();
+    let soon = |at: tokio::time::Instant| at.min(tokio::time::Instant::now() + METRICS_SETTLE);
     loop {
         let wake = shared.instant_at(next_disk.min(next_orphans));
         let mut tick_reply = None;
@@ -681,24 +842,50 @@ async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMs
                 None | Some(FleetMsg::Stop) => break,
                 Some(FleetMsg::Changed) => {
                     enforce_cap(&shared);
+                    publish_at = soon(publish_at);
+                    continue;
+                }
+                Some(FleetMsg::Metrics) => {
+                    publish_at = soon(publish_at);
+                    continue;
+                }
+                Some(FleetMsg::LimitsChanged) => {
+                    // New intervals count from now, never later than already planned.
+                    let (now, l) = (shared.clock.now(), shared.limits());
+                    next_disk = next_disk.min(now.plus(l.disk_check));
+                    next_orphans = next_orphans.min(now.plus(l.orphan_check));
+                    enforce_cap(&shared);
                     continue;
                 }
                 Some(FleetMsg::ProcessStarted(r)) => {
                     orphans.started(r.pid, r.start_ticks);
                     records.push(r);
-                    save(&shared, &me, &records);
+                    shared.recorder.processes(records.clone());
                     continue;
                 }
                 Some(FleetMsg::ProcessEnded { pid }) => {
                     records.retain(|r| r.pid != pid);
-                    save(&shared, &me, &records);
+                    shared.recorder.processes(records.clone());
                     continue;
                 }
                 Some(FleetMsg::Tick(reply)) => tick_reply = Some(reply),
             },
+            _ = tokio::time::sleep_until(publish_at), if publishing => {
+                // (The count first: a guard in the literal would live through `metrics()`.)
+                let sessions = lock(&shared.sessions).len();
+                shared.recorder.metrics(metrics::Snapshot {
+                    owner: shared.recorder.owner.clone(),
+                    updated_at: shared.clock.now(),
+                    sessions,
+                    metrics: shared.metrics(),
+                });
+                publish_at = tokio::time::Instant::now() + metrics::HEARTBEAT;
+                continue;
+            }
             _ = tokio::time::sleep_until(wake) => {}
         }
         let now = shared.clock.now();
+        let limits = shared.limits();
         if next_disk <= now {
             next_disk = now.plus(limits.disk_check);
             check_disk(&shared, &mut disk).await;
@@ -713,9 +900,103 @@ async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMs
     }
 }
 
-fn save(shared: &Shared, me: &Owner, records: &[ProcessRecord]) {
-    if let Err(e) = shared.config.ledger.save(me, records) {
-        tracing::warn!(error = %e, "could not record the supervised processes; a crash of Mimesis could leave them running");
+enum RecordMsg {
+    Processes(Vec<ProcessRecord>),
+    Metrics(metrics::Snapshot),
+    /// Forget the records, withdraw the metrics, and stop.
+    Finish(oneshot::Sender<()>),
+}
+
+/// Writes the ledger and the metrics snapshot on a thread of its own: a database busy
+/// with another Mimesis process (up to its busy timeout) or a slow disk never holds up
+/// the fleet task. Writes collapse to the latest state; a failed ledger write is retried.
+struct Recorder {
+    tx: std::sync::mpsc::Sender<RecordMsg>,
+    owner: Owner,
+}
+
+/// A ledger write that failed is tried again after this long.
+const RECORD_RETRY: Duration = Duration::from_secs(1);
+
+impl Recorder {
+    fn start(ledger: Arc<dyn ProcessLedger>, owner: Owner, metrics_dir: Option<PathBuf>) -> Recorder {
+        let (tx, rx) = std::sync::mpsc::channel::<RecordMsg>();
+        let me = owner.clone();
+        let run = move || {
+            let mut processes: Option<Vec<ProcessRecord>> = None;
+            let mut failing = false;
+            loop {
+                let first = if processes.is_some() {
+                    match rx.recv_timeout(RECORD_RETRY) {
+                        Ok(m) => Some(m),
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                    }
+                } else {
+                    match rx.recv() {
+                        Ok(m) => Some(m),
+                        Err(_) => return,
+                    }
+                };
+                let (mut snapshot, mut finish) = (None, None);
+                for msg in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+                    match msg {
+                        RecordMsg::Processes(p) => processes = Some(p),
+                        RecordMsg::Metrics(m) => snapshot = Some(m),
+                        RecordMsg::Finish(ack) => finish = Some(ack),
+                    }
+                }
+                if let Some(ack) = finish {
+                    if let Err(e) = ledger.forget(&me) {
+                        tracing::warn!(error = %e, "could not clear the ledger of supervised processes");
+                    }
+                    if let Some(dir) = &metrics_dir {
+                        let _ = metrics::withdraw(dir, &me);
+                    }
+                    let _ = ack.send(());
+                    return;
+                }
+                if let Some(records) = &processes {
+                    match ledger.save(&me, records) {
+                        Ok(()) => {
+                            processes = None;
+                            failing = false;
+                        }
+                        Err(e) if !failing => {
+                            failing = true;
+                            tracing::warn!(error = %e, "could not record the supervised processes; a crash of Mimesis could leave them running");
+                        }
+                        Err(_) => {}
+                    }
+                }
+                if let (Some(snapshot), Some(dir)) = (snapshot, &metrics_dir)
+                    && let Err(e) = metrics::publish(dir, &snapshot)
+                {
+                    tracing::debug!(error = %e, "could not publish the metrics");
+                }
+            }
+        };
+        if let Err(e) = std::thread::Builder::new().name("mimesis-ledger".into()).spawn(run) {
+            tracing::error!(error = %e, "cannot start the ledger thread; supervised processes are not recorded");
+        }
+        Recorder { tx, owner }
+    }
+
+    fn processes(&self, records: Vec<ProcessRecord>) {
+        let _ = self.tx.send(RecordMsg::Processes(records));
+    }
+
+    fn metrics(&self, snapshot: metrics::Snapshot) {
+        let _ = self.tx.send(RecordMsg::Metrics(snapshot));
+    }
+
+    /// Forgets this supervisor's records and withdraws its metrics, after every write
+    /// asked for before. Waits a few seconds at most.
+    async fn finish(&self) {
+        let (ack, done) = oneshot::channel();
+        if self.tx.send(RecordMsg::Finish(ack)).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), done).await;
+        }
     }
 }
 
@@ -728,7 +1009,7 @@ fn enforce_cap(shared: &Shared) {
             sessions.iter().map(|(k, e)| (k.clone(), e.tx.clone())).collect(),
         )
     };
-    for id in fleet::over_cap(shared.config.limits.max_live_sessions, &entries) {
+    for id in fleet::over_cap(shared.limits().max_live_sessions, &entries) {
         tracing::info!(session = %id, "over the live-session cap: suspending the least recently used idle session");
         if let Some(tx) = senders.get(&id) {
             let _ = tx.send(SessionCmd::Control(Input::Suspend));
@@ -745,7 +1026,7 @@ async fn check_disk(shared: &Arc<Shared>, watch: &mut DiskWatch) {
             .ok()
             .flatten();
     let Some(percent) = percent else { return };
-    let l = &shared.config.limits;
+    let l = shared.limits();
     for action in watch.usage(percent, l.disk_warn_percent, l.disk_cleanup_percent) {
         let live: Vec<(SessionId, mpsc::UnboundedSender<SessionCmd>)> = lock(&shared.sessions)
             .iter()
@@ -796,7 +1077,7 @@ async fn scan_orphans(shared: &Arc<Shared>, watch: &mut OrphanWatch) {
         return;
     }
     let live: HashSet<u32> = lock(&shared.sessions).values().filter_map(|e| e.supervision.pid).collect();
-    let kill_after = shared.config.limits.kill_after;
+    let kill_after = shared.limits().kill_after;
     let mut w = std::mem::take(watch);
     let me = Owner::me();
     let mark = fleet::owner_mark(me.pid, me.start_ticks);

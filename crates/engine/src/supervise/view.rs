@@ -114,8 +114,8 @@ pub struct ResourceRow {
 }
 
 /// P14 counters and gauges.
-#[derive(Serialize, Clone, Debug, PartialEq, Default)]
-#[serde(rename_all = "camelCase")]
+#[derive(Serialize, serde::Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Metrics {
     pub rss_bytes: BTreeMap<String, u64>,
     pub zombie_processes_cleaned_total: u64,
@@ -134,6 +134,20 @@ pub struct Resources {
 }
 
 impl Metrics {
+    /// Adds another supervisor's metrics to these (`mimesis metrics` shows the sum of
+    /// every running supervisor). A session supervised twice has both trees' memory.
+    pub fn add(&mut self, other: &Metrics) {
+        for (id, v) in &other.rss_bytes {
+            *self.rss_bytes.entry(id.clone()).or_default() += v;
+        }
+        self.zombie_processes_cleaned_total += other.zombie_processes_cleaned_total;
+        self.orphans_killed_total += other.orphans_killed_total;
+        self.recoveries_total += other.recoveries_total;
+        self.suspensions_total += other.suspensions_total;
+        self.terminations_total += other.terminations_total;
+        self.restarts_total += other.restarts_total;
+    }
+
     /// The Prometheus text exposition format (`mimesis metrics`).
     pub fn prometheus(&self) -> String {
         let mut s = String::new();

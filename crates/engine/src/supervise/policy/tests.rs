@@ -1119,3 +1119,87 @@ fn the_next_deadline_is_the_earliest_timer() {
     h.exit(137);
     assert_eq!(h.p.next_deadline(), Some(at(32.0)), "the retry");
 }
+
+// ---------------------------------------------------------------- limits changed at run time
+
+fn set_limits(h: &mut H, l: Limits) -> Vec<Effect> {
+    h.feed(Input::Limits(Box::new(l)))
+}
+
+#[test]
+fn a_new_idle_timeout_moves_the_running_timer_from_its_start() {
+    let mut h = H::ready(limits());
+    h.now = 1000.0;
+    h.turn();
+    assert_eq!(h.p.snapshot().idle_deadline, Some(at(1600.0)));
+    h.now = 1100.0;
+    let e = set_limits(&mut h, Limits { idle_timeout: Duration::from_secs(120), ..limits() });
+    assert!(events(&e).is_empty() && signals(&e).is_empty(), "not due yet");
+    assert_eq!(h.p.snapshot().idle_deadline, Some(at(1120.0)), "counted from the turn's end");
+    assert!(signals(&h.to(1119.0)).is_empty());
+    assert_eq!(signals(&h.to(1120.0)), [Sig::Term], "suspended on the new timeout");
+}
+
+#[test]
+fn a_new_idle_timeout_already_passed_suspends_at_once() {
+    let mut h = H::ready(limits());
+    h.turn();
+    h.now = 300.0;
+    let e = set_limits(&mut h, Limits { idle_timeout: Duration::from_secs(60), ..limits() });
+    assert_eq!(signals(&e), [Sig::Term]);
+    let e = h.exit(143);
+    assert_eq!(
+        event(&e, "session_suspended").message(),
+        Some("Session suspended after 60 seconds idle. Your next message resumes it.")
+    );
+}
+
+#[test]
+fn a_shorter_duration_limit_warns_or_ends_on_the_spot_a_longer_one_rearms_the_warning() {
+    // Warned at 90 % of 4 h, then the limit is raised: the warning comes again later.
+    let mut h = H::ready(limits());
+    assert_eq!(events(&h.to(12_960.0)), ["session_warning"]);
+    h.now = 13_000.0;
+    let e = set_limits(&mut h, Limits { max_duration: Duration::from_secs(8 * 3600), ..limits() });
+    assert!(events(&e).is_empty());
+    assert_eq!(h.p.snapshot().duration_deadline, Some(at(28_800.0)));
+    assert!(events(&h.to(25_919.0)).is_empty());
+    assert_eq!(events(&h.to(25_960.0)), ["session_warning"], "on the first check past 90 % of the new limit");
+
+    // Lowered below the time already run: ends now (idle: no grace needed).
+    let mut h = H::ready(limits());
+    h.now = 3600.0;
+    let e = set_limits(&mut h, Limits { max_duration: Duration::from_secs(1800), ..limits() });
+    assert_eq!(signals(&e), [Sig::Term], "ended at once, not at the next minute's check");
+    let e = h.exit(143);
+    assert_eq!(event(&e, "session_terminated").message(), Some("Session ended (30-minute limit reached)."));
+
+    // Lowered into the warning window: warned now.
+    let mut h = H::ready(limits());
+    h.now = 3300.0;
+    let e = set_limits(&mut h, Limits { max_duration: Duration::from_secs(3600), ..limits() });
+    assert_eq!(events(&e), ["session_warning"]);
+    assert!(signals(&e).is_empty());
+}
+
+#[test]
+fn a_raised_duration_limit_cancels_the_grace_of_a_turn_in_flight() {
+    let mut h = H::ready(short_duration());
+    h.screen(Activity::Working);
+    h.to(100.0);
+    h.now = 110.0;
+    set_limits(&mut h, Limits { max_duration: Duration::from_secs(1000), ..short_duration() });
+    assert!(writes(&h.to(130.0)).is_empty() && signals(&h.to(140.0)).is_empty(), "no interrupt, no stop");
+    assert_eq!(h.p.state(), SupervisionState::Running);
+}
+
+#[test]
+fn new_check_intervals_apply_from_now_and_a_new_rss_limit_is_measured_at_once() {
+    let mut h = H::ready(limits());
+    h.now = 5.0;
+    let e = set_limits(&mut h, Limits { max_rss_mb: 1024, rss_check: Duration::from_secs(2), ..limits() });
+    assert_eq!(e, [Effect::MeasureRss], "measured against the new limit now");
+    assert_eq!(h.to(7.0), [Effect::MeasureRss], "then every 2 s");
+    let e = rss(&mut h, 2000);
+    assert_eq!(events(&e), ["session_restarting"], "over the new limit");
+}
