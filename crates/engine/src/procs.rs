@@ -265,7 +265,11 @@ mod tests {
     #[test]
     fn a_childs_environment_is_read() {
         let mut child = std::process::Command::new("sleep").arg("30").env("MIMESIS_TEST_MARK", "7-42").spawn().unwrap();
-        // (spawn returns once the exec happened, so /proc shows the new environment.)
+        // The exec releases the parent a moment before the new environment is in place.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while env_var(child.id(), "MIMESIS_TEST_MARK").is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         assert_eq!(env_var(child.id(), "MIMESIS_TEST_MARK").as_deref(), Some(&b"7-42"[..]));
         assert_eq!(env_var(child.id(), "MIMESIS_TEST_MAR"), None, "the whole name");
         child.kill().unwrap();

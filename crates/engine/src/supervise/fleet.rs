@@ -205,7 +205,9 @@ impl OrphanWatch {
             if f.live.contains(&r.sid) || f.waited.contains(&r.sid) || r.start_ticks < t0 {
                 continue; // a running agent's tree, or older than our agent: not from it
             }
-            if r.pid == r.sid || marked(r.pid) {
+            // Even our own agent (same PID, same start time) must show the mark: nothing
+            // is killed on the process table's word alone.
+            if marked(r.pid) {
                 out.kill.push(r.pid);
             }
         }
@@ -253,7 +255,7 @@ pub fn verify(rec: &Recorded, now: Option<(u64, &[String])>, boot_id: &str) -> V
 /// Members of a recorded agent's session that are left over from it: processes whose
 /// session id is the recorded PID, that started no earlier than the agent, in this boot,
 /// and carry the owner's [`OWNER_ENV`] mark (`marked`). When the leader is still the same
-/// process, it is killed too. When it is gone, Linux keeps a PID reserved while any
+/// process (and carries the mark), it is killed too. When it is gone, Linux keeps a PID reserved while any
 /// process still uses it as session id, so the members are its leftovers — unless the
 /// session emptied, the PID was reused and the new leader died too, which the mark tells.
 pub fn leftovers(rec: &Recorded, verdict: Verdict, rows: &[ProcRow], boot_id: &str, marked: impl Fn(u32) -> bool) -> Vec<u32> {
@@ -266,7 +268,7 @@ pub fn leftovers(rec: &Recorded, verdict: Verdict, rows: &[ProcRow], boot_id: &s
         .filter(|r| r.state != 'Z' && r.state != 'X')
         .map(|r| r.pid);
     match verdict {
-        Verdict::Same => std::iter::once(rec.pid).chain(members.filter(|&p| marked(p))).collect(),
+        Verdict::Same => std::iter::once(rec.pid).chain(members).filter(|&p| marked(p)).collect(),
         _ => {
             if rows.iter().any(|r| r.pid == rec.pid) {
                 return Vec::new(); // the PID was taken again
@@ -401,9 +403,11 @@ mod tests {
         w.started(700, 1000);
         let rows = [at(row(701, 1, 700, 'S'), 999)];
         assert!(scan(&mut w, &rows, &[], false, &[701]).kill.is_empty());
-        // Our own agent, still running but no longer supervised (same start time): killed.
+        // Our own agent, still running but no longer supervised (same start time): killed,
+        // but only with the mark.
         let rows = [at(row(700, me, 700, 'S'), 1000)];
-        assert_eq!(scan(&mut w, &rows, &[], false, &[]).kill, [700]);
+        assert!(scan(&mut w, &rows, &[], false, &[]).kill.is_empty());
+        assert_eq!(scan(&mut w, &rows, &[], false, &[700]).kill, [700]);
     }
 
     #[test]
@@ -480,7 +484,8 @@ mod tests {
         assert!(leftovers(&r, Verdict::Gone, &rows, "b1", |_| false).is_empty());
         let mut with_leader = rows.to_vec();
         with_leader.push(ProcRow { pid: 500, ppid: 1, sid: 500, state: 'S', start_ticks: 42 });
-        assert_eq!(leftovers(&r, Verdict::Same, &with_leader, "b1", |_| false), [500], "the agent itself is proven");
+        assert_eq!(leftovers(&r, Verdict::Same, &with_leader, "b1", |p| p == 500), [500]);
+        assert!(leftovers(&r, Verdict::Same, &with_leader, "b1", |_| false).is_empty(), "not even the agent unmarked");
     }
 
     #[test]
