@@ -146,7 +146,8 @@ fn usage_errors_exit_2_with_the_reason() -> Result<()> {
     let h = Home::new()?;
     for (args, needle) in [
         (vec!["--max-duration", "banana"], "not a duration"),
-        (vec!["--idle-timeout", "5s"], "--idle-timeout: must be between 60 and 7200 seconds (1–120 min)"),
+        (vec!["--idle-timeout", "0s"], "--idle-timeout: must be more than 0 and at most 7200 seconds"),
+        (vec!["--kill-after", "0"], "--kill-after: must be more than 0"),
         (vec!["--resume", "../etc"], "not a valid session id"),
         (vec!["--crash-pattern", "(unclosed"], "--crash-pattern: pattern 1 is not a valid regular expression"),
         (vec!["--max-duration", "8d"], "--max-duration: must be more than 0 and at most 604800 seconds"),
@@ -193,6 +194,42 @@ fn the_duration_limit_writes_warning_and_termination_and_exits_0() -> Result<()>
     ensure!(t["reason"] == "duration_limit" && t["resumeSessionId"] == id.as_str(), "{t}");
     ensure!(t["message"] == "Session ended (5-second limit reached).", "{t}");
     ensure!(err.contains("Session ended (5-second limit reached)."), "the sentence on the terminal: {err}");
+    Ok(())
+}
+
+/// Without `--duration-check`, the (60 s) check interval does not delay a short limit:
+/// the warning and the end come at their own instants.
+#[test]
+fn a_short_limit_without_a_check_interval_is_honoured_promptly() -> Result<()> {
+    let h = Home::new()?;
+    let t0 = Instant::now();
+    let mut child = h.spawn(&["--max-duration", "2s", "--grace", "1s"])?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    // Not a speed test: far below the 60 s check a late end would wait for.
+    ensure!(t0.elapsed() < Duration::from_secs(30), "ended after {:?}", t0.elapsed());
+    let types = h.types();
+    ensure!(types == ["session_started", "session_warning", "session_terminated"], "{types:?}");
+    let ev = h.events();
+    ensure!(ev[1]["message"] == "Session will end in 1 second. Save your work.", "{}", ev[1]);
+    ensure!(ev[2]["reason"] == "duration_limit", "{}", ev[2]);
+    ensure!(ev[2]["message"] == "Session ended (2-second limit reached).", "{}", ev[2]);
+    Ok(())
+}
+
+/// Short trial values below the settings view's minimums are taken from the command line.
+#[test]
+fn small_values_are_accepted_on_the_command_line() -> Result<()> {
+    let h = Home::new()?;
+    let args = ["--idle-timeout", "2s", "--max-duration", "3s", "--grace", "500ms", "--kill-after", "1s"];
+    let mut child = h.spawn(&args)?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    let types = h.types();
+    ensure!(types.first().map(String::as_str) == Some("session_started"), "{types:?}");
+    ensure!(types.last().map(String::as_str) == Some("session_terminated"), "{types:?}");
+    let t = h.events().pop().context("events")?;
+    ensure!(t["message"] == "Session ended (3-second limit reached).", "{t}");
     Ok(())
 }
 
@@ -307,7 +344,7 @@ fn stored_settings_then_the_environment_then_flags() -> Result<()> {
     let mut c = h.command()?;
     c.env("MAX_SESSION_DURATION_SECONDS", "2");
     c.arg("run").arg("--agent").arg(standin()?).arg("--events-json").arg(&h.events);
-    let mut child = c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+    let mut child = Run(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?);
     let (code, err) = wait(&mut child)?;
     ensure!(code == 0, "exit {code}: {err}");
     let t = h.events().into_iter().find(|e| e["type"] == "session_terminated").context("terminated")?;
@@ -317,7 +354,7 @@ fn stored_settings_then_the_environment_then_flags() -> Result<()> {
     let mut c = h.command()?;
     c.env("MAX_SESSION_DURATION_SECONDS", "30");
     c.arg("run").arg("--agent").arg(standin()?).arg("--events-json").arg(&h.events).args(["--max-duration", "1s"]);
-    let mut child = c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+    let mut child = Run(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?);
     let (code, err) = wait(&mut child)?;
     ensure!(code == 0, "exit {code}: {err}");
     let t = h.events().into_iter().find(|e| e["type"] == "session_terminated").context("terminated")?;

@@ -68,7 +68,9 @@ fn main() {
         match positional.first() {
             Some(p) => Some(p.clone()),
             None => {
-                eprintln!("Error: Input must be provided either through stdin or as a prompt argument when using --print");
+                eprintln!(
+                    "Error: Input must be provided either through stdin or as a prompt argument when using --print"
+                );
                 std::process::exit(1);
             }
         }

@@ -258,7 +258,13 @@ pub fn verify(rec: &Recorded, now: Option<(u64, &[String])>, boot_id: &str) -> V
 /// process (and carries the mark), it is killed too. When it is gone, Linux keeps a PID reserved while any
 /// process still uses it as session id, so the members are its leftovers — unless the
 /// session emptied, the PID was reused and the new leader died too, which the mark tells.
-pub fn leftovers(rec: &Recorded, verdict: Verdict, rows: &[ProcRow], boot_id: &str, marked: impl Fn(u32) -> bool) -> Vec<u32> {
+pub fn leftovers(
+    rec: &Recorded,
+    verdict: Verdict,
+    rows: &[ProcRow],
+    boot_id: &str,
+    marked: impl Fn(u32) -> bool,
+) -> Vec<u32> {
     if verdict == Verdict::Reused || rec.boot_id != boot_id {
         return Vec::new();
     }
@@ -351,7 +357,8 @@ mod tests {
     }
 
     fn scan(w: &mut OrphanWatch, rows: &[ProcRow], live: &[u32], adopting: bool, marked: &[u32]) -> Scan {
-        let (live, waited): (HashSet<u32>, HashSet<u32>) = (live.iter().copied().collect(), live.iter().copied().collect());
+        let (live, waited): (HashSet<u32>, HashSet<u32>) =
+            (live.iter().copied().collect(), live.iter().copied().collect());
         let f = ScanFacts { rows, me: 10, live: &live, waited: &waited, adopting };
         w.scan(&f, |p| marked.contains(&p))
     }

@@ -409,6 +409,9 @@ pub struct SessionPolicy {
     turn_open: bool,
     created_at: Timestamp,
     next_duration_check: Timestamp,
+    /// When the duration was last checked: a warning/limit instant at or before it was
+    /// already acted on (or found moot), so it is no wake-up any more.
+    duration_checked_at: Timestamp,
     duration_warned: bool,
     duration_grace_until: Option<Timestamp>,
     next_rss_check: Timestamp,
@@ -462,6 +465,7 @@ impl SessionPolicy {
             turn_open: false,
             created_at: now,
             next_duration_check: now.plus(limits.duration_check),
+            duration_checked_at: now,
             duration_warned: false,
             duration_grace_until: None,
             next_rss_check: now.plus(limits.rss_check),
@@ -585,6 +589,7 @@ impl SessionPolicy {
             vec![self.duration_grace_until, self.restart_grace_until, self.idle_deadline];
         if self.state != SupervisionState::Terminated {
             t.push(Some(self.next_duration_check));
+            t.push(self.duration_due());
         }
         match &self.proc {
             Proc::Stopping { next_at, .. } => t.push(*next_at),
@@ -1443,7 +1448,20 @@ impl SessionPolicy {
         self.begin_stop(StopWhy::Duration { incomplete }, how);
     }
 
+    /// The warning's and the limit's own instants, so the check interval never delays
+    /// them (a 2 s limit with the default 60 s check still ends at 2 s): the next of them
+    /// that the duration check has not seen yet.
+    fn duration_due(&self) -> Option<Timestamp> {
+        let max = self.limits.max_duration;
+        let limit_at = self.created_at.plus(max);
+        let warn_ms = (max.as_millis() * u128::from(self.limits.duration_warn_percent)).div_ceil(100);
+        let warn_at = self.created_at.plus(Duration::from_millis(u64::try_from(warn_ms).unwrap_or(u64::MAX)));
+        let due = if self.duration_warned { limit_at } else { warn_at.min(limit_at) };
+        (due > self.duration_checked_at).then_some(due)
+    }
+
     fn duration_check(&mut self) {
+        self.duration_checked_at = self.now;
         if self.state == SupervisionState::Terminated || self.duration_grace_until.is_some() {
             return;
         }
@@ -1464,7 +1482,8 @@ impl SessionPolicy {
             && elapsed.as_millis() * 100 >= max.as_millis() * u128::from(self.limits.duration_warn_percent)
         {
             self.duration_warned = true;
-            let remaining = max - elapsed;
+            // Whole seconds, rounded up: 0.2 s left is "1 second", never "0 seconds".
+            let remaining = Duration::from_secs((max - elapsed).as_millis().div_ceil(1000) as u64);
             self.emit(EventKind::SessionWarning {
                 reason: "duration".into(),
                 remaining_seconds: Some(remaining.as_secs()),
@@ -1620,7 +1639,8 @@ impl SessionPolicy {
         {
             self.ready();
         }
-        if self.next_duration_check <= now {
+        let due = self.state != SupervisionState::Terminated && self.duration_due().is_some_and(|t| t <= now);
+        if self.next_duration_check <= now || due {
             while self.next_duration_check <= now {
                 self.next_duration_check =
                     self.next_duration_check.plus(self.limits.duration_check.max(Duration::from_millis(1)));

@@ -793,6 +793,37 @@ fn the_duration_warning_comes_at_ninety_percent_on_a_check() {
 }
 
 #[test]
+fn a_short_limit_is_honoured_at_its_own_instants_whatever_the_check_interval() {
+    // `mimesis run --max-duration 2s`: the default 60 s check must not delay the warning
+    // (90 %, 1.8 s) or the end (2 s).
+    let mut h = H::ready(Limits { max_duration: Duration::from_secs(2), ..limits() });
+    assert_eq!(h.p.next_deadline(), Some(at(1.8)));
+    assert!(events(&h.to(1.799)).is_empty());
+    let e = h.to(1.8);
+    assert_eq!(events(&e), ["session_warning"]);
+    assert_eq!(event(&e, "session_warning").message(), Some("Session will end in 1 second. Save your work."));
+    assert_eq!(h.p.next_deadline(), Some(at(2.0)));
+    assert!(signals(&h.to(1.999)).is_empty());
+    assert_eq!(signals(&h.to(2.0)), [Sig::Term]);
+    // Acted on: the instants are no wake-ups any more (no busy loop while it stops).
+    assert_eq!(h.p.next_deadline(), Some(at(7.0)), "only the SIGKILL escalation");
+    let e = h.exit(143);
+    assert_eq!(event(&e, "session_terminated").message(), Some("Session ended (2-second limit reached)."));
+    assert_eq!(h.p.next_deadline(), None);
+}
+
+#[test]
+fn a_limit_reached_mid_turn_waits_for_the_grace_not_for_the_next_check() {
+    let mut h =
+        H::ready(Limits { max_duration: Duration::from_secs(3), turn_grace: Duration::from_secs(1), ..limits() });
+    h.screen(Activity::Working);
+    h.to(3.0);
+    assert_eq!(h.p.next_deadline(), Some(at(4.0)), "the grace's end");
+    let e = h.to(4.0);
+    assert_eq!(writes(&e), [vec![0x1b]], "interrupted (EC-003)");
+}
+
+#[test]
 fn the_duration_limit_terminates_an_idle_session_and_offers_resume() {
     let mut h = H::ready(Limits::default());
     let e = h.to(14_400.0);
