@@ -171,6 +171,53 @@ async fn a_crash_while_idle_is_recovered_at_once_and_a_second_dump_is_debounced(
     Ok(())
 }
 
+/// P4: after a FAILED recovery, crash dumps are ignored for 5 s (not 30 s): the failure's
+/// own echo is not a new crash, a dump 5 s later is. Real PTYs and processes; the policy's
+/// clock is the test's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_failed_recovery_a_dump_is_debounced_for_five_seconds_only() -> Result<()> {
+    let limits = quick_limits();
+    let (s, clock) = Supervised::standin_on_manual_clock(limits.clone()).await?;
+    let id = started(&s).await?;
+    turn(&s, &id, "hello").await?;
+    // Every automatic resume will fail (exit 2 before the prompt shows).
+    s.type_line(&id, &format!("fail-resumes {}", limits.recovery_retries)).await?;
+    s.wait_text(&id, "resumes will fail", T).await?;
+    s.type_line(&id, "crash-die 7").await?;
+    s.wait_event("crash_detected", T).await?;
+    // Recovery resumes at once, then each retry waits for its delay on the test's clock.
+    let deadline = std::time::Instant::now() + T;
+    while s.count("recovery_failed") == 0 {
+        ensure!(std::time::Instant::now() < deadline, "recovery never failed: {:?}", s.types());
+        s.advance(&clock, limits.recovery_retry_delay).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let ev = s.wait_event("mode_change", T).await?;
+    ensure!(matches!(&ev.kind, EventKind::ModeChange { mode, .. } if mode == "one_shot"), "{ev:?}");
+    // "Retry": the resume works now (the failures are used up), at once on the clock.
+    s.sup.restart(&id)?;
+    let ev = s.wait_event("session_ready", T).await?;
+    ensure!(matches!(ev.kind, EventKind::SessionReady { status: ReadyStatus::Resumed, .. }), "{ev:?}");
+    s.wait_state(&id, SupervisionState::Running, T).await?;
+    s.wait_prompt(&id, T).await?;
+    let crashes = s.count("crash_detected");
+    // Within 5 s of the failed attempt (no time passed): ignored.
+    s.type_line(&id, "crash").await?;
+    s.wait_text(&id, "Maximum call stack size exceeded", T).await?;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    ensure!(s.count("crash_detected") == crashes, "debounced: {:?}", s.types());
+    ensure!(s.count("session_recovered") == 0);
+    // 5 s on, the same dump is a new crash (the 30 s window is for successes only).
+    s.advance(&clock, limits.crash_debounce_failure).await;
+    s.type_line(&id, "crash").await?;
+    let ev = s.wait_event_n("crash_detected", crashes + 1, T).await?;
+    ensure!(matches!(ev.kind, EventKind::CrashDetected { deferred: false }), "{ev:?}");
+    s.wait_event("session_recovered", T).await?;
+    ensure!(s.prompts(&id).first().map(String::as_str) == Some("hello"), "same conversation");
+    s.sup.shutdown().await;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_is_resumed_and_input_typed_meanwhile_is_delivered_after() -> Result<()> {
     let (s, clock) = Supervised::standin_on_manual_clock(quick_limits()).await?;

@@ -15,7 +15,9 @@
 //! first 300 ms), `work <secs>` (while working, `finish` ends the turn at once), `ask`
 //! (permission dialog), `exit <code>`, `hang`, `hang-hard` (also ignores SIGTERM),
 //! `grow <MB>`, `spawn-child` (a grandchild in its own process group), `ignore-hup`,
-//! `shell` (the harness dies into a bare shell prompt). Anything else is a normal turn.
+//! `shell` (the harness dies into a bare shell prompt), `fail-resumes <n>` (the next n
+//! `--resume` launches exit 2 before they show anything, like a CLI that cannot start).
+//! Anything else is a normal turn.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -86,6 +88,10 @@ fn main() {
         eprintln!("Error: invalid session id {id:?}");
         std::process::exit(1);
     }
+    if resume.is_some() && take_resume_failure(&config) {
+        eprintln!("Error: the stand-in was told to fail this resume");
+        std::process::exit(2);
+    }
     let transcript = Transcript::new(&config, &cwd, &id);
     if resume.is_some() && !transcript.readable() {
         println!("No conversation found with session ID: {id}");
@@ -100,6 +106,19 @@ fn main() {
     }
     Agent::new(config, cwd, id, transcript, resume.is_some()).run();
 }
+
+/// `fail-resumes <n>` left a count in the config folder: takes one failure from it.
+fn take_resume_failure(config: &Path) -> bool {
+    let path = config.join(FAIL_RESUMES_FILE);
+    let left: u64 = std::fs::read_to_string(&path).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+    if left == 0 {
+        return false;
+    }
+    let _ = std::fs::write(&path, (left - 1).to_string());
+    true
+}
+
+const FAIL_RESUMES_FILE: &str = "standin-fail-resumes";
 
 // ---------------------------------------------------------------- transcript
 
@@ -486,6 +505,11 @@ impl Agent {
                     Ok(c) => self.log.push(format!("child={}", c.id())),
                     Err(e) => self.log.push(format!("spawn failed: {e}")),
                 }
+            }
+            "fail-resumes" => {
+                let _ = std::fs::write(self.config.join(FAIL_RESUMES_FILE), num(1).to_string());
+                self.log.push(format!("> {line}"));
+                self.log.push(format!("⏺ The next {} resumes will fail", num(1)));
             }
             "ignore-hup" => {
                 // SAFETY: ignoring a signal.
