@@ -47,10 +47,10 @@ impl Home {
     }
 
     /// `mimesis run` with a pipe on stdin, the stand-in agent, and an events file.
-    fn spawn(&self, extra: &[&str]) -> Result<Child> {
+    fn spawn(&self, extra: &[&str]) -> Result<Run> {
         let mut c = self.command()?;
         c.arg("run").arg("--agent").arg(standin()?).arg("--events-json").arg(&self.events).args(extra);
-        Ok(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?)
+        Ok(Run(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?))
     }
 
     fn events(&self) -> Vec<Value> {
@@ -75,6 +75,33 @@ impl Home {
                 bail!("no {ty} event; events: {:?}", self.types());
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A `mimesis run` that is killed if the test ends before it exited (a failed check must
+/// not leave it and its agent running: without a terminal, stdin's end does not stop it).
+/// Killing it closes the agent's terminal, which ends the agent.
+struct Run(Child);
+
+impl std::ops::Deref for Run {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Run {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
         }
     }
 }
@@ -119,7 +146,8 @@ fn usage_errors_exit_2_with_the_reason() -> Result<()> {
     let h = Home::new()?;
     for (args, needle) in [
         (vec!["--max-duration", "banana"], "not a duration"),
-        (vec!["--idle-timeout", "5s"], "--idle-timeout: must be between 60 and 7200 seconds (1–120 min)"),
+        (vec!["--idle-timeout", "0s"], "--idle-timeout: must be more than 0 and at most 7200 seconds"),
+        (vec!["--kill-after", "0"], "--kill-after: must be more than 0"),
         (vec!["--resume", "../etc"], "not a valid session id"),
         (vec!["--crash-pattern", "(unclosed"], "--crash-pattern: pattern 1 is not a valid regular expression"),
         (vec!["--max-duration", "8d"], "--max-duration: must be more than 0 and at most 604800 seconds"),
@@ -146,8 +174,10 @@ fn a_missing_agent_fails_with_a_sentence() -> Result<()> {
 #[test]
 fn the_duration_limit_writes_warning_and_termination_and_exits_0() -> Result<()> {
     let h = Home::new()?;
+    // The warning is due at 90 % (4.5 s): a check stalled past 5 s on a loaded machine would
+    // skip it, so the window is half a second wide.
     let mut child =
-        h.spawn(&["--max-duration", "2s", "--duration-check", "100ms", "--grace", "1s", "--kill-after", "1s"])?;
+        h.spawn(&["--max-duration", "5s", "--duration-check", "100ms", "--grace", "1s", "--kill-after", "1s"])?;
     let (code, err) = wait(&mut child)?;
     ensure!(code == 0, "exit {code}: {err}");
     let ev = h.events();
@@ -162,8 +192,44 @@ fn the_duration_limit_writes_warning_and_termination_and_exits_0() -> Result<()>
     ensure!(w["message"].as_str().is_some_and(|m| m.ends_with("Save your work.")), "{w}");
     let t = &ev[2];
     ensure!(t["reason"] == "duration_limit" && t["resumeSessionId"] == id.as_str(), "{t}");
-    ensure!(t["message"] == "Session ended (2-second limit reached).", "{t}");
-    ensure!(err.contains("Session ended (2-second limit reached)."), "the sentence on the terminal: {err}");
+    ensure!(t["message"] == "Session ended (5-second limit reached).", "{t}");
+    ensure!(err.contains("Session ended (5-second limit reached)."), "the sentence on the terminal: {err}");
+    Ok(())
+}
+
+/// Without `--duration-check`, the (60 s) check interval does not delay a short limit:
+/// the warning and the end come at their own instants.
+#[test]
+fn a_short_limit_without_a_check_interval_is_honoured_promptly() -> Result<()> {
+    let h = Home::new()?;
+    let t0 = Instant::now();
+    let mut child = h.spawn(&["--max-duration", "2s", "--grace", "1s"])?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    // Not a speed test: far below the 60 s check a late end would wait for.
+    ensure!(t0.elapsed() < Duration::from_secs(30), "ended after {:?}", t0.elapsed());
+    let types = h.types();
+    ensure!(types == ["session_started", "session_warning", "session_terminated"], "{types:?}");
+    let ev = h.events();
+    ensure!(ev[1]["message"] == "Session will end in 1 second. Save your work.", "{}", ev[1]);
+    ensure!(ev[2]["reason"] == "duration_limit", "{}", ev[2]);
+    ensure!(ev[2]["message"] == "Session ended (2-second limit reached).", "{}", ev[2]);
+    Ok(())
+}
+
+/// Short trial values below the settings view's minimums are taken from the command line.
+#[test]
+fn small_values_are_accepted_on_the_command_line() -> Result<()> {
+    let h = Home::new()?;
+    let args = ["--idle-timeout", "2s", "--max-duration", "3s", "--grace", "500ms", "--kill-after", "1s"];
+    let mut child = h.spawn(&args)?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    let types = h.types();
+    ensure!(types.first().map(String::as_str) == Some("session_started"), "{types:?}");
+    ensure!(types.last().map(String::as_str) == Some("session_terminated"), "{types:?}");
+    let t = h.events().pop().context("events")?;
+    ensure!(t["message"] == "Session ended (3-second limit reached).", "{t}");
     Ok(())
 }
 
@@ -172,7 +238,7 @@ fn the_agents_final_exit_code_is_the_exit_code() -> Result<()> {
     let h = Home::new()?;
     let mut c = h.command()?;
     c.args(["run", "--agent", "sh", "--events-json"]).arg(&h.events).args(["--", "-c", "exit 3"]);
-    let mut child = c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+    let mut child = Run(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?);
     let (code, err) = wait(&mut child)?;
     ensure!(code == 3, "exit {code}: {err}");
     ensure!(h.types() == ["session_started", "error", "session_exited"], "{:?}", h.types());
@@ -278,7 +344,7 @@ fn stored_settings_then_the_environment_then_flags() -> Result<()> {
     let mut c = h.command()?;
     c.env("MAX_SESSION_DURATION_SECONDS", "2");
     c.arg("run").arg("--agent").arg(standin()?).arg("--events-json").arg(&h.events);
-    let mut child = c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+    let mut child = Run(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?);
     let (code, err) = wait(&mut child)?;
     ensure!(code == 0, "exit {code}: {err}");
     let t = h.events().into_iter().find(|e| e["type"] == "session_terminated").context("terminated")?;
@@ -288,7 +354,7 @@ fn stored_settings_then_the_environment_then_flags() -> Result<()> {
     let mut c = h.command()?;
     c.env("MAX_SESSION_DURATION_SECONDS", "30");
     c.arg("run").arg("--agent").arg(standin()?).arg("--events-json").arg(&h.events).args(["--max-duration", "1s"]);
-    let mut child = c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+    let mut child = Run(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?);
     let (code, err) = wait(&mut child)?;
     ensure!(code == 0, "exit {code}: {err}");
     let t = h.events().into_iter().find(|e| e["type"] == "session_terminated").context("terminated")?;

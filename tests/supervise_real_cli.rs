@@ -1,7 +1,7 @@
 //! SPEC P1, P3, P4 with the real Claude Code CLI (pinned 2.1.197) against the mock API:
 //! Mimesis starts it in a PTY with `--session-id` it chose; the output monitor reports the
 //! permission dialog; a graceful restart (`/exit`, then `--resume`) continues the same
-//! transcript file.
+//! transcript file; a message sent while it restarts is submitted once it is back (P2).
 
 use std::time::Duration;
 
@@ -28,8 +28,8 @@ async fn type_line(s: &Supervised, id: &SessionId, text: &str) -> Result<()> {
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_real_cli_supervised_shows_the_dialog_and_restarts_gracefully() -> Result<()> {
+/// The pinned CLI, supervised, against a fresh mock API, at its idle prompt.
+async fn supervised_claude() -> Result<(MockApi, ClaudeHome, Supervised, SessionId)> {
     let claude = tokio::task::spawn_blocking(ensure_claude).await??;
     let api = MockApi::start()?;
     let home = ClaudeHome::new(&api.base_url())?;
@@ -50,6 +50,27 @@ async fn the_real_cli_supervised_shows_the_dialog_and_restarts_gracefully() -> R
     .await?;
     let id = s.sup.create(home.project_dir(), None).await?;
     s.wait_prompt(&id, T).await.context("the real TUI's idle prompt")?;
+    Ok((api, home, s, id))
+}
+
+/// Waits until the transcript holds `prompts` as its typed user records, in order (the
+/// records of local commands such as `/exit` aside).
+async fn wait_prompts(s: &Supervised, id: &SessionId, prompts: &[&str]) -> Result<()> {
+    // The CLI writes its transcript a moment after the screen shows the reply.
+    let deadline = std::time::Instant::now() + T;
+    loop {
+        let got: Vec<String> = s.prompts(id).into_iter().filter(|p| !p.starts_with('<')).collect();
+        if got == prompts {
+            return Ok(());
+        }
+        ensure!(std::time::Instant::now() < deadline, "prompts {got:?}, expected {prompts:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_cli_supervised_shows_the_dialog_and_restarts_gracefully() -> Result<()> {
+    let (api, home, s, id) = supervised_claude().await?;
 
     // A prompt whose reply asks to run Bash: the permission dialog.
     api.push(Reply::text_then_tool_use(
@@ -106,6 +127,34 @@ async fn the_real_cli_supervised_shows_the_dialog_and_restarts_gracefully() -> R
         .collect();
     ensure!(files.len() == 1, "no second transcript: {files:?}");
     let ev: Vec<_> = s.types();
+    ensure!(!ev.contains(&"crash_detected") && !ev.contains(&"error"), "{ev:?}");
+    s.sup.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_sent_during_a_graceful_restart_is_submitted_after_the_resume() -> Result<()> {
+    let (api, _home, s, id) = supervised_claude().await?;
+    api.push(Reply::text(REPLY_1));
+    type_line(&s, &id, PROMPT_1).await?;
+    s.wait_text(&id, REPLY_1, T).await?;
+    s.wait_prompt(&id, T).await?;
+
+    // Right after the reply (before the CLI has written it to its transcript), the restart
+    // begins; the next message arrives meanwhile, typed and submitted in one go.
+    s.sup.restart(&id)?;
+    api.push(Reply::text(REPLY_2));
+    let line = format!("{PROMPT_2}\r");
+    ensure!(s.sup.input(&id, line.as_bytes()).await?, "kept while the session restarts");
+    let ready = s.wait_event("session_ready", T).await?;
+    // Resumed, not EC-007: `/exit` waited until the CLI had written the turn.
+    ensure!(matches!(ready.kind, EventKind::SessionReady { status: ReadyStatus::Resumed, .. }), "{ready:?}");
+    // Delivered like a typed line: the resumed CLI submits it (text and Enter in one read
+    // would be taken as a paste and just sit in the input box).
+    s.wait_text(&id, REPLY_2, T).await?;
+    wait_prompts(&s, &id, &[PROMPT_1, PROMPT_2]).await?;
+    ensure!(s.sup.supervision(&id).is_some_and(|s| s.queued_inputs == 0));
+    let ev = s.types();
     ensure!(!ev.contains(&"crash_detected") && !ev.contains(&"error"), "{ev:?}");
     s.sup.shutdown().await;
     Ok(())

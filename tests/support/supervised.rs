@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use mimesis_engine::supervise::{
     AgentCommand, Limits, SupervisionEvent, SupervisionState, Supervisor, SupervisorConfig,
 };
-use mimesis_engine::{Engine, SessionId};
+use mimesis_engine::{Engine, ManualClock, SessionId, Timestamp};
 
 /// `target/<profile>/<name>`, next to the test binary's `deps/` folder.
 pub fn built_binary(name: &str) -> Result<PathBuf> {
@@ -56,6 +56,27 @@ impl Supervised {
     /// The stand-in agent with `limits`.
     pub async fn standin(limits: Limits) -> Result<Supervised> {
         Self::start(AgentCommand::new(standin()?), limits, None, |_| {}).await
+    }
+
+    /// The stand-in agent with `limits`, on a clock that only moves when the test says:
+    /// [`Supervised::advance`]. Processes and PTYs are real; only the policy's timers wait.
+    pub async fn standin_on_manual_clock(limits: Limits) -> Result<(Supervised, Arc<ManualClock>)> {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_800_000_000_000)));
+        let c = clock.clone();
+        let s = Self::start(AgentCommand::new(standin()?), limits, None, move |config| config.clock = c).await?;
+        Ok((s, clock))
+    }
+
+    /// Moves a manual clock and lets every timer see it (waits until the sessions took
+    /// the tick).
+    pub async fn advance(&self, clock: &ManualClock, by: Duration) {
+        clock.advance(by);
+        self.sup.tick().await;
+        // `tick` returns once the fleet took it; a session takes its tick in order with
+        // any command, so a round-trip to each one proves it was handled.
+        for (id, _) in self.sup.sessions() {
+            let _ = self.sup.screen(&id).await;
+        }
     }
 
     /// Any agent; `tweak` may change the config before the start.
@@ -226,5 +247,45 @@ impl Supervised {
             .filter(|v| v["type"] == "user")
             .filter_map(|v| v.pointer("/message/content").and_then(|c| c.as_str()).map(str::to_owned))
             .collect()
+    }
+}
+
+/// Kills processes a test started indirectly (through a `mimesis run` it SIGKILLed, say)
+/// when the test ends, passed or failed: each watched process and every member of its
+/// session, but only while each is still the process that was watched (same start time).
+#[derive(Default)]
+pub struct ProcGuard {
+    /// (PID, start ticks) of session leaders.
+    leaders: Vec<(u32, u64)>,
+}
+
+impl ProcGuard {
+    pub fn new() -> ProcGuard {
+        ProcGuard::default()
+    }
+
+    /// Watches `pid` and its session (members that started no earlier than it).
+    pub fn watch(&mut self, pid: u32) {
+        if let Some(t) = mimesis_engine::procs::start_ticks(pid) {
+            self.leaders.push((pid, t));
+        }
+    }
+}
+
+impl Drop for ProcGuard {
+    fn drop(&mut self) {
+        use mimesis_engine::procs;
+        let stats = procs::all();
+        for &(leader, t0) in &self.leaders {
+            for s in stats.iter().filter(|s| s.state != 'Z') {
+                let same_leader = s.pid == leader && s.start_ticks == t0;
+                let member = s.session == leader && s.pid != leader && s.start_ticks >= t0;
+                // The leader's PID still reserved means the session is still its own.
+                let leader_ok = stats.iter().all(|l| l.pid != leader || l.start_ticks == t0);
+                if same_leader || (member && leader_ok) {
+                    procs::signal(s.pid, libc::SIGKILL);
+                }
+            }
+        }
     }
 }

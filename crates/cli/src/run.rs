@@ -53,7 +53,7 @@ pub struct RunArgs {
     /// How often memory is checked (default 30s).
     #[arg(long = "rss-check", value_name = "D", value_parser = duration)]
     rss_check: Option<Duration>,
-    /// Suspend after this long idle once a turn has finished (1–120 min, default 10m).
+    /// Suspend after this long idle once a turn has finished (default 10m, at most 2h).
     #[arg(long = "idle-timeout", value_name = "D", value_parser = duration)]
     idle_timeout: Option<Duration>,
     /// A regular expression that means the agent crashed (repeatable; replaces the default
@@ -113,7 +113,7 @@ impl RunArgs {
         if !self.crash_pattern.is_empty() {
             l.crash_patterns = self.crash_pattern.clone();
         }
-        if let Some(e) = l.validate().first() {
+        if let Some(e) = l.validate_override().first() {
             let flag = match e.field.as_str() {
                 "limits.maxDurationSecs" => "--max-duration".to_owned(),
                 "limits.durationCheckSecs" => "--duration-check".to_owned(),

@@ -126,6 +126,16 @@ pub fn cmdline(pid: u32) -> Option<Vec<String>> {
     Some(raw.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect())
 }
 
+/// The value of environment variable `name` in `pid`'s initial environment (what it was
+/// started with), if readable.
+pub fn env_var(pid: u32, name: &str) -> Option<Vec<u8>> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    raw.split(|b| *b == 0).find_map(|kv| {
+        let rest = kv.strip_prefix(name.as_bytes())?;
+        rest.strip_prefix(b"=").map(<[u8]>::to_vec)
+    })
+}
+
 /// This boot's id: start ticks only compare within one boot.
 pub fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_owned()).unwrap_or_default()
@@ -250,6 +260,20 @@ mod tests {
         assert!(disk_usage_percent(Path::new("/")).is_some());
         assert_eq!(me.start_ticks, start_ticks(std::process::id()).unwrap());
         assert_eq!(me.ppid, std::os::unix::process::parent_id());
+    }
+
+    #[test]
+    fn a_childs_environment_is_read() {
+        let mut child = std::process::Command::new("sleep").arg("30").env("MIMESIS_TEST_MARK", "7-42").spawn().unwrap();
+        // The exec releases the parent a moment before the new environment is in place.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while env_var(child.id(), "MIMESIS_TEST_MARK").is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(env_var(child.id(), "MIMESIS_TEST_MARK").as_deref(), Some(&b"7-42"[..]));
+        assert_eq!(env_var(child.id(), "MIMESIS_TEST_MAR"), None, "the whole name");
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `mimesis-standin-agent`: a stand-in for the Claude Code CLI, for the faults the real one
 //! cannot show on demand. It behaves like the real CLI where Mimesis looks:
 //!
-//! - `--session-id <uuid>` / `--resume <id>` / `-p <prompt>`; an unknown or unreadable
+//! - `--session-id <uuid>` / `--resume <id>` / `-p [--] <prompt>`; an unknown or unreadable
 //!   resume prints `No conversation found with session ID: <id>` and exits 1;
 //! - the transcript at `$CLAUDE_CONFIG_DIR/projects/<encoded cwd>/<id>.jsonl`, created at
 //!   the first prompt, with the real record shapes (user, assistant, system
@@ -11,10 +11,13 @@
 //!   and the resume hint on `/exit`.
 //!
 //! Typed commands make it misbehave: `crash` (stack-overflow dump, survives),
-//! `crash-die [code]` (dump, then exit), `crash-during-work <secs>`, `work <secs>`, `ask`
+//! `crash-die [code]` (dump, then exit), `crash-during-work <secs>` (the dump within the
+//! first 300 ms), `work <secs>` (while working, `finish` ends the turn at once), `ask`
 //! (permission dialog), `exit <code>`, `hang`, `hang-hard` (also ignores SIGTERM),
 //! `grow <MB>`, `spawn-child` (a grandchild in its own process group), `ignore-hup`,
-//! `shell` (the harness dies into a bare shell prompt). Anything else is a normal turn.
+//! `shell` (the harness dies into a bare shell prompt), `fail-resumes <n>` (the next n
+//! `--resume` launches exit 2 before they show anything, like a CLI that cannot start).
+//! Anything else is a normal turn.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -30,10 +33,21 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut session_id = None;
     let mut resume = None;
-    let mut print = None;
+    // Like the real CLI: `-p` is a switch and the prompt a positional argument; after
+    // `--` every argument is positional, even one that looks like an option.
+    let mut print = false;
+    let mut positional = Vec::new();
+    let mut options_done = false;
     let mut i = 0;
     while i < args.len() {
-        match args[i].as_str() {
+        let arg = args[i].as_str();
+        if options_done {
+            positional.push(args[i].clone());
+            i += 1;
+            continue;
+        }
+        match arg {
+            "--" => options_done = true,
             "--session-id" => {
                 i += 1;
                 session_id = args.get(i).cloned();
@@ -42,18 +56,29 @@ fn main() {
                 i += 1;
                 resume = args.get(i).cloned();
             }
-            "-p" | "--print" => {
-                i += 1;
-                print = args.get(i).cloned();
-            }
-            "--version" => {
-                println!("{VERSION} (Claude Code stand-in)");
+            "-p" | "--print" => print = true,
+            "--version" | "-v" => {
+                println!("{VERSION} (Claude Code)");
                 return;
             }
-            _ => {} // like the real CLI's many flags: accepted
+            a if a.starts_with('-') => {} // like the real CLI's many flags: accepted
+            _ => positional.push(args[i].clone()),
         }
         i += 1;
     }
+    let print = if print {
+        match positional.first() {
+            Some(p) => Some(p.clone()),
+            None => {
+                eprintln!(
+                    "Error: Input must be provided either through stdin or as a prompt argument when using --print"
+                );
+                std::process::exit(1);
+            }
+        }
+    } else {
+        None
+    };
     let config = std::env::var_os("CLAUDE_CONFIG_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".claude"));
@@ -62,6 +87,10 @@ fn main() {
     if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
         eprintln!("Error: invalid session id {id:?}");
         std::process::exit(1);
+    }
+    if resume.is_some() && take_resume_failure(&config) {
+        eprintln!("Error: the stand-in was told to fail this resume");
+        std::process::exit(2);
     }
     let transcript = Transcript::new(&config, &cwd, &id);
     if resume.is_some() && !transcript.readable() {
@@ -77,6 +106,19 @@ fn main() {
     }
     Agent::new(config, cwd, id, transcript, resume.is_some()).run();
 }
+
+/// `fail-resumes <n>` left a count in the config folder: takes one failure from it.
+fn take_resume_failure(config: &Path) -> bool {
+    let path = config.join(FAIL_RESUMES_FILE);
+    let left: u64 = std::fs::read_to_string(&path).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+    if left == 0 {
+        return false;
+    }
+    let _ = std::fs::write(&path, (left - 1).to_string());
+    true
+}
+
+const FAIL_RESUMES_FILE: &str = "standin-fail-resumes";
 
 // ---------------------------------------------------------------- transcript
 
@@ -396,6 +438,15 @@ impl Agent {
                     let line = std::mem::take(&mut self.input);
                     self.submit(line.trim());
                 }
+                // A test's way to end a long turn exactly when it wants.
+                (Mode::Working { .. }, '\r' | '\n') if self.input.trim() == "finish" => {
+                    self.input.clear();
+                    if let Mode::Working { until, crash_at, .. } = &mut self.mode {
+                        *until = Instant::now();
+                        *crash_at = None;
+                    }
+                    self.timer();
+                }
                 (_, '\r' | '\n') => {}
                 (_, c) if !c.is_control() => self.input.push(c),
                 _ => {}
@@ -455,6 +506,11 @@ impl Agent {
                     Err(e) => self.log.push(format!("spawn failed: {e}")),
                 }
             }
+            "fail-resumes" => {
+                let _ = std::fs::write(self.config.join(FAIL_RESUMES_FILE), num(1).to_string());
+                self.log.push(format!("> {line}"));
+                self.log.push(format!("⏺ The next {} resumes will fail", num(1)));
+            }
             "ignore-hup" => {
                 // SAFETY: ignoring a signal.
                 unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
@@ -499,7 +555,7 @@ impl Agent {
             until: now + duration,
             started: now,
             prompt: prompt.to_owned(),
-            crash_at: crash.then(|| now + duration / 3),
+            crash_at: crash.then(|| now + (duration / 3).min(Duration::from_millis(300))),
         };
         self.registry("busy", None);
     }

@@ -8,17 +8,17 @@
 //! writer (actor → PTY) and a waiter (`waitid`, then reap). The waiter reaps under a lock
 //! that every signal also takes, so a signal can never reach a recycled PID.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::fleet;
-use super::ledger::{CorruptedSession, ProcessRecord};
+use super::ledger::{CorruptedSession, Owner, ProcessRecord};
 use super::monitor::{Monitor, READ_EVERY};
 use super::policy::{AgentKind, Delivery, Effect, Input, Launch, SessionPolicy, Sig};
 use super::supervisor::{AgentCommand, FleetMsg, Shared};
@@ -52,10 +52,25 @@ enum Io {
     Usage { generation: u64, rss: u64, cpu_ticks: u64 },
 }
 
-enum WriteMsg {
+/// Bytes to the PTY that wait behind a typed line's Enter.
+enum Held {
     Bytes(Vec<u8>),
-    Line(String),
+    Line(Vec<u8>),
 }
+
+/// A typed line whose Enter is not sent yet: it goes once the TUI shows the text in its
+/// input row (so it has read it), at least [`ENTER_PAUSE`] after the text and at most
+/// [`ENTER_WAIT`] after it (a TUI that does not echo).
+struct Typing {
+    /// The end of the line, without whitespace, as the screen would show it.
+    needle: String,
+    since: tokio::time::Instant,
+}
+
+const ENTER_PAUSE: Duration = Duration::from_millis(50);
+const ENTER_WAIT: Duration = Duration::from_secs(2);
+/// How often the screen is looked at while an Enter waits.
+const ENTER_POLL: Duration = Duration::from_millis(25);
 
 /// The agent process, guarded so signals never outlive its PID.
 struct ChildGuard {
@@ -87,6 +102,24 @@ impl ChildGuard {
     }
 }
 
+/// Agents whose waiter thread has not reaped them yet, across every supervisor of this
+/// process: the orphan scan must never reap one (it would steal its exit code). A spawn
+/// holds the lock until its PID is in, so a scan holding it sees every agent.
+static WAITED: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+pub(crate) fn waited_agents() -> MutexGuard<'static, BTreeSet<u32>> {
+    WAITED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The [`fleet::OWNER_ENV`] mark of this process, given to every agent.
+fn own_mark() -> &'static str {
+    static MARK: OnceLock<String> = OnceLock::new();
+    MARK.get_or_init(|| {
+        let me = Owner::me();
+        fleet::owner_mark(me.pid, me.start_ticks)
+    })
+}
+
 /// Waits for the child to exit without reaping it, then reaps it under the guard's lock.
 fn wait_for_exit(guard: &ChildGuard) -> i32 {
     let pid = guard.pid as libc::id_t;
@@ -103,6 +136,7 @@ fn wait_for_exit(guard: &ChildGuard) -> i32 {
     // SAFETY: reaping our own child.
     let r = unsafe { libc::waitpid(guard.pid as i32, &mut status, 0) };
     *reaped = true;
+    waited_agents().remove(&guard.pid);
     if r != guard.pid as i32 {
         return 1; // someone else reaped it; the code is unknown
     }
@@ -120,7 +154,7 @@ struct Running {
     pid: u32,
     guard: Arc<ChildGuard>,
     master: Box<dyn MasterPty + Send>,
-    writer: std::sync::mpsc::Sender<WriteMsg>,
+    writer: std::sync::mpsc::Sender<Vec<u8>>,
     started_at: Timestamp,
     /// The exit code, once seen; the actor waits for the output's end (or a short while)
     /// so the last thing the agent printed is read before the exit is acted on.
@@ -167,6 +201,9 @@ pub(crate) struct SessionActor {
     unsent: Vec<super::event::SupervisionEvent>,
     /// When the last process started and ended.
     last_lifetime: Option<(Timestamp, Timestamp)>,
+    /// A typed line waiting for its Enter, and what was written after it.
+    typing: Option<Typing>,
+    held: VecDeque<Held>,
     finished: bool,
 }
 
@@ -206,6 +243,8 @@ impl SessionActor {
             output_noted: None,
             stashed: None,
             last_lifetime: None,
+            typing: None,
+            held: VecDeque::new(),
             finished: false,
         };
         actor.run_effects(first);
@@ -224,9 +263,12 @@ impl SessionActor {
                 self.io(io);
                 continue;
             }
+            // (Also here: a steady stream of commands must not starve the poll below.)
+            self.check_typing();
             let deadline = self.policy.next_deadline().map(|t| self.shared.instant_at(t));
             let drain = self.proc.as_ref().and_then(|p| p.exit.map(|(_, at)| at));
             let read_screen = self.monitor.dirty().then(|| tokio::time::Instant::now() + READ_EVERY);
+            let typing = self.typing.as_ref().map(|_| tokio::time::Instant::now() + ENTER_POLL);
             tokio::select! {
                 biased;
                 cmd = self.rx.recv() => match cmd {
@@ -237,6 +279,7 @@ impl SessionActor {
                 Some(io) = self.io_rx.recv() => self.io(io),
                 _ = sleep_until(drain) => self.finish_exit(),
                 _ = sleep_until(read_screen) => self.flush_screen(),
+                _ = sleep_until(typing) => self.check_typing(),
                 _ = sleep_until(deadline) => self.step(Input::Tick),
             }
         }
@@ -318,9 +361,11 @@ impl SessionActor {
                 let signals = self.monitor.feed(&bytes, now);
                 let replies = self.monitor.take_replies();
                 if !replies.is_empty() && self.terminals == 0 {
-                    // No terminal is attached to answer the agent's queries: answer them.
-                    self.write(WriteMsg::Bytes(replies));
+                    // No terminal is attached to answer the agent's queries: answer them
+                    // (at once: a query is not typing).
+                    self.send(replies);
                 }
+                self.check_typing();
                 // Output only moves the idle timer: a tenth of a second is precise enough.
                 if self.output_noted.is_none_or(|t| now.duration_since(t) >= OUTPUT_NOTE_EVERY) {
                     self.output_noted = Some(now);
@@ -376,6 +421,8 @@ impl SessionActor {
         let generation = self.proc.as_ref().map_or(0, |p| p.generation);
         self.flush_screen_of(generation);
         let p = self.proc.take().expect("checked above");
+        self.typing = None;
+        self.held.clear();
         self.last_lifetime = Some((p.started_at, self.shared.clock.now()));
         self.shared.fleet(FleetMsg::ProcessEnded { pid: p.pid });
         drop(p);
@@ -409,11 +456,11 @@ impl SessionActor {
                 })
             }
             Effect::Write(bytes) => {
-                self.write(WriteMsg::Bytes(bytes));
+                self.write(Held::Bytes(bytes));
                 None
             }
             Effect::TypeLine(line) => {
-                self.write(WriteMsg::Line(line));
+                self.write(Held::Line(line));
                 None
             }
             Effect::Echo(bytes) => {
@@ -421,6 +468,9 @@ impl SessionActor {
                 None
             }
             Effect::Signal(sig) => {
+                // What was decided before the signal is told before it goes out (seed 003
+                // §2.2: `mode_change` before the process is stopped).
+                self.publish();
                 if let Some(p) = &self.proc {
                     tracing::info!(pid = p.pid, ?sig, "signal to the agent's process group");
                     p.guard.signal(sig);
@@ -470,9 +520,47 @@ impl SessionActor {
         }
     }
 
-    fn write(&self, msg: WriteMsg) {
-        if let Some(p) = &self.proc {
-            let _ = p.writer.send(msg);
+    /// Input for the agent, in order: behind a typed line still waiting for its Enter.
+    fn write(&mut self, msg: Held) {
+        if self.typing.is_some() {
+            self.held.push_back(msg);
+            return;
+        }
+        match msg {
+            Held::Bytes(b) => self.send(b),
+            Held::Line(line) => {
+                let text = String::from_utf8_lossy(&line);
+                let needle: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+                let needle = needle.chars().rev().take(16).collect::<Vec<_>>().into_iter().rev().collect();
+                self.send(line);
+                self.typing = Some(Typing { needle, since: tokio::time::Instant::now() });
+                self.check_typing();
+            }
+        }
+    }
+
+    fn send(&self, bytes: Vec<u8>) {
+        if let Some(p) = &self.proc
+            && !bytes.is_empty()
+        {
+            let _ = p.writer.send(bytes);
+        }
+    }
+
+    /// Sends a waiting Enter once the TUI shows the line (or waited long enough), then
+    /// what was held behind it.
+    fn check_typing(&mut self) {
+        let Some(t) = &self.typing else { return };
+        let waited = t.since.elapsed();
+        if waited < ENTER_PAUSE || (waited < ENTER_WAIT && !input_shows(&self.monitor.rows(), &t.needle)) {
+            return;
+        }
+        self.typing = None;
+        self.send(b"\r".to_vec());
+        while self.typing.is_none()
+            && let Some(msg) = self.held.pop_front()
+        {
+            self.write(msg);
         }
     }
 
@@ -516,7 +604,8 @@ impl SessionActor {
             let extra: Vec<&str> = match launch {
                 Launch::Fresh => vec!["--session-id", id.as_str()],
                 Launch::Resume => vec!["--resume", id.as_str()],
-                Launch::OneShot { prompt } => vec!["--resume", id.as_str(), "-p", prompt.as_str()],
+                // `--`: the prompt is the user's text, never an option (`-p "--version"`).
+                Launch::OneShot { prompt } => vec!["--resume", id.as_str(), "-p", "--", prompt.as_str()],
             };
             cmd.args(&extra);
             argv.extend(extra.iter().map(|a| a.to_string()));
@@ -531,14 +620,26 @@ impl SessionActor {
         if let Some(root) = &self.shared.config.config_root_env {
             cmd.env("CLAUDE_CONFIG_DIR", root);
         }
-        let child = pair.slave.spawn_command(cmd).map_err(|e| format!("cannot start {}: {e}", program.display()))?;
-        drop(pair.slave);
-        let pid = child.process_id().ok_or("the agent started without a process id")?;
-        // The waiter thread reaps it; the std handle is not needed (dropping it does nothing).
-        drop(child);
+        // Inherited by everything the agent starts: what a later scan requires before it
+        // kills a leftover (P11).
+        cmd.env(fleet::OWNER_ENV, own_mark());
+        // (Everything that can fail comes before the spawn: a started agent always gets
+        // its waiter.)
         let master = pair.master;
         let reader = master.try_clone_reader().map_err(|e| format!("cannot read the pseudo-terminal: {e}"))?;
         let writer = master.take_writer().map_err(|e| format!("cannot write to the pseudo-terminal: {e}"))?;
+        let pid = {
+            let mut waited = waited_agents();
+            let child =
+                pair.slave.spawn_command(cmd).map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+            // The waiter thread reaps it; the handle is not needed (dropping it does nothing).
+            let Some(pid) = child.process_id() else {
+                return Err("the agent started without a process id".into());
+            };
+            waited.insert(pid);
+            pid
+        };
+        drop(pair.slave);
         let guard = Arc::new(ChildGuard { pid, reaped: Mutex::new(false) });
         let started_at = self.shared.clock.now();
 
@@ -565,6 +666,8 @@ impl SessionActor {
         };
         self.shared.fleet(FleetMsg::ProcessStarted(record));
         self.monitor = Monitor::new(self.rows, self.cols, &self.policy.limits().crash_patterns);
+        self.typing = None;
+        self.held.clear();
         tracing::info!(pid, ?launch, "agent started");
         self.proc = Some(Running { generation, pid, guard, master, writer: wtx, started_at, exit: None, eof: false });
         Ok(pid)
@@ -645,24 +748,27 @@ fn read_loop(mut reader: Box<dyn Read + Send>, generation: u64, tx: mpsc::Sender
     let _ = tx.blocking_send(Io::Eof { generation });
 }
 
-fn write_loop(mut writer: Box<dyn Write + Send>, rx: std::sync::mpsc::Receiver<WriteMsg>) {
-    while let Ok(msg) = rx.recv() {
-        let ok = match msg {
-            WriteMsg::Bytes(b) => writer.write_all(&b).and_then(|_| writer.flush()),
-            WriteMsg::Line(line) => writer
-                .write_all(line.as_bytes())
-                .and_then(|_| writer.flush())
-                .and_then(|_| {
-                    // A TUI takes text and Enter arriving in one read as a paste.
-                    std::thread::sleep(Duration::from_millis(150));
-                    writer.write_all(b"\r")
-                })
-                .and_then(|_| writer.flush()),
-        };
-        if ok.is_err() {
+fn write_loop(mut writer: Box<dyn Write + Send>, rx: std::sync::mpsc::Receiver<Vec<u8>>) {
+    while let Ok(b) = rx.recv() {
+        if writer.write_all(&b).and_then(|_| writer.flush()).is_err() {
             break;
         }
     }
+}
+
+/// Does the TUI's input row (the last `❯` row and what wraps below it, up to the box's
+/// rule) show `needle` (compared without whitespace)? Without such a row, any row counts.
+fn input_shows(rows: &[String], needle: &str) -> bool {
+    if needle.is_empty() {
+        return true;
+    }
+    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let Some(start) = rows.iter().rposition(|r| r.trim_start().starts_with('❯')) else {
+        return rows.iter().any(|r| squeeze(r).contains(needle));
+    };
+    let input: String =
+        rows[start..].iter().take_while(|r| !r.trim_start().starts_with('─')).map(|r| squeeze(r)).collect();
+    input.contains(needle)
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {

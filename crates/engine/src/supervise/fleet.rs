@@ -4,7 +4,7 @@
 //! are stale (P9, P10). The supervisor gathers the facts (the process table, `statvfs`,
 //! a folder listing) and carries out the answers.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -92,29 +92,130 @@ pub struct ProcRow {
     pub start_ticks: u64,
 }
 
+/// The environment variable every agent is started with: `<owner pid>-<owner start ticks>`
+/// of the Mimesis process that started it. Descendants inherit it, so a process that carries
+/// it was started (directly or not) by that Mimesis: the proof required before a process
+/// that is not a recorded agent itself is ever killed (P11).
+pub const OWNER_ENV: &str = "MIMESIS_OWNER";
+
+/// The value of [`OWNER_ENV`] for an owner.
+pub fn owner_mark(pid: u32, start_ticks: u64) -> String {
+    format!("{pid}-{start_ticks}")
+}
+
+/// What one orphan scan decided.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// Processes left by our dead agents: terminate.
+    pub kill: Vec<u32>,
+    /// Zombie children of ours that no one else will reap.
+    pub reap: Vec<u32>,
+}
+
+/// What the run-time scan must know about the process it runs in.
+pub struct ScanFacts<'a> {
+    pub rows: &'a [ProcRow],
+    /// This process.
+    pub me: u32,
+    /// Agents running now (their PIDs = their session ids): never touched.
+    pub live: &'a HashSet<u32>,
+    /// Agent PIDs whose exit an actor waits for: their zombies are the actors' to reap
+    /// (with the exit code).
+    pub waited: &'a HashSet<u32>,
+    /// This process is a child subreaper: it adopts orphans of anyone it started,
+    /// including helpers of its own (a browser opener), whose zombies it must reap.
+    pub adopting: bool,
+}
+
 /// P11 at run time. Every agent Mimesis spawns leads its own session (`setsid`), so its
 /// whole tree shares the session id = the agent's PID, unless a descendant called setsid
-/// itself. `ours` are the session ids of every agent spawned by this process; `live` those
-/// whose agent runs now. A process of one of our sessions whose agent is gone is an
-/// orphan. Returns (orphans to terminate, zombies to reap: only those that are our own
-/// children, adopted as subreaper).
-pub fn orphans(rows: &[ProcRow], me: u32, ours: &HashSet<u32>, live: &HashSet<u32>) -> (Vec<u32>, Vec<u32>) {
-    let mut kill = Vec::new();
-    let mut reap = Vec::new();
-    for r in rows {
-        if !ours.contains(&r.sid) || r.pid == me {
-            continue;
-        }
-        if r.state == 'Z' || r.state == 'X' {
-            // A zombie agent is reaped by its own waiter; only adopted orphans are ours.
-            if r.ppid == me && !ours.contains(&r.pid) {
-                reap.push(r.pid);
-            }
-        } else if !live.contains(&r.sid) {
-            kill.push(r.pid);
-        }
+/// itself. A process of one of our sessions whose agent is gone is an orphan.
+///
+/// A PID (and so a session id) is free for reuse once no process uses it any more: a
+/// session id is forgotten as soon as a scan finds no process in it, and one whose leader
+/// now started at another time is someone else's. Even then, a process is only killed if
+/// it started no earlier than our agent and carries our [`OWNER_ENV`] mark (`marked`).
+#[derive(Clone, Debug, Default)]
+pub struct OrphanWatch {
+    /// Session id (= the agent's PID) → the agent's start ticks.
+    ours: HashMap<u32, u64>,
+    /// Zombie children (PID, start ticks) of no agent seen by the last scan.
+    lingering: HashSet<(u32, u64)>,
+}
+
+impl OrphanWatch {
+    /// An agent was started.
+    pub fn started(&mut self, pid: u32, start_ticks: u64) {
+        self.ours.insert(pid, start_ticks);
     }
-    (kill, reap)
+
+    /// Nothing to look for.
+    pub fn is_idle(&self, adopting: bool) -> bool {
+        self.ours.is_empty() && !adopting
+    }
+
+    /// The session ids still watched.
+    pub fn sessions(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.ours.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    pub fn scan(&mut self, f: &ScanFacts<'_>, marked: impl Fn(u32) -> bool) -> Scan {
+        let mut out = Scan::default();
+        // A session whose leader is a process that started at another time than our
+        // agent: the PID was freed and taken again. Not ours any more.
+        self.ours.retain(|&sid, &mut t0| match f.rows.iter().find(|r| r.pid == sid) {
+            Some(leader) if leader.start_ticks != t0 => {
+                tracing::debug!(sid, "a recorded agent's PID belongs to another process now");
+                false
+            }
+            _ => true,
+        });
+        let mut in_use: HashSet<u32> = HashSet::new();
+        let mut lingering = HashSet::new();
+        for r in f.rows {
+            if r.pid == f.me {
+                continue;
+            }
+            let zombie = r.state == 'Z' || r.state == 'X';
+            let agent = self.ours.get(&r.sid).copied();
+            if agent.is_some() {
+                in_use.insert(r.sid);
+            }
+            if zombie {
+                if r.ppid != f.me || f.waited.contains(&r.pid) || self.ours.contains_key(&r.pid) {
+                    continue; // not ours to reap, or an agent whose waiter reaps it
+                }
+                if agent.is_some() {
+                    out.reap.push(r.pid); // adopted from one of our agents' sessions
+                } else if f.adopting {
+                    // Adopted from anywhere: reaped once it lingered a whole scan interval,
+                    // so a waiter of our own (a `Command::output`) always gets there first.
+                    let key = (r.pid, r.start_ticks);
+                    if self.lingering.contains(&key) {
+                        out.reap.push(r.pid);
+                    } else {
+                        lingering.insert(key);
+                    }
+                }
+                continue;
+            }
+            let Some(t0) = agent else { continue };
+            if f.live.contains(&r.sid) || f.waited.contains(&r.sid) || r.start_ticks < t0 {
+                continue; // a running agent's tree, or older than our agent: not from it
+            }
+            // Even our own agent (same PID, same start time) must show the mark: nothing
+            // is killed on the process table's word alone.
+            if marked(r.pid) {
+                out.kill.push(r.pid);
+            }
+        }
+        self.lingering = lingering;
+        // No process uses the session id any more: its PID may be reused from now on.
+        self.ours.retain(|sid, _| in_use.contains(sid) || f.live.contains(sid) || f.waited.contains(sid));
+        out
+    }
 }
 
 /// What a process recorded by an earlier run of Mimesis is now.
@@ -152,24 +253,33 @@ pub fn verify(rec: &Recorded, now: Option<(u64, &[String])>, boot_id: &str) -> V
 }
 
 /// Members of a recorded agent's session that are left over from it: processes whose
-/// session id is the recorded PID. When the leader is still the same process they are
-/// surely its tree. When it is gone, Linux keeps a PID reserved while any process still
-/// uses it as session id, so members can only be its leftovers; they must also have
-/// started no earlier than the agent and in this boot.
-pub fn leftovers(rec: &Recorded, verdict: Verdict, rows: &[ProcRow], boot_id: &str) -> Vec<u32> {
+/// session id is the recorded PID, that started no earlier than the agent, in this boot,
+/// and carry the owner's [`OWNER_ENV`] mark (`marked`). When the leader is still the same
+/// process (and carries the mark), it is killed too. When it is gone, Linux keeps a PID reserved while any
+/// process still uses it as session id, so the members are its leftovers — unless the
+/// session emptied, the PID was reused and the new leader died too, which the mark tells.
+pub fn leftovers(
+    rec: &Recorded,
+    verdict: Verdict,
+    rows: &[ProcRow],
+    boot_id: &str,
+    marked: impl Fn(u32) -> bool,
+) -> Vec<u32> {
+    if verdict == Verdict::Reused || rec.boot_id != boot_id {
+        return Vec::new();
+    }
+    let members = rows
+        .iter()
+        .filter(|r| r.sid == rec.pid && r.pid != rec.pid && r.start_ticks >= rec.start_ticks)
+        .filter(|r| r.state != 'Z' && r.state != 'X')
+        .map(|r| r.pid);
     match verdict {
-        Verdict::Reused => Vec::new(),
-        _ if rec.boot_id != boot_id => Vec::new(),
-        Verdict::Same => {
-            let mut v = vec![rec.pid];
-            v.extend(rows.iter().filter(|r| r.sid == rec.pid && r.pid != rec.pid).map(|r| r.pid));
-            v
-        }
-        Verdict::Gone => {
+        Verdict::Same => std::iter::once(rec.pid).chain(members).filter(|&p| marked(p)).collect(),
+        _ => {
             if rows.iter().any(|r| r.pid == rec.pid) {
-                return Vec::new();
+                return Vec::new(); // the PID was taken again
             }
-            rows.iter().filter(|r| r.sid == rec.pid && r.start_ticks >= rec.start_ticks).map(|r| r.pid).collect()
+            members.filter(|&p| marked(p)).collect()
         }
     }
 }
@@ -242,21 +352,90 @@ mod tests {
         ProcRow { pid, ppid, sid, state, start_ticks: 100 }
     }
 
+    fn at(r: ProcRow, start_ticks: u64) -> ProcRow {
+        ProcRow { start_ticks, ..r }
+    }
+
+    fn scan(w: &mut OrphanWatch, rows: &[ProcRow], live: &[u32], adopting: bool, marked: &[u32]) -> Scan {
+        let (live, waited): (HashSet<u32>, HashSet<u32>) =
+            (live.iter().copied().collect(), live.iter().copied().collect());
+        let f = ScanFacts { rows, me: 10, live: &live, waited: &waited, adopting };
+        w.scan(&f, |p| marked.contains(&p))
+    }
+
     #[test]
-    fn orphans_are_members_of_our_dead_agents_sessions_only() {
+    fn orphans_are_marked_members_of_our_dead_agents_sessions_only() {
         let me = 10;
-        let ours: HashSet<u32> = [100, 200].into();
-        let live: HashSet<u32> = [200].into();
+        let mut w = OrphanWatch::default();
+        w.started(100, 100);
+        w.started(200, 100);
         let rows = [
-            row(101, 1, 100, 'S'),   // left by dead agent 100
+            row(101, 1, 100, 'S'),   // left by dead agent 100, marked
+            row(103, 1, 100, 'S'),   // in that session, but without our mark
             row(102, me, 100, 'Z'),  // adopted by us, now a zombie
             row(201, 200, 200, 'S'), // child of a live agent
             row(300, 1, 300, 'S'),   // not ours
             row(100, me, 100, 'Z'),  // the dead agent itself, reaped by its waiter
         ];
-        let (kill, reap) = orphans(&rows, me, &ours, &live);
-        assert_eq!(kill, [101]);
-        assert_eq!(reap, [102]);
+        let s = scan(&mut w, &rows, &[200], false, &[101, 201, 300]);
+        assert_eq!(s.kill, [101]);
+        assert_eq!(s.reap, [102]);
+    }
+
+    #[test]
+    fn a_reused_session_id_is_never_touched() {
+        let me = 10;
+        let mut w = OrphanWatch::default();
+        w.started(500, 1000);
+        // Agent 500 died with a leftover; the leftover is killed.
+        let rows = [at(row(501, 1, 500, 'S'), 1001)];
+        assert_eq!(scan(&mut w, &rows, &[], false, &[501]).kill, [501]);
+        // It is gone: no process uses session 500 any more, so its PID is free…
+        assert!(scan(&mut w, &[], &[], false, &[]).kill.is_empty());
+        assert!(w.sessions().is_empty(), "the session id is forgotten");
+        // …and an unrelated session leader takes PID 500: never killed, even marked.
+        let rows = [at(row(500, 1, 500, 'S'), 5000), at(row(502, 500, 500, 'S'), 5001)];
+        assert!(scan(&mut w, &rows, &[], false, &[500, 502]).kill.is_empty());
+
+        // Reused between two scans (our session emptied and the PID was taken at once):
+        // the leader's start time tells.
+        let mut w = OrphanWatch::default();
+        w.started(600, 1000);
+        let rows = [at(row(600, 1, 600, 'S'), 7000), at(row(601, 600, 600, 'S'), 7001)];
+        assert!(scan(&mut w, &rows, &[], false, &[600, 601]).kill.is_empty());
+        assert!(w.sessions().is_empty());
+
+        // A leaderless session whose members started before our agent is not its tree.
+        let mut w = OrphanWatch::default();
+        w.started(700, 1000);
+        let rows = [at(row(701, 1, 700, 'S'), 999)];
+        assert!(scan(&mut w, &rows, &[], false, &[701]).kill.is_empty());
+        // Our own agent, still running but no longer supervised (same start time): killed,
+        // but only with the mark.
+        let rows = [at(row(700, me, 700, 'S'), 1000)];
+        assert!(scan(&mut w, &rows, &[], false, &[]).kill.is_empty());
+        assert_eq!(scan(&mut w, &rows, &[], false, &[700]).kill, [700]);
+    }
+
+    #[test]
+    fn a_subreaper_reaps_any_lingering_zombie_child_but_never_an_agent() {
+        let me = 10;
+        let mut w = OrphanWatch::default();
+        w.started(100, 100);
+        // 400: an adopted orphan of a helper (xdg-open's child); 401: a child someone in
+        // this process may be about to wait for; 100: a running agent's exit.
+        let rows = [row(400, me, 400, 'Z'), row(100, me, 100, 'Z')];
+        let live = [100];
+        assert!(scan(&mut w, &rows, &live, true, &[]).reap.is_empty(), "not at first sight");
+        let rows2 = [row(400, me, 400, 'Z'), row(401, me, 401, 'Z'), row(100, me, 100, 'Z')];
+        assert_eq!(scan(&mut w, &rows2, &live, true, &[]).reap, [400], "a whole interval later");
+        // A PID reused by a new zombie is a new zombie.
+        let rows3 = [at(row(400, me, 400, 'Z'), 900)];
+        assert!(scan(&mut w, &rows3, &[], true, &[]).reap.is_empty());
+        // Not a subreaper: only what our agents' sessions left.
+        let mut w = OrphanWatch::default();
+        scan(&mut w, &rows, &[], false, &[]);
+        assert!(scan(&mut w, &rows, &[], false, &[]).reap.is_empty());
     }
 
     fn rec() -> Recorded {
@@ -288,13 +467,32 @@ mod tests {
             ProcRow { pid: 502, ppid: 1, sid: 500, state: 'S', start_ticks: 10 },
             ProcRow { pid: 600, ppid: 1, sid: 600, state: 'S', start_ticks: 60 },
         ];
-        assert_eq!(leftovers(&r, Verdict::Gone, &rows, "b1"), [501]);
-        assert!(leftovers(&r, Verdict::Reused, &rows, "b1").is_empty());
-        assert!(leftovers(&r, Verdict::Gone, &rows, "b2").is_empty());
+        let all = |_: u32| true;
+        assert_eq!(leftovers(&r, Verdict::Gone, &rows, "b1", all), [501], "502 is older than the agent");
+        assert!(leftovers(&r, Verdict::Reused, &rows, "b1", all).is_empty());
+        assert!(leftovers(&r, Verdict::Gone, &rows, "b2", all).is_empty());
         let mut with_leader = rows.to_vec();
         with_leader.push(ProcRow { pid: 500, ppid: 1, sid: 500, state: 'S', start_ticks: 99 });
-        assert!(leftovers(&r, Verdict::Gone, &with_leader, "b1").is_empty(), "the PID was taken again");
-        assert_eq!(leftovers(&r, Verdict::Same, &with_leader, "b1"), [500, 501, 502]);
+        assert!(leftovers(&r, Verdict::Gone, &with_leader, "b1", all).is_empty(), "the PID was taken again");
+        with_leader[3].start_ticks = 42;
+        assert_eq!(leftovers(&r, Verdict::Same, &with_leader, "b1", all), [500, 501]);
+    }
+
+    #[test]
+    fn a_leftover_without_the_owners_mark_is_not_ours() {
+        // Session 500 emptied, its PID was reused by an unrelated leader that died too,
+        // leaving members in "session 500" that started after our agent.
+        let r = rec();
+        let rows = [
+            ProcRow { pid: 501, ppid: 1, sid: 500, state: 'S', start_ticks: 50 },
+            ProcRow { pid: 503, ppid: 1, sid: 500, state: 'S', start_ticks: 60 },
+        ];
+        assert_eq!(leftovers(&r, Verdict::Gone, &rows, "b1", |p| p == 503), [503]);
+        assert!(leftovers(&r, Verdict::Gone, &rows, "b1", |_| false).is_empty());
+        let mut with_leader = rows.to_vec();
+        with_leader.push(ProcRow { pid: 500, ppid: 1, sid: 500, state: 'S', start_ticks: 42 });
+        assert_eq!(leftovers(&r, Verdict::Same, &with_leader, "b1", |p| p == 500), [500]);
+        assert!(leftovers(&r, Verdict::Same, &with_leader, "b1", |_| false).is_empty(), "not even the agent unmarked");
     }
 
     #[test]

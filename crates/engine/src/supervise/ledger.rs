@@ -293,6 +293,8 @@ pub fn clean_previous_runs(ledger: &dyn ProcessLedger, me: &Owner, kill_after: D
             continue; // a running Mimesis (the app, another `mimesis run`) owns these
         }
         let rows = procs::rows(&procs::all());
+        let mark = fleet::owner_mark(owner.pid, owner.start_ticks);
+        let marked = |pid: u32| procs::env_var(pid, fleet::OWNER_ENV).as_deref() == Some(mark.as_bytes());
         let mut doomed = Vec::new();
         for rec in &records {
             let now = procs::stat(rec.pid)
@@ -303,7 +305,7 @@ pub fn clean_previous_runs(ledger: &dyn ProcessLedger, me: &Owner, kill_after: D
                 tracing::info!(pid = rec.pid, "a recorded PID now belongs to another process; leaving it alone");
                 report.reused.push(rec.pid);
             }
-            let left = fleet::leftovers(&rec.recorded(), verdict, &rows, &boot);
+            let left = fleet::leftovers(&rec.recorded(), verdict, &rows, &boot, marked);
             if !left.is_empty() {
                 tracing::warn!(pid = rec.pid, session = %rec.session_id, processes = ?left,
                     "killing processes left running by an earlier Mimesis");
@@ -341,12 +343,22 @@ mod tests {
     use super::*;
 
     fn record(pid: u32) -> ProcessRecord {
+        // Right after a spawn, /proc can still show the parent's command line, or none
+        // (the exec released the parent before it set up the new arguments).
+        let mut cmdline = procs::cmdline(pid).unwrap_or_default();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mine = procs::cmdline(std::process::id()).unwrap_or_default();
+        while pid != std::process::id() && (cmdline.is_empty() || cmdline == mine) {
+            assert!(Instant::now() < deadline, "the child's command line never showed");
+            std::thread::sleep(Duration::from_millis(5));
+            cmdline = procs::cmdline(pid).unwrap_or_default();
+        }
         ProcessRecord {
             session_id: SessionId::parse("s1").unwrap(),
             cwd: "/p".into(),
             pid,
             start_ticks: procs::start_ticks(pid).unwrap_or(0),
-            cmdline: procs::cmdline(pid).unwrap_or_default(),
+            cmdline,
             boot_id: procs::boot_id(),
             started_at: Timestamp::from_millis(0),
         }
@@ -372,12 +384,17 @@ mod tests {
     fn a_dead_owners_live_process_is_killed_a_reused_pid_is_not() {
         let d = tempfile::tempdir().unwrap();
         let l = FileLedger::new(d.path());
-        let mut victim = std::process::Command::new("sleep").arg("300").spawn().unwrap();
-        let mut bystander = std::process::Command::new("sleep").arg("300").spawn().unwrap();
         let dead_owner = Owner { pid: 999_999, start_ticks: 1, boot_id: procs::boot_id() };
+        let mark = fleet::owner_mark(dead_owner.pid, dead_owner.start_ticks);
+        let mut victim = std::process::Command::new("sleep").arg("300").env(fleet::OWNER_ENV, &mark).spawn().unwrap();
+        // Even with the dead owner's mark: a PID whose process started at another time.
+        let mut bystander =
+            std::process::Command::new("sleep").arg("300").env(fleet::OWNER_ENV, &mark).spawn().unwrap();
+        // The same command line, recorded, but not started by that owner (no mark).
+        let mut unmarked = std::process::Command::new("sleep").arg("300").spawn().unwrap();
         let mut reused = record(bystander.id());
         reused.start_ticks += 1; // the recorded process started at another time
-        l.save(&dead_owner, &[record(victim.id()), reused]).unwrap();
+        l.save(&dead_owner, &[record(victim.id()), reused, record(unmarked.id())]).unwrap();
         // A live owner's records are never touched.
         l.save(&Owner::me(), &[record(bystander.id())]).unwrap();
         let report =
@@ -387,6 +404,9 @@ mod tests {
         assert_eq!(report.reused, [bystander.id()]);
         assert!(victim.wait().unwrap().code().is_none(), "killed by a signal");
         assert!(bystander.try_wait().unwrap().is_none(), "the bystander lives");
+        assert!(unmarked.try_wait().unwrap().is_none(), "a process without the owner's mark lives");
+        unmarked.kill().unwrap();
+        unmarked.wait().unwrap();
         assert_eq!(l.load().unwrap().len(), 1, "the dead owner's file is gone, the live one's stays");
         bystander.kill().unwrap();
         bystander.wait().unwrap();
@@ -395,8 +415,9 @@ mod tests {
     #[test]
     fn the_database_ledger_cleans_orphans_an_older_run_recorded_in_files() {
         let d = tempfile::tempdir().unwrap();
-        let mut orphan = std::process::Command::new("sleep").arg("300").spawn().unwrap();
         let dead_owner = Owner { pid: 999_998, start_ticks: 3, boot_id: procs::boot_id() };
+        let mark = fleet::owner_mark(dead_owner.pid, dead_owner.start_ticks);
+        let mut orphan = std::process::Command::new("sleep").arg("300").env(fleet::OWNER_ENV, mark).spawn().unwrap();
         FileLedger::new(d.path()).save(&dead_owner, &[record(orphan.id())]).unwrap();
         let ledger = open(d.path());
         assert!(d.path().join(crate::db::FILE_NAME).exists(), "the fleet database holds the ledger");

@@ -250,19 +250,33 @@ impl Limits {
     /// any duration above zero, since `mimesis run` flags and the environment may set
     /// short limits (`--max-duration 2s --duration-check 100ms`) for tests and trials.
     pub fn validate(&self) -> Vec<FieldError> {
+        self.check(false)
+    }
+
+    /// [`Limits::validate`] for values given on a command line or in the environment,
+    /// which may go below the settings view's minimums (the 1-minute idle timeout, the
+    /// 64 MB memory limit) as long as they are above zero: `mimesis run --idle-timeout 2s`
+    /// is a trial, not a setting someone clicked.
+    pub fn validate_override(&self) -> Vec<FieldError> {
+        self.check(true)
+    }
+
+    fn check(&self, lax: bool) -> Vec<FieldError> {
         // In the document's order, so errors read top to bottom like the view.
         let mut c = Checks::default();
         c.whole("maxLiveSessions", self.max_live_sessions.into(), 1, 64, "");
         let (lo, hi) = Self::IDLE_TIMEOUT_RANGE;
-        if self.idle_timeout < lo || self.idle_timeout > hi {
-            // SPEC P6: 1–120 min, for every face alike.
+        if lax {
+            c.positive("idleTimeoutSecs", self.idle_timeout, hi.as_secs());
+        } else if self.idle_timeout < lo || self.idle_timeout > hi {
+            // SPEC P6: 1–120 min in the settings.
             c.add("idleTimeoutSecs", "must be between 60 and 7200 seconds (1–120 min)".into());
         }
         c.positive("maxDurationSecs", self.max_duration, 604_800);
         c.positive("durationCheckSecs", self.duration_check, 3600);
         c.whole("durationWarnPercent", self.duration_warn_percent.into(), 1, 99, " %");
         c.up_to("turnGraceSecs", self.turn_grace, 600);
-        c.whole("maxRssMb", self.max_rss_mb, 64, 1_048_576, " MB");
+        c.whole("maxRssMb", self.max_rss_mb, if lax { 1 } else { 64 }, 1_048_576, " MB");
         c.positive("rssCheckSecs", self.rss_check, 3600);
         c.positive("killAfterSecs", self.kill_after, 120);
         c.positive("diskCheckSecs", self.disk_check, 86_400);
@@ -367,7 +381,7 @@ impl LimitsEnv {
     pub fn apply(&self, base: &Limits) -> (Limits, Vec<FieldError>) {
         let mut l = base.clone();
         let mut errors = l.apply_env(|k| self.0.get(k).cloned());
-        let invalid = l.validate();
+        let invalid = l.validate_override();
         if invalid.is_empty() {
             return (l, errors);
         }
@@ -546,6 +560,17 @@ mod tests {
     }
 
     #[test]
+    fn overrides_go_below_the_views_minimums_but_stay_positive() {
+        let trial = Limits { idle_timeout: Duration::from_secs(2), max_rss_mb: 10, ..Limits::default() };
+        assert!(trial.validate_override().is_empty(), "{:?}", trial.validate_override());
+        let fields: Vec<String> = trial.validate().into_iter().map(|e| e.field).collect();
+        assert_eq!(fields, ["limits.idleTimeoutSecs", "limits.maxRssMb"], "the settings keep their ranges");
+        let zero = Limits { idle_timeout: Duration::ZERO, max_rss_mb: 0, ..Limits::default() };
+        let errors: Vec<String> = zero.validate_override().into_iter().map(|e| e.message).collect();
+        assert_eq!(errors, ["must be more than 0 and at most 7200 seconds", "must be between 1 and 1048576 MB"]);
+    }
+
+    #[test]
     fn environment_overrides_are_captured_and_never_make_limits_invalid() {
         let env = LimitsEnv::from_pairs([
             ("MAX_SESSION_DURATION_SECONDS".to_owned(), "1h".to_owned()),
@@ -556,7 +581,13 @@ mod tests {
         let (l, errors) = env.apply(&base);
         assert!(errors.is_empty());
         assert_eq!((l.max_duration, l.max_live_sessions), (Duration::from_secs(3600), 5));
-        let bad = LimitsEnv::from_pairs([("SESSION_IDLE_TIMEOUT_SECONDS".to_owned(), "5".to_owned())]);
+        // Below the settings view's minimum is fine from the environment (a trial)…
+        let short = LimitsEnv::from_pairs([("SESSION_IDLE_TIMEOUT_SECONDS".to_owned(), "5".to_owned())]);
+        let (l, errors) = short.apply(&base);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(l.idle_timeout, Duration::from_secs(5));
+        // …zero or above the maximum is not.
+        let bad = LimitsEnv::from_pairs([("SESSION_IDLE_TIMEOUT_SECONDS".to_owned(), "0".to_owned())]);
         let (l, errors) = bad.apply(&base);
         assert_eq!(l, base, "an override that would be invalid is not applied");
         assert_eq!(errors[0].field, "limits.idleTimeoutSecs");

@@ -137,9 +137,9 @@ pub enum Effect {
     },
     /// Bytes to the PTY.
     Write(Vec<u8>),
-    /// Type a line into the TUI: the text, a short pause, then Enter (a TUI takes text and
-    /// Enter arriving in one read as a paste).
-    TypeLine(String),
+    /// Type a line into the TUI: the text, then Enter once the TUI has taken the text (a
+    /// TUI takes text and Enter arriving in one read as a paste, and would not submit it).
+    TypeLine(Vec<u8>),
     /// Show bytes to attached terminals without sending them to the agent (one-shot echo).
     Echo(Vec<u8>),
     Signal(Sig),
@@ -254,6 +254,10 @@ pub struct Snapshot {
 pub const READY_FALLBACK: Duration = Duration::from_secs(30);
 /// How long an interrupted turn has to wind down (write its interruption) before SIGTERM.
 pub const INTERRUPT_GRACE: Duration = Duration::from_secs(1);
+/// `/exit` is typed only once the agent's output has been quiet this long: Claude Code
+/// writes a turn to its transcript a moment (~0.2 s) after the screen shows it, and an
+/// `/exit` typed in between loses the turn (the resume then finds less, or nothing: EC-007).
+pub const EXIT_SETTLE: Duration = Duration::from_secs(2);
 /// More than this many crashes in a row: unhealthy (seed 003 §4).
 pub const MAX_CONSECUTIVE_CRASHES: u32 = 2;
 
@@ -297,7 +301,8 @@ impl StopWhy {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum StopHow {
-    /// `/exit`, then SIGTERM after `killAfter`, then SIGKILL.
+    /// `/exit` once the output settled ([`EXIT_SETTLE`]), then SIGTERM after `killAfter`,
+    /// then SIGKILL.
     Graceful,
     /// Esc (the TUI's interrupt), SIGTERM a moment later, then SIGKILL (EC-003).
     Interrupt,
@@ -309,6 +314,8 @@ enum StopHow {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
+    /// A graceful stop waits for the output to settle before `/exit` (see [`EXIT_SETTLE`]).
+    Settling,
     ExitTyped,
     Termed,
     Killed,
@@ -342,6 +349,8 @@ enum Proc {
         pid: u32,
         since: Timestamp,
         purpose: Purpose,
+        /// Started with `--resume`: a refusal can still show up (EC-007).
+        resumed: bool,
     },
     Stopping {
         generation: u64,
@@ -400,6 +409,9 @@ pub struct SessionPolicy {
     turn_open: bool,
     created_at: Timestamp,
     next_duration_check: Timestamp,
+    /// When the duration was last checked: a warning/limit instant at or before it was
+    /// already acted on (or found moot), so it is no wake-up any more.
+    duration_checked_at: Timestamp,
     duration_warned: bool,
     duration_grace_until: Option<Timestamp>,
     next_rss_check: Timestamp,
@@ -453,6 +465,7 @@ impl SessionPolicy {
             turn_open: false,
             created_at: now,
             next_duration_check: now.plus(limits.duration_check),
+            duration_checked_at: now,
             duration_warned: false,
             duration_grace_until: None,
             next_rss_check: now.plus(limits.rss_check),
@@ -576,6 +589,7 @@ impl SessionPolicy {
             vec![self.duration_grace_until, self.restart_grace_until, self.idle_deadline];
         if self.state != SupervisionState::Terminated {
             t.push(Some(self.next_duration_check));
+            t.push(self.duration_due());
         }
         match &self.proc {
             Proc::Stopping { next_at, .. } => t.push(*next_at),
@@ -794,9 +808,12 @@ impl SessionPolicy {
         self.queue.is_empty() && matches!(self.proc, Proc::Live { .. })
     }
 
+    /// Delivers what was kept, the way it was typed: each Enter (outside a bracketed paste)
+    /// follows its line only once the TUI has taken the text.
     fn flush_queue(&mut self) {
-        while let Some(b) = self.queue.pop_front() {
-            self.out.push(Effect::Write(b));
+        let all: Vec<u8> = self.queue.drain(..).flatten().collect();
+        for (text, enter) in typed_lines(&all) {
+            self.out.push(if enter { Effect::TypeLine(text) } else { Effect::Write(text) });
         }
     }
 
@@ -846,6 +863,11 @@ impl SessionPolicy {
             ScreenSignal::Activity(a) => {
                 let before = self.activity();
                 self.screen = a;
+                // Only the process's own screen proves it is up: the transcript may still be
+                // the previous process's (or a refused resume's) words.
+                if a != Activity::Unknown && matches!(self.proc, Proc::Starting { pid: Some(_), .. }) {
+                    self.ready();
+                }
                 self.activity_changed(before);
             }
             ScreenSignal::TurnDone => {
@@ -871,13 +893,7 @@ impl SessionPolicy {
 
     fn activity_changed(&mut self, before: Activity) {
         let now = self.activity();
-        if now == Activity::Unknown {
-            return;
-        }
-        if let Proc::Starting { pid: Some(_), .. } = self.proc {
-            self.ready();
-        }
-        if now == before {
+        if now == Activity::Unknown || now == before {
             return;
         }
         if now.busy() {
@@ -910,8 +926,9 @@ impl SessionPolicy {
 
     /// The process showed it is up: announce what it came up for, deliver the queue.
     fn ready(&mut self) {
-        let Proc::Starting { generation, pid: Some(pid), since, purpose, .. } = self.proc.clone() else { return };
-        self.proc = Proc::Live { generation, pid, since, purpose };
+        let Proc::Starting { generation, pid: Some(pid), since, purpose, ref launch } = self.proc else { return };
+        let resumed = *launch == Launch::Resume;
+        self.proc = Proc::Live { generation, pid, since, purpose, resumed };
         self.retry = None;
         match purpose {
             Purpose::Initial | Purpose::OneShot => {}
@@ -1088,9 +1105,13 @@ impl SessionPolicy {
                     }
                 }
             }
-            Proc::Live { purpose, .. } => {
+            Proc::Live { purpose, resumed, .. } => {
                 if purpose == Purpose::OneShot {
                     return self.exited_one_shot(code, last_line);
+                }
+                if resumed && self.resume_rejected && code != 0 {
+                    // Came up (the fallback timer, a screen read) before it refused the resume.
+                    return self.resume_refused(purpose);
                 }
                 if code == 0 {
                     return self.clean_exit();
@@ -1206,9 +1227,11 @@ impl SessionPolicy {
             self.out.push(Effect::Signal(Sig::Cont));
             self.frozen = false;
         }
+        let settled = self.last_output.plus(EXIT_SETTLE);
         let stage = match (how, pid) {
             // Not spawned yet: the signal goes out when it is (see `spawned`).
             (_, None) => Stage::Termed,
+            (StopHow::Graceful, _) if settled > self.now => Stage::Settling,
             (StopHow::Graceful, _) => {
                 self.out.push(Effect::TypeLine("/exit".into()));
                 Stage::ExitTyped
@@ -1227,12 +1250,11 @@ impl SessionPolicy {
                 Stage::Termed
             }
         };
-        let wait = if how == StopHow::Interrupt {
-            self.limits.kill_after.min(INTERRUPT_GRACE)
-        } else {
-            self.limits.kill_after
-        };
-        let next_at = Some(self.now.plus(wait));
+        let next_at = Some(match (stage, how) {
+            (Stage::Settling, _) => settled,
+            (_, StopHow::Interrupt) => self.now.plus(self.limits.kill_after.min(INTERRUPT_GRACE)),
+            _ => self.now.plus(self.limits.kill_after),
+        });
         self.proc = Proc::Stopping { generation, pid, since, why, stage, next_at };
     }
 
@@ -1291,13 +1313,23 @@ impl SessionPolicy {
         }
     }
 
-    fn announce_suspended(&mut self, cause: SuspendCause) {
-        let message = match cause {
+    fn suspended_message(&self, cause: SuspendCause) -> String {
+        match cause {
             SuspendCause::Idle => wording::suspended_idle(self.limits.idle_timeout),
             SuspendCause::Cap => wording::suspended_cap(self.limits.max_live_sessions),
-        };
-        self.emit(EventKind::SessionSuspended { message: message.clone() });
+        }
+    }
+
+    /// Seed 003 §2.2: the client hears of the mode change before the process is stopped.
+    fn announce_mode_suspended(&mut self, cause: SuspendCause) {
+        let message = self.suspended_message(cause);
         self.emit(EventKind::ModeChange { mode: "suspended".into(), message });
+    }
+
+    /// The process is stopped (or frozen).
+    fn announce_suspended(&mut self, cause: SuspendCause) {
+        let message = self.suspended_message(cause);
+        self.emit(EventKind::SessionSuspended { message });
     }
 
     fn stop(&mut self, why: StopWhy) {
@@ -1315,6 +1347,7 @@ impl SessionPolicy {
             return;
         }
         self.idle_deadline = None;
+        self.announce_mode_suspended(cause);
         match self.limits.suspend_mode {
             SuspendMode::Stop => {
                 self.out.push(Effect::Signal(Sig::Stop));
@@ -1415,7 +1448,20 @@ impl SessionPolicy {
         self.begin_stop(StopWhy::Duration { incomplete }, how);
     }
 
+    /// The warning's and the limit's own instants, so the check interval never delays
+    /// them (a 2 s limit with the default 60 s check still ends at 2 s): the next of them
+    /// that the duration check has not seen yet.
+    fn duration_due(&self) -> Option<Timestamp> {
+        let max = self.limits.max_duration;
+        let limit_at = self.created_at.plus(max);
+        let warn_ms = (max.as_millis() * u128::from(self.limits.duration_warn_percent)).div_ceil(100);
+        let warn_at = self.created_at.plus(Duration::from_millis(u64::try_from(warn_ms).unwrap_or(u64::MAX)));
+        let due = if self.duration_warned { limit_at } else { warn_at.min(limit_at) };
+        (due > self.duration_checked_at).then_some(due)
+    }
+
     fn duration_check(&mut self) {
+        self.duration_checked_at = self.now;
         if self.state == SupervisionState::Terminated || self.duration_grace_until.is_some() {
             return;
         }
@@ -1436,7 +1482,8 @@ impl SessionPolicy {
             && elapsed.as_millis() * 100 >= max.as_millis() * u128::from(self.limits.duration_warn_percent)
         {
             self.duration_warned = true;
-            let remaining = max - elapsed;
+            // Whole seconds, rounded up: 0.2 s left is "1 second", never "0 seconds".
+            let remaining = Duration::from_secs((max - elapsed).as_millis().div_ceil(1000) as u64);
             self.emit(EventKind::SessionWarning {
                 reason: "duration".into(),
                 remaining_seconds: Some(remaining.as_secs()),
@@ -1561,6 +1608,11 @@ impl SessionPolicy {
             && next_at.is_some_and(|t| t <= now)
         {
             match stage {
+                Stage::Settling => {
+                    *stage = Stage::ExitTyped;
+                    *next_at = Some(now.plus(self.limits.kill_after));
+                    self.out.push(Effect::TypeLine("/exit".into()));
+                }
                 Stage::ExitTyped => {
                     *stage = Stage::Termed;
                     *next_at = Some(now.plus(self.limits.kill_after));
@@ -1587,7 +1639,8 @@ impl SessionPolicy {
         {
             self.ready();
         }
-        if self.next_duration_check <= now {
+        let due = self.state != SupervisionState::Terminated && self.duration_due().is_some_and(|t| t <= now);
+        if self.next_duration_check <= now || due {
             while self.next_duration_check <= now {
                 self.next_duration_check =
                     self.next_duration_check.plus(self.limits.duration_check.max(Duration::from_millis(1)));
@@ -1622,6 +1675,36 @@ impl SessionPolicy {
         }
         self.maybe_flush_crash();
     }
+}
+
+/// Splits typed bytes into lines: (text, ended by Enter). An Enter inside a bracketed
+/// paste (`ESC [200~ … ESC [201~`) is part of the paste, not a submission.
+fn typed_lines(bytes: &[u8]) -> Vec<(Vec<u8>, bool)> {
+    const PASTE_START: &[u8] = b"\x1b[200~";
+    const PASTE_END: &[u8] = b"\x1b[201~";
+    let mut out = Vec::new();
+    let mut line = Vec::new();
+    let mut pasting = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &bytes[i..];
+        if rest.starts_with(PASTE_START) || rest.starts_with(PASTE_END) {
+            pasting = rest.starts_with(PASTE_START);
+            line.extend_from_slice(&rest[..PASTE_START.len()]);
+            i += PASTE_START.len();
+            continue;
+        }
+        if bytes[i] == b'\r' && !pasting {
+            out.push((std::mem::take(&mut line), true));
+        } else {
+            line.push(bytes[i]);
+        }
+        i += 1;
+    }
+    if !line.is_empty() {
+        out.push((line, false));
+    }
+    out
 }
 
 #[cfg(test)]

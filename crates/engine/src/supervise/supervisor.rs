@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use super::actor::{Attachment, SessionActor, SessionCmd};
+use super::actor::{self, Attachment, SessionActor, SessionCmd};
 use super::event::{EventKind, SupervisionEvent, wording};
-use super::fleet::{self, CapEntry, DiskAction, DiskWatch};
+use super::fleet::{self, CapEntry, DiskAction, DiskWatch, OrphanWatch, ScanFacts};
 use super::ledger::{self, Cleanup, Owner, ProcessLedger, ProcessRecord};
 use super::limits::{FieldError, Limits, LimitsEnv};
 use super::metrics;
@@ -370,6 +370,12 @@ impl Shared {
             }
         }
         id
+    }
+
+    /// The session supervised under exactly `id`. A transcript's status is about its own
+    /// session: after EC-007 the corrupted one's must not drive the one that replaced it.
+    fn transcript_target(&self, id: &SessionId) -> Option<mpsc::UnboundedSender<SessionCmd>> {
+        lock(&self.sessions).get(id).map(|e| e.tx.clone())
     }
 
     fn sender(&self, id: &SessionId) -> Result<mpsc::UnboundedSender<SessionCmd>, SupervisorError> {
@@ -794,7 +800,7 @@ async fn forward_transcript_status(shared: std::sync::Weak<Shared>, engine: Engi
             StoreEvent::Removed { .. } => continue,
         };
         if let Some(status) = status
-            && let Ok(tx) = shared.sender(&id)
+            && let Some(tx) = shared.transcript_target(&id)
         {
             let _ = tx.send(SessionCmd::Control(Input::Transcript(status)));
         }
@@ -818,7 +824,7 @@ const METRICS_SETTLE: Duration = Duration::from_millis(250);
 /// The fleet task: the cap, disk and orphan checks, the ledger and the metrics.
 async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMsg>) {
     let mut records: Vec<ProcessRecord> = Vec::new();
-    let mut ours: HashSet<u32> = HashSet::new();
+    let mut orphans = OrphanWatch::default();
     let mut disk = DiskWatch::default();
     let limits = shared.limits();
     let mut next_disk = shared.clock.now().plus(limits.disk_check);
@@ -852,7 +858,7 @@ async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMs
                     continue;
                 }
                 Some(FleetMsg::ProcessStarted(r)) => {
-                    ours.insert(r.pid);
+                    orphans.started(r.pid, r.start_ticks);
                     records.push(r);
                     shared.recorder.processes(records.clone());
                     continue;
@@ -886,7 +892,7 @@ async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMs
         }
         if next_orphans <= now {
             next_orphans = now.plus(limits.orphan_check);
-            scan_orphans(&shared, &ours).await;
+            scan_orphans(&shared, &mut orphans).await;
         }
         if let Some(reply) = tick_reply {
             let _ = reply.send(());
@@ -1063,33 +1069,75 @@ async fn check_disk(shared: &Arc<Shared>, watch: &mut DiskWatch) {
     }
 }
 
-/// P11 at run time: processes left by our dead agents are terminated, adopted zombies reaped.
-async fn scan_orphans(shared: &Arc<Shared>, ours: &HashSet<u32>) {
-    if ours.is_empty() {
+/// P11 at run time: processes left by our dead agents are terminated, zombie children
+/// reaped (see [`OrphanWatch`]).
+async fn scan_orphans(shared: &Arc<Shared>, watch: &mut OrphanWatch) {
+    let adopting = shared.config.subreaper;
+    if watch.is_idle(adopting) {
         return;
     }
     let live: HashSet<u32> = lock(&shared.sessions).values().filter_map(|e| e.supervision.pid).collect();
-    let ours = ours.clone();
     let kill_after = shared.limits().kill_after;
+    let mut w = std::mem::take(watch);
+    let me = Owner::me();
+    let mark = fleet::owner_mark(me.pid, me.start_ticks);
     let result = tokio::task::spawn_blocking(move || {
-        let rows = procs::rows(&procs::all());
-        let (kill, reap) = fleet::orphans(&rows, std::process::id(), &ours, &live);
-        for pid in &kill {
-            tracing::warn!("WARNING: Orphaned subprocess PID={pid} detected");
-        }
-        ledger::terminate_all(&kill, kill_after);
-        let mut reaped = 0;
-        for pid in kill.iter().chain(reap.iter()) {
-            if procs::reap(*pid) {
+        let (scan, mut reaped) = {
+            // Held from reading the table to the last reap: no agent can be spawned in
+            // between, so a zombie not in the set is no agent.
+            let guard = actor::waited_agents();
+            let waited: HashSet<u32> = guard.iter().copied().collect();
+            let rows = procs::rows(&procs::all());
+            let facts = ScanFacts { rows: &rows, me: me.pid, live: &live, waited: &waited, adopting };
+            let scan = w.scan(&facts, |pid| procs::env_var(pid, fleet::OWNER_ENV).as_deref() == Some(mark.as_bytes()));
+            let mut reaped = 0;
+            for pid in scan.reap.iter().filter(|&&pid| procs::reap(pid)) {
                 tracing::info!("Reaped zombie process PID={pid}");
                 reaped += 1;
             }
+            (scan, reaped)
+        };
+        for pid in &scan.kill {
+            tracing::warn!("WARNING: Orphaned subprocess PID={pid} detected");
         }
-        (kill.len() as u64, reaped as u64)
+        ledger::terminate_all(&scan.kill, kill_after);
+        for pid in &scan.kill {
+            if procs::reap(*pid) {
+                reaped += 1;
+            }
+        }
+        (w, scan.kill.len() as u64, reaped as u64)
     })
     .await;
-    if let Ok((killed, reaped)) = result {
+    if let Ok((w, killed, reaped)) = result {
+        *watch = w;
         shared.counters.orphans.fetch_add(killed, Ordering::Relaxed);
         shared.counters.zombies.fetch_add(killed.max(reaped), Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_replaced_sessions_transcript_status_goes_nowhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = SupervisorConfig::new(dir.path().join("claude"), dir.path().join("data"));
+        config.subreaper = false;
+        config.clean_previous = false;
+        let sup = Supervisor::start(config).await;
+        let (old, new) = (SessionId::parse("old").unwrap(), SessionId::parse("new").unwrap());
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let now = sup.shared.clock.now();
+        let supervision = placeholder_supervision(&sup.shared.config.agent, dir.path(), now);
+        let cap = CapEntry { id: new.clone(), live: true, suspendable: false, last_used: now };
+        let entry = Entry { tx, supervision, cap, rss: 0, cpu: None, cpu_percent: 0.0 };
+        lock(&sup.shared.sessions).insert(new.clone(), entry);
+        lock(&sup.shared.aliases).insert(old.clone(), new.clone());
+        assert!(sup.shared.sender(&old).is_ok(), "commands follow the rename");
+        assert!(sup.shared.transcript_target(&old).is_none(), "the old transcript's status does not");
+        assert!(sup.shared.transcript_target(&new).is_some());
+        sup.shutdown().await;
     }
 }

@@ -143,6 +143,23 @@ fn writes(e: &[Effect]) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// What reaches the agent, as typed: `Write`s as they are, each `TypeLine` with a `⏎`
+/// for its (delayed) Enter.
+fn typed(e: &[Effect]) -> Vec<String> {
+    e.iter()
+        .filter_map(|e| match e {
+            Effect::Write(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            Effect::TypeLine(b) => Some(format!("{}⏎", String::from_utf8_lossy(b))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The position of the first effect matching `f`.
+fn index_of(e: &[Effect], f: impl Fn(&Effect) -> bool) -> usize {
+    e.iter().position(f).unwrap_or_else(|| panic!("not in {e:#?}"))
+}
+
 fn limits() -> Limits {
     Limits::default()
 }
@@ -237,11 +254,24 @@ fn input_while_recovering_is_queued_and_delivered_in_order_once_back() {
     assert_eq!(h.p.snapshot().queued_inputs, 2);
     h.to(2.0);
     let e = h.spawned();
-    assert!(writes(&e).is_empty(), "nothing is typed before the prompt is back");
+    assert!(typed(&e).is_empty(), "nothing is typed before the prompt is back");
     let e = h.screen(Activity::Idle);
-    assert_eq!(writes(&e), [b"first ".to_vec(), b"second\r".to_vec()]);
+    // Typed like a person: the text, then Enter once the TUI took it (text and Enter in
+    // one read is a paste the TUI would not submit).
+    assert_eq!(typed(&e), ["first second⏎"]);
+    assert!(writes(&e).is_empty());
     assert_eq!(h.p.snapshot().queued_inputs, 0);
     assert_eq!(h.type_keys("third").0, Delivery::Written);
+}
+
+#[test]
+fn queued_lines_are_each_typed_and_a_pasted_enter_stays_in_its_paste() {
+    let mut h = H::ready(limits());
+    h.exit(137);
+    h.type_keys("one\rtwo\r\x1b[200~pasted\rlines\x1b[201~\rpartial");
+    h.to(2.0);
+    let e = h.come_up();
+    assert_eq!(typed(&e), ["one⏎", "two⏎", "\x1b[200~pasted\rlines\x1b[201~⏎", "partial"]);
 }
 
 // ---------------------------------------------------------------- P4 crash recovery
@@ -274,14 +304,34 @@ fn crash_while_working_is_deferred_until_the_turn_ends_then_recovered_gracefully
 #[test]
 fn a_graceful_exit_that_hangs_is_escalated_to_sigterm_then_sigkill() {
     let mut h = H::ready(limits());
+    h.now = 10.0;
     h.screen(Activity::Working);
     h.signal(ScreenSignal::Crash);
     h.screen(Activity::Idle);
-    assert!(signals(&h.to(4.9)).is_empty());
-    assert_eq!(signals(&h.to(5.0)), [Sig::Term]);
-    assert_eq!(signals(&h.to(9.9)), []);
-    assert_eq!(signals(&h.to(10.0)), [Sig::Kill]);
+    assert!(signals(&h.to(14.9)).is_empty());
+    assert_eq!(signals(&h.to(15.0)), [Sig::Term]);
+    assert_eq!(signals(&h.to(19.9)), []);
+    assert_eq!(signals(&h.to(20.0)), [Sig::Kill]);
     assert_eq!(signals(&h.to(60.0)), [], "SIGKILL once");
+}
+
+#[test]
+fn exit_is_typed_only_once_the_output_settled() {
+    // Claude Code writes the turn to its transcript a moment after the screen shows it:
+    // `/exit` typed at once would lose it.
+    let mut h = H::ready(limits());
+    h.screen(Activity::Working);
+    h.signal(ScreenSignal::Crash);
+    h.now = 5.0;
+    h.output();
+    let e = h.screen(Activity::Idle);
+    assert!(typed(&e).is_empty() && signals(&e).is_empty(), "{e:?}");
+    assert_eq!(h.p.state(), SupervisionState::Recovering);
+    assert_eq!(h.p.next_deadline(), Some(at(7.0)));
+    assert!(typed(&h.to(6.9)).is_empty());
+    assert_eq!(typed(&h.to(7.0)), ["/exit⏎"]);
+    assert!(signals(&h.to(11.9)).is_empty());
+    assert_eq!(signals(&h.to(12.0)), [Sig::Term], "then the usual escalation");
 }
 
 #[test]
@@ -306,6 +356,7 @@ fn crash_at_a_permission_prompt_never_recovers_there() {
 #[test]
 fn a_dialog_answered_no_is_a_safe_idle() {
     let mut h = H::ready(limits());
+    h.now = 10.0;
     h.screen(Activity::Permission);
     h.signal(ScreenSignal::Crash);
     let e = h.screen(Activity::Idle);
@@ -349,15 +400,30 @@ fn after_a_failed_recovery_detections_are_debounced_five_seconds() {
     let mut h = H::ready(limits());
     h.signal(ScreenSignal::Crash);
     h.exit(137);
-    h.spawned();
-    h.now = 1.0;
-    h.exit(1); // the resume attempt died before it came up
-    assert_eq!(h.p.state(), SupervisionState::Recovering);
-    h.to(3.0);
-    h.come_up(); // second attempt works
-    // It came up, so the last recovery succeeded: the 30 s window applies.
+    // Both resume attempts die before they come up: recovery failed at 13 s.
     h.now = 10.0;
+    h.spawned();
+    h.exit(1);
+    h.to(12.0);
+    h.now = 13.0;
+    h.spawned();
+    h.exit(1);
+    assert_eq!(h.p.mode(), Mode::OneShot);
+    assert_eq!(h.p.snapshot().last_exit_code, Some(1));
+    // "Retry" at once: the session is back 1 s after the failed attempt.
+    h.now = 14.0;
+    h.feed(Input::Restart);
+    h.come_up();
+    assert_eq!(h.p.state(), SupervisionState::Running);
+    // Within 5 s of the failed attempt a crash dump is ignored (the failure's own echo)…
+    h.now = 17.9;
     assert!(events(&h.signal(ScreenSignal::Crash)).is_empty());
+    assert!(!h.p.snapshot().pending_crash_recovery);
+    // …from 5 s on it is a new crash, not the 30 s window of a success.
+    h.now = 18.0;
+    let e = h.signal(ScreenSignal::Crash);
+    assert_eq!(events(&e), ["crash_detected"]);
+    assert_eq!(signals(&e), [Sig::Term]);
 }
 
 #[test]
@@ -408,7 +474,8 @@ fn self_referential_crash_text_only_costs_a_graceful_restart() {
     h.screen(Activity::Working);
     h.signal(ScreenSignal::Crash);
     h.output();
-    let e = h.screen(Activity::Idle);
+    h.screen(Activity::Idle);
+    let e = h.to(2.0);
     assert!(e.contains(&Effect::TypeLine("/exit".into())));
     assert!(signals(&e).is_empty());
 }
@@ -589,17 +656,22 @@ fn the_idle_timer_starts_only_after_a_turn_completes() {
 }
 
 #[test]
-fn idle_suspension_terminates_then_announces() {
+fn idle_suspension_announces_the_mode_change_then_terminates() {
     let mut h = H::ready(limits());
     h.turn();
     let e = h.to(600.0);
+    // Seed 003 §2.2: the client is told (mode_change) before the process is stopped.
+    assert_eq!(events(&e), ["mode_change"]);
+    assert!(matches!(&event(&e, "mode_change").kind, EventKind::ModeChange { mode, .. } if mode == "suspended"));
     assert_eq!(signals(&e), [Sig::Term]);
+    assert!(
+        index_of(&e, |e| matches!(e, Effect::Emit(_))) < index_of(&e, |e| matches!(e, Effect::Signal(_))),
+        "mode_change first: {e:#?}"
+    );
     assert_eq!(h.p.state(), SupervisionState::Suspended);
-    assert!(events(&e).is_empty(), "announced once the process is gone");
     assert_eq!(signals(&h.to(605.0)), [Sig::Kill]);
     let e = h.exit(143);
-    assert_eq!(events(&e), ["session_suspended", "mode_change"]);
-    assert!(matches!(&event(&e, "mode_change").kind, EventKind::ModeChange { mode, .. } if mode == "suspended"));
+    assert_eq!(events(&e), ["session_suspended"], "the suspension itself once the process is gone");
     assert_eq!(
         event(&e, "session_suspended").message(),
         Some("Session suspended after 10 minutes idle. Your next message resumes it.")
@@ -645,7 +717,7 @@ fn the_next_message_resumes_a_suspended_session_and_is_delivered_after() {
     assert_eq!(spawn_of(&e), Some((&sid("s1"), &Launch::Resume)));
     let e = h.come_up();
     assert_eq!(events(&e), ["mode_change"]);
-    assert_eq!(writes(&e), [b"continue please\r".to_vec()]);
+    assert_eq!(typed(&e), ["continue please⏎"]);
     assert_eq!(h.p.state(), SupervisionState::Running);
 }
 
@@ -658,10 +730,10 @@ fn a_message_racing_the_idle_timer_never_makes_two_processes() {
     assert_eq!(d, Delivery::Queued);
     assert!(spawn_of(&e).is_none(), "no second process while the first one lives");
     let e = h.exit(143);
-    assert_eq!(events(&e), ["session_suspended", "mode_change", "session_resumed"]);
+    assert_eq!(events(&e), ["session_suspended", "session_resumed"]);
     assert!(spawn_of(&e).is_some());
     let e = h.come_up();
-    assert_eq!(writes(&e), [b"hi\r".to_vec()]);
+    assert_eq!(typed(&e), ["hi⏎"]);
 }
 
 #[test]
@@ -670,7 +742,8 @@ fn suspend_mode_stop_uses_sigstop_and_sigcont() {
     h.turn();
     let e = h.to(600.0);
     assert_eq!(signals(&e), [Sig::Stop]);
-    assert_eq!(events(&e), ["session_suspended", "mode_change"]);
+    assert_eq!(events(&e), ["mode_change", "session_suspended"]);
+    assert!(index_of(&e, |e| matches!(e, Effect::Emit(_))) < index_of(&e, |e| matches!(e, Effect::Signal(_))));
     assert!(!h.p.is_live());
     assert!(h.to(700.0).iter().all(|e| *e != Effect::MeasureRss), "a stopped process is not measured");
     let (d, e) = h.type_keys("x");
@@ -688,7 +761,9 @@ fn the_fleet_can_suspend_only_an_idle_session() {
     assert!(h.feed(Input::Suspend).is_empty());
     h.screen(Activity::Idle);
     assert!(h.p.suspendable());
-    assert_eq!(signals(&h.feed(Input::Suspend)), [Sig::Term]);
+    let e = h.feed(Input::Suspend);
+    assert_eq!(events(&e), ["mode_change"]);
+    assert_eq!(signals(&e), [Sig::Term]);
     let e = h.exit(143);
     assert_eq!(
         event(&e, "session_suspended").message(),
@@ -715,6 +790,37 @@ fn the_duration_warning_comes_at_ninety_percent_on_a_check() {
     );
     assert_eq!(w.message(), Some("Session will end in 24 minutes. Save your work."));
     assert!(events(&h.to(13_020.0)).is_empty(), "once");
+}
+
+#[test]
+fn a_short_limit_is_honoured_at_its_own_instants_whatever_the_check_interval() {
+    // `mimesis run --max-duration 2s`: the default 60 s check must not delay the warning
+    // (90 %, 1.8 s) or the end (2 s).
+    let mut h = H::ready(Limits { max_duration: Duration::from_secs(2), ..limits() });
+    assert_eq!(h.p.next_deadline(), Some(at(1.8)));
+    assert!(events(&h.to(1.799)).is_empty());
+    let e = h.to(1.8);
+    assert_eq!(events(&e), ["session_warning"]);
+    assert_eq!(event(&e, "session_warning").message(), Some("Session will end in 1 second. Save your work."));
+    assert_eq!(h.p.next_deadline(), Some(at(2.0)));
+    assert!(signals(&h.to(1.999)).is_empty());
+    assert_eq!(signals(&h.to(2.0)), [Sig::Term]);
+    // Acted on: the instants are no wake-ups any more (no busy loop while it stops).
+    assert_eq!(h.p.next_deadline(), Some(at(7.0)), "only the SIGKILL escalation");
+    let e = h.exit(143);
+    assert_eq!(event(&e, "session_terminated").message(), Some("Session ended (2-second limit reached)."));
+    assert_eq!(h.p.next_deadline(), None);
+}
+
+#[test]
+fn a_limit_reached_mid_turn_waits_for_the_grace_not_for_the_next_check() {
+    let mut h =
+        H::ready(Limits { max_duration: Duration::from_secs(3), turn_grace: Duration::from_secs(1), ..limits() });
+    h.screen(Activity::Working);
+    h.to(3.0);
+    assert_eq!(h.p.next_deadline(), Some(at(4.0)), "the grace's end");
+    let e = h.to(4.0);
+    assert_eq!(writes(&e), [vec![0x1b]], "interrupted (EC-003)");
 }
 
 #[test]
@@ -954,6 +1060,7 @@ fn a_stop_before_the_spawn_answered_signals_as_soon_as_it_does() {
 #[test]
 fn restart_is_graceful_at_the_prompt() {
     let mut h = H::ready(limits());
+    h.now = 10.0;
     let e = h.feed(Input::Restart);
     assert_eq!(e, [Effect::TypeLine("/exit".into())]);
     let e = h.exit(0);
@@ -979,16 +1086,59 @@ fn the_transcript_tells_when_the_screen_cannot() {
     let mut h = H::with(limits(), AgentKind::ClaudeLike, false);
     h.spawned();
     h.feed(Input::Transcript(Status::Working));
-    assert!(matches!(h.p.proc, Proc::Live { .. }), "any definite activity means it is up");
-    h.now = 10.0;
+    assert!(matches!(h.p.proc, Proc::Starting { .. }), "only the process's own screen proves it is up");
+    h.to(30.0); // the fallback: nothing recognisable on screen for 30 s
+    assert!(matches!(h.p.proc, Proc::Live { .. }));
+    h.now = 40.0;
     h.feed(Input::Transcript(Status::WaitingForInput));
-    assert_eq!(h.p.snapshot().idle_deadline, Some(at(610.0)), "a turn finished");
+    assert_eq!(h.p.snapshot().idle_deadline, Some(at(640.0)), "a turn finished");
     // The screen, once it says something, wins.
     h.screen(Activity::Working);
     h.feed(Input::Transcript(Status::Idle));
     assert_eq!(h.p.activity(), Activity::Working);
     h.feed(Input::Transcript(Status::WaitingForApproval));
     assert!(!h.p.snapshot().awaiting_permission);
+}
+
+#[test]
+fn transcript_status_during_a_resume_neither_brings_it_up_nor_hides_a_refusal_ec_007() {
+    let mut h = H::ready(limits());
+    rss(&mut h, 5000);
+    h.exit(143);
+    h.spawned(); // --resume s1
+    // The old process's last records reach the transcript watcher now.
+    let e = h.feed(Input::Transcript(Status::WaitingForInput));
+    assert!(events(&e).is_empty(), "no session_ready before the process shows its prompt: {e:?}");
+    h.signal(ScreenSignal::ResumeRejected);
+    let e = h.exit(1);
+    assert!(e.contains(&Effect::ArchiveCorrupted { session_id: sid("s1") }), "{e:#?}");
+    assert_eq!(spawn_of(&e), Some((&sid("fresh-1"), &Launch::Fresh)));
+    assert!(!events(&e).contains(&"error"));
+    let e = h.come_up();
+    assert_eq!(events(&e), ["session_ready"]);
+    assert!(matches!(event(&e, "session_ready").kind, EventKind::SessionReady { status: ReadyStatus::New, .. }));
+}
+
+#[test]
+fn a_resume_refused_after_it_was_taken_as_up_still_starts_fresh_ec_007() {
+    let mut h = H::ready(limits());
+    rss(&mut h, 5000);
+    h.exit(143);
+    h.spawned();
+    h.to(30.0); // taken as up by the fallback timer
+    assert!(matches!(h.p.proc, Proc::Live { .. }));
+    h.signal(ScreenSignal::ResumeRejected);
+    let e = h.exit(1);
+    assert!(e.contains(&Effect::ArchiveCorrupted { session_id: sid("s1") }), "{e:#?}");
+    assert_eq!(spawn_of(&e), Some((&sid("fresh-1"), &Launch::Fresh)));
+
+    // A fresh launch that later exits with an error is an ordinary crash, whatever its
+    // screen said.
+    let mut h = H::ready(limits());
+    h.signal(ScreenSignal::ResumeRejected);
+    let e = h.exit(1);
+    assert_eq!(events(&e), ["error"]);
+    assert!(!e.iter().any(|e| matches!(e, Effect::ArchiveCorrupted { .. })));
 }
 
 #[test]
