@@ -44,7 +44,7 @@ pub struct RunArgs {
     /// End the session after this long (default 4h; env MAX_SESSION_DURATION_SECONDS).
     #[arg(long = "max-duration", value_name = "D", value_parser = duration)]
     max_duration: Option<Duration>,
-    /// How often the duration limit is checked (default 60s).
+    /// How often the session's age is re-checked (default 60s); the warning and the end also fire at their own instants.
     #[arg(long = "duration-check", value_name = "D", value_parser = duration)]
     duration_check: Option<Duration>,
     /// Restart (with resume) when the process tree uses more memory (default 4096; env MAX_SESSION_RSS_MB).
