@@ -19,4 +19,5 @@ pub mod mimesis;
 pub mod mock_api;
 pub mod pty;
 pub mod scenario;
+pub mod supervised;
 pub mod webdriver;

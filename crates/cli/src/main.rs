@@ -3,6 +3,7 @@
 //! the JSON it prints is a contract (docs/ipc.md).
 
 mod render;
+mod run;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
@@ -74,6 +75,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run Claude Code supervised in this terminal: crashes are recovered; memory, duration
+    /// and idleness are kept in check. Durations read like 500ms, 90s, 10m, 4h.
+    Run(Box<run::RunArgs>),
+    /// Metrics of every running supervisor (the app, each `mimesis run`), as Prometheus text.
+    Metrics {
+        /// Print the summed metrics as one JSON object instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write generated live sessions into a folder, to try Mimesis without Claude Code.
     Demo {
         /// Where to write (a config root). Default: <data dir>/demo.
@@ -122,8 +132,18 @@ fn main() -> ExitCode {
     };
     init_logging();
     let roots = roots::from_env(&cli.config_dir);
-    let data_dir = cli.data_dir.clone().unwrap_or_else(roots::data_dir);
-    let result = match cli.command.unwrap_or(Command::Ls { json: false, all: false }) {
+    let data_dir = cli.data_dir.as_deref().map(roots::absolute).unwrap_or_else(roots::data_dir);
+    let command = cli.command.unwrap_or(Command::Ls { json: false, all: false });
+    if let Command::Run(args) = command {
+        return match run::run(*args, &cli.config_dir, &data_dir) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("mimesis run: {e:#}");
+                ExitCode::from(1)
+            }
+        };
+    }
+    let result = match command {
         Command::Ls { json, all } => ls(&roots, &data_dir, json, all),
         Command::Show { session_id, json } => show(&roots, &data_dir, &session_id, json),
         Command::Watch { json } => runtime().and_then(|rt| rt.block_on(watch(roots, data_dir, json))),
@@ -133,7 +153,9 @@ fn main() -> ExitCode {
         }
         Command::Hooks { action } => hooks_cmd(&roots, &data_dir, action),
         Command::Doctor { json } => doctor_cmd(&roots, &data_dir, json),
+        Command::Metrics { json } => metrics_cmd(&data_dir, json),
         Command::Demo { dir, speed } => runtime().and_then(|rt| rt.block_on(demo(dir, speed))),
+        Command::Run(_) => unreachable!("handled above"),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -369,6 +391,17 @@ fn doctor_cmd(roots: &[PathBuf], data_dir: &std::path::Path, json: bool) -> anyh
         db.size_bytes / 1024
     )?;
     writeln!(out, "hook events recorded: {} (last {:?})", report.hook_spool.events, report.hook_spool.last_event_at)?;
+    let sup = &report.supervision;
+    let running = sup.supervisors.iter().filter(|s| s.alive).count();
+    writeln!(
+        out,
+        "supervised: {} processes of {} sessions on record ({} supervisors, {running} running); \
+         {} publishing metrics",
+        sup.recorded_processes,
+        sup.recorded_sessions,
+        sup.supervisors.len(),
+        sup.metrics_publishers.len()
+    )?;
     let problems = report.problems();
     if problems.is_empty() {
         writeln!(out, "no problems found")?;
@@ -377,6 +410,23 @@ fn doctor_cmd(roots: &[PathBuf], data_dir: &std::path::Path, json: bool) -> anyh
             writeln!(out, "problem: {p}")?;
         }
     }
+    Ok(())
+}
+
+/// `mimesis metrics`: the sum of what every running supervisor published; snapshots of
+/// supervisors that are gone are removed, never shown.
+fn metrics_cmd(data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    use mimesis_engine::supervise::metrics;
+    let found = metrics::collect(&metrics::dir(data_dir), true);
+    let out = io::stdout();
+    let mut out = out.lock();
+    if json {
+        serde_json::to_writer(&mut out, &found.metrics)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(found.metrics.prometheus().as_bytes())?;
+    }
+    out.flush()?;
     Ok(())
 }
 

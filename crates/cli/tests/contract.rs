@@ -238,7 +238,13 @@ struct Watch {
 
 impl Watch {
     fn start(root: &Path) -> Watch {
+        Watch::start_in(root.parent().unwrap(), root)
+    }
+
+    /// `mimesis --config-dir <root> watch --json` run in `cwd` (`root` may be relative to it).
+    fn start_in(cwd: &Path, root: &Path) -> Watch {
         let mut child = mimesis()
+            .current_dir(cwd)
             .arg("--config-dir")
             .arg(root)
             .args(["watch", "--json"])
@@ -330,4 +336,27 @@ fn watch_json_streams_discovered_updated_removed_and_ends_on_sigterm() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_relative_config_dir_is_followed_live_with_absolute_paths() {
+    let f = fixture();
+    let base = f.root.parent().unwrap();
+    let v = run_json(mimesis().current_dir(base).args(["--config-dir", "claude", "ls", "--json"]));
+    let want = f.project.join(format!("{A}.jsonl"));
+    assert!(v.as_array().unwrap().iter().any(|s| s["transcriptPath"] == want.to_str().unwrap()), "{v:#}");
+    let v = run_json(mimesis().current_dir(base).env("CLAUDE_CONFIG_DIR", "./claude").args(["ls", "--json"]));
+    assert_eq!(v.as_array().unwrap().len(), 2);
+    let w = Watch::start_in(base, Path::new("claude"));
+    w.next_where("the first roster", |v| v["type"] == "discovered");
+    write_lines(
+        &f.project.join(format!("{B}.jsonl")),
+        &[rec(
+            "user",
+            "b9",
+            0,
+            json!({"message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2", "content": "ok", "is_error": false}]}}),
+        )],
+    );
+    w.next_where("an update seen through the relative root", |v| v["type"] == "updated" && v["sessionId"] == B);
 }

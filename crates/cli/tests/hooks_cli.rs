@@ -114,6 +114,10 @@ fn hooks_install_status_uninstall_and_refusal() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["roots"][0]["hooks"]["installed"], true);
     assert_eq!(report["hookSpool"]["events"], 1);
+    let sup = &report["supervision"];
+    assert_eq!((sup["recordedProcesses"].as_u64(), sup["recordedSessions"].as_u64()), (Some(0), Some(0)), "{sup}");
+    assert_eq!((&sup["supervisors"], &sup["metricsPublishers"]), (&json!([]), &json!([])), "{sup}");
+    assert_eq!(sup["staleMetrics"], 0);
     let out = mimesis(&config, &data, &["hooks", "uninstall", "--json"]);
     assert!(out.status.success());
     let settings: Value = serde_json::from_slice(&std::fs::read(config.join("settings.json")).unwrap()).unwrap();

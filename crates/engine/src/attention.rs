@@ -4,7 +4,8 @@
 //!
 //! A notification is sent once per transition: a session entering "waiting for
 //! approval" is announced once, not again while it stays there, and not again within
-//! the debounce window if it flaps out and back in. Sessions known at start-up are a
+//! the debounce window if it flaps out and back in for the same tool call (a dialog for
+//! another call is a new question and is announced). Sessions known at start-up are a
 //! baseline and announce nothing. Each kind can be turned off in the settings.
 
 use std::collections::{BTreeSet, HashMap};
@@ -77,7 +78,8 @@ struct Tracked {
     label: String,
     pending: Option<String>,
     flag: Option<Flag>,
-    last_sent: HashMap<NotificationKind, Timestamp>,
+    /// When each kind was last announced, and about which pending tool call.
+    last_sent: HashMap<NotificationKind, (Timestamp, Option<String>)>,
 }
 
 /// The attention policy.
@@ -212,12 +214,15 @@ impl Attention {
         if !enabled {
             return None;
         }
-        if let Some(last) = t.last_sent.get(&kind)
+        // The debounce is for flapping: a dialog for another tool call is a new question.
+        let about = if kind == NotificationKind::WaitingForApproval { t.pending.clone() } else { None };
+        if let Some((last, last_about)) = t.last_sent.get(&kind)
             && now < last.plus(self.debounce)
+            && *last_about == about
         {
             return None;
         }
-        t.last_sent.insert(kind, now);
+        t.last_sent.insert(kind, (now, about));
         let title = match kind {
             NotificationKind::WaitingForApproval => "Claude needs your approval",
             NotificationKind::WaitingForInput => "Claude is waiting for your input",
@@ -305,6 +310,26 @@ mod tests {
         // Reaching the prompt from idle is not a turn that ended.
         a.on_store_event(&status("s", "idle"), at(100));
         assert!(a.on_store_event(&status("s", "waiting_for_input"), at(200)).is_empty());
+    }
+
+    #[test]
+    fn a_dialog_for_another_tool_call_is_announced_within_the_debounce() {
+        let mut a = Attention::new(NotificationSettings::default(), DEFAULT_DEBOUNCE);
+        a.baseline(&[row("s", Status::Working)]);
+        let pending = |tool: &str, target: &str| {
+            let mut changes = serde_json::Map::new();
+            changes.insert("status".into(), json!("waiting_for_approval"));
+            changes.insert("pendingTool".into(), json!({"tool": tool, "target": target}));
+            StoreEvent::Updated { session_id: sid("s"), changes }
+        };
+        assert_eq!(a.on_store_event(&pending("Bash", "rm -rf build"), at(0)).len(), 1);
+        a.on_store_event(&status("s", "working"), at(2));
+        let n = a.on_store_event(&pending("Edit", "src/main.rs"), at(4));
+        assert_eq!(n.len(), 1, "approving one call and being asked about the next is two questions");
+        assert!(n[0].body.ends_with("Edit: src/main.rs"), "{}", n[0].body);
+        // The same call flapping is still debounced.
+        a.on_store_event(&status("s", "working"), at(5));
+        assert!(a.on_store_event(&pending("Edit", "src/main.rs"), at(6)).is_empty());
     }
 
     #[test]

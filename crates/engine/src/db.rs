@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::chain::{Link, LinkReason};
 use crate::clock::Timestamp;
@@ -24,6 +24,7 @@ use crate::ids::SessionId;
 use crate::session::TrackedSession;
 use crate::settings::Settings;
 use crate::store::TranscriptLocation;
+use crate::supervise::ledger::{CorruptedSession, Owner, ProcessLedger, ProcessRecord};
 use crate::tail::TailState;
 
 /// The database's file name in the data dir.
@@ -69,6 +70,28 @@ const MIGRATIONS: &[&str] = &[
         reason TEXT NOT NULL,
         archived_at INTEGER NOT NULL
     );",
+    // 2: supervised processes as the supervision's ledger records them (SPEC P11): under
+    // the Mimesis process that owns them, with boot id and the whole argv, so a later
+    // start can tell its own orphans from a process that merely looks the same. The
+    // first table was never written to, so it is replaced rather than converted.
+    "DROP TABLE supervised_processes;
+    CREATE TABLE supervised_processes (
+        owner_boot_id TEXT NOT NULL,
+        owner_pid INTEGER NOT NULL,
+        owner_start_ticks INTEGER NOT NULL,
+        boot_id TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        start_ticks INTEGER NOT NULL,
+        session_id TEXT NOT NULL,
+        cwd TEXT NOT NULL,
+        command_line TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        PRIMARY KEY (boot_id, pid, start_ticks)
+    );
+    CREATE INDEX supervised_processes_by_owner
+        ON supervised_processes (owner_boot_id, owner_pid, owner_start_ticks);
+    ALTER TABLE corrupted_sessions ADD COLUMN replaced_by TEXT;
+    ALTER TABLE corrupted_sessions ADD COLUMN cwd TEXT;",
 ];
 
 /// How long a statement waits for another process's write (the app and a CLI may share
@@ -116,28 +139,6 @@ pub struct PersistedSession {
     pub dedup: Option<Vec<u8>>,
     /// The last row published (stored for other readers; not loaded back).
     pub row: Option<TrackedSession>,
-}
-
-/// A process Mimesis started (SPEC P11: recognised later by PID *and* start time).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct SupervisedProcess {
-    pub pid: u32,
-    pub start_ticks: u64,
-    pub session_id: SessionId,
-    pub command_line: String,
-    pub started_at: Timestamp,
-}
-
-/// A session archived as corrupted (SPEC P9).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct CorruptedSession {
-    pub session_id: SessionId,
-    pub transcript_path: Option<PathBuf>,
-    pub archive_path: Option<PathBuf>,
-    pub reason: String,
-    pub archived_at: Timestamp,
 }
 
 /// Counts for `doctor`.
@@ -269,10 +270,20 @@ impl Db {
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         let version: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version as usize != MIGRATIONS.len() {
+        // An older schema still has the sessions, links and settings (the next writer
+        // migrates it); a newer one may mean anything.
+        if version == 0 || version as usize > MIGRATIONS.len() {
             return Err(DbError::Decode(format!("schema version {version}, expected {}", MIGRATIONS.len())));
         }
         Ok(Db::with(conn, Some(path), DbHealth::Ok))
+    }
+
+    /// Opens (creating, migrating) the file at `path` for a second user of it, such as
+    /// the supervision's ledger, without ever moving it aside or standing in with memory:
+    /// a file that cannot be used is an error here, and the engine that owns the file
+    /// rebuilds it.
+    pub fn open_shared(path: &Path) -> Result<Db, DbError> {
+        Ok(Db::with(open_file(path)?, Some(path), DbHealth::Ok))
     }
 
     /// Stats of the file at `path` without opening it for writing.
@@ -445,57 +456,6 @@ impl Db {
         Ok(())
     }
 
-    // ------------------------------------------------------------ supervised processes
-
-    /// Remembers a process Mimesis started.
-    pub fn record_supervised(&self, p: &SupervisedProcess) -> Result<(), DbError> {
-        self.conn().execute(
-            "INSERT OR REPLACE INTO supervised_processes (pid, start_ticks, session_id, command_line, started_at)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![p.pid, p.start_ticks as i64, p.session_id.as_str(), p.command_line, p.started_at.millis()],
-        )?;
-        Ok(())
-    }
-
-    /// Forgets a process (it exited or was stopped).
-    pub fn remove_supervised(&self, pid: u32, start_ticks: u64) -> Result<(), DbError> {
-        self.conn().execute(
-            "DELETE FROM supervised_processes WHERE pid = ?1 AND start_ticks = ?2",
-            params![pid, start_ticks as i64],
-        )?;
-        Ok(())
-    }
-
-    /// Every process a run of Mimesis recorded and did not forget.
-    pub fn supervised_processes(&self) -> Result<Vec<SupervisedProcess>, DbError> {
-        let conn = self.conn();
-        let mut stmt =
-            conn.prepare("SELECT pid, start_ticks, session_id, command_line, started_at FROM supervised_processes ORDER BY started_at")?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, u32>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, i64>(4)?,
-            ))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (pid, start, id, command_line, at) = row?;
-            if let Ok(session_id) = SessionId::parse(&id) {
-                out.push(SupervisedProcess {
-                    pid,
-                    start_ticks: start as u64,
-                    session_id,
-                    command_line,
-                    started_at: Timestamp::from_millis(at),
-                });
-            }
-        }
-        Ok(out)
-    }
-
     // ------------------------------------------------------------ settings
 
     /// The stored settings, or the defaults when none are stored (or they no longer
@@ -528,49 +488,150 @@ impl Db {
 
     // ------------------------------------------------------------ corrupted sessions
 
-    pub fn archive_corrupted(&self, c: &CorruptedSession) -> Result<(), DbError> {
-        self.conn().execute(
-            "INSERT INTO corrupted_sessions (session_id, transcript_path, archive_path, reason, archived_at)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                c.session_id.as_str(),
-                c.transcript_path.as_ref().map(|p| p.to_string_lossy().into_owned()),
-                c.archive_path.as_ref().map(|p| p.to_string_lossy().into_owned()),
-                c.reason,
-                c.archived_at.millis()
-            ],
-        )?;
-        Ok(())
-    }
-
+    /// The sessions archived as corrupted (EC-007), oldest first.
     pub fn corrupted_sessions(&self) -> Result<Vec<CorruptedSession>, DbError> {
         let conn = self.conn();
         let mut stmt = conn.prepare(
-            "SELECT session_id, transcript_path, archive_path, reason, archived_at FROM corrupted_sessions ORDER BY id",
+            "SELECT session_id, replaced_by, cwd, transcript_path, reason, archived_at
+             FROM corrupted_sessions ORDER BY id",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, Option<String>>(1)?,
                 r.get::<_, Option<String>>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, i64>(4)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, i64>(5)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, t, a, reason, at) = row?;
-            if let Ok(session_id) = SessionId::parse(&id) {
+            let (id, replaced_by, cwd, transcript_path, reason, at) = row?;
+            if let (Ok(session_id), Some(Ok(replaced_by))) =
+                (SessionId::parse(&id), replaced_by.as_deref().map(SessionId::parse))
+            {
                 out.push(CorruptedSession {
                     session_id,
-                    transcript_path: t.map(PathBuf::from),
-                    archive_path: a.map(PathBuf::from),
-                    reason,
+                    replaced_by,
+                    cwd: cwd.unwrap_or_default(),
+                    transcript_path: transcript_path.unwrap_or_default(),
                     archived_at: Timestamp::from_millis(at),
+                    reason,
                 });
             }
         }
         Ok(out)
+    }
+
+    // ------------------------------------------------------------ supervised processes
+
+    fn save_processes(&self, owner: &Owner, records: &[ProcessRecord]) -> Result<(), DbError> {
+        let mut conn = self.conn();
+        // IMMEDIATE: take the write lock up front (waiting up to the busy timeout) rather
+        // than fail on upgrading a read lock while another process writes.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute(
+            "DELETE FROM supervised_processes
+             WHERE owner_boot_id = ?1 AND owner_pid = ?2 AND owner_start_ticks = ?3",
+            params![owner.boot_id, owner.pid, owner.start_ticks as i64],
+        )?;
+        {
+            let mut put = tx.prepare_cached(
+                "INSERT OR REPLACE INTO supervised_processes (owner_boot_id, owner_pid, owner_start_ticks,
+                    boot_id, pid, start_ticks, session_id, cwd, command_line, started_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?;
+            for r in records {
+                let argv = serde_json::to_string(&r.cmdline).map_err(|e| DbError::Decode(e.to_string()))?;
+                put.execute(params![
+                    owner.boot_id,
+                    owner.pid,
+                    owner.start_ticks as i64,
+                    r.boot_id,
+                    r.pid,
+                    r.start_ticks as i64,
+                    r.session_id.as_str(),
+                    r.cwd,
+                    argv,
+                    r.started_at.millis()
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn load_processes(&self) -> Result<Vec<(Owner, Vec<ProcessRecord>)>, DbError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT owner_boot_id, owner_pid, owner_start_ticks, boot_id, pid, start_ticks, session_id, cwd,
+                    command_line, started_at
+             FROM supervised_processes
+             ORDER BY owner_boot_id, owner_pid, owner_start_ticks, started_at",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                Owner { boot_id: r.get(0)?, pid: r.get(1)?, start_ticks: r.get::<_, i64>(2)? as u64 },
+                r.get::<_, String>(3)?,
+                r.get::<_, u32>(4)?,
+                r.get::<_, i64>(5)?,
+                r.get::<_, String>(6)?,
+                r.get::<_, String>(7)?,
+                r.get::<_, String>(8)?,
+                r.get::<_, i64>(9)?,
+            ))
+        })?;
+        let mut out: Vec<(Owner, Vec<ProcessRecord>)> = Vec::new();
+        for row in rows {
+            let (owner, boot_id, pid, start_ticks, id, cwd, argv, at) = row?;
+            // A row that cannot be read names no process Mimesis could verify: skip it
+            // (it goes with its owner's other rows once the owner is cleaned up).
+            let (Ok(session_id), Ok(cmdline)) = (SessionId::parse(&id), serde_json::from_str::<Vec<String>>(&argv))
+            else {
+                tracing::warn!(pid, "an unreadable supervised-process row; it is not acted on");
+                continue;
+            };
+            let record = ProcessRecord {
+                session_id,
+                cwd,
+                pid,
+                start_ticks: start_ticks as u64,
+                cmdline,
+                boot_id,
+                started_at: Timestamp::from_millis(at),
+            };
+            match out.last_mut() {
+                Some((o, records)) if *o == owner => records.push(record),
+                _ => out.push((owner, vec![record])),
+            }
+        }
+        Ok(out)
+    }
+
+    fn forget_owner(&self, owner: &Owner) -> Result<(), DbError> {
+        self.conn().execute(
+            "DELETE FROM supervised_processes
+             WHERE owner_boot_id = ?1 AND owner_pid = ?2 AND owner_start_ticks = ?3",
+            params![owner.boot_id, owner.pid, owner.start_ticks as i64],
+        )?;
+        Ok(())
+    }
+
+    fn archive(&self, c: &CorruptedSession) -> Result<(), DbError> {
+        self.conn().execute(
+            "INSERT INTO corrupted_sessions (session_id, replaced_by, cwd, transcript_path, reason, archived_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                c.session_id.as_str(),
+                c.replaced_by.as_str(),
+                c.cwd,
+                c.transcript_path,
+                c.reason,
+                c.archived_at.millis()
+            ],
+        )?;
+        Ok(())
     }
 
     // ------------------------------------------------------------ health
@@ -595,6 +656,27 @@ impl Db {
     /// Folds the write-ahead log into the file (on shutdown, so the file alone is whole).
     pub fn checkpoint(&self) {
         let _ = self.conn().execute_batch("PRAGMA wal_checkpoint(TRUNCATE)");
+    }
+}
+
+/// The fleet database as the supervision's ledger (SPEC W8, P11). Several Mimesis
+/// processes share it (the app and any `mimesis run`): each replaces only its own rows,
+/// in one short write transaction.
+impl ProcessLedger for Db {
+    fn save(&self, owner: &Owner, records: &[ProcessRecord]) -> std::io::Result<()> {
+        self.save_processes(owner, records).map_err(std::io::Error::other)
+    }
+
+    fn load(&self) -> std::io::Result<Vec<(Owner, Vec<ProcessRecord>)>> {
+        self.load_processes().map_err(std::io::Error::other)
+    }
+
+    fn forget(&self, owner: &Owner) -> std::io::Result<()> {
+        self.forget_owner(owner).map_err(std::io::Error::other)
+    }
+
+    fn archive_corrupted(&self, entry: &CorruptedSession) -> std::io::Result<()> {
+        self.archive(entry).map_err(std::io::Error::other)
     }
 }
 

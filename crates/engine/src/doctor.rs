@@ -1,6 +1,7 @@
 //! `mimesis doctor`: is this installation able to watch Claude Code? Config roots found,
 //! hooks installed, the Claude Code version, whether files can be watched, the fleet
-//! database. Every check is bounded in time; none changes anything.
+//! database, the supervised processes on record and the supervisors publishing metrics.
+//! Every check is bounded in time; none changes anything.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,9 @@ use serde::Serialize;
 
 use crate::db::{Db, DbStats};
 use crate::hooks::install::{self, HookStatus};
+use crate::ids::SessionId;
+use crate::supervise::ledger::{self, FileLedger, ProcessLedger};
+use crate::supervise::metrics;
 use crate::{hooks, registry, roots, scan};
 
 /// `claude --version` is given this long.
@@ -55,6 +59,33 @@ pub struct SpoolReport {
     pub last_event_at: Option<crate::clock::Timestamp>,
 }
 
+/// One Mimesis process with supervised processes on record.
+#[derive(Serialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct SupervisorReport {
+    pub pid: u32,
+    /// Still running; else the next start of a supervisor cleans up after it (P11).
+    pub alive: bool,
+    pub processes: usize,
+    pub sessions: Vec<SessionId>,
+}
+
+/// Supervised sessions: what the ledger records and who publishes metrics.
+#[derive(Serialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SupervisionReport {
+    /// Agent processes recorded, over every supervisor (database and fallback files).
+    pub recorded_processes: usize,
+    /// Distinct sessions those processes run.
+    pub recorded_sessions: usize,
+    pub supervisors: Vec<SupervisorReport>,
+    /// Running supervisors publishing metrics (`mimesis metrics` adds them up).
+    pub metrics_publishers: Vec<metrics::Publisher>,
+    /// Snapshots left by supervisors that are gone (removed by `mimesis metrics`).
+    pub stale_metrics: usize,
+    pub error: Option<String>,
+}
+
 /// The whole report (`mimesis doctor --json`).
 #[derive(Serialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
@@ -66,6 +97,7 @@ pub struct DoctorReport {
     pub data_dir: PathBuf,
     pub database: DbStats,
     pub hook_spool: SpoolReport,
+    pub supervision: SupervisionReport,
 }
 
 impl DoctorReport {
@@ -98,6 +130,16 @@ impl DoctorReport {
         if !matches!(self.database.health, crate::db::DbHealth::Ok | crate::db::DbHealth::Missing) {
             v.push(format!("fleet database: {:?}", self.database.health));
         }
+        let left: usize = self.supervision.supervisors.iter().filter(|s| !s.alive).map(|s| s.processes).sum();
+        if left > 0 {
+            v.push(format!(
+                "{left} supervised processes of a Mimesis that is gone are on record; \
+                 the next start of Mimesis (app or `mimesis run`) stops those still running"
+            ));
+        }
+        if let Some(e) = &self.supervision.error {
+            v.push(format!("the ledger of supervised processes cannot be read: {e}"));
+        }
         v
     }
 }
@@ -121,6 +163,7 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, db: Option<&Db>) -> DoctorReport 
         None => Db::inspect(&data_dir.join(crate::db::FILE_NAME)),
     };
     let events = hooks::read_all(data_dir);
+    let supervision = supervision_check(data_dir, db);
     DoctorReport {
         mimesis_version: env!("CARGO_PKG_VERSION").to_owned(),
         roots: roots_report,
@@ -134,7 +177,51 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, db: Option<&Db>) -> DoctorReport 
             events: events.len(),
             last_event_at: events.iter().map(|e| e.at).max(),
         },
+        supervision,
     }
+}
+
+/// The ledger (database and fallback files, read only) and the metrics publishers.
+fn supervision_check(data_dir: &Path, db: Option<&Db>) -> SupervisionReport {
+    let mut report = SupervisionReport::default();
+    let path = data_dir.join(crate::db::FILE_NAME);
+    let opened = match db {
+        Some(_) => None,
+        None if path.exists() => Some(Db::open_read_only(&path)),
+        None => None,
+    };
+    let from_db = match (db, &opened) {
+        (Some(db), _) | (None, Some(Ok(db))) => db.load(),
+        (None, Some(Err(e))) => Err(std::io::Error::other(e.to_string())),
+        (None, None) => Ok(Vec::new()),
+    };
+    let mut all = from_db.unwrap_or_else(|e| {
+        report.error = Some(e.to_string());
+        Vec::new()
+    });
+    match FileLedger::new(data_dir).load() {
+        Ok(files) => ledger::merge(&mut all, files),
+        Err(e) => report.error = Some(e.to_string()),
+    }
+    let mut sessions = std::collections::HashSet::new();
+    for (owner, records) in &all {
+        report.recorded_processes += records.len();
+        sessions.extend(records.iter().map(|r| r.session_id.clone()));
+        let mut ids: Vec<SessionId> = records.iter().map(|r| r.session_id.clone()).collect();
+        ids.sort();
+        ids.dedup();
+        report.supervisors.push(SupervisorReport {
+            pid: owner.pid,
+            alive: owner.alive(),
+            processes: records.len(),
+            sessions: ids,
+        });
+    }
+    report.recorded_sessions = sessions.len();
+    let published = metrics::collect(&metrics::dir(data_dir), false);
+    report.metrics_publishers = published.live;
+    report.stale_metrics = published.stale.len();
+    report
 }
 
 fn find_on_path(name: &str) -> Option<PathBuf> {

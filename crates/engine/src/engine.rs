@@ -27,6 +27,7 @@ use crate::session::TrackedSession;
 use crate::settings::{SetOutcome, Settings};
 use crate::status::Timeouts;
 use crate::store::{IndexedFile, Store, StoreEvent, TranscriptLocation};
+use crate::supervise::view::Supervision;
 use crate::tail::FileTail;
 use crate::timeline::{self, ChainSegment, TimelineItem, TimelineView};
 use crate::watch::{FsSignal, PathKind, RootWatcher, classify};
@@ -145,6 +146,7 @@ enum Command {
     TimelineRange(SessionId, usize, usize, Reply<Result<TimelinePage, EngineError>>),
     TimelineItem(SessionId, usize, Reply<Result<Option<TimelineItem>, EngineError>>),
     CloseTimeline(SessionId),
+    Supervise(TranscriptLocation, Option<Box<Supervision>>),
     /// The first roster: every transcript read at both ends only.
     Peeked(Vec<IndexedFile>),
     Indexed(Vec<IndexedFile>),
@@ -163,6 +165,8 @@ pub struct Engine {
     ready: watch::Receiver<Phase>,
     clock: Arc<dyn Clock>,
     db: Option<Arc<Db>>,
+    /// The settings in force: stored ones at start, then each `settings_set`.
+    settings: Arc<watch::Sender<Settings>>,
     roots: Vec<PathBuf>,
     data_dir: Option<PathBuf>,
 }
@@ -194,6 +198,7 @@ impl Engine {
         let now = config.clock.now();
         let db = config.data_dir.as_ref().map(|d| Arc::new(Db::open(&d.join(crate::db::FILE_NAME), now)));
         let settings = db.as_ref().map(|db| db.settings());
+        let (settings_tx, _) = watch::channel(settings.clone().unwrap_or_default());
         let mut timeouts = config.timeouts;
         let mut store = Store::new(timeouts);
         if let Some(s) = &settings {
@@ -289,6 +294,7 @@ impl Engine {
             ready,
             clock: config.clock,
             db,
+            settings: Arc::new(settings_tx),
             roots: config.roots,
             data_dir: config.data_dir,
         }
@@ -381,6 +387,13 @@ impl Engine {
         let _ = self.cmd.send(Command::CloseTimeline(id.clone()));
     }
 
+    /// Shows a session Mimesis runs in a PTY in the roster (`source: pty` with its
+    /// `supervision`), at the transcript path it will have; `None` makes it a plain
+    /// watched session again.
+    pub fn set_supervision(&self, location: TranscriptLocation, supervision: Option<Supervision>) {
+        let _ = self.cmd.send(Command::Supervise(location, supervision.map(Box::new)));
+    }
+
     /// Stops the engine and its watcher; what the fleet database has not stored yet is
     /// written first.
     pub async fn shutdown(&self) {
@@ -404,9 +417,17 @@ impl Engine {
         self.db.as_ref().map(|db| db.settings()).unwrap_or_default()
     }
 
+    /// The settings in force, and every later change made by [`Engine::settings_set`]. A
+    /// [`crate::supervise::Supervisor`] started with this engine follows it, so new limits
+    /// reach running sessions at once.
+    pub fn subscribe_settings(&self) -> watch::Receiver<Settings> {
+        self.settings.subscribe()
+    }
+
     /// Validates and stores a settings document (docs/ipc.md `settings_set`); nothing is
     /// saved while any field is wrong. The watch timeouts and notification choices apply
-    /// at once; the limits are read by the supervision.
+    /// at once; the limits and agent reach the supervision through
+    /// [`Engine::subscribe_settings`].
     pub async fn settings_set(&self, doc: &serde_json::Value) -> Result<SetOutcome, EngineError> {
         match Settings::from_json(doc) {
             Err(errors) => Ok(SetOutcome { settings: self.settings_get(), errors }),
@@ -421,6 +442,7 @@ impl Engine {
                     return Ok(SetOutcome { settings: self.settings_get(), errors });
                 }
                 self.ask(|r| Command::ApplySettings(Box::new(settings.clone()), r)).await?;
+                self.settings.send_replace(settings.clone());
                 Ok(SetOutcome { settings, errors: Vec::new() })
             }
         }
@@ -963,6 +985,10 @@ impl Actor {
             }
             Command::CloseTimeline(id) => {
                 self.timelines.remove(&id);
+            }
+            Command::Supervise(location, supervision) => {
+                let events = self.store.set_supervision(location, supervision.map(|b| *b), now);
+                self.publish(events);
             }
             Command::Shutdown(_) => unreachable!("handled in run"),
         }

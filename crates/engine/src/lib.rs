@@ -12,6 +12,10 @@
 //!   [`registry`] reads Claude Code's live process registry; [`procs`] the process table.
 //! - [`store`] holds every session and emits `discovered` / `updated` / `removed`;
 //!   [`engine`] is the async driver (one actor task) and the handle to it.
+//! - [`supervise`] runs sessions in PTYs and keeps them alive (SPEC P1–P14): a pure
+//!   policy per session and for the fleet, the output monitor on a `vt100` screen, the
+//!   per-session actor that owns the process, the ledger of processes, and the
+//!   [`supervise::Supervisor`] handle the faces use.
 //! - [`clock`] is the injectable clock every timeout reads; [`ids`] validates ids.
 //! - [`chain`] links sessions into work chains (pure matching); [`cwd_files`] reads the
 //!   compaction markers and status files in `<cwd>/.claude/`; [`hooks`] is what
@@ -46,6 +50,7 @@ pub mod session;
 pub mod settings;
 pub mod status;
 pub mod store;
+pub mod supervise;
 pub mod tail;
 pub mod timeline;
 pub mod transcript;

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 ///
 /// `explicit` (`--config-dir`, repeatable) overrides everything; else `$CLAUDE_CONFIG_DIR`
 /// (a comma-separated list is allowed); else `~/.claude`, plus `~/.config/claude` when it
-/// exists. Duplicates are dropped, order is kept.
+/// exists. Relative paths are made absolute against the current directory (a watcher and
+/// an agent started elsewhere must agree on them). Duplicates are dropped, order is kept.
 pub fn resolve(explicit: &[PathBuf], env: Option<&OsStr>, home: Option<&Path>) -> Vec<PathBuf> {
     let mut roots: Vec<PathBuf> = if !explicit.is_empty() {
         explicit.to_vec()
@@ -24,9 +25,18 @@ pub fn resolve(explicit: &[PathBuf], env: Option<&OsStr>, home: Option<&Path>) -
         }
         v
     };
+    for r in &mut roots {
+        *r = absolute(r);
+    }
     let mut seen = std::collections::HashSet::new();
     roots.retain(|r| seen.insert(r.clone()));
     roots
+}
+
+/// `path` made absolute against the current directory, lexically (no symlink is resolved,
+/// so the path need not exist). Unchanged if the current directory is unknown.
+pub fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
 
 fn expand_home(s: &str, home: Option<&Path>) -> PathBuf {
@@ -45,7 +55,7 @@ pub fn from_env(explicit: &[PathBuf]) -> Vec<PathBuf> {
 /// (`~/.local/share/mimesis`).
 pub fn data_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("MIMESIS_DATA_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
+        return absolute(Path::new(&d));
     }
     dirs::data_dir()
         .or_else(|| dirs::home_dir().map(|h| h.join(".local/share")))
@@ -58,6 +68,12 @@ pub fn projects_dir(root: &Path) -> PathBuf {
     root.join("projects")
 }
 
+/// The name of a cwd's folder under `projects/`: every character that is not ASCII
+/// alphanumeric becomes `-` (`/home/me/.agents` -> `-home-me--agents`). Lossy: never decode it.
+pub fn project_dir_name(cwd: &Path) -> String {
+    cwd.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+}
+
 /// The folder of a root that holds the live process registry.
 pub fn sessions_dir(root: &Path) -> PathBuf {
     root.join("sessions")
@@ -68,10 +84,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn project_folder_names_replace_every_other_character() {
+        assert_eq!(project_dir_name(Path::new("/home/me/.agents")), "-home-me--agents");
+        assert_eq!(project_dir_name(Path::new("/tmp/a b/ü_x")), "-tmp-a-b---x");
+    }
+
+    #[test]
     fn explicit_dirs_override_everything() {
         let r =
             resolve(&[PathBuf::from("/a"), PathBuf::from("/a"), PathBuf::from("/b")], Some(OsStr::new("/env")), None);
         assert_eq!(r, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+    }
+
+    #[test]
+    fn relative_roots_become_absolute() {
+        let cwd = std::env::current_dir().unwrap();
+        let r = resolve(&[PathBuf::from("cfg"), PathBuf::from("./cfg")], None, None);
+        assert_eq!(r, vec![cwd.join("cfg")]);
+        let r = resolve(&[], Some(OsStr::new("rel/a")), None);
+        assert_eq!(r, vec![cwd.join("rel/a")]);
     }
 
     #[test]

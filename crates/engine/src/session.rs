@@ -78,6 +78,8 @@ pub struct TrackedSession {
     /// Sessions in the work chain (1 when alone).
     pub chain_length: u32,
     pub source: Source,
+    /// Present for a session Mimesis runs in a PTY (`source: pty`), else null.
+    pub supervision: Option<crate::supervise::view::Supervision>,
     pub live: bool,
     pub pid: Option<u32>,
     pub transcript_path: String,

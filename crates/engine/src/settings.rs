@@ -4,7 +4,9 @@
 //!
 //! [`Settings::from_json`] reads a document sent by the UI field by field, so a wrong
 //! type or an out-of-range value is reported against its own field (`limits.maxRssMb`)
-//! and nothing is saved while any error remains.
+//! and nothing is saved while any error remains. The ranges and wording are those of the
+//! settings view (ui/src/lib/settings.ts); the `limits` section is
+//! [`crate::supervise::Limits`] itself, validated by [`Limits::validate`].
 
 use std::time::Duration;
 
@@ -13,6 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::status::Timeouts;
+pub use crate::supervise::limits::FieldError;
+use crate::supervise::limits::Limits;
+use crate::supervise::supervisor::AgentCommand;
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", default)]
@@ -48,71 +53,6 @@ impl WatchSettings {
     }
 }
 
-/// How an idle supervised session is suspended.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum SuspendMode {
-    /// SIGTERM, then SIGKILL; resumed with `--resume`.
-    #[default]
-    Terminate,
-    /// SIGSTOP / SIGCONT (opt-in).
-    Stop,
-}
-
-/// The supervision limits. A mirror of the JSON shape of `supervise::Limits` (owned by
-/// the supervision module); the two are to be unified into one type.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-#[serde(rename_all = "camelCase", default)]
-pub struct LimitsSettings {
-    pub max_live_sessions: u32,
-    pub idle_timeout_secs: u64,
-    pub suspend_mode: SuspendMode,
-    pub max_duration_secs: u64,
-    pub duration_check_secs: u64,
-    pub duration_warn_percent: u32,
-    pub turn_grace_secs: u64,
-    pub max_rss_mb: u64,
-    pub rss_check_secs: u64,
-    pub kill_after_secs: u64,
-    pub disk_check_secs: u64,
-    pub disk_warn_percent: u32,
-    pub disk_cleanup_percent: u32,
-    pub health_check_secs: u64,
-    pub orphan_check_secs: u64,
-    pub recovery_retries: u32,
-    pub recovery_retry_delay_secs: u64,
-    pub crash_debounce_success_secs: u64,
-    pub crash_debounce_failure_secs: u64,
-    pub crash_patterns: Vec<String>,
-}
-
-impl Default for LimitsSettings {
-    fn default() -> Self {
-        LimitsSettings {
-            max_live_sessions: 3,
-            idle_timeout_secs: 600,
-            suspend_mode: SuspendMode::Terminate,
-            max_duration_secs: 4 * 3600,
-            duration_check_secs: 60,
-            duration_warn_percent: 90,
-            turn_grace_secs: 30,
-            max_rss_mb: 4096,
-            rss_check_secs: 30,
-            kill_after_secs: 5,
-            disk_check_secs: 300,
-            disk_warn_percent: 80,
-            disk_cleanup_percent: 95,
-            health_check_secs: 60,
-            orphan_check_secs: 60,
-            recovery_retries: 2,
-            recovery_retry_delay_secs: 2,
-            crash_debounce_success_secs: 30,
-            crash_debounce_failure_secs: 5,
-            crash_patterns: vec!["RangeError: Maximum call stack size exceeded".to_owned()],
-        }
-    }
-}
-
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AgentSettings {
@@ -123,6 +63,15 @@ pub struct AgentSettings {
 impl Default for AgentSettings {
     fn default() -> Self {
         AgentSettings { command: "claude".to_owned(), args: Vec::new() }
+    }
+}
+
+impl AgentSettings {
+    /// The program supervised sessions run, with these arguments.
+    pub fn command(&self) -> AgentCommand {
+        let mut agent = AgentCommand::new(&self.command);
+        agent.args = self.args.clone();
+        agent
     }
 }
 
@@ -155,16 +104,9 @@ impl Default for NotificationSettings {
 #[serde(rename_all = "camelCase", default)]
 pub struct Settings {
     pub watch: WatchSettings,
-    pub limits: LimitsSettings,
+    pub limits: Limits,
     pub agent: AgentSettings,
     pub notifications: NotificationSettings,
-}
-
-/// One field that is wrong, and why (docs/ipc.md).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct FieldError {
-    pub field: String,
-    pub message: String,
 }
 
 /// What `settings_set` answers: the stored document, and the errors (empty on success).
@@ -174,14 +116,63 @@ pub struct SetOutcome {
     pub errors: Vec<FieldError>,
 }
 
-fn take<T: DeserializeOwned>(section: &Value, prefix: &str, name: &str, slot: &mut T, errors: &mut Vec<FieldError>) {
+fn take<T: DeserializeOwned + Serialize>(
+    section: &Value,
+    prefix: &str,
+    name: &str,
+    slot: &mut T,
+    errors: &mut Vec<FieldError>,
+) {
     if let Some(v) = section.get(name) {
         match serde_json::from_value::<T>(v.clone()) {
             Ok(x) => *slot = x,
-            Err(e) => errors
-                .push(FieldError { field: format!("{prefix}.{name}"), message: format!("has the wrong type ({e})") }),
+            Err(e) => {
+                let default = serde_json::to_value(&*slot).unwrap_or(Value::Null);
+                errors.push(FieldError { field: format!("{prefix}.{name}"), message: expected(&default, v, &e) })
+            }
         }
     }
+}
+
+/// Why `given` cannot stand where `default` stands, in the view's words where it has some.
+fn expected(default: &Value, given: &Value, e: &serde_json::Error) -> String {
+    match default {
+        Value::Bool(_) => "must be true or false".into(),
+        Value::Number(_) if given.is_number() => "must be a whole number of at least 0".into(),
+        Value::Number(_) => "must be a number".into(),
+        Value::String(_) => "must be text".into(),
+        Value::Array(_) => "must be a list of text".into(),
+        _ => format!("has the wrong type ({e})"),
+    }
+}
+
+/// Reads the `limits` section key by key (each against a default document), so that one
+/// bad value is reported against its own field and the others are still read. Unknown
+/// keys are ignored, like in the other sections.
+fn take_limits(section: &Value, errors: &mut Vec<FieldError>) -> Limits {
+    let defaults = serde_json::to_value(Limits::default()).expect("limits serialize");
+    let Some(given) = section.as_object() else { return Limits::default() };
+    let mut good = serde_json::Map::new();
+    for name in Limits::FIELDS.iter().map(|n| n.to_string()) {
+        let (Some(v), Some(default)) = (given.get(&name), defaults.get(&name)) else { continue };
+        let one: serde_json::Map<String, Value> = [(name.clone(), v.clone())].into_iter().collect();
+        match serde_json::from_value::<Limits>(Value::Object(one)) {
+            Ok(_) => {
+                good.insert(name, v.clone());
+            }
+            Err(e) => {
+                let message = match (name.as_str(), v) {
+                    ("suspendMode", _) => "must be terminate or stop".to_owned(),
+                    ("crashPatterns", _) => "must be a list of regular expressions".to_owned(),
+                    // A duration in seconds: fractions are fine, negatives are not.
+                    (n, Value::Number(_)) if n.ends_with("Secs") => "must be a number of seconds of at least 0".into(),
+                    _ => expected(default, v, &e),
+                };
+                errors.push(FieldError { field: format!("limits.{name}"), message });
+            }
+        }
+    }
+    serde_json::from_value(Value::Object(good)).unwrap_or_default()
 }
 
 impl Settings {
@@ -209,28 +200,7 @@ impl Settings {
         take(&w, "watch", "idleTimeoutSecs", &mut s.watch.idle_timeout_secs, &mut errors);
         take(&w, "watch", "statusFileTtlSecs", &mut s.watch.status_file_ttl_secs, &mut errors);
         let l = section("limits", &mut errors);
-        let m = &mut s.limits;
-        let e = &mut errors;
-        take(&l, "limits", "maxLiveSessions", &mut m.max_live_sessions, e);
-        take(&l, "limits", "idleTimeoutSecs", &mut m.idle_timeout_secs, e);
-        take(&l, "limits", "suspendMode", &mut m.suspend_mode, e);
-        take(&l, "limits", "maxDurationSecs", &mut m.max_duration_secs, e);
-        take(&l, "limits", "durationCheckSecs", &mut m.duration_check_secs, e);
-        take(&l, "limits", "durationWarnPercent", &mut m.duration_warn_percent, e);
-        take(&l, "limits", "turnGraceSecs", &mut m.turn_grace_secs, e);
-        take(&l, "limits", "maxRssMb", &mut m.max_rss_mb, e);
-        take(&l, "limits", "rssCheckSecs", &mut m.rss_check_secs, e);
-        take(&l, "limits", "killAfterSecs", &mut m.kill_after_secs, e);
-        take(&l, "limits", "diskCheckSecs", &mut m.disk_check_secs, e);
-        take(&l, "limits", "diskWarnPercent", &mut m.disk_warn_percent, e);
-        take(&l, "limits", "diskCleanupPercent", &mut m.disk_cleanup_percent, e);
-        take(&l, "limits", "healthCheckSecs", &mut m.health_check_secs, e);
-        take(&l, "limits", "orphanCheckSecs", &mut m.orphan_check_secs, e);
-        take(&l, "limits", "recoveryRetries", &mut m.recovery_retries, e);
-        take(&l, "limits", "recoveryRetryDelaySecs", &mut m.recovery_retry_delay_secs, e);
-        take(&l, "limits", "crashDebounceSuccessSecs", &mut m.crash_debounce_success_secs, e);
-        take(&l, "limits", "crashDebounceFailureSecs", &mut m.crash_debounce_failure_secs, e);
-        take(&l, "limits", "crashPatterns", &mut m.crash_patterns, e);
+        s.limits = take_limits(&l, &mut errors);
         let a = section("agent", &mut errors);
         take(&a, "agent", "command", &mut s.agent.command, &mut errors);
         take(&a, "agent", "args", &mut s.agent.args, &mut errors);
@@ -242,74 +212,51 @@ impl Settings {
         take(&n, "notifications", "crashed", &mut ns.crashed, &mut errors);
         take(&n, "notifications", "recovered", &mut ns.recovered, &mut errors);
         take(&n, "notifications", "terminated", &mut ns.terminated, &mut errors);
-        errors.extend(s.validate());
+        // A field already reported as unreadable is not reported again as out of range.
+        let unreadable: Vec<String> = errors.iter().map(|e| e.field.clone()).collect();
+        errors.extend(s.validate().into_iter().filter(|e| !unreadable.contains(&e.field)));
         if errors.is_empty() { Ok(s) } else { Err(errors) }
     }
 
-    /// The range of every value.
+    /// The range of every value, as the settings view words it.
     pub fn validate(&self) -> Vec<FieldError> {
         let mut errors = Vec::new();
-        let mut range = |field: &str, v: u64, lo: u64, hi: u64, unit: &str| {
+        let mut range = |field: &str, v: u64, lo: u64, hi: u64| {
             if v < lo || v > hi {
-                errors
-                    .push(FieldError { field: field.into(), message: format!("must be between {lo} and {hi}{unit}") });
+                let minutes = if lo >= 60 && lo.is_multiple_of(60) && hi.is_multiple_of(60) {
+                    format!(" ({}–{} min)", lo / 60, hi / 60)
+                } else {
+                    String::new()
+                };
+                errors.push(FieldError {
+                    field: field.into(),
+                    message: format!("must be between {lo} and {hi} seconds{minutes}"),
+                });
             }
         };
         let w = &self.watch;
-        range("watch.approvalTimeoutSecs", w.approval_timeout_secs, 1, 600, " seconds");
-        range("watch.staleTimeoutSecs", w.stale_timeout_secs, 5, 3600, " seconds");
-        range("watch.idleTimeoutSecs", w.idle_timeout_secs, 60, 86_400, " seconds");
-        range("watch.statusFileTtlSecs", w.status_file_ttl_secs, 10, 86_400, " seconds");
-        let l = &self.limits;
-        range("limits.maxLiveSessions", l.max_live_sessions.into(), 1, 64, "");
-        range("limits.idleTimeoutSecs", l.idle_timeout_secs, 60, 7200, " seconds (1–120 min)");
-        range("limits.maxDurationSecs", l.max_duration_secs, 60, 7 * 86_400, " seconds");
-        range("limits.durationCheckSecs", l.duration_check_secs, 1, 3600, " seconds");
-        range("limits.durationWarnPercent", l.duration_warn_percent.into(), 1, 99, " percent");
-        range("limits.turnGraceSecs", l.turn_grace_secs, 0, 600, " seconds");
-        range("limits.maxRssMb", l.max_rss_mb, 128, 1 << 20, " MB");
-        range("limits.rssCheckSecs", l.rss_check_secs, 1, 3600, " seconds");
-        range("limits.killAfterSecs", l.kill_after_secs, 1, 120, " seconds");
-        range("limits.diskCheckSecs", l.disk_check_secs, 10, 86_400, " seconds");
-        range("limits.diskWarnPercent", l.disk_warn_percent.into(), 1, 100, " percent");
-        range("limits.diskCleanupPercent", l.disk_cleanup_percent.into(), 1, 100, " percent");
-        range("limits.healthCheckSecs", l.health_check_secs, 1, 3600, " seconds");
-        range("limits.orphanCheckSecs", l.orphan_check_secs, 1, 3600, " seconds");
-        range("limits.recoveryRetries", l.recovery_retries.into(), 0, 10, "");
-        range("limits.recoveryRetryDelaySecs", l.recovery_retry_delay_secs, 0, 600, " seconds");
-        range("limits.crashDebounceSuccessSecs", l.crash_debounce_success_secs, 0, 3600, " seconds");
-        range("limits.crashDebounceFailureSecs", l.crash_debounce_failure_secs, 0, 3600, " seconds");
-        if l.disk_cleanup_percent < l.disk_warn_percent {
-            errors.push(FieldError {
-                field: "limits.diskCleanupPercent".into(),
-                message: "must not be below limits.diskWarnPercent".into(),
-            });
-        }
-        if l.crash_patterns.len() > 50 {
-            errors.push(FieldError { field: "limits.crashPatterns".into(), message: "at most 50 patterns".into() });
-        }
-        for (i, p) in l.crash_patterns.iter().enumerate() {
-            if p.trim().is_empty() || p.len() > 500 {
-                errors.push(FieldError {
-                    field: format!("limits.crashPatterns[{i}]"),
-                    message: "must be between 1 and 500 characters".into(),
-                });
-            }
-        }
+        range("watch.approvalTimeoutSecs", w.approval_timeout_secs, 1, 120);
+        range("watch.staleTimeoutSecs", w.stale_timeout_secs, 10, 3600);
+        range("watch.idleTimeoutSecs", w.idle_timeout_secs, 60, 86_400);
+        range("watch.statusFileTtlSecs", w.status_file_ttl_secs, 10, 86_400);
+        errors.extend(self.limits.validate());
         let a = &self.agent;
-        if a.command.trim().is_empty() || a.command.len() > 4096 || a.command.contains('\0') {
-            errors.push(FieldError { field: "agent.command".into(), message: "must name a program".into() });
+        let field = |f: &str, m: &str| FieldError { field: f.into(), message: m.into() };
+        if a.command.trim().is_empty() {
+            errors.push(field("agent.command", "must not be empty"));
+        } else if a.command.contains(['\0', '\n', '\r']) {
+            errors.push(field("agent.command", "must be one line"));
+        } else if a.command.len() > 4096 {
+            errors.push(field("agent.command", "must be at most 4096 characters"));
         }
         if a.args.len() > 100 {
-            errors.push(FieldError { field: "agent.args".into(), message: "at most 100 arguments".into() });
+            errors.push(field("agent.args", "at most 100 arguments"));
         }
-        for (i, arg) in a.args.iter().enumerate() {
-            if arg.len() > 4096 || arg.contains('\0') {
-                errors.push(FieldError {
-                    field: format!("agent.args[{i}]"),
-                    message: "must be at most 4096 characters, without NUL".into(),
-                });
-            }
+        if a.args.iter().any(|arg| arg.contains('\0')) {
+            errors.push(field("agent.args", "must not contain NUL characters"));
+        }
+        if a.args.iter().any(|arg| arg.len() > 4096) {
+            errors.push(field("agent.args", "each must be at most 4096 characters"));
         }
         errors
     }
@@ -338,33 +285,71 @@ mod tests {
 
     #[test]
     fn partial_documents_keep_defaults() {
-        let s = Settings::from_json(&json!({"limits": {"maxLiveSessions": 5}, "future": 1})).unwrap();
+        let s =
+            Settings::from_json(&json!({"limits": {"maxLiveSessions": 5, "killAfterSecs": 0.5}, "future": 1})).unwrap();
         assert_eq!(s.limits.max_live_sessions, 5);
-        assert_eq!(s.limits.idle_timeout_secs, 600);
+        assert_eq!(s.limits.kill_after, Duration::from_millis(500));
+        assert_eq!(s.limits.idle_timeout, Duration::from_secs(600));
+        let s = Settings::from_json(&json!({"limits": {"noSuchLimit": 1}})).unwrap();
+        assert_eq!(s, Settings::default(), "unknown keys are ignored in every section");
     }
 
     #[test]
     fn every_error_names_its_field() {
         let errs = Settings::from_json(&json!({
             "watch": {"approvalTimeoutSecs": "five"},
-            "limits": {"idleTimeoutSecs": 30, "suspendMode": "hibernate", "crashPatterns": [""]},
+            "limits": {"idleTimeoutSecs": 30, "suspendMode": "hibernate", "crashPatterns": [""], "maxRssMb": -1,
+                       "turnGraceSecs": -3},
             "agent": {"command": ""},
             "notifications": []
         }))
         .unwrap_err();
-        let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
+        let got: Vec<(&str, &str)> = errs.iter().map(|e| (e.field.as_str(), e.message.as_str())).collect();
         assert_eq!(
-            fields,
+            got,
             [
-                "watch.approvalTimeoutSecs",
-                "limits.suspendMode",
-                "notifications",
-                "limits.idleTimeoutSecs",
-                "limits.crashPatterns[0]",
-                "agent.command"
+                ("watch.approvalTimeoutSecs", "must be a number"),
+                ("limits.suspendMode", "must be terminate or stop"),
+                ("limits.turnGraceSecs", "must be a number of seconds of at least 0"),
+                ("limits.maxRssMb", "must be a whole number of at least 0"),
+                ("notifications", "must be an object"),
+                ("limits.idleTimeoutSecs", "must be between 60 and 7200 seconds (1–120 min)"),
+                ("limits.crashPatterns", "pattern 1 must not be empty"),
+                ("agent.command", "must not be empty"),
             ]
         );
-        let idle = errs.iter().find(|e| e.field == "limits.idleTimeoutSecs").unwrap();
-        assert_eq!(idle.message, "must be between 60 and 7200 seconds (1–120 min)");
+    }
+
+    #[test]
+    fn the_ranges_are_the_settings_views() {
+        let errs = Settings::from_json(&json!({
+            "watch": {"approvalTimeoutSecs": 121, "staleTimeoutSecs": 5},
+            "limits": {"maxLiveSessions": 65, "diskWarnPercent": 80, "diskCleanupPercent": 80},
+            "agent": {"command": "claude\n--evil", "args": ["a\u{0}b"]},
+            "notifications": {"crashed": "yes"}
+        }))
+        .unwrap_err();
+        let got: Vec<(&str, &str)> = errs.iter().map(|e| (e.field.as_str(), e.message.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                ("notifications.crashed", "must be true or false"),
+                ("watch.approvalTimeoutSecs", "must be between 1 and 120 seconds"),
+                ("watch.staleTimeoutSecs", "must be between 10 and 3600 seconds"),
+                ("limits.maxLiveSessions", "must be between 1 and 64"),
+                ("limits.diskCleanupPercent", "must be above the warning level"),
+                ("agent.command", "must be one line"),
+                ("agent.args", "must not contain NUL characters"),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_agent_setting_names_the_supervised_program() {
+        let a = AgentSettings { command: "/opt/claude".into(), args: vec!["--verbose".into()] };
+        let c = a.command();
+        assert_eq!(c.program, std::path::PathBuf::from("/opt/claude"));
+        assert_eq!(c.args, ["--verbose"]);
+        assert_eq!(c.kind, crate::supervise::AgentKind::ClaudeLike);
     }
 }

@@ -26,6 +26,7 @@ use crate::permissions::SettingsCache;
 use crate::registry::RegistryEntry;
 use crate::session::{PendingTool, Source, TrackedSession};
 use crate::status::{self, HookSignal, PendingCall, StatusInput, Timeouts};
+use crate::supervise::view::Supervision;
 use crate::tail::{FileTail, LineSink, ReadOutcome};
 
 /// A new file that looks like a successor waits this long for the hook events and the
@@ -62,6 +63,16 @@ pub struct TranscriptLocation {
 }
 
 impl TranscriptLocation {
+    /// Where Claude Code will write the transcript of session `id` started in `cwd`
+    /// (docs/claude-code-formats.md §1). Cwds over 200 characters get a hashed folder
+    /// name from the CLI, which this does not reproduce: the store then follows the real
+    /// file when it appears.
+    pub fn expected(root: &Path, cwd: &Path, id: &SessionId) -> TranscriptLocation {
+        let project_id = crate::roots::project_dir_name(cwd);
+        let path = crate::roots::projects_dir(root).join(&project_id).join(format!("{id}.jsonl"));
+        TranscriptLocation { root: root.to_owned(), project_id, session_id: id.clone(), path }
+    }
+
     /// Recognises a session transcript path under `root`. Sub-agent files
     /// (`agent-*.jsonl`, anything deeper than the project folder) and names that are not
     /// valid session ids are not sessions.
@@ -198,6 +209,8 @@ pub struct Store {
     /// Sessions whose facts or reading position changed since the last batch.
     dirty: HashSet<SessionId>,
     removed: Vec<SessionId>,
+    /// Sessions Mimesis runs in a PTY, and their supervision (shown as `source: pty`).
+    supervised: HashMap<SessionId, Supervision>,
 }
 
 impl Store {
@@ -225,6 +238,7 @@ impl Store {
             bulk: true,
             dirty: HashSet::new(),
             removed: Vec::new(),
+            supervised: HashMap::new(),
         }
     }
 
@@ -384,7 +398,10 @@ impl Store {
         if path.exists() {
             return events;
         }
-        if let Some(id) = self.by_path.get(path).cloned() {
+        if let Some(id) = self.by_path.get(path).cloned()
+            // A supervised session keeps its row; its next supervision update refreshes it.
+            && !self.supervised.contains_key(&id)
+        {
             self.remove_id(&id, &mut events);
         }
         events
@@ -429,7 +446,8 @@ impl Store {
             self.dirty.insert(id.clone());
         }
         match outcome {
-            Ok(ReadOutcome::Missing) => {
+            // A supervised session keeps its row while its file does not exist (yet).
+            Ok(ReadOutcome::Missing) if !self.supervised.contains_key(id) => {
                 self.remove_id(id, events);
                 return;
             }
@@ -486,6 +504,45 @@ impl Store {
         events
     }
 
+    /// Marks a session as supervised in a PTY (or no longer, with `None`). Claude Code
+    /// writes a transcript only at the first prompt, so a supervised session gets its row
+    /// at once, at the path its transcript will have; the file is read when it appears.
+    pub fn set_supervision(
+        &mut self,
+        location: TranscriptLocation,
+        supervision: Option<Supervision>,
+        now: Timestamp,
+    ) -> Vec<StoreEvent> {
+        let id = location.session_id.clone();
+        let mut events = Vec::new();
+        match supervision {
+            Some(sup) => {
+                self.supervised.insert(id.clone(), sup);
+                if !self.entries.contains_key(&id) {
+                    self.by_path.insert(location.path.clone(), id.clone());
+                    let tail = FileTail::new(&location.path);
+                    let entry =
+                        Entry { location, tail, facts: SessionFacts::default(), partial: false, published: None };
+                    self.entries.insert(id.clone(), entry);
+                    self.read_entry(&id, now, &mut events);
+                } else {
+                    self.refresh(&id, now, &mut events);
+                }
+            }
+            None => {
+                if self.supervised.remove(&id).is_some() {
+                    let gone = self.entries.get(&id).is_some_and(|e| !e.location.path.exists());
+                    if gone {
+                        self.remove_id(&id, &mut events);
+                    } else {
+                        self.refresh(&id, now, &mut events);
+                    }
+                }
+            }
+        }
+        events
+    }
+
     /// When the next timeout falls due, if any.
     pub fn next_deadline(&self) -> Option<Timestamp> {
         let status = self.deadlines.peek().map(|Reverse((t, _))| *t);
@@ -524,6 +581,15 @@ impl Store {
     fn refresh(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
         self.ensure_repo_root(id);
         let Some(entry) = self.entries.get(id) else { return };
+        // A file with no complete line yet (created empty, or its first write still torn)
+        // is not a session yet: it is announced with its first record, not before.
+        if entry.published.is_none()
+            && !entry.partial
+            && entry.tail.stats.lines == 0
+            && !self.supervised.contains_key(id)
+        {
+            return;
+        }
         let (row, next_check) = self.row(entry, now);
         if let Some(t) = next_check {
             self.deadlines.push(Reverse((t, id.clone())));
@@ -549,8 +615,12 @@ impl Store {
         let f = &entry.facts;
         let id = &entry.location.session_id;
         let live = self.live.get(id);
-        let last_activity =
-            f.last_activity.or(entry.tail.mtime.map(Timestamp::from_system_time)).unwrap_or(Timestamp::from_millis(0));
+        let supervision = self.supervised.get(id);
+        let last_activity = f
+            .last_activity
+            .or(entry.tail.mtime.map(Timestamp::from_system_time))
+            .or(supervision.map(|s| s.created_at))
+            .unwrap_or(Timestamp::from_millis(0));
         let pending = f.pending_tool();
         let report = self
             .status_files
@@ -592,7 +662,7 @@ impl Store {
         let row = TrackedSession {
             session_id: id.clone(),
             project_id: entry.location.project_id.clone(),
-            cwd: f.cwd.clone(),
+            cwd: f.cwd.clone().or_else(|| supervision.map(|s| s.cwd.clone())),
             repo_root: f.cwd.as_ref().and_then(|c| self.repo_roots.get(c).cloned().flatten()),
             branch: f.branch.clone(),
             goal: f.goal().map(str::to_owned),
@@ -614,9 +684,10 @@ impl Store {
             work_chain_id: Some(chain.work_chain_id),
             work_chain_name,
             chain_length: chain.chain_length,
-            source: Source::Watcher,
-            live: live.is_some(),
-            pid: live.map(|e| e.pid),
+            source: if supervision.is_some() { Source::Pty } else { Source::Watcher },
+            supervision: supervision.cloned(),
+            live: live.is_some() || supervision.is_some_and(|s| s.pid.is_some()),
+            pid: live.map(|e| e.pid).or(supervision.and_then(|s| s.pid)),
             transcript_path: entry.location.path.to_string_lossy().into_owned(),
             permission_mode: f.permission_mode.clone(),
             malformed_lines: f.malformed + entry.tail.stats.oversized_lines,

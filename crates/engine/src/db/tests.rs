@@ -7,6 +7,18 @@ fn sid(s: &str) -> SessionId {
     SessionId::parse(s).unwrap()
 }
 
+fn record(pid: u32, session: &str) -> ProcessRecord {
+    ProcessRecord {
+        session_id: sid(session),
+        cwd: "/p".into(),
+        pid,
+        start_ticks: 99,
+        cmdline: vec!["claude".into(), "--resume".into(), session.into()],
+        boot_id: "boot".into(),
+        started_at: T0,
+    }
+}
+
 #[test]
 fn sessions_links_settings_and_processes_round_trip() {
     let d = tempfile::tempdir().unwrap();
@@ -38,20 +50,15 @@ fn sessions_links_settings_and_processes_round_trip() {
         let mut s = Settings::default();
         s.limits.max_live_sessions = 7;
         db.save_settings(&s).unwrap();
-        let p = SupervisedProcess {
-            pid: 4242,
-            start_ticks: 99,
-            session_id: sid("abc"),
-            command_line: "claude --resume abc".into(),
-            started_at: T0,
-        };
-        db.record_supervised(&p).unwrap();
+        let owner = Owner { pid: 7, start_ticks: 8, boot_id: "boot".into() };
+        ProcessLedger::save(&db, &owner, &[record(4242, "abc")]).unwrap();
         db.archive_corrupted(&CorruptedSession {
             session_id: sid("abc"),
-            transcript_path: Some(file.clone()),
-            archive_path: None,
-            reason: "resume failed".into(),
+            replaced_by: sid("def"),
+            cwd: "/p".into(),
+            transcript_path: file.to_string_lossy().into_owned(),
             archived_at: T0,
+            reason: "resume failed".into(),
         })
         .unwrap();
     }
@@ -63,12 +70,18 @@ fn sessions_links_settings_and_processes_round_trip() {
     assert!(db.load_sessions(&[d.path().join("other")]).unwrap().is_empty(), "other roots' rows are not loaded");
     assert_eq!(db.load_links().unwrap().len(), 1);
     assert_eq!(db.settings().limits.max_live_sessions, 7);
-    assert_eq!(db.supervised_processes().unwrap()[0].command_line, "claude --resume abc");
-    db.remove_supervised(4242, 99).unwrap();
-    assert!(db.supervised_processes().unwrap().is_empty());
-    assert_eq!(db.corrupted_sessions().unwrap()[0].reason, "resume failed");
+    let owners = db.load().unwrap();
+    assert_eq!(owners.len(), 1);
+    assert_eq!(owners[0].1, [record(4242, "abc")]);
     let stats = db.stats();
-    assert_eq!((stats.sessions, stats.chain_links, stats.schema_version), (1, 1, MIGRATIONS.len() as u32));
+    assert_eq!(
+        (stats.sessions, stats.chain_links, stats.supervised_processes, stats.schema_version),
+        (1, 1, 1, MIGRATIONS.len() as u32)
+    );
+    db.forget(&owners[0].0).unwrap();
+    assert!(db.load().unwrap().is_empty());
+    let archived = db.corrupted_sessions().unwrap();
+    assert_eq!((archived[0].reason.as_str(), archived[0].replaced_by.as_str()), ("resume failed", "def"));
     // Resuming reads nothing that was read before.
     let resumed = crate::store::IndexedFile::resume(loaded.into_iter().next().unwrap()).unwrap();
     assert_eq!(resumed.tail.stats.bytes_read, 0);
@@ -128,4 +141,64 @@ fn a_locked_file_is_reported_and_replaced_by_memory_never_fatal() {
     assert_eq!(db.settings(), Settings::default());
     drop(other);
     assert!(path.exists(), "the locked file was left alone");
+}
+
+#[test]
+fn owners_replace_only_their_own_records_from_separate_connections() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join(FILE_NAME);
+    // The app and a `mimesis run`: two processes, two connections to one file.
+    let app = Db::open_shared(&path).unwrap();
+    let run = Db::open_shared(&path).unwrap();
+    let a = Owner { pid: 1, start_ticks: 10, boot_id: "boot".into() };
+    let b = Owner { pid: 2, start_ticks: 20, boot_id: "boot".into() };
+    let threads: Vec<_> = [(app, a.clone(), 100u32), (run, b.clone(), 200u32)]
+        .into_iter()
+        .map(|(db, owner, base)| {
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    let records: Vec<ProcessRecord> = (0..=i % 3).map(|k| record(base + k, "s")).collect();
+                    ProcessLedger::save(&db, &owner, &records).unwrap();
+                }
+                db
+            })
+        })
+        .collect();
+    let dbs: Vec<Db> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let all = dbs[0].load().unwrap();
+    assert_eq!(all.len(), 2, "{all:?}");
+    let of = |o: &Owner| all.iter().find(|(x, _)| x == o).unwrap().1.iter().map(|r| r.pid).collect::<Vec<_>>();
+    assert_eq!(of(&a), [100, 101], "the last save of 49 % 3 = 1");
+    assert_eq!(of(&b), [200, 201]);
+    dbs[1].forget(&b).unwrap();
+    assert_eq!(dbs[0].load().unwrap().len(), 1, "only b's rows went");
+}
+
+#[test]
+fn open_shared_never_moves_a_bad_file_aside() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join(FILE_NAME);
+    std::fs::write(&path, b"garbage, not a database ".repeat(200)).unwrap();
+    assert!(Db::open_shared(&path).is_err());
+    assert!(std::fs::read(&path).unwrap().starts_with(b"garbage"), "left for its owner to rebuild");
+}
+
+#[test]
+fn a_first_schema_file_is_migrated_and_read_only_opens_still_read_it() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join(FILE_NAME);
+    {
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(MIGRATIONS[0]).unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+        c.execute("INSERT INTO settings (id, document) VALUES (1, '{\"limits\": {\"maxLiveSessions\": 4}}')", [])
+            .unwrap();
+    }
+    let ro = Db::open_read_only(&path).unwrap();
+    assert_eq!(ro.settings().limits.max_live_sessions, 4, "an older schema still gives its settings");
+    drop(ro);
+    let db = Db::open_shared(&path).unwrap();
+    assert_eq!(db.stats().schema_version, MIGRATIONS.len() as u32);
+    ProcessLedger::save(&db, &Owner { pid: 1, start_ticks: 1, boot_id: "b".into() }, &[record(5, "s")]).unwrap();
+    assert_eq!(db.load().unwrap()[0].1[0].cmdline, ["claude", "--resume", "s"]);
 }

@@ -493,8 +493,17 @@ fn remove_ours(doc: &mut Json) -> bool {
 
 /// Writes `bytes` over `path` atomically, keeping its permissions, after copying the
 /// original to a timestamped backup. Returns the backup's path.
+/// A settings file that is a symlink (dotfiles kept in a repository) is written through:
+/// the link stays and its target changes, rather than the link being replaced by a copy.
 fn write_atomically(path: &Path, bytes: &[u8], existed: bool, now: Timestamp) -> Result<Option<PathBuf>, InstallError> {
     let werr = |source| InstallError::Write { path: path.to_owned(), source };
+    let real;
+    let path = if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        real = fs::canonicalize(path).map_err(werr)?;
+        real.as_path()
+    } else {
+        path
+    };
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(werr)?;
     let mode = fs::metadata(path).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644);
@@ -556,11 +565,35 @@ pub fn uninstall(root: &Path, now: Timestamp) -> Result<HookStatus, InstallError
     let path = settings_path(root);
     let mut doc = read_doc(&path)?;
     if doc.existed && remove_ours(&mut doc.value) {
-        let bytes = render(&doc);
+        // The install's backup, when nothing else changed since, gives back the user's own
+        // bytes (their formatting, not ours).
+        let bytes = backup_with_value(&path, &doc.value).unwrap_or_else(|| render(&doc));
         let backup = write_atomically(&path, &bytes, true, now)?;
         tracing::info!(path = %path.display(), backup = ?backup, "removed Mimesis hooks");
     }
     Ok(status_of(root, &doc.value))
+}
+
+/// The newest of our backups of `path` whose content is `value`, as bytes.
+fn backup_with_value(path: &Path, value: &Json) -> Option<Vec<u8>> {
+    let real = fs::canonicalize(path).ok()?;
+    let dir = real.parent()?;
+    let mut backups: Vec<PathBuf> = fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("settings.json.mimesis-backup-")))
+        .map(|e| e.path())
+        .collect();
+    backups.sort();
+    backups.into_iter().rev().take(20).find_map(|b| {
+        let bytes = fs::read(&b).ok().filter(|b| b.len() <= 4 << 20)?;
+        let mut v: Json = serde_json::from_slice(&bytes).ok()?;
+        // Uninstall drops a `hooks` object it emptied; the user's own empty one is theirs.
+        if let Json::Object(top) = &mut v {
+            top.retain(|(k, x)| !(k == "hooks" && matches!(x, Json::Object(e) if e.is_empty())));
+        }
+        (v == *value).then_some(bytes)
+    })
 }
 
 #[cfg(test)]

@@ -181,3 +181,72 @@ fn every_file_the_index_read_is_stored_once() {
     assert_eq!(batch.sessions[0].tail.offset, std::fs::metadata(fx.path(SID)).unwrap().len());
     assert!(store.take_batch().is_empty(), "nothing changed since");
 }
+
+fn supervision(pid: Option<u32>) -> Supervision {
+    use crate::supervise::policy::{Mode, SupervisionState};
+    Supervision {
+        state: SupervisionState::Running,
+        mode: Mode::Persistent,
+        agent: "claude".into(),
+        cwd: "/p".into(),
+        pid,
+        process_started_at: Some(T0),
+        created_at: T0,
+        recovery_count: 0,
+        restart_count: 0,
+        consecutive_crashes: 0,
+        pending_crash_recovery: false,
+        awaiting_permission: false,
+        idle_deadline: None,
+        duration_deadline: None,
+        queued_inputs: 0,
+        last_exit_code: None,
+        terminated_reason: None,
+    }
+}
+
+#[test]
+fn a_supervised_session_has_a_pty_row_before_its_transcript_exists() {
+    let f = Fixture::new();
+    let mut s = Store::new(Timeouts::default());
+    let id = SessionId::parse(SID).unwrap();
+    let loc = TranscriptLocation::expected(&f.root, Path::new("/p"), &id);
+    assert_eq!(loc.path, f.path(SID), "the CLI's encoding of the cwd");
+    let ev = s.set_supervision(loc.clone(), Some(supervision(Some(42))), at(0));
+    let StoreEvent::Discovered { session } = &ev[0] else { panic!("{ev:?}") };
+    assert_eq!(session.source, Source::Pty);
+    assert_eq!(session.cwd.as_deref(), Some("/p"));
+    assert_eq!((session.live, session.pid), (true, Some(42)));
+    assert_eq!(session.last_activity_at, T0);
+    assert_eq!(session.supervision.as_ref().unwrap().pid, Some(42));
+    // A change of supervision is an `updated` with only that field.
+    let ev = s.set_supervision(loc.clone(), Some(supervision(Some(42))), at(1));
+    assert!(ev.is_empty());
+    let mut sup = supervision(Some(42));
+    sup.queued_inputs = 2;
+    let ev = s.set_supervision(loc.clone(), Some(sup), at(1));
+    let StoreEvent::Updated { changes, .. } = &ev[0] else { panic!("{ev:?}") };
+    assert_eq!(changes.keys().collect::<Vec<_>>(), ["supervision"]);
+    // The first prompt writes the file: the same row fills in.
+    f.append(SID, &[prompt("hello", 5)]);
+    let ev = s.file_changed(loc.clone(), at(5));
+    assert!(matches!(&ev[0], StoreEvent::Updated { changes, .. } if changes.contains_key("goal")), "{ev:?}");
+    assert_eq!(s.get(&id).unwrap().source, Source::Pty);
+    // No longer supervised: a plain watched session again.
+    let ev = s.set_supervision(loc, None, at(6));
+    let StoreEvent::Updated { changes, .. } = &ev[0] else { panic!("{ev:?}") };
+    assert_eq!(changes["source"], "watcher");
+    assert_eq!(changes["supervision"], Value::Null);
+}
+
+#[test]
+fn an_unsupervised_placeholder_with_no_file_goes_away() {
+    let f = Fixture::new();
+    let mut s = Store::new(Timeouts::default());
+    let id = SessionId::parse(SID).unwrap();
+    let loc = TranscriptLocation::expected(&f.root, Path::new("/p"), &id);
+    s.set_supervision(loc.clone(), Some(supervision(None)), at(0));
+    let ev = s.set_supervision(loc, None, at(1));
+    assert!(matches!(&ev[0], StoreEvent::Removed { .. }), "{ev:?}");
+    assert!(s.is_empty());
+}

@@ -154,8 +154,7 @@ fn install_keeps_every_other_setting_and_hook_and_uninstall_restores_the_bytes()
 #[test]
 fn other_layouts_survive_a_round_trip() {
     let (_d, r) = root();
-    // Four-space indentation, no trailing newline. (An empty `"hooks": {}` of the user's
-    // own would not come back: uninstall drops the `hooks` object it emptied.)
+    // Four-space indentation, no trailing newline.
     let original = b"{\n    \"env\": {\"A\": \"1\"},\n    \"n\": 1.5\n}".to_vec();
     fs::write(settings_path(&r), &original).unwrap();
     install(&r, CMD, T0).unwrap();
@@ -240,4 +239,32 @@ fn install_all_changes_no_root_when_one_is_broken() {
     let st = install_all(&[good.clone(), bad.clone()], CMD, T0).unwrap();
     assert!(st.iter().all(|s| s.installed));
     assert!(uninstall_all(&[good, bad], T0).unwrap().iter().all(|s| !s.installed));
+}
+
+#[test]
+fn a_compact_file_and_an_empty_hooks_object_come_back_byte_for_byte() {
+    let (_d, r) = root();
+    let original = br#"{"hooks":{},"model":"opus","permissions":{"allow":["Read"]}}"#.to_vec();
+    fs::write(settings_path(&r), &original).unwrap();
+    install(&r, CMD, T0).unwrap();
+    assert_ne!(fs::read(settings_path(&r)).unwrap(), original);
+    uninstall(&r, T0.plus(Duration::from_secs(1))).unwrap();
+    assert_eq!(fs::read(settings_path(&r)).unwrap(), original, "the user's own bytes, from the install's backup");
+}
+
+#[test]
+fn a_symlinked_settings_file_is_written_through_and_stays_a_link() {
+    let (d, r) = root();
+    let dotfiles = d.path().join("dotfiles");
+    fs::create_dir_all(&dotfiles).unwrap();
+    let target = dotfiles.join("claude-settings.json");
+    fs::write(&target, claude_style(&foreign())).unwrap();
+    std::os::unix::fs::symlink(&target, settings_path(&r)).unwrap();
+    install(&r, CMD, T0).unwrap();
+    assert!(fs::symlink_metadata(settings_path(&r)).unwrap().file_type().is_symlink(), "still a link");
+    let installed: Value = serde_json::from_slice(&fs::read(&target).unwrap()).unwrap();
+    assert!(installed.to_string().contains("mimesis hook"), "the link's target got the hooks");
+    uninstall(&r, T0.plus(Duration::from_secs(1))).unwrap();
+    assert!(fs::symlink_metadata(settings_path(&r)).unwrap().file_type().is_symlink());
+    assert_eq!(fs::read(&target).unwrap(), claude_style(&foreign()));
 }

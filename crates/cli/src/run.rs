@@ -1,0 +1,380 @@
+//! `mimesis run`: one supervised session attached to this terminal (raw mode, resize
+//! forwarded), the crash-proof way to run Claude Code without the desktop app. Without a
+//! terminal on stdin it still runs, taking stdin as keystrokes.
+//!
+//! Exit code: the agent's final exit code, or 0 after a limit-driven termination.
+//!
+//! Limits and the agent come from, lowest first: the defaults, the settings stored in the
+//! fleet database by the desktop app (read, never written), the environment
+//! (`MAX_SESSION_DURATION_SECONDS`, …), then the flags.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use mimesis_engine::settings::Settings;
+use mimesis_engine::supervise::{
+    AgentCommand, EventKind, Limits, SupervisionEvent, SupervisionState, Supervisor, SupervisorConfig, parse_duration,
+};
+use mimesis_engine::{SessionId, db, roots};
+use tokio::sync::broadcast;
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The folder to run the session in (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// The agent program (default: the desktop app's setting, else claude). Only
+    /// claude-like agents are resumed and recovered.
+    #[arg(long, value_name = "PROGRAM")]
+    agent: Option<PathBuf>,
+    /// Resume this session instead of starting a new one.
+    #[arg(long, value_name = "ID")]
+    resume: Option<String>,
+    /// Append one JSON object per supervision event to FILE.
+    #[arg(long = "events-json", value_name = "FILE")]
+    events_json: Option<PathBuf>,
+    /// End the session after this long (default 4h; env MAX_SESSION_DURATION_SECONDS).
+    #[arg(long = "max-duration", value_name = "D", value_parser = duration)]
+    max_duration: Option<Duration>,
+    /// How often the duration limit is checked (default 60s).
+    #[arg(long = "duration-check", value_name = "D", value_parser = duration)]
+    duration_check: Option<Duration>,
+    /// Restart (with resume) when the process tree uses more memory (default 4096; env MAX_SESSION_RSS_MB).
+    #[arg(long = "max-rss-mb", value_name = "N")]
+    max_rss_mb: Option<u64>,
+    /// How often memory is checked (default 30s).
+    #[arg(long = "rss-check", value_name = "D", value_parser = duration)]
+    rss_check: Option<Duration>,
+    /// Suspend after this long idle once a turn has finished (1–120 min, default 10m).
+    #[arg(long = "idle-timeout", value_name = "D", value_parser = duration)]
+    idle_timeout: Option<Duration>,
+    /// A regular expression that means the agent crashed (repeatable; replaces the default
+    /// "RangeError: Maximum call stack size exceeded").
+    #[arg(long = "crash-pattern", value_name = "REGEX")]
+    crash_pattern: Vec<String>,
+    /// How long an in-flight turn may finish when a limit is reached (default 30s).
+    #[arg(long, value_name = "D", value_parser = duration)]
+    grace: Option<Duration>,
+    /// Time between SIGTERM and SIGKILL (default 5s).
+    #[arg(long = "kill-after", value_name = "D", value_parser = duration)]
+    kill_after: Option<Duration>,
+    /// Arguments for the agent, after `--`.
+    #[arg(last = true, value_name = "AGENT_ARGS")]
+    agent_args: Vec<String>,
+}
+
+/// A usage problem found after parsing: exit 2.
+pub struct Usage(pub String);
+
+/// The settings the desktop app stored, or the defaults (no database, or unreadable).
+fn stored_settings(data_dir: &Path) -> Settings {
+    let path = data_dir.join(db::FILE_NAME);
+    if !path.exists() {
+        return Settings::default();
+    }
+    match db::Db::open_read_only(&path) {
+        Ok(db) => db.settings(),
+        Err(e) => {
+            tracing::info!(error = %e, "cannot read the stored settings; using the defaults");
+            Settings::default()
+        }
+    }
+}
+
+impl RunArgs {
+    fn limits(&self, stored: &Limits) -> Result<Limits, Usage> {
+        let mut l = stored.clone();
+        let env_errors = l.apply_env(|k| std::env::var(k).ok());
+        if let Some(e) = env_errors.first() {
+            return Err(Usage(format!("{}: {}", e.field, e.message)));
+        }
+        let set = |slot: &mut Duration, v: Option<Duration>| {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        };
+        set(&mut l.max_duration, self.max_duration);
+        set(&mut l.duration_check, self.duration_check);
+        set(&mut l.rss_check, self.rss_check);
+        set(&mut l.idle_timeout, self.idle_timeout);
+        set(&mut l.turn_grace, self.grace);
+        set(&mut l.kill_after, self.kill_after);
+        if let Some(n) = self.max_rss_mb {
+            l.max_rss_mb = n;
+        }
+        if !self.crash_pattern.is_empty() {
+            l.crash_patterns = self.crash_pattern.clone();
+        }
+        if let Some(e) = l.validate().first() {
+            let flag = match e.field.as_str() {
+                "limits.maxDurationSecs" => "--max-duration".to_owned(),
+                "limits.durationCheckSecs" => "--duration-check".to_owned(),
+                "limits.maxRssMb" => "--max-rss-mb".to_owned(),
+                "limits.rssCheckSecs" => "--rss-check".to_owned(),
+                "limits.idleTimeoutSecs" => "--idle-timeout".to_owned(),
+                "limits.turnGraceSecs" => "--grace".to_owned(),
+                "limits.killAfterSecs" => "--kill-after".to_owned(),
+                f if f.starts_with("limits.crashPatterns") => "--crash-pattern".to_owned(),
+                f => f.to_owned(),
+            };
+            return Err(Usage(format!("{flag}: {}", e.message)));
+        }
+        Ok(l)
+    }
+}
+
+pub fn run(args: RunArgs, config_dirs: &[PathBuf], data_dir: &Path) -> anyhow::Result<ExitCode> {
+    let stored = stored_settings(data_dir);
+    let limits = match args.limits(&stored.limits) {
+        Ok(l) => l,
+        Err(Usage(msg)) => {
+            eprintln!("mimesis run: {msg}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let resume = match args.resume.as_deref().map(SessionId::parse).transpose() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mimesis run: --resume: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let cwd = match &args.cwd {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().context("cannot tell the current folder")?,
+    };
+    if !cwd.is_dir() {
+        bail!("{} is not a folder; pass an existing folder with --cwd", cwd.display());
+    }
+    let events_file = match &args.events_json {
+        Some(p) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("cannot open {} for the events", p.display()))?,
+        ),
+        None => None,
+    };
+    let config_root = roots::from_env(config_dirs)
+        .into_iter()
+        .next()
+        .context("no Claude Code config folder: set HOME or CLAUDE_CONFIG_DIR")?;
+    let mut agent = match &args.agent {
+        Some(program) => AgentCommand::new(program),
+        None => stored.agent.command(),
+    };
+    if args.agent.is_some() || !args.agent_args.is_empty() {
+        agent.args = args.agent_args.clone();
+    }
+    let mut config = SupervisorConfig::new(config_root.clone(), data_dir.to_owned());
+    config.agent = agent;
+    config.limits = limits;
+    if !config_dirs.is_empty() {
+        config.config_root_env = Some(config_root);
+    }
+    let tty = std::io::stdin().is_terminal();
+    if let Some(size) = terminal_size() {
+        config.size = size;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let code = rt.block_on(session(config, cwd, resume, events_file, tty))?;
+    // The stdin reader may be blocked in read(2): do not wait for it.
+    rt.shutdown_background();
+    Ok(code)
+}
+
+async fn session(
+    config: SupervisorConfig,
+    cwd: PathBuf,
+    resume: Option<SessionId>,
+    mut events_file: Option<std::fs::File>,
+    tty: bool,
+) -> anyhow::Result<ExitCode> {
+    let sup = Supervisor::start(config).await;
+    let mut events = sup.subscribe();
+    let id = match sup.create(&cwd, resume).await {
+        Ok(id) => id,
+        Err(e) => {
+            drain_events(&mut events, &mut events_file);
+            sup.shutdown().await;
+            bail!("{e}");
+        }
+    };
+    let raw = if tty { RawMode::enable() } else { None };
+    let attach = sup.attach(&id, tty).await?;
+    let mut stdout = std::io::stdout();
+    stdout.write_all(&attach.scrollback)?;
+    stdout.flush()?;
+    let mut output = attach.output;
+    tokio::spawn(async move {
+        let mut out = std::io::stdout();
+        loop {
+            match output.recv().await {
+                Ok(chunk) => {
+                    let _ = out.write_all(&chunk);
+                    let _ = out.flush();
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    });
+    let (in_tx, mut in_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    std::thread::Builder::new().name("stdin".into()).spawn(move || {
+        let mut stdin = std::io::stdin();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdin.read(&mut buf) {
+            if n == 0 || in_tx.send(buf[..n].to_vec()).is_err() {
+                break; // end of input: the session runs on
+            }
+        }
+    })?;
+
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut winch = signal(SignalKind::window_change())?;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let mut stdin_open = true;
+    let code: u8 = loop {
+        tokio::select! {
+            bytes = in_rx.recv(), if stdin_open => match bytes {
+                Some(bytes) => {
+                    let current = sup.current_id(&id);
+                    if let Err(e) = sup.input(&current, &bytes).await {
+                        tracing::info!(error = %e, "input not taken");
+                    }
+                }
+                None => stdin_open = false,
+            },
+            ev = events.recv() => match ev {
+                Ok(ev) => {
+                    record(&ev, &mut events_file);
+                    tell(&ev, tty);
+                    if let Some(code) = ended(&sup, &ev) {
+                        break code;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(n)) => tracing::warn!(missed = n, "missed supervision events"),
+                Err(broadcast::error::RecvError::Closed) => break 1,
+            },
+            _ = winch.recv() => {
+                if let Some((cols, rows)) = terminal_size() {
+                    let _ = sup.resize(&sup.current_id(&id), cols, rows);
+                }
+            }
+            _ = term.recv() => break stop(&sup, &mut events, &mut events_file, 15).await,
+            _ = int.recv() => break stop(&sup, &mut events, &mut events_file, 2).await,
+            _ = hup.recv() => break stop(&sup, &mut events, &mut events_file, 1).await,
+        }
+    };
+    sup.shutdown().await;
+    drain_events(&mut events, &mut events_file);
+    drop(raw);
+    Ok(ExitCode::from(code))
+}
+
+/// Whether the session is over, and the exit code if so.
+fn ended(sup: &Supervisor, ev: &SupervisionEvent) -> Option<u8> {
+    let state = sup.supervision(&ev.session_id);
+    match &ev.kind {
+        EventKind::SessionExited { exit_code } => {
+            let over = state.is_none_or(|s| s.state == SupervisionState::Terminated);
+            over.then(|| (*exit_code).clamp(0, 255) as u8)
+        }
+        EventKind::SessionTerminated { .. } => Some(0),
+        EventKind::SessionUnhealthy { .. } => {
+            let s = state?;
+            s.pid.is_none().then(|| s.last_exit_code.unwrap_or(1).clamp(1, 255) as u8)
+        }
+        _ => None,
+    }
+}
+
+/// A signal to `mimesis run` itself: stop the session (it can be resumed) and exit 128 + sig.
+async fn stop(
+    sup: &Supervisor,
+    events: &mut broadcast::Receiver<std::sync::Arc<SupervisionEvent>>,
+    file: &mut Option<std::fs::File>,
+    sig: u8,
+) -> u8 {
+    sup.shutdown().await;
+    drain_events(events, file);
+    128 + sig
+}
+
+fn drain_events(events: &mut broadcast::Receiver<std::sync::Arc<SupervisionEvent>>, file: &mut Option<std::fs::File>) {
+    while let Ok(ev) = events.try_recv() {
+        record(&ev, file);
+    }
+}
+
+fn record(ev: &SupervisionEvent, file: &mut Option<std::fs::File>) {
+    if let Some(f) = file {
+        let mut line = serde_json::to_vec(ev).unwrap_or_default();
+        line.push(b'\n');
+        if let Err(e) = f.write_all(&line).and_then(|_| f.flush()) {
+            tracing::warn!(error = %e, "cannot write the events file");
+        }
+    }
+}
+
+/// The seeds' sentences on the terminal, on a line of their own.
+fn tell(ev: &SupervisionEvent, tty: bool) {
+    let Some(msg) = ev.message() else { return };
+    if matches!(ev.kind, EventKind::ModeChange { .. }) {
+        return;
+    }
+    let mut err = std::io::stderr();
+    let _ = if tty { write!(err, "\r\n\x1b[7m mimesis \x1b[0m {msg}\r\n") } else { writeln!(err, "mimesis: {msg}") };
+}
+
+fn terminal_size() -> Option<(u16, u16)> {
+    for fd in [libc::STDOUT_FILENO, libc::STDIN_FILENO] {
+        // SAFETY: TIOCGWINSZ fills a plain struct.
+        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+        if unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) } == 0 && ws.ws_col > 0 && ws.ws_row > 0 {
+            return Some((ws.ws_col, ws.ws_row));
+        }
+    }
+    None
+}
+
+/// The user's terminal in raw mode (keys go to the agent as typed), restored on drop.
+struct RawMode(libc::termios);
+
+impl RawMode {
+    fn enable() -> Option<RawMode> {
+        // SAFETY: termios is plain data; tcgetattr/tcsetattr on stdin.
+        unsafe {
+            let mut t: libc::termios = std::mem::zeroed();
+            if libc::tcgetattr(libc::STDIN_FILENO, &mut t) != 0 {
+                return None;
+            }
+            let mut raw = t;
+            libc::cfmakeraw(&mut raw);
+            libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &raw);
+            Some(RawMode(t))
+        }
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        // SAFETY: restoring the attributes saved in `enable`.
+        unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &self.0) };
+    }
+}

@@ -1,0 +1,258 @@
+//! Supervision events: what the UI shows as banners, toasts and dialogs, and what
+//! `mimesis run --events-json` writes, one JSON object per line. The shape is a contract
+//! (docs/ipc.md): `{"type", "sessionId", "at", ...}`, camelCase, `message` in the seeds'
+//! wording (the wording helpers live here so every face says the same thing).
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::clock::Timestamp;
+use crate::ids::SessionId;
+
+/// Whether a respawned session continues its conversation or starts over (EC-007).
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadyStatus {
+    Resumed,
+    New,
+}
+
+/// What happened. Serialized with its fields beside `type`, `sessionId` and `at`.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum EventKind {
+    SessionStarted {},
+    SessionWarning { reason: String, remaining_seconds: Option<u64>, message: String },
+    SessionTerminated { reason: String, message: String, resume_session_id: SessionId },
+    SessionRestarting { reason: String, message: String },
+    SessionReady { status: ReadyStatus, message: String },
+    CrashDetected { deferred: bool },
+    SessionRecovered { message: String },
+    RecoveryFailed { message: String },
+    SessionUnhealthy { message: String },
+    SessionSuspended { message: String },
+    SessionResumed { message: String },
+    ModeChange { mode: String, message: String },
+    Error { exit_code: i32, message: String },
+    SessionExited { exit_code: i32 },
+}
+
+/// One supervision event.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SupervisionEvent {
+    #[serde(flatten)]
+    pub kind: EventKind,
+    pub session_id: SessionId,
+    pub at: Timestamp,
+}
+
+impl SupervisionEvent {
+    /// The `type` string.
+    pub fn type_name(&self) -> &'static str {
+        match self.kind {
+            EventKind::SessionStarted {} => "session_started",
+            EventKind::SessionWarning { .. } => "session_warning",
+            EventKind::SessionTerminated { .. } => "session_terminated",
+            EventKind::SessionRestarting { .. } => "session_restarting",
+            EventKind::SessionReady { .. } => "session_ready",
+            EventKind::CrashDetected { .. } => "crash_detected",
+            EventKind::SessionRecovered { .. } => "session_recovered",
+            EventKind::RecoveryFailed { .. } => "recovery_failed",
+            EventKind::SessionUnhealthy { .. } => "session_unhealthy",
+            EventKind::SessionSuspended { .. } => "session_suspended",
+            EventKind::SessionResumed { .. } => "session_resumed",
+            EventKind::ModeChange { .. } => "mode_change",
+            EventKind::Error { .. } => "error",
+            EventKind::SessionExited { .. } => "session_exited",
+        }
+    }
+
+    /// The human sentence of this event, if it has one.
+    pub fn message(&self) -> Option<&str> {
+        match &self.kind {
+            EventKind::SessionWarning { message, .. }
+            | EventKind::SessionTerminated { message, .. }
+            | EventKind::SessionRestarting { message, .. }
+            | EventKind::SessionReady { message, .. }
+            | EventKind::SessionRecovered { message }
+            | EventKind::RecoveryFailed { message }
+            | EventKind::SessionUnhealthy { message }
+            | EventKind::SessionSuspended { message }
+            | EventKind::SessionResumed { message }
+            | EventKind::ModeChange { message, .. }
+            | EventKind::Error { message, .. } => Some(message),
+            _ => None,
+        }
+    }
+}
+
+/// The seeds' sentences, in one place.
+pub mod wording {
+    use super::*;
+
+    fn plural(n: u64, unit: &str) -> String {
+        if n == 1 { format!("1 {unit}") } else { format!("{n} {unit}s") }
+    }
+
+    /// "24 minutes", "45 seconds", "2 hours": the largest unit that reads naturally.
+    pub fn span(d: Duration) -> String {
+        let s = d.as_secs();
+        if s >= 2 * 3600 && s.is_multiple_of(3600) {
+            plural(s / 3600, "hour")
+        } else if s >= 120 {
+            plural(s.div_ceil(60), "minute")
+        } else {
+            plural(s, "second")
+        }
+    }
+
+    /// "4-hour", "30-minute", "90-second" (for "the 4-hour limit").
+    pub fn limit_adjective(d: Duration) -> String {
+        let s = d.as_secs();
+        if s >= 3600 && s.is_multiple_of(3600) {
+            format!("{}-hour", s / 3600)
+        } else if s >= 60 && s.is_multiple_of(60) {
+            format!("{}-minute", s / 60)
+        } else {
+            format!("{}-second", s.max(1))
+        }
+    }
+
+    /// Seed 000 step 2: "Session will end in 24 minutes. Save your work."
+    pub fn duration_warning(remaining: Duration) -> String {
+        format!("Session will end in {}. Save your work.", span(remaining))
+    }
+
+    /// Seed 000 step 4: "Session ended (4-hour limit reached)."
+    pub fn duration_ended(max: Duration) -> String {
+        format!("Session ended ({} limit reached).", limit_adjective(max))
+    }
+
+    /// EC-003: the turn was interrupted after the grace period.
+    pub const DURATION_ENDED_INCOMPLETE: &str = "Session ended. Your last response may be incomplete.";
+    /// Seed 000 memory step 3.
+    pub const RESTARTING: &str = "Session restarting to maintain performance. Your conversation will be preserved.";
+    /// Seed 000 memory step 5.
+    pub const RESTORED: &str = "Session restored. You can continue.";
+    /// EC-007.
+    pub const NOT_RESTORED: &str = "Previous session could not be restored. Starting a new session.";
+    /// Seed 003 §2.1 step 4 ("会话已自动恢复").
+    pub const RECOVERED: &str = "Session recovered automatically.";
+
+    /// Seed 003 §2.1 step 5 and P5: recovery gave up; messages now run one at a time.
+    pub fn recovery_failed(id: &SessionId) -> String {
+        format!(
+            "Automatic recovery failed. Switched to one-shot mode: each message now runs `claude -p --resume {id}`."
+        )
+    }
+
+    /// Seed 003 §4: more than 2 consecutive crashes.
+    pub fn unhealthy(crashes: u32) -> String {
+        format!(
+            "Session crashed {crashes} times in a row and is marked unhealthy. Automatic recovery is off; retry when ready."
+        )
+    }
+
+    /// P6: suspended after the idle timeout.
+    pub fn suspended_idle(idle: Duration) -> String {
+        format!("Session suspended after {} idle. Your next message resumes it.", span(idle))
+    }
+
+    /// P7: suspended to stay under the live-session cap.
+    pub fn suspended_cap(max: u32) -> String {
+        format!("Session suspended to keep at most {max} live sessions. Your next message resumes it.")
+    }
+
+    /// Seed 004 "Resuming session (idle for N min)…"; under a minute: "Resuming session…".
+    pub fn resuming(idle: Duration) -> String {
+        let min = idle.as_secs() / 60;
+        if min >= 1 { format!("Resuming session (idle for {min} min)…") } else { "Resuming session…".to_owned() }
+    }
+
+    pub const RESUMED_BY_USER: &str = "Session resumed.";
+    pub const STOPPED_BY_USER: &str = "Session stopped. You can resume it.";
+    pub const DELETED: &str = "Session deleted.";
+    pub const SHUTDOWN: &str = "Mimesis is quitting; the session was stopped and can be resumed.";
+    pub const MODE_ONE_SHOT: &str = "One-shot mode: each message runs as its own `claude -p --resume` process.";
+    pub const MODE_PERSISTENT: &str = "Persistent session running again.";
+
+    /// Seed 003 §2.1 step 2: the `error` event of an abnormal exit.
+    pub fn abnormal_exit(code: i32, last_line: Option<&str>) -> String {
+        match last_line {
+            Some(l) if !l.is_empty() => format!("The agent exited unexpectedly (exit code {code}). Last output: {l}"),
+            _ => format!("The agent exited unexpectedly (exit code {code})."),
+        }
+    }
+
+    /// EC-023.
+    pub fn disk_warning(percent: u8) -> String {
+        format!("Disk usage of the Claude Code folder's filesystem is at {percent}%.")
+    }
+
+    pub const DISK_RESTARTING: &str =
+        "Disk is full. Session restarting to free space. Your conversation will be preserved.";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id() -> SessionId {
+        SessionId::parse("abc123").unwrap()
+    }
+
+    #[test]
+    fn events_serialize_to_the_run_contract() {
+        let at = Timestamp::from_millis(0);
+        let ev = |kind| serde_json::to_value(SupervisionEvent { kind, session_id: id(), at }).unwrap();
+        assert_eq!(
+            ev(EventKind::SessionStarted {}),
+            serde_json::json!({"type": "session_started", "sessionId": "abc123", "at": "1970-01-01T00:00:00.000Z"})
+        );
+        assert_eq!(
+            ev(EventKind::SessionWarning {
+                reason: "duration".into(),
+                remaining_seconds: Some(1440),
+                message: wording::duration_warning(Duration::from_secs(1440)),
+            }),
+            serde_json::json!({"type": "session_warning", "sessionId": "abc123", "at": "1970-01-01T00:00:00.000Z",
+                "reason": "duration", "remainingSeconds": 1440, "message": "Session will end in 24 minutes. Save your work."})
+        );
+        let t = ev(EventKind::SessionTerminated {
+            reason: "duration_limit".into(),
+            message: wording::duration_ended(Duration::from_secs(14400)),
+            resume_session_id: id(),
+        });
+        assert_eq!(t["resumeSessionId"], "abc123");
+        assert_eq!(t["message"], "Session ended (4-hour limit reached).");
+        assert_eq!(ev(EventKind::Error { exit_code: 137, message: "x".into() })["exitCode"], 137);
+        assert_eq!(ev(EventKind::SessionExited { exit_code: 3 })["exitCode"], 3);
+        assert_eq!(ev(EventKind::CrashDetected { deferred: true })["deferred"], true);
+        assert_eq!(
+            ev(EventKind::SessionReady { status: ReadyStatus::New, message: wording::NOT_RESTORED.into() })["status"],
+            "new"
+        );
+        assert_eq!(
+            ev(EventKind::ModeChange { mode: "one_shot".into(), message: String::new() })["type"],
+            "mode_change"
+        );
+    }
+
+    #[test]
+    fn wording_follows_the_seeds() {
+        assert_eq!(
+            wording::duration_warning(Duration::from_secs(1440)),
+            "Session will end in 24 minutes. Save your work."
+        );
+        assert_eq!(wording::duration_warning(Duration::from_secs(9)), "Session will end in 9 seconds. Save your work.");
+        assert_eq!(wording::duration_warning(Duration::from_secs(1)), "Session will end in 1 second. Save your work.");
+        assert_eq!(wording::duration_ended(Duration::from_secs(4 * 3600)), "Session ended (4-hour limit reached).");
+        assert_eq!(wording::duration_ended(Duration::from_secs(90)), "Session ended (90-second limit reached).");
+        assert_eq!(wording::duration_ended(Duration::from_secs(1800)), "Session ended (30-minute limit reached).");
+        assert_eq!(wording::resuming(Duration::from_secs(12 * 60 + 5)), "Resuming session (idle for 12 min)…");
+        assert_eq!(wording::resuming(Duration::from_secs(20)), "Resuming session…");
+        assert_eq!(wording::span(Duration::from_secs(4 * 3600)), "4 hours");
+    }
+}

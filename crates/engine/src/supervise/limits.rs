@@ -1,0 +1,616 @@
+//! Every interval, threshold and timeout of supervision (SPEC P4–P11), with the spec's
+//! defaults. The serde shape (camelCase, durations as seconds) is exactly the `limits`
+//! object of the settings in docs/ipc.md.
+//!
+//! Values come from, in order: the defaults, the settings document stored in the fleet
+//! database, environment variables with the seeds' names ([`Limits::apply_env`],
+//! [`LimitsEnv`]), and for `mimesis run` its command-line flags. The desktop app takes the
+//! stored settings with the environment's overrides on top, and re-applies the same
+//! overrides to every later change made in the settings view. [`Limits::validate`]
+//! returns one error per bad field, worded for a person. This is the one limits type:
+//! the settings document's `limits` object is this struct.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// How an idle session is suspended (P6).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SuspendMode {
+    /// SIGTERM, grace, SIGKILL; the next message resumes with `--resume` (frees memory).
+    #[default]
+    Terminate,
+    /// SIGSTOP / SIGCONT: instant resume, but the process keeps its memory (opt-in).
+    Stop,
+}
+
+/// The `limits` settings. Durations are written as seconds (fractions allowed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct Limits {
+    /// P7: at most this many sessions have a live process; over it the least recently
+    /// used idle one is suspended.
+    pub max_live_sessions: u32,
+    /// P6: idle time after a finished turn before the session is suspended.
+    #[serde(rename = "idleTimeoutSecs", with = "secs")]
+    pub idle_timeout: Duration,
+    pub suspend_mode: SuspendMode,
+    /// P8: the longest a supervised session runs (MAX_SESSION_DURATION_SECONDS).
+    #[serde(rename = "maxDurationSecs", with = "secs")]
+    pub max_duration: Duration,
+    #[serde(rename = "durationCheckSecs", with = "secs")]
+    pub duration_check: Duration,
+    /// The warning is sent at this share of `max_duration`.
+    pub duration_warn_percent: u8,
+    /// P8/P9: how long an in-flight turn may finish before it is interrupted.
+    #[serde(rename = "turnGraceSecs", with = "secs")]
+    pub turn_grace: Duration,
+    /// P9: RSS of the session's process tree above which it is restarted (MAX_SESSION_RSS_MB).
+    pub max_rss_mb: u64,
+    #[serde(rename = "rssCheckSecs", with = "secs")]
+    pub rss_check: Duration,
+    /// SIGTERM (or `/exit`) to SIGKILL.
+    #[serde(rename = "killAfterSecs", with = "secs")]
+    pub kill_after: Duration,
+    /// P10: disk usage of the config root's filesystem.
+    #[serde(rename = "diskCheckSecs", with = "secs")]
+    pub disk_check: Duration,
+    pub disk_warn_percent: u8,
+    pub disk_cleanup_percent: u8,
+    /// P13: liveness check of each session's process.
+    #[serde(rename = "healthCheckSecs", with = "secs")]
+    pub health_check: Duration,
+    /// P11: scan for orphaned processes and zombies.
+    #[serde(rename = "orphanCheckSecs", with = "secs")]
+    pub orphan_check: Duration,
+    /// P5: resume attempts after an abnormal exit before one-shot mode.
+    pub recovery_retries: u32,
+    #[serde(rename = "recoveryRetryDelaySecs", with = "secs")]
+    pub recovery_retry_delay: Duration,
+    /// P4: crash detections are ignored this long after a successful recovery…
+    #[serde(rename = "crashDebounceSuccessSecs", with = "secs")]
+    pub crash_debounce_success: Duration,
+    /// …and this long after a failed one.
+    #[serde(rename = "crashDebounceFailureSecs", with = "secs")]
+    pub crash_debounce_failure: Duration,
+    /// P3: regular expressions that mean the harness crashed.
+    pub crash_patterns: Vec<String>,
+}
+
+/// The pattern of seed 002: a JavaScript stack overflow in the TUI harness.
+pub const DEFAULT_CRASH_PATTERN: &str = "RangeError: Maximum call stack size exceeded";
+/// At most this many crash patterns, each at most this long (as the settings view).
+pub const MAX_CRASH_PATTERNS: usize = 32;
+pub const MAX_CRASH_PATTERN_LEN: usize = 500;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_live_sessions: 3,
+            idle_timeout: Duration::from_secs(600),
+            suspend_mode: SuspendMode::Terminate,
+            max_duration: Duration::from_secs(4 * 3600),
+            duration_check: Duration::from_secs(60),
+            duration_warn_percent: 90,
+            turn_grace: Duration::from_secs(30),
+            max_rss_mb: 4096,
+            rss_check: Duration::from_secs(30),
+            kill_after: Duration::from_secs(5),
+            disk_check: Duration::from_secs(300),
+            disk_warn_percent: 80,
+            disk_cleanup_percent: 95,
+            health_check: Duration::from_secs(60),
+            orphan_check: Duration::from_secs(60),
+            recovery_retries: 2,
+            recovery_retry_delay: Duration::from_secs(2),
+            crash_debounce_success: Duration::from_secs(30),
+            crash_debounce_failure: Duration::from_secs(5),
+            crash_patterns: vec![DEFAULT_CRASH_PATTERN.to_owned()],
+        }
+    }
+}
+
+/// One invalid setting: `field` is its path in the settings document
+/// (`limits.idleTimeoutSecs`), or the environment variable / flag it came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+/// Environment variables read by [`Limits::apply_env`]. The first two are the seeds'
+/// names; the rest follow their style. Durations accept `90`, `90s`, `500ms`, `4h`.
+pub const ENV_VARS: &[&str] = &[
+    "MAX_SESSION_DURATION_SECONDS",
+    "MAX_SESSION_RSS_MB",
+    "MAX_LIVE_SESSIONS",
+    "SESSION_IDLE_TIMEOUT_SECONDS",
+    "SESSION_SUSPEND_MODE",
+    "DURATION_CHECK_INTERVAL_SECONDS",
+    "DURATION_WARN_PERCENT",
+    "TURN_GRACE_SECONDS",
+    "RSS_CHECK_INTERVAL_SECONDS",
+    "KILL_AFTER_SECONDS",
+    "DISK_CHECK_INTERVAL_SECONDS",
+    "DISK_WARN_PERCENT",
+    "DISK_CLEANUP_PERCENT",
+    "HEALTH_CHECK_INTERVAL_SECONDS",
+    "ORPHAN_CHECK_INTERVAL_SECONDS",
+    "RECOVERY_RETRIES",
+    "RECOVERY_RETRY_DELAY_SECONDS",
+    "CRASH_DEBOUNCE_SUCCESS_SECONDS",
+    "CRASH_DEBOUNCE_FAILURE_SECONDS",
+    "CRASH_PATTERNS",
+];
+
+impl Limits {
+    /// The JSON names of the fields, in the document's order (docs/ipc.md).
+    pub const FIELDS: [&'static str; 20] = [
+        "maxLiveSessions",
+        "idleTimeoutSecs",
+        "suspendMode",
+        "maxDurationSecs",
+        "durationCheckSecs",
+        "durationWarnPercent",
+        "turnGraceSecs",
+        "maxRssMb",
+        "rssCheckSecs",
+        "killAfterSecs",
+        "diskCheckSecs",
+        "diskWarnPercent",
+        "diskCleanupPercent",
+        "healthCheckSecs",
+        "orphanCheckSecs",
+        "recoveryRetries",
+        "recoveryRetryDelaySecs",
+        "crashDebounceSuccessSecs",
+        "crashDebounceFailureSecs",
+        "crashPatterns",
+    ];
+
+    /// The idle-timeout range users may set (SPEC P6: 1–120 min).
+    pub const IDLE_TIMEOUT_RANGE: (Duration, Duration) = (Duration::from_secs(60), Duration::from_secs(7200));
+
+    /// Overrides fields from environment variables (see [`ENV_VARS`]); `get` looks one up
+    /// (`|k| std::env::var(k).ok()` in production). Unparsable values are reported and
+    /// leave the field unchanged.
+    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        let mut dur = |name: &str, slot: &mut Duration| {
+            if let Some(v) = get(name).filter(|v| !v.trim().is_empty()) {
+                match parse_duration(&v) {
+                    Ok(d) => *slot = d,
+                    Err(e) => errors.push(FieldError { field: name.to_owned(), message: e.to_string() }),
+                }
+            }
+        };
+        dur("MAX_SESSION_DURATION_SECONDS", &mut self.max_duration);
+        dur("SESSION_IDLE_TIMEOUT_SECONDS", &mut self.idle_timeout);
+        dur("DURATION_CHECK_INTERVAL_SECONDS", &mut self.duration_check);
+        dur("TURN_GRACE_SECONDS", &mut self.turn_grace);
+        dur("RSS_CHECK_INTERVAL_SECONDS", &mut self.rss_check);
+        dur("KILL_AFTER_SECONDS", &mut self.kill_after);
+        dur("DISK_CHECK_INTERVAL_SECONDS", &mut self.disk_check);
+        dur("HEALTH_CHECK_INTERVAL_SECONDS", &mut self.health_check);
+        dur("ORPHAN_CHECK_INTERVAL_SECONDS", &mut self.orphan_check);
+        dur("RECOVERY_RETRY_DELAY_SECONDS", &mut self.recovery_retry_delay);
+        dur("CRASH_DEBOUNCE_SUCCESS_SECONDS", &mut self.crash_debounce_success);
+        dur("CRASH_DEBOUNCE_FAILURE_SECONDS", &mut self.crash_debounce_failure);
+        fn num<T: std::str::FromStr>(
+            get: &dyn Fn(&str) -> Option<String>,
+            errors: &mut Vec<FieldError>,
+            name: &str,
+            slot: &mut T,
+        ) {
+            if let Some(v) = get(name).filter(|v| !v.trim().is_empty()) {
+                match v.trim().parse() {
+                    Ok(n) => *slot = n,
+                    Err(_) => errors
+                        .push(FieldError { field: name.to_owned(), message: format!("{v:?} is not a whole number") }),
+                }
+            }
+        }
+        num(&get, &mut errors, "MAX_SESSION_RSS_MB", &mut self.max_rss_mb);
+        num(&get, &mut errors, "MAX_LIVE_SESSIONS", &mut self.max_live_sessions);
+        num(&get, &mut errors, "DURATION_WARN_PERCENT", &mut self.duration_warn_percent);
+        num(&get, &mut errors, "DISK_WARN_PERCENT", &mut self.disk_warn_percent);
+        num(&get, &mut errors, "DISK_CLEANUP_PERCENT", &mut self.disk_cleanup_percent);
+        num(&get, &mut errors, "RECOVERY_RETRIES", &mut self.recovery_retries);
+        if let Some(v) = get("SESSION_SUSPEND_MODE").filter(|v| !v.trim().is_empty()) {
+            match v.trim() {
+                "terminate" => self.suspend_mode = SuspendMode::Terminate,
+                "stop" => self.suspend_mode = SuspendMode::Stop,
+                other => errors.push(FieldError {
+                    field: "SESSION_SUSPEND_MODE".into(),
+                    message: format!("{other:?} is not a suspend mode (terminate or stop)"),
+                }),
+            }
+        }
+        if let Some(v) = get("CRASH_PATTERNS").filter(|v| !v.trim().is_empty()) {
+            // One pattern per line: a regex may contain any other separator.
+            self.crash_patterns = v.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect();
+        }
+        errors
+    }
+
+    /// Every problem with these values, one per field, worded as the settings view words
+    /// them (ui/src/lib/settings.ts). Empty when all are usable.
+    ///
+    /// The ranges are the settings view's, with one difference: where the view asks for
+    /// at least a few seconds between checks (or a minute of session), the engine takes
+    /// any duration above zero, since `mimesis run` flags and the environment may set
+    /// short limits (`--max-duration 2s --duration-check 100ms`) for tests and trials.
+    pub fn validate(&self) -> Vec<FieldError> {
+        // In the document's order, so errors read top to bottom like the view.
+        let mut c = Checks::default();
+        c.whole("maxLiveSessions", self.max_live_sessions.into(), 1, 64, "");
+        let (lo, hi) = Self::IDLE_TIMEOUT_RANGE;
+        if self.idle_timeout < lo || self.idle_timeout > hi {
+            // SPEC P6: 1–120 min, for every face alike.
+            c.add("idleTimeoutSecs", "must be between 60 and 7200 seconds (1–120 min)".into());
+        }
+        c.positive("maxDurationSecs", self.max_duration, 604_800);
+        c.positive("durationCheckSecs", self.duration_check, 3600);
+        c.whole("durationWarnPercent", self.duration_warn_percent.into(), 1, 99, " %");
+        c.up_to("turnGraceSecs", self.turn_grace, 600);
+        c.whole("maxRssMb", self.max_rss_mb, 64, 1_048_576, " MB");
+        c.positive("rssCheckSecs", self.rss_check, 3600);
+        c.positive("killAfterSecs", self.kill_after, 120);
+        c.positive("diskCheckSecs", self.disk_check, 86_400);
+        c.whole("diskWarnPercent", self.disk_warn_percent.into(), 1, 99, " %");
+        if c.whole("diskCleanupPercent", self.disk_cleanup_percent.into(), 1, 100, " %")
+            && self.disk_cleanup_percent <= self.disk_warn_percent
+        {
+            c.add("diskCleanupPercent", "must be above the warning level".into());
+        }
+        c.positive("healthCheckSecs", self.health_check, 3600);
+        c.positive("orphanCheckSecs", self.orphan_check, 3600);
+        c.whole("recoveryRetries", self.recovery_retries.into(), 0, 10, "");
+        c.up_to("recoveryRetryDelaySecs", self.recovery_retry_delay, 600);
+        c.up_to("crashDebounceSuccessSecs", self.crash_debounce_success, 3600);
+        c.up_to("crashDebounceFailureSecs", self.crash_debounce_failure, 3600);
+        // One field for the list, as the view shows it (a text box, one pattern a line).
+        let field = "crashPatterns";
+        if self.crash_patterns.len() > MAX_CRASH_PATTERNS {
+            c.add(field, format!("at most {MAX_CRASH_PATTERNS} patterns"));
+        }
+        for (i, p) in self.crash_patterns.iter().enumerate() {
+            let n = i + 1;
+            if p.trim().is_empty() {
+                c.add(field, format!("pattern {n} must not be empty"));
+            } else if p.chars().count() > MAX_CRASH_PATTERN_LEN {
+                c.add(field, format!("pattern {n} must be at most {MAX_CRASH_PATTERN_LEN} characters"));
+            } else if let Err(e) = regex::Regex::new(p) {
+                let why = e.to_string().lines().last().unwrap_or("invalid").trim().to_owned();
+                c.add(field, format!("pattern {n} is not a valid regular expression ({why})"));
+            }
+        }
+        c.0
+    }
+
+    /// The RSS limit in bytes.
+    pub fn max_rss_bytes(&self) -> u64 {
+        self.max_rss_mb.saturating_mul(1024 * 1024)
+    }
+}
+
+/// The errors found so far by [`Limits::validate`], with its kinds of rule.
+#[derive(Default)]
+struct Checks(Vec<FieldError>);
+
+impl Checks {
+    fn add(&mut self, field: &str, message: String) {
+        self.0.push(FieldError { field: format!("limits.{field}"), message });
+    }
+
+    /// A whole number in `lo..=hi`; `unit` is " MB", " %" or "". True when it is.
+    fn whole(&mut self, field: &str, v: u64, lo: u64, hi: u64, unit: &str) -> bool {
+        let ok = (lo..=hi).contains(&v);
+        if !ok {
+            self.add(field, format!("must be between {lo} and {hi}{unit}"));
+        }
+        ok
+    }
+
+    /// A duration above zero and at most `hi` seconds.
+    fn positive(&mut self, field: &str, d: Duration, hi: u64) {
+        if d.is_zero() || d > Duration::from_secs(hi) {
+            self.add(field, format!("must be more than 0 and at most {hi} seconds"));
+        }
+    }
+
+    /// A duration of at most `hi` seconds (zero allowed).
+    fn up_to(&mut self, field: &str, d: Duration, hi: u64) {
+        if d > Duration::from_secs(hi) {
+            self.add(field, format!("must be between 0 and {hi} seconds"));
+        }
+    }
+}
+
+/// The limit overrides set in this process's environment (the variables of [`ENV_VARS`]
+/// that are set), captured once so that every later settings change gets the same ones.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LimitsEnv(BTreeMap<String, String>);
+
+impl LimitsEnv {
+    /// The overrides of this process's environment.
+    pub fn from_process() -> LimitsEnv {
+        LimitsEnv::from_pairs(ENV_VARS.iter().filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_owned(), v))))
+    }
+
+    /// Overrides from name/value pairs (names outside [`ENV_VARS`] are ignored).
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> LimitsEnv {
+        LimitsEnv(pairs.into_iter().filter(|(k, v)| ENV_VARS.contains(&k.as_str()) && !v.trim().is_empty()).collect())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The variables set, for the logs and `doctor`.
+    pub fn names(&self) -> Vec<&str> {
+        self.0.keys().map(String::as_str).collect()
+    }
+
+    /// `base` with these overrides. An override that cannot be read is reported and
+    /// skipped; when the overrides would make the limits invalid, `base` is returned
+    /// unchanged with the reasons (a bad variable never takes supervision down).
+    pub fn apply(&self, base: &Limits) -> (Limits, Vec<FieldError>) {
+        let mut l = base.clone();
+        let mut errors = l.apply_env(|k| self.0.get(k).cloned());
+        let invalid = l.validate();
+        if invalid.is_empty() {
+            return (l, errors);
+        }
+        errors.extend(invalid.into_iter().map(|e| FieldError {
+            message: format!("{} (from the environment; ignored: {})", e.message, self.names().join(", ")),
+            ..e
+        }));
+        (base.clone(), errors)
+    }
+}
+
+/// A duration could not be read.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{0:?} is not a duration (examples: 500ms, 90s, 10m, 4h, 1h30m; a bare number is seconds)")]
+pub struct BadDuration(pub String);
+
+/// Parses `500ms`, `90s`, `10m`, `4h`, `1d`, `1h30m`, `1.5s`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, BadDuration> {
+    let bad = || BadDuration(s.to_owned());
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(bad());
+    }
+    if let Ok(secs) = t.parse::<f64>() {
+        return secs_f64(secs).ok_or_else(bad);
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
+        if num_end == 0 {
+            return Err(bad());
+        }
+        let value: f64 = rest[..num_end].parse().map_err(|_| bad())?;
+        rest = &rest[num_end..];
+        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit = &rest[..unit_end];
+        rest = &rest[unit_end..];
+        let scale = match unit {
+            "ms" => 0.001,
+            "s" | "sec" | "secs" => 1.0,
+            "m" | "min" | "mins" => 60.0,
+            "h" | "hr" | "hrs" => 3600.0,
+            "d" => 86_400.0,
+            _ => return Err(bad()),
+        };
+        total = total.checked_add(secs_f64(value * scale).ok_or_else(bad)?).ok_or_else(bad)?;
+    }
+    Ok(total)
+}
+
+fn secs_f64(v: f64) -> Option<Duration> {
+    (v.is_finite() && (0.0..1e12).contains(&v)).then(|| Duration::from_secs_f64(v))
+}
+
+/// Writes a duration compactly for messages and flags: `500ms`, `90s`, `10m`, `4h`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if !ms.is_multiple_of(1000) {
+        return format!("{ms}ms");
+    }
+    let s = ms / 1000;
+    if s != 0 && s.is_multiple_of(3600) {
+        format!("{}h", s / 3600)
+    } else if s != 0 && s.is_multiple_of(60) {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// Durations as seconds in JSON: a whole number when whole, else a fraction.
+mod secs {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        if d.subsec_nanos() == 0 { s.serialize_u64(d.as_secs()) } else { s.serialize_f64(d.as_secs_f64()) }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let v = f64::deserialize(d)?;
+        secs_f64(v).ok_or_else(|| serde::de::Error::custom(format!("{v} is not a number of seconds ≥ 0")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_serialize_to_the_documented_limits_object() {
+        let v = serde_json::to_value(Limits::default()).unwrap();
+        let expected = serde_json::json!({
+            "maxLiveSessions": 3, "idleTimeoutSecs": 600, "suspendMode": "terminate",
+            "maxDurationSecs": 14400, "durationCheckSecs": 60, "durationWarnPercent": 90, "turnGraceSecs": 30,
+            "maxRssMb": 4096, "rssCheckSecs": 30, "killAfterSecs": 5,
+            "diskCheckSecs": 300, "diskWarnPercent": 80, "diskCleanupPercent": 95,
+            "healthCheckSecs": 60, "orphanCheckSecs": 60,
+            "recoveryRetries": 2, "recoveryRetryDelaySecs": 2,
+            "crashDebounceSuccessSecs": 30, "crashDebounceFailureSecs": 5,
+            "crashPatterns": ["RangeError: Maximum call stack size exceeded"]
+        });
+        assert_eq!(v, expected);
+        let mut keys: Vec<&str> = expected.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut fields = Limits::FIELDS.to_vec();
+        keys.sort_unstable();
+        fields.sort_unstable();
+        assert_eq!(keys, fields, "FIELDS names every field");
+        let back: Limits = serde_json::from_value(expected).unwrap();
+        assert_eq!(back, Limits::default());
+        assert!(Limits::default().validate().is_empty());
+    }
+
+    #[test]
+    fn missing_fields_take_defaults_and_fractions_are_kept() {
+        let l: Limits = serde_json::from_str(r#"{"killAfterSecs": 0.5, "maxRssMb": 100}"#).unwrap();
+        assert_eq!(l.kill_after, Duration::from_millis(500));
+        assert_eq!(l.max_rss_mb, 100);
+        assert_eq!(l.idle_timeout, Duration::from_secs(600));
+        assert_eq!(serde_json::to_value(&l).unwrap()["killAfterSecs"], serde_json::json!(0.5));
+        assert!(serde_json::from_str::<Limits>(r#"{"idleTimeoutSecs": -1}"#).is_err());
+        assert!(serde_json::from_str::<Limits>(r#"{"noSuchLimit": 1}"#).is_err());
+    }
+
+    #[test]
+    fn validation_names_every_bad_field_in_document_order_with_the_views_words() {
+        let l = Limits {
+            max_live_sessions: 0,
+            idle_timeout: Duration::from_secs(30),
+            duration_warn_percent: 100,
+            max_rss_mb: 10,
+            disk_warn_percent: 90,
+            disk_cleanup_percent: 85,
+            health_check: Duration::ZERO,
+            recovery_retry_delay: Duration::from_secs(601),
+            crash_patterns: vec!["(unclosed".into(), " ".into(), "x".repeat(501)],
+            ..Limits::default()
+        };
+        let errors: Vec<(String, String)> = l.validate().into_iter().map(|e| (e.field, e.message)).collect();
+        let expected = [
+            ("limits.maxLiveSessions", "must be between 1 and 64"),
+            ("limits.idleTimeoutSecs", "must be between 60 and 7200 seconds (1–120 min)"),
+            ("limits.durationWarnPercent", "must be between 1 and 99 %"),
+            ("limits.maxRssMb", "must be between 64 and 1048576 MB"),
+            ("limits.diskCleanupPercent", "must be above the warning level"),
+            ("limits.healthCheckSecs", "must be more than 0 and at most 3600 seconds"),
+            ("limits.recoveryRetryDelaySecs", "must be between 0 and 600 seconds"),
+        ];
+        for (i, (f, m)) in expected.iter().enumerate() {
+            assert_eq!((errors[i].0.as_str(), errors[i].1.as_str()), (*f, *m));
+        }
+        let patterns: Vec<&str> = errors[expected.len()..].iter().map(|(_, m)| m.as_str()).collect();
+        assert_eq!(patterns.len(), 3, "{patterns:?}");
+        assert!(patterns[0].starts_with("pattern 1 is not a valid regular expression ("), "{}", patterns[0]);
+        assert_eq!(patterns[1], "pattern 2 must not be empty");
+        assert_eq!(patterns[2], "pattern 3 must be at most 500 characters");
+        assert!(errors[expected.len()..].iter().all(|(f, _)| f == "limits.crashPatterns"));
+    }
+
+    #[test]
+    fn short_limits_for_tests_pass_and_the_views_upper_bounds_hold() {
+        let short = Limits {
+            max_duration: Duration::from_secs(2),
+            duration_check: Duration::from_millis(100),
+            kill_after: Duration::from_millis(500),
+            rss_check: Duration::from_millis(200),
+            health_check: Duration::from_secs(1),
+            ..Limits::default()
+        };
+        assert!(short.validate().is_empty(), "{:?}", short.validate());
+        let long = Limits { max_duration: Duration::from_secs(604_801), ..Limits::default() };
+        assert_eq!(long.validate()[0].message, "must be more than 0 and at most 604800 seconds");
+        let many = Limits { crash_patterns: vec!["a".into(); 33], ..Limits::default() };
+        assert_eq!(many.validate()[0].message, "at most 32 patterns");
+        assert!(Limits { crash_patterns: vec![], ..Limits::default() }.validate().is_empty());
+    }
+
+    #[test]
+    fn environment_overrides_are_captured_and_never_make_limits_invalid() {
+        let env = LimitsEnv::from_pairs([
+            ("MAX_SESSION_DURATION_SECONDS".to_owned(), "1h".to_owned()),
+            ("PATH".to_owned(), "/bin".to_owned()),
+        ]);
+        assert_eq!(env.names(), ["MAX_SESSION_DURATION_SECONDS"]);
+        let base = Limits { max_live_sessions: 5, ..Limits::default() };
+        let (l, errors) = env.apply(&base);
+        assert!(errors.is_empty());
+        assert_eq!((l.max_duration, l.max_live_sessions), (Duration::from_secs(3600), 5));
+        let bad = LimitsEnv::from_pairs([("SESSION_IDLE_TIMEOUT_SECONDS".to_owned(), "5".to_owned())]);
+        let (l, errors) = bad.apply(&base);
+        assert_eq!(l, base, "an override that would be invalid is not applied");
+        assert_eq!(errors[0].field, "limits.idleTimeoutSecs");
+        assert!(errors[0].message.contains("SESSION_IDLE_TIMEOUT_SECONDS"), "{}", errors[0].message);
+    }
+
+    #[test]
+    fn environment_uses_the_seed_names() {
+        let env = |k: &str| match k {
+            "MAX_SESSION_DURATION_SECONDS" => Some("3600".to_owned()),
+            "MAX_SESSION_RSS_MB" => Some("2048".to_owned()),
+            "SESSION_IDLE_TIMEOUT_SECONDS" => Some("15m".to_owned()),
+            "SESSION_SUSPEND_MODE" => Some("stop".to_owned()),
+            "CRASH_PATTERNS" => Some("boom\nFATAL ERROR".to_owned()),
+            "DISK_WARN_PERCENT" => Some("lots".to_owned()),
+            _ => None,
+        };
+        let mut l = Limits::default();
+        let errors = l.apply_env(env);
+        assert_eq!(l.max_duration, Duration::from_secs(3600));
+        assert_eq!(l.max_rss_mb, 2048);
+        assert_eq!(l.idle_timeout, Duration::from_secs(900));
+        assert_eq!(l.suspend_mode, SuspendMode::Stop);
+        assert_eq!(l.crash_patterns, ["boom", "FATAL ERROR"]);
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].field, "DISK_WARN_PERCENT");
+        assert_eq!(l.disk_warn_percent, 80, "a bad value leaves the field unchanged");
+    }
+
+    #[test]
+    fn durations_parse_in_every_documented_form() {
+        let ok = |s: &str| parse_duration(s).unwrap();
+        assert_eq!(ok("500ms"), Duration::from_millis(500));
+        assert_eq!(ok("90s"), Duration::from_secs(90));
+        assert_eq!(ok("4h"), Duration::from_secs(4 * 3600));
+        assert_eq!(ok("10m"), Duration::from_secs(600));
+        assert_eq!(ok("1h30m"), Duration::from_secs(5400));
+        assert_eq!(ok("1.5s"), Duration::from_millis(1500));
+        assert_eq!(ok("45"), Duration::from_secs(45));
+        assert_eq!(ok(" 2d "), Duration::from_secs(2 * 86_400));
+        for bad in ["", "ms", "5 parsecs", "-3s", "1h-", "abc", "1e400", "NaN"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse_duration("soon").unwrap_err().to_string().contains("500ms, 90s"));
+    }
+
+    #[test]
+    fn durations_format_compactly() {
+        assert_eq!(format_duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(format_duration(Duration::from_secs(90)), "90s");
+        assert_eq!(format_duration(Duration::from_secs(600)), "10m");
+        assert_eq!(format_duration(Duration::from_secs(14400)), "4h");
+        for s in ["500ms", "90s", "10m", "4h"] {
+            assert_eq!(format_duration(parse_duration(s).unwrap()), s);
+        }
+    }
+}

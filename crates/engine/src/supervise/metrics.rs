@@ -1,0 +1,171 @@
+//! Metrics of every running supervisor, for `mimesis metrics` (SPEC P14, X1). Each
+//! supervisor (the desktop app, each `mimesis run`) publishes a snapshot of its
+//! [`Metrics`] as `<data dir>/metrics/<pid>-<start ticks>.json`, written atomically when
+//! something changed and at least every [`HEARTBEAT`], and withdrawn on a clean exit.
+//! [`collect`] adds up the snapshots of the supervisors still running (same PID, start
+//! time and boot as published) and sets aside those whose publisher is gone: a
+//! SIGKILLed supervisor's last numbers are never shown as if it were alive.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::ledger::Owner;
+use super::view::Metrics;
+use crate::clock::Timestamp;
+
+/// The folder of the snapshots, under the data dir.
+pub const DIR_NAME: &str = "metrics";
+
+/// A supervisor re-publishes at least this often, even when nothing changed.
+pub const HEARTBEAT: Duration = Duration::from_secs(10);
+
+/// The snapshots' folder for a data dir.
+pub fn dir(data_dir: &Path) -> PathBuf {
+    data_dir.join(DIR_NAME)
+}
+
+/// One supervisor's published snapshot (the file's content).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    pub owner: Owner,
+    pub updated_at: Timestamp,
+    /// Supervised sessions (with or without a process) at that moment.
+    pub sessions: usize,
+    pub metrics: Metrics,
+}
+
+fn file_of(dir: &Path, owner: &Owner) -> PathBuf {
+    dir.join(format!("{}-{}.json", owner.pid, owner.start_ticks))
+}
+
+/// Writes `snapshot` for its owner; a reader never sees half a file.
+pub fn publish(dir: &Path, snapshot: &Snapshot) -> io::Result<()> {
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    }
+    let path = file_of(dir, &snapshot.owner);
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec(snapshot)?)?;
+    std::fs::rename(&tmp, &path)
+}
+
+/// Removes `owner`'s snapshot (a clean exit).
+pub fn withdraw(dir: &Path, owner: &Owner) -> io::Result<()> {
+    match std::fs::remove_file(file_of(dir, owner)) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// A supervisor that published metrics.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Publisher {
+    pub pid: u32,
+    pub start_ticks: u64,
+    pub updated_at: Timestamp,
+    pub sessions: usize,
+    pub path: PathBuf,
+}
+
+/// What [`collect`] found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Collected {
+    /// Supervisors still running, oldest snapshot first.
+    pub live: Vec<Publisher>,
+    /// Snapshots of supervisors that are gone, or that cannot be read.
+    pub stale: Vec<PathBuf>,
+    /// The live supervisors' metrics added up.
+    pub metrics: Metrics,
+}
+
+/// Reads every snapshot in `dir`. With `clean`, the stale ones are deleted (`mimesis
+/// metrics`); without, nothing is changed (`mimesis doctor`).
+pub fn collect(dir: &Path, clean: bool) -> Collected {
+    let mut out = Collected::default();
+    let Ok(rd) = std::fs::read_dir(dir) else { return out };
+    let mut entries: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if name.ends_with(".json.tmp") {
+            continue; // being written; its owner renames it in a moment
+        }
+        if !name.ends_with(".json") {
+            continue;
+        }
+        let snapshot = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice::<Snapshot>(&b).ok());
+        match snapshot {
+            Some(s) if file_of(dir, &s.owner) == path && s.owner.alive() => {
+                out.metrics.add(&s.metrics);
+                out.live.push(Publisher {
+                    pid: s.owner.pid,
+                    start_ticks: s.owner.start_ticks,
+                    updated_at: s.updated_at,
+                    sessions: s.sessions,
+                    path,
+                });
+            }
+            _ => {
+                if clean && let Err(e) = std::fs::remove_file(&path) {
+                    tracing::debug!(path = %path.display(), error = %e, "cannot remove a stale metrics snapshot");
+                }
+                out.stale.push(path);
+            }
+        }
+    }
+    out.live.sort_by_key(|p| p.updated_at);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(owner: Owner, session: &str, rss: u64, recoveries: u64) -> Snapshot {
+        let mut metrics =
+            Metrics { recoveries_total: recoveries, zombie_processes_cleaned_total: 1, ..Default::default() };
+        metrics.rss_bytes.insert(session.into(), rss);
+        Snapshot { owner, updated_at: Timestamp::from_millis(0), sessions: 1, metrics }
+    }
+
+    #[test]
+    fn live_publishers_add_up_dead_ones_are_set_aside_and_cleaned() {
+        let d = tempfile::tempdir().unwrap();
+        let me = Owner::me();
+        // Another live process: our parent is a stand-in for "the app".
+        let ppid = std::os::unix::process::parent_id();
+        let parent = Owner {
+            pid: ppid,
+            start_ticks: crate::procs::start_ticks(ppid).unwrap(),
+            boot_id: crate::procs::boot_id(),
+        };
+        let dead = Owner { pid: 999_999, start_ticks: 5, boot_id: crate::procs::boot_id() };
+        let reused = Owner { start_ticks: me.start_ticks + 1, ..me.clone() };
+        publish(d.path(), &snapshot(me.clone(), "a", 100, 1)).unwrap();
+        publish(d.path(), &snapshot(parent, "b", 50, 2)).unwrap();
+        publish(d.path(), &snapshot(dead, "c", 7, 5)).unwrap();
+        publish(d.path(), &snapshot(reused, "d", 9, 9)).unwrap();
+        std::fs::write(d.path().join("junk.json"), b"{").unwrap();
+
+        let seen = collect(d.path(), false);
+        assert_eq!(seen.live.len(), 2, "{seen:?}");
+        assert_eq!(seen.stale.len(), 3, "the dead, the PID now another process, the unreadable");
+        assert_eq!(seen.metrics.recoveries_total, 3);
+        assert_eq!(seen.metrics.zombie_processes_cleaned_total, 2);
+        assert_eq!(seen.metrics.rss_bytes.keys().collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 5, "looking changes nothing");
+
+        let cleaned = collect(d.path(), true);
+        assert_eq!(cleaned.metrics, seen.metrics);
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2, "stale snapshots removed");
+        withdraw(d.path(), &me).unwrap();
+        withdraw(d.path(), &me).unwrap();
+        assert_eq!(collect(d.path(), true).live.len(), 1);
+    }
+}

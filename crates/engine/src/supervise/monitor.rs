@@ -1,0 +1,483 @@
+//! The output monitor (P3): a terminal-screen model (`vt100`) of what the agent drew, and
+//! the signals read from it. Each signal needs more than one anchor where the TUI gives
+//! them (docs/claude-code-formats.md §6, claude-code-observed.md "The TUI in a PTY"):
+//!
+//! - permission dialog: a question (`Do you want to proceed?`, `…make this edit to…`,
+//!   `…create…`) *and* an answer row (`1. Yes`, `No, and tell Claude…`, `Esc to cancel`);
+//! - working: a line with `esc to interrupt` (the spinner's hint);
+//! - idle prompt: a `❯` input row right under a horizontal rule, or with the
+//!   `? for shortcuts` footer, and no spinner or dialog;
+//! - turn done: a new `✻ Baked for 3s` line (the working → prompt change is the main cue);
+//! - crash: any configured pattern on a row that was not there before;
+//! - resume refused: `No conversation found with session ID:`;
+//! - harness dead: the TUI is gone and the last line is a bare shell prompt.
+//!
+//! Activity is sticky: a screen that says nothing definite (a crash dump, a redraw) keeps
+//! the last definite activity. Edges fire when a matching row appears, not while it stays.
+//! The monitor also answers the terminal queries a TUI sends at start-up (cursor position,
+//! device attributes) for when no real terminal is attached to answer them.
+
+use std::collections::HashMap;
+use std::num::NonZeroU16;
+use std::time::{Duration, Instant};
+
+use regex::Regex;
+
+use super::policy::{Activity, ScreenSignal};
+
+const QUESTIONS: &[&str] =
+    &["Do you want to proceed?", "Do you want to make this edit to", "Do you want to create", "Do you want to allow"];
+const ANSWERS: &[&str] = &["1. Yes", "No, and tell Claude", "Esc to cancel"];
+const RESUME_REFUSED: &str = "No conversation found with session ID";
+
+/// During a burst of output the screen is read at most this often (reading it costs far
+/// more than parsing a chunk); the driver calls [`Monitor::flush`] when output pauses.
+pub const READ_EVERY: Duration = Duration::from_millis(25);
+/// Bytes of the previous chunk kept, so a crash line split across two reads still matches.
+const CARRY: usize = 256;
+
+/// Replies to terminal queries, collected while parsing.
+#[derive(Default)]
+struct Replies {
+    pending: Vec<u8>,
+}
+
+impl vt100::Callbacks for Replies {
+    fn unhandled_csi(
+        &mut self,
+        screen: &mut vt100::Screen,
+        i1: Option<u8>,
+        _i2: Option<u8>,
+        params: &[&[u16]],
+        c: char,
+    ) {
+        let first = params.first().and_then(|p| p.first()).copied().unwrap_or(0);
+        match (i1, c, first) {
+            (None, 'n', 6) => {
+                let (row, col) = screen.cursor_position();
+                self.pending.extend(format!("\x1b[{};{}R", row + 1, col + 1).into_bytes());
+            }
+            (None, 'n', 5) => self.pending.extend(b"\x1b[0n"),
+            (None, 'c', 0) => self.pending.extend(b"\x1b[?62;22c"),
+            (Some(b'>'), 'c', 0) => self.pending.extend(b"\x1b[>1;10;0c"),
+            _ => {}
+        }
+    }
+}
+
+fn compile(crash_patterns: &[String]) -> Vec<Regex> {
+    crash_patterns
+        .iter()
+        .filter_map(|p| match Regex::new(p) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                tracing::warn!(pattern = %p, error = %e, "ignoring an invalid crash pattern");
+                None
+            }
+        })
+        .collect()
+}
+
+/// The screen of one process and what was last read from it.
+pub struct Monitor {
+    parser: vt100::Parser<Replies>,
+    crash: Vec<Regex>,
+    turn_done: Regex,
+    shell_prompt: Regex,
+    activity: Activity,
+    /// Matching rows seen on the previous read, with their counts (edge detection).
+    seen_crash: HashMap<String, usize>,
+    seen_done: HashMap<String, usize>,
+    seen_refused: bool,
+    seen_shell: bool,
+    /// When the screen was last read, and whether output arrived since.
+    last_read: Option<Instant>,
+    dirty: bool,
+    carry: Vec<u8>,
+    /// The last byte parsed ended a line (`\r\n`): the parser is at column 0, in its
+    /// ground state.
+    at_line_start: bool,
+}
+
+impl Monitor {
+    /// `crash_patterns` must be valid (see `Limits::validate`); an invalid one is skipped.
+    pub fn new(rows: u16, cols: u16, crash_patterns: &[String]) -> Monitor {
+        let crash = compile(crash_patterns);
+        Monitor {
+            parser: vt100::Parser::new_with_callbacks(nz(rows), nz(cols), 0, Replies::default()),
+            crash,
+            turn_done: Regex::new(r"^\s*\S\s+[A-Z][a-z]+ for (\d+h\s*)?(\d+m\s*)?\d+(\.\d+)?s\b").expect("valid"),
+            shell_prompt: Regex::new(r"^(\S*[@:]\S*|bash-[\d.]+|sh-[\d.]+)?[~\w./-]*\s?[$#%]\s?$").expect("valid"),
+            activity: Activity::Unknown,
+            seen_crash: HashMap::new(),
+            seen_done: HashMap::new(),
+            seen_refused: false,
+            seen_shell: false,
+            last_read: None,
+            dirty: false,
+            carry: Vec::new(),
+            at_line_start: false,
+        }
+    }
+
+    /// New crash patterns (the settings changed), for what is read from now on. The
+    /// screen and what was already seen on it are kept.
+    pub fn set_crash_patterns(&mut self, crash_patterns: &[String]) {
+        self.crash = compile(crash_patterns);
+    }
+
+    pub fn resize(&mut self, rows: u16, cols: u16) {
+        self.parser.set_size(nz(rows), nz(cols));
+    }
+
+    /// The last definite activity.
+    pub fn activity(&self) -> Activity {
+        self.activity
+    }
+
+    /// Answers to terminal queries the agent sent since the last call.
+    pub fn take_replies(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.parser.callbacks_mut().pending)
+    }
+
+    /// The visible rows, trailing blanks removed.
+    pub fn rows(&self) -> Vec<String> {
+        let screen = self.parser.screen();
+        let (_, cols) = screen.size();
+        screen.rows(0, cols.get()).map(|r| r.trim_end().to_owned()).collect()
+    }
+
+    /// The last non-empty line (for error messages).
+    pub fn last_line(&self) -> Option<String> {
+        self.rows().into_iter().rev().find(|r| !r.trim().is_empty()).map(|r| r.trim().to_owned())
+    }
+
+    /// Feeds output and returns what changed. Within [`READ_EVERY`] of the last read the
+    /// screen is only parsed, unless the output itself holds a crash pattern (which might
+    /// scroll off before the next read).
+    pub fn feed(&mut self, bytes: &[u8], now: Instant) -> Vec<ScreenSignal> {
+        self.parse(bytes);
+        let raw_crash = self.crash_in_stream(bytes);
+        if !raw_crash && self.last_read.is_some_and(|t| now.duration_since(t) < READ_EVERY) {
+            self.dirty = true;
+            return Vec::new();
+        }
+        self.read_at(now, raw_crash)
+    }
+
+    /// Parses output. A flood of plain lines (a build log, `cat` of a big file) is
+    /// fast-forwarded: only its last screenful can be visible afterwards, so the lines
+    /// before it are skipped after scrolling the screen clear — the same screen, without
+    /// drawing every line (the terminal model parses ~30 MB/s; floods come faster).
+    fn parse(&mut self, bytes: &[u8]) {
+        let rows = usize::from(self.parser.screen().size().0.get());
+        // Finish the line in progress normally; the rest starts at column 0.
+        let (head, rest) = if self.at_line_start {
+            (&bytes[..0], bytes)
+        } else {
+            match memchr::memchr(b'\n', bytes) {
+                Some(i) => bytes.split_at(i + 1),
+                None => (bytes, &bytes[bytes.len()..]),
+            }
+        };
+        self.parser.process(head);
+        let at_column_0 = self.at_line_start || head.ends_with(b"\r\n");
+        match plain_tail(rest, rows).filter(|_| at_column_0) {
+            Some(start) => {
+                self.parser.process("\r\n".repeat(rows).as_bytes());
+                self.parser.process(&rest[start..]);
+            }
+            None => self.parser.process(rest),
+        }
+        if !bytes.is_empty() {
+            self.at_line_start = bytes.ends_with(b"\r\n");
+        }
+    }
+
+    /// Output arrived since the screen was last read.
+    pub fn dirty(&self) -> bool {
+        self.dirty
+    }
+
+    /// Reads the screen if output arrived since the last read.
+    pub fn flush(&mut self, now: Instant) -> Vec<ScreenSignal> {
+        if self.dirty { self.read_at(now, false) } else { Vec::new() }
+    }
+
+    /// A crash pattern in the bytes themselves (with the end of the previous chunk).
+    fn crash_in_stream(&mut self, bytes: &[u8]) -> bool {
+        if self.crash.is_empty() {
+            return false;
+        }
+        let carried = self.carry.len();
+        self.carry.extend_from_slice(bytes);
+        let text = String::from_utf8_lossy(&self.carry);
+        // Only matches that end in the new bytes are new.
+        let hit = self.crash.iter().any(|p| p.find_iter(&text).any(|m| m.end() > carried));
+        let keep = self.carry.len().saturating_sub(CARRY);
+        self.carry.drain(..keep);
+        hit
+    }
+
+    fn read_at(&mut self, now: Instant, raw_crash: bool) -> Vec<ScreenSignal> {
+        self.last_read = Some(now);
+        self.dirty = false;
+        let mut out = self.read();
+        if raw_crash && !out.contains(&ScreenSignal::Crash) {
+            // Printed and scrolled away within one read: the stream saw it.
+            out.push(ScreenSignal::Crash);
+        }
+        out
+    }
+
+    fn read(&mut self) -> Vec<ScreenSignal> {
+        let rows = self.rows();
+        let mut out = Vec::new();
+
+        let question = rows.iter().any(|r| QUESTIONS.iter().any(|q| r.contains(q)));
+        let answer = rows.iter().any(|r| ANSWERS.iter().any(|a| r.contains(a)));
+        let spinner = rows.iter().any(|r| r.to_ascii_lowercase().contains("esc to interrupt"));
+        let prompt = (1..rows.len())
+            .any(|i| rows[i].trim_start().starts_with('❯') && rows[i - 1].trim_start().starts_with('─'))
+            || (rows.iter().any(|r| r.trim_start().starts_with('❯'))
+                && rows.iter().any(|r| r.contains("? for shortcuts")));
+        let activity = if question && answer {
+            Activity::Permission
+        } else if spinner {
+            Activity::Working
+        } else if prompt {
+            Activity::Idle
+        } else {
+            Activity::Unknown
+        };
+        if activity != Activity::Unknown && activity != self.activity {
+            self.activity = activity;
+            out.push(ScreenSignal::Activity(activity));
+        }
+
+        let crash = count_matching(&rows, |r| self.crash.iter().any(|p| p.is_match(r)));
+        if appeared(&crash, &self.seen_crash) {
+            out.push(ScreenSignal::Crash);
+        }
+        self.seen_crash = crash;
+
+        let done = count_matching(&rows, |r| self.turn_done.is_match(r));
+        if appeared(&done, &self.seen_done) {
+            out.push(ScreenSignal::TurnDone);
+        }
+        self.seen_done = done;
+
+        let refused = rows.iter().any(|r| r.contains(RESUME_REFUSED));
+        if refused && !self.seen_refused {
+            out.push(ScreenSignal::ResumeRejected);
+        }
+        self.seen_refused = refused;
+
+        let tui = question || spinner || rows.iter().any(|r| r.trim_start().starts_with('❯'));
+        let last = rows.iter().rev().find(|r| !r.trim().is_empty());
+        let shell = !tui && last.is_some_and(|l| self.shell_prompt.is_match(l.trim_start()));
+        if shell && !self.seen_shell {
+            out.push(ScreenSignal::HarnessDead);
+        }
+        self.seen_shell = shell;
+        out
+    }
+}
+
+/// Where the last `rows` lines of `bytes` start, if it is plain text (printable bytes,
+/// tabs, `\r\n` line ends and nothing else) with more lines than that; else None.
+fn plain_tail(bytes: &[u8], rows: usize) -> Option<usize> {
+    let mut newlines = 0;
+    let mut start = None;
+    for i in (0..bytes.len()).rev() {
+        match bytes[i] {
+            b'\n' => {
+                if i == 0 || bytes[i - 1] != b'\r' {
+                    return None; // a bare line feed keeps its column: not plain
+                }
+                newlines += 1;
+                if newlines == rows + 1 && start.is_none() {
+                    start = Some(i + 1);
+                }
+            }
+            b'\r' if bytes.get(i + 1) == Some(&b'\n') => {}
+            b'\r' => return None,
+            b'\t' => {}
+            b if b < 0x20 || b == 0x7f => return None,
+            _ => {}
+        }
+    }
+    start
+}
+
+fn nz(v: u16) -> NonZeroU16 {
+    NonZeroU16::new(v).unwrap_or(NonZeroU16::MIN)
+}
+
+fn count_matching(rows: &[String], pred: impl Fn(&str) -> bool) -> HashMap<String, usize> {
+    let mut m = HashMap::new();
+    for r in rows.iter().filter(|r| pred(r)) {
+        *m.entry(r.trim().to_owned()).or_insert(0) += 1;
+    }
+    m
+}
+
+/// A matching row that was not there before (or more copies of one).
+fn appeared(now: &HashMap<String, usize>, before: &HashMap<String, usize>) -> bool {
+    now.iter().any(|(k, n)| before.get(k).is_none_or(|b| n > b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds with the read throttle out of the way.
+    trait FeedNow {
+        fn feed_now(&mut self, bytes: &[u8]) -> Vec<ScreenSignal>;
+    }
+
+    impl FeedNow for Monitor {
+        fn feed_now(&mut self, bytes: &[u8]) -> Vec<ScreenSignal> {
+            let t = self.last_read.map_or_else(Instant::now, |t| t + READ_EVERY);
+            self.feed(bytes, t)
+        }
+    }
+
+    #[test]
+    fn fast_forwarding_a_flood_of_lines_gives_the_same_screen() {
+        let mut seed = 7u64;
+        let mut rand = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..20 {
+            let mut fast = Monitor::new(12, 30, &[]);
+            let mut full = vt100::Parser::new(nz(12), nz(30), 0);
+            let mut stream = Vec::new();
+            for _ in 0..(20 + rand(200)) {
+                let len = rand(70) as usize;
+                let line: String = (0..len)
+                    .map(|i| {
+                        if i % 17 == 3 {
+                            'é'
+                        } else if i % 11 == 5 {
+                            '\t'
+                        } else {
+                            (b'a' + (i % 26) as u8) as char
+                        }
+                    })
+                    .collect();
+                stream.extend_from_slice(line.as_bytes());
+                stream.extend_from_slice(b"\r\n");
+            }
+            stream.extend_from_slice(b"partial line");
+            // Some escape sequences first, so the fast path starts mid-stream.
+            let prefix = b"\x1b[2J\x1b[Hheader\x1b[5;5Hmid\r\n";
+            let (a, b) =
+                (rand(stream.len() as u64 / 2) as usize, stream.len() / 2 + rand(stream.len() as u64 / 2) as usize);
+            for part in [&prefix[..], &stream[..a], &stream[a..b], &stream[b..]] {
+                fast.parse(part);
+                full.process(part);
+            }
+            let want: Vec<String> = full.screen().rows(0, 30).collect();
+            let got: Vec<String> = fast.parser.screen().rows(0, 30).collect();
+            assert_eq!(got, want, "round {round}");
+            assert_eq!(fast.parser.screen().cursor_position(), full.screen().cursor_position());
+        }
+        assert_eq!(plain_tail(b"a\r\nb\r\nc\r\nd", 2), Some(3));
+        assert_eq!(plain_tail(b"a\nb\r\nc\r\nd\r\n", 1), None, "bare line feed");
+        assert_eq!(plain_tail(b"a\r\n\x1b[Hb\r\nc\r\n", 1), None, "an escape sequence");
+        assert_eq!(plain_tail(b"a\r\nb\r\n", 5), None, "fewer lines than the screen");
+    }
+
+    #[test]
+    fn a_burst_is_read_at_most_every_25_ms_and_flushed_after() {
+        let mut m = mon();
+        let t0 = Instant::now();
+        assert_eq!(m.feed(PROMPT.as_bytes(), t0), [ScreenSignal::Activity(Activity::Idle)]);
+        let working = "\x1b[2J\x1b[H✻ Working (esc to interrupt)\r\n";
+        assert!(m.feed(working.as_bytes(), t0 + Duration::from_millis(5)).is_empty());
+        assert!(m.dirty());
+        assert_eq!(m.flush(t0 + Duration::from_millis(30)), [ScreenSignal::Activity(Activity::Working)]);
+        assert!(!m.dirty());
+        // A crash line that scrolls off within the same burst is still caught.
+        let mut dump = String::from("RangeError: Maximum call stack size exceeded\r\n");
+        for i in 0..60 {
+            dump.push_str(&format!("line {i}\r\n"));
+        }
+        assert_eq!(m.feed(dump.as_bytes(), t0 + Duration::from_millis(31)), [ScreenSignal::Crash]);
+        // Split across two reads.
+        assert!(m.feed(b"RangeError: Maximum call st", t0 + Duration::from_millis(32)).is_empty());
+        assert_eq!(m.feed(b"ack size exceeded\r\n", t0 + Duration::from_millis(33)), [ScreenSignal::Crash]);
+    }
+
+    fn mon() -> Monitor {
+        Monitor::new(40, 120, &[super::super::limits::DEFAULT_CRASH_PATTERN.to_owned()])
+    }
+
+    const PROMPT: &str =
+        "\x1b[2J\x1b[H╭───╮\r\n│ Welcome │\r\n\r\n────────────────\r\n❯ \r\n────────────────\r\n  ? for shortcuts\r\n";
+
+    #[test]
+    fn reads_the_idle_prompt_the_spinner_and_the_dialog() {
+        let mut m = mon();
+        assert_eq!(m.feed_now(PROMPT.as_bytes()), [ScreenSignal::Activity(Activity::Idle)]);
+        assert!(m.feed_now(b"").is_empty(), "no change, no signal");
+        let working = "\x1b[2J\x1b[H> fix it\r\n\r\n\x1b[38;5;174m✻\x1b[0m Thinking… (3s · esc to interrupt)\r\n";
+        assert_eq!(m.feed_now(working.as_bytes()), [ScreenSignal::Activity(Activity::Working)]);
+        let dialog = "\x1b[2J\x1b[H Bash command\r\n   echo hi > out.txt\r\n Do you want to proceed?\r\n ❯ 1. Yes\r\n   2. Yes, and always allow\r\n   3. No\r\n";
+        assert_eq!(m.feed_now(dialog.as_bytes()), [ScreenSignal::Activity(Activity::Permission)]);
+        let done = "\x1b[2J\x1b[H⏺ Done.\r\n\r\n✻ Baked for 0s\r\n\r\n────────────────\r\n❯ \r\n────────────────\r\n";
+        assert_eq!(m.feed_now(done.as_bytes()), [ScreenSignal::Activity(Activity::Idle), ScreenSignal::TurnDone]);
+    }
+
+    #[test]
+    fn one_anchor_alone_is_not_a_dialog() {
+        let mut m = mon();
+        m.feed_now(PROMPT.as_bytes());
+        // The assistant quoting the question in its answer, with the prompt below.
+        let quote = "⏺ The CLI asks \"Do you want to proceed?\" before Bash runs.\r\n";
+        assert!(m.feed_now(quote.as_bytes()).is_empty());
+        assert_eq!(m.activity(), Activity::Idle);
+    }
+
+    #[test]
+    fn a_crash_dump_is_an_edge_and_activity_is_sticky() {
+        let mut m = mon();
+        m.feed_now(b"\x1b[2J\x1b[H\xe2\x9c\xbb Working (esc to interrupt)\r\n");
+        let dump = "\x1b[2J\x1b[Hfunction(A,B){return A.x(B)}...\r\nException in PromiseRejectCallback:\r\nRangeError: Maximum call stack size exceeded\r\n";
+        assert_eq!(m.feed_now(dump.as_bytes()), [ScreenSignal::Crash]);
+        assert_eq!(m.activity(), Activity::Working, "a dump says nothing about activity");
+        assert!(m.feed_now(b"more output\r\n").is_empty(), "the same dump still on screen is no new crash");
+        m.feed_now(b"\x1b[2J\x1b[H");
+        assert_eq!(m.feed_now(dump.as_bytes()), [ScreenSignal::Crash], "a second dump is");
+    }
+
+    #[test]
+    fn configured_patterns_replace_the_default() {
+        let mut m = Monitor::new(24, 80, &["FATAL ERROR: .* heap out of memory".to_owned()]);
+        assert!(m.feed_now(b"RangeError: Maximum call stack size exceeded\r\n").is_empty());
+        assert_eq!(m.feed_now(b"FATAL ERROR: Reached heap limit heap out of memory\r\n"), [ScreenSignal::Crash]);
+    }
+
+    #[test]
+    fn resume_refusal_and_a_bare_shell() {
+        let mut m = mon();
+        assert_eq!(m.feed_now(b"No conversation found with session ID: 3f1c\r\n"), [ScreenSignal::ResumeRejected]);
+        let mut m = mon();
+        m.feed_now(PROMPT.as_bytes());
+        assert!(m.feed_now(b"\x1b[2J\x1b[Hsome output\r\n").is_empty());
+        assert_eq!(m.feed_now(b"me@host:~/proj$ "), [ScreenSignal::HarnessDead]);
+        assert!(m.feed_now(b"").is_empty());
+    }
+
+    #[test]
+    fn answers_cursor_position_queries() {
+        let mut m = mon();
+        m.feed_now(b"ab\x1b[6n");
+        assert_eq!(m.take_replies(), b"\x1b[1;3R");
+        assert!(m.take_replies().is_empty());
+    }
+}

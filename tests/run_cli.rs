@@ -1,0 +1,468 @@
+//! The `mimesis run` contract through the real binary (issue 3): flags, the
+//! `--events-json` lines, exit codes, a terminal and a pipe on stdin.
+//!
+//! Needs `cargo build -p mimesis-standin -p mimesis-cli` (done by `cargo test --workspace`).
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use mimesis_tests::pty::{Pty, PtyCommand};
+use mimesis_tests::supervised::{mimesis, standin};
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(20);
+
+struct Home {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    data: PathBuf,
+    cwd: PathBuf,
+    events: PathBuf,
+}
+
+impl Home {
+    fn new() -> Result<Home> {
+        let dir = tempfile::tempdir()?;
+        let base = dir.path().canonicalize()?;
+        let h = Home {
+            root: base.join(".claude"),
+            data: base.join("data"),
+            cwd: base.join("project"),
+            events: base.join("events.jsonl"),
+            _dir: dir,
+        };
+        std::fs::create_dir_all(&h.root)?;
+        std::fs::create_dir_all(&h.cwd)?;
+        Ok(h)
+    }
+
+    fn command(&self) -> Result<Command> {
+        let mut c = Command::new(mimesis()?);
+        c.env("CLAUDE_CONFIG_DIR", &self.root).env("MIMESIS_DATA_DIR", &self.data).current_dir(&self.cwd);
+        Ok(c)
+    }
+
+    /// `mimesis run` with a pipe on stdin, the stand-in agent, and an events file.
+    fn spawn(&self, extra: &[&str]) -> Result<Child> {
+        let mut c = self.command()?;
+        c.arg("run").arg("--agent").arg(standin()?).arg("--events-json").arg(&self.events).args(extra);
+        Ok(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?)
+    }
+
+    fn events(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.events)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
+            .collect()
+    }
+
+    fn types(&self) -> Vec<String> {
+        self.events().iter().map(|e| e["type"].as_str().unwrap_or("?").to_owned()).collect()
+    }
+
+    fn wait_type(&self, ty: &str) -> Result<Value> {
+        let deadline = Instant::now() + T;
+        loop {
+            if let Some(e) = self.events().into_iter().find(|e| e["type"] == ty) {
+                return Ok(e);
+            }
+            if Instant::now() > deadline {
+                bail!("no {ty} event; events: {:?}", self.types());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn wait(child: &mut Child) -> Result<(i32, String)> {
+    let deadline = Instant::now() + T;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                std::io::Read::read_to_string(&mut e, &mut err)?;
+            }
+            return Ok((status.code().unwrap_or(-1), err));
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            bail!("mimesis run did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn type_line(child: &mut Child, line: &str) -> Result<()> {
+    let stdin = child.stdin.as_mut().context("stdin")?;
+    stdin.write_all(line.as_bytes())?;
+    stdin.flush()?;
+    std::thread::sleep(Duration::from_millis(150));
+    stdin.write_all(b"\r")?;
+    stdin.flush()?;
+    Ok(())
+}
+
+fn common_fields(e: &Value, id: &str) -> Result<()> {
+    ensure!(e["sessionId"] == id, "{e}");
+    let at = e["at"].as_str().context("at")?;
+    ensure!(at.len() == 24 && at.ends_with('Z'), "ISO-8601 with milliseconds: {at}");
+    Ok(())
+}
+
+#[test]
+fn usage_errors_exit_2_with_the_reason() -> Result<()> {
+    let h = Home::new()?;
+    for (args, needle) in [
+        (vec!["--max-duration", "banana"], "not a duration"),
+        (vec!["--idle-timeout", "5s"], "--idle-timeout: must be between 60 and 7200 seconds (1–120 min)"),
+        (vec!["--resume", "../etc"], "not a valid session id"),
+        (vec!["--crash-pattern", "(unclosed"], "--crash-pattern: pattern 1 is not a valid regular expression"),
+        (vec!["--max-duration", "8d"], "--max-duration: must be more than 0 and at most 604800 seconds"),
+        (vec!["--no-such-flag"], "unexpected argument"),
+    ] {
+        let out = h.command()?.arg("run").args(&args).stdin(Stdio::null()).output()?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        ensure!(out.status.code() == Some(2), "{args:?}: {:?} {err}", out.status);
+        ensure!(err.contains(needle), "{args:?}: {err}");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_missing_agent_fails_with_a_sentence() -> Result<()> {
+    let h = Home::new()?;
+    let out = h.command()?.args(["run", "--agent", "/nonexistent/claude"]).stdin(Stdio::null()).output()?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    ensure!(out.status.code() == Some(1), "{:?}", out.status);
+    ensure!(err.contains("cannot find the agent program") && err.contains("/nonexistent/claude"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn the_duration_limit_writes_warning_and_termination_and_exits_0() -> Result<()> {
+    let h = Home::new()?;
+    let mut child =
+        h.spawn(&["--max-duration", "2s", "--duration-check", "100ms", "--grace", "1s", "--kill-after", "1s"])?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    let ev = h.events();
+    let types = h.types();
+    ensure!(types == ["session_started", "session_warning", "session_terminated"], "{types:?}");
+    let id = ev[0]["sessionId"].as_str().context("id")?.to_owned();
+    for e in &ev {
+        common_fields(e, &id)?;
+    }
+    let w = &ev[1];
+    ensure!(w["reason"] == "duration" && w["remainingSeconds"].as_u64().is_some_and(|s| s <= 1), "{w}");
+    ensure!(w["message"].as_str().is_some_and(|m| m.ends_with("Save your work.")), "{w}");
+    let t = &ev[2];
+    ensure!(t["reason"] == "duration_limit" && t["resumeSessionId"] == id.as_str(), "{t}");
+    ensure!(t["message"] == "Session ended (2-second limit reached).", "{t}");
+    ensure!(err.contains("Session ended (2-second limit reached)."), "the sentence on the terminal: {err}");
+    Ok(())
+}
+
+#[test]
+fn the_agents_final_exit_code_is_the_exit_code() -> Result<()> {
+    let h = Home::new()?;
+    let mut c = h.command()?;
+    c.args(["run", "--agent", "sh", "--events-json"]).arg(&h.events).args(["--", "-c", "exit 3"]);
+    let mut child = c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 3, "exit {code}: {err}");
+    ensure!(h.types() == ["session_started", "error", "session_exited"], "{:?}", h.types());
+    let ev = h.events();
+    ensure!(ev[1]["exitCode"] == 3 && ev[2]["exitCode"] == 3, "{ev:?}");
+    Ok(())
+}
+
+#[test]
+fn stdin_without_a_terminal_is_typed_and_a_crash_is_recovered() -> Result<()> {
+    let h = Home::new()?;
+    let mut child = h.spawn(&[])?;
+    let started = h.wait_type("session_started")?;
+    let id = started["sessionId"].as_str().context("id")?.to_owned();
+    type_line(&mut child, "hello from a pipe")?;
+    let transcript =
+        h.root.join("projects").join(mimesis_engine::roots::project_dir_name(&h.cwd)).join(format!("{id}.jsonl"));
+    wait_file(&transcript, "hello from a pipe")?;
+    wait_file(&transcript, "turn_duration")?;
+    type_line(&mut child, "crash")?;
+    let c = h.wait_type("crash_detected")?;
+    ensure!(c["deferred"] == false, "{c}");
+    let r = h.wait_type("session_recovered")?;
+    ensure!(r["message"] == "Session recovered automatically.", "{r}");
+    common_fields(&r, &id)?;
+    std::thread::sleep(Duration::from_millis(500));
+    type_line(&mut child, "/exit")?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    let last = h.events().pop().context("events")?;
+    ensure!(last["type"] == "session_exited" && last["exitCode"] == 0, "{last}");
+    Ok(())
+}
+
+#[test]
+fn resuming_an_unknown_session_fails_like_the_cli() -> Result<()> {
+    let h = Home::new()?;
+    let mut child = h.spawn(&["--resume", "0b5e8a0e-0000-4000-8000-00000000dead"])?;
+    let (code, _) = wait(&mut child)?;
+    ensure!(code == 1, "exit {code}");
+    let err = h.wait_type("error")?;
+    ensure!(err["message"] == "No conversation found with session ID: 0b5e8a0e-0000-4000-8000-00000000dead", "{err}");
+    Ok(())
+}
+
+fn wait_file(path: &Path, needle: &str) -> Result<()> {
+    let deadline = Instant::now() + T;
+    while !std::fs::read_to_string(path).unwrap_or_default().contains(needle) {
+        ensure!(Instant::now() < deadline, "{needle:?} never appeared in {}", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+#[test]
+fn in_a_terminal_keys_go_through_raw_and_resizes_are_forwarded() -> Result<()> {
+    let h = Home::new()?;
+    let mut pty = Pty::spawn(
+        PtyCommand::new(mimesis()?)
+            .args(["run", "--agent"])
+            .arg(standin()?)
+            .inherit_env()
+            .env("CLAUDE_CONFIG_DIR", &h.root)
+            .env("MIMESIS_DATA_DIR", &h.data)
+            .env("TERM", "xterm-256color")
+            .cwd(&h.cwd)
+            .size(90, 25),
+    )?;
+    pty.wait_for_text("? for shortcuts", T)?;
+    let rule_width =
+        |s: &mimesis_tests::pty::Screen| s.rows.iter().find(|r| r.starts_with('─')).map(|r| r.chars().count());
+    ensure!(rule_width(&pty.screen()) == Some(90), "the agent got the terminal's size");
+    pty.resize(70, 25)?;
+    pty.send("x")?; // any redraw after the resize
+    pty.wait_for("a redraw at the new width", T, |s| rule_width(s) == Some(70))?;
+    pty.send("\x7fhello")?;
+    std::thread::sleep(Duration::from_millis(150));
+    pty.send("\r")?;
+    pty.wait_for_text("Echo: hello", T)?;
+    pty.send("/exit")?;
+    std::thread::sleep(Duration::from_millis(150));
+    pty.send("\r")?;
+    let status = pty.wait_exit(T)?;
+    ensure!(status.exit_code() == 0, "{status:?}");
+    Ok(())
+}
+
+/// Limits for `mimesis run`, lowest first: the defaults, the settings the desktop app
+/// stored in the fleet database, the environment, the flags.
+#[test]
+fn stored_settings_then_the_environment_then_flags() -> Result<()> {
+    let h = Home::new()?;
+    {
+        // The desktop app's settings view stored these (a short duration check, so the
+        // test is quick; the stored limit itself is long).
+        let db = mimesis_engine::db::Db::open(&h.data.join(mimesis_engine::db::FILE_NAME), Default::default());
+        let doc = serde_json::json!({"limits": {"maxDurationSecs": 3600, "durationCheckSecs": 0.1,
+                                                "turnGraceSecs": 1, "killAfterSecs": 1}});
+        let settings = mimesis_engine::settings::Settings::from_json(&doc).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        db.save_settings(&settings)?;
+    }
+    // The environment overrides the stored limit; the stored check interval still holds.
+    let mut c = h.command()?;
+    c.env("MAX_SESSION_DURATION_SECONDS", "2");
+    c.arg("run").arg("--agent").arg(standin()?).arg("--events-json").arg(&h.events);
+    let mut child = c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    let t = h.events().into_iter().find(|e| e["type"] == "session_terminated").context("terminated")?;
+    ensure!(t["message"] == "Session ended (2-second limit reached).", "{t}");
+    // A flag overrides the environment.
+    std::fs::remove_file(&h.events)?;
+    let mut c = h.command()?;
+    c.env("MAX_SESSION_DURATION_SECONDS", "30");
+    c.arg("run").arg("--agent").arg(standin()?).arg("--events-json").arg(&h.events).args(["--max-duration", "1s"]);
+    let mut child = c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    let t = h.events().into_iter().find(|e| e["type"] == "session_terminated").context("terminated")?;
+    ensure!(t["message"] == "Session ended (1-second limit reached).", "{t}");
+    // The stored settings were read, never written.
+    let stored = mimesis_engine::db::Db::open_read_only(&h.data.join(mimesis_engine::db::FILE_NAME))?.settings();
+    ensure!(stored.limits.max_duration == Duration::from_secs(3600));
+    Ok(())
+}
+
+/// Checks the Prometheus text exposition format: every sample's family has one TYPE
+/// (and HELP) line before it, names and labels are well formed, values are numbers.
+/// One sample: metric name, labels as written, value.
+type Sample = (String, String, f64);
+
+fn check_prometheus(text: &str) -> Result<Vec<Sample>> {
+    ensure!(text.ends_with('\n'), "ends with a newline");
+    let name_ok = |n: &str| {
+        !n.is_empty()
+            && n.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    };
+    let mut typed: HashMap<String, String> = HashMap::new();
+    let mut helped = HashSet::new();
+    let mut samples = Vec::new();
+    let mut seen = HashSet::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let name = rest.split(' ').next().unwrap_or("");
+            ensure!(name_ok(name) && helped.insert(name.to_owned()), "HELP once per family: {line}");
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut parts = rest.split(' ');
+            let (name, kind) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            ensure!(name_ok(name) && ["counter", "gauge"].contains(&kind), "{line}");
+            ensure!(typed.insert(name.to_owned(), kind.to_owned()).is_none(), "TYPE once: {line}");
+        } else {
+            ensure!(!line.starts_with('#') && !line.is_empty(), "unexpected line {line:?}");
+            let (series, value) = line.rsplit_once(' ').context("a value")?;
+            let value: f64 = value.parse().with_context(|| format!("a number: {line}"))?;
+            let (name, labels) = match series.split_once('{') {
+                Some((n, l)) => {
+                    let l = l.strip_suffix('}').context("labels close")?;
+                    for pair in l.split(',') {
+                        let (k, v) = pair.split_once('=').context("label=value")?;
+                        ensure!(name_ok(k) && v.starts_with('"') && v.ends_with('"') && v.len() >= 2, "{line}");
+                    }
+                    (n, l.to_owned())
+                }
+                None => (series, String::new()),
+            };
+            ensure!(typed.contains_key(name) && helped.contains(name), "TYPE and HELP before {line}");
+            if typed[name] == "counter" {
+                ensure!(name.ends_with("_total") && value >= 0.0, "{line}");
+            }
+            ensure!(seen.insert(series.to_owned()), "one sample per series: {line}");
+            samples.push((name.to_owned(), labels, value));
+        }
+    }
+    Ok(samples)
+}
+
+fn metrics(h: &Home, json: bool) -> Result<String> {
+    let mut c = h.command()?;
+    c.arg("metrics");
+    if json {
+        c.arg("--json");
+    }
+    let out = c.output()?;
+    ensure!(out.status.success(), "{out:?}");
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+fn value(samples: &[Sample], name: &str) -> Option<f64> {
+    samples.iter().find(|(n, _, _)| n == name).map(|(_, _, v)| *v)
+}
+
+/// `mimesis metrics` (SPEC P14, X1) through the real binary: the running `mimesis run`
+/// publishes its metrics; the CLI prints them as Prometheus text or JSON; a clean exit
+/// withdraws them.
+#[test]
+fn metrics_of_a_running_supervisor_as_prometheus_text_and_json() -> Result<()> {
+    let h = Home::new()?;
+    let empty = metrics(&h, false)?;
+    let none = check_prometheus(&empty)?;
+    ensure!(value(&none, "csp_recoveries_total") == Some(0.0), "zeros with no supervisor: {empty}");
+    ensure!(!empty.contains("csp_subprocess_rss_bytes{"), "{empty}");
+
+    let mut child = h.spawn(&["--rss-check", "200ms"])?;
+    let started = h.wait_type("session_started")?;
+    let id = started["sessionId"].as_str().context("id")?.to_owned();
+    let series = format!("session_id=\"{id}\"");
+    let wait_metrics = |what: &str, ok: &dyn Fn(&[Sample]) -> bool| -> Result<String> {
+        let deadline = Instant::now() + T;
+        loop {
+            let text = metrics(&h, false)?;
+            if ok(&check_prometheus(&text)?) {
+                return Ok(text);
+            }
+            ensure!(Instant::now() < deadline, "never {what}:\n{text}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let text = wait_metrics("the session's memory", &|s| {
+        s.iter().any(|(n, l, v)| n == "csp_subprocess_rss_bytes" && *l == series && *v > 0.0)
+    })?;
+    for name in [
+        "csp_zombie_processes_cleaned_total",
+        "csp_recoveries_total",
+        "csp_suspensions_total",
+        "csp_terminations_total",
+        "csp_restarts_total",
+    ] {
+        ensure!(text.contains(&format!("# TYPE {name} counter\n")), "{name}: {text}");
+    }
+    ensure!(text.contains("# TYPE csp_subprocess_rss_bytes gauge\n"), "{text}");
+
+    // A crash and its recovery are counted.
+    let transcript =
+        h.root.join("projects").join(mimesis_engine::roots::project_dir_name(&h.cwd)).join(format!("{id}.jsonl"));
+    type_line(&mut child, "hello")?;
+    wait_file(&transcript, "turn_duration")?;
+    type_line(&mut child, "crash")?;
+    h.wait_type("session_recovered")?;
+    wait_metrics("the recovery", &|s| value(s, "csp_recoveries_total") == Some(1.0))?;
+    let json: Value = serde_json::from_str(&metrics(&h, true)?)?;
+    ensure!(json["recoveriesTotal"] == 1 && json["zombieProcessesCleanedTotal"].is_u64(), "{json}");
+    ensure!(json["rssBytes"][&id].as_u64().is_some_and(|b| b > 0), "{json}");
+
+    // A clean exit withdraws the snapshot.
+    std::thread::sleep(Duration::from_millis(500));
+    type_line(&mut child, "/exit")?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    let after = check_prometheus(&metrics(&h, false)?)?;
+    ensure!(value(&after, "csp_recoveries_total") == Some(0.0), "no supervisor runs: {after:?}");
+    ensure!(std::fs::read_dir(h.data.join("metrics"))?.count() == 0, "withdrawn");
+    Ok(())
+}
+
+#[test]
+fn doctor_reports_supervised_processes_and_metrics_publishers() -> Result<()> {
+    let h = Home::new()?;
+    let mut child = h.spawn(&[])?;
+    h.wait_type("session_started")?;
+    let deadline = Instant::now() + T;
+    let report = loop {
+        let out = h.command()?.args(["doctor", "--json"]).output()?;
+        ensure!(out.status.success(), "{out:?}");
+        let report: Value = serde_json::from_slice(&out.stdout)?;
+        if report["supervision"]["recordedProcesses"] == 1 && report["supervision"]["metricsPublishers"][0].is_object()
+        {
+            break report;
+        }
+        ensure!(Instant::now() < deadline, "{report}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let sup = &report["supervision"];
+    ensure!(sup["recordedSessions"] == 1 && sup["supervisors"][0]["alive"] == true, "{sup}");
+    ensure!(sup["supervisors"][0]["pid"] == child.id(), "{sup}");
+    ensure!(sup["metricsPublishers"][0]["pid"] == child.id() && sup["staleMetrics"] == 0, "{sup}");
+    let text = h.command()?.arg("doctor").output()?;
+    let text = String::from_utf8(text.stdout)?;
+    ensure!(
+        text.contains(
+            "supervised: 1 processes of 1 sessions on record (1 supervisors, 1 running); 1 publishing metrics"
+        ),
+        "{text}"
+    );
+    type_line(&mut child, "/exit")?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    let out = h.command()?.args(["doctor", "--json"]).output()?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    ensure!(report["supervision"]["recordedProcesses"] == 0, "a clean exit forgets: {report}");
+    ensure!(report["supervision"]["metricsPublishers"] == serde_json::json!([]), "{report}");
+    Ok(())
+}

@@ -1,0 +1,523 @@
+//! Supervised sessions end to end (SPEC P1–P13): the real supervisor, real PTYs, and the
+//! stand-in agent for the faults the real CLI cannot show on demand (stack-overflow
+//! crash, kill -9, memory balloon, corrupted resume). Limits are short so the tests are
+//! quick; the rules themselves are unit-tested on a manual clock in the engine.
+//!
+//! Needs `cargo build -p mimesis-standin -p mimesis-cli` (done by `cargo test --workspace`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use mimesis_engine::supervise::{AgentCommand, EventKind, Limits, ReadyStatus, SupervisionState, TerminatedReason};
+use mimesis_engine::{Engine, EngineConfig, SessionId, Source};
+use mimesis_tests::pty::{Pty, PtyCommand};
+use mimesis_tests::supervised::{Supervised, mimesis, quick_limits, standin};
+
+const T: Duration = Duration::from_secs(20);
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s[s.rfind(')').map_or(0, |i| i + 1)..].split_whitespace().next() != Some("Z"))
+        .unwrap_or(false)
+}
+
+async fn started(s: &Supervised) -> Result<SessionId> {
+    let id = s.sup.create(&s.cwd, None).await?;
+    s.wait_prompt(&id, T).await?;
+    Ok(id)
+}
+
+/// A whole turn of the stand-in: typed, answered (`Echo: …` in the transcript), and the
+/// prompt back (a screen read before the turn began would show a prompt too).
+async fn turn(s: &Supervised, id: &SessionId, text: &str) -> Result<()> {
+    s.type_line(id, text).await?;
+    let reply = format!("Echo: {text}");
+    let deadline = std::time::Instant::now() + T;
+    while !std::fs::read_to_string(s.transcript(id)).unwrap_or_default().contains(&reply) {
+        ensure!(std::time::Instant::now() < deadline, "the turn {text:?} never finished");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    s.wait_screen(id, "the reply and the prompt", T, |rows| {
+        rows.iter().any(|r| r.contains(&reply)) && rows.iter().any(|r| r.contains("? for shortcuts"))
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_supervised_session_is_in_the_roster_as_pty_before_its_transcript_exists() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let base = dir.path().canonicalize()?;
+    let (root, data, cwd) = (base.join(".claude"), base.join("data"), base.join("project"));
+    std::fs::create_dir_all(&root)?;
+    std::fs::create_dir_all(&cwd)?;
+    let engine = Engine::start(EngineConfig { roots: vec![root.clone()], ..Default::default() });
+    engine.ready().await;
+    let agent = AgentCommand::new(standin()?);
+    let s =
+        Supervised::start_in(dir, root.clone(), data, cwd, agent, quick_limits(), Some(engine.clone()), |_| {}).await?;
+    let id = started(&s).await?;
+    let transcript = mimesis_engine::store::TranscriptLocation::expected(&root, &s.cwd, &id).path;
+    ensure!(!transcript.exists(), "the CLI writes the transcript at the first prompt");
+    let row = wait_row(&engine, &id, |r| r.supervision.as_ref().is_some_and(|s| s.pid.is_some())).await?;
+    ensure!(row.source == Source::Pty, "{row:?}");
+    ensure!(row.transcript_path == transcript.to_string_lossy(), "{}", row.transcript_path);
+    ensure!(row.supervision.as_ref().unwrap().state == SupervisionState::Running);
+    // Full I/O: typing reaches the agent, whose transcript then fills the same row.
+    turn(&s, &id, "hello there").await?;
+    wait_row(&engine, &id, |r| r.goal.as_deref() == Some("hello there") && r.source == Source::Pty).await?;
+    // The scrollback survives detaching: a new client sees what was drawn.
+    let a = s.sup.attach(&id, true).await?;
+    ensure!(String::from_utf8_lossy(&a.scrollback).contains("Echo: hello there"));
+    s.sup.detach(&id, true);
+    s.sup.delete(&id)?;
+    wait_row(&engine, &id, |r| r.source == Source::Watcher && r.supervision.is_none()).await?;
+    s.sup.shutdown().await;
+    engine.shutdown().await;
+    Ok(())
+}
+
+async fn wait_row(
+    engine: &Engine,
+    id: &SessionId,
+    pred: impl Fn(&mimesis_engine::TrackedSession) -> bool,
+) -> Result<mimesis_engine::TrackedSession> {
+    let deadline = std::time::Instant::now() + T;
+    loop {
+        let snap = engine.snapshot().await?;
+        if let Some(r) = snap.sessions.iter().find(|r| &r.session_id == id)
+            && pred(r)
+        {
+            return Ok(r.clone());
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "roster row never matched: {:?}",
+            snap.sessions.iter().find(|r| &r.session_id == id)
+        );
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_while_working_is_recovered_only_after_the_turn_ends() -> Result<()> {
+    let s = Supervised::standin(quick_limits()).await?;
+    let id = started(&s).await?;
+    s.type_line(&id, "crash-during-work 2").await?;
+    let ev = s.wait_event("crash_detected", T).await?;
+    ensure!(matches!(ev.kind, EventKind::CrashDetected { deferred: true }), "{ev:?}");
+    let sup = s.sup.supervision(&id).context("supervised")?;
+    ensure!(sup.pending_crash_recovery && sup.state == SupervisionState::Running, "{sup:?}");
+    ensure!(s.count("session_recovered") == 0, "the working agent was not interrupted");
+    // The turn finishes (its reply is written), then the graceful restart happens.
+    s.wait_event("session_recovered", T).await?;
+    let text = std::fs::read_to_string(s.transcript(&id))?;
+    ensure!(text.contains("Echo: crash-during-work 2"), "the turn completed before the restart");
+    let sup = s.sup.supervision(&id).context("supervised")?;
+    ensure!(sup.recovery_count == 1 && !sup.pending_crash_recovery, "{sup:?}");
+    // Same session, same transcript.
+    turn(&s, &id, "after recovery").await?;
+    ensure!(s.prompts(&id) == ["crash-during-work 2", "after recovery"], "{:?}", s.prompts(&id));
+    s.sup.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_at_a_permission_prompt_waits_for_the_answer() -> Result<()> {
+    let s = Supervised::standin(quick_limits()).await?;
+    let id = started(&s).await?;
+    s.type_line(&id, "ask").await?;
+    s.wait_text(&id, "Do you want to proceed?", T).await?;
+    s.sup.input(&id, b"c").await?; // the harness crashes while the dialog shows
+    let ev = s.wait_event("crash_detected", T).await?;
+    ensure!(matches!(ev.kind, EventKind::CrashDetected { deferred: true }), "{ev:?}");
+    ensure!(s.sup.supervision(&id).unwrap().awaiting_permission);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    ensure!(s.count("session_recovered") == 0, "never recovered at a permission prompt: {:?}", s.types());
+    s.wait_text(&id, "Do you want to proceed?", T).await?;
+    s.sup.input(&id, b"1").await?; // approve: the tool runs, the turn ends
+    s.wait_event("session_recovered", T).await?;
+    ensure!(std::fs::read_to_string(s.transcript(&id))?.contains("tool_result"), "the approved tool ran first");
+    s.sup.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_while_idle_is_recovered_at_once_and_a_second_dump_is_debounced() -> Result<()> {
+    let s = Supervised::standin(quick_limits()).await?;
+    let id = started(&s).await?;
+    turn(&s, &id, "hello").await?;
+    s.type_line(&id, "crash").await?;
+    let ev = s.wait_event("crash_detected", T).await?;
+    ensure!(matches!(ev.kind, EventKind::CrashDetected { deferred: false }), "{ev:?}");
+    s.wait_event("session_recovered", T).await?;
+    s.wait_prompt(&id, T).await?;
+    // The same dump again within 30 s of a successful recovery: debounced.
+    s.type_line(&id, "crash").await?;
+    s.wait_text(&id, "Maximum call stack size exceeded", T).await?;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    ensure!(s.count("crash_detected") == 1, "{:?}", s.types());
+    ensure!(s.sup.supervision(&id).unwrap().recovery_count == 1);
+    ensure!(s.prompts(&id).first().map(String::as_str) == Some("hello"), "same conversation");
+    s.sup.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_is_resumed_and_input_typed_meanwhile_is_delivered_after() -> Result<()> {
+    let s = Supervised::standin(Limits { recovery_retry_delay: Duration::from_millis(1500), ..quick_limits() }).await?;
+    let id = started(&s).await?;
+    turn(&s, &id, "before").await?;
+    let pid = s.sup.supervision(&id).and_then(|s| s.pid).context("pid")?;
+    // SAFETY: killing the agent we started.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let err = s.wait_event("error", T).await?;
+    ensure!(matches!(err.kind, EventKind::Error { exit_code: 137, .. }), "{err:?}");
+    ensure!(s.sup.input(&id, b"after the crash").await?, "kept while recovering");
+    ensure!(s.sup.input(&id, b"\r").await?);
+    let rec = s.wait_event("session_recovered", T).await?;
+    ensure!(rec.message() == Some("Session recovered automatically."));
+    s.wait_screen(&id, "the queued prompt's reply", T, |r| r.iter().any(|l| l.contains("Echo: after the crash")))
+        .await?;
+    ensure!(s.prompts(&id) == ["before", "after the crash"], "{:?}", s.prompts(&id));
+    ensure!(!alive(pid));
+    ensure!(s.sup.supervision(&id).unwrap().pid != Some(pid));
+    s.sup.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_crashes_in_a_row_mark_the_session_unhealthy() -> Result<()> {
+    let s = Supervised::standin(quick_limits()).await?;
+    let id = started(&s).await?;
+    turn(&s, &id, "hello").await?;
+    for n in 1..=2 {
+        s.type_line(&id, "crash-die 7").await?;
+        s.wait_event_n("session_recovered", n, T).await?;
+        s.wait_prompt(&id, T).await?;
+    }
+    s.type_line(&id, "crash-die 7").await?;
+    let ev = s.wait_event("session_unhealthy", T).await?;
+    ensure!(ev.message().is_some_and(|m| m.contains("3 times in a row")), "{ev:?}");
+    let sup = s.sup.supervision(&id).unwrap();
+    ensure!(sup.state == SupervisionState::Unhealthy && sup.pid.is_none() && sup.last_exit_code == Some(7), "{sup:?}");
+    ensure!(s.sup.input(&id, b"x").await.is_err(), "an unhealthy session takes no input until retried");
+    // "Retry" brings it back.
+    s.sup.restart(&id)?;
+    s.wait_event("session_ready", T).await?;
+    s.wait_state(&id, SupervisionState::Running, T).await?;
+    s.sup.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rss_over_the_limit_restarts_with_resume_and_the_conversation_continues() -> Result<()> {
+    let limits = Limits { max_rss_mb: 60, rss_check: Duration::from_millis(200), ..quick_limits() };
+    let s = Supervised::standin(limits).await?;
+    let id = started(&s).await?;
+    turn(&s, &id, "hello").await?;
+    // A stale shell snapshot of this process, and an old one of nobody's.
+    let snaps = s.config_root.join("shell-snapshots");
+    std::fs::create_dir_all(&snaps)?;
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis();
+    let stale = snaps.join(format!("snapshot-bash-{now_ms}-abc.sh"));
+    std::fs::write(&stale, "# snapshot")?;
+    let old = snaps.join("snapshot-bash-1000000000000-old.sh");
+    std::fs::write(&old, "# snapshot")?;
+    s.type_line(&id, "grow 100").await?;
+    let ev = s.wait_event("session_restarting", T).await?;
+    ensure!(matches!(&ev.kind, EventKind::SessionRestarting { reason, .. } if reason == "memory_limit"), "{ev:?}");
+    let ready = s.wait_event("session_ready", T).await?;
+    ensure!(matches!(ready.kind, EventKind::SessionReady { status: ReadyStatus::Resumed, .. }), "{ready:?}");
+    ensure!(ready.session_id == id);
+    s.wait_prompt(&id, T).await?;
+    turn(&s, &id, "after restart").await?;
+    ensure!(s.prompts(&id) == ["hello", "after restart"], "one file continues: {:?}", s.prompts(&id));
+    let sup = s.sup.supervision(&id).unwrap();
+    ensure!(sup.restart_count == 1, "{sup:?}");
+    ensure!(!stale.exists(), "the killed process's snapshot is deleted");
+    ensure!(old.exists(), "only snapshots of the dead process's lifetime");
+    s.sup.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupted_session_is_archived_and_a_fresh_one_starts() -> Result<()> {
+    let limits = Limits { max_rss_mb: 60, rss_check: Duration::from_millis(200), ..quick_limits() };
+    let s = Supervised::standin(limits).await?;
+    let id = started(&s).await?;
+    turn(&s, &id, "hello").await?;
+    std::fs::write(s.transcript(&id), "{not json at all\n")?;
+    s.type_line(&id, "grow 100").await?;
+    let ready = s.wait_event("session_ready", T).await?;
+    ensure!(matches!(ready.kind, EventKind::SessionReady { status: ReadyStatus::New, .. }), "{ready:?}");
+    ensure!(ready.message() == Some("Previous session could not be restored. Starting a new session."));
+    let new = ready.session_id.clone();
+    ensure!(new != id);
+    ensure!(s.sup.current_id(&id) == new, "the old id leads to the new session");
+    // Archived in the fleet database (SPEC W8).
+    let db = mimesis_engine::db::Db::open_read_only(&s.data_dir.join(mimesis_engine::db::FILE_NAME))?;
+    let archived = db.corrupted_sessions()?;
+    ensure!(archived.len() == 1 && archived[0].session_id == id && archived[0].replaced_by == new, "{archived:?}");
+    ensure!(archived[0].transcript_path.ends_with(&format!("{id}.jsonl")), "{archived:?}");
+    s.wait_prompt(&new, T).await?;
+    turn(&s, &new, "fresh start").await?;
+    ensure!(s.prompts(&new) == ["fresh start"]);
+    s.sup.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_duration_limit_warns_then_ends_the_session_after_the_grace() -> Result<()> {
+    let limits = Limits {
+        max_duration: Duration::from_secs(3),
+        duration_check: Duration::from_millis(100),
+        turn_grace: Duration::from_secs(1),
+        ..quick_limits()
+    };
+    let s = Supervised::standin(limits).await?;
+    let id = started(&s).await?;
+    s.type_line(&id, "work 30").await?;
+    let w = s.wait_event("session_warning", T).await?;
+    let EventKind::SessionWarning { reason, remaining_seconds, message } = &w.kind else { unreachable!() };
+    ensure!(reason == "duration" && remaining_seconds.is_some_and(|r| r <= 1), "{w:?}");
+    ensure!(message.starts_with("Session will end in") && message.ends_with("Save your work."), "{message}");
+    let t = s.wait_event("session_terminated", T).await?;
+    let EventKind::SessionTerminated { reason, message, resume_session_id } = &t.kind else { unreachable!() };
+    ensure!(reason == "duration_limit" && resume_session_id == &id, "{t:?}");
+    ensure!(message == "Session ended. Your last response may be incomplete.", "EC-003: {message}");
+    let sup = s.sup.supervision(&id).unwrap();
+    ensure!(sup.terminated_reason == Some(TerminatedReason::DurationLimit) && sup.pid.is_none(), "{sup:?}");
+    let text = std::fs::read_to_string(s.transcript(&id))?;
+    ensure!(text.contains("[Request interrupted by user]"), "the turn was interrupted before the process ended");
+    s.sup.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_is_suspended_and_the_next_message_resumes_it() -> Result<()> {
+    // The idle timeout is settable 1–120 min in the app; the engine takes any value.
+    let s = Supervised::standin(Limits { idle_timeout: Duration::from_millis(800), ..quick_limits() }).await?;
+    let id = started(&s).await?;
+    turn(&s, &id, "first").await?;
+    let pid = s.sup.supervision(&id).and_then(|s| s.pid).context("pid")?;
+    let ev = s.wait_event("session_suspended", T).await?;
+    ensure!(ev.message().is_some_and(|m| m.starts_with("Session suspended after")), "{ev:?}");
+    ensure!(s.types().contains(&"mode_change"));
+    ensure!(!alive(pid), "suspension ends the process");
+    let sup = s.sup.supervision(&id).unwrap();
+    ensure!(sup.state == SupervisionState::Suspended && sup.pid.is_none(), "{sup:?}");
+    ensure!(s.sup.input(&id, b"second").await?, "queued while suspended");
+    s.sup.input(&id, b"\r").await?;
+    let resumed = s.wait_event("session_resumed", T).await?;
+    ensure!(resumed.message().is_some_and(|m| m.starts_with("Resuming session")), "{resumed:?}");
+    s.wait_screen(&id, "the reply", T, |r| r.iter().any(|l| l.contains("Echo: second"))).await?;
+    ensure!(s.prompts(&id) == ["first", "second"]);
+    s.sup.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fourth_live_session_suspends_the_least_recently_used_idle_one() -> Result<()> {
+    let s = Supervised::standin(Limits { max_live_sessions: 3, ..quick_limits() }).await?;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(started(&s).await?);
+    }
+    // Use them in the order 1, 0, 2: session 1 is the least recently used.
+    for i in [1, 0, 2] {
+        turn(&s, &ids[i], &format!("work for {i}")).await?;
+    }
+    let fourth = started(&s).await?;
+    let ev = s.wait_event("session_suspended", T).await?;
+    ensure!(ev.session_id == ids[1], "the LRU idle session, not {:?}", ev.session_id);
+    ensure!(ev.message().is_some_and(|m| m.contains("at most 3 live sessions")), "{ev:?}");
+    let live: Vec<_> = s.sup.sessions().into_iter().filter(|(_, sup)| sup.pid.is_some()).map(|(id, _)| id).collect();
+    ensure!(live.len() == 3 && live.contains(&fourth) && !live.contains(&ids[1]), "{live:?}");
+    let res = s.sup.resources().await;
+    ensure!(res.rows.len() == 3, "{:?}", res.rows);
+    ensure!(res.rows.iter().all(|r| r.rss_bytes > 0 && r.pid.is_some()), "{:?}", res.rows);
+    ensure!(res.metrics.suspensions_total == 1);
+    ensure!(res.metrics.prometheus().contains("csp_subprocess_rss_bytes{session_id="));
+    s.sup.shutdown().await;
+    ensure!(s.sup.sessions().iter().all(|(_, sup)| sup.pid.is_none()) || s.sup.sessions().is_empty());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_stops_every_child_even_one_that_ignores_sigterm() -> Result<()> {
+    let s = Supervised::standin(Limits { kill_after: Duration::from_millis(500), ..quick_limits() }).await?;
+    let a = started(&s).await?;
+    let b = started(&s).await?;
+    s.type_line(&b, "hang-hard").await?;
+    s.wait_text(&b, "> hang-hard", T).await?;
+    let pids: Vec<u32> = [&a, &b].iter().filter_map(|id| s.sup.supervision(id).and_then(|s| s.pid)).collect();
+    ensure!(pids.len() == 2);
+    let t0 = std::time::Instant::now();
+    s.sup.shutdown().await;
+    ensure!(t0.elapsed() < Duration::from_secs(5), "in parallel, bounded by the grace: {:?}", t0.elapsed());
+    ensure!(pids.iter().all(|&p| !alive(p)), "no child outlives the supervisor");
+    Ok(())
+}
+
+/// SIGKILL of a `mimesis run`: the agent (which ignores the terminal hang-up) and its
+/// grandchild survive; the next start kills both, but not a process with the very same
+/// command line that Mimesis did not start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let base = dir.path().canonicalize()?;
+    let (root, data, cwd) = (base.join(".claude"), base.join("data"), base.join("project"));
+    std::fs::create_dir_all(&root)?;
+    std::fs::create_dir_all(&cwd)?;
+    let env = |c: PtyCommand| {
+        c.inherit_env()
+            .env("CLAUDE_CONFIG_DIR", &root)
+            .env("MIMESIS_DATA_DIR", &data)
+            .env("TERM", "xterm-256color")
+            .cwd(&cwd)
+            .size(100, 30)
+    };
+    let mut run = Pty::spawn(env(PtyCommand::new(mimesis()?).args(["run", "--agent"]).arg(standin()?)))?;
+    run.wait_for_text("? for shortcuts", T)?;
+    for line in ["ignore-hup", "spawn-child"] {
+        run.send(line)?;
+        std::thread::sleep(Duration::from_millis(100));
+        run.send("\r")?;
+    }
+    let screen = run.wait_for_text("child=", T)?;
+    let child: u32 = screen.find_row("child=").context("row")?.1.trim().trim_start_matches("child=").parse()?;
+    // The agent: the ledger in the fleet database names it, under its `mimesis run`.
+    use mimesis_engine::supervise::ledger::ProcessLedger;
+    let db_path = data.join(mimesis_engine::db::FILE_NAME);
+    let recs = mimesis_engine::db::Db::open_read_only(&db_path)?.load()?;
+    ensure!(recs.len() == 1 && recs[0].0.pid == run.pid(), "one owner, the run: {recs:?}");
+    let agent = recs[0].1.first().context("the agent is recorded")?.clone();
+    ensure!(!data.join("supervised").exists(), "no fallback files while the database works");
+    ensure!(alive(agent.pid) && alive(child));
+    // The run publishes its metrics.
+    let metrics_dir = mimesis_engine::supervise::metrics::dir(&data);
+    let snapshot = metrics_dir.join(format!("{}-{}.json", recs[0].0.pid, recs[0].0.start_ticks));
+    ensure!(snapshot.exists(), "{} is published", snapshot.display());
+    // An unrelated process with the very same command line, started by someone else.
+    let twin = Pty::spawn(env(PtyCommand::new(&agent.cmdline[0]).args(&agent.cmdline[1..])))?;
+    twin.wait_for_text("? for shortcuts", T)?;
+
+    // SAFETY: SIGKILL to the `mimesis run` we started.
+    unsafe { libc::kill(run.pid() as i32, libc::SIGKILL) };
+    run.wait_exit(T)?;
+    std::thread::sleep(Duration::from_millis(300));
+    ensure!(alive(agent.pid), "the agent ignores SIGHUP and outlived mimesis");
+    ensure!(alive(child), "so did its grandchild");
+    let records = mimesis_engine::db::Db::open_read_only(&db_path)?.load()?;
+    ensure!(records.len() == 1 && records[0].1.iter().any(|r| r.pid == agent.pid), "left in the database: {records:?}");
+    // A dead supervisor's last numbers are not shown, and its snapshot is cleaned.
+    let out = std::process::Command::new(mimesis()?)
+        .arg("metrics")
+        .env("MIMESIS_DATA_DIR", &data)
+        .env("CLAUDE_CONFIG_DIR", &root)
+        .output()?;
+    let text = String::from_utf8(out.stdout)?;
+    ensure!(out.status.success() && !text.contains(agent.session_id.as_str()), "{text}");
+    ensure!(!snapshot.exists(), "the stale snapshot is removed");
+
+    let s = Supervised::start_in(
+        dir,
+        root.clone(),
+        data.clone(),
+        cwd.clone(),
+        AgentCommand::new(standin()?),
+        quick_limits(),
+        None,
+        |_| {},
+    )
+    .await?;
+    let report = s.sup.previous_runs();
+    let killed: HashSet<u32> = report.killed.iter().copied().collect();
+    ensure!(killed.contains(&agent.pid) && killed.contains(&child), "{report:?}");
+    let deadline = std::time::Instant::now() + T;
+    while (alive(agent.pid) || alive(child)) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    ensure!(!alive(agent.pid) && !alive(child), "the orphans are gone");
+    ensure!(alive(twin.pid()), "the same command line, not started by Mimesis, is untouched");
+    ensure!(!killed.contains(&twin.pid()));
+    let records = mimesis_engine::db::Db::open_read_only(&db_path)?.load()?;
+    ensure!(records.iter().all(|(o, _)| o.pid != run.pid()), "the dead run's records are forgotten: {records:?}");
+    let m = s.sup.metrics();
+    ensure!(m.orphans_killed_total >= 2 && m.zombie_processes_cleaned_total >= 2, "counted: {m:?}");
+    s.sup.shutdown().await;
+    drop(twin);
+    Ok(())
+}
+
+/// The settings view changes the limits while a session runs: the supervisor started
+/// for the desktop (stored settings, following `settings_set`) applies them to the
+/// running session's future checks. Time is a manual clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_set_reaches_a_running_session_on_the_injected_clock() -> Result<()> {
+    use mimesis_engine::clock::{Clock, ManualClock, Timestamp};
+    use mimesis_engine::supervise::SupervisorConfig;
+    let dir = tempfile::Builder::new().prefix("mimesis-settings-").tempdir()?;
+    let base = dir.path().canonicalize()?;
+    let (root, data, cwd) = (base.join(".claude"), base.join("data"), base.join("project"));
+    std::fs::create_dir_all(&root)?;
+    std::fs::create_dir_all(&cwd)?;
+    let t0 = Timestamp::from_millis(1_800_000_000_000);
+    let clock = Arc::new(ManualClock::new(t0));
+    let engine = Engine::start(EngineConfig {
+        roots: vec![root.clone()],
+        data_dir: Some(data.clone()),
+        clock: clock.clone(),
+        ..Default::default()
+    });
+    engine.ready().await;
+    // Stored before the start: the supervisor begins with them.
+    let stored = engine.settings_set(&serde_json::json!({"limits": {"maxLiveSessions": 5}})).await?;
+    ensure!(stored.errors.is_empty(), "{:?}", stored.errors);
+    let (r, d) = (root.clone(), data.clone());
+    let s = Supervised::start_in(dir, root, data, cwd, AgentCommand::new(standin()?), quick_limits(), None, |c| {
+        let mut desktop = SupervisorConfig::for_engine(&engine, r.clone(), d.clone());
+        desktop.agent = c.agent.clone();
+        desktop.config_root_env = c.config_root_env.clone();
+        desktop.subreaper = false;
+        desktop.size = c.size;
+        *c = desktop;
+    })
+    .await?;
+    ensure!(s.sup.limits().max_live_sessions == 5, "stored settings at start");
+    ensure!(s.sup.limits().idle_timeout == Duration::from_secs(600));
+    let id = started(&s).await?;
+    turn(&s, &id, "first").await?;
+    let idle = s.sup.supervision(&id).and_then(|x| x.idle_deadline);
+    ensure!(idle == Some(t0.plus(Duration::from_secs(600))), "{idle:?}");
+
+    // A shorter idle timeout: the running timer is shortened at once.
+    let doc = serde_json::json!({"limits": {"maxLiveSessions": 5, "idleTimeoutSecs": 60}});
+    ensure!(engine.settings_set(&doc).await?.errors.is_empty());
+    let deadline = std::time::Instant::now() + T;
+    while s.sup.supervision(&id).and_then(|x| x.idle_deadline) != Some(t0.plus(Duration::from_secs(60))) {
+        ensure!(std::time::Instant::now() < deadline, "{:?}", s.sup.supervision(&id));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    clock.advance(Duration::from_secs(59));
+    s.sup.tick().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    ensure!(s.count("session_suspended") == 0, "not before the new timeout");
+    clock.advance(Duration::from_secs(1));
+    s.sup.tick().await;
+    let ev = s.wait_event("session_suspended", T).await?;
+    ensure!(ev.message() == Some("Session suspended after 60 seconds idle. Your next message resumes it."), "{ev:?}");
+
+    // A duration limit already passed (60 s have run): the session ends now.
+    let doc = serde_json::json!({"limits": {"maxLiveSessions": 5, "idleTimeoutSecs": 60, "maxDurationSecs": 30}});
+    ensure!(engine.settings_set(&doc).await?.errors.is_empty());
+    let t = s.wait_event("session_terminated", T).await?;
+    ensure!(t.message() == Some("Session ended (30-second limit reached)."), "{t:?}");
+    ensure!(clock.now() == t0.plus(Duration::from_secs(60)), "no time passed: applied at once");
+    s.sup.shutdown().await;
+    engine.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,112 @@
+//! SPEC P1, P3, P4 with the real Claude Code CLI (pinned 2.1.197) against the mock API:
+//! Mimesis starts it in a PTY with `--session-id` it chose; the output monitor reports the
+//! permission dialog; a graceful restart (`/exit`, then `--resume`) continues the same
+//! transcript file.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use mimesis_engine::SessionId;
+use mimesis_engine::supervise::{AgentCommand, EventKind, ReadyStatus, SupervisionState};
+use mimesis_tests::claude::{ClaudeHome, ensure_claude};
+use mimesis_tests::mock_api::{MockApi, Reply};
+use mimesis_tests::scenario::{PROMPT_1, PROMPT_2, REPLY_1, REPLY_2, TOOL_COMMAND, TOOL_DESCRIPTION, TOOL_INTRO};
+use mimesis_tests::supervised::{Supervised, quick_limits};
+use serde_json::json;
+
+const T: Duration = Duration::from_secs(60);
+
+/// Types a line into the TUI: the text, wait until the input row shows it, then Enter.
+async fn type_line(s: &Supervised, id: &SessionId, text: &str) -> Result<()> {
+    s.wait_prompt(id, T).await?;
+    s.sup.input(id, text.as_bytes()).await?;
+    s.wait_screen(id, &format!("{text:?} in the input row"), T, |rows| {
+        rows.iter().any(|r| r.starts_with('❯') && r.contains(text))
+    })
+    .await?;
+    s.sup.input(id, b"\r").await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_cli_supervised_shows_the_dialog_and_restarts_gracefully() -> Result<()> {
+    let claude = tokio::task::spawn_blocking(ensure_claude).await??;
+    let api = MockApi::start()?;
+    let home = ClaudeHome::new(&api.base_url())?;
+    let mut agent = AgentCommand::new(&claude);
+    agent.env = home.env();
+    let dir = tempfile::tempdir()?;
+    let data = dir.path().join("data");
+    let s = Supervised::start_in(
+        dir,
+        home.config_dir().to_owned(),
+        data,
+        home.project_dir().to_owned(),
+        agent,
+        quick_limits(),
+        None,
+        |c| c.size = (120, 40),
+    )
+    .await?;
+    let id = s.sup.create(home.project_dir(), None).await?;
+    s.wait_prompt(&id, T).await.context("the real TUI's idle prompt")?;
+
+    // A prompt whose reply asks to run Bash: the permission dialog.
+    api.push(Reply::text_then_tool_use(
+        TOOL_INTRO,
+        "Bash",
+        json!({"command": TOOL_COMMAND, "description": TOOL_DESCRIPTION}),
+    ));
+    api.push(Reply::text(REPLY_1));
+    type_line(&s, &id, PROMPT_1).await?;
+    s.wait_text(&id, "Do you want to proceed?", T).await?;
+    let deadline = std::time::Instant::now() + T;
+    while !s.sup.supervision(&id).is_some_and(|s| s.awaiting_permission) {
+        ensure!(std::time::Instant::now() < deadline, "the monitor never reported the dialog");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The transcript is where Mimesis said it would be, under the id it chose.
+    let transcript = s.transcript(&id);
+    ensure!(transcript.is_file(), "{}", transcript.display());
+
+    // Approve: the tool runs, the turn ends.
+    s.sup.input(&id, b"\r").await?;
+    s.wait_text(&id, REPLY_1, T).await?;
+    s.wait_prompt(&id, T).await?;
+    ensure!(!s.sup.supervision(&id).unwrap().awaiting_permission);
+    ensure!(std::fs::read_to_string(home.project_dir().join("out.txt"))? == "hi\n");
+
+    // Graceful restart: /exit, then --resume <id>.
+    s.sup.restart(&id)?;
+    let ready = s.wait_event("session_ready", T).await?;
+    ensure!(matches!(ready.kind, EventKind::SessionReady { status: ReadyStatus::Resumed, .. }), "{ready:?}");
+    ensure!(ready.session_id == id, "same session");
+    s.wait_state(&id, SupervisionState::Running, T).await?;
+    let scrollback = String::from_utf8_lossy(&s.sup.attach(&id, false).await?.scrollback).into_owned();
+    ensure!(scrollback.contains("Resume this session with:"), "the CLI left through /exit");
+    s.sup.detach(&id, false);
+
+    // The conversation continues in the same file.
+    api.push(Reply::text(REPLY_2));
+    type_line(&s, &id, PROMPT_2).await?;
+    s.wait_text(&id, REPLY_2, T).await?;
+    // The CLI writes its transcript a moment after the screen shows the reply.
+    let deadline = std::time::Instant::now() + T;
+    loop {
+        let text = std::fs::read_to_string(&transcript)?;
+        if text.contains(PROMPT_1) && text.contains(PROMPT_2) {
+            break;
+        }
+        ensure!(std::time::Instant::now() < deadline, "both prompts in {}:\n{text}", transcript.display());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let files: Vec<_> = std::fs::read_dir(transcript.parent().context("dir")?)?
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    ensure!(files.len() == 1, "no second transcript: {files:?}");
+    let ev: Vec<_> = s.types();
+    ensure!(!ev.contains(&"crash_detected") && !ev.contains(&"error"), "{ev:?}");
+    s.sup.shutdown().await;
+    Ok(())
+}
