@@ -322,7 +322,11 @@ async fn settings_view_hooks_install_and_window_place() -> Result<()> {
     shot?;
     // Nothing of the refused value was saved; the good one was.
     let stored = stored_settings(&fx.data)?;
-    ensure!(stored["limits"]["maxRssMb"] == json!(4096), "the refused value was stored: {}", stored["limits"]);
+    ensure!(
+        stored["limits"]["crashPatterns"] == json!([GOOD_PATTERN]),
+        "the refused value was stored, or the good one not: {}",
+        stored["limits"]
+    );
     ensure!(stored["watch"]["approvalTimeoutSecs"] == json!(9), "the good value was not stored: {}", stored["watch"]);
 
     // The window's size is kept across runs.
@@ -352,6 +356,20 @@ async fn type_into(app: &DesktopApp, field: &str, text: &str) -> Result<()> {
     Ok(())
 }
 
+/// The stored crash pattern of the defaults, and one the engine accepts.
+const DEFAULT_PATTERN: &str = "RangeError: Maximum call stack size exceeded";
+const GOOD_PATTERN: &str = "RangeError: Maximum call stack";
+
+/// Replaces a text area's text by typing (one line).
+async fn type_into_area(app: &DesktopApp, field: &str, text: &str) -> Result<()> {
+    let el = app.client.find(Locator::Css(&format!("textarea[data-field='{field}']"))).await?;
+    el.clear().await?;
+    el.send_keys(text).await?;
+    let now = field_value(app, field).await?;
+    ensure!(now == json!(text), "typing {text:?} into {field} left {now}");
+    Ok(())
+}
+
 async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path) -> Result<()> {
     wait_css(app, "the roster", "[data-testid=roster-row]", 1).await?;
     app.client.find(Locator::Css("[data-testid=page-settings]")).await?.click().await?;
@@ -360,13 +378,17 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
     })
     .await?;
 
-    // 100 MB passes the view's own check (from 64) but not the engine's (from 128).
-    type_into(app, "limits.maxRssMb", "100").await?;
+    // A look-ahead passes the view's own check (JavaScript's RegExp has it) but not the
+    // engine's (Rust's `regex` has no look-around): only the engine can refuse it.
+    type_into_area(app, "limits.crashPatterns", "Maximum call stack(?= size)").await?;
     app.client.find(Locator::Css("[data-testid=settings-save]")).await?.click().await?;
-    let err = "[data-testid=field-error][data-field='limits.maxRssMb']";
+    let err = "[data-testid=field-error][data-field='limits.crashPatterns']";
     wait_css(app, "the engine's field error", err, 1).await?;
     let msg = app.client.find(Locator::Css(err)).await?.text().await?;
-    ensure!(msg.contains("must be between 128 and 1048576 MB"), "not the engine's message: {msg:?}");
+    ensure!(
+        msg.contains("pattern 1 is not a valid regular expression (") && msg.contains("look-around"),
+        "not the engine's message: {msg:?}"
+    );
     let status = app.client.find(Locator::Css(".savebar .state")).await?.text().await?;
     ensure!(status.starts_with("Nothing saved"), "save bar says {status:?}");
     app.js(&format!("document.querySelector(\"{err}\").scrollIntoView({{block: 'center'}}); return 1;")).await?;
@@ -380,10 +402,10 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
             vec![],
         )
         .await?;
-    ensure!(stored["limits"]["maxRssMb"] == json!(4096), "settings_get after the refusal: {stored}");
+    ensure!(stored["limits"]["crashPatterns"] == json!([DEFAULT_PATTERN]), "settings_get after the refusal: {stored}");
 
     // A good value saves.
-    type_into(app, "limits.maxRssMb", "4096").await?;
+    type_into_area(app, "limits.crashPatterns", GOOD_PATTERN).await?;
     type_into(app, "watch.approvalTimeoutSecs", "9").await?;
     app.client.find(Locator::Css("[data-testid=settings-save]")).await?.click().await?;
     app.wait_for("the save to be confirmed", WAIT, || async {
