@@ -15,8 +15,8 @@
 //!    session, and a second launch on the same data dir leaves at once while one on another
 //!    data dir runs (and quits cleanly on SIGTERM).
 //!
-//! Screenshots go to `target/e2e/`. Run: `cargo build -p mimesis-desktop && cargo test -p
-//! mimesis-tests --test webview_chains`.
+//! Screenshots go to `target/e2e/`. Run: `cargo build -p mimesis-desktop -p mimesis-cli &&
+//! cargo test -p mimesis-tests --test webview_chains`.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -422,7 +422,10 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
     app.client.find(Locator::Css("[data-testid=hooks-install]")).await?.click().await?;
     wait_css(app, "hooks installed", &format!("{status}[data-installed=true]"), 1).await?;
     let installed: Value = serde_json::from_str(&std::fs::read_to_string(settings_json)?)?;
-    let exe = app_binary()?.canonicalize()?;
+    // The small CLI built next to the app runs the hooks, not the desktop binary.
+    let cli = app_binary()?.with_file_name("mimesis");
+    ensure!(cli.is_file(), "the CLI is not built at {}: run `cargo build -p mimesis-cli`", cli.display());
+    let exe = cli.canonicalize()?;
     let commands: Vec<String> = installed["hooks"]
         .as_object()
         .context("hooks")?
@@ -435,10 +438,10 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
         ensure!(installed["hooks"].get(event).is_some(), "no {event} hook in {installed:#}");
     }
     ensure!(
-        commands.iter().any(|c| c.contains(&*exe.to_string_lossy())
+        commands.iter().any(|c| c.split(' ').next() == Some(&*exe.to_string_lossy())
             && c.contains(" hook")
             && c.contains(&*fx.data.to_string_lossy())),
-        "the hooks do not run this app with its data dir: {commands:?}"
+        "the hooks do not run the CLI next to the app with the app's data dir: {commands:?}"
     );
     ensure!(commands.iter().any(|c| c == "echo foreign-hook"), "the foreign hook is gone: {commands:?}");
     ensure!(installed["model"] == json!("opus") && installed["permissions"]["allow"][0] == json!("Bash(cargo test:*)"));

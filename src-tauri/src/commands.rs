@@ -137,13 +137,16 @@ pub async fn hooks_status(state: tauri::State<'_, AppState>) -> CmdResult<Vec<Ho
     blocking(&state, |e| e.hooks_status()).await
 }
 
-/// Installs hooks that run this very binary (`mimesis-desktop hook`, handled first thing
-/// in `main`), so hooks work without the CLI installed.
+/// Installs hooks that run the `mimesis` CLI built next to this app (`mimesis hook`: a
+/// small binary, fast to start, run several times per turn), or, where there is none, this
+/// very binary (`mimesis-desktop hook`, handled first thing in `main`), so hooks work
+/// without the CLI installed.
 #[tauri::command]
 pub async fn hooks_install(state: tauri::State<'_, AppState>) -> CmdResult<Vec<HookStatus>> {
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot tell where Mimesis is installed, so no hook was written: {e}"))?;
-    blocking(&state, move |e| e.hooks_install(&exe)).await?
+    let program = mimesis_engine::hooks::install::hook_program(&exe);
+    blocking(&state, move |e| e.hooks_install(&program)).await?
 }
 
 #[tauri::command]
