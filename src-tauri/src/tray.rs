@@ -135,6 +135,11 @@ pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine) {
         }
         tokio::time::sleep(SETTLE).await;
         while store.try_recv().is_ok() {}
+        // The engine sends a crash's notification just before the set changes: note its
+        // kind before drawing, so the menu says "crashed" rather than "needs you".
+        while let Ok(n) = notes.try_recv() {
+            note_kind(&app, &n.session_id, n.kind);
+        }
         current = attention.borrow_and_update().clone();
         refresh(&app, &engine, &current).await;
     }
@@ -194,7 +199,16 @@ async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, set: &Attentio
             .collect(),
         Err(_) => return,
     };
-    let kinds = tray.kinds.lock().map(|k| k.clone()).unwrap_or_default();
+    // A session that left the set is no longer crashed or terminated for the menu: when
+    // it comes back (waiting for input after a resume), it is for another reason.
+    let kinds = tray
+        .kinds
+        .lock()
+        .map(|mut k| {
+            k.retain(|id, _| set.session_ids.contains(id));
+            k.clone()
+        })
+        .unwrap_or_default();
     let mut rows: Vec<(u8, i64, Entry)> = set
         .session_ids
         .iter()
