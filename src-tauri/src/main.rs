@@ -7,8 +7,8 @@
 //! - [`notify`]: the engine's notification decisions as desktop notifications;
 //! - [`window`]: show/focus, close-to-tray, size and place kept across runs.
 //!
-//! `mimesis-desktop hook …` is Claude Code's hook command (installed from the settings
-//! view): it is handled before anything else, with no toolkit loaded, and always exits 0.
+//! `mimesis-desktop hook …` is Claude Code's hook command when no `mimesis` CLI sits next
+//! to the app: it is handled before anything else, with no toolkit loaded, and always exits 0.
 //! One instance runs per data dir; a second launch shows the first one's window and exits.
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
