@@ -18,7 +18,9 @@ fi
 # Debian packages the desktop app builds against, plus what its tests drive it with.
 APT_BUILD=(libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev libssl-dev
   libsoup-3.0-dev libjavascriptcoregtk-4.1-dev build-essential pkg-config file curl ca-certificates)
-APT_TEST=(xvfb xauth webkit2gtk-driver)
+# dbus: a private session bus per desktop test (dbus-run-session); dunst: a real notification
+# server, so notifications and their clicks are tested for real.
+APT_TEST=(xvfb xauth webkit2gtk-driver dbus dunst)
 
 ensure_apt() {
   local missing=()

@@ -8,6 +8,12 @@ const COMMANDS: &[&str] = &[
     "close_timeline",
     "start_demo",
     "stop_demo",
+    "hooks_status",
+    "hooks_install",
+    "hooks_uninstall",
+    "doctor",
+    "settings_get",
+    "settings_set",
 ];
 
 fn main() {

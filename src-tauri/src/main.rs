@@ -1,214 +1,31 @@
 //! The Mimesis desktop app: a thin Tauri shell over the engine.
 //!
-//! It only wires things together: engine store events become `store:events` Tauri events
-//! (batched as they come), open timelines become `timeline:update` events, and the UI's
-//! commands become engine calls. Transcript text crosses to the webview as data (JSON
-//! strings); the UI renders it as text.
+//! It only wires things together:
+//! - [`commands`]: the UI's commands (docs/ipc.md) as engine calls;
+//! - [`events`]: engine streams as Tauri events (store, timelines, attention);
+//! - [`tray`]: the tray icon with the sessions that need the user;
+//! - [`notify`]: the engine's notification decisions as desktop notifications;
+//! - [`window`]: show/focus, close-to-tray, size and place kept across runs.
+//!
+//! `mimesis-desktop hook …` is Claude Code's hook command when no `mimesis` CLI sits next
+//! to the app: it is handled before anything else, with no toolkit loaded, and always exits 0.
+//! One instance runs per data dir; a second launch shows the first one's window and exits.
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+mod commands;
+mod events;
+mod notify;
+mod tray;
+mod window;
 
-use mimesis_engine::engine::{IndexedItem, Snapshot};
-use mimesis_engine::{Engine, EngineConfig, SessionId, TimelineItem, TimelinePage, demo, roots};
-use serde::Serialize;
-use tauri::{Emitter, Manager};
-use tokio::sync::broadcast::error::RecvError;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-/// Long strings are cut in pages sent to the webview; `timeline_item` returns an item whole.
-const IPC_STRING_MAX: usize = 16 * 1024;
-/// At most this many store events per Tauri event.
-const BATCH_MAX: usize = 512;
+use mimesis_engine::{Engine, EngineConfig, roots};
+use tauri::Manager;
 
-struct AppState {
-    engine: Engine,
-    demo: Mutex<Option<demo::Demo>>,
-    demo_root: PathBuf,
-}
-
-/// A timeline item as sent to the webview: possibly shortened.
-#[derive(Serialize)]
-struct IpcItem {
-    #[serde(flatten)]
-    item: TimelineItem,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    truncated: bool,
-}
-
-impl IpcItem {
-    fn new(item: &TimelineItem) -> Self {
-        let (item, truncated) = item.shortened(IPC_STRING_MAX);
-        IpcItem { item, truncated }
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct IpcPage {
-    session_id: SessionId,
-    total: usize,
-    start: usize,
-    items: Vec<IpcItem>,
-}
-
-impl From<TimelinePage> for IpcPage {
-    fn from(p: TimelinePage) -> Self {
-        IpcPage {
-            session_id: p.session_id,
-            total: p.total,
-            start: p.start,
-            items: p.items.iter().map(IpcItem::new).collect(),
-        }
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct RosterSnapshot {
-    #[serde(flatten)]
-    snapshot: Snapshot,
-    demo: bool,
-}
-
-type CmdResult<T> = Result<T, String>;
-
-fn session_id(s: &str) -> CmdResult<SessionId> {
-    SessionId::parse(s).map_err(|e| e.to_string())
-}
-
-#[tauri::command]
-async fn roster_snapshot(state: tauri::State<'_, AppState>) -> CmdResult<RosterSnapshot> {
-    let snapshot = state.engine.snapshot().await.map_err(|e| e.to_string())?;
-    let demo = state.demo.lock().map(|d| d.is_some()).unwrap_or(false);
-    Ok(RosterSnapshot { snapshot, demo })
-}
-
-#[tauri::command(rename_all = "camelCase")]
-async fn open_timeline(state: tauri::State<'_, AppState>, session_id: String, tail: usize) -> CmdResult<IpcPage> {
-    let id = self::session_id(&session_id)?;
-    state.engine.open_timeline(&id, tail.min(2_000)).await.map(IpcPage::from).map_err(|e| e.to_string())
-}
-
-#[tauri::command(rename_all = "camelCase")]
-async fn timeline_range(
-    state: tauri::State<'_, AppState>,
-    session_id: String,
-    start: usize,
-    end: usize,
-) -> CmdResult<IpcPage> {
-    let id = self::session_id(&session_id)?;
-    let end = end.min(start.saturating_add(2_000));
-    state.engine.timeline_range(&id, start, end).await.map(IpcPage::from).map_err(|e| e.to_string())
-}
-
-#[tauri::command(rename_all = "camelCase")]
-async fn timeline_item(state: tauri::State<'_, AppState>, session_id: String, index: usize) -> CmdResult<TimelineItem> {
-    let id = self::session_id(&session_id)?;
-    match state.engine.timeline_item(&id, index).await {
-        Ok(Some(item)) => Ok(item),
-        Ok(None) => Err(format!("the timeline of {id} has no item {index}")),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-#[tauri::command(rename_all = "camelCase")]
-fn close_timeline(state: tauri::State<'_, AppState>, session_id: String) -> CmdResult<()> {
-    state.engine.close_timeline(&self::session_id(&session_id)?);
-    Ok(())
-}
-
-#[tauri::command]
-async fn start_demo(state: tauri::State<'_, AppState>) -> CmdResult<()> {
-    {
-        let mut slot = state.demo.lock().map_err(|_| "demo state poisoned".to_owned())?;
-        if slot.is_some() {
-            return Ok(());
-        }
-        let d = demo::start(&state.demo_root, 1.0)
-            .map_err(|e| format!("cannot write the demo sessions into {}: {e}", state.demo_root.display()))?;
-        *slot = Some(d);
-    }
-    state.engine.add_root(state.demo_root.clone()).await.map_err(|e| e.to_string())
-}
-
-#[tauri::command]
-async fn stop_demo(state: tauri::State<'_, AppState>) -> CmdResult<()> {
-    let demo = state.demo.lock().map_err(|_| "demo state poisoned".to_owned())?.take();
-    if let Some(mut d) = demo {
-        d.stop();
-    }
-    state.engine.remove_root(state.demo_root.clone()).await.map_err(|e| e.to_string())
-}
-
-#[derive(Serialize, Clone)]
-struct StoreBatch {
-    events: Vec<Arc<mimesis_engine::Envelope>>,
-}
-
-#[derive(Serialize, Clone)]
-#[serde(rename_all = "camelCase")]
-struct IpcTimelineUpdate {
-    session_id: SessionId,
-    total: usize,
-    reset: bool,
-    changed: Vec<IpcIndexed>,
-}
-
-#[derive(Serialize, Clone)]
-struct IpcIndexed {
-    index: usize,
-    item: serde_json::Value,
-}
-
-fn ipc_indexed(i: &IndexedItem) -> IpcIndexed {
-    IpcIndexed { index: i.index, item: serde_json::to_value(IpcItem::new(&i.item)).unwrap_or_default() }
-}
-
-/// Forwards store events to the webview, batching whatever is queued.
-async fn forward_store(app: tauri::AppHandle, engine: Engine) {
-    let mut rx = engine.subscribe();
-    loop {
-        let first = match rx.recv().await {
-            Ok(e) => e,
-            Err(RecvError::Lagged(n)) => {
-                tracing::warn!(missed = n, "the webview fell behind; asking it to resync");
-                let _ = app.emit("store:resync", serde_json::json!({}));
-                continue;
-            }
-            Err(RecvError::Closed) => return,
-        };
-        let mut events = vec![first];
-        while events.len() < BATCH_MAX {
-            match rx.try_recv() {
-                Ok(e) => events.push(e),
-                Err(_) => break,
-            }
-        }
-        if let Err(e) = app.emit("store:events", StoreBatch { events }) {
-            tracing::warn!(error = %e, "cannot emit store events");
-        }
-    }
-}
-
-async fn forward_timeline(app: tauri::AppHandle, engine: Engine) {
-    let mut rx = engine.subscribe_timeline();
-    loop {
-        match rx.recv().await {
-            Ok(u) => {
-                let payload = IpcTimelineUpdate {
-                    session_id: u.session_id.clone(),
-                    total: u.total,
-                    reset: u.reset,
-                    changed: u.changed.iter().map(ipc_indexed).collect(),
-                };
-                let _ = app.emit("timeline:update", payload);
-            }
-            Err(RecvError::Lagged(_)) => continue,
-            Err(RecvError::Closed) => return,
-        }
-    }
-}
+use crate::commands::AppState;
 
 /// `--config-dir DIR` (repeatable), as in the CLI.
 fn config_dirs_from_args() -> Vec<PathBuf> {
@@ -226,7 +43,45 @@ fn config_dirs_from_args() -> Vec<PathBuf> {
     dirs
 }
 
+/// The single-instance name for a data dir: two runs on one fleet database are one app;
+/// runs on different data dirs (tests, another profile) do not disturb each other.
+fn instance_id(data_dir: &Path) -> String {
+    // FNV-1a: stable across builds, unlike the standard hasher.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in data_dir.as_os_str().as_encoded_bytes() {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("dev.mimesis.desktop.d{h:016x}")
+}
+
+/// SIGTERM, SIGINT and SIGHUP quit like the tray's Quit: the engine stores what it has not
+/// stored yet, and the window's place is kept.
+fn quit_on_signals(app: tauri::AppHandle) {
+    use tokio::signal::unix::{SignalKind, signal};
+    tauri::async_runtime::spawn(async move {
+        let (Ok(mut term), Ok(mut int), Ok(mut hup)) =
+            (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::hangup()))
+        else {
+            tracing::warn!("cannot listen for termination signals");
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+            _ = hup.recv() => {}
+        }
+        app.exit(0);
+    });
+}
+
 fn main() {
+    // Claude Code runs this for every hook event: fast, silent, never failing.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "hook") {
+        mimesis_engine::hooks::run_hook(&args[2..]);
+        std::process::exit(0);
+    }
+
     let filter = tracing_subscriber::EnvFilter::try_from_env("MIMESIS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
@@ -240,24 +95,59 @@ fn main() {
     }
 
     let roots = roots::from_env(&config_dirs_from_args());
-    let demo_root = roots::data_dir().join("demo");
+    let data_dir = roots::data_dir();
+    let data_dir = std::path::absolute(&data_dir).unwrap_or(data_dir);
+    if let Err(e) = std::fs::create_dir_all(&data_dir) {
+        tracing::error!(error = %e, dir = %data_dir.display(), "cannot create the data dir; nothing will be kept");
+    }
+    let demo_root = data_dir.join("demo");
+    let engine_data_dir = data_dir.clone();
     let result = tauri::Builder::default()
+        // First: a second instance must leave before anything else starts.
+        .plugin(
+            tauri_plugin_single_instance::Builder::new()
+                .dbus_id(instance_id(&data_dir))
+                .callback(|app, _argv, _cwd| window::show_main(app))
+                .build(),
+        )
+        .plugin(tauri_plugin_notification::init())
+        .manage(window::Placement::new(&data_dir))
         .setup(move |app| {
-            let engine =
-                tauri::async_runtime::block_on(async { Engine::start(EngineConfig { roots, ..Default::default() }) });
-            tauri::async_runtime::spawn(forward_store(app.handle().clone(), engine.clone()));
-            tauri::async_runtime::spawn(forward_timeline(app.handle().clone(), engine.clone()));
+            let handle = app.handle().clone();
+            window::restore(&handle);
+            let engine = tauri::async_runtime::block_on(async {
+                Engine::start(EngineConfig { roots, data_dir: Some(engine_data_dir), ..Default::default() })
+            });
+            tauri::async_runtime::spawn(events::forward_store(handle.clone(), engine.clone()));
+            tauri::async_runtime::spawn(events::forward_timeline(handle.clone(), engine.clone()));
+            tauri::async_runtime::spawn(events::forward_attention(handle.clone(), engine.clone()));
+            notify::init(&handle);
+            tauri::async_runtime::spawn(notify::follow(handle.clone(), engine.clone()));
+            match tray::create(&handle) {
+                Ok(()) => {
+                    tauri::async_runtime::spawn(tray::follow(handle.clone(), engine.clone()));
+                }
+                Err(e) => tracing::warn!(error = %e, "no tray icon"),
+            }
+            quit_on_signals(handle);
             app.manage(AppState { engine, demo: Mutex::new(None), demo_root });
             Ok(())
         })
+        .on_window_event(window::on_event)
         .invoke_handler(tauri::generate_handler![
-            roster_snapshot,
-            open_timeline,
-            timeline_range,
-            timeline_item,
-            close_timeline,
-            start_demo,
-            stop_demo
+            commands::roster_snapshot,
+            commands::open_timeline,
+            commands::timeline_range,
+            commands::timeline_item,
+            commands::close_timeline,
+            commands::start_demo,
+            commands::stop_demo,
+            commands::hooks_status,
+            commands::hooks_install,
+            commands::hooks_uninstall,
+            commands::doctor,
+            commands::settings_get,
+            commands::settings_set,
         ])
         .build(tauri::generate_context!());
     let app = match result {
@@ -268,13 +158,14 @@ fn main() {
         }
     };
     app.run(|handle, event| {
-        if let tauri::RunEvent::Exit = event
-            && let Some(state) = handle.try_state::<AppState>()
-        {
-            if let Ok(mut d) = state.demo.lock() {
-                d.take();
+        if let tauri::RunEvent::Exit = event {
+            window::save_now(handle);
+            if let Some(state) = handle.try_state::<AppState>() {
+                if let Ok(mut d) = state.demo.lock() {
+                    d.take();
+                }
+                tauri::async_runtime::block_on(state.engine.shutdown());
             }
-            tauri::async_runtime::block_on(state.engine.shutdown());
         }
     });
 }

@@ -4,6 +4,9 @@
 //!
 //! The app binary is not rebuilt here: `cargo build -p mimesis-desktop` first (the test
 //! command does). With no `$DISPLAY`, a private Xvfb is started through `xvfb-run -a`.
+//! [`DesktopApp::launch_in_session`] also gives the app a private D-Bus session bus (and,
+//! if asked, a real notification server, dunst), so single-instance names, notifications
+//! and their clicks are real and never reach the developer's own desktop.
 //! Everything runs in its own process group and is killed when [`DesktopApp`] drops.
 
 use std::ffi::OsString;
@@ -48,15 +51,81 @@ fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
+/// What runs next to the app in [`DesktopApp::launch_in_session`].
+#[derive(Clone, Debug, Default)]
+pub struct SessionOptions {
+    /// Start dunst, a real notification server, on the private bus and display.
+    pub notification_server: bool,
+}
+
+/// The display and session bus the app runs on, to run more programs next to it
+/// (a second instance, `dunstctl`).
+#[derive(Clone, Debug, Default)]
+pub struct DesktopSession {
+    pub display: String,
+    pub bus: String,
+    /// Xvfb's authority file, when `xvfb-run` made the display.
+    pub xauthority: String,
+    /// Working folder of the session (the dunst config lives here).
+    dir: Option<PathBuf>,
+}
+
+impl DesktopSession {
+    /// The environment variables that put a program on this display and bus.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let mut env = vec![("DISPLAY", self.display.clone()), ("DBUS_SESSION_BUS_ADDRESS", self.bus.clone())];
+        if !self.xauthority.is_empty() {
+            env.push(("XAUTHORITY", self.xauthority.clone()));
+        }
+        env
+    }
+
+    /// Runs `dunstctl args…` against this session's notification server.
+    pub fn dunstctl(&self, args: &[&str]) -> Result<String> {
+        let out = Command::new("dunstctl").args(args).envs(self.env()).stdin(Stdio::null()).output()?;
+        if !out.status.success() {
+            bail!("dunstctl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+
+    /// What dunst printed for each notification it received (`dunst -print`).
+    pub fn notifications_log(&self) -> String {
+        self.dir.as_ref().and_then(|d| std::fs::read_to_string(d.join("dunst.log")).ok()).unwrap_or_default()
+    }
+}
+
 /// A running desktop app with a WebDriver session on it.
 pub struct DesktopApp {
     pub client: Client,
     driver: Child,
+    /// Set by [`DesktopApp::launch_in_session`].
+    pub session: Option<DesktopSession>,
+    _session_dir: Option<tempfile::TempDir>,
 }
+
+/// Keeps dunst's notifications on screen until the test acts on them, and leaves the
+/// developer's own dunst config out.
+const DUNSTRC: &str = "[global]\n    follow = none\n[urgency_low]\n    timeout = 0\n\
+[urgency_normal]\n    timeout = 0\n[urgency_critical]\n    timeout = 0\n";
 
 impl DesktopApp {
     /// Starts the app with `args` and `env` and connects to its webview.
     pub async fn launch(args: &[String], env: &[(&str, OsString)]) -> Result<DesktopApp> {
+        Self::start(args, env, None).await
+    }
+
+    /// Like [`DesktopApp::launch`], on a private D-Bus session bus (`dbus-run-session`),
+    /// with a notification server if asked.
+    pub async fn launch_in_session(
+        args: &[String],
+        env: &[(&str, OsString)],
+        opts: SessionOptions,
+    ) -> Result<DesktopApp> {
+        Self::start(args, env, Some(opts)).await
+    }
+
+    async fn start(args: &[String], env: &[(&str, OsString)], session: Option<SessionOptions>) -> Result<DesktopApp> {
         let app = app_binary()?;
         let driver_bin = find_on_path("tauri-driver")
             .context("tauri-driver is not installed: `cargo install tauri-driver --locked`")?;
@@ -64,14 +133,48 @@ impl DesktopApp {
             bail!("WebKitWebDriver is missing: install the Debian package webkit2gtk-driver");
         }
         let (port, native) = (free_port()?, free_port()?);
-        let mut cmd = if std::env::var_os("DISPLAY").is_some() {
-            Command::new(&driver_bin)
-        } else {
-            let mut c = Command::new("xvfb-run");
-            c.args(["-a", "-s", "-screen 0 1440x900x24 -nolisten tcp"]).arg(&driver_bin);
-            c
-        };
-        cmd.args(["--port", &port.to_string(), "--native-port", &native.to_string()])
+        let driver_args = ["--port".to_owned(), port.to_string(), "--native-port".to_owned(), native.to_string()];
+        let mut session_dir = None;
+        let mut program: Vec<OsString> = Vec::new();
+        if std::env::var_os("DISPLAY").is_none() {
+            program.extend(["xvfb-run", "-a", "-s", "-screen 0 1440x900x24 -nolisten tcp"].map(OsString::from));
+        }
+        if let Some(opts) = &session {
+            if find_on_path("dbus-run-session").is_none() {
+                bail!("dbus-run-session is missing: install the Debian package dbus");
+            }
+            if opts.notification_server && find_on_path("dunst").is_none() {
+                bail!("dunst is missing: install the Debian package dunst");
+            }
+            let dir = tempfile::tempdir()?;
+            std::fs::write(dir.path().join("dunstrc"), DUNSTRC)?;
+            // The script notes where the session is, starts the notification server and
+            // becomes tauri-driver; all of it stays in the process group killed at the end.
+            let mut script = String::from(
+                "printf '%s\\n%s\\n%s\\n' \"$DISPLAY\" \"$DBUS_SESSION_BUS_ADDRESS\" \"$XAUTHORITY\" > \"$1/env.tmp\"\n\
+                 mv \"$1/env.tmp\" \"$1/env\"\n",
+            );
+            if opts.notification_server {
+                script.push_str("dunst -config \"$1/dunstrc\" -print > \"$1/dunst.log\" 2>&1 &\n");
+                // Wait until it owns its name: notifications sent before would start a second
+                // dunst through D-Bus activation, with the user's config.
+                script.push_str(
+                    "for i in $(seq 200); do dbus-send --session --print-reply --dest=org.freedesktop.DBus \
+                     /org/freedesktop/DBus org.freedesktop.DBus.NameHasOwner string:org.freedesktop.Notifications \
+                     2>/dev/null | grep -q 'boolean true' && break; sleep 0.05; done\n",
+                );
+            }
+            script.push_str("shift; exec \"$@\"\n");
+            program.extend(["dbus-run-session", "--", "sh", "-c"].map(OsString::from));
+            program.push(script.into());
+            program.push("sh".into());
+            program.push(dir.path().as_os_str().to_owned());
+            session_dir = Some(dir);
+        }
+        program.push(driver_bin.into_os_string());
+        program.extend(driver_args.map(OsString::from));
+        let mut cmd = Command::new(&program[0]);
+        cmd.args(&program[1..])
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -94,7 +197,21 @@ impl DesktopApp {
                 Err(e) => bail!("cannot open a WebDriver session on the app: {e}"),
             }
         };
-        Ok(DesktopApp { client, driver: this.driver.take().expect("driver") })
+        let session = match &session_dir {
+            Some(dir) => {
+                let text =
+                    std::fs::read_to_string(dir.path().join("env")).context("the desktop session did not start")?;
+                let mut lines = text.lines();
+                Some(DesktopSession {
+                    display: lines.next().unwrap_or_default().to_owned(),
+                    bus: lines.next().unwrap_or_default().to_owned(),
+                    xauthority: lines.next().unwrap_or_default().to_owned(),
+                    dir: Some(dir.path().to_owned()),
+                })
+            }
+            None => None,
+        };
+        Ok(DesktopApp { client, driver: this.driver.take().expect("driver"), session, _session_dir: session_dir })
     }
 
     /// Number of elements matching `css`.

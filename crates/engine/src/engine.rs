@@ -1001,14 +1001,20 @@ impl Actor {
         let mut touched_sessions = Vec::new();
         for path in paths {
             if let Some(parent) = path.parent() {
+                // Hook spool and cwd files publish their own events at once: what this batch
+                // gathered so far goes first, so that events leave in the order the store
+                // made them (a `/clear` successor's `discovered` before the link's `updated`;
+                // in reverse, a consumer folding the events keeps a stale row).
                 if self.data_dir.as_ref().is_some_and(|d| hooks::spool_dir(d) == parent) {
                     if hooks::spool_day(&path).is_some() {
+                        self.publish(std::mem::take(&mut events));
                         self.read_spool_file(&path);
                     }
                     continue;
                 }
                 if self.cwd_dirs.contains_key(parent) {
                     let dir = parent.to_owned();
+                    self.publish(std::mem::take(&mut events));
                     self.cwd_file_changed(&dir, &path);
                     continue;
                 }

@@ -73,6 +73,15 @@ pub fn hook_command(exe: &Path, data_dir: &Path) -> String {
     format!("{} hook --data-dir {}", shell_quote(&exe.to_string_lossy()), shell_quote(&data_dir.to_string_lossy()))
 }
 
+/// The program a front end installs as the hook: the `mimesis` CLI next to `current_exe`
+/// when it is there (a small binary that starts in milliseconds, built into the same
+/// folder), else `current_exe` itself, which must then handle `hook` as its first
+/// argument (the desktop app does, so hooks work without the CLI).
+pub fn hook_program(current_exe: &Path) -> PathBuf {
+    let cli = current_exe.with_file_name(format!("mimesis{}", std::env::consts::EXE_SUFFIX));
+    if cli != current_exe && cli.is_file() { cli } else { current_exe.to_owned() }
+}
+
 fn shell_quote(s: &str) -> String {
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._+-:@%=,".contains(&b)) {
         return s.to_owned();

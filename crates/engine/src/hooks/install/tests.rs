@@ -268,3 +268,18 @@ fn a_symlinked_settings_file_is_written_through_and_stays_a_link() {
     assert!(fs::symlink_metadata(settings_path(&r)).unwrap().file_type().is_symlink());
     assert_eq!(fs::read(&target).unwrap(), claude_style(&foreign()));
 }
+
+#[test]
+fn the_hook_runs_the_cli_next_to_the_app_else_the_app_itself() {
+    let d = tempfile::tempdir().unwrap();
+    let app = d.path().join("mimesis-desktop");
+    fs::write(&app, b"app").unwrap();
+    assert_eq!(hook_program(&app), app, "no CLI next to the app: the app runs its own `hook`");
+    let cli = d.path().join("mimesis");
+    fs::create_dir(&cli).unwrap();
+    assert_eq!(hook_program(&app), app, "a folder named mimesis is not the CLI");
+    fs::remove_dir(&cli).unwrap();
+    fs::write(&cli, b"cli").unwrap();
+    assert_eq!(hook_program(&app), cli);
+    assert_eq!(hook_program(&cli), cli, "the CLI installs itself");
+}

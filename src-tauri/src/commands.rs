@@ -1,0 +1,170 @@
+//! The Tauri commands of docs/ipc.md: each is a thin call into the engine. Errors reach the
+//! UI as one sentence. File work (hooks, doctor) runs off the async workers.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use mimesis_engine::engine::Snapshot;
+use mimesis_engine::hooks::install::HookStatus;
+use mimesis_engine::settings::{SetOutcome, Settings};
+use mimesis_engine::{Engine, SessionId, TimelineItem, TimelinePage, demo};
+use serde::Serialize;
+
+use crate::events::IpcItem;
+
+pub struct AppState {
+    pub engine: Engine,
+    pub demo: Mutex<Option<demo::Demo>>,
+    pub demo_root: PathBuf,
+}
+
+type CmdResult<T> = Result<T, String>;
+
+fn session_id(s: &str) -> CmdResult<SessionId> {
+    SessionId::parse(s).map_err(|e| e.to_string())
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IpcPage {
+    session_id: SessionId,
+    total: usize,
+    start: usize,
+    items: Vec<IpcItem>,
+}
+
+impl From<TimelinePage> for IpcPage {
+    fn from(p: TimelinePage) -> Self {
+        IpcPage {
+            session_id: p.session_id,
+            total: p.total,
+            start: p.start,
+            items: p.items.iter().map(IpcItem::new).collect(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RosterSnapshot {
+    #[serde(flatten)]
+    snapshot: Snapshot,
+    demo: bool,
+}
+
+#[tauri::command]
+pub async fn roster_snapshot(app: tauri::AppHandle, state: tauri::State<'_, AppState>) -> CmdResult<RosterSnapshot> {
+    let snapshot = state.engine.snapshot().await.map_err(|e| e.to_string())?;
+    let demo = state.demo.lock().map(|d| d.is_some()).unwrap_or(false);
+    // The UI listens for `attention:changed` before it asks for the roster: the set as it
+    // is now reaches it even when it last changed before the page had loaded.
+    crate::events::emit_attention(&app, &state.engine);
+    Ok(RosterSnapshot { snapshot, demo })
+}
+
+#[tauri::command(rename_all = "camelCase")]
+pub async fn open_timeline(state: tauri::State<'_, AppState>, session_id: String, tail: usize) -> CmdResult<IpcPage> {
+    let id = self::session_id(&session_id)?;
+    state.engine.open_timeline(&id, tail.min(2_000)).await.map(IpcPage::from).map_err(|e| e.to_string())
+}
+
+#[tauri::command(rename_all = "camelCase")]
+pub async fn timeline_range(
+    state: tauri::State<'_, AppState>,
+    session_id: String,
+    start: usize,
+    end: usize,
+) -> CmdResult<IpcPage> {
+    let id = self::session_id(&session_id)?;
+    let end = end.min(start.saturating_add(2_000));
+    state.engine.timeline_range(&id, start, end).await.map(IpcPage::from).map_err(|e| e.to_string())
+}
+
+#[tauri::command(rename_all = "camelCase")]
+pub async fn timeline_item(
+    state: tauri::State<'_, AppState>,
+    session_id: String,
+    index: usize,
+) -> CmdResult<TimelineItem> {
+    let id = self::session_id(&session_id)?;
+    match state.engine.timeline_item(&id, index).await {
+        Ok(Some(item)) => Ok(item),
+        Ok(None) => Err(format!("the timeline of {id} has no item {index}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[tauri::command(rename_all = "camelCase")]
+pub fn close_timeline(state: tauri::State<'_, AppState>, session_id: String) -> CmdResult<()> {
+    state.engine.close_timeline(&self::session_id(&session_id)?);
+    Ok(())
+}
+
+#[tauri::command]
+pub async fn start_demo(state: tauri::State<'_, AppState>) -> CmdResult<()> {
+    {
+        let mut slot = state.demo.lock().map_err(|_| "demo state poisoned".to_owned())?;
+        if slot.is_some() {
+            return Ok(());
+        }
+        let d = demo::start(&state.demo_root, 1.0)
+            .map_err(|e| format!("cannot write the demo sessions into {}: {e}", state.demo_root.display()))?;
+        *slot = Some(d);
+    }
+    state.engine.add_root(state.demo_root.clone()).await.map_err(|e| e.to_string())
+}
+
+#[tauri::command]
+pub async fn stop_demo(state: tauri::State<'_, AppState>) -> CmdResult<()> {
+    let demo = state.demo.lock().map_err(|_| "demo state poisoned".to_owned())?.take();
+    if let Some(mut d) = demo {
+        d.stop();
+    }
+    state.engine.remove_root(state.demo_root.clone()).await.map_err(|e| e.to_string())
+}
+
+/// Runs file work of the engine on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    state: &tauri::State<'_, AppState>,
+    f: impl FnOnce(&Engine) -> T + Send + 'static,
+) -> CmdResult<T> {
+    let engine = state.engine.clone();
+    tauri::async_runtime::spawn_blocking(move || f(&engine)).await.map_err(|e| format!("the command failed: {e}"))
+}
+
+#[tauri::command]
+pub async fn hooks_status(state: tauri::State<'_, AppState>) -> CmdResult<Vec<HookStatus>> {
+    blocking(&state, |e| e.hooks_status()).await
+}
+
+/// Installs hooks that run the `mimesis` CLI built next to this app (`mimesis hook`: a
+/// small binary, fast to start, run several times per turn), or, where there is none, this
+/// very binary (`mimesis-desktop hook`, handled first thing in `main`), so hooks work
+/// without the CLI installed.
+#[tauri::command]
+pub async fn hooks_install(state: tauri::State<'_, AppState>) -> CmdResult<Vec<HookStatus>> {
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot tell where Mimesis is installed, so no hook was written: {e}"))?;
+    let program = mimesis_engine::hooks::install::hook_program(&exe);
+    blocking(&state, move |e| e.hooks_install(&program)).await?
+}
+
+#[tauri::command]
+pub async fn hooks_uninstall(state: tauri::State<'_, AppState>) -> CmdResult<Vec<HookStatus>> {
+    blocking(&state, |e| e.hooks_uninstall()).await?
+}
+
+#[tauri::command]
+pub async fn doctor(state: tauri::State<'_, AppState>) -> CmdResult<mimesis_engine::doctor::DoctorReport> {
+    Ok(state.engine.doctor().await)
+}
+
+#[tauri::command]
+pub async fn settings_get(state: tauri::State<'_, AppState>) -> CmdResult<Settings> {
+    blocking(&state, |e| e.settings_get()).await
+}
+
+#[tauri::command]
+pub async fn settings_set(state: tauri::State<'_, AppState>, settings: serde_json::Value) -> CmdResult<SetOutcome> {
+    state.engine.settings_set(&settings).await.map_err(|e| e.to_string())
+}

@@ -1,0 +1,121 @@
+//! Engine streams become the Tauri events of docs/ipc.md: store events (batched as they
+//! come) as `store:events`, open timelines as `timeline:update`, the attention set as
+//! `attention:changed`. Transcript text crosses as data (JSON strings); the UI renders it
+//! as text.
+
+use std::sync::Arc;
+
+use mimesis_engine::engine::IndexedItem;
+use mimesis_engine::{Engine, SessionId, TimelineItem};
+use serde::Serialize;
+use tauri::{AppHandle, Emitter, Runtime};
+use tokio::sync::broadcast::error::RecvError;
+
+/// Long strings are cut in pages sent to the webview; `timeline_item` returns an item whole.
+const IPC_STRING_MAX: usize = 16 * 1024;
+/// At most this many store events per Tauri event.
+const BATCH_MAX: usize = 512;
+
+/// A timeline item as sent to the webview: possibly shortened.
+#[derive(Serialize)]
+pub struct IpcItem {
+    #[serde(flatten)]
+    item: TimelineItem,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    truncated: bool,
+}
+
+impl IpcItem {
+    pub fn new(item: &TimelineItem) -> Self {
+        let (item, truncated) = item.shortened(IPC_STRING_MAX);
+        IpcItem { item, truncated }
+    }
+}
+
+#[derive(Serialize, Clone)]
+struct StoreBatch {
+    events: Vec<Arc<mimesis_engine::Envelope>>,
+}
+
+#[derive(Serialize, Clone)]
+#[serde(rename_all = "camelCase")]
+struct IpcTimelineUpdate {
+    session_id: SessionId,
+    total: usize,
+    reset: bool,
+    changed: Vec<IpcIndexed>,
+}
+
+#[derive(Serialize, Clone)]
+struct IpcIndexed {
+    index: usize,
+    item: serde_json::Value,
+}
+
+fn ipc_indexed(i: &IndexedItem) -> IpcIndexed {
+    IpcIndexed { index: i.index, item: serde_json::to_value(IpcItem::new(&i.item)).unwrap_or_default() }
+}
+
+/// Forwards store events to the webview, batching whatever is queued.
+pub async fn forward_store<R: Runtime>(app: AppHandle<R>, engine: Engine) {
+    let mut rx = engine.subscribe();
+    loop {
+        let first = match rx.recv().await {
+            Ok(e) => e,
+            Err(RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "the webview fell behind; asking it to resync");
+                let _ = app.emit("store:resync", serde_json::json!({}));
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        let mut events = vec![first];
+        while events.len() < BATCH_MAX {
+            match rx.try_recv() {
+                Ok(e) => events.push(e),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = app.emit("store:events", StoreBatch { events }) {
+            tracing::warn!(error = %e, "cannot emit store events");
+        }
+    }
+}
+
+pub async fn forward_timeline<R: Runtime>(app: AppHandle<R>, engine: Engine) {
+    let mut rx = engine.subscribe_timeline();
+    loop {
+        match rx.recv().await {
+            Ok(u) => {
+                let payload = IpcTimelineUpdate {
+                    session_id: u.session_id.clone(),
+                    total: u.total,
+                    reset: u.reset,
+                    changed: u.changed.iter().map(ipc_indexed).collect(),
+                };
+                let _ = app.emit("timeline:update", payload);
+            }
+            Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Sends the attention set as it is now (`attention:changed`).
+pub fn emit_attention<R: Runtime>(app: &AppHandle<R>, engine: &Engine) {
+    let set = engine.subscribe_attention().borrow().clone();
+    if let Err(e) = app.emit("attention:changed", set) {
+        tracing::warn!(error = %e, "cannot emit the attention set");
+    }
+}
+
+/// Sends every change of the attention set.
+pub async fn forward_attention<R: Runtime>(app: AppHandle<R>, engine: Engine) {
+    let mut rx = engine.subscribe_attention();
+    while rx.changed().await.is_ok() {
+        let set = rx.borrow_and_update().clone();
+        if let Err(e) = app.emit("attention:changed", set) {
+            tracing::warn!(error = %e, "cannot emit the attention set");
+        }
+    }
+}

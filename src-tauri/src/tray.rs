@@ -1,0 +1,451 @@
+//! The tray icon (SPEC U5): the number of sessions that need the user (waiting for approval
+//! or input, crashed, terminated) drawn onto the icon, so it shows on trays that have no
+//! title text, and repeated in the tooltip and title; a menu listing those sessions (a click
+//! opens one), "Show Mimesis" and "Quit Mimesis".
+//!
+//! The set comes from the engine's attention policy; the menu's words come from the roster.
+//! Goals and titles are transcript text, so untrusted: control and direction-override
+//! characters are removed, length is bounded and `&` cannot become a mnemonic.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use mimesis_engine::attention::{AttentionSet, NotificationKind};
+use mimesis_engine::{Engine, SessionId, Status, StoreEvent, TrackedSession};
+use serde::Serialize;
+use tauri::image::Image;
+use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
+use tauri::tray::{MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
+use tauri::{AppHandle, Manager, Runtime};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::window;
+
+/// At most this many sessions are listed in the menu; the rest are counted.
+const MENU_SESSIONS: usize = 12;
+/// Characters of a session's name in the menu.
+const LABEL_CHARS: usize = 48;
+/// A burst of changes redraws the tray once.
+const SETTLE: Duration = Duration::from_millis(150);
+/// Side of the drawn icon, in pixels.
+const SIDE: u32 = 64;
+
+const ID_SHOW: &str = "tray:show";
+const ID_QUIT: &str = "tray:quit";
+const ID_OPEN: &str = "tray:open:";
+
+/// The tray and what it last showed.
+pub struct Tray<R: Runtime> {
+    icon: TrayIcon<R>,
+    base: Vec<u8>,
+    /// Crashed / terminated sessions as the notifications said (the roster row alone
+    /// cannot tell them apart).
+    kinds: Mutex<HashMap<SessionId, NotificationKind>>,
+    shown_count: Mutex<Option<usize>>,
+}
+
+/// Creates the tray icon with an empty list. Where there is no tray host the icon is
+/// simply not shown.
+pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
+    let base = base_icon();
+    let menu = build_menu(app, &[], 0)?;
+    let icon = TrayIconBuilder::with_id("main")
+        .icon(Image::new_owned(draw_badge(&base, 0), SIDE, SIDE))
+        .tooltip("Mimesis")
+        .menu(&menu)
+        .show_menu_on_left_click(false)
+        .on_menu_event(|app, event| on_menu(app, event.id().as_ref()))
+        .on_tray_icon_event(|tray, event| {
+            // Windows and macOS: a left click shows the window; the menu is on the right button.
+            if let TrayIconEvent::Click { button: MouseButton::Left, button_state: MouseButtonState::Up, .. } = event {
+                window::show_main(tray.app_handle());
+            }
+        })
+        .build(app)?;
+    app.manage(Tray { icon, base, kinds: Mutex::new(HashMap::new()), shown_count: Mutex::new(None) });
+    Ok(())
+}
+
+fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
+    match id {
+        ID_SHOW => window::show_main(app),
+        ID_QUIT => app.exit(0),
+        _ => {
+            if let Some(sid) = id.strip_prefix(ID_OPEN).and_then(|s| SessionId::parse(s).ok()) {
+                window::open_session(app, &sid);
+            }
+        }
+    }
+}
+
+/// Whether something on this desktop shows tray icons, so that a hidden window can be
+/// brought back. Linux: a StatusNotifier host registered on the session bus (GNOME without
+/// the AppIndicator extension has none). Elsewhere there always is one.
+pub fn host_present() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let ask = || -> zbus::Result<bool> {
+            let bus = zbus::blocking::Connection::session()?;
+            let dbus = zbus::blocking::fdo::DBusProxy::new(&bus)?;
+            Ok(dbus.name_has_owner("org.kde.StatusNotifierWatcher".try_into()?)?)
+        };
+        match ask() {
+            Ok(has) => has,
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot ask the session bus for a tray host");
+                false
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        true
+    }
+}
+
+/// Keeps the tray in step with the attention set and the words of the sessions in it.
+pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine) {
+    let mut attention = engine.subscribe_attention();
+    let mut store = engine.subscribe();
+    let mut notes = engine.subscribe_notifications();
+    let mut current = attention.borrow_and_update().clone();
+    refresh(&app, &engine, &current).await;
+    loop {
+        tokio::select! {
+            changed = attention.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            ev = store.recv() => match ev {
+                Ok(env) if touches(&env.event, &current) => {}
+                Ok(_) => continue,
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return,
+            },
+            n = notes.recv() => {
+                match n {
+                    Ok(n) => note_kind(&app, &n.session_id, n.kind),
+                    Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                }
+                continue;
+            }
+        }
+        tokio::time::sleep(SETTLE).await;
+        while store.try_recv().is_ok() {}
+        // The engine sends a crash's notification just before the set changes: note its
+        // kind before drawing, so the menu says "crashed" rather than "needs you".
+        while let Ok(n) = notes.try_recv() {
+            note_kind(&app, &n.session_id, n.kind);
+        }
+        current = attention.borrow_and_update().clone();
+        refresh(&app, &engine, &current).await;
+    }
+}
+
+fn note_kind<R: Runtime>(app: &AppHandle<R>, id: &SessionId, kind: NotificationKind) {
+    let Some(tray) = app.try_state::<Tray<R>>() else { return };
+    let Ok(mut kinds) = tray.kinds.lock() else { return };
+    match kind {
+        NotificationKind::Crashed | NotificationKind::Terminated => {
+            kinds.insert(id.clone(), kind);
+        }
+        NotificationKind::Recovered => {
+            kinds.remove(id);
+        }
+        _ => {}
+    }
+}
+
+/// Whether a store event changes how a listed session reads in the menu.
+fn touches(ev: &StoreEvent, set: &AttentionSet) -> bool {
+    match ev {
+        StoreEvent::Updated { session_id, changes } => {
+            set.session_ids.contains(session_id)
+                && ["status", "title", "goal", "cwd"].iter().any(|k| changes.contains_key(*k))
+        }
+        _ => false,
+    }
+}
+
+/// One listed session.
+#[derive(Serialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+struct Entry {
+    session_id: SessionId,
+    label: String,
+}
+
+/// What the tray shows, for `MIMESIS_TRAY_PROBE`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Probe<'a> {
+    count: usize,
+    tooltip: &'a str,
+    entries: &'a [Entry],
+    more: usize,
+}
+
+async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, set: &AttentionSet) {
+    let Some(tray) = app.try_state::<Tray<R>>() else { return };
+    let sessions: HashMap<SessionId, TrackedSession> = match engine.snapshot().await {
+        Ok(s) => s
+            .sessions
+            .into_iter()
+            .filter(|s| set.session_ids.contains(&s.session_id))
+            .map(|s| (s.session_id.clone(), s))
+            .collect(),
+        Err(_) => return,
+    };
+    // A session that left the set is no longer crashed or terminated for the menu: when
+    // it comes back (waiting for input after a resume), it is for another reason.
+    let kinds = tray
+        .kinds
+        .lock()
+        .map(|mut k| {
+            k.retain(|id, _| set.session_ids.contains(id));
+            k.clone()
+        })
+        .unwrap_or_default();
+    let mut rows: Vec<(u8, i64, Entry)> = set
+        .session_ids
+        .iter()
+        .map(|id| {
+            let s = sessions.get(id);
+            let (rank, state) = match (s.map(|s| s.status), kinds.get(id)) {
+                (Some(Status::WaitingForApproval), _) => (0, "needs approval"),
+                (_, Some(NotificationKind::Crashed)) => (1, "crashed"),
+                (_, Some(NotificationKind::Terminated)) => (1, "terminated"),
+                (Some(Status::WaitingForInput), _) => (2, "waiting for input"),
+                _ => (1, "needs you"),
+            };
+            let name = s.map(session_name).unwrap_or_else(|| id.short().to_owned());
+            let at = s.map(|s| s.last_activity_at.millis()).unwrap_or(0);
+            let label = format!("{} — {state}", clean_label(&name, LABEL_CHARS));
+            (rank, -at, Entry { session_id: id.clone(), label })
+        })
+        .collect();
+    rows.sort_by_key(|r| (r.0, r.1));
+    let count = set.count;
+    let entries: Vec<Entry> = rows.into_iter().take(MENU_SESSIONS).map(|r| r.2).collect();
+    let more = count.saturating_sub(entries.len());
+    let tooltip = match count {
+        0 => "Mimesis — no session needs you".to_owned(),
+        1 => "Mimesis — 1 session needs you".to_owned(),
+        n => format!("Mimesis — {n} sessions need you"),
+    };
+    match build_menu(app, &entries, more) {
+        Ok(menu) => {
+            if let Err(e) = tray.icon.set_menu(Some(menu)) {
+                tracing::warn!(error = %e, "cannot update the tray menu");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot build the tray menu"),
+    }
+    let redraw = tray.shown_count.lock().map(|mut c| c.replace(count) != Some(count)).unwrap_or(true);
+    let icon = draw_badge(&tray.base, count);
+    if redraw {
+        let _ = tray.icon.set_icon(Some(Image::new_owned(icon.clone(), SIDE, SIDE)));
+        let _ = tray.icon.set_title(Some(if count == 0 { String::new() } else { count.to_string() }));
+    }
+    let _ = tray.icon.set_tooltip(Some(&tooltip));
+    write_probe(&Probe { count, tooltip: &tooltip, entries: &entries, more }, &icon);
+}
+
+/// Tests read what the tray shows from the file named by `MIMESIS_TRAY_PROBE` (a tray host
+/// cannot be observed under Xvfb), and the icon as raw RGBA (64×64) next to it with the
+/// extension `rgba`. Nothing is written without it.
+fn write_probe(p: &Probe, icon: &[u8]) {
+    let Some(path) = std::env::var_os("MIMESIS_TRAY_PROBE") else { return };
+    let path = std::path::PathBuf::from(path);
+    let write = |path: &std::path::Path, bytes: &[u8]| {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path))
+    };
+    let ok = serde_json::to_vec(p)
+        .map_err(std::io::Error::other)
+        .and_then(|b| write(&path.with_extension("rgba"), icon).and_then(|()| write(&path, &b)));
+    if let Err(e) = ok {
+        tracing::warn!(error = %e, "cannot write the tray probe");
+    }
+}
+
+/// How a session is called: its title, else its goal, else its folder, else its id.
+fn session_name(s: &TrackedSession) -> String {
+    s.title
+        .as_deref()
+        .or(s.goal.as_deref())
+        .filter(|t| !t.trim().is_empty())
+        .map(str::to_owned)
+        .or_else(|| s.cwd.as_deref().and_then(|c| c.rsplit('/').find(|p| !p.is_empty())).map(str::to_owned))
+        .unwrap_or_else(|| s.session_id.short().to_owned())
+}
+
+fn build_menu<R: Runtime>(app: &AppHandle<R>, entries: &[Entry], more: usize) -> tauri::Result<Menu<R>> {
+    let menu = Menu::new(app)?;
+    if entries.is_empty() {
+        menu.append(&MenuItem::with_id(app, "tray:none", "No session needs you", false, None::<&str>)?)?;
+    }
+    for e in entries {
+        menu.append(&MenuItem::with_id(app, format!("{ID_OPEN}{}", e.session_id), &e.label, true, None::<&str>)?)?;
+    }
+    if more > 0 {
+        menu.append(&MenuItem::with_id(app, "tray:more", format!("… and {more} more"), false, None::<&str>)?)?;
+    }
+    menu.append(&PredefinedMenuItem::separator(app)?)?;
+    menu.append(&MenuItem::with_id(app, ID_SHOW, "Show Mimesis", true, None::<&str>)?)?;
+    menu.append(&MenuItem::with_id(app, ID_QUIT, "Quit Mimesis", true, None::<&str>)?)?;
+    Ok(menu)
+}
+
+/// Untrusted text as a menu label: [`one_line`], with `&` shown as itself (not a mnemonic).
+fn clean_label(text: &str, max: usize) -> String {
+    one_line(text, max).replace('&', "&&")
+}
+
+/// Untrusted text as one line: no control, invisible or direction-override characters,
+/// whitespace runs as one space, at most `max` characters (then `…`).
+pub fn one_line(text: &str, max: usize) -> String {
+    let invisible = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+    };
+    let mut line = String::with_capacity(text.len().min(4 * max));
+    let mut chars = 0;
+    let mut cut = false;
+    for word in text.split(|c: char| c.is_whitespace() || invisible(c)).filter(|w| !w.is_empty()) {
+        if chars > 0 {
+            line.push(' ');
+            chars += 1;
+        }
+        for c in word.chars() {
+            if chars >= max {
+                cut = true;
+                break;
+            }
+            line.push(c);
+            chars += 1;
+        }
+        if cut {
+            break;
+        }
+    }
+    let mut out = line.trim_end().to_owned();
+    if cut {
+        out.push('…');
+    }
+    out
+}
+
+/// The app icon, scaled to the tray's size (decoded at compile time).
+fn base_icon() -> Vec<u8> {
+    let src = tauri::include_image!("../icons/128x128.png");
+    let (w, h) = (src.width(), src.height());
+    let rgba = src.rgba();
+    let (fx, fy) = (w / SIDE, h / SIDE);
+    let mut out = vec![0u8; (SIDE * SIDE * 4) as usize];
+    for y in 0..SIDE {
+        for x in 0..SIDE {
+            let mut acc = [0u32; 4];
+            for dy in 0..fy {
+                for dx in 0..fx {
+                    let i = (((y * fy + dy) * w + (x * fx + dx)) * 4) as usize;
+                    for (a, v) in acc.iter_mut().zip(&rgba[i..i + 4]) {
+                        *a += u32::from(*v);
+                    }
+                }
+            }
+            let o = ((y * SIDE + x) * 4) as usize;
+            for (c, a) in acc.iter().enumerate() {
+                out[o + c] = (a / (fx * fy).max(1)) as u8;
+            }
+        }
+    }
+    out
+}
+
+/// Digits and `+` in a 3×5 pixel font, one row per byte (bit 2 is the left column).
+const GLYPHS: [[u8; 5]; 11] = [
+    [0b111, 0b101, 0b101, 0b101, 0b111],
+    [0b010, 0b110, 0b010, 0b010, 0b111],
+    [0b111, 0b001, 0b111, 0b100, 0b111],
+    [0b111, 0b001, 0b111, 0b001, 0b111],
+    [0b101, 0b101, 0b111, 0b001, 0b001],
+    [0b111, 0b100, 0b111, 0b001, 0b111],
+    [0b111, 0b100, 0b111, 0b101, 0b111],
+    [0b111, 0b001, 0b001, 0b001, 0b001],
+    [0b111, 0b101, 0b111, 0b101, 0b111],
+    [0b111, 0b101, 0b111, 0b001, 0b111],
+    [0b000, 0b010, 0b111, 0b010, 0b000],
+];
+
+/// The icon with `count` in a red pill at its lower right (the icon alone at 0).
+fn draw_badge(base: &[u8], count: usize) -> Vec<u8> {
+    let mut px = base.to_vec();
+    if count == 0 {
+        return px;
+    }
+    let text: Vec<usize> =
+        if count > 99 { vec![9, 9, 10] } else { count.to_string().bytes().map(|b| usize::from(b - b'0')).collect() };
+    let scale = 4i32;
+    let gap = scale;
+    let text_w = text.len() as i32 * 3 * scale + (text.len() as i32 - 1) * gap;
+    let text_h = 5 * scale;
+    let h = text_h + 2 * scale + 4;
+    let w = (text_w + 2 * scale + 4).max(h);
+    let side = SIDE as i32;
+    let (x0, y0) = (side - w, side - h);
+    let r = h as f32 / 2.0;
+    // The pill: a white rim, red inside; edges anti-aliased by coverage.
+    for y in y0.max(0)..side {
+        for x in x0.max(0)..side {
+            let (cx, cy) = (x as f32 + 0.5, y as f32 + 0.5);
+            let (left, right) = (x0 as f32 + r, (x0 + w) as f32 - r);
+            let nx = cx.clamp(left, right);
+            let d = ((cx - nx).powi(2) + (cy - (y0 as f32 + r)).powi(2)).sqrt();
+            let outer = (r - d + 0.5).clamp(0.0, 1.0);
+            if outer <= 0.0 {
+                continue;
+            }
+            let inner = (r - 2.0 - d + 0.5).clamp(0.0, 1.0);
+            let red = [0xd7u8, 0x26, 0x3d];
+            let color: [f32; 3] = std::array::from_fn(|c| 255.0 * (1.0 - inner) + f32::from(red[c]) * inner);
+            blend(&mut px, x, y, color, outer);
+        }
+    }
+    let (tx, ty) = (x0 + (w - text_w) / 2, y0 + (h - text_h) / 2);
+    for (i, g) in text.iter().enumerate() {
+        let gx = tx + i as i32 * (3 * scale + gap);
+        for (row, bits) in GLYPHS[*g].iter().enumerate() {
+            for col in 0..3 {
+                if bits & (0b100 >> col) == 0 {
+                    continue;
+                }
+                for dy in 0..scale {
+                    for dx in 0..scale {
+                        blend(&mut px, gx + col * scale + dx, ty + row as i32 * scale + dy, [255.0; 3], 1.0);
+                    }
+                }
+            }
+        }
+    }
+    px
+}
+
+fn blend(px: &mut [u8], x: i32, y: i32, color: [f32; 3], alpha: f32) {
+    let side = SIDE as i32;
+    if !(0..side).contains(&x) || !(0..side).contains(&y) {
+        return;
+    }
+    let i = ((y * side + x) * 4) as usize;
+    let dst_a = f32::from(px[i + 3]) / 255.0;
+    let out_a = alpha + dst_a * (1.0 - alpha);
+    for c in 0..3 {
+        let dst = f32::from(px[i + c]);
+        let v = if out_a > 0.0 { (color[c] * alpha + dst * dst_a * (1.0 - alpha)) / out_a } else { 0.0 };
+        px[i + c] = v.round().clamp(0.0, 255.0) as u8;
+    }
+    px[i + 3] = (out_a * 255.0).round() as u8;
+}
