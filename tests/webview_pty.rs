@@ -1,7 +1,7 @@
 //! Supervised PTY sessions through the real webview (issue 3): the built desktop app with
 //! the stand-in agent (`MIMESIS_AGENT`), driven through WebDriver. From the UI: "New
 //! session" → folder → Start opens the terminal; keystrokes reach the agent and its output
-//! shows in xterm; the roster gains the session as `source: pty`; a short duration limit
+//! shows in xterm (`target/e2e/pty-terminal.png`); the roster gains the session as `source: pty`; a short duration limit
 //! (`MAX_SESSION_DURATION_SECONDS`) shows the seeds' warning banner, then the "Session
 //! ended" dialog with "Start New Session" and "Resume". When the app has quit no stand-in
 //! process is left. A screenshot is saved to `target/e2e/pty.png`.
@@ -162,6 +162,7 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
         })
         .await?;
     eprintln!("enter → reply on screen: {took:?}");
+    app.screenshot(&workspace_root().join("target/e2e/pty-terminal.png")).await?;
 
     // 3. The roster shows it as a supervised PTY session.
     let row = format!("[data-testid=roster-row][data-session-id='{id}']");
