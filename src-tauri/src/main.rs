@@ -137,7 +137,9 @@ fn main() {
             }
             match config_root {
                 Some(root) => pty::start(&handle, &engine, root, engine_data_dir_pty, !config_dirs.is_empty()),
-                None => tracing::warn!("no Claude Code config folder (HOME and CLAUDE_CONFIG_DIR unset): no supervised sessions"),
+                None => tracing::warn!(
+                    "no Claude Code config folder (HOME and CLAUDE_CONFIG_DIR unset): no supervised sessions"
+                ),
             }
             quit_on_signals(handle);
             app.manage(AppState { engine, demo: Mutex::new(None), demo_root });
