@@ -3,8 +3,8 @@
 //! session" → folder → Start opens the terminal; keystrokes reach the agent and its output
 //! shows in xterm (`target/e2e/pty-terminal.png`); the roster gains the session as `source: pty`; a short duration limit
 //! (`MAX_SESSION_DURATION_SECONDS`) shows the seeds' warning banner, then the "Session
-//! ended" dialog with "Start New Session" and "Resume". When the app has quit no stand-in
-//! process is left. A screenshot is saved to `target/e2e/pty.png`.
+//! ended" dialog with "Start New Session" and "Resume"; "Start New Session" runs a fresh
+//! agent, and when the app quits with it running, no stand-in process is left (P12). A screenshot is saved to `target/e2e/pty.png`.
 //!
 //! Also a benchmark, not run by default: PTY → webview terminal throughput with the UI's
 //! responsiveness sampled during the flood (`pty_throughput_bench`, see its doc).
@@ -133,7 +133,7 @@ async fn pty_session_from_the_ui_with_duration_limit() -> Result<()> {
     let app = DesktopApp::launch(&args(&fx), &env(&fx, &agent, &limits)).await?;
     let result = session_flow(&app, &fx).await;
     let shot = workspace_root().join("target/e2e/pty.png");
-    let shot_result = app.screenshot(&shot).await;
+    let shot_result = if result.is_err() { app.screenshot(&shot).await } else { Ok(()) };
     app.close().await?;
     // P12: quitting stops every supervised process.
     let left = none_left(&fx.project).await;
@@ -190,6 +190,7 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     ensure!(dialog.contains("Session ended (16-second limit reached)."), "dialog: {dialog:?}");
     ensure!(text_of(app, "[data-testid=terminated-new]").await?.trim() == "Start New Session");
     ensure!(text_of(app, "[data-testid=terminated-resume]").await?.trim() == "Resume");
+    app.screenshot(&workspace_root().join("target/e2e/pty.png")).await?;
     app.wait_for("the roster row to show the session terminated", Duration::from_secs(10), || async {
         let state = app
             .js(&format!(
@@ -201,6 +202,23 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     })
     .await?;
     ensure!(processes_in(&fx.project).is_empty(), "the limit ended the agent: {:?}", processes_in(&fx.project));
+
+    // 5. "Start New Session" runs a fresh agent in the same folder; it is still running
+    // when the app quits, so the quit must stop it.
+    app.client.find(Locator::Css("[data-testid=terminated-new]")).await?.click().await?;
+    app.wait_for("a new session's terminal", Duration::from_secs(15), || async {
+        let v = app
+            .js("const t = document.querySelector('[data-testid=terminal][data-attached=true]'); \
+                 return t ? t.dataset.sessionId : null;")
+            .await?;
+        Ok(v.as_str().is_some_and(|s| s != id))
+    })
+    .await?;
+    app.wait_for("the new agent's prompt", Duration::from_secs(15), || async {
+        Ok(terminal_text(app).await?.contains("? for shortcuts"))
+    })
+    .await?;
+    ensure!(!processes_in(&fx.project).is_empty(), "the new agent runs");
     Ok(())
 }
 
@@ -250,7 +268,7 @@ async fn pty_throughput_bench() -> Result<()> {
 }
 
 async fn stats(app: &DesktopApp) -> Result<Value> {
-    Ok(app.js("const t = document.querySelector('[data-testid=terminal]'); return t.terminalStats();").await?)
+    app.js("const t = document.querySelector('[data-testid=terminal]'); return t.terminalStats();").await
 }
 
 async fn bench(app: &DesktopApp, fx: &Fixture, bytes: usize) -> Result<()> {

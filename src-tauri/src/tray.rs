@@ -213,7 +213,7 @@ async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, set: &Attentio
             (rank, -at, Entry { session_id: id.clone(), label })
         })
         .collect();
-    rows.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    rows.sort_by_key(|r| (r.0, r.1));
     let count = set.count;
     let entries: Vec<Entry> = rows.into_iter().take(MENU_SESSIONS).map(|r| r.2).collect();
     let more = count.saturating_sub(entries.len());
