@@ -14,6 +14,16 @@ const COMMANDS: &[&str] = &[
     "doctor",
     "settings_get",
     "settings_set",
+    "pty_create",
+    "pty_attach",
+    "pty_detach",
+    "pty_input",
+    "pty_resize",
+    "pty_stop",
+    "pty_resume",
+    "pty_restart",
+    "pty_delete",
+    "resources",
 ];
 
 fn main() {

@@ -1,8 +1,34 @@
 import { svelte } from '@sveltejs/vite-plugin-svelte';
+import type { Plugin } from 'vite';
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The app freezes `Object.prototype` (tauri.conf.json `freezePrototype`). xterm's bundled
+ * `KeyCode` namespace then throws "Attempted to assign to readonly property" when it sets
+ * its own `toString` by assignment (a property a frozen prototype makes read-only on
+ * plain objects), and the terminal never loads. Defining the property instead means the same.
+ */
+function xtermFrozenPrototype(): Plugin {
+  const assign = /([\w$]+)\.toString=([\w$]+);(function [\w$]+\([\w$]+\)\{return [\w$]+\.strToKeyCode\()/g;
+  return {
+    name: 'xterm-frozen-prototype',
+    transform(code, id) {
+      if (!/[\\/]@xterm[\\/]/.test(id) || !id.endsWith('.mjs')) return null;
+      let n = 0;
+      const out = code.replace(assign, (_m, ns: string, fn: string, rest: string) => {
+        n++;
+        return `Object.defineProperty(${ns},"toString",{value:${fn},writable:true,configurable:true,enumerable:true});${rest}`;
+      });
+      if (n === 0 && /\.toString=[\w$]+;function [\w$]+\([\w$]+\)\{return [\w$]+\.strToKeyCode/.test(code)) {
+        this.error(`xterm-frozen-prototype: could not patch ${id}`);
+      }
+      return n ? { code: out, map: null } : null;
+    },
+  };
+}
+
 export default defineConfig({
-  plugins: [svelte()],
+  plugins: [svelte(), xtermFrozenPrototype()],
   // Tauri loads the built files from disk: relative paths, no external resources.
   base: './',
   clearScreen: false,

@@ -5,6 +5,7 @@
 //! - [`events`]: engine streams as Tauri events (store, timelines, attention);
 //! - [`tray`]: the tray icon with the sessions that need the user;
 //! - [`notify`]: the engine's notification decisions as desktop notifications;
+//! - [`pty`]: supervised PTY sessions (the engine's supervisor), their terminals and events;
 //! - [`window`]: show/focus, close-to-tray, size and place kept across runs.
 //!
 //! `mimesis-desktop hook …` is Claude Code's hook command when no `mimesis` CLI sits next
@@ -16,6 +17,7 @@
 mod commands;
 mod events;
 mod notify;
+mod pty;
 mod tray;
 mod window;
 
@@ -94,7 +96,10 @@ fn main() {
         std::process::exit(1);
     }
 
-    let roots = roots::from_env(&config_dirs_from_args());
+    let config_dirs = config_dirs_from_args();
+    let roots = roots::from_env(&config_dirs);
+    // Supervised sessions write their transcripts to the first root.
+    let config_root = roots.first().cloned();
     let data_dir = roots::data_dir();
     let data_dir = std::path::absolute(&data_dir).unwrap_or(data_dir);
     if let Err(e) = std::fs::create_dir_all(&data_dir) {
@@ -102,6 +107,7 @@ fn main() {
     }
     let demo_root = data_dir.join("demo");
     let engine_data_dir = data_dir.clone();
+    let engine_data_dir_pty = data_dir.clone();
     let result = tauri::Builder::default()
         // First: a second instance must leave before anything else starts.
         .plugin(
@@ -129,11 +135,25 @@ fn main() {
                 }
                 Err(e) => tracing::warn!(error = %e, "no tray icon"),
             }
+            match config_root {
+                Some(root) => pty::start(&handle, &engine, root, engine_data_dir_pty, !config_dirs.is_empty()),
+                None => tracing::warn!(
+                    "no Claude Code config folder (HOME and CLAUDE_CONFIG_DIR unset): no supervised sessions"
+                ),
+            }
             quit_on_signals(handle);
             app.manage(AppState { engine, demo: Mutex::new(None), demo_root });
             Ok(())
         })
         .on_window_event(window::on_event)
+        // A reloaded page has no terminals: their output goes nowhere.
+        .on_page_load(|webview, payload| {
+            if payload.event() == tauri::webview::PageLoadEvent::Started
+                && let Some(state) = webview.try_state::<pty::PtyState>()
+            {
+                state.detach_all();
+            }
+        })
         .invoke_handler(tauri::generate_handler![
             commands::roster_snapshot,
             commands::open_timeline,
@@ -148,6 +168,16 @@ fn main() {
             commands::doctor,
             commands::settings_get,
             commands::settings_set,
+            pty::pty_create,
+            pty::pty_attach,
+            pty::pty_detach,
+            pty::pty_input,
+            pty::pty_resize,
+            pty::pty_stop,
+            pty::pty_resume,
+            pty::pty_restart,
+            pty::pty_delete,
+            pty::resources,
         ])
         .build(tauri::generate_context!());
     let app = match result {
@@ -160,6 +190,8 @@ fn main() {
     app.run(|handle, event| {
         if let tauri::RunEvent::Exit = event {
             window::save_now(handle);
+            // P12: every supervised process stops before Mimesis does.
+            tauri::async_runtime::block_on(pty::shutdown(handle));
             if let Some(state) = handle.try_state::<AppState>() {
                 if let Ok(mut d) = state.demo.lock() {
                     d.take();

@@ -24,7 +24,10 @@ export class OutputBatcher {
   #scheduled = false;
   #writing = false;
   #disposed = false;
-  /** Bytes written so far (for tests and throughput figures). */
+  /** Bytes received so far, and handed to the terminal so far (for tests and throughput figures). */
+  received = 0;
+  /** Channel messages received. */
+  messages = 0;
   written = 0;
   writes = 0;
 
@@ -36,6 +39,8 @@ export class OutputBatcher {
   push(data: unknown): void {
     const bytes = toBytes(data);
     if (!bytes || bytes.length === 0 || this.#disposed) return;
+    this.received += bytes.length;
+    this.messages++;
     this.#chunks.push(bytes);
     this.#size += bytes.length;
     this.#kick();

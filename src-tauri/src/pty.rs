@@ -1,0 +1,378 @@
+//! Supervised PTY sessions in the app (issue 3): one engine [`Supervisor`] for the app's
+//! lifetime, the `pty_*` and `resources` commands of docs/ipc.md, terminal output to the
+//! webview over a raw-bytes channel, every supervision event as `supervision:event`, and
+//! the supervision's crashes, recoveries and terminations fed to the attention policy
+//! (tray count, desktop notifications).
+//!
+//! The supervisor starts in the background (its start-up cleans up after an earlier run
+//! killed with SIGKILL, which may wait for a process to die); commands wait for it. It
+//! adopts orphaned grandchildren (PR_SET_CHILD_SUBREAPER) so its orphan scan reaps them,
+//! and [`shutdown`] stops every supervised process (SIGTERM, grace, SIGKILL) when the app
+//! exits, however it was asked to (tray, last window closed, SIGTERM, SIGINT).
+//!
+//! Agent: the stored settings' (`agent.command`), or `$MIMESIS_AGENT` when set (tests, a
+//! stand-in program). Limits: the stored settings with the environment's overrides
+//! (`MAX_SESSION_DURATION_SECONDS`, …) on top, following every `settings_set`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mimesis_engine::attention::SupervisionSignal;
+use mimesis_engine::supervise::{
+    AgentCommand, Attachment, EventKind, Resources, SupervisionEvent, Supervisor, SupervisorConfig,
+};
+use mimesis_engine::{Engine, SessionId};
+use serde::Serialize;
+use tauri::ipc::{Channel, InvokeResponseBody};
+use tauri::{AppHandle, Emitter, Manager, Runtime};
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// Output is sent to the webview at most once per frame (a keystroke's echo right away,
+/// a flood as one message per frame)…
+const FRAME: Duration = Duration::from_millis(16);
+/// …or when this much is waiting: bigger messages cost the webview more than they save.
+const MESSAGE_MAX: usize = 512 * 1024;
+/// What clears an xterm before the scrollback is sent again after the output fell behind.
+const RESET: &[u8] = b"\x1bc";
+
+/// The app's supervisor (once started) and the webview's terminal attachments.
+pub struct PtyState {
+    sup: watch::Receiver<Option<Supervisor>>,
+    /// Output forwarders per session, oldest first (`pty_detach` ends the oldest).
+    attachments: Mutex<HashMap<SessionId, Vec<tauri::async_runtime::JoinHandle<()>>>>,
+}
+
+type CmdResult<T> = Result<T, String>;
+
+fn session_id(s: &str) -> CmdResult<SessionId> {
+    SessionId::parse(s).map_err(|e| e.to_string())
+}
+
+impl PtyState {
+    /// The supervisor, once it has started.
+    async fn sup(&self) -> CmdResult<Supervisor> {
+        let mut rx = self.sup.clone();
+        let sup = rx.wait_for(Option::is_some).await.map_err(|_| "the supervisor did not start".to_owned())?;
+        Ok(sup.clone().expect("waited for it"))
+    }
+
+    /// Ends every forwarder (the page was reloaded: nothing reads their channels).
+    pub fn detach_all(&self) {
+        let all: Vec<_> = self.attachments.lock().map(|mut a| a.drain().collect()).unwrap_or_default();
+        let sup = self.sup.borrow().clone();
+        for (id, handles) in all {
+            for h in handles {
+                h.abort();
+                if let Some(sup) = &sup {
+                    sup.detach(&id, true);
+                }
+            }
+        }
+    }
+}
+
+/// Starts the supervisor in the background and manages [`PtyState`].
+pub fn start<R: Runtime>(app: &AppHandle<R>, engine: &Engine, config_root: PathBuf, data_dir: PathBuf, set_env: bool) {
+    let (tx, rx) = watch::channel(None);
+    app.manage(PtyState { sup: rx, attachments: Mutex::new(HashMap::new()) });
+    let mut config = SupervisorConfig::for_engine(engine, config_root.clone(), data_dir);
+    if set_env {
+        config.config_root_env = Some(config_root);
+    }
+    let agent_override = agent_override();
+    if let Some(a) = &agent_override {
+        config.agent = a.clone();
+    }
+    // Settings are followed here rather than by the supervisor, so that the override of
+    // the agent survives a settings change.
+    config.follow_settings = false;
+    let (app, engine) = (app.clone(), engine.clone());
+    tauri::async_runtime::spawn(async move {
+        let sup = Supervisor::start(config).await;
+        let cleanup = sup.previous_runs();
+        if !cleanup.killed.is_empty() {
+            tracing::info!(killed = ?cleanup.killed, "stopped what an earlier run of Mimesis left running");
+        }
+        tauri::async_runtime::spawn(follow_settings(sup.clone(), engine.clone(), agent_override));
+        tauri::async_runtime::spawn(forward_events(app, sup.clone(), engine));
+        let _ = tx.send(Some(sup));
+        // Keep the sender: the commands' receivers stay valid for the app's lifetime.
+        tx.closed().await;
+    });
+}
+
+/// `$MIMESIS_AGENT`: the program sessions run, whatever the settings say.
+fn agent_override() -> Option<AgentCommand> {
+    let program = std::env::var_os("MIMESIS_AGENT").filter(|p| !p.is_empty())?;
+    Some(AgentCommand::new(PathBuf::from(program)))
+}
+
+async fn follow_settings(sup: Supervisor, engine: Engine, agent_override: Option<AgentCommand>) {
+    let mut rx = engine.subscribe_settings();
+    // What was stored when the supervisor started is in force already.
+    rx.borrow_and_update();
+    while rx.changed().await.is_ok() {
+        let settings = rx.borrow_and_update().clone();
+        sup.apply_settings(&settings);
+        if let Some(a) = &agent_override {
+            sup.set_agent(a.clone());
+        }
+    }
+}
+
+/// What a supervision event means for the attention set and notifications.
+fn signal(ev: &SupervisionEvent) -> Option<SupervisionSignal> {
+    let msg = |m: &str| m.to_owned();
+    Some(match &ev.kind {
+        EventKind::CrashDetected { .. } => SupervisionSignal::Crashed { message: msg("Crash detected") },
+        EventKind::Error { message, .. }
+        | EventKind::SessionUnhealthy { message }
+        | EventKind::RecoveryFailed { message } => SupervisionSignal::Crashed { message: msg(message) },
+        EventKind::SessionRecovered { message } | EventKind::SessionReady { message, .. } => {
+            SupervisionSignal::Recovered { message: msg(message) }
+        }
+        // The user stopped or deleted it, or Mimesis is quitting: nothing to tell them.
+        EventKind::SessionTerminated { reason, .. } if matches!(reason.as_str(), "user" | "deleted" | "shutdown") => {
+            SupervisionSignal::Cleared
+        }
+        EventKind::SessionTerminated { message, .. } => SupervisionSignal::Terminated { message: msg(message) },
+        EventKind::SessionStarted {} | EventKind::SessionResumed { .. } => SupervisionSignal::Cleared,
+        _ => return None,
+    })
+}
+
+/// Every supervision event to the webview (`supervision:event`) and the attention policy.
+async fn forward_events<R: Runtime>(app: AppHandle<R>, sup: Supervisor, engine: Engine) {
+    let mut rx = sup.subscribe();
+    loop {
+        let ev = match rx.recv().await {
+            Ok(ev) => ev,
+            Err(RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "supervision events fell behind; some were not shown");
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        if let Some(s) = signal(&ev) {
+            engine.supervision_signal(&ev.session_id, s);
+        }
+        // The supervisor put the state this event describes into the roster before
+        // sending it; a round trip through the engine's queue makes sure the store event
+        // is out before this one (docs/ipc.md).
+        let _ = engine.attention().await;
+        if let Err(e) = app.emit("supervision:event", &*ev) {
+            tracing::warn!(error = %e, "cannot emit a supervision event");
+        }
+    }
+}
+
+/// Stops every supervised process (P12). Called once, when the app exits.
+pub async fn shutdown<R: Runtime>(app: &AppHandle<R>) {
+    let Some(state) = app.try_state::<PtyState>() else { return };
+    state.detach_all();
+    // A supervisor still starting may be about to run sessions: wait for it briefly.
+    let mut rx = state.sup.clone();
+    let sup = match tokio::time::timeout(Duration::from_secs(10), rx.wait_for(Option::is_some)).await {
+        Ok(Ok(s)) => s.clone(),
+        _ => None,
+    };
+    if let Some(sup) = sup {
+        sup.shutdown().await;
+    }
+}
+
+// ---- commands (docs/ipc.md) ----
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Created {
+    session_id: SessionId,
+}
+
+#[tauri::command]
+pub async fn pty_create(state: tauri::State<'_, PtyState>, cwd: String, resume: Option<String>) -> CmdResult<Created> {
+    let resume = resume.as_deref().map(session_id).transpose()?;
+    let cwd = PathBuf::from(cwd);
+    if !cwd.is_absolute() {
+        return Err(format!("{} is not an absolute path; choose a folder starting with /", cwd.display()));
+    }
+    let sup = state.sup().await?;
+    let id = sup.create(&cwd, resume).await.map_err(|e| e.to_string())?;
+    Ok(Created { session_id: id })
+}
+
+#[derive(Serialize)]
+pub struct Size {
+    cols: u16,
+    rows: u16,
+}
+
+#[tauri::command(rename_all = "camelCase")]
+pub async fn pty_attach(
+    state: tauri::State<'_, PtyState>,
+    session_id: String,
+    on_data: Channel<InvokeResponseBody>,
+) -> CmdResult<Size> {
+    let id = self::session_id(&session_id)?;
+    let sup = state.sup().await?;
+    let att = sup.attach(&id, true).await.map_err(|e| e.to_string())?;
+    let size = Size { cols: att.cols, rows: att.rows };
+    let handle = tauri::async_runtime::spawn(forward_output(sup, id.clone(), att, on_data));
+    state.attachments.lock().map_err(|_| "attachments poisoned".to_owned())?.entry(id).or_default().push(handle);
+    Ok(size)
+}
+
+#[tauri::command(rename_all = "camelCase")]
+pub async fn pty_detach(state: tauri::State<'_, PtyState>, session_id: String) -> CmdResult<()> {
+    let id = self::session_id(&session_id)?;
+    let sup = state.sup().await?;
+    let handle = {
+        let mut all = state.attachments.lock().map_err(|_| "attachments poisoned".to_owned())?;
+        let list = all.get_mut(&id);
+        let h = list.and_then(|l| (!l.is_empty()).then(|| l.remove(0)));
+        if all.get(&id).is_some_and(Vec::is_empty) {
+            all.remove(&id);
+        }
+        h
+    };
+    if let Some(h) = handle {
+        h.abort();
+        sup.detach(&id, true);
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+pub struct InputResult {
+    queued: bool,
+}
+
+#[tauri::command(rename_all = "camelCase")]
+pub async fn pty_input(state: tauri::State<'_, PtyState>, session_id: String, data: String) -> CmdResult<InputResult> {
+    let id = self::session_id(&session_id)?;
+    let sup = state.sup().await?;
+    let queued = sup.input(&id, data.as_bytes()).await.map_err(|e| e.to_string())?;
+    Ok(InputResult { queued })
+}
+
+#[tauri::command(rename_all = "camelCase")]
+pub async fn pty_resize(state: tauri::State<'_, PtyState>, session_id: String, cols: u16, rows: u16) -> CmdResult<()> {
+    let id = self::session_id(&session_id)?;
+    if cols == 0 || rows == 0 {
+        return Err(format!("a terminal of {cols}×{rows} cannot be shown"));
+    }
+    state.sup().await?.resize(&id, cols, rows).map_err(|e| e.to_string())
+}
+
+#[tauri::command(rename_all = "camelCase")]
+pub async fn pty_stop(state: tauri::State<'_, PtyState>, session_id: String) -> CmdResult<()> {
+    let id = self::session_id(&session_id)?;
+    state.sup().await?.stop(&id).map_err(|e| e.to_string())
+}
+
+#[tauri::command(rename_all = "camelCase")]
+pub async fn pty_resume(state: tauri::State<'_, PtyState>, session_id: String) -> CmdResult<()> {
+    let id = self::session_id(&session_id)?;
+    state.sup().await?.resume(&id).map_err(|e| e.to_string())
+}
+
+#[tauri::command(rename_all = "camelCase")]
+pub async fn pty_restart(state: tauri::State<'_, PtyState>, session_id: String) -> CmdResult<()> {
+    let id = self::session_id(&session_id)?;
+    state.sup().await?.restart(&id).map_err(|e| e.to_string())
+}
+
+#[tauri::command(rename_all = "camelCase")]
+pub async fn pty_delete(state: tauri::State<'_, PtyState>, session_id: String) -> CmdResult<()> {
+    let id = self::session_id(&session_id)?;
+    state.sup().await?.delete(&id).map_err(|e| e.to_string())
+}
+
+#[tauri::command]
+pub async fn resources(state: tauri::State<'_, PtyState>) -> CmdResult<Resources> {
+    Ok(state.sup().await?.resources().await)
+}
+
+// ---- output ----
+
+/// What the output stream gave.
+enum Next {
+    Bytes(Arc<[u8]>),
+    /// The forwarder fell behind and chunks were dropped.
+    Lagged,
+    Closed,
+}
+
+fn next(r: Result<Arc<[u8]>, RecvError>) -> Next {
+    match r {
+        Ok(b) => Next::Bytes(b),
+        Err(RecvError::Lagged(_)) => Next::Lagged,
+        Err(RecvError::Closed) => Next::Closed,
+    }
+}
+
+/// The kept scrollback, then live output coalesced per frame. When this falls behind the
+/// session's output, the terminal is reset and gets the scrollback as it is now, so what
+/// it shows is never missing a piece in the middle.
+async fn forward_output(sup: Supervisor, id: SessionId, att: Attachment, channel: Channel<InvokeResponseBody>) {
+    let send = |bytes: Vec<u8>| channel.send(InvokeResponseBody::Raw(bytes)).is_ok();
+    let mut output = att.output;
+    if !att.scrollback.is_empty() && !send(att.scrollback) {
+        return;
+    }
+    let mut last_send = Instant::now() - FRAME;
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        let mut lagged = false;
+        match next(output.recv().await) {
+            Next::Bytes(b) => buf.extend_from_slice(&b),
+            Next::Lagged => lagged = true,
+            Next::Closed => return,
+        }
+        // Whatever else is there, then more until the frame is over (the first output
+        // after a quiet frame, such as an echo, goes at once).
+        let until = last_send + FRAME;
+        while !lagged && buf.len() < MESSAGE_MAX {
+            let r = match output.try_recv() {
+                Ok(b) => Ok(b),
+                Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
+                Err(TryRecvError::Closed) => Err(RecvError::Closed),
+                Err(TryRecvError::Empty) => {
+                    if Instant::now() >= until {
+                        break;
+                    }
+                    match tokio::time::timeout_at(until, output.recv()).await {
+                        Ok(r) => r,
+                        Err(_) => break,
+                    }
+                }
+            };
+            match next(r) {
+                Next::Bytes(b) => buf.extend_from_slice(&b),
+                Next::Lagged => lagged = true,
+                Next::Closed => break,
+            }
+        }
+        if lagged {
+            // A fresh attachment: its scrollback and its stream start at the same byte.
+            tracing::debug!(session = %id, "terminal output fell behind; re-sending the scrollback");
+            let Ok(again) = sup.attach(&id, true).await else { return };
+            sup.detach(&id, true);
+            output = again.output;
+            buf.clear();
+            buf.extend_from_slice(RESET);
+            buf.extend_from_slice(&again.scrollback);
+        }
+        if buf.is_empty() {
+            continue;
+        }
+        if !send(std::mem::take(&mut buf)) {
+            return;
+        }
+        last_send = Instant::now();
+    }
+}
