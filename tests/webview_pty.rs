@@ -222,6 +222,116 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     Ok(())
 }
 
+// ---- floods: flow control ----
+
+/// The flow control's high-water mark (src-tauri/src/pty.rs): never more unparsed in the page.
+const HIGH_WATER: u64 = 4 * 1024 * 1024;
+
+/// An agent that says `ready`, waits for a line, `cat`s `bytes` of 100-column text lines,
+/// prints `marker` on a line of its own, then echoes the next line it reads as `after: …`.
+fn flood_agent(fx: &Fixture, bytes: usize, marker: &str) -> Result<PathBuf> {
+    let file = fx.data.join("flood.txt");
+    let line: Vec<u8> = (0..99).map(|i| b'!' + (i % 90) as u8).chain([b'\n']).collect();
+    let mut content = Vec::with_capacity(bytes);
+    while content.len() < bytes {
+        content.extend_from_slice(&line);
+    }
+    content.truncate(bytes);
+    std::fs::write(&file, content)?;
+    let script = fx.data.join("flood-agent");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho ready\nread line\ncat '{}'\necho\necho {marker}\nread line\necho \"after: $line\"\nexec sleep 3600\n",
+            file.display()
+        ),
+    )?;
+    std::fs::set_permissions(&script, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755))?;
+    Ok(script)
+}
+
+fn unique_marker() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    format!("FLOOD-DONE-{nanos:x}")
+}
+
+/// The last lines of the terminal contain `needle` (cheap: not the whole buffer).
+async fn terminal_tail_has(app: &DesktopApp, needle: &str) -> Result<bool> {
+    let v = app
+        .js(&format!(
+            "const t = document.querySelector('[data-testid=terminal]'); \
+             return !!(t && t.terminalText && t.terminalText(60).includes({needle:?}));"
+        ))
+        .await?;
+    Ok(v.as_bool() == Some(true))
+}
+
+/// A flood of tens of MB: the page never holds more than the high-water mark of unparsed
+/// output, script round trips keep completing during it, and the terminal ends showing the
+/// flood's last line and still takes input.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pty_flood_is_flow_controlled() -> Result<()> {
+    let fx = fixture()?;
+    let marker = unique_marker();
+    let bytes = 24 * 1024 * 1024 + 24;
+    let script = flood_agent(&fx, bytes, &marker)?;
+    let app = DesktopApp::launch(&args(&fx), &env(&fx, &script, &[("KILL_AFTER_SECONDS", "1")])).await?;
+    let result = flood_flow(&app, &fx, &marker, bytes).await;
+    if result.is_err() {
+        let _ = app.screenshot(&workspace_root().join("target/e2e/pty-flood.png")).await;
+    }
+    app.close().await?;
+    let left = none_left(&fx.project).await;
+    result?;
+    left
+}
+
+async fn flood_flow(app: &DesktopApp, fx: &Fixture, marker: &str, bytes: usize) -> Result<()> {
+    start_session(app, &fx.project).await?;
+    app.wait_for("the agent to be ready", Duration::from_secs(15), || async { terminal_tail_has(app, "ready").await })
+        .await?;
+    let textarea = app.client.find(Locator::Css("[data-testid=terminal] textarea")).await?;
+    textarea.send_keys(&char::from(Key::Enter).to_string()).await?;
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let mut samples = 0;
+    let mut most_unparsed = 0;
+    loop {
+        // Each sample is a script round trip: that it completes is the UI staying usable.
+        let s = stats(app).await?;
+        let unparsed = s["received"].as_u64().unwrap_or(0).saturating_sub(s["parsed"].as_u64().unwrap_or(0));
+        most_unparsed = most_unparsed.max(unparsed);
+        ensure!(unparsed <= HIGH_WATER, "the page holds {unparsed} unparsed bytes: {s}");
+        samples += 1;
+        if terminal_tail_has(app, marker).await? {
+            break;
+        }
+        ensure!(Instant::now() < deadline, "the flood's last line never showed: {s}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let s = stats(app).await?;
+    eprintln!("flood: {samples} samples, at most {most_unparsed} bytes unparsed in the page; at the end {s}");
+    // The terminal is in a sane state: input still reaches the agent and its answer shows.
+    textarea.send_keys("still here").await?;
+    textarea.send_keys(&char::from(Key::Enter).to_string()).await?;
+    app.wait_for("the agent's answer after the flood", Duration::from_secs(10), || async {
+        terminal_tail_has(app, "after: still here").await
+    })
+    .await?;
+    let text = app
+        .js("return document.querySelector('[data-testid=terminal]').terminalText(60);")
+        .await?
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    // No scrambled output: the rows before the marker are the end of the flood, in order
+    // (rows wrap at the terminal's width; line ends give no characters).
+    let flood_line: String = (0..99).map(|i| char::from(b'!' + (i % 90) as u8)).collect();
+    let expected: String = format!("{flood_line}{flood_line}{}", &flood_line[..bytes % 100]);
+    let shown: String = text.lines().take_while(|l| !l.contains(marker)).collect();
+    ensure!(shown.ends_with(&expected), "the terminal shows the flood's end whole, in order: {text}");
+    Ok(())
+}
+
 // ---- benchmark ----
 
 /// Bytes the benchmark's agent writes (env `MIMESIS_BENCH_MB`, default 64).

@@ -1,6 +1,6 @@
 // Terminal output is batched per frame and never outruns xterm's parser.
 import { describe, expect, it } from 'vitest';
-import { ACK_BYTES, OutputBatcher, ParseAcker, toBytes } from '../src/lib/terminal';
+import { ACK_BYTES, ACK_DELAY_MS, OutputBatcher, ParseAcker, toBytes } from '../src/lib/terminal';
 
 function setup() {
   const frames: (() => void)[] = [];
@@ -146,5 +146,17 @@ describe('ParseAcker', () => {
     a.parsed(ACK_BYTES * 2);
     fire();
     expect(acks).toHaveLength(1);
+  });
+});
+
+describe('ParseAcker with the real timers', () => {
+  it('acks after a pause', async () => {
+    const acks: number[] = [];
+    const a = new ParseAcker();
+    a.start(async (n) => void acks.push(n));
+    a.parsed(5);
+    await new Promise((r) => setTimeout(r, ACK_DELAY_MS + 30));
+    expect(acks).toEqual([5]);
+    a.dispose();
   });
 });

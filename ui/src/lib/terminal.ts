@@ -114,8 +114,9 @@ export class ParseAcker {
   sent = 0;
 
   constructor(
-    private readonly setTimer: (fn: () => void, ms: number) => ReturnType<typeof setTimeout> = setTimeout,
-    private readonly clearTimer: (t: ReturnType<typeof setTimeout>) => void = clearTimeout,
+    // Arrows: the browser's timers throw when called as another object's method.
+    private readonly setTimer: (fn: () => void, ms: number) => ReturnType<typeof setTimeout> = (fn, ms) => setTimeout(fn, ms),
+    private readonly clearTimer: (t: ReturnType<typeof setTimeout>) => void = (t) => clearTimeout(t),
   ) {}
 
   /** Acks from now on go through `send`. */
