@@ -43,11 +43,17 @@ const MESSAGE_MAX: usize = 512 * 1024;
 /// by its decoder when a byte that cannot continue it comes.
 const RESET: &[u8] = b"\x1bc";
 /// Flow control (see [`Flow`]): at most this much sent and not yet parsed by the page's
-/// xterm. Above the kept scrollback (2 MB) plus a message, so that a resync after the
-/// low-water mark never goes over it.
+/// xterm.
 const HIGH_WATER: u64 = 4 * 1024 * 1024;
 /// When the page has caught up to this, a paused forwarder resyncs.
 const LOW_WATER: u64 = 1024 * 1024;
+/// Output kept per session (the engine's default, stated here because flow control relies
+/// on it): what a resync shows. About the xterm's 10,000 lines of scrollback (TerminalPane)
+/// of Claude Code's output, coloured and styled (some 200 bytes a line); 20,000 plain
+/// 100-column lines.
+const SCROLLBACK: usize = 2 * 1024 * 1024;
+// A resync at the low-water mark never takes the page over the high one.
+const _: () = assert!(SCROLLBACK as u64 + RESET.len() as u64 + LOW_WATER <= HIGH_WATER);
 
 /// One terminal attachment of the webview: its forwarder and where its acks go.
 struct Forwarder {
@@ -98,6 +104,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, engine: &Engine, config_root: PathB
     let (tx, rx) = watch::channel(None);
     app.manage(PtyState { sup: rx, attachments: Mutex::new(HashMap::new()), next_attachment: AtomicU64::new(1) });
     let mut config = SupervisorConfig::for_engine(engine, config_root.clone(), data_dir);
+    config.scrollback_bytes = SCROLLBACK;
     if set_env {
         config.config_root_env = Some(config_root);
     }
