@@ -17,6 +17,7 @@ const COMMANDS: &[&str] = &[
     "pty_create",
     "pty_attach",
     "pty_detach",
+    "pty_ack",
     "pty_input",
     "pty_resize",
     "pty_stop",

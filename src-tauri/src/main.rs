@@ -171,6 +171,7 @@ fn main() {
             pty::pty_create,
             pty::pty_attach,
             pty::pty_detach,
+            pty::pty_ack,
             pty::pty_input,
             pty::pty_resize,
             pty::pty_stop,

@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,7 +29,7 @@ use serde::Serialize;
 use tauri::ipc::{Channel, InvokeResponseBody};
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
 /// Output is sent to the webview at most once per frame (a keystroke's echo right away,
@@ -37,13 +38,36 @@ const FRAME: Duration = Duration::from_millis(16);
 /// …or when this much is waiting: bigger messages cost the webview more than they save.
 const MESSAGE_MAX: usize = 512 * 1024;
 /// What clears an xterm before the scrollback is sent again after the output fell behind.
+/// Safe wherever the previous bytes stopped: ESC ends any escape sequence or string in
+/// progress in xterm's parser (VT500 table), and a UTF-8 character cut short is dropped
+/// by its decoder when a byte that cannot continue it comes.
 const RESET: &[u8] = b"\x1bc";
+/// Flow control (see [`Flow`]): at most this much sent and not yet parsed by the page's
+/// xterm.
+const HIGH_WATER: u64 = 4 * 1024 * 1024;
+/// When the page has caught up to this, a paused forwarder resyncs.
+const LOW_WATER: u64 = 1024 * 1024;
+/// Output kept per session (the engine's default, stated here because flow control relies
+/// on it): what a resync shows. About the xterm's 10,000 lines of scrollback (TerminalPane)
+/// of Claude Code's output, coloured and styled (some 200 bytes a line); 20,000 plain
+/// 100-column lines.
+const SCROLLBACK: usize = 2 * 1024 * 1024;
+// A resync at the low-water mark never takes the page over the high one.
+const _: () = assert!(SCROLLBACK as u64 + RESET.len() as u64 + LOW_WATER <= HIGH_WATER);
+
+/// One terminal attachment of the webview: its forwarder and where its acks go.
+struct Forwarder {
+    id: u64,
+    task: tauri::async_runtime::JoinHandle<()>,
+    acked: watch::Sender<u64>,
+}
 
 /// The app's supervisor (once started) and the webview's terminal attachments.
 pub struct PtyState {
     sup: watch::Receiver<Option<Supervisor>>,
     /// Output forwarders per session, oldest first (`pty_detach` ends the oldest).
-    attachments: Mutex<HashMap<SessionId, Vec<tauri::async_runtime::JoinHandle<()>>>>,
+    attachments: Mutex<HashMap<SessionId, Vec<Forwarder>>>,
+    next_attachment: AtomicU64,
 }
 
 type CmdResult<T> = Result<T, String>;
@@ -64,9 +88,9 @@ impl PtyState {
     pub fn detach_all(&self) {
         let all: Vec<_> = self.attachments.lock().map(|mut a| a.drain().collect()).unwrap_or_default();
         let sup = self.sup.borrow().clone();
-        for (id, handles) in all {
-            for h in handles {
-                h.abort();
+        for (id, forwarders) in all {
+            for f in forwarders {
+                f.task.abort();
                 if let Some(sup) = &sup {
                     sup.detach(&id, true);
                 }
@@ -78,8 +102,9 @@ impl PtyState {
 /// Starts the supervisor in the background and manages [`PtyState`].
 pub fn start<R: Runtime>(app: &AppHandle<R>, engine: &Engine, config_root: PathBuf, data_dir: PathBuf, set_env: bool) {
     let (tx, rx) = watch::channel(None);
-    app.manage(PtyState { sup: rx, attachments: Mutex::new(HashMap::new()) });
+    app.manage(PtyState { sup: rx, attachments: Mutex::new(HashMap::new()), next_attachment: AtomicU64::new(1) });
     let mut config = SupervisorConfig::for_engine(engine, config_root.clone(), data_dir);
+    config.scrollback_bytes = SCROLLBACK;
     if set_env {
         config.config_root_env = Some(config_root);
     }
@@ -206,9 +231,11 @@ pub async fn pty_create(state: tauri::State<'_, PtyState>, cwd: String, resume: 
 }
 
 #[derive(Serialize)]
-pub struct Size {
+pub struct Attached {
     cols: u16,
     rows: u16,
+    /// Names this attachment in `pty_ack`.
+    attachment: u64,
 }
 
 #[tauri::command(rename_all = "camelCase")]
@@ -216,14 +243,42 @@ pub async fn pty_attach(
     state: tauri::State<'_, PtyState>,
     session_id: String,
     on_data: Channel<InvokeResponseBody>,
-) -> CmdResult<Size> {
+) -> CmdResult<Attached> {
     let id = self::session_id(&session_id)?;
     let sup = state.sup().await?;
     let att = sup.attach(&id, true).await.map_err(|e| e.to_string())?;
-    let size = Size { cols: att.cols, rows: att.rows };
-    let handle = tauri::async_runtime::spawn(forward_output(sup, id.clone(), att, on_data));
-    state.attachments.lock().map_err(|_| "attachments poisoned".to_owned())?.entry(id).or_default().push(handle);
-    Ok(size)
+    let attachment = state.next_attachment.fetch_add(1, Ordering::Relaxed);
+    let attached = Attached { cols: att.cols, rows: att.rows, attachment };
+    let (acked, acks) = watch::channel(0);
+    let task = tauri::async_runtime::spawn(forward_output(sup, id.clone(), att, on_data, acks));
+    state.attachments.lock().map_err(|_| "attachments poisoned".to_owned())?.entry(id).or_default().push(Forwarder {
+        id: attachment,
+        task,
+        acked,
+    });
+    Ok(attached)
+}
+
+/// The page's xterm has parsed `parsed` bytes of this attachment's channel (all of them,
+/// since it attached): the forwarder may send more (flow control, [`Flow`]).
+#[tauri::command(rename_all = "camelCase")]
+pub async fn pty_ack(
+    state: tauri::State<'_, PtyState>,
+    session_id: String,
+    attachment: u64,
+    parsed: u64,
+) -> CmdResult<()> {
+    let id = self::session_id(&session_id)?;
+    let all = state.attachments.lock().map_err(|_| "attachments poisoned".to_owned())?;
+    // A late ack of an attachment that has ended is no error: there is nothing to do.
+    if let Some(f) = all.get(&id).and_then(|l| l.iter().find(|f| f.id == attachment)) {
+        f.acked.send_if_modified(|a| {
+            let more = parsed > *a;
+            *a = (*a).max(parsed);
+            more
+        });
+    }
+    Ok(())
 }
 
 #[tauri::command(rename_all = "camelCase")]
@@ -239,8 +294,8 @@ pub async fn pty_detach(state: tauri::State<'_, PtyState>, session_id: String) -
         }
         h
     };
-    if let Some(h) = handle {
-        h.abort();
+    if let Some(f) = handle {
+        f.task.abort();
         sup.detach(&id, true);
     }
     Ok(())
@@ -315,18 +370,109 @@ fn next(r: Result<Arc<[u8]>, RecvError>) -> Next {
     }
 }
 
-/// The kept scrollback, then live output coalesced per frame. When this falls behind the
-/// session's output, the terminal is reset and gets the scrollback as it is now, so what
-/// it shows is never missing a piece in the middle.
-async fn forward_output(sup: Supervisor, id: SessionId, att: Attachment, channel: Channel<InvokeResponseBody>) {
+/// Flow control of one attachment, sans IO: the bytes sent on its channel and those the
+/// page's xterm has parsed (its acks). While more than [`HIGH_WATER`] would be in flight,
+/// live output is not sent (it stays in the session's scrollback; the xterm would have
+/// scrolled most of it away unseen); once the page is down to [`LOW_WATER`], the terminal
+/// is reset and gets the scrollback as it is then, and live output goes on from there.
+/// So a flood never piles up in the page, and the terminal shows the latest output.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Flow {
+    sent: u64,
+    acked: u64,
+    paused: bool,
+}
+
+impl Flow {
+    /// Sent and not yet parsed.
+    fn in_flight(&self) -> u64 {
+        self.sent - self.acked
+    }
+
+    /// Live output of `len` bytes is ready: true if it may be sent now (and is counted as
+    /// sent); false if it is held back (dropped here; paused until a resync).
+    fn offer(&mut self, len: usize) -> bool {
+        if !self.paused && self.in_flight() + len as u64 <= HIGH_WATER {
+            self.sent += len as u64;
+            return true;
+        }
+        self.paused = true;
+        false
+    }
+
+    /// Output was lost on the way (the stream lagged): paused until a resync, which is
+    /// due now (true) if the page has room for it.
+    fn hold(&mut self) -> bool {
+        self.paused = true;
+        self.in_flight() <= LOW_WATER
+    }
+
+    /// The page has parsed `parsed` bytes in all. True when a resync is due now.
+    fn ack(&mut self, parsed: u64) -> bool {
+        // Never more than was sent (a confused page must not open the gate wide).
+        self.acked = self.acked.max(parsed.min(self.sent));
+        self.paused && self.in_flight() <= LOW_WATER
+    }
+
+    /// A resync (or the first scrollback) of `len` bytes was sent: live output goes on.
+    fn resynced(&mut self, len: usize) {
+        self.sent += len as u64;
+        self.paused = false;
+    }
+}
+
+/// A fresh attachment (its scrollback and its stream start at the same byte), as the
+/// message that resets the terminal and shows that scrollback.
+async fn resync(sup: &Supervisor, id: &SessionId) -> Option<(Vec<u8>, broadcast::Receiver<Arc<[u8]>>)> {
+    let again = sup.attach(id, true).await.ok()?;
+    sup.detach(id, true);
+    let mut msg = Vec::with_capacity(RESET.len() + again.scrollback.len());
+    msg.extend_from_slice(RESET);
+    msg.extend_from_slice(&again.scrollback);
+    Some((msg, again.output))
+}
+
+/// The kept scrollback, then live output coalesced per frame, under flow control
+/// ([`Flow`], acks from `pty_ack`). When this falls behind the session's output, the
+/// terminal is reset and gets the scrollback as it is now, so what it shows is never
+/// missing a piece in the middle.
+async fn forward_output(
+    sup: Supervisor,
+    id: SessionId,
+    att: Attachment,
+    channel: Channel<InvokeResponseBody>,
+    mut acks: watch::Receiver<u64>,
+) {
     let send = |bytes: Vec<u8>| channel.send(InvokeResponseBody::Raw(bytes)).is_ok();
+    let mut flow = Flow::default();
     let mut output = att.output;
-    if !att.scrollback.is_empty() && !send(att.scrollback) {
-        return;
+    if !att.scrollback.is_empty() {
+        flow.resynced(att.scrollback.len());
+        if !send(att.scrollback) {
+            return;
+        }
     }
     let mut last_send = Instant::now() - FRAME;
     let mut buf: Vec<u8> = Vec::new();
     loop {
+        if flow.paused {
+            // Nothing goes out until the page has caught up; then one resync. (The stream
+            // is not read meanwhile: the resync replaces it.)
+            if acks.changed().await.is_err() {
+                return;
+            }
+            if flow.ack(*acks.borrow_and_update()) {
+                tracing::debug!(session = %id, "the terminal caught up; re-sending the scrollback");
+                let Some((msg, stream)) = resync(&sup, &id).await else { return };
+                output = stream;
+                flow.resynced(msg.len());
+                if !send(msg) {
+                    return;
+                }
+                last_send = Instant::now();
+            }
+            continue;
+        }
         let mut lagged = false;
         match next(output.recv().await) {
             Next::Bytes(b) => buf.extend_from_slice(&b),
@@ -357,22 +503,119 @@ async fn forward_output(sup: Supervisor, id: SessionId, att: Attachment, channel
                 Next::Closed => break,
             }
         }
+        flow.ack(*acks.borrow_and_update());
         if lagged {
-            // A fresh attachment: its scrollback and its stream start at the same byte.
             tracing::debug!(session = %id, "terminal output fell behind; re-sending the scrollback");
-            let Ok(again) = sup.attach(&id, true).await else { return };
-            sup.detach(&id, true);
-            output = again.output;
             buf.clear();
-            buf.extend_from_slice(RESET);
-            buf.extend_from_slice(&again.scrollback);
-        }
-        if buf.is_empty() {
+            // At once when the page has room, else when it has caught up.
+            if !flow.hold() {
+                continue;
+            }
+            let Some((msg, stream)) = resync(&sup, &id).await else { return };
+            output = stream;
+            flow.resynced(msg.len());
+            buf = msg;
+        } else if buf.is_empty() {
+            continue;
+        } else if !flow.offer(buf.len()) {
+            tracing::debug!(session = %id, "the terminal is behind; holding output back");
+            buf.clear();
             continue;
         }
         if !send(std::mem::take(&mut buf)) {
             return;
         }
         last_send = Instant::now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MB: usize = 1024 * 1024;
+
+    #[test]
+    fn output_flows_while_the_page_keeps_up() {
+        let mut f = Flow::default();
+        f.resynced(MB); // the first scrollback
+        for i in 1..=100u64 {
+            assert!(f.offer(MESSAGE_MAX));
+            assert!(!f.ack(MB as u64 + i * MESSAGE_MAX as u64 - 200_000));
+        }
+        assert!(!f.paused);
+    }
+
+    #[test]
+    fn a_flood_pauses_at_the_high_water_mark_and_resyncs_once_at_the_low() {
+        let mut f = Flow::default();
+        let mut offered = 0;
+        while f.offer(MESSAGE_MAX) {
+            offered += 1;
+        }
+        assert_eq!(offered, HIGH_WATER as usize / MESSAGE_MAX);
+        assert!(f.paused);
+        assert_eq!(f.in_flight(), HIGH_WATER);
+        // Small output is held too while paused (no interleaving with the coming resync).
+        assert!(!f.offer(1));
+        assert_eq!(f.in_flight(), HIGH_WATER);
+        // Acks above the low-water mark: still paused.
+        assert!(!f.ack(HIGH_WATER - LOW_WATER - 1));
+        assert!(f.paused);
+        // Caught up: one resync, then live output flows again.
+        assert!(f.ack(HIGH_WATER - LOW_WATER));
+        f.resynced(2 * MB + RESET.len());
+        assert!(!f.paused);
+        assert!(f.in_flight() <= HIGH_WATER, "a resync never takes the page over the mark");
+        assert!(f.offer(10));
+    }
+
+    #[test]
+    fn the_page_never_holds_more_than_the_high_water_mark() {
+        // Any interleaving of offers, acks and resyncs (of at most the scrollback).
+        let mut f = Flow::default();
+        let mut parsed = 0u64;
+        let mut seed = 7u64;
+        for step in 0..100_000 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let r = (seed >> 33) as usize;
+            match r % 3 {
+                0 | 1 if !f.paused => {
+                    f.offer(r % MESSAGE_MAX + 1);
+                }
+                _ => {
+                    parsed = (parsed + (r % MB) as u64).min(f.sent);
+                    if f.ack(parsed) {
+                        f.resynced(r % (2 * MB) + RESET.len());
+                    }
+                }
+            }
+            assert!(f.in_flight() <= HIGH_WATER, "step {step}: {f:?}");
+        }
+    }
+
+    #[test]
+    fn acks_are_monotonic_and_capped_at_what_was_sent() {
+        let mut f = Flow::default();
+        assert!(f.offer(1000));
+        f.ack(5000);
+        assert_eq!(f.in_flight(), 0);
+        f.ack(10);
+        assert_eq!(f.in_flight(), 0, "an older ack does not count twice");
+        assert!(f.offer(HIGH_WATER as usize));
+        assert!(!f.offer(1));
+        assert!(f.ack(u64::MAX));
+    }
+
+    #[test]
+    fn a_lagged_stream_resyncs_at_once_only_when_the_page_has_room() {
+        let mut f = Flow::default();
+        assert!(f.offer(100));
+        assert!(f.hold(), "little in flight: resync now");
+        f.resynced(MB);
+        assert!(f.offer(2 * MB));
+        assert!(!f.hold(), "3 MB in flight: wait");
+        assert!(!f.offer(1), "nothing live before the resync");
+        assert!(f.ack(2 * MB as u64 + 100));
     }
 }

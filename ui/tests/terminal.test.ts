@@ -1,6 +1,6 @@
 // Terminal output is batched per frame and never outruns xterm's parser.
 import { describe, expect, it } from 'vitest';
-import { OutputBatcher, toBytes } from '../src/lib/terminal';
+import { ACK_BYTES, ACK_DELAY_MS, OutputBatcher, ParseAcker, toBytes } from '../src/lib/terminal';
 
 function setup() {
   const frames: (() => void)[] = [];
@@ -86,5 +86,77 @@ describe('InputSender', () => {
     releases.shift()?.();
     await new Promise((r) => setTimeout(r, 0));
     expect(sent).toEqual(['a', 'bc', 'd']);
+  });
+});
+
+describe('ParseAcker', () => {
+  function setup() {
+    const timers: { fn: () => void; ms: number; live: boolean }[] = [];
+    const a = new ParseAcker(
+      (fn, ms) => {
+        const t = { fn, ms, live: true };
+        timers.push(t);
+        return t as unknown as ReturnType<typeof setTimeout>;
+      },
+      (t) => ((t as unknown as { live: boolean }).live = false),
+    );
+    const acks: number[] = [];
+    const resolvers: (() => void)[] = [];
+    const send = (n: number) => {
+      acks.push(n);
+      return new Promise<void>((r) => resolvers.push(r));
+    };
+    const fire = () => timers.splice(0).forEach((t) => t.live && t.fn());
+    const settle = async () => {
+      resolvers.splice(0).forEach((r) => r());
+      await new Promise((r) => setTimeout(r, 0));
+    };
+    return { a, acks, send, fire, settle, timers };
+  }
+
+  it('acks once per ACK_BYTES parsed, never two in flight, and the rest after a pause', async () => {
+    const { a, acks, send, fire, settle } = setup();
+    a.start(send);
+    a.parsed(1000);
+    expect(acks).toEqual([]);
+    a.parsed(ACK_BYTES);
+    expect(acks).toEqual([ACK_BYTES + 1000]);
+    a.parsed(ACK_BYTES * 3);
+    expect(acks).toHaveLength(1); // one in flight
+    await settle();
+    expect(acks).toEqual([ACK_BYTES + 1000, ACK_BYTES * 4 + 1000]);
+    await settle();
+    a.parsed(10);
+    expect(acks).toHaveLength(2);
+    fire(); // parsing stopped: the backend learns the page caught up
+    expect(acks.at(-1)).toBe(ACK_BYTES * 4 + 1010);
+    await settle();
+    fire();
+    expect(acks).toHaveLength(3);
+  });
+
+  it('waits for the attachment, and stops when disposed', () => {
+    const { a, acks, send, fire } = setup();
+    a.parsed(ACK_BYTES * 2);
+    fire();
+    expect(acks).toEqual([]);
+    a.start(send);
+    expect(acks).toEqual([ACK_BYTES * 2]);
+    a.dispose();
+    a.parsed(ACK_BYTES * 2);
+    fire();
+    expect(acks).toHaveLength(1);
+  });
+});
+
+describe('ParseAcker with the real timers', () => {
+  it('acks after a pause', async () => {
+    const acks: number[] = [];
+    const a = new ParseAcker();
+    a.start(async (n) => void acks.push(n));
+    a.parsed(5);
+    await new Promise((r) => setTimeout(r, ACK_DELAY_MS + 30));
+    expect(acks).toEqual([5]);
+    a.dispose();
   });
 });

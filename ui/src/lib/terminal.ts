@@ -92,6 +92,84 @@ export class OutputBatcher {
   }
 }
 
+/** Flow control (`pty_ack`): tell the backend how far xterm has parsed this often… */
+export const ACK_BYTES = 256 * 1024;
+/** …or at the latest this long after the last parse, so the backend learns the page caught up. */
+export const ACK_DELAY_MS = 50;
+
+/**
+ * Acknowledges the bytes xterm has parsed (in all, since the attachment began), so the backend
+ * never has more than its high-water mark in the page. Light on IPC: one call per
+ * `ACK_BYTES` parsed, or one `ACK_DELAY_MS` after parsing stops, and never two in flight.
+ * Acks wait until the attachment is known (`pty_attach` returned).
+ */
+export class ParseAcker {
+  #parsed = 0;
+  #acked = 0;
+  #inflight = false;
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #disposed = false;
+  #send: ((parsed: number) => Promise<unknown>) | null = null;
+  /** Acks sent (for tests). */
+  sent = 0;
+
+  constructor(
+    // Arrows: the browser's timers throw when called as another object's method.
+    private readonly setTimer: (fn: () => void, ms: number) => ReturnType<typeof setTimeout> = (fn, ms) => setTimeout(fn, ms),
+    private readonly clearTimer: (t: ReturnType<typeof setTimeout>) => void = (t) => clearTimeout(t),
+  ) {}
+
+  /** Acks from now on go through `send`. */
+  start(send: (parsed: number) => Promise<unknown>): void {
+    this.#send = send;
+    this.#check();
+  }
+
+  /** xterm has parsed `n` more bytes. */
+  parsed(n: number): void {
+    this.#parsed += n;
+    this.#check();
+  }
+
+  #check(): void {
+    if (this.#disposed || !this.#send || this.#parsed === this.#acked) return;
+    if (this.#parsed - this.#acked >= ACK_BYTES && !this.#inflight) {
+      this.#flush();
+    } else if (!this.#timer) {
+      this.#timer = this.setTimer(() => {
+        this.#timer = null;
+        if (this.#inflight) return; // its completion checks again
+        this.#flush();
+      }, ACK_DELAY_MS);
+    }
+  }
+
+  #flush(): void {
+    const send = this.#send;
+    if (this.#disposed || !send || this.#parsed === this.#acked) return;
+    if (this.#timer) {
+      this.clearTimer(this.#timer);
+      this.#timer = null;
+    }
+    const value = this.#parsed;
+    this.#acked = value;
+    this.#inflight = true;
+    this.sent++;
+    void send(value)
+      .catch(() => {})
+      .finally(() => {
+        this.#inflight = false;
+        this.#check();
+      });
+  }
+
+  dispose(): void {
+    this.#disposed = true;
+    if (this.#timer) this.clearTimer(this.#timer);
+    this.#timer = null;
+  }
+}
+
 /**
  * Keystrokes in order: one `pty_input` in flight per session; what is typed meanwhile is sent
  * together when it returns. (Commands may run concurrently on the other side, so two calls in

@@ -294,7 +294,8 @@ export interface Commands {
   start_demo: { args: undefined; ret: null };
   stop_demo: { args: undefined; ret: null };
   pty_create: { args: { cwd: string; resume: string | null }; ret: { sessionId: string } };
-  pty_attach: { args: { sessionId: string; onData: ByteChannel }; ret: { cols: number; rows: number } };
+  pty_attach: { args: { sessionId: string; onData: ByteChannel }; ret: { cols: number; rows: number; attachment: number } };
+  pty_ack: { args: { sessionId: string; attachment: number; parsed: number }; ret: null };
   pty_detach: { args: { sessionId: string }; ret: null };
   pty_input: { args: { sessionId: string; data: string }; ret: { queued: boolean } };
   pty_resize: { args: { sessionId: string; cols: number; rows: number }; ret: null };

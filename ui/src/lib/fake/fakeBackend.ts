@@ -55,6 +55,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
   let demo = false;
   const ptys = new Map<string, FakePty>();
   let floodMb = Number(params.get('flood') ?? 0) || 0;
+  let attachments = 0;
   let settings: Settings = structuredClone(DEFAULT_SETTINGS);
   let hooksInstalled = params.has('hooks');
   let attention = '';
@@ -175,8 +176,10 @@ export function createFakeBackend(params: URLSearchParams): Backend {
         pty.flood(floodMb);
         floodMb = 0;
       }
-      return { cols: pty.cols, rows: pty.rows };
+      return { cols: pty.cols, rows: pty.rows, attachment: ++attachments };
     },
+    // The fake streams without flow control: acks are accepted and ignored.
+    pty_ack: () => null,
     pty_detach: ({ sessionId }) => {
       ptys.get(sessionId)?.detach();
       return null;
