@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mimesis_engine::attention::SupervisionSignal;
+use mimesis_engine::supervise::flow::{Flow, HIGH_WATER, LOW_WATER, RESET};
 use mimesis_engine::supervise::{
     AgentCommand, Attachment, EventKind, Resources, SupervisionEvent, Supervisor, SupervisorConfig,
 };
@@ -37,16 +38,6 @@ use tokio::time::Instant;
 const FRAME: Duration = Duration::from_millis(16);
 /// …or when this much is waiting: bigger messages cost the webview more than they save.
 const MESSAGE_MAX: usize = 512 * 1024;
-/// What clears an xterm before the scrollback is sent again after the output fell behind.
-/// Safe wherever the previous bytes stopped: ESC ends any escape sequence or string in
-/// progress in xterm's parser (VT500 table), and a UTF-8 character cut short is dropped
-/// by its decoder when a byte that cannot continue it comes.
-const RESET: &[u8] = b"\x1bc";
-/// Flow control (see [`Flow`]): at most this much sent and not yet parsed by the page's
-/// xterm.
-const HIGH_WATER: u64 = 4 * 1024 * 1024;
-/// When the page has caught up to this, a paused forwarder resyncs.
-const LOW_WATER: u64 = 1024 * 1024;
 /// Output kept per session (the engine's default, stated here because flow control relies
 /// on it): what a resync shows. About the xterm's 10,000 lines of scrollback (TerminalPane)
 /// of Claude Code's output, coloured and styled (some 200 bytes a line); 20,000 plain
@@ -370,57 +361,6 @@ fn next(r: Result<Arc<[u8]>, RecvError>) -> Next {
     }
 }
 
-/// Flow control of one attachment, sans IO: the bytes sent on its channel and those the
-/// page's xterm has parsed (its acks). While more than [`HIGH_WATER`] would be in flight,
-/// live output is not sent (it stays in the session's scrollback; the xterm would have
-/// scrolled most of it away unseen); once the page is down to [`LOW_WATER`], the terminal
-/// is reset and gets the scrollback as it is then, and live output goes on from there.
-/// So a flood never piles up in the page, and the terminal shows the latest output.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-struct Flow {
-    sent: u64,
-    acked: u64,
-    paused: bool,
-}
-
-impl Flow {
-    /// Sent and not yet parsed.
-    fn in_flight(&self) -> u64 {
-        self.sent - self.acked
-    }
-
-    /// Live output of `len` bytes is ready: true if it may be sent now (and is counted as
-    /// sent); false if it is held back (dropped here; paused until a resync).
-    fn offer(&mut self, len: usize) -> bool {
-        if !self.paused && self.in_flight() + len as u64 <= HIGH_WATER {
-            self.sent += len as u64;
-            return true;
-        }
-        self.paused = true;
-        false
-    }
-
-    /// Output was lost on the way (the stream lagged): paused until a resync, which is
-    /// due now (true) if the page has room for it.
-    fn hold(&mut self) -> bool {
-        self.paused = true;
-        self.in_flight() <= LOW_WATER
-    }
-
-    /// The page has parsed `parsed` bytes in all. True when a resync is due now.
-    fn ack(&mut self, parsed: u64) -> bool {
-        // Never more than was sent (a confused page must not open the gate wide).
-        self.acked = self.acked.max(parsed.min(self.sent));
-        self.paused && self.in_flight() <= LOW_WATER
-    }
-
-    /// A resync (or the first scrollback) of `len` bytes was sent: live output goes on.
-    fn resynced(&mut self, len: usize) {
-        self.sent += len as u64;
-        self.paused = false;
-    }
-}
-
 /// A fresh attachment (its scrollback and its stream start at the same byte), as the
 /// message that resets the terminal and shows that scrollback.
 async fn resync(sup: &Supervisor, id: &SessionId) -> Option<(Vec<u8>, broadcast::Receiver<Arc<[u8]>>)> {
@@ -455,7 +395,7 @@ async fn forward_output(
     let mut last_send = Instant::now() - FRAME;
     let mut buf: Vec<u8> = Vec::new();
     loop {
-        if flow.paused {
+        if flow.paused() {
             // Nothing goes out until the page has caught up; then one resync. (The stream
             // is not read meanwhile: the resync replaces it.)
             if acks.changed().await.is_err() {
@@ -526,96 +466,5 @@ async fn forward_output(
             return;
         }
         last_send = Instant::now();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const MB: usize = 1024 * 1024;
-
-    #[test]
-    fn output_flows_while_the_page_keeps_up() {
-        let mut f = Flow::default();
-        f.resynced(MB); // the first scrollback
-        for i in 1..=100u64 {
-            assert!(f.offer(MESSAGE_MAX));
-            assert!(!f.ack(MB as u64 + i * MESSAGE_MAX as u64 - 200_000));
-        }
-        assert!(!f.paused);
-    }
-
-    #[test]
-    fn a_flood_pauses_at_the_high_water_mark_and_resyncs_once_at_the_low() {
-        let mut f = Flow::default();
-        let mut offered = 0;
-        while f.offer(MESSAGE_MAX) {
-            offered += 1;
-        }
-        assert_eq!(offered, HIGH_WATER as usize / MESSAGE_MAX);
-        assert!(f.paused);
-        assert_eq!(f.in_flight(), HIGH_WATER);
-        // Small output is held too while paused (no interleaving with the coming resync).
-        assert!(!f.offer(1));
-        assert_eq!(f.in_flight(), HIGH_WATER);
-        // Acks above the low-water mark: still paused.
-        assert!(!f.ack(HIGH_WATER - LOW_WATER - 1));
-        assert!(f.paused);
-        // Caught up: one resync, then live output flows again.
-        assert!(f.ack(HIGH_WATER - LOW_WATER));
-        f.resynced(2 * MB + RESET.len());
-        assert!(!f.paused);
-        assert!(f.in_flight() <= HIGH_WATER, "a resync never takes the page over the mark");
-        assert!(f.offer(10));
-    }
-
-    #[test]
-    fn the_page_never_holds_more_than_the_high_water_mark() {
-        // Any interleaving of offers, acks and resyncs (of at most the scrollback).
-        let mut f = Flow::default();
-        let mut parsed = 0u64;
-        let mut seed = 7u64;
-        for step in 0..100_000 {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let r = (seed >> 33) as usize;
-            match r % 3 {
-                0 | 1 if !f.paused => {
-                    f.offer(r % MESSAGE_MAX + 1);
-                }
-                _ => {
-                    parsed = (parsed + (r % MB) as u64).min(f.sent);
-                    if f.ack(parsed) {
-                        f.resynced(r % (2 * MB) + RESET.len());
-                    }
-                }
-            }
-            assert!(f.in_flight() <= HIGH_WATER, "step {step}: {f:?}");
-        }
-    }
-
-    #[test]
-    fn acks_are_monotonic_and_capped_at_what_was_sent() {
-        let mut f = Flow::default();
-        assert!(f.offer(1000));
-        f.ack(5000);
-        assert_eq!(f.in_flight(), 0);
-        f.ack(10);
-        assert_eq!(f.in_flight(), 0, "an older ack does not count twice");
-        assert!(f.offer(HIGH_WATER as usize));
-        assert!(!f.offer(1));
-        assert!(f.ack(u64::MAX));
-    }
-
-    #[test]
-    fn a_lagged_stream_resyncs_at_once_only_when_the_page_has_room() {
-        let mut f = Flow::default();
-        assert!(f.offer(100));
-        assert!(f.hold(), "little in flight: resync now");
-        f.resynced(MB);
-        assert!(f.offer(2 * MB));
-        assert!(!f.hold(), "3 MB in flight: wait");
-        assert!(!f.offer(1), "nothing live before the resync");
-        assert!(f.ack(2 * MB as u64 + 100));
     }
 }

@@ -12,6 +12,7 @@
 mod actor;
 pub mod event;
 pub mod fleet;
+pub mod flow;
 pub mod ledger;
 pub mod limits;
 pub mod metrics;
