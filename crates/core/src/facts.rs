@@ -1,0 +1,650 @@
+//! Folding transcript records into what the roster knows about one session.
+//!
+//! [`SessionFacts`] is built incrementally: each new line is applied once, in file order,
+//! and nothing here ever re-reads earlier lines. It is plain data plus `apply`, no I/O.
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Timestamp;
+use crate::text::{clean_text, prefix};
+use crate::session::Usage;
+use crate::status::Tail;
+use crate::transcript::{self, Block, Content, Record, RecordParser};
+
+/// A tool_use that has no tool_result yet.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenTool {
+    pub id: String,
+    pub name: String,
+    pub target: String,
+    pub since: Option<Timestamp>,
+    /// A progress record for it arrived: it runs rather than waits.
+    pub running: bool,
+}
+
+/// How a transcript begins: tells a `/clear` successor or a compaction rollover from
+/// the files alone (SPEC C4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Birth {
+    /// No significant record yet.
+    #[default]
+    Unknown,
+    /// A prompt, an answer: a conversation of its own.
+    Fresh,
+    /// Its first command is `/clear`: the session a `/clear` opened.
+    Clear,
+    /// It starts with a compaction (a boundary or a compact summary): a rollover.
+    Compacted,
+}
+
+/// Records looked at to decide a [`Birth`]; past them a file is `Fresh`.
+const BIRTH_WINDOW: u64 = 64;
+
+/// Everything derived from the transcript of one session so far. Serializable, so the
+/// fleet database can resume reading a file where it stopped.
+#[derive(Default, Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionFacts {
+    pub cwd: Option<String>,
+    pub branch: Option<String>,
+    pub created_at: Option<Timestamp>,
+    pub last_activity: Option<Timestamp>,
+    pub model: Option<String>,
+    pub usage: Usage,
+    /// Hashes of the API messages already counted (`message.id` + `requestId`). Kept in
+    /// the database as a compact blob ([`SessionFacts::dedup_bytes`]), not as JSON.
+    #[serde(skip)]
+    counted_messages: HashSet<u64>,
+    /// The message counted last and what was counted for it: its block records follow
+    /// each other and may carry growing usage.
+    last_message: Option<(u64, Usage)>,
+    /// Compaction boundaries already counted (replayed history repeats them).
+    #[serde(skip)]
+    counted_compactions: HashSet<u64>,
+    pub goal: Option<String>,
+    /// A custom slash command, used as the goal when no prompt is ever typed.
+    command_goal: Option<String>,
+    summary_record: Option<String>,
+    compact_summary: Option<String>,
+    last_prompt: Option<String>,
+    custom_title: Option<String>,
+    ai_title: Option<String>,
+    pub permission_mode: Option<String>,
+    pub compaction_count: u32,
+    pub open_tools: Vec<OpenTool>,
+    pub tail: Tail,
+    /// Timestamp of the record that set `tail`. Claude Code does not always write in
+    /// causal order (a fast reply can land before its prompt), so an older record never
+    /// replaces the tail a newer one set.
+    tail_at: Option<Timestamp>,
+    /// Timestamp of the record being applied.
+    current: Option<Timestamp>,
+    pub api_error: bool,
+    /// The `sessionId` the records carry (may differ from the file name for copied history).
+    pub record_session_id: Option<String>,
+    /// Lines skipped: not JSON, or longer than the line cap.
+    pub malformed: u64,
+    pub records: u64,
+    /// How the file begins.
+    pub birth: Birth,
+    /// Its first significant record is a `compact_boundary`: its own compaction count
+    /// already includes the compaction that started it.
+    pub born_with_boundary: bool,
+}
+
+const GOAL_MAX_CHARS: usize = 300;
+const SUMMARY_MAX_CHARS: usize = 600;
+
+/// Built-in slash commands that do not start a model turn.
+const LOCAL_COMMANDS: &[&str] = &[
+    "add-dir",
+    "agents",
+    "bashes",
+    "clear",
+    "config",
+    "context",
+    "cost",
+    "doctor",
+    "exit",
+    "export",
+    "help",
+    "hooks",
+    "ide",
+    "login",
+    "logout",
+    "mcp",
+    "memory",
+    "model",
+    "output-style",
+    "permissions",
+    "privacy-settings",
+    "quit",
+    "release-notes",
+    "rename",
+    "resume",
+    "settings",
+    "stats",
+    "status",
+    "statusline",
+    "terminal-setup",
+    "theme",
+    "todos",
+    "upgrade",
+    "usage",
+    "vim",
+];
+
+/// Marks what a user record that starts with one of these tags is.
+enum UserText<'a> {
+    Command(&'a str),
+    LocalOutput,
+    Interrupted,
+    ShellInput,
+    Meta,
+    CompactSummary,
+    Prompt,
+}
+
+fn classify_user_text(t: &str) -> UserText<'_> {
+    let t = t.trim_start();
+    if let Some(rest) = t.strip_prefix("<command-name>") {
+        let name = rest.split("</command-name>").next().unwrap_or("").trim();
+        return UserText::Command(name.trim_start_matches('/'));
+    }
+    if t.starts_with("<command-message>") {
+        // Older CLIs put the message tag first: find the name wherever it is.
+        if let Some(i) = t.find("<command-name>") {
+            return classify_user_text(&t[i..]);
+        }
+        return UserText::Meta;
+    }
+    if t.starts_with("<local-command-stdout>")
+        || t.starts_with("<local-command-stderr>")
+        || t.starts_with("<bash-stdout>")
+        || t.starts_with("<bash-stderr>")
+    {
+        return UserText::LocalOutput;
+    }
+    if t.starts_with("<local-command-caveat>") || t.starts_with("<system-reminder>") || t.starts_with("Caveat:") {
+        return UserText::Meta;
+    }
+    if t.starts_with("<bash-input>") {
+        return UserText::ShellInput;
+    }
+    if t.starts_with("[Request interrupted by user") {
+        return UserText::Interrupted;
+    }
+    if t.starts_with("This session is being continued from a previous conversation") {
+        return UserText::CompactSummary;
+    }
+    UserText::Prompt
+}
+
+/// Does the assistant end by asking the user something?
+fn asks_question(text: &str) -> bool {
+    text.trim_end().trim_end_matches(['*', '_', '`', ')', '"', '\'']).ends_with('?')
+}
+
+/// FNV-1a: a fast, stable hash for short keys.
+fn fnv(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.bytes().chain(std::iter::once(0xff)) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+fn usage_of(raw: &transcript::RawUsage) -> Usage {
+    Usage {
+        input_tokens: raw.input_tokens.0.unwrap_or(0),
+        output_tokens: raw.output_tokens.0.unwrap_or(0),
+        cache_creation_input_tokens: raw.cache_creation_input_tokens.0.unwrap_or(0),
+        cache_read_input_tokens: raw.cache_read_input_tokens.0.unwrap_or(0),
+    }
+}
+
+impl SessionFacts {
+    /// Parses and applies one line. A line that is not JSON is counted and skipped; if a
+    /// torn fragment was glued to a good record (a writer died mid-line, then the file was
+    /// appended to), the record is still recovered.
+    pub fn apply_line(&mut self, line: &[u8], scratch: &mut String) {
+        self.apply_line_with(&transcript::SerdeJson, line, scratch)
+    }
+
+    /// [`SessionFacts::apply_line`] with another JSON parser (the watcher's faster one).
+    pub fn apply_line_with<P: RecordParser + ?Sized>(&mut self, parser: &P, line: &[u8], scratch: &mut String) {
+        if transcript::is_blank(line) {
+            return;
+        }
+        match transcript::parse_line_with(parser, line, scratch) {
+            Ok(r) => self.apply(&r),
+            Err(_) => {
+                self.malformed += 1;
+                if let Some(start) = recover_glued_record(parser, line) {
+                    let mut s2 = String::new();
+                    if let Ok(r) = transcript::parse_line_with(parser, &line[start..], &mut s2) {
+                        self.apply(&r);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies one parsed record.
+    pub fn apply(&mut self, r: &Record<'_>) {
+        self.records += 1;
+        let kind = r.kind();
+        let ts = r.timestamp.get().and_then(Timestamp::parse);
+        self.current = ts;
+        if matches!(kind, "user" | "assistant" | "system" | "attachment" | "progress") {
+            if let Some(t) = ts {
+                self.created_at = Some(self.created_at.map_or(t, |c| c.min(t)));
+                self.last_activity = Some(self.last_activity.map_or(t, |l| l.max(t)));
+            }
+            if self.cwd.is_none()
+                && let Some(c) = r.cwd.get().filter(|c| !c.is_empty())
+            {
+                self.cwd = Some(c.to_owned());
+            }
+            if let Some(b) = r.git_branch.get().filter(|b| !b.is_empty())
+                && self.branch.as_deref() != Some(b)
+            {
+                self.branch = Some(b.to_owned());
+            }
+            if self.record_session_id.is_none() {
+                self.record_session_id = r.session_id.get().map(str::to_owned);
+            }
+        }
+        if self.birth == Birth::Unknown {
+            self.note_birth(r, kind);
+        }
+        if let Some(m) = r.permission_mode.get()
+            && self.permission_mode.as_deref() != Some(m)
+        {
+            self.permission_mode = Some(m.to_owned());
+        }
+        match kind {
+            "user" => self.apply_user(r, ts),
+            "assistant" => self.apply_assistant(r, ts),
+            "system" => self.apply_system(r),
+            "progress" => self.apply_progress(r),
+            "summary" => set(&mut self.summary_record, r.side_text.get(), SUMMARY_MAX_CHARS),
+            "custom-title" => set(&mut self.custom_title, r.side_text.get(), GOAL_MAX_CHARS),
+            "ai-title" => set(&mut self.ai_title, r.side_text.get(), GOAL_MAX_CHARS),
+            "last-prompt" => set(&mut self.last_prompt, r.side_text.get(), SUMMARY_MAX_CHARS),
+            "queue-operation" if r.side_text.get() == Some("enqueue") => self.set_tail(Tail::Prompt),
+            _ => {}
+        }
+    }
+
+    /// Decides how the file begins from its first significant record.
+    fn note_birth(&mut self, r: &Record<'_>, kind: &str) {
+        if self.records > BIRTH_WINDOW {
+            self.birth = Birth::Fresh;
+            return;
+        }
+        if r.is_sidechain.0 {
+            return;
+        }
+        match kind {
+            "user" if !r.is_meta.0 => {
+                if r.is_compact_summary.0 {
+                    self.birth = Birth::Compacted;
+                    return;
+                }
+                let Some(msg) = r.message.0.as_ref() else { return };
+                match first_text(&msg.content).map(classify_user_text) {
+                    Some(UserText::Command("clear")) => self.birth = Birth::Clear,
+                    Some(UserText::CompactSummary) => self.birth = Birth::Compacted,
+                    Some(UserText::Meta | UserText::LocalOutput) => {}
+                    Some(_) => self.birth = Birth::Fresh,
+                    None if matches!(msg.content, Content::Blocks(_)) => self.birth = Birth::Fresh,
+                    None => {}
+                }
+            }
+            "assistant" => self.birth = Birth::Fresh,
+            "system" => match r.subtype() {
+                "compact_boundary" => {
+                    self.birth = Birth::Compacted;
+                    self.born_with_boundary = true;
+                }
+                "local_command"
+                    if r.content.get().is_some_and(|c| c.contains("<command-name>/clear</command-name>")) =>
+                {
+                    self.birth = Birth::Clear;
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+
+    fn apply_user(&mut self, r: &Record<'_>, ts: Option<Timestamp>) {
+        if r.is_sidechain.0 || r.is_meta.0 {
+            return;
+        }
+        let Some(msg) = r.message.0.as_ref() else { return };
+        if r.is_compact_summary.0 {
+            if let Content::Text(t) = &msg.content {
+                self.compact_summary = Some(clean_text(t, SUMMARY_MAX_CHARS));
+            } else if let Some(t) = first_text(&msg.content) {
+                self.compact_summary = Some(clean_text(t, SUMMARY_MAX_CHARS));
+            }
+            self.set_tail(Tail::Compacted);
+            return;
+        }
+        match &msg.content {
+            Content::Text(t) => self.user_text(t, ts),
+            Content::Blocks(blocks) => {
+                let mut answered = false;
+                let mut rejected = r.tool_use_result.get().is_some_and(|s| s.starts_with("User rejected tool use"));
+                for b in blocks.iter().filter(|b| b.kind.get() == Some("tool_result")) {
+                    answered = true;
+                    if let Some(id) = b.tool_use_id.get() {
+                        self.open_tools.retain(|t| t.id != id);
+                    }
+                    if b.is_error.0 && r.tool_use_result.get().is_some_and(|s| s.contains("rejected")) {
+                        rejected = true;
+                    }
+                }
+                if answered {
+                    let tail = if rejected {
+                        self.close_tools_before_now();
+                        Tail::Aborted
+                    } else if self.open_tools.is_empty() {
+                        Tail::ToolResults
+                    } else {
+                        Tail::ToolPending
+                    };
+                    self.set_tail(tail);
+                } else if let Some(t) = first_text(&msg.content) {
+                    self.user_text(t, ts);
+                } else if blocks.iter().any(|b| matches!(b.kind.get(), Some("image" | "document"))) {
+                    self.user_text("[image]", ts);
+                }
+            }
+            Content::None => {}
+        }
+    }
+
+    fn user_text(&mut self, t: &str, _ts: Option<Timestamp>) {
+        match classify_user_text(t) {
+            UserText::Command(name) => {
+                if name == "compact" {
+                    self.set_tail(Tail::Compacting);
+                } else if LOCAL_COMMANDS.contains(&name) {
+                    self.set_tail(Tail::LocalOutput);
+                } else {
+                    self.set_tail(Tail::Prompt);
+                    self.close_tools_before_now();
+                    if self.command_goal.is_none() && !name.is_empty() {
+                        let args = t.split("<command-args>").nth(1).and_then(|a| a.split("</command-args>").next());
+                        let text = format!("/{name} {}", args.unwrap_or(""));
+                        self.command_goal = Some(clean_text(&text, GOAL_MAX_CHARS));
+                    }
+                }
+            }
+            UserText::LocalOutput => self.set_tail(Tail::LocalOutput),
+            UserText::Interrupted => {
+                self.close_tools_before_now();
+                self.set_tail(Tail::Aborted);
+            }
+            UserText::ShellInput => self.set_tail(Tail::Prompt),
+            UserText::Meta => {}
+            UserText::CompactSummary => {
+                self.compact_summary = Some(clean_text(t, SUMMARY_MAX_CHARS));
+                self.set_tail(Tail::Compacted);
+            }
+            UserText::Prompt => {
+                self.set_tail(Tail::Prompt);
+                self.close_tools_before_now();
+                if self.goal.is_none() {
+                    let g = clean_text(t, GOAL_MAX_CHARS);
+                    if !g.is_empty() {
+                        self.goal = Some(g);
+                    }
+                }
+            }
+        }
+    }
+
+    fn apply_assistant(&mut self, r: &Record<'_>, ts: Option<Timestamp>) {
+        let Some(msg) = r.message.0.as_ref() else { return };
+        let model = msg.model.get().unwrap_or("");
+        if r.is_api_error_message.0 {
+            if !r.is_sidechain.0 {
+                self.api_error = true;
+                self.set_tail(Tail::ApiError { retrying: false });
+            }
+            return;
+        }
+        if model == "<synthetic>" {
+            return;
+        }
+        self.count_usage(msg, r.request_id.get());
+        if r.is_sidechain.0 {
+            return;
+        }
+        self.api_error = false;
+        if !model.is_empty() && self.model.as_deref() != Some(model) {
+            self.model = Some(model.to_owned());
+        }
+        let end_turn = msg.stop_reason.get() == Some("end_turn");
+        match &msg.content {
+            Content::Text(t) => {
+                self.set_tail(Tail::AssistantText { end_turn, asks_question: asks_question(t) });
+            }
+            Content::Blocks(blocks) => {
+                for b in blocks {
+                    self.apply_assistant_block(b, ts, end_turn);
+                }
+            }
+            Content::None => {}
+        }
+    }
+
+    fn apply_assistant_block(&mut self, b: &Block<'_>, ts: Option<Timestamp>, end_turn: bool) {
+        match b.kind.get() {
+            Some("tool_use") => {
+                let id = b.id.get().unwrap_or("").to_owned();
+                if !id.is_empty() && self.open_tools.iter().any(|t| t.id == id) {
+                    return; // a replayed block
+                }
+                // Most calls are answered within moments: keep a bounded raw prefix and
+                // tidy it only if the call is ever shown as pending.
+                let target = b.input.0.as_ref().and_then(|i| i.target()).unwrap_or("");
+                self.open_tools.push(OpenTool {
+                    id,
+                    name: b.name.get().unwrap_or("tool").to_owned(),
+                    target: prefix(target, GOAL_MAX_CHARS * 4).to_owned(),
+                    since: ts,
+                    running: false,
+                });
+                self.set_tail(Tail::ToolPending);
+            }
+            Some("text") => {
+                let text = b.text.get().unwrap_or("");
+                self.set_tail(Tail::AssistantText { end_turn, asks_question: asks_question(text) });
+            }
+            Some("thinking" | "redacted_thinking") => self.set_tail(Tail::Thinking),
+            _ => {}
+        }
+    }
+
+    fn count_usage(&mut self, msg: &transcript::Message<'_>, request_id: Option<&str>) {
+        let Some(raw) = msg.usage.0.as_ref() else { return };
+        let u = usage_of(raw);
+        let Some(id) = msg.id.get() else {
+            self.usage.add(&u);
+            return;
+        };
+        let key = fnv(&[id, request_id.unwrap_or("")]);
+        match &mut self.last_message {
+            // Another block of the message counted last: count only what grew.
+            Some((k, counted)) if *k == key => {
+                let grown = Usage {
+                    input_tokens: u.input_tokens.saturating_sub(counted.input_tokens),
+                    output_tokens: u.output_tokens.saturating_sub(counted.output_tokens),
+                    cache_creation_input_tokens: u
+                        .cache_creation_input_tokens
+                        .saturating_sub(counted.cache_creation_input_tokens),
+                    cache_read_input_tokens: u.cache_read_input_tokens.saturating_sub(counted.cache_read_input_tokens),
+                };
+                self.usage.add(&grown);
+                counted.add(&grown);
+            }
+            _ => {
+                if self.counted_messages.insert(key) {
+                    self.usage.add(&u);
+                    self.last_message = Some((key, u));
+                }
+            }
+        }
+    }
+
+    fn apply_system(&mut self, r: &Record<'_>) {
+        if r.is_sidechain.0 {
+            return;
+        }
+        match r.subtype() {
+            "turn_duration" | "stop_hook_summary" => {
+                let asks = matches!(self.tail, Tail::AssistantText { asks_question: true, .. });
+                if !matches!(self.tail, Tail::ToolPending) {
+                    self.set_tail(Tail::TurnDone { asks_question: asks });
+                }
+            }
+            "compact_boundary" => {
+                let fresh = match r.uuid.get() {
+                    Some(u) => self.counted_compactions.insert(fnv(&[u])),
+                    None => true,
+                };
+                if fresh {
+                    self.compaction_count += 1;
+                }
+                self.close_tools_before_now();
+                self.set_tail(Tail::Compacting);
+            }
+            "api_error" => self.set_tail(Tail::ApiError { retrying: true }),
+            "local_command" => self.set_tail(Tail::LocalOutput),
+            _ => {}
+        }
+    }
+
+    fn apply_progress(&mut self, r: &Record<'_>) {
+        let kind = r.data.0.as_ref().and_then(|d| d.kind.get()).unwrap_or("");
+        if kind == "hook_progress" {
+            return; // a hook runs before the tool: says nothing about permission
+        }
+        let ids = [r.parent_tool_use_id.get(), r.tool_use_id.get()];
+        for t in &mut self.open_tools {
+            if ids.contains(&Some(t.id.as_str())) {
+                t.running = true;
+            }
+        }
+    }
+
+    fn set_tail(&mut self, tail: Tail) {
+        if let (Some(now), Some(set_at)) = (self.current, self.tail_at)
+            && now < set_at
+        {
+            return;
+        }
+        self.tail = tail;
+        if self.current.is_some() {
+            self.tail_at = self.current;
+        }
+    }
+
+    /// A new turn (or an abort) settles every tool call made before it; calls written
+    /// after it in time (out of file order) stay open.
+    fn close_tools_before_now(&mut self) {
+        match self.current {
+            Some(now) => self.open_tools.retain(|t| t.since.is_some_and(|s| s > now)),
+            None => self.open_tools.clear(),
+        }
+    }
+
+    /// The latest tool call still waiting for its result.
+    pub fn pending_tool(&self) -> Option<&OpenTool> {
+        self.open_tools.last()
+    }
+
+    /// The dedup sets (messages, compaction boundaries) as bytes: a count and the
+    /// little-endian hashes of each.
+    pub fn dedup_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 + 8 * (self.counted_messages.len() + self.counted_compactions.len()));
+        for set in [&self.counted_messages, &self.counted_compactions] {
+            out.extend_from_slice(&(set.len() as u32).to_le_bytes());
+            for h in set {
+                out.extend_from_slice(&h.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// Restores what [`SessionFacts::dedup_bytes`] wrote. `None` when the bytes are not that.
+    pub fn restore_dedup(&mut self, mut bytes: &[u8]) -> Option<()> {
+        let mut sets = [HashSet::new(), HashSet::new()];
+        for set in &mut sets {
+            let n = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
+            bytes = &bytes[4..];
+            let body = bytes.get(..n.checked_mul(8)?)?;
+            set.extend(body.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))));
+            bytes = &bytes[n * 8..];
+        }
+        if !bytes.is_empty() {
+            return None;
+        }
+        let [m, c] = sets;
+        self.counted_messages = m;
+        self.counted_compactions = c;
+        Some(())
+    }
+
+    /// SPEC W4: summary record, else the compact summary, else the last prompt.
+    pub fn summary(&self) -> Option<&str> {
+        self.summary_record.as_deref().or(self.compact_summary.as_deref()).or(self.last_prompt.as_deref())
+    }
+
+    pub fn title(&self) -> Option<&str> {
+        self.custom_title.as_deref().or(self.ai_title.as_deref())
+    }
+
+    pub fn goal(&self) -> Option<&str> {
+        self.goal.as_deref().or(self.command_goal.as_deref())
+    }
+}
+
+fn set(slot: &mut Option<String>, v: Option<&str>, max: usize) {
+    if let Some(v) = v {
+        let v = clean_text(v, max);
+        if !v.is_empty() {
+            *slot = Some(v);
+        }
+    }
+}
+
+fn first_text<'a>(c: &'a Content<'_>) -> Option<&'a str> {
+    match c {
+        Content::Text(t) => Some(t),
+        Content::Blocks(b) => b.iter().find(|b| b.kind.get() == Some("text")).and_then(|b| b.text.get()),
+        Content::None => None,
+    }
+}
+
+/// In a line that failed to parse, the start of a complete record glued after a torn
+/// fragment, if there is one.
+fn recover_glued_record<P: RecordParser + ?Sized>(parser: &P, line: &[u8]) -> Option<usize> {
+    memchr::memmem::find_iter(line, b"{\"").filter(|&i| i > 0).take(8).find(|&i| {
+        let mut s = String::new();
+        transcript::parse_line_with(parser, &line[i..], &mut s).is_ok()
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,49 @@
+//! The pure core of Mimesis: the types and the rules, with no I/O. Everything here is a
+//! function of its inputs and an injected clock, so it is tested with instants and
+//! bytes, never with sleeps, files or processes.
+//!
+//! Layer: the bottom. Nothing here may depend on tokio, notify, rusqlite, portable-pty,
+//! vt100 or libc (tests/layers.rs checks it); every other Mimesis crate depends on this
+//! one. Modules, roughly in the order data flows through them:
+//!
+//! - [`clock`]: wall-clock [`Timestamp`]s, monotonic [`Mono`] instants, the injectable
+//!   [`Clock`]; [`ids`]: validated session ids; [`text`]: one-line text for a roster.
+//! - [`layout`]: where Claude Code keeps things inside a config root.
+//! - [`transcript`]: one JSONL record, parsed leniently; [`json`]: the depth guard every
+//!   parse of outside JSON goes through; [`facts`]: records folded into what the roster
+//!   needs; [`timeline`]: the itemised history of one session.
+//! - [`status`]: the status state machine; [`permissions`]: "would this tool call ask?";
+//!   [`registry`]: Claude Code's live process registry; [`hook_event`]: what a hook
+//!   tells; [`cwd_files`]: compaction markers and status files.
+//! - [`session`]: the roster row ([`TrackedSession`]), its typed patch and the store
+//!   events; [`chain`]: work chains; [`attention`]: who needs the user and when to say so.
+//! - [`settings`]: Mimesis's settings document and its validation; [`persist`]: what
+//!   the engine and the fleet database exchange.
+//! - [`supervision`]: the per-session and fleet policies of supervised PTY sessions, their
+//!   limits, events and wording.
+
+pub mod attention;
+pub mod chain;
+pub mod clock;
+pub mod cwd_files;
+pub mod facts;
+pub mod hook_event;
+pub mod ids;
+pub mod json;
+pub mod layout;
+pub mod permissions;
+pub mod persist;
+pub mod registry;
+pub mod session;
+pub mod settings;
+pub mod status;
+pub mod supervision;
+pub mod text;
+pub mod timeline;
+pub mod transcript;
+
+pub use clock::{Clock, ManualClock, Mono, Now, SystemClock, Timestamp};
+pub use ids::SessionId;
+pub use session::{PendingTool, SessionPatch, Source, StoreEvent, TrackedSession, Usage};
+pub use status::{Status, Timeouts};
+pub use timeline::TimelineItem;

@@ -1,0 +1,132 @@
+//! Claude Code's live process registry: `<root>/sessions/<pid>.json`, one small file per
+//! running interactive session (SPEC W9, docs/claude-code-observed.md).
+//!
+//! It tells which sessions are alive, in which PID, and whether the CLI shows a permission
+//! dialog right now. It is undocumented, so every field is optional, unknown values are
+//! tolerated, and a file whose process is gone (or whose PID now belongs to another
+//! process) counts for nothing.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::clock::Timestamp;
+use crate::ids::SessionId;
+use crate::status::{RegistrySignal, RegistryState};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegistryEntry {
+    pub pid: u32,
+    pub session_id: SessionId,
+    pub cwd: Option<String>,
+    pub status: Option<String>,
+    pub waiting_for: Option<String>,
+    pub status_updated_at: Option<Timestamp>,
+    /// `procStart` as written by the CLI (its format is not documented).
+    pub proc_start: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawEntry {
+    pid: Option<serde_json::Value>,
+    session_id: Option<String>,
+    cwd: Option<String>,
+    status: Option<serde_json::Value>,
+    waiting_for: Option<serde_json::Value>,
+    updated_at: Option<serde_json::Value>,
+    status_updated_at: Option<serde_json::Value>,
+    proc_start: Option<serde_json::Value>,
+}
+
+fn timestamp_of(v: &serde_json::Value) -> Option<Timestamp> {
+    match v {
+        serde_json::Value::Number(n) => n.as_i64().map(Timestamp::from_millis),
+        serde_json::Value::String(s) => Timestamp::parse(s),
+        _ => None,
+    }
+}
+
+/// Reads one registry file. `file_pid` is the PID in its name; a file whose content names
+/// another PID, or an invalid session id, is refused.
+pub fn parse_entry(bytes: &[u8], file_pid: u32) -> Option<RegistryEntry> {
+    let raw: RawEntry = serde_json::from_slice(bytes).ok()?;
+    let pid = match raw.pid.as_ref().and_then(|v| v.as_u64()) {
+        Some(p) if p != u64::from(file_pid) => return None,
+        _ => file_pid,
+    };
+    let session_id = SessionId::parse(raw.session_id.as_deref()?).ok()?;
+    let text = |v: Option<serde_json::Value>| v.and_then(|v| v.as_str().map(str::to_owned));
+    Some(RegistryEntry {
+        pid,
+        session_id,
+        cwd: raw.cwd,
+        status: text(raw.status),
+        waiting_for: text(raw.waiting_for),
+        status_updated_at: raw.status_updated_at.as_ref().or(raw.updated_at.as_ref()).and_then(timestamp_of),
+        proc_start: raw.proc_start,
+    })
+}
+
+/// The PID in a registry file name (`<pid>.json`).
+pub fn pid_of_file(path: &Path) -> Option<u32> {
+    if path.extension()? != "json" {
+        return None;
+    }
+    path.file_stem()?.to_str()?.parse().ok()
+}
+
+impl RegistryEntry {
+    /// What the entry says about the session's state.
+    pub fn signal(&self) -> RegistrySignal {
+        let state = match self.status.as_deref() {
+            Some("busy" | "running" | "working") => RegistryState::Busy,
+            Some("idle") => RegistryState::Idle,
+            Some("waiting") => match self.waiting_for.as_deref() {
+                Some(w) if w.to_ascii_lowercase().contains("permission") => RegistryState::WaitingForApproval,
+                _ => RegistryState::WaitingForInput,
+            },
+            _ => RegistryState::Unknown,
+        };
+        RegistrySignal { state, updated_at: self.status_updated_at }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_observed_shape() {
+        let json = r#"{"pid":42,"sessionId":"abc-1","cwd":"/p","startedAt":1,"procStart":"77","version":"2.1.197",
+            "kind":"interactive","entrypoint":"cli","status":"waiting","waitingFor":"permission prompt",
+            "updatedAt":1800000000000,"statusUpdatedAt":1800000000001}"#;
+        let e = parse_entry(json.as_bytes(), 42).unwrap();
+        assert_eq!(e.session_id.as_str(), "abc-1");
+        assert_eq!(e.signal().state, RegistryState::WaitingForApproval);
+        assert_eq!(e.status_updated_at, Some(Timestamp::from_millis(1_800_000_000_001)));
+    }
+
+    #[test]
+    fn refuses_mismatched_or_hostile_content() {
+        assert!(parse_entry(br#"{"pid":1,"sessionId":"a"}"#, 2).is_none());
+        assert!(parse_entry(br#"{"pid":2,"sessionId":"../../etc"}"#, 2).is_none());
+        assert!(parse_entry(b"{not json", 2).is_none());
+        assert!(parse_entry(br#"{"pid":2}"#, 2).is_none());
+    }
+
+    #[test]
+    fn unknown_status_values_are_tolerated() {
+        let e = parse_entry(br#"{"sessionId":"a","status":"hibernating"}"#, 7).unwrap();
+        assert_eq!(e.signal().state, RegistryState::Unknown);
+        let e = parse_entry(br#"{"sessionId":"a","status":"busy"}"#, 7).unwrap();
+        assert_eq!(e.signal().state, RegistryState::Busy);
+    }
+
+    #[test]
+    fn file_names() {
+        assert_eq!(pid_of_file(Path::new("/x/sessions/123.json")), Some(123));
+        assert_eq!(pid_of_file(Path::new("/x/sessions/abc.json")), None);
+        assert_eq!(pid_of_file(Path::new("/x/sessions/123.tmp")), None);
+    }
+}

@@ -1,0 +1,204 @@
+//! `TrackedSession`: one roster row, the shape the UI, the tray and `mimesis ls --json`
+//! share (SPEC W4, seed 001), its typed patch ([`SessionPatch`], what changed between two
+//! rows) and the store's events (SPEC W7). Field names are the contract; see docs/ipc.md.
+//! Inside Rust, changes travel as the typed patch; JSON is made only at the edges.
+
+use serde::de::Deserializer;
+use serde::ser::{Error as _, Serializer};
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Timestamp;
+use crate::cwd_files::StatusReport;
+use crate::ids::SessionId;
+use crate::status::Status;
+use crate::supervision::view::Supervision;
+
+/// Token usage, each API message counted once.
+#[derive(Serialize, Deserialize, Default, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+    pub cache_read_input_tokens: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+    }
+
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+        self.cache_read_input_tokens += other.cache_read_input_tokens;
+    }
+}
+
+/// The tool call a session is blocked on, and what it acts on.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+pub struct PendingTool {
+    pub tool: String,
+    /// The input's file_path, command, pattern or url ("" when it has none).
+    pub target: String,
+}
+
+/// Where the engine learned about a session.
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// An external session found under a config root.
+    #[default]
+    Watcher,
+    /// A session Mimesis runs in a PTY.
+    Pty,
+}
+
+
+/// Declares the roster row and its patch from one list of fields, so the two can never
+/// drift apart: [`TrackedSession::diff`] compares field by field (no serialisation), and
+/// [`SessionPatch`] carries only what changed.
+macro_rules! roster_row {
+    ($( $(#[$meta:meta])* $field:ident : $ty:ty, )*) => {
+        #[derive(Serialize, Deserialize, Clone, PartialEq, Debug)]
+        #[serde(rename_all = "camelCase")]
+        pub struct TrackedSession {
+            $( $(#[$meta])* pub $field: $ty, )*
+        }
+
+        /// The fields of a [`TrackedSession`] that changed: each `Some` holds the new value
+        /// (for a nullable field, `Some(None)` means it became null).
+        #[derive(Deserialize, Clone, PartialEq, Debug, Default)]
+        #[serde(rename_all = "camelCase")]
+        pub struct SessionPatch {
+            $( #[serde(default, deserialize_with = "present")] pub $field: Option<$ty>, )*
+        }
+
+        impl TrackedSession {
+            /// What changed from `before` to `self`. Empty when nothing did.
+            pub fn diff(&self, before: &TrackedSession) -> SessionPatch {
+                SessionPatch { $( $field: (self.$field != before.$field).then(|| self.$field.clone()), )* }
+            }
+
+            /// Applies a patch (what a face holding rows does with an `updated` event).
+            pub fn apply(&mut self, patch: SessionPatch) {
+                $( if let Some(v) = patch.$field { self.$field = v; } )*
+            }
+        }
+
+        impl SessionPatch {
+            pub fn is_empty(&self) -> bool {
+                true $( && self.$field.is_none() )*
+            }
+
+            /// The names (camelCase, as in JSON) of the fields it carries.
+            pub fn fields(&self) -> Vec<&'static str> {
+                let mut v = Vec::new();
+                $( if self.$field.is_some() { v.push(camel!($field)); } )*
+                v
+            }
+        }
+
+        /// `{"status": …, "usage": {…}}`: the changed fields only, keys sorted at every
+        /// level, as `updated` events have always been written (docs/ipc.md).
+        impl Serialize for SessionPatch {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = serde_json::Map::new();
+                $(
+                    if let Some(v) = &self.$field {
+                        map.insert(camel!($field).to_owned(), serde_json::to_value(v).map_err(S::Error::custom)?);
+                    }
+                )*
+                map.serialize(s)
+            }
+        }
+    };
+}
+
+/// A field name in camelCase, at compile time.
+macro_rules! camel {
+    (session_id) => { "sessionId" };
+    (project_id) => { "projectId" };
+    (repo_root) => { "repoRoot" };
+    (has_pending_tool_use) => { "hasPendingToolUse" };
+    (pending_tool) => { "pendingTool" };
+    (last_activity_at) => { "lastActivityAt" };
+    (created_at) => { "createdAt" };
+    (api_error) => { "apiError" };
+    (compaction_count) => { "compactionCount" };
+    (superseded_by) => { "supersededBy" };
+    (superseded_at) => { "supersededAt" };
+    (work_chain_id) => { "workChainId" };
+    (work_chain_name) => { "workChainName" };
+    (chain_length) => { "chainLength" };
+    (transcript_path) => { "transcriptPath" };
+    (permission_mode) => { "permissionMode" };
+    (malformed_lines) => { "malformedLines" };
+    (status_file) => { "statusFile" };
+    ($f:ident) => { stringify!($f) };
+}
+
+/// A present field of a patch, null included.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+roster_row! {
+    session_id: SessionId,
+    project_id: String,
+    cwd: Option<String>,
+    repo_root: Option<String>,
+    branch: Option<String>,
+    goal: Option<String>,
+    summary: Option<String>,
+    title: Option<String>,
+    status: Status,
+    has_pending_tool_use: bool,
+    pending_tool: Option<PendingTool>,
+    last_activity_at: Timestamp,
+    created_at: Option<Timestamp>,
+    model: Option<String>,
+    usage: Usage,
+    api_error: bool,
+    compaction_count: u32,
+    superseded: bool,
+    superseded_by: Option<SessionId>,
+    superseded_at: Option<Timestamp>,
+    work_chain_id: Option<String>,
+    work_chain_name: Option<String>,
+    /// Sessions in the work chain (1 when alone).
+    chain_length: u32,
+    source: Source,
+    /// Present for a session Mimesis runs in a PTY (`source: pty`), else null.
+    supervision: Option<Supervision>,
+    live: bool,
+    pid: Option<u32>,
+    transcript_path: String,
+    permission_mode: Option<String>,
+    malformed_lines: u64,
+    /// The session's status file (`<cwd>/.claude/status.<id>.md`) while it is trusted
+    /// (SPEC W6), else null.
+    status_file: Option<StatusReport>,
+}
+
+/// What the store tells its consumers (SPEC W7).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum StoreEvent {
+    Discovered { session: Box<TrackedSession> },
+    Updated { session_id: SessionId, changes: SessionPatch },
+    Removed { session_id: SessionId },
+}
+
+impl StoreEvent {
+    pub fn session_id(&self) -> &SessionId {
+        match self {
+            StoreEvent::Discovered { session } => &session.session_id,
+            StoreEvent::Updated { session_id, .. } | StoreEvent::Removed { session_id } => session_id,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,26 @@
+//! The rules of supervised PTY sessions (SPEC P1–P14), as pure state machines and data.
+//! The driver that owns processes, PTYs and timers is `mimesis-supervise`.
+//!
+//! - [`policy`]: the per-session state machine, (state, input, now) → (state, effects).
+//! - [`fleet`]: the fleet-wide rules: the live-session cap (LRU), disk, orphans, PID reuse.
+//! - [`limits`]: every interval and threshold, with the spec's defaults and validation.
+//! - [`event`]: the supervision events and the seeds' wording.
+//! - [`view`]: what the faces see (`supervision` of a roster row, resources, metrics).
+//! - [`agent`]: the program a session runs.
+//! - [`ledger`]: the records of supervised processes and the seam they are kept through.
+//! - [`flow`]: flow control of terminal output towards a slow viewer.
+
+pub mod agent;
+pub mod event;
+pub mod fleet;
+pub mod flow;
+pub mod ledger;
+pub mod limits;
+pub mod policy;
+pub mod view;
+
+pub use agent::AgentCommand;
+pub use event::{EventKind, ReadyStatus, SupervisionEvent};
+pub use limits::{FieldError, Limits, LimitsEnv, SuspendMode, parse_duration};
+pub use policy::{AgentKind, Mode, SupervisionState, TerminatedReason};
+pub use view::{Metrics, ResourceRow, Resources, Supervision};

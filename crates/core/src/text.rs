@@ -1,0 +1,52 @@
+//! Text from transcripts, hooks and status files, made fit for one line of a roster:
+//! whitespace collapsed, control characters dropped, cut to a length. The one place that
+//! does it, so the roster, the tray and the CLI show the same words.
+
+/// Collapses whitespace and cuts to `max` characters (with an ellipsis).
+pub fn clean_text(s: &str, max: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(max * 4));
+    let mut n = 0;
+    for word in s.split_whitespace() {
+        if n > 0 {
+            out.push(' ');
+            n += 1;
+        }
+        for c in word.chars() {
+            if n >= max {
+                out.push('…');
+                return out;
+            }
+            if !c.is_control() {
+                out.push(c);
+                n += 1;
+            }
+        }
+    }
+    out
+}
+
+/// At most `max` bytes of `s`, cut on a character boundary.
+pub fn prefix(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collapses_whitespace_drops_controls_and_cuts_on_characters() {
+        assert_eq!(clean_text("  a\n\tb  c ", 10), "a b c");
+        assert_eq!(clean_text("a\u{7}b", 10), "ab");
+        assert_eq!(clean_text("ééééé", 3), "ééé…");
+        assert_eq!(prefix("ééé", 3), "é");
+    }
+}

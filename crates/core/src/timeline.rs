@@ -1,0 +1,588 @@
+//! The timeline of one session (SPEC U2): prompts, assistant text, thinking, tool calls
+//! paired with their results, compaction boundaries, API errors and system notes, in file
+//! order, deduplicated by record uuid.
+//!
+//! Transcript text is carried as plain strings; rendering it safely (as text, never HTML)
+//! is the consumer's job and a rule of the UI.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::clock::Timestamp;
+use crate::text::clean_text;
+
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResult {
+    pub content: String,
+    pub is_error: bool,
+    pub timestamp: Option<Timestamp>,
+}
+
+/// One entry of a timeline. The JSON shape is the `mimesis show --json` contract.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum TimelineItem {
+    Prompt {
+        uuid: String,
+        timestamp: Option<Timestamp>,
+        text: String,
+    },
+    AssistantText {
+        uuid: String,
+        timestamp: Option<Timestamp>,
+        text: String,
+        model: Option<String>,
+    },
+    Thinking {
+        uuid: String,
+        timestamp: Option<Timestamp>,
+        text: String,
+        redacted: bool,
+    },
+    ToolCall {
+        uuid: String,
+        timestamp: Option<Timestamp>,
+        tool_use_id: String,
+        tool: String,
+        input: Value,
+        result: Option<ToolResult>,
+    },
+    Compaction {
+        uuid: String,
+        timestamp: Option<Timestamp>,
+        trigger: Option<String>,
+        pre_tokens: Option<u64>,
+        summary: Option<String>,
+    },
+    ApiError {
+        uuid: String,
+        timestamp: Option<Timestamp>,
+        text: String,
+        status: Option<u64>,
+        retrying: bool,
+    },
+    System {
+        uuid: String,
+        timestamp: Option<Timestamp>,
+        subtype: String,
+        text: String,
+    },
+    /// The boundary between two sessions of a work chain: `session_id` starts here,
+    /// continuing `previous_session_id` (docs/ipc.md).
+    Segment {
+        uuid: String,
+        timestamp: Option<Timestamp>,
+        session_id: crate::ids::SessionId,
+        previous_session_id: crate::ids::SessionId,
+        /// clear | compact | rollover
+        reason: String,
+    },
+}
+
+impl TimelineItem {
+    pub fn uuid(&self) -> &str {
+        match self {
+            TimelineItem::Prompt { uuid, .. }
+            | TimelineItem::AssistantText { uuid, .. }
+            | TimelineItem::Thinking { uuid, .. }
+            | TimelineItem::ToolCall { uuid, .. }
+            | TimelineItem::Compaction { uuid, .. }
+            | TimelineItem::ApiError { uuid, .. }
+            | TimelineItem::System { uuid, .. }
+            | TimelineItem::Segment { uuid, .. } => uuid,
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TimelineItem::Prompt { .. } => "prompt",
+            TimelineItem::AssistantText { .. } => "assistant_text",
+            TimelineItem::Thinking { .. } => "thinking",
+            TimelineItem::ToolCall { .. } => "tool_call",
+            TimelineItem::Compaction { .. } => "compaction",
+            TimelineItem::ApiError { .. } => "api_error",
+            TimelineItem::System { .. } => "system",
+            TimelineItem::Segment { .. } => "segment",
+        }
+    }
+
+    /// A copy whose long strings are cut to `max` bytes, and whether anything was cut.
+    /// Keeps IPC pages small; the whole item is fetched on demand.
+    pub fn shortened(&self, max: usize) -> (TimelineItem, bool) {
+        let cut = std::cell::Cell::new(false);
+        let short = |s: &String| -> String {
+            if s.len() <= max {
+                return s.clone();
+            }
+            cut.set(true);
+            let mut end = max;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!("{}…", &s[..end])
+        };
+        let item = match self {
+            TimelineItem::Prompt { uuid, timestamp, text } => {
+                TimelineItem::Prompt { uuid: uuid.clone(), timestamp: *timestamp, text: short(text) }
+            }
+            TimelineItem::AssistantText { uuid, timestamp, text, model } => TimelineItem::AssistantText {
+                uuid: uuid.clone(),
+                timestamp: *timestamp,
+                text: short(text),
+                model: model.clone(),
+            },
+            TimelineItem::Thinking { uuid, timestamp, text, redacted } => TimelineItem::Thinking {
+                uuid: uuid.clone(),
+                timestamp: *timestamp,
+                text: short(text),
+                redacted: *redacted,
+            },
+            TimelineItem::ToolCall { uuid, timestamp, tool_use_id, tool, input, result } => {
+                let mut input_cut = false;
+                let input = shorten_value(input, max, &mut input_cut);
+                if input_cut {
+                    cut.set(true);
+                }
+                TimelineItem::ToolCall {
+                    uuid: uuid.clone(),
+                    timestamp: *timestamp,
+                    tool_use_id: tool_use_id.clone(),
+                    tool: tool.clone(),
+                    input,
+                    result: result.as_ref().map(|r| ToolResult {
+                        content: short(&r.content),
+                        is_error: r.is_error,
+                        timestamp: r.timestamp,
+                    }),
+                }
+            }
+            TimelineItem::Compaction { uuid, timestamp, trigger, pre_tokens, summary } => TimelineItem::Compaction {
+                uuid: uuid.clone(),
+                timestamp: *timestamp,
+                trigger: trigger.clone(),
+                pre_tokens: *pre_tokens,
+                summary: summary.as_ref().map(short),
+            },
+            TimelineItem::ApiError { uuid, timestamp, text, status, retrying } => TimelineItem::ApiError {
+                uuid: uuid.clone(),
+                timestamp: *timestamp,
+                text: short(text),
+                status: *status,
+                retrying: *retrying,
+            },
+            TimelineItem::System { uuid, timestamp, subtype, text } => TimelineItem::System {
+                uuid: uuid.clone(),
+                timestamp: *timestamp,
+                subtype: subtype.clone(),
+                text: short(text),
+            },
+            TimelineItem::Segment { .. } => self.clone(),
+        };
+        (item, cut.get())
+    }
+}
+
+fn shorten_value(v: &Value, max: usize, cut: &mut bool) -> Value {
+    match v {
+        Value::String(s) if s.len() > max => {
+            *cut = true;
+            let mut end = max;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            Value::String(format!("{}…", &s[..end]))
+        }
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), shorten_value(v, max, cut))).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(|v| shorten_value(v, max, cut)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Builds a timeline line by line, attaching tool results to their calls.
+#[derive(Default)]
+pub struct TimelineBuilder {
+    items: Vec<TimelineItem>,
+    tool_at: HashMap<String, usize>,
+    seen_uuids: HashSet<String>,
+    last_compaction: Option<usize>,
+    lines: u64,
+    pub malformed: u64,
+}
+
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => {
+            let mut out = String::new();
+            for b in blocks {
+                let piece = match b.get("type").and_then(Value::as_str) {
+                    Some("text") => b.get("text").and_then(Value::as_str).map(str::to_owned),
+                    Some("image") => Some("[image]".to_owned()),
+                    Some("document") => Some("[document]".to_owned()),
+                    Some("tool_reference") => b.get("tool_name").and_then(Value::as_str).map(|n| format!("[tool {n}]")),
+                    _ => b.as_str().map(str::to_owned),
+                };
+                if let Some(p) = piece {
+                    if !out.is_empty() {
+                        out.push('\n');
+                    }
+                    out.push_str(&p);
+                }
+            }
+            out
+        }
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// The text inside `<tag>…</tag>`, or the whole string.
+fn strip_tag<'a>(s: &'a str, tag: &str) -> &'a str {
+    let open = format!("<{tag}>");
+    let close = format!("</{tag}>");
+    match (s.find(&open), s.rfind(&close)) {
+        (Some(a), Some(b)) if a + open.len() <= b => s[a + open.len()..b].trim(),
+        _ => s.trim(),
+    }
+}
+
+fn seconds(ms: u64) -> String {
+    if ms < 60_000 {
+        format!("Turn took {:.1} s", ms as f64 / 1000.0)
+    } else {
+        format!("Turn took {} min {} s", ms / 60_000, (ms % 60_000) / 1000)
+    }
+}
+
+impl TimelineBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn items(&self) -> &[TimelineItem] {
+        &self.items
+    }
+
+    pub fn into_items(self) -> Vec<TimelineItem> {
+        self.items
+    }
+
+    /// Applies one line; indices of items added or changed are pushed to `changed`.
+    pub fn push_line(&mut self, line: &[u8], changed: &mut Vec<usize>) {
+        if crate::transcript::is_blank(line) {
+            return;
+        }
+        self.lines += 1;
+        let value: Value = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(_) => match std::str::from_utf8(line) {
+                Ok(_) => {
+                    self.malformed += 1;
+                    return;
+                }
+                Err(_) => match serde_json::from_str(&String::from_utf8_lossy(line)) {
+                    Ok(v) => v,
+                    Err(_) => {
+                        self.malformed += 1;
+                        return;
+                    }
+                },
+            },
+        };
+        self.push_record(&value, changed);
+    }
+
+    fn push(&mut self, item: TimelineItem, changed: &mut Vec<usize>) -> usize {
+        self.items.push(item);
+        let i = self.items.len() - 1;
+        changed.push(i);
+        i
+    }
+
+    /// Applies one parsed record.
+    pub fn push_record(&mut self, r: &Value, changed: &mut Vec<usize>) {
+        let Some(obj) = r.as_object() else { return };
+        if obj.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+            return;
+        }
+        let uuid = match obj.get("uuid").and_then(Value::as_str) {
+            Some(u) => {
+                if !self.seen_uuids.insert(u.to_owned()) {
+                    return; // replayed history
+                }
+                u.to_owned()
+            }
+            None => format!("line-{}", self.lines),
+        };
+        let ts = obj.get("timestamp").and_then(Value::as_str).and_then(Timestamp::parse);
+        let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
+        let mut n = 0usize;
+        let mut next_uuid = || {
+            n += 1;
+            if n == 1 { uuid.clone() } else { format!("{uuid}#{n}") }
+        };
+        let message = obj.get("message");
+        let content = message.and_then(|m| m.get("content")).unwrap_or(&Value::Null);
+        match kind {
+            "user" => {
+                if obj.get("isMeta").and_then(Value::as_bool) == Some(true) {
+                    return;
+                }
+                if obj.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
+                    self.compact_summary(text_of(content), ts, next_uuid(), changed);
+                    return;
+                }
+                let blocks: Vec<&Value> = match content {
+                    Value::Array(b) => b.iter().collect(),
+                    other => vec![other],
+                };
+                let mut texts = Vec::new();
+                for b in blocks {
+                    match b.get("type").and_then(Value::as_str) {
+                        Some("tool_result") => {
+                            let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
+                            let result = ToolResult {
+                                content: text_of(b.get("content").unwrap_or(&Value::Null)),
+                                is_error: b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
+                                timestamp: ts,
+                            };
+                            match self.tool_at.get(id) {
+                                Some(&i) => {
+                                    if let TimelineItem::ToolCall { result: slot, .. } = &mut self.items[i] {
+                                        *slot = Some(result);
+                                        changed.push(i);
+                                    }
+                                }
+                                None => {
+                                    let item = TimelineItem::System {
+                                        uuid: next_uuid(),
+                                        timestamp: ts,
+                                        subtype: "tool_result".into(),
+                                        text: result.content,
+                                    };
+                                    self.push(item, changed);
+                                }
+                            }
+                        }
+                        _ => texts.push(text_of(&Value::Array(vec![b.clone()]))),
+                    }
+                }
+                let text = texts.join("\n");
+                if !text.is_empty() {
+                    let item = self.user_text_item(text, ts, next_uuid());
+                    if let Some(item) = item {
+                        if let TimelineItem::Compaction { summary: Some(s), .. } = &item {
+                            self.compact_summary(s.clone(), ts, item.uuid().to_owned(), changed);
+                        } else {
+                            self.push(item, changed);
+                        }
+                    }
+                }
+            }
+            "assistant" => {
+                let model = message.and_then(|m| m.get("model")).and_then(Value::as_str).map(str::to_owned);
+                if obj.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true) {
+                    let item = TimelineItem::ApiError {
+                        uuid: next_uuid(),
+                        timestamp: ts,
+                        text: text_of(content),
+                        status: obj.get("apiErrorStatus").and_then(Value::as_u64),
+                        retrying: false,
+                    };
+                    self.push(item, changed);
+                    return;
+                }
+                let blocks: Vec<&Value> = match content {
+                    Value::Array(b) => b.iter().collect(),
+                    Value::String(_) => vec![content],
+                    _ => Vec::new(),
+                };
+                for b in blocks {
+                    let item = match b.get("type").and_then(Value::as_str) {
+                        None if b.is_string() => Some(TimelineItem::AssistantText {
+                            uuid: next_uuid(),
+                            timestamp: ts,
+                            text: text_of(b),
+                            model: model.clone(),
+                        }),
+                        Some("text") => Some(TimelineItem::AssistantText {
+                            uuid: next_uuid(),
+                            timestamp: ts,
+                            text: b.get("text").and_then(Value::as_str).unwrap_or("").to_owned(),
+                            model: model.clone(),
+                        }),
+                        Some("thinking") => Some(TimelineItem::Thinking {
+                            uuid: next_uuid(),
+                            timestamp: ts,
+                            text: b.get("thinking").and_then(Value::as_str).unwrap_or("").to_owned(),
+                            redacted: false,
+                        }),
+                        Some("redacted_thinking") => Some(TimelineItem::Thinking {
+                            uuid: next_uuid(),
+                            timestamp: ts,
+                            text: String::new(),
+                            redacted: true,
+                        }),
+                        Some("tool_use" | "server_tool_use") => {
+                            let id = b.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
+                            Some(TimelineItem::ToolCall {
+                                uuid: next_uuid(),
+                                timestamp: ts,
+                                tool_use_id: id,
+                                tool: b.get("name").and_then(Value::as_str).unwrap_or("tool").to_owned(),
+                                input: b.get("input").cloned().unwrap_or(Value::Null),
+                                result: None,
+                            })
+                        }
+                        Some("web_search_tool_result") => {
+                            let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
+                            if let Some(&i) = self.tool_at.get(id)
+                                && let TimelineItem::ToolCall { result, .. } = &mut self.items[i]
+                            {
+                                *result = Some(ToolResult {
+                                    content: b.get("content").map(|c| c.to_string()).unwrap_or_default(),
+                                    is_error: false,
+                                    timestamp: ts,
+                                });
+                                changed.push(i);
+                            }
+                            None
+                        }
+                        _ => None,
+                    };
+                    if let Some(item) = item {
+                        let tool_id = match &item {
+                            TimelineItem::ToolCall { tool_use_id, .. } if !tool_use_id.is_empty() => {
+                                Some(tool_use_id.clone())
+                            }
+                            _ => None,
+                        };
+                        let i = self.push(item, changed);
+                        if let Some(id) = tool_id {
+                            self.tool_at.insert(id, i);
+                        }
+                    }
+                }
+            }
+            "system" => {
+                let subtype = obj.get("subtype").and_then(Value::as_str).unwrap_or("");
+                let text = obj.get("content").map(text_of).unwrap_or_default();
+                let item = match subtype {
+                    "compact_boundary" => {
+                        let meta = obj.get("compactMetadata");
+                        Some(TimelineItem::Compaction {
+                            uuid: next_uuid(),
+                            timestamp: ts,
+                            trigger: meta.and_then(|m| m.get("trigger")).and_then(Value::as_str).map(str::to_owned),
+                            pre_tokens: meta.and_then(|m| m.get("preTokens")).and_then(Value::as_u64),
+                            summary: None,
+                        })
+                    }
+                    "api_error" => {
+                        let err = obj.get("error");
+                        let status = err.and_then(|e| e.get("status")).and_then(Value::as_u64);
+                        let detail = err
+                            .and_then(|e| e.get("error").and_then(|x| x.get("message")).or(e.get("message")))
+                            .and_then(Value::as_str)
+                            .map(str::to_owned);
+                        let text =
+                            detail.or(Some(text).filter(|t| !t.is_empty())).unwrap_or_else(|| "API error".into());
+                        Some(TimelineItem::ApiError { uuid: next_uuid(), timestamp: ts, text, status, retrying: true })
+                    }
+                    "turn_duration" => {
+                        let ms = obj.get("durationMs").and_then(Value::as_u64).unwrap_or(0);
+                        Some(TimelineItem::System {
+                            uuid: next_uuid(),
+                            timestamp: ts,
+                            subtype: subtype.into(),
+                            text: seconds(ms),
+                        })
+                    }
+                    "microcompact_boundary" | "stop_hook_summary" | "bridge_status" => None,
+                    _ if text.is_empty() => None,
+                    _ => Some(TimelineItem::System {
+                        uuid: next_uuid(),
+                        timestamp: ts,
+                        subtype: if subtype.is_empty() { "system".into() } else { subtype.into() },
+                        text: strip_tag(&text, "local-command-stdout").to_owned(),
+                    }),
+                };
+                if let Some(item) = item {
+                    let is_compaction = matches!(item, TimelineItem::Compaction { .. });
+                    let i = self.push(item, changed);
+                    if is_compaction {
+                        self.last_compaction = Some(i);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn compact_summary(&mut self, summary: String, ts: Option<Timestamp>, uuid: String, changed: &mut Vec<usize>) {
+        if let Some(i) = self.last_compaction.take()
+            && let TimelineItem::Compaction { summary: slot @ None, .. } = &mut self.items[i]
+        {
+            *slot = Some(summary);
+            changed.push(i);
+            return;
+        }
+        let item =
+            TimelineItem::Compaction { uuid, timestamp: ts, trigger: None, pre_tokens: None, summary: Some(summary) };
+        self.push(item, changed);
+    }
+
+    fn user_text_item(&self, text: String, ts: Option<Timestamp>, uuid: String) -> Option<TimelineItem> {
+        let t = text.trim_start();
+        let system = |subtype: &str, text: String| {
+            Some(TimelineItem::System { uuid: uuid.clone(), timestamp: ts, subtype: subtype.into(), text })
+        };
+        if t.starts_with("<command-name>") || t.starts_with("<command-message>") {
+            let name = strip_tag(t, "command-name");
+            let args = if t.contains("<command-args>") { strip_tag(t, "command-args") } else { "" };
+            let name = if name.starts_with('/') { name.to_owned() } else { format!("/{name}") };
+            return system("command", clean_text(&format!("{name} {args}"), 2000));
+        }
+        for tag in ["local-command-stdout", "local-command-stderr", "bash-stdout", "bash-stderr"] {
+            if t.starts_with(&format!("<{tag}>")) {
+                let out = strip_tag(t, tag).to_owned();
+                return if out.is_empty() { None } else { system("command_output", out) };
+            }
+        }
+        if t.starts_with("<bash-input>") {
+            return system("shell", format!("! {}", strip_tag(t, "bash-input")));
+        }
+        if t.starts_with("<local-command-caveat>") || t.starts_with("<system-reminder>") {
+            return None;
+        }
+        if t.starts_with("[Request interrupted by user") {
+            return system("interrupted", t.trim().to_owned());
+        }
+        if t.starts_with("This session is being continued from a previous conversation") {
+            return Some(TimelineItem::Compaction {
+                uuid,
+                timestamp: ts,
+                trigger: None,
+                pre_tokens: None,
+                summary: Some(text),
+            });
+        }
+        Some(TimelineItem::Prompt { uuid, timestamp: ts, text })
+    }
+}
+
+/// One segment of a chain to show: the session, its transcript, and how it began.
+#[derive(Clone, Debug)]
+pub struct ChainSegment {
+    pub session_id: crate::ids::SessionId,
+    pub path: std::path::PathBuf,
+    /// The reason of the link into it (None for the chain's first session).
+    pub reason: Option<crate::chain::LinkReason>,
+    pub at: Option<Timestamp>,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,150 @@
+use super::*;
+use serde_json::json;
+
+fn build(records: &[Value]) -> Vec<TimelineItem> {
+    let mut b = TimelineBuilder::new();
+    let mut changed = Vec::new();
+    for r in records {
+        b.push_line(serde_json::to_string(r).unwrap().as_bytes(), &mut changed);
+    }
+    b.into_items()
+}
+
+fn rec(kind: &str, uuid: &str, extra: Value) -> Value {
+    let mut v = json!({"type": kind, "uuid": uuid, "timestamp": "2026-11-01T10:00:00.000Z"});
+    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    v
+}
+
+#[test]
+fn pairs_tool_calls_with_results_out_of_order() {
+    let items = build(&[
+        rec("user", "u1", json!({"message": {"content": "run both"}})),
+        rec(
+            "assistant",
+            "a1",
+            json!({"message": {"model": "m", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]}}),
+        ),
+        rec(
+            "assistant",
+            "a2",
+            json!({"message": {"model": "m", "content": [{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "/x"}}]}}),
+        ),
+        rec(
+            "user",
+            "r2",
+            json!({"message": {"content": [{"type": "tool_result", "tool_use_id": "t2", "content": [{"type": "text", "text": "file body"}]}]}}),
+        ),
+        rec(
+            "user",
+            "r1",
+            json!({"message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": "boom", "is_error": true}]}}),
+        ),
+    ]);
+    assert_eq!(items.len(), 3);
+    let TimelineItem::ToolCall { tool, result: Some(r), .. } = &items[1] else { panic!("{:?}", items[1]) };
+    assert_eq!(tool, "Bash");
+    assert!(r.is_error);
+    assert_eq!(r.content, "boom");
+    let TimelineItem::ToolCall { result: Some(r), .. } = &items[2] else { panic!() };
+    assert_eq!(r.content, "file body");
+}
+
+#[test]
+fn every_kind_and_its_json_shape() {
+    let items = build(&[
+        rec("user", "u1", json!({"message": {"content": "hello"}})),
+        rec(
+            "assistant",
+            "a1",
+            json!({"message": {"model": "claude-x", "content": [
+            {"type": "thinking", "thinking": "hmm"}, {"type": "redacted_thinking", "data": "…"}, {"type": "text", "text": "hi"}]}}),
+        ),
+        rec("system", "s1", json!({"subtype": "turn_duration", "durationMs": 12_300})),
+        rec(
+            "system",
+            "s2",
+            json!({"subtype": "compact_boundary", "compactMetadata": {"trigger": "manual", "preTokens": 5000}}),
+        ),
+        rec("user", "u2", json!({"isCompactSummary": true, "message": {"content": "the summary"}})),
+        rec(
+            "system",
+            "s3",
+            json!({"subtype": "api_error", "error": {"status": 529, "error": {"message": "Overloaded"}}}),
+        ),
+        rec(
+            "assistant",
+            "a2",
+            json!({"isApiErrorMessage": true, "message": {"model": "<synthetic>", "content": [{"type": "text", "text": "API Error: 500"}]}}),
+        ),
+        rec(
+            "user",
+            "u3",
+            json!({"message": {"content": "<command-name>/compact</command-name>\n<command-message>compact</command-message>\n<command-args>keep tests</command-args>"}}),
+        ),
+        rec("user", "u4", json!({"message": {"content": "<local-command-stdout>Compacted</local-command-stdout>"}})),
+        rec("user", "u5", json!({"isMeta": true, "message": {"content": "Caveat: …"}})),
+        rec("attachment", "x1", json!({"attachment": {"type": "hook_success"}})),
+        json!({"type": "file-history-snapshot", "messageId": "m"}),
+    ]);
+    let kinds: Vec<&str> = items.iter().map(TimelineItem::kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            "prompt",
+            "thinking",
+            "thinking",
+            "assistant_text",
+            "system",
+            "compaction",
+            "api_error",
+            "api_error",
+            "system",
+            "system"
+        ]
+    );
+    let v = serde_json::to_value(&items[5]).unwrap();
+    assert_eq!(v["kind"], "compaction");
+    assert_eq!(v["summary"], "the summary");
+    assert_eq!(v["preTokens"], 5000);
+    assert_eq!(serde_json::to_value(&items[4]).unwrap()["text"], "Turn took 12.3 s");
+    assert_eq!(serde_json::to_value(&items[6]).unwrap()["status"], 529);
+    assert_eq!(serde_json::to_value(&items[8]).unwrap()["text"], "/compact keep tests");
+    assert_eq!(serde_json::to_value(&items[2]).unwrap()["redacted"], true);
+    let uuids: Vec<&str> = items.iter().map(TimelineItem::uuid).collect();
+    assert_eq!(&uuids[1..4], ["a1", "a1#2", "a1#3"], "one record, several blocks: unique ids");
+}
+
+#[test]
+fn replayed_records_appear_once_and_sidechains_not_at_all() {
+    let r = rec("user", "u1", json!({"message": {"content": "hello"}}));
+    let side =
+        rec("assistant", "sc", json!({"isSidechain": true, "message": {"content": [{"type": "text", "text": "sub"}]}}));
+    assert_eq!(build(&[r.clone(), side, r]).len(), 1);
+}
+
+#[test]
+fn hostile_text_stays_text() {
+    let evil = "<img src=x onerror=alert(1)><script>alert(2)</script>";
+    let items = build(&[rec("user", "u1", json!({"message": {"content": evil}}))]);
+    let TimelineItem::Prompt { text, .. } = &items[0] else { panic!() };
+    assert_eq!(text, evil);
+}
+
+#[test]
+fn shortened_cuts_long_strings_on_char_boundaries() {
+    let item = TimelineItem::ToolCall {
+        uuid: "u".into(),
+        timestamp: None,
+        tool_use_id: "t".into(),
+        tool: "Write".into(),
+        input: json!({"content": "é".repeat(100), "file_path": "/a"}),
+        result: Some(ToolResult { content: "x".repeat(50), is_error: false, timestamp: None }),
+    };
+    let (short, cut) = item.shortened(21);
+    assert!(cut);
+    let v = serde_json::to_value(&short).unwrap();
+    assert_eq!(v["input"]["content"].as_str().unwrap().chars().count(), 11);
+    assert_eq!(v["input"]["file_path"], "/a");
+    assert_eq!(item.shortened(1000), (item.clone(), false));
+}

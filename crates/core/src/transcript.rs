@@ -1,0 +1,557 @@
+//! Parsing one transcript line (a JSONL record written by Claude Code) into the fields
+//! the roster needs, in one pass and mostly without allocating.
+//!
+//! Forward compatible by construction: unknown record types and fields are ignored, and a
+//! known field with an unexpected type reads as absent instead of failing the record. Only
+//! a line that is not JSON at all is "malformed". Large payloads (tool results, file
+//! contents, progress data) are skipped by the parser without being materialised.
+//!
+//! The timeline (`crate::timeline`) parses the full content separately.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+/// A string field that reads as `None` when it holds anything other than a string.
+#[derive(Default, Debug, Clone, PartialEq, Eq)]
+pub struct LStr<'a>(pub Option<Cow<'a, str>>);
+
+impl<'a> LStr<'a> {
+    pub fn get(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
+/// A boolean field that reads as `false` unless it is the JSON literal `true`.
+#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LBool(pub bool);
+
+/// A non-negative integer field; anything else reads as `None`.
+#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LU64(pub Option<u64>);
+
+/// An object field; anything that is not an object reads as `None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LMap<T>(pub Option<T>);
+
+impl<T> Default for LMap<T> {
+    fn default() -> Self {
+        LMap(None)
+    }
+}
+
+fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// Any JSON value, reduced to the scalars a lenient field can use. Containers are
+/// consumed unread.
+enum Scalar<'de> {
+    Str(Cow<'de, str>),
+    Bool(bool),
+    U64(u64),
+    I64(i64),
+    F64(f64),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Scalar<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Scalar<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Scalar::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Scalar::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Scalar::Str(Cow::Owned(v)))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(Scalar::Bool(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(Scalar::U64(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(Scalar::I64(v))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(Scalar::F64(v))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Scalar::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Self::Value, A::Error> {
+                drain_map(m).map(|_| Scalar::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Self::Value, A::Error> {
+                drain_seq(s).map(|_| Scalar::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for LStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match Scalar::deserialize(d)? {
+            Scalar::Str(s) => LStr(Some(s)),
+            _ => LStr(None),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for LBool {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(LBool(matches!(Scalar::deserialize(d)?, Scalar::Bool(true))))
+    }
+}
+
+impl<'de> Deserialize<'de> for LU64 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(LU64(match Scalar::deserialize(d)? {
+            Scalar::U64(v) => Some(v),
+            Scalar::I64(v) => u64::try_from(v).ok(),
+            Scalar::F64(v) if v.is_finite() && v >= 0.0 => Some(v as u64),
+            _ => None,
+        }))
+    }
+}
+
+/// Visitor methods for every JSON kind but the wanted ones: the value is consumed and
+/// `$none` returned.
+macro_rules! skip_scalars {
+    ($none:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+    };
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for LMap<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = LMap<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(|v| LMap(Some(v)))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(LMap(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Self::Value, A::Error> {
+                drain_seq(s).map(|_| LMap(None))
+            }
+            skip_scalars!(LMap(None));
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// `message.content`: a plain string or an array of blocks.
+#[derive(Debug, Default)]
+pub enum Content<'a> {
+    #[default]
+    None,
+    Text(Cow<'a, str>),
+    Blocks(Vec<Block<'a>>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Content<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or an array of content blocks")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut blocks = Vec::new();
+                while let Some(LMap(b)) = seq.next_element::<LMap<Block<'de>>>()? {
+                    if let Some(b) = b {
+                        blocks.push(b);
+                    }
+                }
+                Ok(Content::Blocks(blocks))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Self::Value, A::Error> {
+                drain_map(m).map(|_| Content::None)
+            }
+            skip_scalars!(Content::None);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One content block, with only the fields the roster reads. Tool results' content and
+/// thinking text are skipped unread.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Block<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: LStr<'a>,
+    #[serde(borrow)]
+    pub id: LStr<'a>,
+    #[serde(borrow)]
+    pub name: LStr<'a>,
+    #[serde(borrow)]
+    pub text: LStr<'a>,
+    #[serde(borrow)]
+    pub tool_use_id: LStr<'a>,
+    pub is_error: LBool,
+    #[serde(borrow)]
+    pub input: LMap<ToolInput<'a>>,
+}
+
+/// The fields of a tool's input that name what it acts on.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ToolInput<'a> {
+    #[serde(borrow)]
+    pub file_path: LStr<'a>,
+    #[serde(borrow)]
+    pub notebook_path: LStr<'a>,
+    #[serde(borrow)]
+    pub command: LStr<'a>,
+    #[serde(borrow)]
+    pub pattern: LStr<'a>,
+    #[serde(borrow)]
+    pub url: LStr<'a>,
+    #[serde(borrow)]
+    pub query: LStr<'a>,
+    #[serde(borrow)]
+    pub path: LStr<'a>,
+    #[serde(borrow)]
+    pub description: LStr<'a>,
+}
+
+impl ToolInput<'_> {
+    /// SPEC W4: the target of a pending tool is its file_path, command, pattern or url.
+    pub fn target(&self) -> Option<&str> {
+        self.file_path
+            .get()
+            .or(self.notebook_path.get())
+            .or(self.command.get())
+            .or(self.pattern.get())
+            .or(self.url.get())
+            .or(self.query.get())
+            .or(self.path.get())
+            .or(self.description.get())
+    }
+}
+
+#[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(default)]
+pub struct RawUsage {
+    pub input_tokens: LU64,
+    pub output_tokens: LU64,
+    pub cache_creation_input_tokens: LU64,
+    pub cache_read_input_tokens: LU64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Message<'a> {
+    #[serde(borrow)]
+    pub id: LStr<'a>,
+    #[serde(borrow)]
+    pub model: LStr<'a>,
+    #[serde(borrow)]
+    pub stop_reason: LStr<'a>,
+    pub usage: LMap<RawUsage>,
+    #[serde(borrow)]
+    pub content: Content<'a>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ProgressData<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: LStr<'a>,
+}
+
+/// One transcript record, as far as the roster is concerned.
+///
+/// Deserialized by hand (see the impl below): a derived visitor keeps an `Option` per
+/// field and moves the whole struct several times per line, which was a third of the
+/// cold index's time.
+#[derive(Debug, Default)]
+pub struct Record<'a> {
+    pub kind: LStr<'a>,
+    pub subtype: LStr<'a>,
+    pub uuid: LStr<'a>,
+    pub session_id: LStr<'a>,
+    pub timestamp: LStr<'a>,
+    pub cwd: LStr<'a>,
+    pub git_branch: LStr<'a>,
+    pub is_sidechain: LBool,
+    pub is_meta: LBool,
+    pub is_compact_summary: LBool,
+    pub is_api_error_message: LBool,
+    pub request_id: LStr<'a>,
+    pub permission_mode: LStr<'a>,
+    pub message: LMap<Message<'a>>,
+    /// The text of a side-channel record, whichever key carries it for its type:
+    /// `summary` (summary), `lastPrompt` (last-prompt), `customTitle` (custom-title),
+    /// `aiTitle` (ai-title), `operation` (queue-operation). One slot keeps the struct small:
+    /// it is zeroed and moved once per line.
+    pub side_text: LStr<'a>,
+    pub data: LMap<ProgressData<'a>>,
+    pub parent_tool_use_id: LStr<'a>,
+    pub tool_use_id: LStr<'a>,
+    /// Only its string form matters (`"User rejected tool use"`); objects are skipped.
+    pub tool_use_result: LStr<'a>,
+    /// The top-level `content` of a `system` record (a local command's text).
+    pub content: LStr<'a>,
+}
+
+/// A map key, borrowed when it has no escapes (keys never do in practice).
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Record<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Record<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a transcript record (a JSON object)")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut r = Record::default();
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    match key.as_ref() {
+                        "type" => r.kind = map.next_value()?,
+                        "subtype" => r.subtype = map.next_value()?,
+                        "uuid" => r.uuid = map.next_value()?,
+                        "sessionId" => r.session_id = map.next_value()?,
+                        "timestamp" => r.timestamp = map.next_value()?,
+                        "cwd" => r.cwd = map.next_value()?,
+                        "gitBranch" => r.git_branch = map.next_value()?,
+                        "isSidechain" => r.is_sidechain = map.next_value()?,
+                        "isMeta" => r.is_meta = map.next_value()?,
+                        "isCompactSummary" => r.is_compact_summary = map.next_value()?,
+                        "isApiErrorMessage" => r.is_api_error_message = map.next_value()?,
+                        "requestId" => r.request_id = map.next_value()?,
+                        "permissionMode" => r.permission_mode = map.next_value()?,
+                        "message" => r.message = map.next_value()?,
+                        "summary" | "lastPrompt" | "customTitle" | "aiTitle" | "operation" => {
+                            r.side_text = map.next_value()?
+                        }
+                        "data" => r.data = map.next_value()?,
+                        "parentToolUseID" => r.parent_tool_use_id = map.next_value()?,
+                        "toolUseID" => r.tool_use_id = map.next_value()?,
+                        "toolUseResult" => r.tool_use_result = map.next_value()?,
+                        "content" => r.content = map.next_value()?,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(r)
+            }
+        }
+        d.deserialize_map(V(PhantomData))
+    }
+}
+
+impl Record<'_> {
+    pub fn kind(&self) -> &str {
+        self.kind.get().unwrap_or("")
+    }
+    pub fn subtype(&self) -> &str {
+        self.subtype.get().unwrap_or("")
+    }
+}
+
+/// A line that is not a record: not JSON, not an object, or nested too deep.
+#[derive(Debug, thiserror::Error)]
+#[error("malformed transcript line: {0}")]
+pub struct Malformed(pub String);
+
+/// The JSON parser records go through. [`SerdeJson`] here; the watcher plugs in a faster
+/// one for the cold index. Either way [`parse_line_with`] applies the depth guard first.
+pub trait RecordParser {
+    fn from_bytes<'a>(&self, line: &'a [u8]) -> Result<Record<'a>, String>;
+    fn from_str<'a>(&self, line: &'a str) -> Result<Record<'a>, String>;
+}
+
+/// serde_json.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct SerdeJson;
+
+impl RecordParser for SerdeJson {
+    fn from_bytes<'a>(&self, line: &'a [u8]) -> Result<Record<'a>, String> {
+        serde_json::from_slice(line).map_err(|e| e.to_string())
+    }
+    fn from_str<'a>(&self, line: &'a str) -> Result<Record<'a>, String> {
+        serde_json::from_str(line).map_err(|e| e.to_string())
+    }
+}
+
+/// Parses one line with serde_json. See [`parse_line_with`].
+pub fn parse_line<'a>(line: &'a [u8], scratch: &'a mut String) -> Result<Record<'a>, Malformed> {
+    parse_line_with(&SerdeJson, line, scratch)
+}
+
+/// Parses one line. A line nested deeper than [`crate::json::MAX_DEPTH`] is malformed
+/// before the parser sees it. Invalid UTF-8 is replaced (U+FFFD) rather than rejected: the
+/// record's structure usually survives a mangled character, and it never panics.
+/// `scratch` holds the repaired text when that happens.
+pub fn parse_line_with<'a, P: RecordParser + ?Sized>(
+    parser: &P,
+    line: &'a [u8],
+    scratch: &'a mut String,
+) -> Result<Record<'a>, Malformed> {
+    if crate::json::too_deep(line, crate::json::MAX_DEPTH) {
+        return Err(Malformed(format!("nested deeper than {} levels", crate::json::MAX_DEPTH)));
+    }
+    match parser.from_bytes(line) {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            if std::str::from_utf8(line).is_ok() {
+                return Err(Malformed(e));
+            }
+            *scratch = String::from_utf8_lossy(line).into_owned();
+            parser.from_str(scratch).map_err(Malformed)
+        }
+    }
+}
+
+/// Is this line blank (only whitespace)? Blank lines are neither records nor errors.
+pub fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|b| b.is_ascii_whitespace())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Record<'_> {
+        serde_json::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn reads_an_assistant_tool_use() {
+        let r = parse(
+            r#"{"type":"assistant","uuid":"u1","timestamp":"2026-11-01T00:00:00.000Z","requestId":"req_1",
+            "message":{"id":"msg_1","model":"claude-opus-4-8","stop_reason":"tool_use",
+            "usage":{"input_tokens":3,"output_tokens":5,"cache_read_input_tokens":7},
+            "content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"cargo test","description":"run"}}]}}"#,
+        );
+        assert_eq!(r.kind(), "assistant");
+        let m = r.message.0.unwrap();
+        assert_eq!(m.usage.0.unwrap().output_tokens.0, Some(5));
+        let Content::Blocks(b) = m.content else { panic!() };
+        assert_eq!(b[0].name.get(), Some("Bash"));
+        assert_eq!(b[0].input.0.as_ref().unwrap().target(), Some("cargo test"));
+    }
+
+    #[test]
+    fn wrong_types_read_as_absent_not_as_errors() {
+        let r = parse(
+            r#"{"type":"user","uuid":7,"isMeta":"yes","timestamp":{"a":[1,2]},"message":"oops",
+            "toolUseResult":{"stdout":"big"},"cwd":null}"#,
+        );
+        assert_eq!(r.kind(), "user");
+        assert_eq!(r.uuid.get(), None);
+        assert!(!r.is_meta.0);
+        assert_eq!(r.timestamp.get(), None);
+        assert!(r.message.0.is_none());
+        assert!(r.tool_use_result.get().is_none());
+    }
+
+    #[test]
+    fn unknown_types_and_fields_are_ignored() {
+        let r = parse(r#"{"type":"brand-new-thing","future":{"deep":[{"x":1}]},"uuid":"u"}"#);
+        assert_eq!(r.kind(), "brand-new-thing");
+        let r = parse(r#"{"type":"user","message":{"content":[{"type":"hologram","data":[1,2,3]},"str",3]}}"#);
+        let Content::Blocks(b) = r.message.0.unwrap().content else { panic!() };
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].kind.get(), Some("hologram"));
+    }
+
+    #[test]
+    fn strings_with_escapes_are_owned_others_borrowed() {
+        let r = parse(r#"{"type":"user","message":{"content":"line one\nline two"}}"#);
+        let Content::Text(t) = r.message.0.unwrap().content else { panic!() };
+        assert_eq!(t, "line one\nline two");
+        let r = parse(r#"{"type":"user","cwd":"/home/me"}"#);
+        assert!(matches!(r.cwd.0, Some(Cow::Borrowed("/home/me"))));
+    }
+
+    #[test]
+    fn invalid_utf8_is_repaired_not_fatal() {
+        let mut line = br#"{"type":"user","message":{"content":"caf"#.to_vec();
+        line.extend_from_slice(&[0xff, 0xfe]);
+        line.extend_from_slice(br#""}}"#);
+        let mut scratch = String::new();
+        let r = parse_line(&line, &mut scratch).unwrap();
+        let Content::Text(t) = r.message.0.unwrap().content else { panic!() };
+        assert!(t.starts_with("caf\u{fffd}"));
+    }
+
+    #[test]
+    fn malformed_json_is_an_error() {
+        let mut s = String::new();
+        assert!(parse_line(b"{\"type\":\"user\",", &mut s).is_err());
+        assert!(parse_line(b"not json", &mut s).is_err());
+    }
+}

@@ -1,0 +1,285 @@
+//! The process table, read from `/proc`: is a PID alive, and is it still the same process
+//! (its start time) — the guard against PID reuse; the process tree of a supervised
+//! session (RSS, CPU time), its terminal, signals to its process group, and filesystem usage.
+
+use std::path::Path;
+
+use mimesis_core::supervision::fleet::ProcRow;
+
+/// The start time of `pid` in clock ticks since boot (field 22 of `/proc/<pid>/stat`).
+pub fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Is `pid` a running (not zombie) process?
+pub fn alive(pid: u32) -> bool {
+    if pid == 0 || pid > i32::MAX as u32 {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next());
+            !matches!(state, Some("Z" | "X"))
+        }
+        Err(_) => Path::new(&format!("/proc/{pid}")).exists(),
+    }
+}
+
+/// Milliseconds since the epoch at which the system booted (from `/proc/stat` `btime`).
+pub fn boot_time_ms() -> Option<i64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("btime "))?;
+    line[6..].trim().parse::<i64>().ok().map(|s| s * 1000)
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`).
+pub fn ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if v > 0 { v as u64 } else { 100 }
+}
+
+/// The fields of `/proc/<pid>/stat` supervision needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stat {
+    pub pid: u32,
+    /// The command name (at most 15 bytes, as the kernel keeps it).
+    pub comm: String,
+    pub state: char,
+    pub ppid: u32,
+    pub pgrp: u32,
+    pub session: u32,
+    /// The controlling terminal's device number (0: none).
+    pub tty_nr: u32,
+    /// User + system CPU time, in clock ticks.
+    pub cpu_ticks: u64,
+    pub start_ticks: u64,
+    /// Resident set size in pages.
+    pub rss_pages: u64,
+}
+
+/// Reads `/proc/<pid>/stat`.
+pub fn stat(pid: u32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &text)
+}
+
+fn parse_stat(pid: u32, text: &str) -> Option<Stat> {
+    // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+    let (open, close) = (text.find('(')?, text.rfind(')')?);
+    let comm = text.get(open + 1..close)?.to_owned();
+    let f: Vec<&str> = text[close + 1..].split_whitespace().collect();
+    // f[0] is field 3 (state); field n is f[n - 3].
+    let num = |n: usize| f.get(n - 3).and_then(|v| v.parse::<u64>().ok());
+    Some(Stat {
+        pid,
+        comm,
+        state: f.first()?.chars().next()?,
+        ppid: num(4)? as u32,
+        pgrp: num(5)? as u32,
+        session: num(6)? as u32,
+        tty_nr: f.get(7 - 3).and_then(|v| v.parse::<i64>().ok())? as u32,
+        cpu_ticks: num(14)? + num(15)?,
+        start_ticks: num(22)?,
+        rss_pages: num(24)?,
+    })
+}
+
+/// A terminal device number as a name (`pts/3`, `tty2`), or None for "no terminal".
+pub fn tty_name(tty_nr: u32) -> Option<String> {
+    if tty_nr == 0 {
+        return None;
+    }
+    let major = (tty_nr >> 8) & 0xfff;
+    let minor = (tty_nr & 0xff) | ((tty_nr >> 12) & 0xfff00);
+    Some(match major {
+        136..=143 => format!("pts/{}", (major - 136) * 256 + minor),
+        4 if minor < 64 => format!("tty{minor}"),
+        4 => format!("ttyS{}", minor - 64),
+        _ => format!("tty:{major}:{minor}"),
+    })
+}
+
+/// Every process now (unreadable entries are skipped: they may vanish while listed).
+pub fn all() -> Vec<Stat> {
+    let Ok(rd) = std::fs::read_dir("/proc") else { return Vec::new() };
+    rd.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()).filter_map(stat).collect()
+}
+
+/// The process table as the fleet rules see it.
+pub fn rows(stats: &[Stat]) -> Vec<ProcRow> {
+    stats
+        .iter()
+        .map(|s| ProcRow { pid: s.pid, ppid: s.ppid, sid: s.session, state: s.state, start_ticks: s.start_ticks })
+        .collect()
+}
+
+/// The command line of `pid`, one string per argument.
+pub fn cmdline(pid: u32) -> Option<Vec<String>> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    if raw.is_empty() {
+        return None; // a zombie or kernel thread
+    }
+    Some(raw.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect())
+}
+
+/// The value of environment variable `name` in `pid`'s initial environment (what it was
+/// started with), if readable.
+pub fn env_var(pid: u32, name: &str) -> Option<Vec<u8>> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    raw.split(|b| *b == 0).find_map(|kv| {
+        let rest = kv.strip_prefix(name.as_bytes())?;
+        rest.strip_prefix(b"=").map(<[u8]>::to_vec)
+    })
+}
+
+/// This boot's id: start ticks only compare within one boot.
+pub fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_owned()).unwrap_or_default()
+}
+
+/// The page size in bytes.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if v > 0 { v as u64 } else { 4096 }
+}
+
+/// The process tree of a session leader: the members of its session plus any descendant
+/// that left it (setsid), from one snapshot of the table.
+pub fn tree(leader: u32, stats: &[Stat]) -> Vec<&Stat> {
+    let mut members: Vec<&Stat> = stats.iter().filter(|s| s.session == leader || s.pid == leader).collect();
+    let mut frontier: Vec<u32> = members.iter().map(|s| s.pid).collect();
+    while let Some(p) = frontier.pop() {
+        for s in stats.iter().filter(|s| s.ppid == p) {
+            if !members.iter().any(|m| m.pid == s.pid) {
+                members.push(s);
+                frontier.push(s.pid);
+            }
+        }
+    }
+    members
+}
+
+/// RSS in bytes and CPU ticks of the tree led by `leader` (zombies count for nothing).
+pub fn tree_usage(leader: u32) -> (u64, u64) {
+    let stats = all();
+    let page = page_size();
+    tree(leader, &stats)
+        .iter()
+        .filter(|s| s.state != 'Z')
+        .fold((0, 0), |(rss, cpu), s| (rss + s.rss_pages * page, cpu + s.cpu_ticks))
+}
+
+/// Sends `sig` to the process group `pgid` (the agent leads its own).
+pub fn signal_group(pgid: u32, sig: libc::c_int) -> bool {
+    if pgid <= 1 || pgid > i32::MAX as u32 {
+        return false;
+    }
+    // SAFETY: kill(2) with a negative pid signals a process group; no memory involved.
+    unsafe { libc::kill(-(pgid as i32), sig) == 0 }
+}
+
+/// Sends `sig` to one process.
+pub fn signal(pid: u32, sig: libc::c_int) -> bool {
+    if pid <= 1 || pid > i32::MAX as u32 {
+        return false;
+    }
+    // SAFETY: kill(2); no memory involved.
+    unsafe { libc::kill(pid as i32, sig) == 0 }
+}
+
+/// SIGKILL to every process of session `sid` (members that moved to another process
+/// group are not reached by a group signal).
+pub fn kill_session(sid: u32) {
+    for s in all().iter().filter(|s| s.session == sid && s.state != 'Z') {
+        signal(s.pid, libc::SIGKILL);
+    }
+}
+
+/// Used share of the filesystem holding `path`, in percent, as `df` counts it (blocks
+/// reserved for root are not available).
+pub fn disk_usage_percent(path: &Path) -> Option<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills the struct for a valid NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    let used = (st.f_blocks - st.f_bfree) as f64;
+    let total = used + st.f_bavail as f64;
+    if total <= 0.0 {
+        return None;
+    }
+    Some(((used / total) * 100.0).ceil().min(100.0) as u8)
+}
+
+/// Reaps `pid` if it is our exited child (a zombie adopted as subreaper). Never blocks.
+pub fn reap(pid: u32) -> bool {
+    let mut status = 0;
+    // SAFETY: waitpid on a specific pid with WNOHANG; status is a plain int.
+    unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) == pid as i32 }
+}
+
+/// Makes this process the reaper of orphaned descendants (PR_SET_CHILD_SUBREAPER), so a
+/// grandchild left by a dead agent is reparented here, where the orphan scan finds it.
+pub fn become_subreaper() -> bool {
+    // SAFETY: prctl with an integer argument.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_with_a_start_time() {
+        let me = std::process::id();
+        assert!(alive(me));
+        assert!(start_ticks(me).is_some());
+        assert!(boot_time_ms().is_some());
+        assert!(!alive(0));
+        assert!(!alive(u32::MAX));
+    }
+
+    #[test]
+    fn stat_fields_are_read_past_odd_command_names() {
+        let s = parse_stat(7, "7 (a) b (c)) S 1 7 7 0 -1 0 0 0 0 0 11 4 0 0 20 0 1 0 4242 1000 25 0").unwrap();
+        assert_eq!((s.comm.as_str(), s.state, s.ppid, s.pgrp, s.session), ("a) b (c)", 'S', 1, 7, 7));
+        assert_eq!((s.cpu_ticks, s.start_ticks, s.rss_pages), (15, 4242, 25));
+        let me = stat(std::process::id()).unwrap();
+        assert!(me.rss_pages > 0);
+        assert!(cmdline(std::process::id()).is_some_and(|c| !c.is_empty()));
+        assert!(!boot_id().is_empty());
+        let (rss, _) = tree_usage(std::process::id());
+        assert!(rss > 0);
+        assert!(disk_usage_percent(Path::new("/")).is_some());
+        assert_eq!(me.start_ticks, start_ticks(std::process::id()).unwrap());
+        assert_eq!(me.ppid, std::os::unix::process::parent_id());
+    }
+
+    #[test]
+    fn a_childs_environment_is_read() {
+        let mut child = std::process::Command::new("sleep").arg("30").env("MIMESIS_TEST_MARK", "7-42").spawn().unwrap();
+        // The exec releases the parent a moment before the new environment is in place.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while env_var(child.id(), "MIMESIS_TEST_MARK").is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(env_var(child.id(), "MIMESIS_TEST_MARK").as_deref(), Some(&b"7-42"[..]));
+        assert_eq!(env_var(child.id(), "MIMESIS_TEST_MAR"), None, "the whole name");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn tty_names() {
+        assert_eq!(tty_name(0), None);
+        assert_eq!(tty_name(136 << 8 | 3), Some("pts/3".into()));
+        assert_eq!(tty_name(4 << 8 | 2), Some("tty2".into()));
+    }
+}

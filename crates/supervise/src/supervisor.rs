@@ -1,0 +1,1114 @@
+//! The [`Supervisor`]: the handle the faces (desktop shell, `mimesis run`) use to create,
+//! attach to, type into and control supervised sessions, read their resources and
+//! metrics, and follow their events. Behind it run one actor per session
+//! (`super::actor`) and one fleet task, which applies the fleet-wide rules: the
+//! live-session cap (P7), disk usage (P10), the orphan and zombie scan (P11), and keeps
+//! the ledger of processes (so a later start can clean up after a crash of Mimesis) and
+//! the published metrics up to date, through a recorder thread so that neither a busy
+//! database nor a slow disk ever holds it up.
+//!
+//! Limits can change while sessions run ([`Supervisor::set_limits`]); a supervisor
+//! started with [`SupervisorConfig::for_engine`] follows the engine's stored settings, so
+//! `settings_set` reaches running sessions at once.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use super::actor::{self, Attachment, SessionActor, SessionCmd};
+use super::event::{EventKind, SupervisionEvent, wording};
+use super::fleet::{self, CapEntry, DiskAction, DiskWatch, OrphanWatch, ScanFacts};
+use super::ledger::{self, Cleanup, Owner, ProcessLedger, ProcessRecord};
+use super::limits::{FieldError, Limits, LimitsEnv};
+use super::metrics;
+use super::policy::{AgentKind, Delivery, Input, SessionPolicy, SupervisionState};
+use super::view::{Metrics, ResourceRow, Resources, Supervision};
+use crate::clock::{Clock, SystemClock, Timestamp};
+use crate::engine::Engine;
+use crate::ids::SessionId;
+use crate::procs;
+use crate::settings::Settings;
+use crate::store::{StoreEvent, TranscriptLocation};
+
+/// How the supervisor runs.
+#[derive(Clone)]
+pub struct SupervisorConfig {
+    /// The program new sessions run ([`Supervisor::set_agent`] changes it later).
+    pub agent: AgentCommand,
+    /// The limits at start ([`Supervisor::set_limits`] changes them later).
+    pub limits: Limits,
+    /// Environment overrides re-applied to every settings change that is followed
+    /// (`follow_settings`); the start `limits` are expected to include them already.
+    pub limits_env: LimitsEnv,
+    /// Follow the engine's settings ([`Engine::subscribe_settings`]): each change sets
+    /// the limits (with `limits_env` on top) and the agent of new sessions.
+    pub follow_settings: bool,
+    pub clock: Arc<dyn Clock>,
+    /// The Claude Code config root the agents write to: transcripts, shell snapshots.
+    pub config_root: PathBuf,
+    /// Set `CLAUDE_CONFIG_DIR` to this for the agents (None: they inherit the environment).
+    pub config_root_env: Option<PathBuf>,
+    pub ledger: Arc<dyn ProcessLedger>,
+    /// The engine whose roster shows supervised sessions, and whose transcript status
+    /// helps tell when a turn is done.
+    pub engine: Option<Engine>,
+    /// Terminal size of a new session (cols, rows).
+    pub size: (u16, u16),
+    /// Output kept per session for re-attaching.
+    pub scrollback_bytes: usize,
+    /// Adopt orphaned grandchildren (PR_SET_CHILD_SUBREAPER) so the orphan scan reaps them.
+    pub subreaper: bool,
+    /// Kill what earlier, dead Mimesis processes left running (P11) at start.
+    pub clean_previous: bool,
+    /// Where this supervisor publishes its metrics for `mimesis metrics` (None: nowhere).
+    pub metrics_dir: Option<PathBuf>,
+}
+
+impl SupervisorConfig {
+    /// The defaults: `claude`, the spec's limits, the system clock, the ledger in the
+    /// fleet database of `data_dir` (files there when the database cannot be opened),
+    /// metrics published in `data_dir`.
+    pub fn new(config_root: PathBuf, data_dir: PathBuf) -> SupervisorConfig {
+        SupervisorConfig {
+            agent: AgentCommand::new("claude"),
+            limits: Limits::default(),
+            limits_env: LimitsEnv::default(),
+            follow_settings: false,
+            clock: Arc::new(SystemClock),
+            config_root,
+            config_root_env: None,
+            ledger: ledger::open(&data_dir),
+            engine: None,
+            size: (120, 40),
+            scrollback_bytes: 2 * 1024 * 1024,
+            subreaper: true,
+            clean_previous: true,
+            metrics_dir: Some(metrics::dir(&data_dir)),
+        }
+    }
+
+    /// The desktop app's supervisor: sessions in the engine's roster, the limits and
+    /// agent of the stored settings with this process's environment overrides on top
+    /// (`MAX_SESSION_DURATION_SECONDS`, `MAX_SESSION_RSS_MB`, …: see
+    /// [`super::limits::ENV_VARS`]), following every later `settings_set`. An override
+    /// that cannot be read or would make the limits invalid is logged and not applied.
+    pub fn for_engine(engine: &Engine, config_root: PathBuf, data_dir: PathBuf) -> SupervisorConfig {
+        let settings = engine.subscribe_settings().borrow().clone();
+        let mut config = SupervisorConfig::new(config_root, data_dir);
+        config.limits_env = LimitsEnv::from_process();
+        config.limits = effective_limits(&settings, &config.limits_env).0;
+        config.agent = settings.agent.command();
+        config.clock = engine.clock().clone();
+        config.engine = Some(engine.clone());
+        config.follow_settings = true;
+        config
+    }
+}
+
+/// The stored limits with the environment's overrides, the problems logged.
+fn effective_limits(settings: &Settings, env: &LimitsEnv) -> (Limits, Vec<FieldError>) {
+    let (limits, errors) = env.apply(&settings.limits);
+    for e in &errors {
+        tracing::warn!(field = %e.field, "{}", e.message);
+    }
+    (limits, errors)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SupervisorError {
+    #[error("no supervised session {0}; it may have been deleted")]
+    UnknownSession(SessionId),
+    #[error("session {0} is {1}; resume it to send input")]
+    NotRunning(SessionId, &'static str),
+    #[error("{0} is not a folder; choose an existing folder to run the session in")]
+    NotAFolder(PathBuf),
+    #[error("session {0} is already supervised; attach to it instead")]
+    AlreadySupervised(SessionId),
+    #[error("{0}")]
+    Spawn(String),
+    #[error("the supervisor has stopped")]
+    Stopped,
+}
+
+pub(crate) enum FleetMsg {
+    /// A session's supervision changed (the cap, the metrics).
+    Changed,
+    /// A counter or a measurement changed.
+    Metrics,
+    LimitsChanged,
+    ProcessStarted(ProcessRecord),
+    ProcessEnded {
+        pid: u32,
+    },
+    Tick(oneshot::Sender<()>),
+    Stop,
+}
+
+#[derive(Default)]
+struct Counters {
+    zombies: AtomicU64,
+    orphans: AtomicU64,
+    recoveries: AtomicU64,
+    suspensions: AtomicU64,
+    terminations: AtomicU64,
+    restarts: AtomicU64,
+}
+
+struct Entry {
+    tx: mpsc::UnboundedSender<SessionCmd>,
+    supervision: Supervision,
+    cap: CapEntry,
+    rss: u64,
+    /// (CPU ticks, when): for the CPU share between two samples.
+    cpu: Option<(u64, Instant)>,
+    cpu_percent: f64,
+}
+
+/// State shared by the handle, the session actors and the fleet task.
+pub(crate) struct Shared {
+    pub(crate) config: SupervisorConfig,
+    pub(crate) clock: Arc<dyn Clock>,
+    /// The limits in force, for new sessions and the fleet rules.
+    limits: Mutex<Limits>,
+    /// The program new sessions run.
+    agent: Mutex<AgentCommand>,
+    recorder: Recorder,
+    sessions: Mutex<HashMap<SessionId, Entry>>,
+    /// Old id → new id after a fresh start replaced a corrupted session (EC-007).
+    aliases: Mutex<HashMap<SessionId, SessionId>>,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    events: broadcast::Sender<Arc<SupervisionEvent>>,
+    fleet: mpsc::UnboundedSender<FleetMsg>,
+    counters: Counters,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    pub(crate) fn limits(&self) -> Limits {
+        lock(&self.limits).clone()
+    }
+
+    pub(crate) fn agent(&self) -> AgentCommand {
+        lock(&self.agent).clone()
+    }
+
+    fn set_limits(&self, limits: Limits) {
+        *lock(&self.limits) = limits.clone();
+        let senders: Vec<_> = lock(&self.sessions).values().map(|e| e.tx.clone()).collect();
+        for tx in senders {
+            let _ = tx.send(SessionCmd::Control(Input::Limits(Box::new(limits.clone()))));
+        }
+        self.fleet(FleetMsg::LimitsChanged);
+    }
+
+    /// A settings change followed from the engine.
+    fn apply_settings(&self, settings: &Settings) -> Vec<FieldError> {
+        let (limits, errors) = effective_limits(settings, &self.config.limits_env);
+        if limits != self.limits() {
+            tracing::info!("the limits changed; running sessions use them from now on");
+            self.set_limits(limits);
+        }
+        *lock(&self.agent) = settings.agent.command();
+        errors
+    }
+
+    /// P14, from the counters and the last measurements.
+    fn metrics(&self) -> Metrics {
+        let c = &self.counters;
+        let rss_bytes = lock(&self.sessions)
+            .iter()
+            .filter(|(_, e)| e.supervision.pid.is_some())
+            .map(|(k, e)| (k.to_string(), e.rss))
+            .collect();
+        Metrics {
+            rss_bytes,
+            zombie_processes_cleaned_total: c.zombies.load(Ordering::Relaxed),
+            orphans_killed_total: c.orphans.load(Ordering::Relaxed),
+            recoveries_total: c.recoveries.load(Ordering::Relaxed),
+            suspensions_total: c.suspensions.load(Ordering::Relaxed),
+            terminations_total: c.terminations.load(Ordering::Relaxed),
+            restarts_total: c.restarts.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The tokio instant at which the clock will read `t` (capped: a manual clock only
+    /// moves when told, and `tick` re-evaluates then).
+    pub(crate) fn instant_at(&self, t: Timestamp) -> tokio::time::Instant {
+        tokio::time::Instant::now() + t.since(self.clock.now()).min(Duration::from_secs(3600))
+    }
+
+    pub(crate) fn fleet(&self, msg: FleetMsg) {
+        let _ = self.fleet.send(msg);
+    }
+
+    pub(crate) fn emit(&self, ev: SupervisionEvent) {
+        let c = &self.counters;
+        match &ev.kind {
+            EventKind::SessionRecovered { .. } => c.recoveries.fetch_add(1, Ordering::Relaxed),
+            EventKind::SessionSuspended { .. } => c.suspensions.fetch_add(1, Ordering::Relaxed),
+            EventKind::SessionTerminated { .. } => c.terminations.fetch_add(1, Ordering::Relaxed),
+            EventKind::SessionReady { .. } => c.restarts.fetch_add(1, Ordering::Relaxed),
+            _ => 0,
+        };
+        tracing::info!(event = ev.type_name(), session = %ev.session_id, message = ev.message().unwrap_or(""), "supervision");
+        let _ = self.events.send(Arc::new(ev));
+        self.fleet(FleetMsg::Metrics);
+    }
+
+    pub(crate) fn publish(&self, id: &SessionId, sup: &Supervision, policy: &SessionPolicy, cwd: &Path) {
+        {
+            let mut sessions = lock(&self.sessions);
+            if let Some(e) = sessions.get_mut(id) {
+                e.supervision = sup.clone();
+                e.cap = CapEntry {
+                    id: id.clone(),
+                    live: policy.is_live(),
+                    suspendable: policy.suspendable(),
+                    last_used: policy.last_used(),
+                };
+            }
+        }
+        if let Some(engine) = &self.config.engine {
+            engine.set_supervision(TranscriptLocation::expected(&self.config.config_root, cwd, id), Some(sup.clone()));
+        }
+        self.fleet(FleetMsg::Changed);
+    }
+
+    pub(crate) fn usage(&self, id: &SessionId, rss: u64, cpu_ticks: u64) {
+        let mut sessions = lock(&self.sessions);
+        if let Some(e) = sessions.get_mut(id) {
+            e.rss = rss;
+            let now = Instant::now();
+            if let Some((before, at)) = e.cpu {
+                let secs = now.duration_since(at).as_secs_f64();
+                if secs > 0.0 {
+                    e.cpu_percent =
+                        cpu_ticks.saturating_sub(before) as f64 / procs::ticks_per_second() as f64 / secs * 100.0;
+                }
+            }
+            e.cpu = Some((cpu_ticks, now));
+        }
+        drop(sessions);
+        self.fleet(FleetMsg::Metrics);
+    }
+
+    /// When the other supervised sessions' processes started.
+    pub(crate) fn other_process_starts(&self, id: &SessionId) -> Vec<Timestamp> {
+        lock(&self.sessions)
+            .iter()
+            .filter(|(k, _)| *k != id)
+            .filter_map(|(_, e)| e.supervision.process_started_at)
+            .collect()
+    }
+
+    pub(crate) fn rename(&self, from: &SessionId, to: &SessionId, cwd: &Path) {
+        {
+            let mut sessions = lock(&self.sessions);
+            if let Some(mut e) = sessions.remove(from) {
+                e.cap.id = to.clone();
+                sessions.insert(to.clone(), e);
+            }
+        }
+        lock(&self.aliases).insert(from.clone(), to.clone());
+        if let Some(engine) = &self.config.engine {
+            engine.set_supervision(TranscriptLocation::expected(&self.config.config_root, cwd, from), None);
+        }
+    }
+
+    pub(crate) fn finished(&self, id: &SessionId) {
+        let removed = lock(&self.sessions).remove(id);
+        if let (Some(e), Some(engine)) = (removed, &self.config.engine) {
+            let loc = TranscriptLocation::expected(&self.config.config_root, Path::new(&e.supervision.cwd), id);
+            engine.set_supervision(loc, None);
+        }
+        self.fleet(FleetMsg::Changed);
+    }
+
+    fn resolve(&self, id: &SessionId) -> SessionId {
+        let aliases = lock(&self.aliases);
+        let mut id = id.clone();
+        for _ in 0..8 {
+            match aliases.get(&id) {
+                Some(next) => id = next.clone(),
+                None => break,
+            }
+        }
+        id
+    }
+
+    /// The session supervised under exactly `id`. A transcript's status is about its own
+    /// session: after EC-007 the corrupted one's must not drive the one that replaced it.
+    fn transcript_target(&self, id: &SessionId) -> Option<mpsc::UnboundedSender<SessionCmd>> {
+        lock(&self.sessions).get(id).map(|e| e.tx.clone())
+    }
+
+    fn sender(&self, id: &SessionId) -> Result<mpsc::UnboundedSender<SessionCmd>, SupervisorError> {
+        let id = self.resolve(id);
+        lock(&self.sessions).get(&id).map(|e| e.tx.clone()).ok_or(SupervisorError::UnknownSession(id))
+    }
+}
+
+/// The handle to supervised sessions. Cheap to clone.
+#[derive(Clone)]
+pub struct Supervisor {
+    shared: Arc<Shared>,
+    cleanup: Arc<Cleanup>,
+}
+
+impl Supervisor {
+    /// Starts the supervisor: cleans up after earlier runs (P11), then runs the fleet
+    /// task. Must be called within a tokio runtime.
+    pub async fn start(config: SupervisorConfig) -> Supervisor {
+        if config.subreaper && !procs::become_subreaper() {
+            tracing::warn!("cannot become a child subreaper; orphans of dead agents go to init");
+        }
+        let me = Owner::me();
+        let cleanup = if config.clean_previous {
+            let (ledger, kill_after, me) = (config.ledger.clone(), config.limits.kill_after, me.clone());
+            match tokio::task::spawn_blocking(move || ledger::clean_previous_runs(ledger.as_ref(), &me, kill_after))
+                .await
+            {
+                Ok(Ok(c)) => c,
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "could not read the ledger of supervised processes");
+                    Cleanup::default()
+                }
+                Err(_) => Cleanup::default(),
+            }
+        } else {
+            Cleanup::default()
+        };
+        if let Some(engine) = &config.engine {
+            // Supervised transcripts must be watched to be read.
+            let _ = engine.add_root(config.config_root.clone()).await;
+        }
+        if let Some(dir) = config.metrics_dir.clone() {
+            // Snapshots of supervisors that died without withdrawing them.
+            let _ = tokio::task::spawn_blocking(move || metrics::collect(&dir, true)).await;
+        }
+        let (fleet_tx, fleet_rx) = mpsc::unbounded_channel();
+        let (events, _) = broadcast::channel(4096);
+        let counters = Counters::default();
+        // What the start-up cleanup killed counts as cleaned up (P14).
+        let killed = cleanup.killed.len() as u64;
+        counters.orphans.fetch_add(killed, Ordering::Relaxed);
+        counters.zombies.fetch_add(killed, Ordering::Relaxed);
+        let settings = match (&config.engine, config.follow_settings) {
+            (Some(engine), true) => Some(engine.subscribe_settings()),
+            _ => None,
+        };
+        let shared = Arc::new(Shared {
+            clock: config.clock.clone(),
+            limits: Mutex::new(config.limits.clone()),
+            agent: Mutex::new(config.agent.clone()),
+            recorder: Recorder::start(config.ledger.clone(), me, config.metrics_dir.clone()),
+            config,
+            sessions: Mutex::new(HashMap::new()),
+            aliases: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(Vec::new()),
+            events,
+            fleet: fleet_tx,
+            counters,
+        });
+        tokio::spawn(fleet_task(shared.clone(), fleet_rx));
+        if let Some(engine) = shared.config.engine.clone() {
+            tokio::spawn(forward_transcript_status(Arc::downgrade(&shared), engine));
+        }
+        if let Some(rx) = settings {
+            tokio::spawn(follow_settings(Arc::downgrade(&shared), rx));
+        }
+        Supervisor { shared, cleanup: Arc::new(cleanup) }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> Limits {
+        self.shared.limits()
+    }
+
+    /// New limits, from now on: for new sessions, the fleet's rules, and every running
+    /// session's future checks (a new idle timeout, duration or memory limit applies at
+    /// once; see the policy). Taken as given: validate them first ([`Limits::validate`])
+    /// where they come from a person.
+    pub fn set_limits(&self, limits: Limits) {
+        self.shared.set_limits(limits);
+    }
+
+    /// The limits of `settings` with this supervisor's environment overrides on top (what
+    /// a followed settings change does), and the agent of new sessions. Returns the
+    /// overrides' problems (they are then not applied).
+    pub fn apply_settings(&self, settings: &Settings) -> Vec<FieldError> {
+        self.shared.apply_settings(settings)
+    }
+
+    /// The program new sessions run.
+    pub fn agent(&self) -> AgentCommand {
+        self.shared.agent()
+    }
+
+    /// Another program for sessions created from now on (running ones keep theirs).
+    pub fn set_agent(&self, agent: AgentCommand) {
+        *lock(&self.shared.agent) = agent;
+    }
+
+    /// What the start-up cleanup of earlier runs did.
+    pub fn previous_runs(&self) -> &Cleanup {
+        &self.cleanup
+    }
+
+    /// Starts a supervised session in `cwd`: a new one (Mimesis chooses its id and passes
+    /// `--session-id`), or `resume` (`--resume <id>`). Returns its id.
+    pub async fn create(&self, cwd: &Path, resume: Option<SessionId>) -> Result<SessionId, SupervisorError> {
+        let cwd = cwd
+            .canonicalize()
+            .ok()
+            .filter(|c| c.is_dir())
+            .ok_or_else(|| SupervisorError::NotAFolder(cwd.to_owned()))?;
+        let id = match &resume {
+            Some(id) => id.clone(),
+            None => new_session_id(),
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        {
+            let mut sessions = lock(&self.shared.sessions);
+            if sessions.contains_key(&id) {
+                return Err(SupervisorError::AlreadySupervised(id));
+            }
+            let placeholder = placeholder_supervision(&self.shared.agent(), &cwd, self.shared.clock.now());
+            sessions.insert(
+                id.clone(),
+                Entry {
+                    tx,
+                    cap: CapEntry {
+                        id: id.clone(),
+                        live: true,
+                        suspendable: false,
+                        last_used: self.shared.clock.now(),
+                    },
+                    supervision: placeholder,
+                    rss: 0,
+                    cpu: None,
+                    cpu_percent: 0.0,
+                },
+            );
+        }
+        let s = &self.shared;
+        let (policy, first) = SessionPolicy::new(
+            id.clone(),
+            s.limits(),
+            s.agent().kind,
+            resume.is_some(),
+            s.clock.now(),
+            Box::new(new_session_id),
+        );
+        let actor = SessionActor::new(policy, first, s.clone(), cwd, rx);
+        let sup = actor.supervision();
+        if sup.state == SupervisionState::Terminated && sup.pid.is_none() {
+            // The first launch failed outright (no such program): say why, keep nothing.
+            lock(&s.sessions).remove(&id);
+            let why = self.last_error(&id).unwrap_or_else(|| format!("cannot start {}", s.agent().program.display()));
+            return Err(SupervisorError::Spawn(why));
+        }
+        let handle = tokio::spawn(tracing::Instrument::instrument(actor.run(), tracing::info_span!("session", %id)));
+        lock(&s.tasks).push(handle);
+        Ok(id)
+    }
+
+    fn last_error(&self, _id: &SessionId) -> Option<String> {
+        which(&self.shared.agent().program).err()
+    }
+
+    /// The kept scrollback and a stream of new output. `terminal`: the client is a
+    /// terminal emulator that answers the agent's queries (xterm.js, a real terminal);
+    /// while none is attached, Mimesis answers them itself.
+    pub async fn attach(&self, id: &SessionId, terminal: bool) -> Result<Attachment, SupervisorError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(id, SessionCmd::Attach { terminal, reply })?;
+        rx.await.map_err(|_| SupervisorError::Stopped)
+    }
+
+    pub fn detach(&self, id: &SessionId, terminal: bool) {
+        let _ = self.send(id, SessionCmd::Detach { terminal });
+    }
+
+    /// Keystrokes or a paste. `Ok(true)`: kept until the session is back (P2).
+    pub async fn input(&self, id: &SessionId, data: &[u8]) -> Result<bool, SupervisorError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(id, SessionCmd::Input(data.to_vec(), reply))?;
+        match rx.await.map_err(|_| SupervisorError::Stopped)? {
+            Delivery::Written => Ok(false),
+            Delivery::Queued => Ok(true),
+            Delivery::Refused => {
+                let state = self.supervision(id).map(|s| s.state).unwrap_or(SupervisionState::Terminated);
+                let name = match state {
+                    SupervisionState::Unhealthy => "unhealthy",
+                    _ => "terminated",
+                };
+                Err(SupervisorError::NotRunning(self.shared.resolve(id), name))
+            }
+        }
+    }
+
+    pub fn resize(&self, id: &SessionId, cols: u16, rows: u16) -> Result<(), SupervisorError> {
+        self.send(id, SessionCmd::Resize { cols, rows })
+    }
+
+    /// Stops the process; the session stays, `terminated` (reason `user`), resumable.
+    pub fn stop(&self, id: &SessionId) -> Result<(), SupervisorError> {
+        self.send(id, SessionCmd::Control(Input::Stop))
+    }
+
+    /// Resumes a suspended, terminated or unhealthy session (`--resume <id>`).
+    pub fn resume(&self, id: &SessionId) -> Result<(), SupervisorError> {
+        self.send(id, SessionCmd::Control(Input::Resume))
+    }
+
+    /// Graceful restart with resume; also "Retry" for an unhealthy session.
+    pub fn restart(&self, id: &SessionId) -> Result<(), SupervisorError> {
+        self.send(id, SessionCmd::Control(Input::Restart))
+    }
+
+    /// Stops the process, cancels every timer, forgets the supervision (the transcript stays).
+    pub fn delete(&self, id: &SessionId) -> Result<(), SupervisorError> {
+        self.send(id, SessionCmd::Control(Input::Delete))
+    }
+
+    /// The visible screen of a session as Mimesis models it.
+    pub async fn screen(&self, id: &SessionId) -> Result<Vec<String>, SupervisorError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(id, SessionCmd::Screen(reply))?;
+        rx.await.map_err(|_| SupervisorError::Stopped)
+    }
+
+    fn send(&self, id: &SessionId, cmd: SessionCmd) -> Result<(), SupervisorError> {
+        self.shared.sender(id)?.send(cmd).map_err(|_| SupervisorError::UnknownSession(id.clone()))
+    }
+
+    /// Supervision events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<SupervisionEvent>> {
+        self.shared.events.subscribe()
+    }
+
+    /// The supervision of a session (following a rename), if it is supervised.
+    pub fn supervision(&self, id: &SessionId) -> Option<Supervision> {
+        let id = self.shared.resolve(id);
+        lock(&self.shared.sessions).get(&id).map(|e| e.supervision.clone())
+    }
+
+    /// The id a session goes by now (after a fresh start replaced it, EC-007).
+    pub fn current_id(&self, id: &SessionId) -> SessionId {
+        self.shared.resolve(id)
+    }
+
+    /// Every supervised session.
+    pub fn sessions(&self) -> Vec<(SessionId, Supervision)> {
+        let mut v: Vec<_> =
+            lock(&self.shared.sessions).iter().map(|(k, e)| (k.clone(), e.supervision.clone())).collect();
+        v.sort_by_key(|a| a.1.created_at);
+        v
+    }
+
+    /// The resource view (P7) and the metrics (P14). RSS is measured now.
+    pub async fn resources(&self) -> Resources {
+        let now = self.shared.clock.now();
+        let entries: Vec<(SessionId, Supervision, f64)> = lock(&self.shared.sessions)
+            .iter()
+            .map(|(k, e)| (k.clone(), e.supervision.clone(), e.cpu_percent))
+            .collect();
+        let pids: Vec<(SessionId, u32)> =
+            entries.iter().filter_map(|(k, s, _)| s.pid.map(|p| (k.clone(), p))).collect();
+        let usage = tokio::task::spawn_blocking(move || {
+            let stats = procs::all();
+            let page = procs::page_size();
+            pids.into_iter()
+                .map(|(id, pid)| {
+                    let rss = procs::tree(pid, &stats)
+                        .iter()
+                        .filter(|s| s.state != 'Z')
+                        .map(|s| s.rss_pages * page)
+                        .sum::<u64>();
+                    (id, rss)
+                })
+                .collect::<HashMap<SessionId, u64>>()
+        })
+        .await
+        .unwrap_or_default();
+        let mut rows = Vec::new();
+        for (id, s, cpu) in entries {
+            let rss = usage.get(&id).copied().unwrap_or(0);
+            if let Some(e) = lock(&self.shared.sessions).get_mut(&id)
+                && s.pid.is_some()
+            {
+                e.rss = rss;
+            }
+            if s.pid.is_none() {
+                continue; // the resource view lists live sessions
+            }
+            rows.push(ResourceRow {
+                session_id: id,
+                cwd: s.cwd.clone(),
+                pid: s.pid,
+                started_at: s.process_started_at,
+                uptime_secs: s.process_started_at.map_or(0, |t| now.since(t).as_secs()),
+                rss_bytes: rss,
+                cpu_percent: (cpu * 10.0).round() / 10.0,
+                state: s.state,
+                idle_remaining_secs: s.idle_deadline.map(|t| t.since(now).as_secs()),
+                recovery_count: s.recovery_count,
+            });
+        }
+        rows.sort_by_key(|a| a.started_at);
+        Resources { rows, metrics: self.metrics() }
+    }
+
+    /// P14.
+    pub fn metrics(&self) -> Metrics {
+        self.shared.metrics()
+    }
+
+    /// Re-evaluates every timer at the clock's current time (tests move a manual clock,
+    /// then tick), including the fleet's disk and orphan checks when due.
+    pub async fn tick(&self) {
+        let senders: Vec<_> = lock(&self.shared.sessions).values().map(|e| e.tx.clone()).collect();
+        for tx in senders {
+            let _ = tx.send(SessionCmd::Control(Input::Tick));
+        }
+        let (reply, rx) = oneshot::channel();
+        self.shared.fleet(FleetMsg::Tick(reply));
+        let _ = rx.await;
+    }
+
+    /// P12: stops every session in parallel (SIGTERM, grace, SIGKILL) and waits for them.
+    pub async fn shutdown(&self) {
+        let senders: Vec<_> = lock(&self.shared.sessions).values().map(|e| e.tx.clone()).collect();
+        for tx in senders {
+            let _ = tx.send(SessionCmd::Control(Input::Shutdown));
+        }
+        let tasks: Vec<_> = lock(&self.shared.tasks).drain(..).collect();
+        let limit = self.shared.limits().kill_after * 2 + Duration::from_secs(3);
+        let all = futures_join_all(tasks);
+        if tokio::time::timeout(limit, all).await.is_err() {
+            tracing::warn!("some sessions did not stop in time; their processes were killed");
+        }
+        self.shared.fleet(FleetMsg::Stop);
+        // Nothing of ours runs any more: no record to keep, no metrics to show.
+        self.shared.recorder.finish().await;
+    }
+}
+
+async fn futures_join_all(tasks: Vec<tokio::task::JoinHandle<()>>) {
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+/// A new session id: a UUID, as `--session-id` requires.
+pub fn new_session_id() -> SessionId {
+    SessionId::parse(&uuid::Uuid::new_v4().to_string()).expect("a UUID is a valid session id")
+}
+
+fn placeholder_supervision(agent: &AgentCommand, cwd: &Path, now: Timestamp) -> Supervision {
+    Supervision {
+        state: SupervisionState::Running,
+        mode: super::policy::Mode::Persistent,
+        agent: agent.display_name(),
+        cwd: cwd.to_string_lossy().into_owned(),
+        pid: None,
+        process_started_at: None,
+        created_at: now,
+        recovery_count: 0,
+        restart_count: 0,
+        consecutive_crashes: 0,
+        pending_crash_recovery: false,
+        awaiting_permission: false,
+        idle_deadline: None,
+        duration_deadline: None,
+        queued_inputs: 0,
+        last_exit_code: None,
+        terminated_reason: None,
+    }
+}
+
+/// Why `program` cannot be run, in a sentence (for a failed first launch).
+fn which(program: &Path) -> Result<PathBuf, String> {
+    let found = if program.components().count() > 1 {
+        program.is_file().then(|| program.to_owned())
+    } else {
+        std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).map(|d| d.join(program)).find(|c| c.is_file()))
+            .unwrap_or(None)
+    };
+    match found {
+        Some(p) => Err(format!("cannot start {}; check that it is executable", p.display())),
+        None => Err(format!(
+            "cannot find the agent program {:?} (not a file, nor on PATH); install it or pass --agent",
+            program.display().to_string()
+        )),
+    }
+}
+
+/// The transcript's status helps the policy tell a finished turn when the screen can't.
+async fn forward_transcript_status(shared: std::sync::Weak<Shared>, engine: Engine) {
+    let mut rx = engine.subscribe();
+    loop {
+        let env = match rx.recv().await {
+            Ok(env) => env,
+            Err(broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let Some(shared) = shared.upgrade() else { return };
+        let (id, status) = match &env.event {
+            StoreEvent::Discovered { session } => (session.session_id.clone(), Some(session.status)),
+            StoreEvent::Updated { session_id, changes } => {
+                (session_id.clone(), changes.get("status").and_then(|v| serde_json::from_value(v.clone()).ok()))
+            }
+            StoreEvent::Removed { .. } => continue,
+        };
+        if let Some(status) = status
+            && let Some(tx) = shared.transcript_target(&id)
+        {
+            let _ = tx.send(SessionCmd::Control(Input::Transcript(status)));
+        }
+    }
+}
+
+/// Follows the engine's settings: each change reaches the limits and the agent.
+async fn follow_settings(shared: std::sync::Weak<Shared>, mut rx: tokio::sync::watch::Receiver<Settings>) {
+    rx.borrow_and_update(); // the start's limits came from these already
+    while rx.changed().await.is_ok() {
+        let settings = rx.borrow_and_update().clone();
+        let Some(shared) = shared.upgrade() else { return };
+        shared.apply_settings(&settings);
+    }
+}
+
+/// Metrics are published this long after a change (a burst of changes, one write). Not
+/// a supervision timer: it only spaces out writes, like the monitor's screen reads.
+const METRICS_SETTLE: Duration = Duration::from_millis(250);
+
+/// The fleet task: the cap, disk and orphan checks, the ledger and the metrics.
+async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMsg>) {
+    let mut records: Vec<ProcessRecord> = Vec::new();
+    let mut orphans = OrphanWatch::default();
+    let mut disk = DiskWatch::default();
+    let limits = shared.limits();
+    let mut next_disk = shared.clock.now().plus(limits.disk_check);
+    let mut next_orphans = shared.clock.now().plus(limits.orphan_check);
+    let publishing = shared.config.metrics_dir.is_some();
+    // Published at once, so `mimesis metrics` sees this supervisor from its start; then
+    // soon after each change, and at least every heartbeat.
+    let mut publish_at = tokio::time::Instant::now();
+    let soon = |at: tokio::time::Instant| at.min(tokio::time::Instant::now() + METRICS_SETTLE);
+    loop {
+        let wake = shared.instant_at(next_disk.min(next_orphans));
+        let mut tick_reply = None;
+        tokio::select! {
+            msg = rx.recv() => match msg {
+                None | Some(FleetMsg::Stop) => break,
+                Some(FleetMsg::Changed) => {
+                    enforce_cap(&shared);
+                    publish_at = soon(publish_at);
+                    continue;
+                }
+                Some(FleetMsg::Metrics) => {
+                    publish_at = soon(publish_at);
+                    continue;
+                }
+                Some(FleetMsg::LimitsChanged) => {
+                    // New intervals count from now, never later than already planned.
+                    let (now, l) = (shared.clock.now(), shared.limits());
+                    next_disk = next_disk.min(now.plus(l.disk_check));
+                    next_orphans = next_orphans.min(now.plus(l.orphan_check));
+                    enforce_cap(&shared);
+                    continue;
+                }
+                Some(FleetMsg::ProcessStarted(r)) => {
+                    orphans.started(r.pid, r.start_ticks);
+                    records.push(r);
+                    shared.recorder.processes(records.clone());
+                    continue;
+                }
+                Some(FleetMsg::ProcessEnded { pid }) => {
+                    records.retain(|r| r.pid != pid);
+                    shared.recorder.processes(records.clone());
+                    continue;
+                }
+                Some(FleetMsg::Tick(reply)) => tick_reply = Some(reply),
+            },
+            _ = tokio::time::sleep_until(publish_at), if publishing => {
+                // (The count first: a guard in the literal would live through `metrics()`.)
+                let sessions = lock(&shared.sessions).len();
+                shared.recorder.metrics(metrics::Snapshot {
+                    owner: shared.recorder.owner.clone(),
+                    updated_at: shared.clock.now(),
+                    sessions,
+                    metrics: shared.metrics(),
+                });
+                publish_at = tokio::time::Instant::now() + metrics::HEARTBEAT;
+                continue;
+            }
+            _ = tokio::time::sleep_until(wake) => {}
+        }
+        let now = shared.clock.now();
+        let limits = shared.limits();
+        if next_disk <= now {
+            next_disk = now.plus(limits.disk_check);
+            check_disk(&shared, &mut disk).await;
+        }
+        if next_orphans <= now {
+            next_orphans = now.plus(limits.orphan_check);
+            scan_orphans(&shared, &mut orphans).await;
+        }
+        if let Some(reply) = tick_reply {
+            let _ = reply.send(());
+        }
+    }
+}
+
+enum RecordMsg {
+    Processes(Vec<ProcessRecord>),
+    Metrics(metrics::Snapshot),
+    /// Forget the records, withdraw the metrics, and stop.
+    Finish(oneshot::Sender<()>),
+}
+
+/// Writes the ledger and the metrics snapshot on a thread of its own: a database busy
+/// with another Mimesis process (up to its busy timeout) or a slow disk never holds up
+/// the fleet task. Writes collapse to the latest state; a failed ledger write is retried.
+struct Recorder {
+    tx: std::sync::mpsc::Sender<RecordMsg>,
+    owner: Owner,
+}
+
+/// A ledger write that failed is tried again after this long.
+const RECORD_RETRY: Duration = Duration::from_secs(1);
+
+impl Recorder {
+    fn start(ledger: Arc<dyn ProcessLedger>, owner: Owner, metrics_dir: Option<PathBuf>) -> Recorder {
+        let (tx, rx) = std::sync::mpsc::channel::<RecordMsg>();
+        let me = owner.clone();
+        let run = move || {
+            let mut processes: Option<Vec<ProcessRecord>> = None;
+            let mut failing = false;
+            loop {
+                let first = if processes.is_some() {
+                    match rx.recv_timeout(RECORD_RETRY) {
+                        Ok(m) => Some(m),
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                    }
+                } else {
+                    match rx.recv() {
+                        Ok(m) => Some(m),
+                        Err(_) => return,
+                    }
+                };
+                let (mut snapshot, mut finish) = (None, None);
+                for msg in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+                    match msg {
+                        RecordMsg::Processes(p) => processes = Some(p),
+                        RecordMsg::Metrics(m) => snapshot = Some(m),
+                        RecordMsg::Finish(ack) => finish = Some(ack),
+                    }
+                }
+                if let Some(ack) = finish {
+                    if let Err(e) = ledger.forget(&me) {
+                        tracing::warn!(error = %e, "could not clear the ledger of supervised processes");
+                    }
+                    if let Some(dir) = &metrics_dir {
+                        let _ = metrics::withdraw(dir, &me);
+                    }
+                    let _ = ack.send(());
+                    return;
+                }
+                if let Some(records) = &processes {
+                    match ledger.save(&me, records) {
+                        Ok(()) => {
+                            processes = None;
+                            failing = false;
+                        }
+                        Err(e) if !failing => {
+                            failing = true;
+                            tracing::warn!(error = %e, "could not record the supervised processes; a crash of Mimesis could leave them running");
+                        }
+                        Err(_) => {}
+                    }
+                }
+                if let (Some(snapshot), Some(dir)) = (snapshot, &metrics_dir)
+                    && let Err(e) = metrics::publish(dir, &snapshot)
+                {
+                    tracing::debug!(error = %e, "could not publish the metrics");
+                }
+            }
+        };
+        if let Err(e) = std::thread::Builder::new().name("mimesis-ledger".into()).spawn(run) {
+            tracing::error!(error = %e, "cannot start the ledger thread; supervised processes are not recorded");
+        }
+        Recorder { tx, owner }
+    }
+
+    fn processes(&self, records: Vec<ProcessRecord>) {
+        let _ = self.tx.send(RecordMsg::Processes(records));
+    }
+
+    fn metrics(&self, snapshot: metrics::Snapshot) {
+        let _ = self.tx.send(RecordMsg::Metrics(snapshot));
+    }
+
+    /// Forgets this supervisor's records and withdraws its metrics, after every write
+    /// asked for before. Waits a few seconds at most.
+    async fn finish(&self) {
+        let (ack, done) = oneshot::channel();
+        if self.tx.send(RecordMsg::Finish(ack)).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), done).await;
+        }
+    }
+}
+
+/// P7: over the cap, the least recently used idle sessions are suspended.
+fn enforce_cap(shared: &Shared) {
+    let (entries, senders): (Vec<CapEntry>, HashMap<SessionId, _>) = {
+        let sessions = lock(&shared.sessions);
+        (
+            sessions.values().map(|e| e.cap.clone()).collect(),
+            sessions.iter().map(|(k, e)| (k.clone(), e.tx.clone())).collect(),
+        )
+    };
+    for id in fleet::over_cap(shared.limits().max_live_sessions, &entries) {
+        tracing::info!(session = %id, "over the live-session cap: suspending the least recently used idle session");
+        if let Some(tx) = senders.get(&id) {
+            let _ = tx.send(SessionCmd::Control(Input::Suspend));
+        }
+    }
+}
+
+/// P10 (EC-023).
+async fn check_disk(shared: &Arc<Shared>, watch: &mut DiskWatch) {
+    let root = shared.config.config_root.clone();
+    let percent =
+        tokio::task::spawn_blocking(move || root.ancestors().find(|p| p.exists()).and_then(procs::disk_usage_percent))
+            .await
+            .ok()
+            .flatten();
+    let Some(percent) = percent else { return };
+    let l = shared.limits();
+    for action in watch.usage(percent, l.disk_warn_percent, l.disk_cleanup_percent) {
+        let live: Vec<(SessionId, mpsc::UnboundedSender<SessionCmd>)> = lock(&shared.sessions)
+            .iter()
+            .filter(|(_, e)| e.supervision.pid.is_some())
+            .map(|(k, e)| (k.clone(), e.tx.clone()))
+            .collect();
+        match action {
+            DiskAction::Warn(p) => {
+                for (id, _) in &live {
+                    tracing::warn!("Disk usage for session {id} at {p}%");
+                    shared.emit(SupervisionEvent {
+                        kind: EventKind::SessionWarning {
+                            reason: "disk".into(),
+                            remaining_seconds: None,
+                            message: wording::disk_warning(p),
+                        },
+                        session_id: id.clone(),
+                        at: shared.clock.now(),
+                    });
+                }
+            }
+            DiskAction::CleanupSnapshots => {
+                let dir = shared.config.config_root.join("shell-snapshots");
+                let now = shared.clock.now();
+                let _ = tokio::task::spawn_blocking(move || {
+                    let files: Vec<PathBuf> =
+                        std::fs::read_dir(&dir).map(|rd| rd.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+                    for f in fleet::old_snapshots(&files, now, Duration::from_secs(24 * 3600)) {
+                        let _ = std::fs::remove_file(f);
+                    }
+                })
+                .await;
+            }
+            DiskAction::RestartAll => {
+                for (_, tx) in live {
+                    let _ = tx.send(SessionCmd::Control(Input::DiskFull));
+                }
+            }
+        }
+    }
+}
+
+/// P11 at run time: processes left by our dead agents are terminated, zombie children
+/// reaped (see [`OrphanWatch`]).
+async fn scan_orphans(shared: &Arc<Shared>, watch: &mut OrphanWatch) {
+    let adopting = shared.config.subreaper;
+    if watch.is_idle(adopting) {
+        return;
+    }
+    let live: HashSet<u32> = lock(&shared.sessions).values().filter_map(|e| e.supervision.pid).collect();
+    let kill_after = shared.limits().kill_after;
+    let mut w = std::mem::take(watch);
+    let me = Owner::me();
+    let mark = fleet::owner_mark(me.pid, me.start_ticks);
+    let result = tokio::task::spawn_blocking(move || {
+        let (scan, mut reaped) = {
+            // Held from reading the table to the last reap: no agent can be spawned in
+            // between, so a zombie not in the set is no agent.
+            let guard = actor::waited_agents();
+            let waited: HashSet<u32> = guard.iter().copied().collect();
+            let rows = procs::rows(&procs::all());
+            let facts = ScanFacts { rows: &rows, me: me.pid, live: &live, waited: &waited, adopting };
+            let scan = w.scan(&facts, |pid| procs::env_var(pid, fleet::OWNER_ENV).as_deref() == Some(mark.as_bytes()));
+            let mut reaped = 0;
+            for pid in scan.reap.iter().filter(|&&pid| procs::reap(pid)) {
+                tracing::info!("Reaped zombie process PID={pid}");
+                reaped += 1;
+            }
+            (scan, reaped)
+        };
+        for pid in &scan.kill {
+            tracing::warn!("WARNING: Orphaned subprocess PID={pid} detected");
+        }
+        ledger::terminate_all(&scan.kill, kill_after);
+        for pid in &scan.kill {
+            if procs::reap(*pid) {
+                reaped += 1;
+            }
+        }
+        (w, scan.kill.len() as u64, reaped as u64)
+    })
+    .await;
+    if let Ok((w, killed, reaped)) = result {
+        *watch = w;
+        shared.counters.orphans.fetch_add(killed, Ordering::Relaxed);
+        shared.counters.zombies.fetch_add(killed.max(reaped), Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_replaced_sessions_transcript_status_goes_nowhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = SupervisorConfig::new(dir.path().join("claude"), dir.path().join("data"));
+        config.subreaper = false;
+        config.clean_previous = false;
+        let sup = Supervisor::start(config).await;
+        let (old, new) = (SessionId::parse("old").unwrap(), SessionId::parse("new").unwrap());
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let now = sup.shared.clock.now();
+        let supervision = placeholder_supervision(&sup.shared.config.agent, dir.path(), now);
+        let cap = CapEntry { id: new.clone(), live: true, suspendable: false, last_used: now };
+        let entry = Entry { tx, supervision, cap, rss: 0, cpu: None, cpu_percent: 0.0 };
+        lock(&sup.shared.sessions).insert(new.clone(), entry);
+        lock(&sup.shared.aliases).insert(old.clone(), new.clone());
+        assert!(sup.shared.sender(&old).is_ok(), "commands follow the rename");
+        assert!(sup.shared.transcript_target(&old).is_none(), "the old transcript's status does not");
+        assert!(sup.shared.transcript_target(&new).is_some());
+        sup.shutdown().await;
+    }
+}

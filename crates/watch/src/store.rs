@@ -1,0 +1,674 @@
+//! The session store (SPEC W7): every known session, its facts and the roster row last
+//! published for it. Changes come in (new lines of a file, a registry snapshot, the clock
+//! moving on) and store events come out: `discovered`, `updated` with only the fields that
+//! changed, `removed`.
+//!
+//! The store owns no thread, timer or watcher; a driver (`crate::engine`, or the CLI's
+//! one-shot `ls`) calls it. It reads transcript files only through [`FileTail`], from the
+//! offset it reached before.
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::chain::{self, Candidate, Chains, Link, LinkReason, Newcomer};
+use crate::clock::Timestamp;
+use crate::cwd_files::{Marker, STATUS_FILE_TTL, StatusReport};
+use crate::db::{Batch, PersistedSession};
+use crate::facts::{Birth, SessionFacts};
+use crate::hooks::{HookEvent, TerminalContext};
+use crate::ids::SessionId;
+use crate::permissions::SettingsCache;
+use crate::registry::RegistryEntry;
+use crate::session::{PendingTool, Source, TrackedSession};
+use crate::status::{self, HookSignal, PendingCall, StatusInput, Timeouts};
+use crate::supervise::view::Supervision;
+use crate::tail::{FileTail, LineSink, ReadOutcome};
+
+/// A new file that looks like a successor waits this long for the hook events and the
+/// registry update that name its terminal before it is matched by folder alone.
+pub const CHAIN_GRACE: Duration = Duration::from_secs(2);
+/// A `SessionEnd` with reason `clear` pairs with the `SessionStart` that follows within this.
+const CLEAR_PAIRING: Duration = Duration::from_secs(300);
+
+/// What the store tells its consumers.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum StoreEvent {
+    Discovered { session: Box<TrackedSession> },
+    Updated { session_id: SessionId, changes: serde_json::Map<String, serde_json::Value> },
+    Removed { session_id: SessionId },
+}
+
+impl StoreEvent {
+    pub fn session_id(&self) -> &SessionId {
+        match self {
+            StoreEvent::Discovered { session } => &session.session_id,
+            StoreEvent::Updated { session_id, .. } | StoreEvent::Removed { session_id } => session_id,
+        }
+    }
+}
+
+/// A transcript read by the indexer, ready to be adopted by the store.
+pub struct IndexedFile {
+    pub location: TranscriptLocation,
+    pub tail: FileTail,
+    pub facts: SessionFacts,
+    /// Only both ends were read ([`crate::scan::peek`]): the facts are a first guess and
+    /// the tail is no reading position. The store waits for the full read.
+    pub partial: bool,
+}
+
+impl IndexedFile {
+    /// Reads a transcript from the start.
+    pub fn read(location: TranscriptLocation) -> std::io::Result<IndexedFile> {
+        let mut tail = FileTail::new(&location.path);
+        let mut sink = FactsSink { facts: SessionFacts::default(), scratch: String::new() };
+        tail.read_into(&mut sink)?;
+        Ok(IndexedFile { location, tail, facts: sink.facts, partial: false })
+    }
+
+    /// Reads on from where a previous run stopped (the fleet database): only what was
+    /// appended since, or the whole file again if it was replaced or shrank.
+    pub fn resume(p: PersistedSession) -> std::io::Result<IndexedFile> {
+        let location = p.location;
+        let mut facts = p.facts;
+        if let Some(d) = &p.dedup
+            && facts.restore_dedup(d).is_none()
+        {
+            // Without its dedup sets the usage could count twice: read it all again.
+            return IndexedFile::read(location);
+        }
+        let mut tail = FileTail::resume(&location.path, p.tail);
+        let mut sink = FactsSink { facts, scratch: String::new() };
+        match tail.read_into(&mut sink)? {
+            ReadOutcome::Missing => Err(std::io::Error::from(std::io::ErrorKind::NotFound)),
+            _ => Ok(IndexedFile { location, tail, facts: sink.facts, partial: false }),
+        }
+    }
+}
+
+struct FactsSink {
+    facts: SessionFacts,
+    scratch: String,
+}
+
+impl LineSink for FactsSink {
+    fn line(&mut self, line: &[u8]) {
+        self.facts.apply_line(line, &mut self.scratch);
+    }
+    fn reset(&mut self) {
+        self.facts = SessionFacts::default();
+    }
+}
+
+struct Entry {
+    location: TranscriptLocation,
+    tail: FileTail,
+    facts: SessionFacts,
+    /// Peeked, not read: never tailed until a full read replaces it.
+    partial: bool,
+    /// The row last published (None until `discovered` was sent).
+    published: Option<TrackedSession>,
+}
+
+/// What hooks told about one session.
+#[derive(Clone, Debug)]
+struct HookInfo {
+    signal: Option<HookSignal>,
+    terminal: TerminalContext,
+    first_at: Timestamp,
+    last_at: Timestamp,
+    cwd: Option<String>,
+}
+
+/// The roster's single source of truth.
+pub struct Store {
+    entries: HashMap<SessionId, Entry>,
+    by_path: HashMap<PathBuf, SessionId>,
+    /// Live registry entries per root, as last reported (only processes found alive).
+    registry: HashMap<PathBuf, Vec<RegistryEntry>>,
+    /// Session id → its live registry entry (merged over roots).
+    live: HashMap<SessionId, RegistryEntry>,
+    /// Sessions that had a live process at some point: gone now means ended.
+    ever_live: HashSet<SessionId>,
+    /// Parsed settings files (a memo: re-read when a file's stamp changes).
+    settings: RefCell<SettingsCache>,
+    repo_roots: HashMap<String, Option<String>>,
+    timeouts: Timeouts,
+    deadlines: BinaryHeap<Reverse<(Timestamp, SessionId)>>,
+    /// Work-chain links (SPEC C1–C4).
+    chains: Chains,
+    /// Links added since the last [`Store::take_batch`].
+    new_links: Vec<Link>,
+    hooks: HashMap<SessionId, HookInfo>,
+    /// `SessionEnd` reason `clear` per `claude` process, waiting for its `SessionStart`.
+    pending_clear: HashMap<(u32, u64), (SessionId, Timestamp)>,
+    /// Markers naming a session whose file is not (fully) known yet.
+    pending_markers: HashMap<SessionId, Marker>,
+    /// The last PID the registry showed running each session.
+    last_pid: HashMap<SessionId, u32>,
+    /// Status files by session: the folder they were found in and what they say.
+    status_files: HashMap<SessionId, (String, StatusReport)>,
+    status_file_ttl: Duration,
+    /// New files that may be successors, to match once [`CHAIN_GRACE`] has passed.
+    chain_checks: Vec<(Timestamp, SessionId)>,
+    /// Sessions whose predecessor question is settled.
+    chain_checked: HashSet<SessionId>,
+    /// The initial index is being adopted: chain matching waits for all of it.
+    bulk: bool,
+    /// Sessions whose facts or reading position changed since the last batch.
+    dirty: HashSet<SessionId>,
+    removed: Vec<SessionId>,
+    /// Sessions Mimesis runs in a PTY, and their supervision (shown as `source: pty`).
+    supervised: HashMap<SessionId, Supervision>,
+}
+
+impl Store {
+    pub fn new(timeouts: Timeouts) -> Self {
+        Store {
+            entries: HashMap::new(),
+            by_path: HashMap::new(),
+            registry: HashMap::new(),
+            live: HashMap::new(),
+            ever_live: HashSet::new(),
+            settings: RefCell::new(SettingsCache::new(dirs::home_dir())),
+            repo_roots: HashMap::new(),
+            timeouts,
+            deadlines: BinaryHeap::new(),
+            chains: Chains::new(),
+            new_links: Vec::new(),
+            hooks: HashMap::new(),
+            pending_clear: HashMap::new(),
+            pending_markers: HashMap::new(),
+            last_pid: HashMap::new(),
+            status_files: HashMap::new(),
+            status_file_ttl: STATUS_FILE_TTL,
+            chain_checks: Vec::new(),
+            chain_checked: HashSet::new(),
+            bulk: true,
+            dirty: HashSet::new(),
+            removed: Vec::new(),
+            supervised: HashMap::new(),
+        }
+    }
+
+    /// Changes the timeouts; every row is re-derived.
+    pub fn set_timeouts(&mut self, timeouts: Timeouts, status_file_ttl: Duration, now: Timestamp) -> Vec<StoreEvent> {
+        self.timeouts = timeouts;
+        self.status_file_ttl = status_file_ttl;
+        let ids: Vec<SessionId> = self.entries.keys().cloned().collect();
+        let mut events = Vec::new();
+        for id in ids {
+            self.refresh(&id, now, &mut events);
+        }
+        events
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Every session's current row, most recently active first.
+    pub fn snapshot(&self) -> Vec<TrackedSession> {
+        let mut v: Vec<TrackedSession> = self.entries.values().filter_map(|e| e.published.clone()).collect();
+        v.sort_by(|a, b| b.last_activity_at.cmp(&a.last_activity_at).then_with(|| a.session_id.cmp(&b.session_id)));
+        v
+    }
+
+    pub fn get(&self, id: &SessionId) -> Option<&TrackedSession> {
+        self.entries.get(id).and_then(|e| e.published.as_ref())
+    }
+
+    pub fn transcript_path(&self, id: &SessionId) -> Option<&Path> {
+        self.entries.get(id).map(|e| e.location.path.as_path())
+    }
+
+    /// The segments of the chain up to `id`, oldest first, with the path of each and the
+    /// reason of the link into it (for a timeline across the chain).
+    pub fn chain_segments(&self, id: &SessionId) -> Vec<(SessionId, Option<PathBuf>, Option<LinkReason>)> {
+        self.chains
+            .segments(id)
+            .into_iter()
+            .map(|s| {
+                let path = self.transcript_path(&s).map(Path::to_owned);
+                let reason = self.chains.link_into(&s).map(|l| l.reason);
+                (s, path, reason)
+            })
+            .collect()
+    }
+
+    /// Every known link.
+    pub fn links(&self) -> Vec<Link> {
+        self.chains.links().cloned().collect()
+    }
+
+    /// The cwds of sessions active since `since` (whose `.claude/` folders hold markers
+    /// and status files), most recent first.
+    pub fn recent_cwds(&self, since: Timestamp) -> Vec<String> {
+        let mut v: Vec<(Timestamp, &String)> = self
+            .entries
+            .values()
+            .filter_map(|e| Some((e.facts.last_activity?, e.facts.cwd.as_ref()?)))
+            .filter(|(t, _)| *t >= since)
+            .collect();
+        v.sort_by(|a, b| b.cmp(a));
+        let mut seen = HashSet::new();
+        v.into_iter().filter(|(_, c)| seen.insert(*c)).map(|(_, c)| c.clone()).collect()
+    }
+
+    pub fn contains_path(&self, path: &Path) -> bool {
+        self.by_path.contains_key(path)
+    }
+
+    /// Bytes and lines read so far, over all files.
+    pub fn read_stats(&self) -> (u64, u64) {
+        self.entries.values().fold((0, 0), |(b, l), e| (b + e.tail.stats.bytes_read, l + e.tail.stats.lines))
+    }
+
+    /// Adopts a file read by the indexer. If the store already follows that path (the
+    /// file changed while it was being indexed), the indexed state replaces it and the
+    /// file is read on from the indexed offset, so no line is applied twice.
+    pub fn adopt(&mut self, file: IndexedFile, now: Timestamp) -> Vec<StoreEvent> {
+        let id = file.location.session_id.clone();
+        if let Some(other) = self.entries.get(&id)
+            && other.location.path != file.location.path
+        {
+            tracing::warn!(session = %id, kept = %other.location.path.display(), ignored = %file.location.path.display(),
+                    "two transcripts have the same session id; following the first one");
+            return Vec::new();
+        }
+        self.by_path.insert(file.location.path.clone(), id.clone());
+        let published = self.entries.remove(&id).and_then(|e| e.published);
+        let partial = file.partial;
+        if !partial && (file.tail.stats.bytes_read > 0 || file.tail.stats.resets > 0) {
+            // Read by the index (in full, or on from a stored position): worth storing.
+            self.dirty.insert(id.clone());
+        }
+        self.entries.insert(
+            id.clone(),
+            Entry { location: file.location, tail: file.tail, facts: file.facts, partial, published },
+        );
+        let mut events = Vec::new();
+        if partial {
+            self.refresh(&id, now, &mut events);
+        } else {
+            self.read_entry(&id, now, &mut events);
+        }
+        events
+    }
+
+    /// Sessions still known only from a peek (their file vanished before the full read):
+    /// forgets them.
+    pub fn drop_partial(&mut self) -> Vec<StoreEvent> {
+        let ids: Vec<SessionId> = self.entries.iter().filter(|(_, e)| e.partial).map(|(id, _)| id.clone()).collect();
+        let mut events = Vec::new();
+        for id in ids {
+            self.remove_id(&id, &mut events);
+        }
+        events
+    }
+
+    /// A transcript path changed on disk (created, appended, truncated, replaced, removed).
+    pub fn file_changed(&mut self, location: TranscriptLocation, now: Timestamp) -> Vec<StoreEvent> {
+        let mut events = Vec::new();
+        let id = location.session_id.clone();
+        match self.entries.get(&id) {
+            Some(e) if e.location.path != location.path => {
+                if e.location.path.exists() {
+                    return events; // a duplicate id elsewhere: ignored, as in `adopt`
+                }
+                // The first file is gone: follow the new one.
+                self.remove_id(&id, &mut events);
+            }
+            _ => {}
+        }
+        if !self.entries.contains_key(&id) {
+            if !location.path.exists() {
+                return events;
+            }
+            self.by_path.insert(location.path.clone(), id.clone());
+            let tail = FileTail::new(&location.path);
+            let facts = SessionFacts::default();
+            self.entries.insert(id.clone(), Entry { location, tail, facts, partial: false, published: None });
+        }
+        if self.entries.get(&id).is_some_and(|e| e.partial) {
+            return events; // the full read of the index will cover this change
+        }
+        self.read_entry(&id, now, &mut events);
+        events
+    }
+
+    /// A path that may have been a transcript is gone.
+    pub fn path_removed(&mut self, path: &Path) -> Vec<StoreEvent> {
+        let mut events = Vec::new();
+        if path.exists() {
+            return events;
+        }
+        if let Some(id) = self.by_path.get(path).cloned()
+            // A supervised session keeps its row; its next supervision update refreshes it.
+            && !self.supervised.contains_key(&id)
+        {
+            self.remove_id(&id, &mut events);
+        }
+        events
+    }
+
+    /// Every transcript inside `dir` is gone (its project folder was removed).
+    pub fn remove_under(&mut self, dir: &Path) -> Vec<StoreEvent> {
+        let gone: Vec<PathBuf> = self.by_path.keys().filter(|p| p.starts_with(dir)).cloned().collect();
+        gone.iter().flat_map(|p| self.path_removed(p)).collect()
+    }
+
+    /// Forgets every session under `root` (a root was removed from the watch list).
+    pub fn remove_root(&mut self, root: &Path) -> Vec<StoreEvent> {
+        let mut events = Vec::new();
+        let ids: Vec<SessionId> =
+            self.entries.values().filter(|e| e.location.root == root).map(|e| e.location.session_id.clone()).collect();
+        for id in ids {
+            self.remove_id(&id, &mut events);
+        }
+        self.registry.remove(root);
+        events
+    }
+
+    fn remove_id(&mut self, id: &SessionId, events: &mut Vec<StoreEvent>) {
+        if let Some(e) = self.entries.remove(id) {
+            self.by_path.remove(&e.location.path);
+            self.dirty.remove(id);
+            self.removed.push(id.clone());
+            if e.published.is_some() {
+                events.push(StoreEvent::Removed { session_id: id.clone() });
+            }
+        }
+    }
+
+    fn read_entry(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+        let Some(entry) = self.entries.get_mut(id) else { return };
+        let mut sink = FactsSink { facts: std::mem::take(&mut entry.facts), scratch: String::new() };
+        let before = (entry.tail.stats.bytes_read, entry.tail.stats.resets);
+        let outcome = entry.tail.read_into(&mut sink);
+        entry.facts = sink.facts;
+        if (entry.tail.stats.bytes_read, entry.tail.stats.resets) != before {
+            self.dirty.insert(id.clone());
+        }
+        match outcome {
+            // A supervised session keeps its row while its file does not exist (yet).
+            Ok(ReadOutcome::Missing) if !self.supervised.contains_key(id) => {
+                self.remove_id(id, events);
+                return;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(path = %entry.location.path.display(), error = %e, "could not read transcript; will retry on its next change");
+            }
+        }
+        self.consider_chain(id, now, events);
+        self.refresh(id, now, events);
+    }
+
+    /// Replaces what the registry of `root` says: the entries whose processes are alive.
+    pub fn set_registry(&mut self, root: &Path, alive: Vec<RegistryEntry>, now: Timestamp) -> Vec<StoreEvent> {
+        if self.registry.get(root) == Some(&alive) {
+            return Vec::new();
+        }
+        self.registry.insert(root.to_owned(), alive);
+        let mut merged: HashMap<SessionId, RegistryEntry> = HashMap::new();
+        for e in self.registry.values().flatten() {
+            merged.insert(e.session_id.clone(), e.clone());
+        }
+        let mut touched: HashSet<SessionId> = HashSet::new();
+        for (id, e) in &merged {
+            if self.live.get(id) != Some(e) {
+                touched.insert(id.clone());
+            }
+        }
+        for id in self.live.keys() {
+            if !merged.contains_key(id) {
+                touched.insert(id.clone());
+            }
+        }
+        self.ever_live.extend(merged.keys().cloned());
+        for (id, e) in &merged {
+            self.last_pid.insert(id.clone(), e.pid);
+        }
+        self.live = merged;
+        let mut events = Vec::new();
+        for id in touched {
+            self.refresh(&id, now, &mut events);
+        }
+        events
+    }
+
+    /// A settings file changed: permission answers may differ for pending tools.
+    pub fn settings_changed(&mut self, now: Timestamp) -> Vec<StoreEvent> {
+        let ids: Vec<SessionId> =
+            self.entries.iter().filter(|(_, e)| !e.facts.open_tools.is_empty()).map(|(id, _)| id.clone()).collect();
+        let mut events = Vec::new();
+        for id in ids {
+            self.refresh(&id, now, &mut events);
+        }
+        events
+    }
+
+    /// Marks a session as supervised in a PTY (or no longer, with `None`). Claude Code
+    /// writes a transcript only at the first prompt, so a supervised session gets its row
+    /// at once, at the path its transcript will have; the file is read when it appears.
+    pub fn set_supervision(
+        &mut self,
+        location: TranscriptLocation,
+        supervision: Option<Supervision>,
+        now: Timestamp,
+    ) -> Vec<StoreEvent> {
+        let id = location.session_id.clone();
+        let mut events = Vec::new();
+        match supervision {
+            Some(sup) => {
+                self.supervised.insert(id.clone(), sup);
+                if !self.entries.contains_key(&id) {
+                    self.by_path.insert(location.path.clone(), id.clone());
+                    let tail = FileTail::new(&location.path);
+                    let entry =
+                        Entry { location, tail, facts: SessionFacts::default(), partial: false, published: None };
+                    self.entries.insert(id.clone(), entry);
+                    self.read_entry(&id, now, &mut events);
+                } else {
+                    self.refresh(&id, now, &mut events);
+                }
+            }
+            None => {
+                if self.supervised.remove(&id).is_some() {
+                    let gone = self.entries.get(&id).is_some_and(|e| !e.location.path.exists());
+                    if gone {
+                        self.remove_id(&id, &mut events);
+                    } else {
+                        self.refresh(&id, now, &mut events);
+                    }
+                }
+            }
+        }
+        events
+    }
+
+    /// When the next timeout falls due, if any.
+    pub fn next_deadline(&self) -> Option<Timestamp> {
+        let status = self.deadlines.peek().map(|Reverse((t, _))| *t);
+        let chain = self.chain_checks.iter().map(|(t, _)| *t).min();
+        match (status, chain) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Re-evaluates every session whose timeout fell due at `now`.
+    pub fn tick(&mut self, now: Timestamp) -> Vec<StoreEvent> {
+        let mut due = Vec::new();
+        while let Some(Reverse((t, _))) = self.deadlines.peek() {
+            if *t > now {
+                break;
+            }
+            let Some(Reverse((_, id))) = self.deadlines.pop() else { break };
+            due.push(id);
+        }
+        due.sort();
+        due.dedup();
+        let mut events = Vec::new();
+        let (ready, later): (Vec<_>, Vec<_>) = self.chain_checks.drain(..).partition(|(t, _)| *t <= now);
+        self.chain_checks = later;
+        for (_, id) in ready {
+            self.check_chain(&id, now, &mut events);
+        }
+        for id in due {
+            self.refresh(&id, now, &mut events);
+        }
+        events
+    }
+
+    /// Recomputes one session's row and publishes the difference.
+    fn refresh(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+        self.ensure_repo_root(id);
+        let Some(entry) = self.entries.get(id) else { return };
+        // A file with no complete line yet (created empty, or its first write still torn)
+        // is not a session yet: it is announced with its first record, not before.
+        if entry.published.is_none()
+            && !entry.partial
+            && entry.tail.stats.lines == 0
+            && !self.supervised.contains_key(id)
+        {
+            return;
+        }
+        let (row, next_check) = self.row(entry, now);
+        if let Some(t) = next_check {
+            self.deadlines.push(Reverse((t, id.clone())));
+        }
+        let entry = self.entries.get_mut(id).expect("entry checked above");
+        match &entry.published {
+            None => events.push(StoreEvent::Discovered { session: Box::new(row.clone()) }),
+            Some(old) => {
+                let changes = row.changes_since(old);
+                if changes.is_empty() {
+                    return;
+                }
+                events.push(StoreEvent::Updated { session_id: id.clone(), changes });
+            }
+        }
+        entry.published = Some(row);
+        if !entry.partial {
+            self.dirty.insert(id.clone());
+        }
+    }
+
+    fn row(&self, entry: &Entry, now: Timestamp) -> (TrackedSession, Option<Timestamp>) {
+        let f = &entry.facts;
+        let id = &entry.location.session_id;
+        let live = self.live.get(id);
+        let supervision = self.supervised.get(id);
+        let last_activity = f
+            .last_activity
+            .or(entry.tail.mtime.map(Timestamp::from_system_time))
+            .or(supervision.map(|s| s.created_at))
+            .unwrap_or(Timestamp::from_millis(0));
+        let pending = f.pending_tool();
+        let report = self
+            .status_files
+            .get(id)
+            .filter(|(cwd, _)| f.cwd.as_deref() == Some(cwd.as_str()))
+            .map(|(_, r)| r)
+            .filter(|r| r.fresh(now, self.status_file_ttl));
+        let input = StatusInput {
+            tail: f.tail.clone(),
+            pending: pending.map(|t| PendingCall {
+                since: t.since.unwrap_or(last_activity),
+                approval: self.approval(entry, &t.name, &t.target),
+                running: t.running,
+            }),
+            last_activity: f.last_activity,
+            registry: live.map(RegistryEntry::signal),
+            hook: self.hooks.get(id).and_then(|h| h.signal),
+            reported: report.map(|r| r.status.status()),
+            ended: live.is_none() && self.ever_live.contains(id),
+        };
+        let derived = status::derive(&input, now, &self.timeouts);
+        let derived = status::Derived {
+            next_check: match (derived.next_check, report.map(|r| r.updated.plus(self.status_file_ttl))) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            ..derived
+        };
+        let own = |sid: &SessionId| {
+            self.entries.get(sid).map_or((0, false), |e| (e.facts.compaction_count, e.facts.born_with_boundary))
+        };
+        let chain = chain::fields(&self.chains, id, own);
+        let work_chain_name = self
+            .chains
+            .segments(id)
+            .iter()
+            .find_map(|s| self.entries.get(s).and_then(|e| e.facts.title()))
+            .map(str::to_owned);
+        let row = TrackedSession {
+            session_id: id.clone(),
+            project_id: entry.location.project_id.clone(),
+            cwd: f.cwd.clone().or_else(|| supervision.map(|s| s.cwd.clone())),
+            repo_root: f.cwd.as_ref().and_then(|c| self.repo_roots.get(c).cloned().flatten()),
+            branch: f.branch.clone(),
+            goal: f.goal().map(str::to_owned),
+            summary: f.summary().map(str::to_owned),
+            title: f.title().map(str::to_owned),
+            status: derived.status,
+            has_pending_tool_use: pending.is_some(),
+            pending_tool: pending
+                .map(|t| PendingTool { tool: t.name.clone(), target: crate::facts::clean_text(&t.target, 300) }),
+            last_activity_at: last_activity,
+            created_at: f.created_at,
+            model: f.model.clone(),
+            usage: f.usage,
+            api_error: f.api_error,
+            compaction_count: f.compaction_count.saturating_add(chain.inherited_compactions),
+            superseded: chain.superseded_by.is_some(),
+            superseded_by: chain.superseded_by,
+            superseded_at: chain.superseded_at,
+            work_chain_id: Some(chain.work_chain_id),
+            work_chain_name,
+            chain_length: chain.chain_length,
+            source: if supervision.is_some() { Source::Pty } else { Source::Watcher },
+            supervision: supervision.cloned(),
+            live: live.is_some() || supervision.is_some_and(|s| s.pid.is_some()),
+            pid: live.map(|e| e.pid).or(supervision.and_then(|s| s.pid)),
+            transcript_path: entry.location.path.to_string_lossy().into_owned(),
+            permission_mode: f.permission_mode.clone(),
+            malformed_lines: f.malformed + entry.tail.stats.oversized_lines,
+            status_file: report.cloned(),
+        };
+        (row, derived.next_check)
+    }
+
+    fn approval(&self, entry: &Entry, tool: &str, target: &str) -> status::Approval {
+        let cwd = entry.facts.cwd.as_deref().map(Path::new);
+        let mut settings = self.settings.borrow_mut();
+        let rules = settings.rules_for(&entry.location.root, cwd);
+        let ctx = settings.context(cwd.unwrap_or(Path::new("/")));
+        rules.approval(tool, target, entry.facts.permission_mode.as_deref(), &ctx)
+    }
+
+    fn ensure_repo_root(&mut self, id: &SessionId) {
+        let Some(cwd) = self.entries.get(id).and_then(|e| e.facts.cwd.as_ref()) else { return };
+        if !self.repo_roots.contains_key(cwd) {
+            let root = crate::git::repo_root(Path::new(cwd)).map(|p| p.to_string_lossy().into_owned());
+            self.repo_roots.insert(cwd.clone(), root);
+        }
+    }
+}
+
+mod chains;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,323 @@
+//! Reading a growing JSONL file incrementally (SPEC W2).
+//!
+//! A [`FileTail`] remembers how far it has read. Each [`FileTail::read_new`] reads only
+//! the bytes appended since, hands every complete line to the caller exactly once, and
+//! holds a torn last line until its newline arrives. A file that shrank or was replaced
+//! (new inode) is read again from the start, and the caller is told so it can forget
+//! what it derived from the old content. A line longer than the cap is skipped without
+//! ever being held in memory, and counted.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+pub use mimesis_core::persist::TailState;
+
+/// Lines longer than this are skipped (a base64 image paste is a few MB; 50 MB is not a record).
+pub const DEFAULT_MAX_LINE: usize = 16 * 1024 * 1024;
+
+const CHUNK: usize = 256 * 1024;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+}
+
+/// What a read found.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ReadOutcome {
+    /// New lines (possibly none) after what was read before.
+    Appended,
+    /// The file was truncated or replaced: everything derived from it must be forgotten;
+    /// the lines handed out in this read start from the beginning of the new content.
+    Reset,
+    /// The file does not exist (any more).
+    Missing,
+}
+
+/// Receives what a read finds. `reset` comes before any line of the new content.
+pub trait LineSink {
+    fn line(&mut self, line: &[u8]);
+    /// The file was truncated or replaced: forget everything derived from it so far.
+    fn reset(&mut self) {}
+}
+
+struct FnSink<F>(F);
+
+impl<F: FnMut(&[u8])> LineSink for FnSink<F> {
+    fn line(&mut self, line: &[u8]) {
+        (self.0)(line)
+    }
+}
+
+/// Counters for one file.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct TailStats {
+    pub bytes_read: u64,
+    pub lines: u64,
+    pub oversized_lines: u64,
+    pub resets: u64,
+}
+
+#[derive(Debug)]
+pub struct FileTail {
+    path: PathBuf,
+    identity: Option<Identity>,
+    /// Bytes of the file consumed: complete lines, plus the held partial line.
+    offset: u64,
+    /// The torn last line, waiting for its newline.
+    partial: Vec<u8>,
+    /// The current line passed the cap: discard bytes until its newline.
+    skipping: bool,
+    max_line: usize,
+    /// Modification time seen at the last read.
+    pub mtime: Option<std::time::SystemTime>,
+    pub stats: TailStats,
+}
+
+impl FileTail {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self::with_max_line(path, DEFAULT_MAX_LINE)
+    }
+
+    pub fn with_max_line(path: impl Into<PathBuf>, max_line: usize) -> Self {
+        FileTail {
+            path: path.into(),
+            identity: None,
+            offset: 0,
+            partial: Vec::new(),
+            skipping: false,
+            max_line,
+            mtime: None,
+            stats: TailStats::default(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A tail that goes on from `state`: the next read starts at its offset, or from the
+    /// beginning if the file was replaced or shrank since.
+    pub fn resume(path: impl Into<PathBuf>, state: TailState) -> Self {
+        let mut t = FileTail::new(path);
+        t.identity = Some(Identity { dev: state.dev, ino: state.ino });
+        t.offset = state.offset;
+        t.skipping = state.skipping;
+        t.mtime = state.mtime_ms.and_then(|ms| {
+            u64::try_from(ms).ok().map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+        });
+        t
+    }
+
+    /// Where this tail stands, if it has read the file at all. A held partial line is not
+    /// included: it is read again on resume.
+    pub fn state(&self) -> Option<TailState> {
+        let id = self.identity?;
+        let offset = if self.skipping { self.offset } else { self.offset - self.partial.len() as u64 };
+        Some(TailState {
+            offset,
+            dev: id.dev,
+            ino: id.ino,
+            skipping: self.skipping,
+            mtime_ms: self.mtime.map(|m| crate::clock::Timestamp::from_system_time(m).millis()),
+        })
+    }
+
+    /// Bytes consumed so far (including a held partial line).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Is a torn line being held?
+    pub fn has_partial(&self) -> bool {
+        !self.partial.is_empty() || self.skipping
+    }
+
+    /// Reads what was appended since the last call, handing each complete line (without
+    /// its `\n`) to `on_line`. See [`FileTail::read_into`] to be told of resets.
+    pub fn read_new(&mut self, on_line: impl FnMut(&[u8])) -> io::Result<ReadOutcome> {
+        self.read_into(&mut FnSink(on_line))
+    }
+
+    /// Reads what was appended since the last call into `sink`.
+    pub fn read_into(&mut self, sink: &mut impl LineSink) -> io::Result<ReadOutcome> {
+        let mut file = match File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(ReadOutcome::Missing),
+            Err(e) => return Err(e),
+        };
+        let meta = file.metadata()?;
+        let id = Identity { dev: meta.dev(), ino: meta.ino() };
+        let mut outcome = ReadOutcome::Appended;
+        let replaced = self.identity.is_some_and(|old| old != id);
+        if replaced || meta.len() < self.offset {
+            self.offset = 0;
+            self.partial.clear();
+            self.skipping = false;
+            self.stats.resets += 1;
+            outcome = ReadOutcome::Reset;
+            sink.reset();
+        }
+        self.identity = Some(id);
+        self.mtime = meta.modified().ok();
+        if meta.len() == self.offset {
+            return Ok(outcome);
+        }
+        file.seek(SeekFrom::Start(self.offset))?;
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            let n = match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            self.offset += n as u64;
+            self.stats.bytes_read += n as u64;
+            self.feed(&buf[..n], sink);
+        }
+        Ok(outcome)
+    }
+
+    fn feed(&mut self, mut chunk: &[u8], sink: &mut impl LineSink) {
+        while !chunk.is_empty() {
+            match memchr::memchr(b'\n', chunk) {
+                Some(i) => {
+                    let (line, rest) = (&chunk[..i], &chunk[i + 1..]);
+                    chunk = rest;
+                    if self.skipping {
+                        self.skipping = false;
+                        continue;
+                    }
+                    self.stats.lines += 1;
+                    if self.partial.is_empty() {
+                        if line.len() > self.max_line {
+                            self.oversized();
+                        } else {
+                            sink.line(line);
+                        }
+                    } else if self.partial.len() + line.len() > self.max_line {
+                        self.partial = Vec::new();
+                        self.oversized();
+                    } else {
+                        self.partial.extend_from_slice(line);
+                        sink.line(&self.partial);
+                        self.partial.clear();
+                    }
+                }
+                None => {
+                    if !self.skipping {
+                        if self.partial.len() + chunk.len() > self.max_line {
+                            self.partial = Vec::new();
+                            self.skipping = true;
+                            self.stats.lines += 1;
+                            self.oversized();
+                        } else {
+                            self.partial.extend_from_slice(chunk);
+                        }
+                    }
+                    chunk = &[];
+                }
+            }
+        }
+    }
+
+    fn oversized(&mut self) {
+        self.stats.oversized_lines += 1;
+        tracing::warn!(
+            path = %self.path.display(),
+            max_bytes = self.max_line,
+            "skipped a transcript line longer than the cap"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn collect(t: &mut FileTail) -> (ReadOutcome, Vec<String>) {
+        let mut v = Vec::new();
+        let o = t.read_new(|l| v.push(String::from_utf8_lossy(l).into_owned())).unwrap();
+        (o, v)
+    }
+
+    fn append(p: &Path, s: &[u8]) {
+        std::fs::OpenOptions::new().append(true).create(true).open(p).unwrap().write_all(s).unwrap();
+    }
+
+    #[test]
+    fn reads_each_line_once_and_holds_torn_lines() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        append(&p, b"a\nb\npar");
+        let mut t = FileTail::new(&p);
+        assert_eq!(collect(&mut t), (ReadOutcome::Appended, vec!["a".into(), "b".into()]));
+        assert!(t.has_partial());
+        assert_eq!(collect(&mut t).1, Vec::<String>::new());
+        append(&p, b"tial\nc\n");
+        assert_eq!(collect(&mut t).1, vec!["partial".to_string(), "c".into()]);
+        assert!(!t.has_partial());
+    }
+
+    #[test]
+    fn truncation_and_replacement_reset() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        append(&p, b"one\ntwo\n");
+        let mut t = FileTail::new(&p);
+        collect(&mut t);
+        std::fs::write(&p, b"x\n").unwrap();
+        assert_eq!(collect(&mut t), (ReadOutcome::Reset, vec!["x".into()]));
+        let tmp = d.path().join("tmp");
+        std::fs::write(&tmp, b"new1\nnew2\n").unwrap();
+        std::fs::rename(&tmp, &p).unwrap();
+        assert_eq!(collect(&mut t), (ReadOutcome::Reset, vec!["new1".into(), "new2".into()]));
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(collect(&mut t).0, ReadOutcome::Missing);
+    }
+
+    #[test]
+    fn a_resumed_tail_reads_only_what_came_after() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        append(&p, b"a\nb\npar");
+        let mut t = FileTail::new(&p);
+        collect(&mut t);
+        let state = t.state().unwrap();
+        assert_eq!(state.offset, 4, "the partial line is read again");
+        append(&p, b"tial\n");
+        let mut r = FileTail::resume(&p, state);
+        assert_eq!(collect(&mut r), (ReadOutcome::Appended, vec!["partial".to_string()]));
+        assert_eq!(r.stats.bytes_read, 8);
+        // Replaced since: read from the start.
+        let tmp = d.path().join("tmp");
+        std::fs::write(&tmp, b"new\n").unwrap();
+        std::fs::rename(&tmp, &p).unwrap();
+        let mut r = FileTail::resume(&p, state);
+        assert_eq!(collect(&mut r), (ReadOutcome::Reset, vec!["new".to_string()]));
+    }
+
+    #[test]
+    fn oversized_lines_are_skipped_without_being_held() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        let mut t = FileTail::with_max_line(&p, 10);
+        append(&p, b"ok\n");
+        append(&p, &[b'x'; 25]);
+        assert_eq!(collect(&mut t).1, vec!["ok".to_string()]);
+        assert_eq!(t.partial.capacity(), 0, "nothing of the long line is held");
+        append(&p, &[b'y'; 25]);
+        append(&p, b"\nafter\n");
+        assert_eq!(collect(&mut t).1, vec!["after".to_string()]);
+        assert_eq!(t.stats.oversized_lines, 1);
+        append(&p, &[b'z'; 30]);
+        append(&p, b"\n");
+        assert_eq!(collect(&mut t).1, Vec::<String>::new());
+        assert_eq!(t.stats.oversized_lines, 2);
+    }
+}
