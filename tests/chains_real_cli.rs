@@ -109,7 +109,7 @@ fn run(s: &mut Scenario, engine: &EngineWatch, bin: &Path, data: &Path) -> Resul
     engine.wait_for("C more recently active than A", NOTICE, |st| last(st, &c) > last(st, &a))?;
 
     // Every hook event of A names A's `claude` process and its terminal; C's name C's.
-    let events = mimesis_engine::hooks::read_all(data);
+    let events = mimesis_watch::spool::read_all(data);
     let pid_a = s.pid()?;
     let of = |id: &str| events.iter().filter(|e| e.session_id.as_str() == id).collect::<Vec<_>>();
     ensure!(!of(&a).is_empty() && !of(&c).is_empty(), "hook events for A and C: {events:?}");

@@ -255,7 +255,7 @@ fn stdin_without_a_terminal_is_typed_and_a_crash_is_recovered() -> Result<()> {
     let id = started["sessionId"].as_str().context("id")?.to_owned();
     type_line(&mut child, "hello from a pipe")?;
     let transcript =
-        h.root.join("projects").join(mimesis_engine::roots::project_dir_name(&h.cwd)).join(format!("{id}.jsonl"));
+        h.root.join("projects").join(mimesis_core::layout::project_dir_name(&h.cwd)).join(format!("{id}.jsonl"));
     wait_file(&transcript, "hello from a pipe")?;
     wait_file(&transcript, "turn_duration")?;
     type_line(&mut child, "crash")?;
@@ -334,10 +334,10 @@ fn stored_settings_then_the_environment_then_flags() -> Result<()> {
     {
         // The desktop app's settings view stored these (a short duration check, so the
         // test is quick; the stored limit itself is long).
-        let db = mimesis_engine::db::Db::open(&h.data.join(mimesis_engine::db::FILE_NAME), Default::default());
+        let db = mimesis_fleetdb::Db::open(&h.data.join(mimesis_fleetdb::FILE_NAME), Default::default());
         let doc = serde_json::json!({"limits": {"maxDurationSecs": 3600, "durationCheckSecs": 0.1,
                                                 "turnGraceSecs": 1, "killAfterSecs": 1}});
-        let settings = mimesis_engine::settings::Settings::from_json(&doc).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let settings = mimesis_core::settings::Settings::from_json(&doc).map_err(|e| anyhow::anyhow!("{e:?}"))?;
         db.save_settings(&settings)?;
     }
     // The environment overrides the stored limit; the stored check interval still holds.
@@ -360,7 +360,7 @@ fn stored_settings_then_the_environment_then_flags() -> Result<()> {
     let t = h.events().into_iter().find(|e| e["type"] == "session_terminated").context("terminated")?;
     ensure!(t["message"] == "Session ended (1-second limit reached).", "{t}");
     // The stored settings were read, never written.
-    let stored = mimesis_engine::db::Db::open_read_only(&h.data.join(mimesis_engine::db::FILE_NAME))?.settings();
+    let stored = mimesis_fleetdb::Db::open_read_only(&h.data.join(mimesis_fleetdb::FILE_NAME))?.settings();
     ensure!(stored.limits.max_duration == Duration::from_secs(3600));
     Ok(())
 }
@@ -473,7 +473,7 @@ fn metrics_of_a_running_supervisor_as_prometheus_text_and_json() -> Result<()> {
 
     // A crash and its recovery are counted.
     let transcript =
-        h.root.join("projects").join(mimesis_engine::roots::project_dir_name(&h.cwd)).join(format!("{id}.jsonl"));
+        h.root.join("projects").join(mimesis_core::layout::project_dir_name(&h.cwd)).join(format!("{id}.jsonl"));
     type_line(&mut child, "hello")?;
     wait_file(&transcript, "turn_duration")?;
     type_line(&mut child, "crash")?;

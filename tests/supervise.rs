@@ -12,10 +12,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use mimesis_engine::supervise::{AgentCommand, EventKind, Limits, ReadyStatus, SupervisionState, TerminatedReason};
-use mimesis_engine::{Engine, EngineConfig, SessionId, Source};
+use mimesis_core::layout::TranscriptLocation;
+use mimesis_core::supervision::ledger::ProcessLedger;
+use mimesis_core::supervision::{AgentCommand, EventKind, Limits, ReadyStatus, SupervisionState, TerminatedReason};
+use mimesis_core::{SessionId, Source, TrackedSession};
+use mimesis_fleetdb::{Db, FILE_NAME};
 use mimesis_tests::pty::{Pty, PtyCommand};
 use mimesis_tests::supervised::{ProcGuard, Supervised, mimesis, quick_limits, standin};
+use mimesis_watch::Engine;
 
 const T: Duration = Duration::from_secs(20);
 
@@ -55,13 +59,12 @@ async fn a_supervised_session_is_in_the_roster_as_pty_before_its_transcript_exis
     let (root, data, cwd) = (base.join(".claude"), base.join("data"), base.join("project"));
     std::fs::create_dir_all(&root)?;
     std::fs::create_dir_all(&cwd)?;
-    let engine = Engine::start(EngineConfig { roots: vec![root.clone()], ..Default::default() });
-    engine.ready().await;
     let agent = AgentCommand::new(standin()?);
-    let s =
-        Supervised::start_in(dir, root.clone(), data, cwd, agent, quick_limits(), Some(engine.clone()), |_| {}).await?;
+    let s = Supervised::start_in(dir, root.clone(), data, cwd, agent, Some(quick_limits()), true, |_| {}).await?;
+    let engine = s.engine.clone().context("the roster")?;
+    engine.ready().await;
     let id = started(&s).await?;
-    let transcript = mimesis_engine::store::TranscriptLocation::expected(&root, &s.cwd, &id).path;
+    let transcript = TranscriptLocation::expected(&root, &s.cwd, &id).path;
     ensure!(!transcript.exists(), "the CLI writes the transcript at the first prompt");
     let row = wait_row(&engine, &id, |r| r.supervision.as_ref().is_some_and(|s| s.pid.is_some())).await?;
     ensure!(row.source == Source::Pty, "{row:?}");
@@ -76,16 +79,11 @@ async fn a_supervised_session_is_in_the_roster_as_pty_before_its_transcript_exis
     s.sup.detach(&id, true);
     s.sup.delete(&id)?;
     wait_row(&engine, &id, |r| r.source == Source::Watcher && r.supervision.is_none()).await?;
-    s.sup.shutdown().await;
-    engine.shutdown().await;
+    s.shutdown().await;
     Ok(())
 }
 
-async fn wait_row(
-    engine: &Engine,
-    id: &SessionId,
-    pred: impl Fn(&mimesis_engine::TrackedSession) -> bool,
-) -> Result<mimesis_engine::TrackedSession> {
+async fn wait_row(engine: &Engine, id: &SessionId, pred: impl Fn(&TrackedSession) -> bool) -> Result<TrackedSession> {
     let deadline = std::time::Instant::now() + T;
     loop {
         let snap = engine.snapshot().await?;
@@ -125,7 +123,7 @@ async fn a_crash_while_working_is_recovered_only_after_the_turn_ends() -> Result
     // Same session, same transcript.
     turn(&s, &id, "after recovery").await?;
     ensure!(s.prompts(&id) == ["crash-during-work 3600", "after recovery"], "{:?}", s.prompts(&id));
-    s.sup.shutdown().await;
+    s.shutdown().await;
     Ok(())
 }
 
@@ -145,7 +143,7 @@ async fn a_crash_at_a_permission_prompt_waits_for_the_answer() -> Result<()> {
     s.sup.input(&id, b"1").await?; // approve: the tool runs, the turn ends
     s.wait_event("session_recovered", T).await?;
     ensure!(std::fs::read_to_string(s.transcript(&id))?.contains("tool_result"), "the approved tool ran first");
-    s.sup.shutdown().await;
+    s.shutdown().await;
     Ok(())
 }
 
@@ -167,7 +165,7 @@ async fn a_crash_while_idle_is_recovered_at_once_and_a_second_dump_is_debounced(
     ensure!(s.count("crash_detected") == 1, "{:?}", s.types());
     ensure!(s.sup.supervision(&id).unwrap().recovery_count == 1);
     ensure!(s.prompts(&id).first().map(String::as_str) == Some("hello"), "same conversation");
-    s.sup.shutdown().await;
+    s.shutdown().await;
     Ok(())
 }
 
@@ -214,7 +212,7 @@ async fn after_a_failed_recovery_a_dump_is_debounced_for_five_seconds_only() -> 
     ensure!(matches!(ev.kind, EventKind::CrashDetected { deferred: false }), "{ev:?}");
     s.wait_event("session_recovered", T).await?;
     ensure!(s.prompts(&id).first().map(String::as_str) == Some("hello"), "same conversation");
-    s.sup.shutdown().await;
+    s.shutdown().await;
     Ok(())
 }
 
@@ -240,7 +238,7 @@ async fn kill_9_is_resumed_and_input_typed_meanwhile_is_delivered_after() -> Res
     ensure!(s.prompts(&id) == ["before", "after the crash"], "{:?}", s.prompts(&id));
     ensure!(!alive(pid));
     ensure!(s.sup.supervision(&id).unwrap().pid != Some(pid));
-    s.sup.shutdown().await;
+    s.shutdown().await;
     Ok(())
 }
 
@@ -264,7 +262,7 @@ async fn three_crashes_in_a_row_mark_the_session_unhealthy() -> Result<()> {
     s.sup.restart(&id)?;
     s.wait_event("session_ready", T).await?;
     s.wait_state(&id, SupervisionState::Running, T).await?;
-    s.sup.shutdown().await;
+    s.shutdown().await;
     Ok(())
 }
 
@@ -283,7 +281,7 @@ async fn one_shot_mode_never_takes_the_users_text_for_an_option() -> Result<()> 
     ensure!(rows.iter().any(|r| r.contains("One-shot reply to: --version")), "{rows:?}");
     ensure!(!rows.iter().any(|r| r.contains("(Claude Code)")), "the CLI printed its version: {rows:?}");
     ensure!(s.prompts(&id) == ["hello", "--version"], "{:?}", s.prompts(&id));
-    s.sup.shutdown().await;
+    s.shutdown().await;
     Ok(())
 }
 
@@ -314,7 +312,7 @@ async fn rss_over_the_limit_restarts_with_resume_and_the_conversation_continues(
     ensure!(sup.restart_count == 1, "{sup:?}");
     ensure!(!stale.exists(), "the killed process's snapshot is deleted");
     ensure!(old.exists(), "only snapshots of the dead process's lifetime");
-    s.sup.shutdown().await;
+    s.shutdown().await;
     Ok(())
 }
 
@@ -333,14 +331,14 @@ async fn a_corrupted_session_is_archived_and_a_fresh_one_starts() -> Result<()> 
     ensure!(new != id);
     ensure!(s.sup.current_id(&id) == new, "the old id leads to the new session");
     // Archived in the fleet database (SPEC W8).
-    let db = mimesis_engine::db::Db::open_read_only(&s.data_dir.join(mimesis_engine::db::FILE_NAME))?;
+    let db = Db::open_read_only(&s.data_dir.join(FILE_NAME))?;
     let archived = db.corrupted_sessions()?;
     ensure!(archived.len() == 1 && archived[0].session_id == id && archived[0].replaced_by == new, "{archived:?}");
     ensure!(archived[0].transcript_path.ends_with(&format!("{id}.jsonl")), "{archived:?}");
     s.wait_prompt(&new, T).await?;
     turn(&s, &new, "fresh start").await?;
     ensure!(s.prompts(&new) == ["fresh start"]);
-    s.sup.shutdown().await;
+    s.shutdown().await;
     Ok(())
 }
 
@@ -387,7 +385,7 @@ async fn the_duration_limit_warns_then_ends_the_session_after_the_grace() -> Res
     let sup = s.sup.supervision(&id).unwrap();
     ensure!(sup.terminated_reason == Some(TerminatedReason::DurationLimit) && sup.pid.is_none(), "{sup:?}");
     ensure!(!alive(pid));
-    s.sup.shutdown().await;
+    s.shutdown().await;
     Ok(())
 }
 
@@ -395,7 +393,7 @@ async fn wait_sup(
     s: &Supervised,
     id: &SessionId,
     what: &str,
-    pred: impl Fn(&mimesis_engine::supervise::Supervision) -> bool,
+    pred: impl Fn(&mimesis_core::supervision::Supervision) -> bool,
 ) -> Result<()> {
     let deadline = std::time::Instant::now() + T;
     loop {
@@ -431,7 +429,7 @@ async fn an_idle_session_is_suspended_and_the_next_message_resumes_it() -> Resul
     ensure!(resumed.message().is_some_and(|m| m.starts_with("Resuming session")), "{resumed:?}");
     s.wait_screen(&id, "the reply", T, |r| r.iter().any(|l| l.contains("Echo: second"))).await?;
     ensure!(s.prompts(&id) == ["first", "second"]);
-    s.sup.shutdown().await;
+    s.shutdown().await;
     Ok(())
 }
 
@@ -457,7 +455,7 @@ async fn a_fourth_live_session_suspends_the_least_recently_used_idle_one() -> Re
     ensure!(res.rows.iter().all(|r| r.rss_bytes > 0 && r.pid.is_some()), "{:?}", res.rows);
     ensure!(res.metrics.suspensions_total == 1);
     ensure!(res.metrics.prometheus().contains("csp_subprocess_rss_bytes{session_id="));
-    s.sup.shutdown().await;
+    s.shutdown().await;
     ensure!(s.sup.sessions().iter().all(|(_, sup)| sup.pid.is_none()) || s.sup.sessions().is_empty());
     Ok(())
 }
@@ -500,9 +498,8 @@ async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Resu
     // The agent is about to outlive the `mimesis run` this test kills: whatever happens
     // next, it and its grandchild die with the test.
     // The agent: the ledger in the fleet database names it, under its `mimesis run`.
-    use mimesis_engine::supervise::ledger::ProcessLedger;
-    let db_path = data.join(mimesis_engine::db::FILE_NAME);
-    let recs = mimesis_engine::db::Db::open_read_only(&db_path)?.load()?;
+    let db_path = data.join(FILE_NAME);
+    let recs = ProcessLedger::load(&Db::open_read_only(&db_path)?)?;
     ensure!(recs.len() == 1 && recs[0].0.pid == run.pid(), "one owner, the run: {recs:?}");
     let agent = recs[0].1.first().context("the agent is recorded")?.clone();
     ensure!(!data.join("supervised").exists(), "no fallback files while the database works");
@@ -517,7 +514,7 @@ async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Resu
     let child: u32 = screen.find_row("child=").context("row")?.1.trim().trim_start_matches("child=").parse()?;
     ensure!(alive(agent.pid) && alive(child));
     // The run publishes its metrics.
-    let metrics_dir = mimesis_engine::supervise::metrics::dir(&data);
+    let metrics_dir = mimesis_wiring::metrics::dir(&data);
     let snapshot = metrics_dir.join(format!("{}-{}.json", recs[0].0.pid, recs[0].0.start_ticks));
     ensure!(snapshot.exists(), "{} is published", snapshot.display());
     // An unrelated process with the very same command line, started by someone else.
@@ -530,7 +527,7 @@ async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Resu
     std::thread::sleep(Duration::from_millis(300));
     ensure!(alive(agent.pid), "the agent ignores SIGHUP and outlived mimesis");
     ensure!(alive(child), "so did its grandchild");
-    let records = mimesis_engine::db::Db::open_read_only(&db_path)?.load()?;
+    let records = ProcessLedger::load(&Db::open_read_only(&db_path)?)?;
     ensure!(records.len() == 1 && records[0].1.iter().any(|r| r.pid == agent.pid), "left in the database: {records:?}");
     // A dead supervisor's last numbers are not shown, and its snapshot is cleaned.
     let out = std::process::Command::new(mimesis()?)
@@ -548,8 +545,8 @@ async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Resu
         data.clone(),
         cwd.clone(),
         AgentCommand::new(standin()?),
-        quick_limits(),
-        None,
+        Some(quick_limits()),
+        false,
         |_| {},
     )
     .await?;
@@ -563,11 +560,11 @@ async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Resu
     ensure!(!alive(agent.pid) && !alive(child), "the orphans are gone");
     ensure!(alive(twin.pid()), "the same command line, not started by Mimesis, is untouched");
     ensure!(!killed.contains(&twin.pid()));
-    let records = mimesis_engine::db::Db::open_read_only(&db_path)?.load()?;
+    let records = ProcessLedger::load(&Db::open_read_only(&db_path)?)?;
     ensure!(records.iter().all(|(o, _)| o.pid != run.pid()), "the dead run's records are forgotten: {records:?}");
     let m = s.sup.metrics();
     ensure!(m.orphans_killed_total >= 2 && m.zombie_processes_cleaned_total >= 2, "counted: {m:?}");
-    s.sup.shutdown().await;
+    s.shutdown().await;
     drop(twin);
     drop(guard);
     Ok(())
@@ -578,8 +575,7 @@ async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Resu
 /// running session's future checks. Time is a manual clock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settings_set_reaches_a_running_session_on_the_injected_clock() -> Result<()> {
-    use mimesis_engine::clock::{Clock, ManualClock, Timestamp};
-    use mimesis_engine::supervise::SupervisorConfig;
+    use mimesis_core::clock::{Clock, ManualClock, Timestamp};
     let dir = tempfile::Builder::new().prefix("mimesis-settings-").tempdir()?;
     let base = dir.path().canonicalize()?;
     let (root, data, cwd) = (base.join(".claude"), base.join("data"), base.join("project"));
@@ -587,26 +583,17 @@ async fn settings_set_reaches_a_running_session_on_the_injected_clock() -> Resul
     std::fs::create_dir_all(&cwd)?;
     let t0 = Timestamp::from_millis(1_800_000_000_000);
     let clock = Arc::new(ManualClock::new(t0));
-    let engine = Engine::start(EngineConfig {
-        roots: vec![root.clone()],
-        data_dir: Some(data.clone()),
-        clock: clock.clone(),
-        ..Default::default()
-    });
-    engine.ready().await;
     // Stored before the start: the supervisor begins with them.
-    let stored = engine.settings_set(&serde_json::json!({"limits": {"maxLiveSessions": 5}})).await?;
-    ensure!(stored.errors.is_empty(), "{:?}", stored.errors);
-    let (r, d) = (root.clone(), data.clone());
-    let s = Supervised::start_in(dir, root, data, cwd, AgentCommand::new(standin()?), quick_limits(), None, |c| {
-        let mut desktop = SupervisorConfig::for_engine(&engine, r.clone(), d.clone());
-        desktop.agent = c.agent.clone();
-        desktop.config_root_env = c.config_root_env.clone();
-        desktop.subreaper = false;
-        desktop.size = c.size;
-        *c = desktop;
-    })
-    .await?;
+    {
+        let db = Db::open(&data.join(FILE_NAME), t0);
+        let mut stored = mimesis_core::settings::Settings::default();
+        stored.limits.max_live_sessions = 5;
+        db.save_settings(&stored)?;
+    }
+    let c = clock.clone();
+    let s =
+        Supervised::start_in(dir, root, data, cwd, AgentCommand::new(standin()?), None, true, |o| o.clock = c).await?;
+    let mimesis = s.mimesis.clone();
     ensure!(s.sup.limits().max_live_sessions == 5, "stored settings at start");
     ensure!(s.sup.limits().idle_timeout == Duration::from_secs(600));
     let id = started(&s).await?;
@@ -616,7 +603,7 @@ async fn settings_set_reaches_a_running_session_on_the_injected_clock() -> Resul
 
     // A shorter idle timeout: the running timer is shortened at once.
     let doc = serde_json::json!({"limits": {"maxLiveSessions": 5, "idleTimeoutSecs": 60}});
-    ensure!(engine.settings_set(&doc).await?.errors.is_empty());
+    ensure!(mimesis.settings_set(&doc).await.errors.is_empty());
     let deadline = std::time::Instant::now() + T;
     while s.sup.supervision(&id).and_then(|x| x.idle_deadline) != Some(t0.plus(Duration::from_secs(60))) {
         ensure!(std::time::Instant::now() < deadline, "{:?}", s.sup.supervision(&id));
@@ -633,11 +620,10 @@ async fn settings_set_reaches_a_running_session_on_the_injected_clock() -> Resul
 
     // A duration limit already passed (60 s have run): the session ends now.
     let doc = serde_json::json!({"limits": {"maxLiveSessions": 5, "idleTimeoutSecs": 60, "maxDurationSecs": 30}});
-    ensure!(engine.settings_set(&doc).await?.errors.is_empty());
+    ensure!(mimesis.settings_set(&doc).await.errors.is_empty());
     let t = s.wait_event("session_terminated", T).await?;
     ensure!(t.message() == Some("Session ended (30-second limit reached)."), "{t:?}");
     ensure!(clock.now() == t0.plus(Duration::from_secs(60)), "no time passed: applied at once");
-    s.sup.shutdown().await;
-    engine.shutdown().await;
+    s.shutdown().await;
     Ok(())
 }

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use mimesis_engine::SessionId;
-use mimesis_engine::supervise::{AgentCommand, EventKind, ReadyStatus, SupervisionState};
+use mimesis_core::SessionId;
+use mimesis_core::supervision::{AgentCommand, EventKind, ReadyStatus, SupervisionState};
 use mimesis_tests::claude::{ClaudeHome, ensure_claude};
 use mimesis_tests::mock_api::{MockApi, Reply};
 use mimesis_tests::scenario::{PROMPT_1, PROMPT_2, REPLY_1, REPLY_2, TOOL_COMMAND, TOOL_DESCRIPTION, TOOL_INTRO};
@@ -43,9 +43,9 @@ async fn supervised_claude() -> Result<(MockApi, ClaudeHome, Supervised, Session
         data,
         home.project_dir().to_owned(),
         agent,
-        quick_limits(),
-        None,
-        |c| c.size = (120, 40),
+        Some(quick_limits()),
+        false,
+        |o| o.supervise.as_mut().expect("supervised").size = Some((120, 40)),
     )
     .await?;
     let id = s.sup.create(home.project_dir(), None).await?;
@@ -128,7 +128,7 @@ async fn the_real_cli_supervised_shows_the_dialog_and_restarts_gracefully() -> R
     ensure!(files.len() == 1, "no second transcript: {files:?}");
     let ev: Vec<_> = s.types();
     ensure!(!ev.contains(&"crash_detected") && !ev.contains(&"error"), "{ev:?}");
-    s.sup.shutdown().await;
+    s.shutdown().await;
     Ok(())
 }
 
@@ -156,6 +156,6 @@ async fn a_message_sent_during_a_graceful_restart_is_submitted_after_the_resume(
     ensure!(s.sup.supervision(&id).is_some_and(|s| s.queued_inputs == 0));
     let ev = s.types();
     ensure!(!ev.contains(&"crash_detected") && !ev.contains(&"error"), "{ev:?}");
-    s.sup.shutdown().await;
+    s.shutdown().await;
     Ok(())
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use fantoccini::Locator;
-use mimesis_engine::{Clock, SystemClock, Timestamp};
+use mimesis_core::{Clock, SystemClock, Timestamp};
 use mimesis_tests::webdriver::{DesktopApp, workspace_root};
 use serde_json::{Value, json};
 

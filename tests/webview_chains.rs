@@ -26,8 +26,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use fantoccini::Locator;
-use mimesis_engine::hooks::{self, TerminalContext};
-use mimesis_engine::{Clock, SystemClock, Timestamp};
+use mimesis_core::hook_event::TerminalContext;
+use mimesis_core::{Clock, SystemClock, Timestamp};
+use mimesis_hooks as hooks;
 use mimesis_tests::webdriver::{DesktopApp, SessionOptions, app_binary, workspace_root};
 use serde_json::{Value, json};
 
@@ -295,7 +296,7 @@ const FOREIGN_SETTINGS: &str = r#"{
 
 /// Reads the stored settings of a data dir (the app is not running).
 fn stored_settings(data: &Path) -> Result<Value> {
-    let db = mimesis_engine::db::Db::open_read_only(&data.join(mimesis_engine::db::FILE_NAME))?;
+    let db = mimesis_fleetdb::Db::open_read_only(&data.join(mimesis_fleetdb::FILE_NAME))?;
     Ok(serde_json::to_value(db.settings())?)
 }
 
@@ -308,8 +309,8 @@ async fn settings_view_hooks_install_and_window_place() -> Result<()> {
     std::fs::write(&settings_json, FOREIGN_SETTINGS)?;
     // Stored settings that differ from the defaults, so the view shows what the engine has.
     {
-        let db = mimesis_engine::db::Db::open(&fx.data.join(mimesis_engine::db::FILE_NAME), SystemClock.now());
-        let mut s = mimesis_engine::settings::Settings::default();
+        let db = mimesis_fleetdb::Db::open(&fx.data.join(mimesis_fleetdb::FILE_NAME), SystemClock.now());
+        let mut s = mimesis_core::settings::Settings::default();
         s.watch.approval_timeout_secs = 7;
         db.save_settings(&s)?;
     }
@@ -460,7 +461,10 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
         },
     )?;
     ensure!(out.status.success() && out.stdout.is_empty(), "the hook command failed or printed: {out:?}");
-    ensure!(hooks::spool_dir(&fx.data).read_dir()?.next().is_some(), "the hook recorded nothing in the spool");
+    ensure!(
+        mimesis_core::hook_event::spool_dir(&fx.data).read_dir()?.next().is_some(),
+        "the hook recorded nothing in the spool"
+    );
     app.client.find(Locator::Css("[data-testid=doctor-run]")).await?.click().await?;
     app.wait_for("the doctor report", WAIT, || async {
         Ok(app
@@ -642,6 +646,6 @@ async fn single_instance(app: &DesktopApp, fx: &Fixture) -> Result<()> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     ensure!(status.success(), "the app exited with {status} on SIGTERM");
-    ensure!(other.join(mimesis_engine::db::FILE_NAME).exists(), "the other instance kept no database");
+    ensure!(other.join(mimesis_fleetdb::FILE_NAME).exists(), "the other instance kept no database");
     Ok(())
 }

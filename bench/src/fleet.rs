@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use mimesis_engine::{Engine, EngineConfig};
+use mimesis_wiring::{Mimesis, Options};
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_owned()
@@ -54,7 +54,7 @@ fn hook_times(mimesis: &Path, runs: usize) -> Result<Vec<Duration>> {
         times.push(start.elapsed());
         ensure!(out.status.success() && out.stdout.is_empty(), "the hook printed or failed: {:?}", out);
     }
-    let recorded = mimesis_engine::hooks::read_all(&data).len();
+    let recorded = mimesis_watch::spool::read_all(&data).len();
     ensure!(recorded == runs, "{recorded} of {runs} events recorded");
     let _ = std::fs::remove_dir_all(&data);
     times.sort();
@@ -77,18 +77,15 @@ struct Start {
 
 async fn start(corpus: &Path, data: &Path) -> Result<Start> {
     let t0 = Instant::now();
-    let engine = Engine::start(EngineConfig {
-        roots: vec![corpus.to_owned()],
-        data_dir: Some(data.to_owned()),
-        ..Default::default()
-    });
+    let mimesis = Mimesis::start(Options::watching(vec![corpus.to_owned()], data.to_owned())).await;
+    let engine = mimesis.engine();
     engine.first_roster().await;
     let snap = engine.snapshot().await?;
     let first_roster = t0.elapsed();
     engine.ready().await;
     let ready = t0.elapsed();
     let (bytes_read, _) = engine.read_stats().await?;
-    engine.shutdown().await;
+    mimesis.shutdown().await;
     Ok(Start { first_roster, ready, sessions: snap.sessions.len(), bytes_read })
 }
 
@@ -126,7 +123,7 @@ fn main() -> Result<()> {
 
     // 2. Cold versus warm starts. The page cache is warm for both (the corpus is read
     //    once before), so this compares the programs, not the disk.
-    for loc in mimesis_engine::scan::discover(&corpus) {
+    for loc in mimesis_watch::scan::discover(&corpus) {
         let _ = std::fs::read(&loc.path)?;
     }
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
@@ -146,13 +143,11 @@ fn main() -> Result<()> {
                 s.bytes_read
             );
         }
-        db_size = std::fs::metadata(data.join(mimesis_engine::db::FILE_NAME))?.len();
+        db_size = std::fs::metadata(data.join(mimesis_fleetdb::FILE_NAME))?.len();
         // Of the warm first roster: reading the database alone.
         let t = Instant::now();
-        let db = mimesis_engine::db::Db::open(
-            &data.join(mimesis_engine::db::FILE_NAME),
-            mimesis_engine::Timestamp::from_millis(0),
-        );
+        let db =
+            mimesis_fleetdb::Db::open(&data.join(mimesis_fleetdb::FILE_NAME), mimesis_core::Timestamp::from_millis(0));
         let n = db.load_sessions(std::slice::from_ref(&corpus))?.len();
         let _ = db.load_links()?;
         println!("| (database load alone #{run}) | {:.0} ms | | {n} | 0 |", ms(t.elapsed()));

@@ -18,7 +18,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use mimesis_engine::{Clock, Engine, EngineConfig, StoreEvent, SystemClock};
+use mimesis_core::{Clock, StoreEvent, SystemClock};
+use mimesis_watch::{Engine, EngineConfig};
 use serde_json::json;
 
 struct Args {
@@ -114,7 +115,7 @@ fn ensure_corpus(dir: &Path) -> Result<()> {
 
 fn warm_cache(dir: &Path) -> Result<u64> {
     let mut total = 0;
-    for loc in mimesis_engine::scan::discover(dir) {
+    for loc in mimesis_watch::scan::discover(dir) {
         total += std::fs::read(&loc.path)?.len() as u64;
     }
     Ok(total)
@@ -241,7 +242,7 @@ fn idle_cpu(mimesis: &Path, corpus: &Path, secs: u64) -> Result<f64> {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     child.wait()?;
     let _ = drain.join();
-    let hz = mimesis_engine::procs::ticks_per_second() as f64;
+    let hz = mimesis_os::procs::ticks_per_second() as f64;
     Ok((t1 - t0) as f64 / hz / secs as f64 * 100.0)
 }
 

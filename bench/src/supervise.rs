@@ -16,9 +16,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use mimesis_engine::supervise::policy::{AgentKind, Input, ScreenSignal, SessionPolicy};
-use mimesis_engine::supervise::{AgentCommand, Limits, Supervisor, SupervisorConfig};
-use mimesis_engine::{SessionId, Timestamp};
+use mimesis_core::supervision::policy::{Activity, AgentKind, Input, ScreenSignal, SessionPolicy};
+use mimesis_core::supervision::{AgentCommand, Limits};
+use mimesis_core::{SessionId, Timestamp};
+use mimesis_supervise::{Supervisor, SupervisorConfig};
 
 fn cpu_time() -> Duration {
     // SAFETY: rusage is plain data.
@@ -49,7 +50,7 @@ fn sibling(name: &str) -> Result<PathBuf> {
 async fn supervisor(dir: &Path, agent: AgentCommand, limits: Limits) -> Supervisor {
     let root = dir.join(".claude");
     std::fs::create_dir_all(&root).unwrap();
-    let mut c = SupervisorConfig::new(root.clone(), dir.join("data"));
+    let mut c = SupervisorConfig::new(root.clone(), mimesis_fleetdb::ledger::open(&dir.join("data")));
     c.agent = agent;
     c.limits = limits;
     c.config_root_env = Some(root);
@@ -83,13 +84,7 @@ fn pure_policy_tick(n: usize) -> Duration {
                 Box::new(|| SessionId::parse("x").unwrap()),
             );
             p.handle(Input::Spawned { generation: 1, pid: 1000 + i as u32 }, t0);
-            p.handle(
-                Input::Screen {
-                    generation: 1,
-                    signal: ScreenSignal::Activity(mimesis_engine::supervise::policy::Activity::Idle),
-                },
-                t0,
-            );
+            p.handle(Input::Screen { generation: 1, signal: ScreenSignal::Activity(Activity::Idle) }, t0);
             p
         })
         .collect();

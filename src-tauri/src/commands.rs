@@ -1,19 +1,22 @@
-//! The Tauri commands of docs/ipc.md: each is a thin call into the engine. Errors reach the
-//! UI as one sentence. File work (hooks, doctor) runs off the async workers.
+//! The Tauri commands of docs/ipc.md: each is a thin call into the wiring (the engine, the
+//! settings, hooks, doctor). Errors reach the UI as one sentence. File work (hooks,
+//! doctor) runs off the async workers.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use mimesis_engine::engine::Snapshot;
-use mimesis_engine::hooks::install::HookStatus;
-use mimesis_engine::settings::{SetOutcome, Settings};
-use mimesis_engine::{Engine, SessionId, TimelineItem, TimelinePage, demo};
+use mimesis_core::settings::{SetOutcome, Settings};
+use mimesis_core::{SessionId, TimelineItem};
+use mimesis_hooks::install::HookStatus;
+use mimesis_watch::{Snapshot, TimelinePage};
+use mimesis_wiring::doctor::DoctorReport;
+use mimesis_wiring::{Mimesis, demo};
 use serde::Serialize;
 
 use crate::events::IpcItem;
 
 pub struct AppState {
-    pub engine: Engine,
+    pub mimesis: Mimesis,
     pub demo: Mutex<Option<demo::Demo>>,
     pub demo_root: PathBuf,
 }
@@ -54,18 +57,18 @@ pub struct RosterSnapshot {
 
 #[tauri::command]
 pub async fn roster_snapshot(app: tauri::AppHandle, state: tauri::State<'_, AppState>) -> CmdResult<RosterSnapshot> {
-    let snapshot = state.engine.snapshot().await.map_err(|e| e.to_string())?;
+    let snapshot = state.mimesis.engine().snapshot().await.map_err(|e| e.to_string())?;
     let demo = state.demo.lock().map(|d| d.is_some()).unwrap_or(false);
     // The UI listens for `attention:changed` before it asks for the roster: the set as it
     // is now reaches it even when it last changed before the page had loaded.
-    crate::events::emit_attention(&app, &state.engine);
+    crate::events::emit_attention(&app, state.mimesis.engine());
     Ok(RosterSnapshot { snapshot, demo })
 }
 
 #[tauri::command(rename_all = "camelCase")]
 pub async fn open_timeline(state: tauri::State<'_, AppState>, session_id: String, tail: usize) -> CmdResult<IpcPage> {
     let id = self::session_id(&session_id)?;
-    state.engine.open_timeline(&id, tail.min(2_000)).await.map(IpcPage::from).map_err(|e| e.to_string())
+    state.mimesis.engine().open_timeline(&id, tail.min(2_000)).await.map(IpcPage::from).map_err(|e| e.to_string())
 }
 
 #[tauri::command(rename_all = "camelCase")]
@@ -77,7 +80,7 @@ pub async fn timeline_range(
 ) -> CmdResult<IpcPage> {
     let id = self::session_id(&session_id)?;
     let end = end.min(start.saturating_add(2_000));
-    state.engine.timeline_range(&id, start, end).await.map(IpcPage::from).map_err(|e| e.to_string())
+    state.mimesis.engine().timeline_range(&id, start, end).await.map(IpcPage::from).map_err(|e| e.to_string())
 }
 
 #[tauri::command(rename_all = "camelCase")]
@@ -87,7 +90,7 @@ pub async fn timeline_item(
     index: usize,
 ) -> CmdResult<TimelineItem> {
     let id = self::session_id(&session_id)?;
-    match state.engine.timeline_item(&id, index).await {
+    match state.mimesis.engine().timeline_item(&id, index).await {
         Ok(Some(item)) => Ok(item),
         Ok(None) => Err(format!("the timeline of {id} has no item {index}")),
         Err(e) => Err(e.to_string()),
@@ -96,7 +99,7 @@ pub async fn timeline_item(
 
 #[tauri::command(rename_all = "camelCase")]
 pub fn close_timeline(state: tauri::State<'_, AppState>, session_id: String) -> CmdResult<()> {
-    state.engine.close_timeline(&self::session_id(&session_id)?);
+    state.mimesis.engine().close_timeline(&self::session_id(&session_id)?);
     Ok(())
 }
 
@@ -111,7 +114,7 @@ pub async fn start_demo(state: tauri::State<'_, AppState>) -> CmdResult<()> {
             .map_err(|e| format!("cannot write the demo sessions into {}: {e}", state.demo_root.display()))?;
         *slot = Some(d);
     }
-    state.engine.add_root(state.demo_root.clone()).await.map_err(|e| e.to_string())
+    state.mimesis.engine().add_root(state.demo_root.clone()).await.map_err(|e| e.to_string())
 }
 
 #[tauri::command]
@@ -120,16 +123,16 @@ pub async fn stop_demo(state: tauri::State<'_, AppState>) -> CmdResult<()> {
     if let Some(mut d) = demo {
         d.stop();
     }
-    state.engine.remove_root(state.demo_root.clone()).await.map_err(|e| e.to_string())
+    state.mimesis.engine().remove_root(state.demo_root.clone()).await.map_err(|e| e.to_string())
 }
 
-/// Runs file work of the engine on the blocking pool.
+/// Runs file work on the blocking pool.
 async fn blocking<T: Send + 'static>(
     state: &tauri::State<'_, AppState>,
-    f: impl FnOnce(&Engine) -> T + Send + 'static,
+    f: impl FnOnce(&Mimesis) -> T + Send + 'static,
 ) -> CmdResult<T> {
-    let engine = state.engine.clone();
-    tauri::async_runtime::spawn_blocking(move || f(&engine)).await.map_err(|e| format!("the command failed: {e}"))
+    let mimesis = state.mimesis.clone();
+    tauri::async_runtime::spawn_blocking(move || f(&mimesis)).await.map_err(|e| format!("the command failed: {e}"))
 }
 
 #[tauri::command]
@@ -145,7 +148,7 @@ pub async fn hooks_status(state: tauri::State<'_, AppState>) -> CmdResult<Vec<Ho
 pub async fn hooks_install(state: tauri::State<'_, AppState>) -> CmdResult<Vec<HookStatus>> {
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot tell where Mimesis is installed, so no hook was written: {e}"))?;
-    let program = mimesis_engine::hooks::install::hook_program(&exe);
+    let program = mimesis_hooks::install::hook_program(&exe);
     blocking(&state, move |e| e.hooks_install(&program)).await?
 }
 
@@ -155,16 +158,16 @@ pub async fn hooks_uninstall(state: tauri::State<'_, AppState>) -> CmdResult<Vec
 }
 
 #[tauri::command]
-pub async fn doctor(state: tauri::State<'_, AppState>) -> CmdResult<mimesis_engine::doctor::DoctorReport> {
-    Ok(state.engine.doctor().await)
+pub async fn doctor(state: tauri::State<'_, AppState>) -> CmdResult<DoctorReport> {
+    Ok(state.mimesis.doctor().await)
 }
 
 #[tauri::command]
 pub async fn settings_get(state: tauri::State<'_, AppState>) -> CmdResult<Settings> {
-    blocking(&state, |e| e.settings_get()).await
+    Ok(state.mimesis.settings())
 }
 
 #[tauri::command]
 pub async fn settings_set(state: tauri::State<'_, AppState>, settings: serde_json::Value) -> CmdResult<SetOutcome> {
-    state.engine.settings_set(&settings).await.map_err(|e| e.to_string())
+    Ok(state.mimesis.settings_set(&settings).await)
 }

@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 
-use mimesis_engine::engine::IndexedItem;
-use mimesis_engine::{Engine, SessionId, TimelineItem};
+use mimesis_core::{SessionId, TimelineItem};
+use mimesis_watch::Engine;
+use mimesis_watch::engine::IndexedItem;
 use serde::Serialize;
 use tauri::{AppHandle, Emitter, Runtime};
 use tokio::sync::broadcast::error::RecvError;
@@ -34,7 +35,7 @@ impl IpcItem {
 
 #[derive(Serialize, Clone)]
 struct StoreBatch {
-    events: Vec<Arc<mimesis_engine::Envelope>>,
+    events: Vec<Arc<mimesis_watch::Envelope>>,
 }
 
 #[derive(Serialize, Clone)]
@@ -95,7 +96,15 @@ pub async fn forward_timeline<R: Runtime>(app: AppHandle<R>, engine: Engine) {
                 };
                 let _ = app.emit("timeline:update", payload);
             }
-            Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Lagged(n)) => {
+                // Updates were dropped: each open timeline starts over from the engine's
+                // state rather than keep a hole (a reset makes the page reopen it).
+                tracing::warn!(missed = n, "timeline updates fell behind; resyncing the open timelines");
+                for (session_id, total) in engine.open_timelines().await.unwrap_or_default() {
+                    let payload = IpcTimelineUpdate { session_id, total, reset: true, changed: Vec::new() };
+                    let _ = app.emit("timeline:update", payload);
+                }
+            }
             Err(RecvError::Closed) => return,
         }
     }

@@ -24,7 +24,8 @@ mod window;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use mimesis_engine::{Engine, EngineConfig, roots};
+use mimesis_os::roots;
+use mimesis_wiring::{Mimesis, Options, SuperviseOptions, limits_env_of_process};
 use tauri::Manager;
 
 use crate::commands::AppState;
@@ -80,7 +81,7 @@ fn main() {
     // Claude Code runs this for every hook event: fast, silent, never failing.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|a| a == "hook") {
-        mimesis_engine::hooks::run_hook(&args[2..]);
+        mimesis_hooks::run_hook(&args[2..]);
         std::process::exit(0);
     }
 
@@ -107,7 +108,6 @@ fn main() {
     }
     let demo_root = data_dir.join("demo");
     let engine_data_dir = data_dir.clone();
-    let engine_data_dir_pty = data_dir.clone();
     let result = tauri::Builder::default()
         // First: a second instance must leave before anything else starts.
         .plugin(
@@ -121,9 +121,22 @@ fn main() {
         .setup(move |app| {
             let handle = app.handle().clone();
             window::restore(&handle);
-            let engine = tauri::async_runtime::block_on(async {
-                Engine::start(EngineConfig { roots, data_dir: Some(engine_data_dir), ..Default::default() })
-            });
+            let mut opts = Options::watching(roots, engine_data_dir);
+            match config_root {
+                Some(root) => {
+                    let mut s = SuperviseOptions::new(root);
+                    s.config_root_env = !config_dirs.is_empty();
+                    s.agent = pty::agent_override();
+                    s.env = limits_env_of_process();
+                    s.scrollback_bytes = pty::SCROLLBACK;
+                    opts.supervise = Some(s);
+                }
+                None => tracing::warn!(
+                    "no Claude Code config folder (HOME and CLAUDE_CONFIG_DIR unset): no supervised sessions"
+                ),
+            }
+            let mimesis = tauri::async_runtime::block_on(Mimesis::start(opts));
+            let engine = mimesis.engine().clone();
             tauri::async_runtime::spawn(events::forward_store(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_timeline(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_attention(handle.clone(), engine.clone()));
@@ -135,14 +148,9 @@ fn main() {
                 }
                 Err(e) => tracing::warn!(error = %e, "no tray icon"),
             }
-            match config_root {
-                Some(root) => pty::start(&handle, &engine, root, engine_data_dir_pty, !config_dirs.is_empty()),
-                None => tracing::warn!(
-                    "no Claude Code config folder (HOME and CLAUDE_CONFIG_DIR unset): no supervised sessions"
-                ),
-            }
+            pty::start(&handle, &mimesis);
             quit_on_signals(handle);
-            app.manage(AppState { engine, demo: Mutex::new(None), demo_root });
+            app.manage(AppState { mimesis, demo: Mutex::new(None), demo_root });
             Ok(())
         })
         .on_window_event(window::on_event)
@@ -191,13 +199,16 @@ fn main() {
     app.run(|handle, event| {
         if let tauri::RunEvent::Exit = event {
             window::save_now(handle);
-            // P12: every supervised process stops before Mimesis does.
-            tauri::async_runtime::block_on(pty::shutdown(handle));
+            if let Some(state) = handle.try_state::<pty::PtyState>() {
+                state.detach_all();
+            }
             if let Some(state) = handle.try_state::<AppState>() {
                 if let Ok(mut d) = state.demo.lock() {
                     d.take();
                 }
-                tauri::async_runtime::block_on(state.engine.shutdown());
+                // P12: every supervised process stops before Mimesis does; then the engine
+                // stores what it has not stored yet.
+                tauri::async_runtime::block_on(state.mimesis.shutdown());
             }
         }
     });

@@ -9,8 +9,9 @@
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use mimesis_engine::attention::Notification;
-use mimesis_engine::{Engine, SessionId};
+use mimesis_core::SessionId;
+use mimesis_core::attention::Notification;
+use mimesis_watch::Engine;
 use tauri::{AppHandle, Runtime};
 use tauri_plugin_notification::NotificationExt;
 use tokio::sync::broadcast::error::RecvError;
@@ -55,7 +56,7 @@ pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine) {
 
 fn show<R: Runtime>(app: &AppHandle<R>, n: &Notification) {
     static NEXT_ID: AtomicI32 = AtomicI32::new(1);
-    let body: Vec<String> = n.body.lines().map(|l| crate::tray::one_line(l, BODY_CHARS)).collect();
+    let body: Vec<String> = n.body.lines().map(|l| mimesis_core::text::clean_text(l, BODY_CHARS)).collect();
     let result = app
         .notification()
         .builder()

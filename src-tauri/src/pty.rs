@@ -20,12 +20,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mimesis_engine::attention::SupervisionSignal;
-use mimesis_engine::supervise::flow::{Flow, HIGH_WATER, LOW_WATER, RESET};
-use mimesis_engine::supervise::{
-    AgentCommand, Attachment, EventKind, Resources, SupervisionEvent, Supervisor, SupervisorConfig,
-};
-use mimesis_engine::{Engine, SessionId};
+use mimesis_core::SessionId;
+use mimesis_core::supervision::flow::{Flow, HIGH_WATER, LOW_WATER, RESET};
+use mimesis_core::supervision::{AgentCommand, Resources, SupervisionEvent};
+use mimesis_wiring::{Attachment, Mimesis, Supervisor};
 use serde::Serialize;
 use tauri::ipc::{Channel, InvokeResponseBody};
 use tauri::{AppHandle, Emitter, Manager, Runtime};
@@ -42,7 +40,7 @@ const MESSAGE_MAX: usize = 512 * 1024;
 /// on it): what a resync shows. About the xterm's 10,000 lines of scrollback (TerminalPane)
 /// of Claude Code's output, coloured and styled (some 200 bytes a line); 20,000 plain
 /// 100-column lines.
-const SCROLLBACK: usize = 2 * 1024 * 1024;
+pub const SCROLLBACK: usize = 2 * 1024 * 1024;
 // A resync at the low-water mark never takes the page over the high one.
 const _: () = assert!(SCROLLBACK as u64 + RESET.len() as u64 + LOW_WATER <= HIGH_WATER);
 
@@ -53,9 +51,10 @@ struct Forwarder {
     acked: watch::Sender<u64>,
 }
 
-/// The app's supervisor (once started) and the webview's terminal attachments.
+/// The app's Mimesis (whose supervisor commands wait for) and the webview's terminal
+/// attachments.
 pub struct PtyState {
-    sup: watch::Receiver<Option<Supervisor>>,
+    mimesis: Mimesis,
     /// Output forwarders per session, oldest first (`pty_detach` ends the oldest).
     attachments: Mutex<HashMap<SessionId, Vec<Forwarder>>>,
     next_attachment: AtomicU64,
@@ -70,15 +69,15 @@ fn session_id(s: &str) -> CmdResult<SessionId> {
 impl PtyState {
     /// The supervisor, once it has started.
     async fn sup(&self) -> CmdResult<Supervisor> {
-        let mut rx = self.sup.clone();
-        let sup = rx.wait_for(Option::is_some).await.map_err(|_| "the supervisor did not start".to_owned())?;
-        Ok(sup.clone().expect("waited for it"))
+        self.mimesis.supervisor().await.ok_or_else(|| {
+            "no supervised sessions: no Claude Code config folder (HOME and CLAUDE_CONFIG_DIR are unset)".to_owned()
+        })
     }
 
     /// Ends every forwarder (the page was reloaded: nothing reads their channels).
     pub fn detach_all(&self) {
         let all: Vec<_> = self.attachments.lock().map(|mut a| a.drain().collect()).unwrap_or_default();
-        let sup = self.sup.borrow().clone();
+        let sup = self.mimesis.supervisor_now();
         for (id, forwarders) in all {
             for f in forwarders {
                 f.task.abort();
@@ -90,80 +89,34 @@ impl PtyState {
     }
 }
 
-/// Starts the supervisor in the background and manages [`PtyState`].
-pub fn start<R: Runtime>(app: &AppHandle<R>, engine: &Engine, config_root: PathBuf, data_dir: PathBuf, set_env: bool) {
-    let (tx, rx) = watch::channel(None);
-    app.manage(PtyState { sup: rx, attachments: Mutex::new(HashMap::new()), next_attachment: AtomicU64::new(1) });
-    let mut config = SupervisorConfig::for_engine(engine, config_root.clone(), data_dir);
-    config.scrollback_bytes = SCROLLBACK;
-    if set_env {
-        config.config_root_env = Some(config_root);
-    }
-    let agent_override = agent_override();
-    if let Some(a) = &agent_override {
-        config.agent = a.clone();
-    }
-    // Settings are followed here rather than by the supervisor, so that the override of
-    // the agent survives a settings change.
-    config.follow_settings = false;
-    let (app, engine) = (app.clone(), engine.clone());
+/// Manages [`PtyState`] and forwards every supervision event to the webview once the
+/// supervisor has started.
+pub fn start<R: Runtime>(app: &AppHandle<R>, mimesis: &Mimesis) {
+    app.manage(PtyState {
+        mimesis: mimesis.clone(),
+        attachments: Mutex::new(HashMap::new()),
+        next_attachment: AtomicU64::new(1),
+    });
+    let (app, mimesis) = (app.clone(), mimesis.clone());
     tauri::async_runtime::spawn(async move {
-        let sup = Supervisor::start(config).await;
-        let cleanup = sup.previous_runs();
-        if !cleanup.killed.is_empty() {
-            tracing::info!(killed = ?cleanup.killed, "stopped what an earlier run of Mimesis left running");
+        if let Some(sup) = mimesis.supervisor().await {
+            forward_events(app, sup.subscribe(), mimesis).await;
         }
-        tauri::async_runtime::spawn(follow_settings(sup.clone(), engine.clone(), agent_override));
-        tauri::async_runtime::spawn(forward_events(app, sup.clone(), engine));
-        let _ = tx.send(Some(sup));
-        // Keep the sender: the commands' receivers stay valid for the app's lifetime.
-        tx.closed().await;
     });
 }
 
 /// `$MIMESIS_AGENT`: the program sessions run, whatever the settings say.
-fn agent_override() -> Option<AgentCommand> {
+pub fn agent_override() -> Option<AgentCommand> {
     let program = std::env::var_os("MIMESIS_AGENT").filter(|p| !p.is_empty())?;
     Some(AgentCommand::new(PathBuf::from(program)))
 }
 
-async fn follow_settings(sup: Supervisor, engine: Engine, agent_override: Option<AgentCommand>) {
-    let mut rx = engine.subscribe_settings();
-    // What was stored when the supervisor started is in force already.
-    rx.borrow_and_update();
-    while rx.changed().await.is_ok() {
-        let settings = rx.borrow_and_update().clone();
-        sup.apply_settings(&settings);
-        if let Some(a) = &agent_override {
-            sup.set_agent(a.clone());
-        }
-    }
-}
-
-/// What a supervision event means for the attention set and notifications.
-fn signal(ev: &SupervisionEvent) -> Option<SupervisionSignal> {
-    let msg = |m: &str| m.to_owned();
-    Some(match &ev.kind {
-        EventKind::CrashDetected { .. } => SupervisionSignal::Crashed { message: msg("Crash detected") },
-        EventKind::Error { message, .. }
-        | EventKind::SessionUnhealthy { message }
-        | EventKind::RecoveryFailed { message } => SupervisionSignal::Crashed { message: msg(message) },
-        EventKind::SessionRecovered { message } | EventKind::SessionReady { message, .. } => {
-            SupervisionSignal::Recovered { message: msg(message) }
-        }
-        // The user stopped or deleted it, or Mimesis is quitting: nothing to tell them.
-        EventKind::SessionTerminated { reason, .. } if matches!(reason.as_str(), "user" | "deleted" | "shutdown") => {
-            SupervisionSignal::Cleared
-        }
-        EventKind::SessionTerminated { message, .. } => SupervisionSignal::Terminated { message: msg(message) },
-        EventKind::SessionStarted {} | EventKind::SessionResumed { .. } => SupervisionSignal::Cleared,
-        _ => return None,
-    })
-}
-
-/// Every supervision event to the webview (`supervision:event`) and the attention policy.
-async fn forward_events<R: Runtime>(app: AppHandle<R>, sup: Supervisor, engine: Engine) {
-    let mut rx = sup.subscribe();
+/// Every supervision event to the webview (`supervision:event`).
+async fn forward_events<R: Runtime>(
+    app: AppHandle<R>,
+    mut rx: broadcast::Receiver<Arc<SupervisionEvent>>,
+    mimesis: Mimesis,
+) {
     loop {
         let ev = match rx.recv().await {
             Ok(ev) => ev,
@@ -173,31 +126,13 @@ async fn forward_events<R: Runtime>(app: AppHandle<R>, sup: Supervisor, engine: 
             }
             Err(RecvError::Closed) => return,
         };
-        if let Some(s) = signal(&ev) {
-            engine.supervision_signal(&ev.session_id, s);
-        }
         // The supervisor put the state this event describes into the roster before
         // sending it; a round trip through the engine's queue makes sure the store event
         // is out before this one (docs/ipc.md).
-        let _ = engine.attention().await;
+        let _ = mimesis.engine().attention().await;
         if let Err(e) = app.emit("supervision:event", &*ev) {
             tracing::warn!(error = %e, "cannot emit a supervision event");
         }
-    }
-}
-
-/// Stops every supervised process (P12). Called once, when the app exits.
-pub async fn shutdown<R: Runtime>(app: &AppHandle<R>) {
-    let Some(state) = app.try_state::<PtyState>() else { return };
-    state.detach_all();
-    // A supervisor still starting may be about to run sessions: wait for it briefly.
-    let mut rx = state.sup.clone();
-    let sup = match tokio::time::timeout(Duration::from_secs(10), rx.wait_for(Option::is_some)).await {
-        Ok(Ok(s)) => s.clone(),
-        _ => None,
-    };
-    if let Some(sup) = sup {
-        sup.shutdown().await;
     }
 }
 

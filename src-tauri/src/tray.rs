@@ -11,8 +11,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use mimesis_engine::attention::{AttentionSet, NotificationKind};
-use mimesis_engine::{Engine, SessionId, Status, StoreEvent, TrackedSession};
+use mimesis_core::attention::{AttentionSet, NotificationKind};
+use mimesis_core::text::clean_text;
+use mimesis_core::{SessionId, Status, StoreEvent, TrackedSession};
+use mimesis_watch::Engine;
 use serde::Serialize;
 use tauri::image::Image;
 use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
@@ -164,7 +166,10 @@ fn touches(ev: &StoreEvent, set: &AttentionSet) -> bool {
     match ev {
         StoreEvent::Updated { session_id, changes } => {
             set.session_ids.contains(session_id)
-                && ["status", "title", "goal", "cwd"].iter().any(|k| changes.contains_key(*k))
+                && (changes.status.is_some()
+                    || changes.title.is_some()
+                    || changes.goal.is_some()
+                    || changes.cwd.is_some())
         }
         _ => false,
     }
@@ -300,43 +305,10 @@ fn build_menu<R: Runtime>(app: &AppHandle<R>, entries: &[Entry], more: usize) ->
     Ok(menu)
 }
 
-/// Untrusted text as a menu label: [`one_line`], with `&` shown as itself (not a mnemonic).
+/// Untrusted text as a menu label: one line ([`clean_text`]), with `&` shown as itself
+/// (not a mnemonic).
 fn clean_label(text: &str, max: usize) -> String {
-    one_line(text, max).replace('&', "&&")
-}
-
-/// Untrusted text as one line: no control, invisible or direction-override characters,
-/// whitespace runs as one space, at most `max` characters (then `…`).
-pub fn one_line(text: &str, max: usize) -> String {
-    let invisible = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
-    };
-    let mut line = String::with_capacity(text.len().min(4 * max));
-    let mut chars = 0;
-    let mut cut = false;
-    for word in text.split(|c: char| c.is_whitespace() || invisible(c)).filter(|w| !w.is_empty()) {
-        if chars > 0 {
-            line.push(' ');
-            chars += 1;
-        }
-        for c in word.chars() {
-            if chars >= max {
-                cut = true;
-                break;
-            }
-            line.push(c);
-            chars += 1;
-        }
-        if cut {
-            break;
-        }
-    }
-    let mut out = line.trim_end().to_owned();
-    if cut {
-        out.push('…');
-    }
-    out
+    clean_text(text, max).replace('&', "&&")
 }
 
 /// The app icon, scaled to the tray's size (decoded at compile time).

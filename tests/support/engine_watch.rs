@@ -1,5 +1,5 @@
 //! The real Mimesis engine watching a config dir, from synchronous test code: a tokio
-//! runtime on its own thread runs [`mimesis_engine::Engine`] and folds every store event
+//! runtime on its own thread runs [`mimesis_watch::Engine`] and folds every store event
 //! into a map of sessions (as JSON, the contract's shape) plus a per-session history of
 //! statuses.
 
@@ -9,7 +9,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use mimesis_engine::{Engine, EngineConfig, StoreEvent};
+use mimesis_core::StoreEvent;
+use mimesis_watch::{Engine, EngineConfig};
 use serde_json::Value;
 
 #[derive(Default)]
@@ -31,10 +32,10 @@ impl State {
                 self.sessions.insert(id.clone(), serde_json::to_value(session).unwrap_or(Value::Null));
             }
             StoreEvent::Updated { changes, .. } => {
-                if let Some(Value::Object(s)) = self.sessions.get_mut(&id) {
-                    for (k, v) in changes {
-                        s.insert(k.clone(), v.clone());
-                    }
+                if let (Some(Value::Object(s)), Ok(Value::Object(changes))) =
+                    (self.sessions.get_mut(&id), serde_json::to_value(changes))
+                {
+                    s.extend(changes);
                 }
             }
             StoreEvent::Removed { .. } => {

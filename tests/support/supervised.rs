@@ -10,10 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use mimesis_engine::supervise::{
-    AgentCommand, Limits, SupervisionEvent, SupervisionState, Supervisor, SupervisorConfig,
-};
-use mimesis_engine::{Engine, ManualClock, SessionId, Timestamp};
+use mimesis_core::layout::TranscriptLocation;
+use mimesis_core::supervision::{AgentCommand, Limits, SupervisionEvent, SupervisionState};
+use mimesis_core::{ManualClock, SessionId, Timestamp};
+use mimesis_watch::Engine;
+use mimesis_wiring::{Follow, Mimesis, Options, SuperviseOptions, Supervisor};
 
 /// `target/<profile>/<name>`, next to the test binary's `deps/` folder.
 pub fn built_binary(name: &str) -> Result<PathBuf> {
@@ -41,13 +42,17 @@ pub fn quick_limits() -> Limits {
     Limits { kill_after: Duration::from_secs(2), recovery_retry_delay: Duration::from_millis(300), ..Limits::default() }
 }
 
-/// A supervisor in a temporary home, recording its events.
+/// A supervisor in a temporary home, started through the wiring both faces use
+/// ([`Mimesis::start`]), recording its events.
 pub struct Supervised {
     pub dir: tempfile::TempDir,
     pub config_root: PathBuf,
     pub data_dir: PathBuf,
     pub cwd: PathBuf,
+    pub mimesis: Mimesis,
     pub sup: Supervisor,
+    /// The engine, when the test follows the whole roster (else it follows only the
+    /// supervised sessions, as `mimesis run` does).
     pub engine: Option<Engine>,
     events: Arc<Mutex<Vec<Arc<SupervisionEvent>>>>,
 }
@@ -55,7 +60,7 @@ pub struct Supervised {
 impl Supervised {
     /// The stand-in agent with `limits`.
     pub async fn standin(limits: Limits) -> Result<Supervised> {
-        Self::start(AgentCommand::new(standin()?), limits, None, |_| {}).await
+        Self::start(AgentCommand::new(standin()?), limits, false, |_| {}).await
     }
 
     /// The stand-in agent with `limits`, on a clock that only moves when the test says:
@@ -63,7 +68,7 @@ impl Supervised {
     pub async fn standin_on_manual_clock(limits: Limits) -> Result<(Supervised, Arc<ManualClock>)> {
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_800_000_000_000)));
         let c = clock.clone();
-        let s = Self::start(AgentCommand::new(standin()?), limits, None, move |config| config.clock = c).await?;
+        let s = Self::start(AgentCommand::new(standin()?), limits, false, move |opts| opts.clock = c).await?;
         Ok((s, clock))
     }
 
@@ -79,12 +84,13 @@ impl Supervised {
         }
     }
 
-    /// Any agent; `tweak` may change the config before the start.
+    /// Any agent; `roster`: the engine follows every session (the app) rather than only
+    /// the supervised ones (`mimesis run`); `tweak` may change the options before the start.
     pub async fn start(
         agent: AgentCommand,
         limits: Limits,
-        engine: Option<Engine>,
-        tweak: impl FnOnce(&mut SupervisorConfig),
+        roster: bool,
+        tweak: impl FnOnce(&mut Options),
     ) -> Result<Supervised> {
         let dir = tempfile::Builder::new().prefix("mimesis-sup-").tempdir()?;
         let base = dir.path().canonicalize()?;
@@ -93,9 +99,10 @@ impl Supervised {
         let cwd = base.join("project");
         std::fs::create_dir_all(&config_root)?;
         std::fs::create_dir_all(&cwd)?;
-        Self::start_in(dir, config_root, data_dir, cwd, agent, limits, engine, tweak).await
+        Self::start_in(dir, config_root, data_dir, cwd, agent, Some(limits), roster, tweak).await
     }
 
+    /// `limits`: fixed for the test (`None`: the stored settings', as in the app).
     #[allow(clippy::too_many_arguments)]
     pub async fn start_in(
         dir: tempfile::TempDir,
@@ -103,22 +110,26 @@ impl Supervised {
         data_dir: PathBuf,
         cwd: PathBuf,
         agent: AgentCommand,
-        limits: Limits,
-        engine: Option<Engine>,
-        tweak: impl FnOnce(&mut SupervisorConfig),
+        limits: Option<Limits>,
+        roster: bool,
+        tweak: impl FnOnce(&mut Options),
     ) -> Result<Supervised> {
         // The ledger is the fleet database in `data_dir`, as in the app and `mimesis run`.
-        let mut config = SupervisorConfig::new(config_root.clone(), data_dir.clone());
-        config.agent = agent;
-        config.limits = limits;
-        config.config_root_env = Some(config_root.clone());
-        config.engine = engine.clone();
+        let mut supervise = SuperviseOptions::new(config_root.clone());
+        supervise.agent = Some(agent);
+        supervise.limits = limits;
+        supervise.config_root_env = true;
         // Test binaries run many tests in one process: adopting every orphan of the
         // process would reach other tests' children.
-        config.subreaper = false;
-        config.size = (100, 30);
-        tweak(&mut config);
-        let sup = Supervisor::start(config).await;
+        supervise.subreaper = false;
+        supervise.size = Some((100, 30));
+        let mut opts = Options::watching(vec![config_root.clone()], data_dir.clone());
+        opts.follow = if roster { Follow::Everything } else { Follow::SupervisedOnly };
+        opts.poll_interval = Duration::from_millis(200);
+        opts.supervise = Some(supervise);
+        tweak(&mut opts);
+        let mimesis = Mimesis::start(opts).await;
+        let sup = mimesis.supervisor().await.context("the supervisor started")?;
         let events = Arc::new(Mutex::new(Vec::new()));
         let mut rx = sup.subscribe();
         let sink = events.clone();
@@ -127,7 +138,13 @@ impl Supervised {
                 sink.lock().unwrap().push(ev);
             }
         });
-        Ok(Supervised { dir, config_root, data_dir, cwd, sup, engine, events })
+        let engine = roster.then(|| mimesis.engine().clone());
+        Ok(Supervised { dir, config_root, data_dir, cwd, mimesis, sup, engine, events })
+    }
+
+    /// Stops every session and the engine (what the app does on quit).
+    pub async fn shutdown(&self) {
+        self.mimesis.shutdown().await;
     }
 
     /// Every event so far.
@@ -236,7 +253,7 @@ impl Supervised {
 
     /// The transcript path of session `id` started in this cwd.
     pub fn transcript(&self, id: &SessionId) -> PathBuf {
-        mimesis_engine::store::TranscriptLocation::expected(&self.config_root, &self.cwd, id).path
+        TranscriptLocation::expected(&self.config_root, &self.cwd, id).path
     }
 
     /// The user prompts recorded in a transcript, in order.
@@ -266,7 +283,7 @@ impl ProcGuard {
 
     /// Watches `pid` and its session (members that started no earlier than it).
     pub fn watch(&mut self, pid: u32) {
-        if let Some(t) = mimesis_engine::procs::start_ticks(pid) {
+        if let Some(t) = mimesis_os::procs::start_ticks(pid) {
             self.leaders.push((pid, t));
         }
     }
@@ -274,7 +291,7 @@ impl ProcGuard {
 
 impl Drop for ProcGuard {
     fn drop(&mut self) {
-        use mimesis_engine::procs;
+        use mimesis_os::procs;
         let stats = procs::all();
         for &(leader, t0) in &self.leaders {
             for s in stats.iter().filter(|s| s.state != 'Z') {

@@ -11,11 +11,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use mimesis_engine::hooks::{self, install};
-use mimesis_engine::{
-    Clock, Engine, EngineConfig, SessionId, SystemClock, Timeouts, TrackedSession, doctor, engine::roster_once, roots,
-    scan, timeline,
-};
+use mimesis_core::{Clock, SessionId, SystemClock, TrackedSession};
+use mimesis_hooks::{self as hooks, install};
+use mimesis_os::roots;
+use mimesis_wiring::{Mimesis, Options, doctor, once};
 
 #[derive(Parser)]
 #[command(
@@ -187,7 +186,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 fn ls(roots: &[PathBuf], data_dir: &std::path::Path, json: bool, all: bool) -> anyhow::Result<()> {
     let now = SystemClock.now();
-    let mut sessions = roster_once(roots, Timeouts::default(), now, Some(data_dir));
+    let mut sessions = once::roster(roots, data_dir, now);
     if !all {
         sessions.retain(|s| !s.superseded);
     }
@@ -214,7 +213,7 @@ fn find_session(roots: &[PathBuf], query: &str) -> anyhow::Result<PathBuf> {
         bail!("{query:?} is not a session id (ids are made of letters, digits, '-' and '_'); `mimesis ls` lists them");
     }
     let matches: Vec<_> =
-        roots.iter().flat_map(|r| scan::discover(r)).filter(|l| l.session_id.as_str().starts_with(query)).collect();
+        roots.iter().flat_map(|r| once::discover(r)).filter(|l| l.session_id.as_str().starts_with(query)).collect();
     if let Some(exact) = matches.iter().find(|l| l.session_id.as_str() == query) {
         return Ok(exact.path.clone());
     }
@@ -234,9 +233,9 @@ fn find_session(roots: &[PathBuf], query: &str) -> anyhow::Result<PathBuf> {
 fn show(roots: &[PathBuf], data_dir: &std::path::Path, query: &str, json: bool) -> anyhow::Result<()> {
     let path = find_session(roots, query)?;
     // A session that continues others shows the whole chain, oldest first.
-    let segments = mimesis_engine::engine::chain_of(roots, Some(data_dir), &path, SystemClock.now());
-    let mut items = timeline::chain_prefix(&segments).context("cannot read an earlier segment of the chain")?;
-    items.extend(timeline::read_timeline(&path).with_context(|| format!("cannot read {}", path.display()))?);
+    let mut items = once::chain_prefix(roots, data_dir, &path, SystemClock.now())
+        .context("cannot read an earlier segment of the chain")?;
+    items.extend(once::read_timeline(&path).with_context(|| format!("cannot read {}", path.display()))?);
     let out = io::stdout();
     let mut out = io::BufWriter::new(out.lock());
     if json {
@@ -251,7 +250,8 @@ fn show(roots: &[PathBuf], data_dir: &std::path::Path, query: &str, json: bool) 
 }
 
 async fn watch(roots: Vec<PathBuf>, data_dir: PathBuf, json: bool) -> anyhow::Result<()> {
-    let engine = Engine::start(EngineConfig { roots, data_dir: Some(data_dir), ..Default::default() });
+    let mimesis = Mimesis::start(Options::watching(roots, data_dir)).await;
+    let engine = mimesis.engine().clone();
     let mut events = engine.subscribe();
     engine.ready().await;
     let snapshot = engine.snapshot().await?;
@@ -309,7 +309,7 @@ async fn watch(roots: Vec<PathBuf>, data_dir: PathBuf, json: bool) -> anyhow::Re
             }
         }
     }
-    engine.shutdown().await;
+    mimesis.shutdown().await;
     Ok(())
 }
 
@@ -416,7 +416,7 @@ fn doctor_cmd(roots: &[PathBuf], data_dir: &std::path::Path, json: bool) -> anyh
 /// `mimesis metrics`: the sum of what every running supervisor published; snapshots of
 /// supervisors that are gone are removed, never shown.
 fn metrics_cmd(data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
-    use mimesis_engine::supervise::metrics;
+    use mimesis_wiring::metrics;
     let found = metrics::collect(&metrics::dir(data_dir), true);
     let out = io::stdout();
     let mut out = out.lock();
@@ -432,7 +432,7 @@ fn metrics_cmd(data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
 
 async fn demo(dir: Option<PathBuf>, speed: f64) -> anyhow::Result<()> {
     let dir = dir.unwrap_or_else(|| roots::data_dir().join("demo"));
-    let _demo = mimesis_engine::demo::start(&dir, speed)
+    let _demo = mimesis_wiring::demo::start(&dir, speed)
         .with_context(|| format!("cannot write demo sessions into {}", dir.display()))?;
     eprintln!(
         "Writing generated live sessions into {d}. In another terminal: mimesis --config-dir {d} watch\nCtrl-C stops.",

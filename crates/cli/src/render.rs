@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use mimesis_engine::{Status, StoreEvent, TimelineItem, Timestamp, TrackedSession};
+use mimesis_core::{Clock, Status, StoreEvent, SystemClock, TimelineItem, Timestamp, TrackedSession};
 
 pub struct Style {
     color: bool,
@@ -302,7 +302,7 @@ pub fn event_discovered(out: &mut dyn Write, s: &TrackedSession, st: &Style) -> 
 
 /// One store event, as a line.
 pub fn event(out: &mut dyn Write, ev: &StoreEvent, st: &Style) -> io::Result<()> {
-    let now = clock_time(Some(mimesis_engine::Clock::now(&mimesis_engine::SystemClock)));
+    let now = clock_time(Some(SystemClock.now()));
     match ev {
         StoreEvent::Discovered { session } => event_discovered(out, session, st),
         StoreEvent::Removed { session_id } => {
@@ -310,25 +310,23 @@ pub fn event(out: &mut dyn Write, ev: &StoreEvent, st: &Style) -> io::Result<()>
         }
         StoreEvent::Updated { session_id, changes } => {
             let mut parts = Vec::new();
-            if let Some(s) = changes.get("status").and_then(|v| v.as_str()) {
-                parts.push(format!("status={s}"));
+            if let Some(s) = changes.status {
+                parts.push(format!("status={}", s.as_str()));
             }
-            if let Some(p) = changes.get("pendingTool") {
-                let p = match (p.get("tool").and_then(|v| v.as_str()), p.get("target").and_then(|v| v.as_str())) {
-                    (Some(t), Some(x)) if !x.is_empty() => format!("{t} · {x}"),
-                    (Some(t), _) => t.to_owned(),
-                    _ => "none".into(),
+            if let Some(p) = &changes.pending_tool {
+                let p = match p {
+                    Some(p) if !p.target.is_empty() => format!("{} · {}", p.tool, p.target),
+                    Some(p) => p.tool.clone(),
+                    None => "none".into(),
                 };
                 parts.push(format!("pending={}", sanitize(&p, false)));
             }
-            if let Some(l) = changes.get("live").and_then(|v| v.as_bool()) {
+            if let Some(l) = changes.live {
                 parts.push(if l { "live".into() } else { "ended".into() });
             }
-            let rest: Vec<&str> = changes
-                .keys()
-                .map(String::as_str)
-                .filter(|k| !matches!(*k, "status" | "pendingTool" | "live"))
-                .collect();
+            let mut rest: Vec<&str> =
+                changes.fields().into_iter().filter(|k| !matches!(*k, "status" | "pendingTool" | "live")).collect();
+            rest.sort_unstable();
             if !rest.is_empty() {
                 parts.push(st.dim(&format!("({})", rest.join(", "))));
             }

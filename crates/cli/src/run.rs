@@ -6,7 +6,10 @@
 //!
 //! Limits and the agent come from, lowest first: the defaults, the settings stored in the
 //! fleet database by the desktop app (read, never written), the environment
-//! (`MAX_SESSION_DURATION_SECONDS`, …), then the flags.
+//! (`MAX_SESSION_DURATION_SECONDS`, …), then the flags: the same merge as the app's. The
+//! session runs on the same wiring as the app's ([`Mimesis::start`]): its engine follows
+//! the supervised session's transcript and live registry entry and feeds them to the
+//! supervisor.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -15,11 +18,12 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use mimesis_engine::settings::Settings;
-use mimesis_engine::supervise::{
-    AgentCommand, EventKind, Limits, SupervisionEvent, SupervisionState, Supervisor, SupervisorConfig, parse_duration,
+use mimesis_core::SessionId;
+use mimesis_core::supervision::{
+    AgentCommand, EventKind, LimitFlags, SupervisionEvent, SupervisionState, parse_duration,
 };
-use mimesis_engine::{SessionId, db, roots};
+use mimesis_os::roots;
+use mimesis_wiring::{Follow, Mimesis, Options, SuperviseOptions, Supervisor, limits_env_of_process};
 use tokio::sync::broadcast;
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -71,75 +75,22 @@ pub struct RunArgs {
     agent_args: Vec<String>,
 }
 
-/// A usage problem found after parsing: exit 2.
-pub struct Usage(pub String);
-
-/// The settings the desktop app stored, or the defaults (no database, or unreadable).
-fn stored_settings(data_dir: &Path) -> Settings {
-    let path = data_dir.join(db::FILE_NAME);
-    if !path.exists() {
-        return Settings::default();
-    }
-    match db::Db::open_read_only(&path) {
-        Ok(db) => db.settings(),
-        Err(e) => {
-            tracing::info!(error = %e, "cannot read the stored settings; using the defaults");
-            Settings::default()
-        }
-    }
-}
-
 impl RunArgs {
-    fn limits(&self, stored: &Limits) -> Result<Limits, Usage> {
-        let mut l = stored.clone();
-        let env_errors = l.apply_env(|k| std::env::var(k).ok());
-        if let Some(e) = env_errors.first() {
-            return Err(Usage(format!("{}: {}", e.field, e.message)));
+    fn flags(&self) -> LimitFlags {
+        LimitFlags {
+            max_duration: self.max_duration,
+            duration_check: self.duration_check,
+            max_rss_mb: self.max_rss_mb,
+            rss_check: self.rss_check,
+            idle_timeout: self.idle_timeout,
+            turn_grace: self.grace,
+            kill_after: self.kill_after,
+            crash_patterns: self.crash_pattern.clone(),
         }
-        let set = |slot: &mut Duration, v: Option<Duration>| {
-            if let Some(v) = v {
-                *slot = v;
-            }
-        };
-        set(&mut l.max_duration, self.max_duration);
-        set(&mut l.duration_check, self.duration_check);
-        set(&mut l.rss_check, self.rss_check);
-        set(&mut l.idle_timeout, self.idle_timeout);
-        set(&mut l.turn_grace, self.grace);
-        set(&mut l.kill_after, self.kill_after);
-        if let Some(n) = self.max_rss_mb {
-            l.max_rss_mb = n;
-        }
-        if !self.crash_pattern.is_empty() {
-            l.crash_patterns = self.crash_pattern.clone();
-        }
-        if let Some(e) = l.validate_override().first() {
-            let flag = match e.field.as_str() {
-                "limits.maxDurationSecs" => "--max-duration".to_owned(),
-                "limits.durationCheckSecs" => "--duration-check".to_owned(),
-                "limits.maxRssMb" => "--max-rss-mb".to_owned(),
-                "limits.rssCheckSecs" => "--rss-check".to_owned(),
-                "limits.idleTimeoutSecs" => "--idle-timeout".to_owned(),
-                "limits.turnGraceSecs" => "--grace".to_owned(),
-                "limits.killAfterSecs" => "--kill-after".to_owned(),
-                f if f.starts_with("limits.crashPatterns") => "--crash-pattern".to_owned(),
-                f => f.to_owned(),
-            };
-            return Err(Usage(format!("{flag}: {}", e.message)));
-        }
-        Ok(l)
     }
 }
 
 pub fn run(args: RunArgs, config_dirs: &[PathBuf], data_dir: &Path) -> anyhow::Result<ExitCode> {
-    let stored = stored_settings(data_dir);
-    let limits = match args.limits(&stored.limits) {
-        Ok(l) => l,
-        Err(Usage(msg)) => {
-            eprintln!("mimesis run: {msg}");
-            return Ok(ExitCode::from(2));
-        }
-    };
     let resume = match args.resume.as_deref().map(SessionId::parse).transpose() {
         Ok(r) => r,
         Err(e) => {
@@ -168,42 +119,50 @@ pub fn run(args: RunArgs, config_dirs: &[PathBuf], data_dir: &Path) -> anyhow::R
         .into_iter()
         .next()
         .context("no Claude Code config folder: set HOME or CLAUDE_CONFIG_DIR")?;
-    let mut agent = match &args.agent {
-        Some(program) => AgentCommand::new(program),
-        None => stored.agent.command(),
-    };
+    let mut supervise = SuperviseOptions::new(config_root.clone());
+    supervise.env = limits_env_of_process();
+    supervise.flags = args.flags();
+    supervise.agent = args.agent.as_ref().map(AgentCommand::new);
     if args.agent.is_some() || !args.agent_args.is_empty() {
-        agent.args = args.agent_args.clone();
+        supervise.agent_args = Some(args.agent_args.clone());
     }
-    let mut config = SupervisorConfig::new(config_root.clone(), data_dir.to_owned());
-    config.agent = agent;
-    config.limits = limits;
-    if !config_dirs.is_empty() {
-        config.config_root_env = Some(config_root);
-    }
+    supervise.config_root_env = !config_dirs.is_empty();
+    supervise.size = terminal_size();
+    let mut opts = Options::watching(vec![config_root], data_dir.to_owned());
+    opts.follow = Follow::SupervisedOnly;
+    opts.supervise = Some(supervise);
     let tty = std::io::stdin().is_terminal();
-    if let Some(size) = terminal_size() {
-        config.size = size;
-    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let code = rt.block_on(session(config, cwd, resume, events_file, tty))?;
+    let code = rt.block_on(async {
+        let mimesis = Mimesis::start(opts).await;
+        // A bad flag or environment value is a usage error here (the app only warns).
+        let effective = mimesis.effective_limits().expect("this run supervises");
+        if let Some(e) = effective.env_errors.first().or(effective.flag_errors.first()) {
+            eprintln!("mimesis run: {}: {}", e.field, e.message);
+            mimesis.shutdown().await;
+            return Ok(ExitCode::from(2));
+        }
+        let result = session(&mimesis, cwd, resume, events_file, tty).await;
+        mimesis.shutdown().await;
+        result
+    });
     // The stdin reader may be blocked in read(2): do not wait for it.
     rt.shutdown_background();
-    Ok(code)
+    code
 }
 
 async fn session(
-    config: SupervisorConfig,
+    mimesis: &Mimesis,
     cwd: PathBuf,
     resume: Option<SessionId>,
     mut events_file: Option<std::fs::File>,
     tty: bool,
 ) -> anyhow::Result<ExitCode> {
-    let sup = Supervisor::start(config).await;
+    let sup = mimesis.supervisor().await.context("the supervisor did not start")?;
     let mut events = sup.subscribe();
     let id = match sup.create(&cwd, resume).await {
         Ok(id) => id,

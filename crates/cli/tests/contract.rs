@@ -22,7 +22,7 @@ fn mimesis() -> Command {
 fn now_iso(offset_secs: i64) -> String {
     let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
         + offset_secs * 1000;
-    mimesis_engine::Timestamp::from_millis(ms).to_iso()
+    mimesis_core::Timestamp::from_millis(ms).to_iso()
 }
 
 fn rec(kind: &str, uuid: &str, ago: i64, extra: Value) -> Value {

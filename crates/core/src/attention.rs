@@ -15,10 +15,10 @@ use serde::Serialize;
 
 use crate::clock::Timestamp;
 use crate::ids::SessionId;
+use crate::session::{StoreEvent, TrackedSession};
 use crate::settings::NotificationSettings;
 use crate::status::Status;
 use crate::supervision::event::{EventKind, SupervisionEvent};
-use crate::session::{StoreEvent, TrackedSession};
 
 /// The same session and kind are not announced twice within this.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_secs(10);
@@ -292,7 +292,10 @@ mod tests {
 
     fn status(id: &str, status: &str) -> StoreEvent {
         let status = serde_json::from_value(json!(status)).unwrap();
-        StoreEvent::Updated { session_id: sid(id), changes: SessionPatch { status: Some(status), ..Default::default() } }
+        StoreEvent::Updated {
+            session_id: sid(id),
+            changes: Box::new(SessionPatch { status: Some(status), ..Default::default() }),
+        }
     }
 
     fn row(id: &str, status: Status) -> TrackedSession {
@@ -344,7 +347,7 @@ mod tests {
                 pending_tool: Some(Some(PendingTool { tool: tool.into(), target: target.into() })),
                 ..Default::default()
             };
-            StoreEvent::Updated { session_id: sid("s"), changes }
+            StoreEvent::Updated { session_id: sid("s"), changes: Box::new(changes) }
         };
         assert_eq!(a.on_store_event(&pending("Bash", "rm -rf build"), at(0)).len(), 1);
         a.on_store_event(&status("s", "working"), at(2));
@@ -383,7 +386,7 @@ mod tests {
         a.baseline(&[row("a", Status::WaitingForInput), row("b", Status::Working)]);
         assert_eq!(a.set().session_ids, vec![sid("a")]);
         let changes = SessionPatch { superseded: Some(true), ..Default::default() };
-        a.on_store_event(&StoreEvent::Updated { session_id: sid("a"), changes }, at(0));
+        a.on_store_event(&StoreEvent::Updated { session_id: sid("a"), changes: Box::new(changes) }, at(0));
         assert_eq!(a.set(), AttentionSet::default());
         assert!(a.on_store_event(&status("a", "waiting_for_approval"), at(100)).is_empty());
     }

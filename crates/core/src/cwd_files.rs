@@ -14,9 +14,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
-use crate::text::clean_text;
 use crate::ids::SessionId;
 use crate::status::Status;
+use crate::text::clean_text;
 
 /// A marker is three short fields.
 pub const MAX_MARKER_BYTES: u64 = 4 * 1024;

@@ -8,9 +8,9 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
-use crate::text::{clean_text, prefix};
 use crate::session::Usage;
 use crate::status::Tail;
+use crate::text::{clean_text, prefix};
 use crate::transcript::{self, Block, Content, Record, RecordParser};
 
 /// A tool_use that has no tool_result yet.

@@ -67,3 +67,17 @@ impl TranscriptLocation {
         })
     }
 }
+
+/// A cwd from an untrusted place (a transcript, a hook payload), usable as a folder path:
+/// absolute, at most 4096 bytes, no `.` or `..` parts, no NUL. Lexical only: whether the
+/// folder exists is for the caller to see.
+pub fn checked_cwd(cwd: &str) -> Result<PathBuf, String> {
+    let p = Path::new(cwd);
+    if cwd.is_empty() || cwd.len() > 4096 || cwd.contains('\0') || !p.is_absolute() {
+        return Err(format!("cwd {cwd:?} is not an absolute path"));
+    }
+    if p.components().any(|c| matches!(c, std::path::Component::ParentDir | std::path::Component::CurDir)) {
+        return Err(format!("cwd {cwd:?} has '.' or '..' parts"));
+    }
+    Ok(p.to_owned())
+}

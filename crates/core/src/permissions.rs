@@ -387,5 +387,4 @@ mod tests {
         assert_eq!(split_compound("echo 'a && b'"), vec!["echo 'a && b'"]);
         assert_eq!(split_compound("sleep 1 &"), vec!["sleep 1 &"]);
     }
-
 }

@@ -55,7 +55,6 @@ pub enum Source {
     Pty,
 }
 
-
 /// Declares the roster row and its patch from one list of fields, so the two can never
 /// drift apart: [`TrackedSession::diff`] compares field by field (no serialisation), and
 /// [`SessionPatch`] carries only what changed.
@@ -118,25 +117,63 @@ macro_rules! roster_row {
 
 /// A field name in camelCase, at compile time.
 macro_rules! camel {
-    (session_id) => { "sessionId" };
-    (project_id) => { "projectId" };
-    (repo_root) => { "repoRoot" };
-    (has_pending_tool_use) => { "hasPendingToolUse" };
-    (pending_tool) => { "pendingTool" };
-    (last_activity_at) => { "lastActivityAt" };
-    (created_at) => { "createdAt" };
-    (api_error) => { "apiError" };
-    (compaction_count) => { "compactionCount" };
-    (superseded_by) => { "supersededBy" };
-    (superseded_at) => { "supersededAt" };
-    (work_chain_id) => { "workChainId" };
-    (work_chain_name) => { "workChainName" };
-    (chain_length) => { "chainLength" };
-    (transcript_path) => { "transcriptPath" };
-    (permission_mode) => { "permissionMode" };
-    (malformed_lines) => { "malformedLines" };
-    (status_file) => { "statusFile" };
-    ($f:ident) => { stringify!($f) };
+    (session_id) => {
+        "sessionId"
+    };
+    (project_id) => {
+        "projectId"
+    };
+    (repo_root) => {
+        "repoRoot"
+    };
+    (has_pending_tool_use) => {
+        "hasPendingToolUse"
+    };
+    (pending_tool) => {
+        "pendingTool"
+    };
+    (last_activity_at) => {
+        "lastActivityAt"
+    };
+    (created_at) => {
+        "createdAt"
+    };
+    (api_error) => {
+        "apiError"
+    };
+    (compaction_count) => {
+        "compactionCount"
+    };
+    (superseded_by) => {
+        "supersededBy"
+    };
+    (superseded_at) => {
+        "supersededAt"
+    };
+    (work_chain_id) => {
+        "workChainId"
+    };
+    (work_chain_name) => {
+        "workChainName"
+    };
+    (chain_length) => {
+        "chainLength"
+    };
+    (transcript_path) => {
+        "transcriptPath"
+    };
+    (permission_mode) => {
+        "permissionMode"
+    };
+    (malformed_lines) => {
+        "malformedLines"
+    };
+    (status_file) => {
+        "statusFile"
+    };
+    ($f:ident) => {
+        stringify!($f)
+    };
 }
 
 /// A present field of a patch, null included.
@@ -187,7 +224,7 @@ roster_row! {
 #[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum StoreEvent {
     Discovered { session: Box<TrackedSession> },
-    Updated { session_id: SessionId, changes: SessionPatch },
+    Updated { session_id: SessionId, changes: Box<SessionPatch> },
     Removed { session_id: SessionId },
 }
 

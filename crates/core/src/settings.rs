@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::status::Timeouts;
+use crate::supervision::agent::AgentCommand;
 pub use crate::supervision::limits::FieldError;
 use crate::supervision::limits::Limits;
-use crate::supervision::agent::AgentCommand;
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", default)]

@@ -2,7 +2,16 @@
 //! whitespace collapsed, control characters dropped, cut to a length. The one place that
 //! does it, so the roster, the tray and the CLI show the same words.
 
-/// Collapses whitespace and cuts to `max` characters (with an ellipsis).
+/// Characters that draw nothing or reorder what follows (zero-width, line/paragraph
+/// separators, bidirectional overrides and isolates, the BOM): dropped, so untrusted
+/// text can neither hide words nor make a line read backwards.
+fn invisible(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+}
+
+/// Untrusted text as one line: whitespace runs as one space, control and invisible
+/// characters dropped, at most `max` characters (then `…`).
 pub fn clean_text(s: &str, max: usize) -> String {
     let mut out = String::with_capacity(s.len().min(max * 4));
     let mut n = 0;
@@ -11,17 +20,17 @@ pub fn clean_text(s: &str, max: usize) -> String {
             out.push(' ');
             n += 1;
         }
-        for c in word.chars() {
+        for c in word.chars().filter(|&c| !invisible(c)) {
             if n >= max {
+                out.truncate(out.trim_end().len());
                 out.push('…');
                 return out;
             }
-            if !c.is_control() {
-                out.push(c);
-                n += 1;
-            }
+            out.push(c);
+            n += 1;
         }
     }
+    out.truncate(out.trim_end().len());
     out
 }
 
@@ -37,7 +46,6 @@ pub fn prefix(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,5 +56,7 @@ mod tests {
         assert_eq!(clean_text("a\u{7}b", 10), "ab");
         assert_eq!(clean_text("ééééé", 3), "ééé…");
         assert_eq!(prefix("ééé", 3), "é");
+        assert_eq!(clean_text("left\u{202e}thgir\u{200b}x", 20), "leftthgirx");
+        assert_eq!(clean_text("one two", 4), "one…");
     }
 }

@@ -429,8 +429,8 @@ pub struct Malformed(pub String);
 /// The JSON parser records go through. [`SerdeJson`] here; the watcher plugs in a faster
 /// one for the cold index. Either way [`parse_line_with`] applies the depth guard first.
 pub trait RecordParser {
-    fn from_bytes<'a>(&self, line: &'a [u8]) -> Result<Record<'a>, String>;
-    fn from_str<'a>(&self, line: &'a str) -> Result<Record<'a>, String>;
+    fn parse_bytes<'a>(&self, line: &'a [u8]) -> Result<Record<'a>, String>;
+    fn parse_str<'a>(&self, line: &'a str) -> Result<Record<'a>, String>;
 }
 
 /// serde_json.
@@ -438,10 +438,10 @@ pub trait RecordParser {
 pub struct SerdeJson;
 
 impl RecordParser for SerdeJson {
-    fn from_bytes<'a>(&self, line: &'a [u8]) -> Result<Record<'a>, String> {
+    fn parse_bytes<'a>(&self, line: &'a [u8]) -> Result<Record<'a>, String> {
         serde_json::from_slice(line).map_err(|e| e.to_string())
     }
-    fn from_str<'a>(&self, line: &'a str) -> Result<Record<'a>, String> {
+    fn parse_str<'a>(&self, line: &'a str) -> Result<Record<'a>, String> {
         serde_json::from_str(line).map_err(|e| e.to_string())
     }
 }
@@ -463,14 +463,14 @@ pub fn parse_line_with<'a, P: RecordParser + ?Sized>(
     if crate::json::too_deep(line, crate::json::MAX_DEPTH) {
         return Err(Malformed(format!("nested deeper than {} levels", crate::json::MAX_DEPTH)));
     }
-    match parser.from_bytes(line) {
+    match parser.parse_bytes(line) {
         Ok(r) => Ok(r),
         Err(e) => {
             if std::str::from_utf8(line).is_ok() {
                 return Err(Malformed(e));
             }
             *scratch = String::from_utf8_lossy(line).into_owned();
-            parser.from_str(scratch).map_err(Malformed)
+            parser.parse_str(scratch).map_err(Malformed)
         }
     }
 }

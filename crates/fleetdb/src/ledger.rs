@@ -180,6 +180,12 @@ pub fn open(data_dir: &Path) -> Arc<dyn ProcessLedger> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{Duration, Instant};
+
+    use mimesis_core::clock::Timestamp;
+    use mimesis_core::ids::SessionId;
+    use mimesis_os::owner;
+    use mimesis_os::procs;
 
     fn record(pid: u32) -> ProcessRecord {
         // Right after a spawn, /proc can still show the parent's command line, or none
@@ -208,7 +214,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let l = FileLedger::new(d.path());
         assert!(l.load().unwrap().is_empty());
-        let me = Owner::me();
+        let me = owner::me();
         l.save(&me, &[record(std::process::id())]).unwrap();
         let all = l.load().unwrap();
         assert_eq!(all.len(), 1);
@@ -220,60 +226,11 @@ mod tests {
     }
 
     #[test]
-    fn a_dead_owners_live_process_is_killed_a_reused_pid_is_not() {
-        let d = tempfile::tempdir().unwrap();
-        let l = FileLedger::new(d.path());
-        let dead_owner = Owner { pid: 999_999, start_ticks: 1, boot_id: procs::boot_id() };
-        let mark = fleet::owner_mark(dead_owner.pid, dead_owner.start_ticks);
-        let mut victim = std::process::Command::new("sleep").arg("300").env(fleet::OWNER_ENV, &mark).spawn().unwrap();
-        // Even with the dead owner's mark: a PID whose process started at another time.
-        let mut bystander =
-            std::process::Command::new("sleep").arg("300").env(fleet::OWNER_ENV, &mark).spawn().unwrap();
-        // The same command line, recorded, but not started by that owner (no mark).
-        let mut unmarked = std::process::Command::new("sleep").arg("300").spawn().unwrap();
-        let mut reused = record(bystander.id());
-        reused.start_ticks += 1; // the recorded process started at another time
-        l.save(&dead_owner, &[record(victim.id()), reused, record(unmarked.id())]).unwrap();
-        // A live owner's records are never touched.
-        l.save(&Owner::me(), &[record(bystander.id())]).unwrap();
-        let report =
-            clean_previous_runs(&l, &Owner { pid: 1, start_ticks: 0, boot_id: String::new() }, Duration::from_secs(2))
-                .unwrap();
-        assert_eq!(report.killed, [victim.id()]);
-        assert_eq!(report.reused, [bystander.id()]);
-        assert!(victim.wait().unwrap().code().is_none(), "killed by a signal");
-        assert!(bystander.try_wait().unwrap().is_none(), "the bystander lives");
-        assert!(unmarked.try_wait().unwrap().is_none(), "a process without the owner's mark lives");
-        unmarked.kill().unwrap();
-        unmarked.wait().unwrap();
-        assert_eq!(l.load().unwrap().len(), 1, "the dead owner's file is gone, the live one's stays");
-        bystander.kill().unwrap();
-        bystander.wait().unwrap();
-    }
-
-    #[test]
-    fn the_database_ledger_cleans_orphans_an_older_run_recorded_in_files() {
-        let d = tempfile::tempdir().unwrap();
-        let dead_owner = Owner { pid: 999_998, start_ticks: 3, boot_id: procs::boot_id() };
-        let mark = fleet::owner_mark(dead_owner.pid, dead_owner.start_ticks);
-        let mut orphan = std::process::Command::new("sleep").arg("300").env(fleet::OWNER_ENV, mark).spawn().unwrap();
-        FileLedger::new(d.path()).save(&dead_owner, &[record(orphan.id())]).unwrap();
-        let ledger = open(d.path());
-        assert!(d.path().join(crate::db::FILE_NAME).exists(), "the fleet database holds the ledger");
-        assert_eq!(ledger.load().unwrap().len(), 1, "the file's records are read too");
-        let report = clean_previous_runs(ledger.as_ref(), &Owner::me(), Duration::from_secs(2)).unwrap();
-        assert_eq!(report.killed, [orphan.id()]);
-        assert!(orphan.wait().unwrap().code().is_none());
-        assert!(ledger.load().unwrap().is_empty());
-        assert_eq!(std::fs::read_dir(d.path().join("supervised")).unwrap().count(), 0, "the old file is gone");
-    }
-
-    #[test]
     fn a_locked_database_spills_records_to_a_file_until_it_takes_them_again() {
         let d = tempfile::tempdir().unwrap();
-        let path = d.path().join(crate::db::FILE_NAME);
-        let ledger = DbLedger::new(crate::db::Db::open_shared(&path).unwrap(), d.path());
-        let me = Owner::me();
+        let path = d.path().join(crate::FILE_NAME);
+        let ledger = DbLedger::new(crate::Db::open_shared(&path).unwrap(), d.path());
+        let me = owner::me();
         let rec = record(std::process::id());
         // Another process holds the write lock for longer than the busy timeout.
         let other = rusqlite::Connection::open(&path).unwrap();
@@ -295,12 +252,12 @@ mod tests {
     #[test]
     fn an_unusable_database_falls_back_to_files() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join(crate::db::FILE_NAME), b"not a database at all ".repeat(300)).unwrap();
+        std::fs::write(d.path().join(crate::FILE_NAME), b"not a database at all ".repeat(300)).unwrap();
         let ledger = open(d.path());
-        let me = Owner::me();
+        let me = owner::me();
         ledger.save(&me, &[record(std::process::id())]).unwrap();
         assert_eq!(FileLedger::new(d.path()).load().unwrap().len(), 1);
-        assert!(std::fs::read(d.path().join(crate::db::FILE_NAME)).unwrap().starts_with(b"not a database"));
+        assert!(std::fs::read(d.path().join(crate::FILE_NAME)).unwrap().starts_with(b"not a database"));
         ledger.forget(&me).unwrap();
     }
 

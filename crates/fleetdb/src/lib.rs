@@ -9,6 +9,10 @@
 //! The database is a cache of the transcripts, never the truth: a file that is corrupt,
 //! from a newer Mimesis, or locked is reported, moved aside (or replaced by an in-memory
 //! one) and rebuilt from the transcripts. Nothing here is fatal to the engine.
+//!
+//! Layer: above `mimesis-core`; the engine reaches it only through
+//! [`mimesis_core::persist::SessionArchive`], the supervision through
+//! [`mimesis_core::supervision::ledger::ProcessLedger`] ([`ledger`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -17,15 +21,16 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
-use crate::chain::{Link, LinkReason};
-use crate::clock::Timestamp;
-use crate::facts::SessionFacts;
-use crate::ids::SessionId;
-use crate::session::TrackedSession;
-use crate::settings::Settings;
-use crate::store::TranscriptLocation;
-use crate::supervise::ledger::{CorruptedSession, Owner, ProcessLedger, ProcessRecord};
-use crate::tail::TailState;
+use mimesis_core::chain::{Link, LinkReason};
+use mimesis_core::clock::{Clock, SystemClock, Timestamp};
+use mimesis_core::facts::SessionFacts;
+use mimesis_core::ids::SessionId;
+use mimesis_core::layout::TranscriptLocation;
+use mimesis_core::persist::{Batch, PersistedSession, SessionArchive, TailState};
+use mimesis_core::settings::Settings;
+use mimesis_core::supervision::ledger::{CorruptedSession, Owner, ProcessLedger, ProcessRecord};
+
+pub mod ledger;
 
 /// The database's file name in the data dir.
 pub const FILE_NAME: &str = "fleet.db";
@@ -650,6 +655,27 @@ impl ProcessLedger for Db {
 
     fn archive_corrupted(&self, entry: &CorruptedSession) -> std::io::Result<()> {
         self.archive(entry).map_err(std::io::Error::other)
+    }
+}
+
+/// The engine's archive: what it persists goes here, in one transaction per batch.
+impl SessionArchive for Db {
+    fn load(&self, roots: &[PathBuf]) -> Result<(Vec<PersistedSession>, Vec<Link>), String> {
+        let sessions = self.load_sessions(roots).map_err(|e| e.to_string())?;
+        let links = self.load_links().map_err(|e| e.to_string())?;
+        Ok((sessions, links))
+    }
+
+    fn rebuild(&self, reason: &str) {
+        Db::rebuild(self, reason, SystemClock.now());
+    }
+
+    fn save(&self, batch: &Batch) -> Result<(), String> {
+        Db::save(self, batch, SystemClock.now()).map_err(|e| e.to_string())
+    }
+
+    fn checkpoint(&self) {
+        Db::checkpoint(self);
     }
 }
 

@@ -1,5 +1,6 @@
 use super::*;
-use crate::tail::FileTail;
+use mimesis_watch::store::IndexedFile;
+use mimesis_watch::tail::FileTail;
 
 const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 
@@ -31,7 +32,7 @@ fn sessions_links_settings_and_processes_round_trip() {
         "{\"type\":\"user\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"message\":{\"content\":\"hi\"}}\n",
     )
     .unwrap();
-    let indexed = crate::store::IndexedFile::read(TranscriptLocation::of(&root, &file).unwrap()).unwrap();
+    let indexed = IndexedFile::read(TranscriptLocation::of(&root, &file).unwrap()).unwrap();
     {
         let db = Db::open(&path, T0);
         assert_eq!(db.health(), DbHealth::Ok);
@@ -70,7 +71,7 @@ fn sessions_links_settings_and_processes_round_trip() {
     assert!(db.load_sessions(&[d.path().join("other")]).unwrap().is_empty(), "other roots' rows are not loaded");
     assert_eq!(db.load_links().unwrap().len(), 1);
     assert_eq!(db.settings().limits.max_live_sessions, 7);
-    let owners = db.load().unwrap();
+    let owners = ProcessLedger::load(&db).unwrap();
     assert_eq!(owners.len(), 1);
     assert_eq!(owners[0].1, [record(4242, "abc")]);
     let stats = db.stats();
@@ -79,11 +80,11 @@ fn sessions_links_settings_and_processes_round_trip() {
         (1, 1, 1, MIGRATIONS.len() as u32)
     );
     db.forget(&owners[0].0).unwrap();
-    assert!(db.load().unwrap().is_empty());
+    assert!(ProcessLedger::load(&db).unwrap().is_empty());
     let archived = db.corrupted_sessions().unwrap();
     assert_eq!((archived[0].reason.as_str(), archived[0].replaced_by.as_str()), ("resume failed", "def"));
     // Resuming reads nothing that was read before.
-    let resumed = crate::store::IndexedFile::resume(loaded.into_iter().next().unwrap()).unwrap();
+    let resumed = IndexedFile::resume(loaded.into_iter().next().unwrap()).unwrap();
     assert_eq!(resumed.tail.stats.bytes_read, 0);
     assert_eq!(resumed.facts.goal(), Some("hi"));
     let _ = FileTail::new("unused");
@@ -165,13 +166,13 @@ fn owners_replace_only_their_own_records_from_separate_connections() {
         })
         .collect();
     let dbs: Vec<Db> = threads.into_iter().map(|t| t.join().unwrap()).collect();
-    let all = dbs[0].load().unwrap();
+    let all = ProcessLedger::load(&dbs[0]).unwrap();
     assert_eq!(all.len(), 2, "{all:?}");
     let of = |o: &Owner| all.iter().find(|(x, _)| x == o).unwrap().1.iter().map(|r| r.pid).collect::<Vec<_>>();
     assert_eq!(of(&a), [100, 101], "the last save of 49 % 3 = 1");
     assert_eq!(of(&b), [200, 201]);
     dbs[1].forget(&b).unwrap();
-    assert_eq!(dbs[0].load().unwrap().len(), 1, "only b's rows went");
+    assert_eq!(ProcessLedger::load(&dbs[0]).unwrap().len(), 1, "only b's rows went");
 }
 
 #[test]
@@ -200,5 +201,5 @@ fn a_first_schema_file_is_migrated_and_read_only_opens_still_read_it() {
     let db = Db::open_shared(&path).unwrap();
     assert_eq!(db.stats().schema_version, MIGRATIONS.len() as u32);
     ProcessLedger::save(&db, &Owner { pid: 1, start_ticks: 1, boot_id: "b".into() }, &[record(5, "s")]).unwrap();
-    assert_eq!(db.load().unwrap()[0].1[0].cmdline, ["claude", "--resume", "s"]);
+    assert_eq!(ProcessLedger::load(&db).unwrap()[0].1[0].cmdline, ["claude", "--resume", "s"]);
 }

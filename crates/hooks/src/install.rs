@@ -20,7 +20,7 @@ use serde::Serialize as DeriveSerialize;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
-use crate::clock::Timestamp;
+use mimesis_core::clock::Timestamp;
 
 /// The hooks Mimesis installs: (event, matcher).
 pub const WANTED: &[(&str, Option<&str>)] = &[

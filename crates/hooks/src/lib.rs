@@ -21,7 +21,7 @@ pub mod install;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use mimesis_core::clock::{Clock, SystemClock, Timestamp};
 use mimesis_core::hook_event::{
@@ -83,17 +83,11 @@ pub fn log(data_dir: &Path, at: Timestamp, message: &str) {
 /// A cwd from a payload, usable as a folder to write the marker into: absolute, no `.` or
 /// `..` parts, no NUL, an existing folder.
 pub fn checked_cwd(cwd: &str) -> Result<PathBuf, HookError> {
-    let p = Path::new(cwd);
-    if cwd.is_empty() || cwd.len() > 4096 || cwd.contains('\0') || !p.is_absolute() {
-        return Err(HookError::Marker(format!("cwd {cwd:?} is not an absolute path")));
-    }
-    if p.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir)) {
-        return Err(HookError::Marker(format!("cwd {cwd:?} has '.' or '..' parts")));
-    }
+    let p = mimesis_core::layout::checked_cwd(cwd).map_err(HookError::Marker)?;
     if !p.is_dir() {
         return Err(HookError::Marker(format!("cwd {cwd:?} is not a folder")));
     }
-    Ok(p.to_owned())
+    Ok(p)
 }
 
 /// Writes the compaction marker for a `SessionStart` with source `compact`, atomically

@@ -1,4 +1,7 @@
 use super::*;
+use mimesis_core::ids::SessionId;
+use mimesis_core::status::HookState;
+use mimesis_watch::spool::{prune_spool, read_all, spool_files};
 
 const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 

@@ -9,5 +9,5 @@
 
 pub mod files;
 pub mod owner;
-pub mod roots;
 pub mod procs;
+pub mod roots;

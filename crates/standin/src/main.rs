@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
-use mimesis_engine::Timestamp;
+use mimesis_core::Timestamp;
 use serde_json::{Value, json};
 
 const VERSION: &str = "2.1.197-standin";
@@ -139,7 +139,7 @@ fn new_uuid() -> String {
 
 impl Transcript {
     fn new(config: &Path, cwd: &Path, id: &str) -> Transcript {
-        let project = mimesis_engine::roots::project_dir_name(cwd);
+        let project = mimesis_core::layout::project_dir_name(cwd);
         let path = config.join("projects").join(project).join(format!("{id}.jsonl"));
         let mut t = Transcript { path, cwd: cwd.to_string_lossy().into_owned(), id: id.to_owned(), parent: None };
         t.parent = t.last_uuid();

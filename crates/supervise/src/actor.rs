@@ -17,15 +17,19 @@ use std::time::Duration;
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use super::fleet;
-use super::ledger::{CorruptedSession, Owner, ProcessRecord};
-use super::monitor::{Monitor, READ_EVERY};
-use super::policy::{AgentKind, Delivery, Effect, Input, Launch, SessionPolicy, Sig};
-use super::supervisor::{AgentCommand, FleetMsg, Shared};
-use super::view::Supervision;
-use crate::clock::Timestamp;
-use crate::ids::SessionId;
-use crate::procs;
+use mimesis_core::clock::Timestamp;
+use mimesis_core::ids::SessionId;
+use mimesis_core::layout::TranscriptLocation;
+use mimesis_core::supervision::AgentCommand;
+use mimesis_core::supervision::event::SupervisionEvent;
+use mimesis_core::supervision::fleet;
+use mimesis_core::supervision::ledger::{CorruptedSession, ProcessRecord};
+use mimesis_core::supervision::policy::{AgentKind, Delivery, Effect, Input, Launch, ScreenSignal, SessionPolicy, Sig};
+use mimesis_core::supervision::view::Supervision;
+use mimesis_os::procs;
+
+use crate::monitor::{Monitor, READ_EVERY};
+use crate::supervisor::{FleetMsg, Shared};
 
 /// Messages to a session actor.
 pub(crate) enum SessionCmd {
@@ -115,7 +119,7 @@ pub(crate) fn waited_agents() -> MutexGuard<'static, BTreeSet<u32>> {
 fn own_mark() -> &'static str {
     static MARK: OnceLock<String> = OnceLock::new();
     MARK.get_or_init(|| {
-        let me = Owner::me();
+        let me = mimesis_os::owner::me();
         fleet::owner_mark(me.pid, me.start_ticks)
     })
 }
@@ -198,7 +202,7 @@ pub(crate) struct SessionActor {
     /// When output was last noted to the policy.
     output_noted: Option<std::time::Instant>,
     /// Events of the current step, sent after its state is published.
-    unsent: Vec<super::event::SupervisionEvent>,
+    unsent: Vec<SupervisionEvent>,
     /// When the last process started and ended.
     last_lifetime: Option<(Timestamp, Timestamp)>,
     /// A typed line waiting for its Enter, and what was written after it.
@@ -396,7 +400,7 @@ impl SessionActor {
         }
     }
 
-    fn screen_signals(&mut self, generation: u64, signals: Vec<super::policy::ScreenSignal>) {
+    fn screen_signals(&mut self, generation: u64, signals: Vec<ScreenSignal>) {
         for signal in signals {
             self.step(Input::Screen { generation, signal });
         }
@@ -594,8 +598,7 @@ impl SessionActor {
         if self.agent.kind == AgentKind::ClaudeLike {
             // Claude Code writes a transcript only at the first prompt: a session that never
             // got one cannot be resumed, but can start again under its own id.
-            let transcript =
-                crate::store::TranscriptLocation::expected(&self.shared.config.config_root, &self.cwd, id).path;
+            let transcript = TranscriptLocation::expected(&self.shared.config.config_root, &self.cwd, id).path;
             // (The first launch resumes what the user named: a missing one must fail as such.)
             let launch = match launch {
                 Launch::Resume if generation > 1 && !transcript.exists() => &Launch::Fresh,
@@ -691,7 +694,7 @@ impl SessionActor {
     fn archive(&mut self, from: &SessionId, to: &SessionId) {
         let Some(old) = self.corrupted.take() else { return };
         debug_assert_eq!(&old, from);
-        let loc = crate::store::TranscriptLocation::expected(&self.shared.config.config_root, &self.cwd, from);
+        let loc = TranscriptLocation::expected(&self.shared.config.config_root, &self.cwd, from);
         let entry = CorruptedSession {
             session_id: from.clone(),
             replaced_by: to.clone(),

@@ -75,3 +75,83 @@ pub fn terminate_all(pids: &[u32], kill_after: Duration) {
         procs::signal(p, libc::SIGKILL);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mimesis_core::clock::Timestamp;
+    use mimesis_core::ids::SessionId;
+    use mimesis_fleetdb::ledger::{FileLedger, open};
+    use mimesis_os::owner;
+
+    fn record(pid: u32) -> ProcessRecord {
+        // Right after a spawn, /proc can still show the parent's command line, or none
+        // (the exec released the parent before it set up the new arguments).
+        let mut cmdline = procs::cmdline(pid).unwrap_or_default();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mine = procs::cmdline(std::process::id()).unwrap_or_default();
+        while pid != std::process::id() && (cmdline.is_empty() || cmdline == mine) {
+            assert!(Instant::now() < deadline, "the child's command line never showed");
+            std::thread::sleep(Duration::from_millis(5));
+            cmdline = procs::cmdline(pid).unwrap_or_default();
+        }
+        ProcessRecord {
+            session_id: SessionId::parse("s1").unwrap(),
+            cwd: "/p".into(),
+            pid,
+            start_ticks: procs::start_ticks(pid).unwrap_or(0),
+            cmdline,
+            boot_id: procs::boot_id(),
+            started_at: Timestamp::from_millis(0),
+        }
+    }
+
+    #[test]
+    fn a_dead_owners_live_process_is_killed_a_reused_pid_is_not() {
+        let d = tempfile::tempdir().unwrap();
+        let l = FileLedger::new(d.path());
+        let dead_owner = Owner { pid: 999_999, start_ticks: 1, boot_id: procs::boot_id() };
+        let mark = fleet::owner_mark(dead_owner.pid, dead_owner.start_ticks);
+        let mut victim = std::process::Command::new("sleep").arg("300").env(fleet::OWNER_ENV, &mark).spawn().unwrap();
+        // Even with the dead owner's mark: a PID whose process started at another time.
+        let mut bystander =
+            std::process::Command::new("sleep").arg("300").env(fleet::OWNER_ENV, &mark).spawn().unwrap();
+        // The same command line, recorded, but not started by that owner (no mark).
+        let mut unmarked = std::process::Command::new("sleep").arg("300").spawn().unwrap();
+        let mut reused = record(bystander.id());
+        reused.start_ticks += 1; // the recorded process started at another time
+        l.save(&dead_owner, &[record(victim.id()), reused, record(unmarked.id())]).unwrap();
+        // A live owner's records are never touched.
+        l.save(&owner::me(), &[record(bystander.id())]).unwrap();
+        let report =
+            clean_previous_runs(&l, &Owner { pid: 1, start_ticks: 0, boot_id: String::new() }, Duration::from_secs(2))
+                .unwrap();
+        assert_eq!(report.killed, [victim.id()]);
+        assert_eq!(report.reused, [bystander.id()]);
+        assert!(victim.wait().unwrap().code().is_none(), "killed by a signal");
+        assert!(bystander.try_wait().unwrap().is_none(), "the bystander lives");
+        assert!(unmarked.try_wait().unwrap().is_none(), "a process without the owner's mark lives");
+        unmarked.kill().unwrap();
+        unmarked.wait().unwrap();
+        assert_eq!(l.load().unwrap().len(), 1, "the dead owner's file is gone, the live one's stays");
+        bystander.kill().unwrap();
+        bystander.wait().unwrap();
+    }
+
+    #[test]
+    fn the_database_ledger_cleans_orphans_an_older_run_recorded_in_files() {
+        let d = tempfile::tempdir().unwrap();
+        let dead_owner = Owner { pid: 999_998, start_ticks: 3, boot_id: procs::boot_id() };
+        let mark = fleet::owner_mark(dead_owner.pid, dead_owner.start_ticks);
+        let mut orphan = std::process::Command::new("sleep").arg("300").env(fleet::OWNER_ENV, mark).spawn().unwrap();
+        FileLedger::new(d.path()).save(&dead_owner, &[record(orphan.id())]).unwrap();
+        let ledger = open(d.path());
+        assert!(d.path().join(mimesis_fleetdb::FILE_NAME).exists(), "the fleet database holds the ledger");
+        assert_eq!(ledger.load().unwrap().len(), 1, "the file's records are read too");
+        let report = clean_previous_runs(ledger.as_ref(), &owner::me(), Duration::from_secs(2)).unwrap();
+        assert_eq!(report.killed, [orphan.id()]);
+        assert!(orphan.wait().unwrap().code().is_none());
+        assert!(ledger.load().unwrap().is_empty());
+        assert_eq!(std::fs::read_dir(d.path().join("supervised")).unwrap().count(), 0, "the old file is gone");
+    }
+}

@@ -1,29 +1,26 @@
 //! Supervised PTY sessions (SPEC P1–P14): Mimesis runs the agent in a pseudo-terminal and
-//! keeps it alive through crashes, memory bloat, long runs and idleness.
+//! keeps it alive through crashes, memory bloat, long runs and idleness. This crate is the
+//! driver; the rules it carries out are `mimesis_core::supervision` (a pure policy per
+//! session and for the fleet, the limits, the events and their wording).
 //!
-//! - [`limits`]: every interval and threshold, with the spec's defaults and validation.
-//! - [`policy`]: the pure per-session state machine, (state, input, now) -> effects.
-//! - [`fleet`]: the pure fleet-wide rules: the live-session cap (LRU), disk, orphans.
-//! - [`event`]: the supervision events and the seeds' wording.
-//! - [`ledger`]: the processes started, in the fleet database, for cleaning up after a
-//!   crash of Mimesis; [`metrics`]: each supervisor's published metrics (P14).
-//! - [`supervisor`]: the handle, the per-session actors and the fleet task.
+//! - [`supervisor`]: the [`Supervisor`] handle the faces use, and the fleet task (the
+//!   live-session cap, disk, the orphan scan, the ledger, the metrics).
+//! - `actor`: one tokio task per session that owns the PTY and the agent's process group
+//!   and carries out the policy's effects; [`monitor`]: the terminal-screen model
+//!   (`vt100`) and the signals read from it.
+//! - [`cleanup`]: what earlier, dead Mimesis processes left running is killed at start.
+//! - [`metrics`]: each supervisor's metrics, published for `mimesis metrics` (P14).
+//!
+//! Layer: above `mimesis-core` and `mimesis-os`. It does not know the engine: the wiring
+//! shows each session's supervision in the roster through [`Roster`] and feeds the
+//! transcript's and the registry's view of the agent in through
+//! [`Supervisor::transcript_status`].
 
 mod actor;
-pub mod event;
-pub mod fleet;
-pub mod flow;
-pub mod ledger;
-pub mod limits;
+pub mod cleanup;
 pub mod metrics;
 pub mod monitor;
-pub mod policy;
 pub mod supervisor;
-pub mod view;
 
 pub use actor::Attachment;
-pub use event::{EventKind, ReadyStatus, SupervisionEvent};
-pub use limits::{FieldError, Limits, LimitsEnv, SuspendMode, parse_duration};
-pub use policy::{AgentKind, Mode, SupervisionState, TerminatedReason};
-pub use supervisor::{AgentCommand, Supervisor, SupervisorConfig, SupervisorError, new_session_id};
-pub use view::{Metrics, ResourceRow, Resources, Supervision};
+pub use supervisor::{Roster, Supervisor, SupervisorConfig, SupervisorError, new_session_id};

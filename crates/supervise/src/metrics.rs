@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::ledger::Owner;
-use super::view::Metrics;
-use crate::clock::Timestamp;
+use mimesis_core::clock::Timestamp;
+use mimesis_core::supervision::ledger::Owner;
+use mimesis_core::supervision::view::Metrics;
 
 /// The folder of the snapshots, under the data dir.
 pub const DIR_NAME: &str = "metrics";
@@ -101,7 +101,7 @@ pub fn collect(dir: &Path, clean: bool) -> Collected {
         }
         let snapshot = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice::<Snapshot>(&b).ok());
         match snapshot {
-            Some(s) if file_of(dir, &s.owner) == path && s.owner.alive() => {
+            Some(s) if file_of(dir, &s.owner) == path && mimesis_os::owner::alive(&s.owner) => {
                 out.metrics.add(&s.metrics);
                 out.live.push(Publisher {
                     pid: s.owner.pid,
@@ -137,15 +137,15 @@ mod tests {
     #[test]
     fn live_publishers_add_up_dead_ones_are_set_aside_and_cleaned() {
         let d = tempfile::tempdir().unwrap();
-        let me = Owner::me();
+        let me = mimesis_os::owner::me();
         // Another live process: our parent is a stand-in for "the app".
         let ppid = std::os::unix::process::parent_id();
         let parent = Owner {
             pid: ppid,
-            start_ticks: crate::procs::start_ticks(ppid).unwrap(),
-            boot_id: crate::procs::boot_id(),
+            start_ticks: mimesis_os::procs::start_ticks(ppid).unwrap(),
+            boot_id: mimesis_os::procs::boot_id(),
         };
-        let dead = Owner { pid: 999_999, start_ticks: 5, boot_id: crate::procs::boot_id() };
+        let dead = Owner { pid: 999_999, start_ticks: 5, boot_id: mimesis_os::procs::boot_id() };
         let reused = Owner { start_ticks: me.start_ticks + 1, ..me.clone() };
         publish(d.path(), &snapshot(me.clone(), "a", 100, 1)).unwrap();
         publish(d.path(), &snapshot(parent, "b", 50, 2)).unwrap();

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use regex::Regex;
 
-use super::policy::{Activity, ScreenSignal};
+use mimesis_core::supervision::policy::{Activity, ScreenSignal};
 
 const QUESTIONS: &[&str] =
     &["Do you want to proceed?", "Do you want to make this edit to", "Do you want to create", "Do you want to allow"];
@@ -414,7 +414,7 @@ mod tests {
     }
 
     fn mon() -> Monitor {
-        Monitor::new(40, 120, &[super::super::limits::DEFAULT_CRASH_PATTERN.to_owned()])
+        Monitor::new(40, 120, &[mimesis_core::supervision::limits::DEFAULT_CRASH_PATTERN.to_owned()])
     }
 
     const PROMPT: &str =

@@ -7,9 +7,10 @@
 //! the published metrics up to date, through a recorder thread so that neither a busy
 //! database nor a slow disk ever holds it up.
 //!
-//! Limits can change while sessions run ([`Supervisor::set_limits`]); a supervisor
-//! started with [`SupervisorConfig::for_engine`] follows the engine's stored settings, so
-//! `settings_set` reaches running sessions at once.
+//! Limits can change while sessions run ([`Supervisor::set_limits`]); the wiring follows
+//! the stored settings and calls it, so `settings_set` reaches running sessions at once.
+//! The roster learns each session's supervision through [`Roster`], and the transcript's
+//! view of the agent comes in through [`Supervisor::transcript_status`].
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -19,20 +20,30 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use super::actor::{self, Attachment, SessionActor, SessionCmd};
-use super::event::{EventKind, SupervisionEvent, wording};
-use super::fleet::{self, CapEntry, DiskAction, DiskWatch, OrphanWatch, ScanFacts};
-use super::ledger::{self, Cleanup, Owner, ProcessLedger, ProcessRecord};
-use super::limits::{FieldError, Limits, LimitsEnv};
-use super::metrics;
-use super::policy::{AgentKind, Delivery, Input, SessionPolicy, SupervisionState};
-use super::view::{Metrics, ResourceRow, Resources, Supervision};
-use crate::clock::{Clock, SystemClock, Timestamp};
-use crate::engine::Engine;
-use crate::ids::SessionId;
-use crate::procs;
-use crate::settings::Settings;
-use crate::store::{StoreEvent, TranscriptLocation};
+use mimesis_core::clock::{Clock, SystemClock, Timestamp};
+use mimesis_core::ids::SessionId;
+use mimesis_core::layout::TranscriptLocation;
+use mimesis_core::status::Status;
+use mimesis_core::supervision::AgentCommand;
+use mimesis_core::supervision::event::{EventKind, SupervisionEvent, wording};
+use mimesis_core::supervision::fleet::{self, CapEntry, DiskAction, DiskWatch, OrphanWatch, ScanFacts};
+use mimesis_core::supervision::ledger::{Owner, ProcessLedger, ProcessRecord};
+use mimesis_core::supervision::limits::Limits;
+use mimesis_core::supervision::policy::{Delivery, Input, SessionPolicy, SupervisionState};
+use mimesis_core::supervision::view::{Metrics, ResourceRow, Resources, Supervision};
+use mimesis_os::procs;
+
+use crate::actor::{self, Attachment, SessionActor, SessionCmd};
+use crate::cleanup::{self, Cleanup};
+use crate::metrics;
+
+/// Where each supervised session's supervision is shown: the engine's roster, connected
+/// by the wiring. Called synchronously, in order, before the event that a change causes
+/// is sent, so a listener that reads the roster on an event sees the state it is about.
+pub trait Roster: Send + Sync {
+    /// `supervision`: the session's state now, or `None` once it is no longer supervised.
+    fn show(&self, location: TranscriptLocation, supervision: Option<Supervision>);
+}
 
 /// How the supervisor runs.
 #[derive(Clone)]
@@ -41,21 +52,14 @@ pub struct SupervisorConfig {
     pub agent: AgentCommand,
     /// The limits at start ([`Supervisor::set_limits`] changes them later).
     pub limits: Limits,
-    /// Environment overrides re-applied to every settings change that is followed
-    /// (`follow_settings`); the start `limits` are expected to include them already.
-    pub limits_env: LimitsEnv,
-    /// Follow the engine's settings ([`Engine::subscribe_settings`]): each change sets
-    /// the limits (with `limits_env` on top) and the agent of new sessions.
-    pub follow_settings: bool,
     pub clock: Arc<dyn Clock>,
     /// The Claude Code config root the agents write to: transcripts, shell snapshots.
     pub config_root: PathBuf,
     /// Set `CLAUDE_CONFIG_DIR` to this for the agents (None: they inherit the environment).
     pub config_root_env: Option<PathBuf>,
     pub ledger: Arc<dyn ProcessLedger>,
-    /// The engine whose roster shows supervised sessions, and whose transcript status
-    /// helps tell when a turn is done.
-    pub engine: Option<Engine>,
+    /// Where supervised sessions are shown (the engine's roster), if anywhere.
+    pub roster: Option<Arc<dyn Roster>>,
     /// Terminal size of a new session (cols, rows).
     pub size: (u16, u16),
     /// Output kept per session for re-attaching.
@@ -69,53 +73,24 @@ pub struct SupervisorConfig {
 }
 
 impl SupervisorConfig {
-    /// The defaults: `claude`, the spec's limits, the system clock, the ledger in the
-    /// fleet database of `data_dir` (files there when the database cannot be opened),
-    /// metrics published in `data_dir`.
-    pub fn new(config_root: PathBuf, data_dir: PathBuf) -> SupervisorConfig {
+    /// The defaults: `claude`, the spec's limits, the system clock, processes recorded in
+    /// `ledger`, no roster, metrics published nowhere.
+    pub fn new(config_root: PathBuf, ledger: Arc<dyn ProcessLedger>) -> SupervisorConfig {
         SupervisorConfig {
             agent: AgentCommand::new("claude"),
             limits: Limits::default(),
-            limits_env: LimitsEnv::default(),
-            follow_settings: false,
             clock: Arc::new(SystemClock),
             config_root,
             config_root_env: None,
-            ledger: ledger::open(&data_dir),
-            engine: None,
+            ledger,
+            roster: None,
             size: (120, 40),
             scrollback_bytes: 2 * 1024 * 1024,
             subreaper: true,
             clean_previous: true,
-            metrics_dir: Some(metrics::dir(&data_dir)),
+            metrics_dir: None,
         }
     }
-
-    /// The desktop app's supervisor: sessions in the engine's roster, the limits and
-    /// agent of the stored settings with this process's environment overrides on top
-    /// (`MAX_SESSION_DURATION_SECONDS`, `MAX_SESSION_RSS_MB`, …: see
-    /// [`super::limits::ENV_VARS`]), following every later `settings_set`. An override
-    /// that cannot be read or would make the limits invalid is logged and not applied.
-    pub fn for_engine(engine: &Engine, config_root: PathBuf, data_dir: PathBuf) -> SupervisorConfig {
-        let settings = engine.subscribe_settings().borrow().clone();
-        let mut config = SupervisorConfig::new(config_root, data_dir);
-        config.limits_env = LimitsEnv::from_process();
-        config.limits = effective_limits(&settings, &config.limits_env).0;
-        config.agent = settings.agent.command();
-        config.clock = engine.clock().clone();
-        config.engine = Some(engine.clone());
-        config.follow_settings = true;
-        config
-    }
-}
-
-/// The stored limits with the environment's overrides, the problems logged.
-fn effective_limits(settings: &Settings, env: &LimitsEnv) -> (Limits, Vec<FieldError>) {
-    let (limits, errors) = env.apply(&settings.limits);
-    for e in &errors {
-        tracing::warn!(field = %e.field, "{}", e.message);
-    }
-    (limits, errors)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -208,17 +183,6 @@ impl Shared {
         self.fleet(FleetMsg::LimitsChanged);
     }
 
-    /// A settings change followed from the engine.
-    fn apply_settings(&self, settings: &Settings) -> Vec<FieldError> {
-        let (limits, errors) = effective_limits(settings, &self.config.limits_env);
-        if limits != self.limits() {
-            tracing::info!("the limits changed; running sessions use them from now on");
-            self.set_limits(limits);
-        }
-        *lock(&self.agent) = settings.agent.command();
-        errors
-    }
-
     /// P14, from the counters and the last measurements.
     fn metrics(&self) -> Metrics {
         let c = &self.counters;
@@ -275,8 +239,8 @@ impl Shared {
                 };
             }
         }
-        if let Some(engine) = &self.config.engine {
-            engine.set_supervision(TranscriptLocation::expected(&self.config.config_root, cwd, id), Some(sup.clone()));
+        if let Some(roster) = &self.config.roster {
+            roster.show(TranscriptLocation::expected(&self.config.config_root, cwd, id), Some(sup.clone()));
         }
         self.fleet(FleetMsg::Changed);
     }
@@ -317,16 +281,16 @@ impl Shared {
             }
         }
         lock(&self.aliases).insert(from.clone(), to.clone());
-        if let Some(engine) = &self.config.engine {
-            engine.set_supervision(TranscriptLocation::expected(&self.config.config_root, cwd, from), None);
+        if let Some(roster) = &self.config.roster {
+            roster.show(TranscriptLocation::expected(&self.config.config_root, cwd, from), None);
         }
     }
 
     pub(crate) fn finished(&self, id: &SessionId) {
         let removed = lock(&self.sessions).remove(id);
-        if let (Some(e), Some(engine)) = (removed, &self.config.engine) {
+        if let (Some(e), Some(roster)) = (removed, &self.config.roster) {
             let loc = TranscriptLocation::expected(&self.config.config_root, Path::new(&e.supervision.cwd), id);
-            engine.set_supervision(loc, None);
+            roster.show(loc, None);
         }
         self.fleet(FleetMsg::Changed);
     }
@@ -369,10 +333,10 @@ impl Supervisor {
         if config.subreaper && !procs::become_subreaper() {
             tracing::warn!("cannot become a child subreaper; orphans of dead agents go to init");
         }
-        let me = Owner::me();
+        let me = mimesis_os::owner::me();
         let cleanup = if config.clean_previous {
             let (ledger, kill_after, me) = (config.ledger.clone(), config.limits.kill_after, me.clone());
-            match tokio::task::spawn_blocking(move || ledger::clean_previous_runs(ledger.as_ref(), &me, kill_after))
+            match tokio::task::spawn_blocking(move || cleanup::clean_previous_runs(ledger.as_ref(), &me, kill_after))
                 .await
             {
                 Ok(Ok(c)) => c,
@@ -385,10 +349,6 @@ impl Supervisor {
         } else {
             Cleanup::default()
         };
-        if let Some(engine) = &config.engine {
-            // Supervised transcripts must be watched to be read.
-            let _ = engine.add_root(config.config_root.clone()).await;
-        }
         if let Some(dir) = config.metrics_dir.clone() {
             // Snapshots of supervisors that died without withdrawing them.
             let _ = tokio::task::spawn_blocking(move || metrics::collect(&dir, true)).await;
@@ -400,10 +360,6 @@ impl Supervisor {
         let killed = cleanup.killed.len() as u64;
         counters.orphans.fetch_add(killed, Ordering::Relaxed);
         counters.zombies.fetch_add(killed, Ordering::Relaxed);
-        let settings = match (&config.engine, config.follow_settings) {
-            (Some(engine), true) => Some(engine.subscribe_settings()),
-            _ => None,
-        };
         let shared = Arc::new(Shared {
             clock: config.clock.clone(),
             limits: Mutex::new(config.limits.clone()),
@@ -418,12 +374,6 @@ impl Supervisor {
             counters,
         });
         tokio::spawn(fleet_task(shared.clone(), fleet_rx));
-        if let Some(engine) = shared.config.engine.clone() {
-            tokio::spawn(forward_transcript_status(Arc::downgrade(&shared), engine));
-        }
-        if let Some(rx) = settings {
-            tokio::spawn(follow_settings(Arc::downgrade(&shared), rx));
-        }
         Supervisor { shared, cleanup: Arc::new(cleanup) }
     }
 
@@ -438,13 +388,6 @@ impl Supervisor {
     /// where they come from a person.
     pub fn set_limits(&self, limits: Limits) {
         self.shared.set_limits(limits);
-    }
-
-    /// The limits of `settings` with this supervisor's environment overrides on top (what
-    /// a followed settings change does), and the agent of new sessions. Returns the
-    /// overrides' problems (they are then not applied).
-    pub fn apply_settings(&self, settings: &Settings) -> Vec<FieldError> {
-        self.shared.apply_settings(settings)
     }
 
     /// The program new sessions run.
@@ -590,6 +533,17 @@ impl Supervisor {
         self.shared.sender(id)?.send(cmd).map_err(|_| SupervisorError::UnknownSession(id.clone()))
     }
 
+    /// What the transcript and the live registry say of a supervised session (the wiring
+    /// follows the engine's roster and calls this): it helps the policy tell a finished
+    /// turn when the screen can't. A status for a session not supervised under exactly
+    /// this id goes nowhere: after a fresh start replaced a corrupted session (EC-007),
+    /// the old transcript must not drive the new one.
+    pub fn transcript_status(&self, id: &SessionId, status: Status) {
+        if let Some(tx) = self.shared.transcript_target(id) {
+            let _ = tx.send(SessionCmd::Control(Input::Transcript(status)));
+        }
+    }
+
     /// Supervision events from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<SupervisionEvent>> {
         self.shared.events.subscribe()
@@ -716,7 +670,7 @@ pub fn new_session_id() -> SessionId {
 fn placeholder_supervision(agent: &AgentCommand, cwd: &Path, now: Timestamp) -> Supervision {
     Supervision {
         state: SupervisionState::Running,
-        mode: super::policy::Mode::Persistent,
+        mode: mimesis_core::supervision::policy::Mode::Persistent,
         agent: agent.display_name(),
         cwd: cwd.to_string_lossy().into_owned(),
         pid: None,
@@ -750,41 +704,6 @@ fn which(program: &Path) -> Result<PathBuf, String> {
             "cannot find the agent program {:?} (not a file, nor on PATH); install it or pass --agent",
             program.display().to_string()
         )),
-    }
-}
-
-/// The transcript's status helps the policy tell a finished turn when the screen can't.
-async fn forward_transcript_status(shared: std::sync::Weak<Shared>, engine: Engine) {
-    let mut rx = engine.subscribe();
-    loop {
-        let env = match rx.recv().await {
-            Ok(env) => env,
-            Err(broadcast::error::RecvError::Lagged(_)) => continue,
-            Err(broadcast::error::RecvError::Closed) => return,
-        };
-        let Some(shared) = shared.upgrade() else { return };
-        let (id, status) = match &env.event {
-            StoreEvent::Discovered { session } => (session.session_id.clone(), Some(session.status)),
-            StoreEvent::Updated { session_id, changes } => {
-                (session_id.clone(), changes.get("status").and_then(|v| serde_json::from_value(v.clone()).ok()))
-            }
-            StoreEvent::Removed { .. } => continue,
-        };
-        if let Some(status) = status
-            && let Some(tx) = shared.transcript_target(&id)
-        {
-            let _ = tx.send(SessionCmd::Control(Input::Transcript(status)));
-        }
-    }
-}
-
-/// Follows the engine's settings: each change reaches the limits and the agent.
-async fn follow_settings(shared: std::sync::Weak<Shared>, mut rx: tokio::sync::watch::Receiver<Settings>) {
-    rx.borrow_and_update(); // the start's limits came from these already
-    while rx.changed().await.is_ok() {
-        let settings = rx.borrow_and_update().clone();
-        let Some(shared) = shared.upgrade() else { return };
-        shared.apply_settings(&settings);
     }
 }
 
@@ -1050,7 +969,7 @@ async fn scan_orphans(shared: &Arc<Shared>, watch: &mut OrphanWatch) {
     let live: HashSet<u32> = lock(&shared.sessions).values().filter_map(|e| e.supervision.pid).collect();
     let kill_after = shared.limits().kill_after;
     let mut w = std::mem::take(watch);
-    let me = Owner::me();
+    let me = mimesis_os::owner::me();
     let mark = fleet::owner_mark(me.pid, me.start_ticks);
     let result = tokio::task::spawn_blocking(move || {
         let (scan, mut reaped) = {
@@ -1071,7 +990,7 @@ async fn scan_orphans(shared: &Arc<Shared>, watch: &mut OrphanWatch) {
         for pid in &scan.kill {
             tracing::warn!("WARNING: Orphaned subprocess PID={pid} detected");
         }
-        ledger::terminate_all(&scan.kill, kill_after);
+        cleanup::terminate_all(&scan.kill, kill_after);
         for pid in &scan.kill {
             if procs::reap(*pid) {
                 reaped += 1;
@@ -1094,7 +1013,8 @@ mod tests {
     #[tokio::test]
     async fn a_replaced_sessions_transcript_status_goes_nowhere() {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = SupervisorConfig::new(dir.path().join("claude"), dir.path().join("data"));
+        let ledger = std::sync::Arc::new(mimesis_fleetdb::ledger::FileLedger::new(dir.path().join("data")));
+        let mut config = SupervisorConfig::new(dir.path().join("claude"), ledger);
         config.subreaper = false;
         config.clean_previous = false;
         let sup = Supervisor::start(config).await;

@@ -10,27 +10,28 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use mimesis_core::attention::{Attention, AttentionSet, DEFAULT_DEBOUNCE, Notification, SupervisionSignal};
+use mimesis_core::chain::Link;
+use mimesis_core::clock::{Clock, SystemClock, Timestamp};
+use mimesis_core::cwd_files::{self, CwdFile, STATUS_FILE_TTL};
+use mimesis_core::hook_event::{self as hooks, HookEvent};
+use mimesis_core::ids::SessionId;
+use mimesis_core::layout::{self as roots, TranscriptLocation};
+use mimesis_core::persist::{Batch, PersistedSession, SessionArchive};
+use mimesis_core::session::TrackedSession;
+use mimesis_core::settings::NotificationSettings;
+use mimesis_core::status::Timeouts;
+use mimesis_core::supervision::view::Supervision;
+use mimesis_core::timeline::{ChainSegment, TimelineItem};
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
-use crate::attention::{Attention, AttentionSet, DEFAULT_DEBOUNCE, Notification, SupervisionSignal};
-use crate::chain::Link;
-use crate::clock::{Clock, SystemClock, Timestamp};
-use crate::cwd_files::{self, CwdFile};
-use crate::db::{Batch, Db, PersistedSession};
-use crate::hooks::{self, HookEvent};
-use crate::ids::SessionId;
-use crate::registry;
-use crate::roots;
-use crate::scan;
-use crate::session::TrackedSession;
-use crate::settings::{SetOutcome, Settings};
-use crate::status::Timeouts;
-use crate::store::{IndexedFile, Store, StoreEvent, TranscriptLocation};
-use crate::supervise::view::Supervision;
+use crate::cwd_files::read_bounded;
+use crate::store::{IndexedFile, Store, StoreEvent};
 use crate::tail::FileTail;
-use crate::timeline::{self, ChainSegment, TimelineItem, TimelineView};
-use crate::watch::{FsSignal, PathKind, RootWatcher, classify};
+use crate::timeline_view::{self as timeline, TimelineView};
+use crate::watcher::{FsSignal, PathKind, RootWatcher, classify};
+use crate::{registry, scan, spool};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -44,6 +45,17 @@ pub enum EngineError {
     Stopped,
 }
 
+/// Which sessions the engine follows.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Follow {
+    /// Every session under the roots (the app, `mimesis watch`).
+    #[default]
+    Everything,
+    /// Only the sessions being supervised ([`Engine::set_supervision`]): no index, and
+    /// other transcripts are not read (`mimesis run`, which needs its own agent's view).
+    SupervisedOnly,
+}
+
 /// How the engine runs. `Default` gives the spec's values and the system clock.
 #[derive(Clone)]
 pub struct EngineConfig {
@@ -55,11 +67,17 @@ pub struct EngineConfig {
     pub poll_interval: Duration,
     /// Store events kept for a slow subscriber before it has to resync.
     pub event_capacity: usize,
-    /// Mimesis's data dir: the fleet database (`fleet.db`) and the hook spool
-    /// (`hooks/`) live there. `None`: nothing is persisted and hooks are not read
-    /// (tests that need neither). With a database, the stored settings' watch timeouts
-    /// replace `timeouts`.
+    /// How long a status file is trusted (SPEC W6).
+    pub status_file_ttl: Duration,
+    /// Which notifications to decide on.
+    pub notifications: NotificationSettings,
+    /// Mimesis's data dir, where the hook spool (`hooks/`) lives. `None`: hooks are not
+    /// read (tests that need none).
     pub data_dir: Option<PathBuf>,
+    /// Where what was learnt is kept between runs (the fleet database). `None`: every
+    /// start reads every transcript.
+    pub archive: Option<Arc<dyn SessionArchive>>,
+    pub follow: Follow,
 }
 
 impl Default for EngineConfig {
@@ -70,7 +88,11 @@ impl Default for EngineConfig {
             clock: Arc::new(SystemClock),
             poll_interval: Duration::from_secs(2),
             event_capacity: 16_384,
+            status_file_ttl: STATUS_FILE_TTL,
+            notifications: NotificationSettings::default(),
             data_dir: None,
+            archive: None,
+            follow: Follow::Everything,
         }
     }
 }
@@ -133,7 +155,7 @@ enum Command {
     /// Bytes and lines read from transcripts so far.
     ReadStats(Reply<(u64, u64)>),
     ChainSegments(SessionId, Reply<Vec<ChainSegment>>),
-    ApplySettings(Box<Settings>, Reply<()>),
+    ApplySettings(Timeouts, Duration, NotificationSettings, Reply<()>),
     Supervision(SessionId, SupervisionSignal),
     Attention(Reply<AttentionSet>),
     /// The first roster from the fleet database, with the chain links it kept.
@@ -146,6 +168,7 @@ enum Command {
     TimelineRange(SessionId, usize, usize, Reply<Result<TimelinePage, EngineError>>),
     TimelineItem(SessionId, usize, Reply<Result<Option<TimelineItem>, EngineError>>),
     CloseTimeline(SessionId),
+    OpenTimelines(Reply<Vec<(SessionId, usize)>>),
     Supervise(TranscriptLocation, Option<Box<Supervision>>),
     /// The first roster: every transcript read at both ends only.
     Peeked(Vec<IndexedFile>),
@@ -164,11 +187,6 @@ pub struct Engine {
     attention: watch::Receiver<AttentionSet>,
     ready: watch::Receiver<Phase>,
     clock: Arc<dyn Clock>,
-    db: Option<Arc<Db>>,
-    /// The settings in force: stored ones at start, then each `settings_set`.
-    settings: Arc<watch::Sender<Settings>>,
-    roots: Vec<PathBuf>,
-    data_dir: Option<PathBuf>,
 }
 
 /// How far the start-up has come.
@@ -196,22 +214,15 @@ impl Engine {
         let (attention_tx, attention) = watch::channel(AttentionSet::default());
         let (ready_tx, ready) = watch::channel(Phase::Starting);
         let now = config.clock.now();
-        let db = config.data_dir.as_ref().map(|d| Arc::new(Db::open(&d.join(crate::db::FILE_NAME), now)));
-        let settings = db.as_ref().map(|db| db.settings());
-        let (settings_tx, _) = watch::channel(settings.clone().unwrap_or_default());
-        let mut timeouts = config.timeouts;
-        let mut store = Store::new(timeouts);
-        if let Some(s) = &settings {
-            timeouts = s.watch.timeouts();
-            store.set_timeouts(timeouts, s.watch.status_file_ttl(), now);
-        }
+        let mut store = Store::new(config.timeouts);
+        store.set_timeouts(config.timeouts, config.status_file_ttl, now);
         let watcher = match RootWatcher::new(fs_tx) {
             Ok(mut w) => {
                 for r in &config.roots {
                     w.watch_root(r);
                 }
                 if let Some(d) = &config.data_dir {
-                    hooks::prune_spool(d, now);
+                    spool::prune_spool(d, now);
                     let spool = hooks::spool_dir(d);
                     {
                         use std::os::unix::fs::DirBuilderExt;
@@ -226,7 +237,7 @@ impl Engine {
                 None
             }
         };
-        let persist = db.clone().map(Persister::start);
+        let persist = config.archive.clone().map(Persister::start);
         let actor = Actor {
             store,
             roots: config.roots.clone(),
@@ -243,15 +254,17 @@ impl Engine {
             data_dir: config.data_dir.clone(),
             spool_tails: HashMap::new(),
             cwd_dirs: HashMap::new(),
-            attention: Attention::new(settings.map(|s| s.notifications).unwrap_or_default(), DEFAULT_DEBOUNCE),
+            attention: Attention::new(config.notifications.clone(), DEFAULT_DEBOUNCE),
             armed: false,
             notifications: notifications.clone(),
             attention_tx,
             persist,
+            follow: config.follow,
         };
         let roots = config.roots.clone();
         let index_tx = cmd_tx.clone();
-        let index_db = db.clone();
+        let index_db = config.archive.clone();
+        let follow = config.follow;
         tokio::task::spawn_blocking(move || {
             // A quick first roster, then the exact one: only the full read counts usage
             // and compactions, and only it leaves each file at a reading position. With
@@ -259,14 +272,18 @@ impl Engine {
             // on from where the last run stopped.
             let t0 = std::time::Instant::now();
             let (persisted, links) = match &index_db {
-                Some(db) => load_persisted(db, &roots, now),
+                Some(archive) => load_persisted(archive.as_ref(), &roots),
                 None => (Vec::new(), Vec::new()),
             };
             if index_db.is_some() {
                 tracing::info!(sessions = persisted.len(), links = links.len(), elapsed = ?t0.elapsed(),
                     "loaded the fleet database");
             }
-            if persisted.is_empty() {
+            if follow == Follow::SupervisedOnly {
+                let _ = index_tx.send(Command::Restored(Vec::new(), links));
+                let _ = index_tx.send(Command::Peeked(Vec::new()));
+                let _ = index_tx.send(Command::Indexed(Vec::new()));
+            } else if persisted.is_empty() {
                 let _ = index_tx.send(Command::Restored(Vec::new(), links));
                 let _ = index_tx.send(Command::Peeked(scan::peek(&roots)));
                 let _ = index_tx.send(Command::Indexed(scan::index(&roots)));
@@ -285,19 +302,7 @@ impl Engine {
             }
         });
         tokio::spawn(actor.run(cmd_rx, fs_rx, config.poll_interval));
-        Engine {
-            cmd: cmd_tx,
-            events,
-            timeline,
-            notifications,
-            attention,
-            ready,
-            clock: config.clock,
-            db,
-            settings: Arc::new(settings_tx),
-            roots: config.roots,
-            data_dir: config.data_dir,
-        }
+        Engine { cmd: cmd_tx, events, timeline, notifications, attention, ready, clock: config.clock }
     }
 
     /// Waits until every transcript was read in full and changes are followed.
@@ -383,6 +388,12 @@ impl Engine {
         self.ask(|r| Command::TimelineItem(id.clone(), index, r)).await?
     }
 
+    /// The open timelines and their item counts (a consumer that missed updates resyncs
+    /// each of them).
+    pub async fn open_timelines(&self) -> Result<Vec<(SessionId, usize)>, EngineError> {
+        self.ask(Command::OpenTimelines).await
+    }
+
     pub fn close_timeline(&self, id: &SessionId) {
         let _ = self.cmd.send(Command::CloseTimeline(id.clone()));
     }
@@ -406,46 +417,15 @@ impl Engine {
         self.ask(Command::ReadStats).await
     }
 
-    /// The fleet database, when the engine has a data dir (the supervision records its
-    /// processes and corrupted sessions there).
-    pub fn db(&self) -> Option<&Arc<Db>> {
-        self.db.as_ref()
-    }
-
-    /// The stored settings (defaults when there is no database).
-    pub fn settings_get(&self) -> Settings {
-        self.db.as_ref().map(|db| db.settings()).unwrap_or_default()
-    }
-
-    /// The settings in force, and every later change made by [`Engine::settings_set`]. A
-    /// [`crate::supervise::Supervisor`] started with this engine follows it, so new limits
-    /// reach running sessions at once.
-    pub fn subscribe_settings(&self) -> watch::Receiver<Settings> {
-        self.settings.subscribe()
-    }
-
-    /// Validates and stores a settings document (docs/ipc.md `settings_set`); nothing is
-    /// saved while any field is wrong. The watch timeouts and notification choices apply
-    /// at once; the limits and agent reach the supervision through
-    /// [`Engine::subscribe_settings`].
-    pub async fn settings_set(&self, doc: &serde_json::Value) -> Result<SetOutcome, EngineError> {
-        match Settings::from_json(doc) {
-            Err(errors) => Ok(SetOutcome { settings: self.settings_get(), errors }),
-            Ok(settings) => {
-                if let Some(db) = &self.db
-                    && let Err(e) = db.save_settings(&settings)
-                {
-                    let errors = vec![crate::settings::FieldError {
-                        field: "settings".into(),
-                        message: format!("could not be saved: {e}"),
-                    }];
-                    return Ok(SetOutcome { settings: self.settings_get(), errors });
-                }
-                self.ask(|r| Command::ApplySettings(Box::new(settings.clone()), r)).await?;
-                self.settings.send_replace(settings.clone());
-                Ok(SetOutcome { settings, errors: Vec::new() })
-            }
-        }
+    /// New watch timeouts, status-file trust and notification choices, from now on; every
+    /// row is re-derived.
+    pub async fn apply_settings(
+        &self,
+        timeouts: Timeouts,
+        status_file_ttl: Duration,
+        notifications: NotificationSettings,
+    ) -> Result<(), EngineError> {
+        self.ask(|r| Command::ApplySettings(timeouts, status_file_ttl, notifications, r)).await
     }
 
     /// Desktop notifications to show (SPEC U5), decided by [`crate::attention`].
@@ -467,44 +447,15 @@ impl Engine {
     pub fn supervision_signal(&self, id: &SessionId, signal: SupervisionSignal) {
         let _ = self.cmd.send(Command::Supervision(id.clone(), signal));
     }
-
-    /// Whether Mimesis's hooks are installed in each root (docs/ipc.md `hooks_status`).
-    pub fn hooks_status(&self) -> Vec<crate::hooks::install::HookStatus> {
-        self.roots.iter().map(|r| crate::hooks::install::status(r)).collect()
-    }
-
-    /// Installs the hooks into every root, running `exe hook --data-dir <this data dir>`
-    /// (`exe`: the running binary, which must handle a first argument `hook` with
-    /// [`crate::hooks::run_hook`]). All or nothing; the error is a sentence for the user.
-    pub fn hooks_install(&self, exe: &Path) -> Result<Vec<crate::hooks::install::HookStatus>, String> {
-        let data_dir = self.data_dir.clone().unwrap_or_else(roots::data_dir);
-        let command = crate::hooks::install::hook_command(exe, &data_dir);
-        crate::hooks::install::install_all(&self.roots, &command, self.clock.now()).map_err(|e| e.to_string())
-    }
-
-    /// Removes exactly the hooks Mimesis added, from every root.
-    pub fn hooks_uninstall(&self) -> Result<Vec<crate::hooks::install::HookStatus>, String> {
-        crate::hooks::install::uninstall_all(&self.roots, self.clock.now()).map_err(|e| e.to_string())
-    }
-
-    /// `mimesis doctor` for this engine's roots, data dir and database.
-    pub async fn doctor(&self) -> crate::doctor::DoctorReport {
-        let roots = self.roots.clone();
-        let data_dir = self.data_dir.clone().unwrap_or_else(roots::data_dir);
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || crate::doctor::run(&roots, &data_dir, db.as_deref()))
-            .await
-            .expect("doctor does not panic")
-    }
 }
 
-/// Loads what the fleet database kept for `roots`. A database found corrupt here is
-/// rebuilt (and the transcripts read from scratch).
-fn load_persisted(db: &Db, roots: &[PathBuf], now: Timestamp) -> (Vec<PersistedSession>, Vec<Link>) {
-    match (db.load_sessions(roots), db.load_links()) {
-        (Ok(s), Ok(l)) => (s, l),
-        (Err(e), _) | (_, Err(e)) => {
-            db.rebuild(&e.to_string(), now);
+/// Loads what the archive kept for `roots`. An archive found unusable here is rebuilt
+/// (and the transcripts read from scratch).
+fn load_persisted(archive: &dyn SessionArchive, roots: &[PathBuf]) -> (Vec<PersistedSession>, Vec<Link>) {
+    match archive.load(roots) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            archive.rebuild(&e);
             (Vec::new(), Vec::new())
         }
     }
@@ -530,7 +481,7 @@ impl OpenTimeline {
     }
 }
 
-/// Writes batches to the fleet database on its own thread, off the actor's path.
+/// Writes batches to the archive on its own thread, off the actor's path.
 struct Persister {
     tx: std::sync::mpsc::Sender<PersistMsg>,
 }
@@ -541,7 +492,7 @@ enum PersistMsg {
 }
 
 impl Persister {
-    fn start(db: Arc<Db>) -> Persister {
+    fn start(archive: Arc<dyn SessionArchive>) -> Persister {
         let (tx, rx) = std::sync::mpsc::channel::<PersistMsg>();
         std::thread::Builder::new()
             .name("mimesis-db".into())
@@ -549,12 +500,12 @@ impl Persister {
                 for msg in rx {
                     match msg {
                         PersistMsg::Batch(b) => {
-                            if let Err(e) = db.save(&b, SystemClock.now()) {
+                            if let Err(e) = archive.save(&b) {
                                 tracing::warn!(error = %e, "could not write to the fleet database");
                             }
                         }
                         PersistMsg::Flush(ack) => {
-                            db.checkpoint();
+                            archive.checkpoint();
                             let _ = ack.send(());
                         }
                     }
@@ -605,6 +556,7 @@ struct Actor {
     notifications: broadcast::Sender<Notification>,
     attention_tx: watch::Sender<AttentionSet>,
     persist: Option<Persister>,
+    follow: Follow,
 }
 
 /// Sessions active within this long have their `<cwd>/.claude/` watched.
@@ -696,6 +648,11 @@ impl Actor {
         }
     }
 
+    /// Whether this engine reads the transcript of `id`.
+    fn follows(&self, id: &SessionId) -> bool {
+        self.follow == Follow::Everything || self.store.is_supervised(id)
+    }
+
     fn publish(&mut self, events: Vec<StoreEvent>) {
         if events.is_empty() {
             return;
@@ -744,7 +701,7 @@ impl Actor {
     /// Reads what was appended to the hook spool files.
     fn read_spool(&mut self) {
         let Some(data_dir) = self.data_dir.clone() else { return };
-        for path in hooks::spool_files(&data_dir) {
+        for path in spool::spool_files(&data_dir) {
             self.read_spool_file(&path);
         }
     }
@@ -776,7 +733,7 @@ impl Actor {
         let since = Timestamp::from_millis(now.millis() - CWD_WATCH_WINDOW.as_millis() as i64);
         let cwds = self.store.recent_cwds(since);
         for cwd in cwds.into_iter().take(CWD_WATCH_MAX) {
-            let Ok(checked) = hooks::checked_cwd(&cwd) else { continue };
+            let Ok(checked) = roots::checked_cwd(&cwd) else { continue };
             let dir = cwd_files::dot_claude(&checked);
             if self.cwd_dirs.contains_key(&dir) || !dir.is_dir() {
                 continue;
@@ -813,7 +770,7 @@ impl Actor {
                 if !path.exists() {
                     return;
                 }
-                match cwd_files::read_bounded(path, cwd_files::MAX_MARKER_BYTES)
+                match read_bounded(path, cwd_files::MAX_MARKER_BYTES)
                     .and_then(|b| cwd_files::parse_marker(&b, &id, &cwd))
                 {
                     Ok(m) => self.store.marker(m, now),
@@ -831,7 +788,7 @@ impl Actor {
                         .and_then(|m| m.modified())
                         .ok()
                         .map(Timestamp::from_system_time);
-                    match cwd_files::read_bounded(path, cwd_files::MAX_STATUS_BYTES)
+                    match read_bounded(path, cwd_files::MAX_STATUS_BYTES)
                         .and_then(|b| cwd_files::parse_status_file(&b, mtime))
                     {
                         Ok(r) => self.store.status_file(&id, &cwd, Some(r), now),
@@ -876,9 +833,9 @@ impl Actor {
                     .collect();
                 let _ = reply.send(v);
             }
-            Command::ApplySettings(settings, reply) => {
-                let events = self.store.set_timeouts(settings.watch.timeouts(), settings.watch.status_file_ttl(), now);
-                self.attention.set_settings(settings.notifications.clone());
+            Command::ApplySettings(timeouts, status_file_ttl, notifications, reply) => {
+                let events = self.store.set_timeouts(timeouts, status_file_ttl, now);
+                self.attention.set_settings(notifications);
                 self.publish(events);
                 let _ = reply.send(());
             }
@@ -986,6 +943,9 @@ impl Actor {
             Command::CloseTimeline(id) => {
                 self.timelines.remove(&id);
             }
+            Command::OpenTimelines(reply) => {
+                let _ = reply.send(self.timelines.iter().map(|(id, t)| (id.clone(), t.total())).collect());
+            }
             Command::Supervise(location, supervision) => {
                 let events = self.store.set_supervision(location, supervision.map(|b| *b), now);
                 self.publish(events);
@@ -1022,7 +982,7 @@ impl Actor {
             let Some(root) = self.roots.iter().find(|r| path.starts_with(r)).cloned() else { continue };
             match classify(&root, &path) {
                 PathKind::ProjectFile => {
-                    if let Some(loc) = TranscriptLocation::of(&root, &path) {
+                    if let Some(loc) = TranscriptLocation::of(&root, &path).filter(|l| self.follows(&l.session_id)) {
                         touched_sessions.push(loc.session_id.clone());
                         events.extend(self.store.file_changed(loc, now));
                     }
@@ -1031,6 +991,7 @@ impl Actor {
                     if path.is_dir() {
                         let mut found = Vec::new();
                         scan::discover_project(&root, &path, &mut found);
+                        found.retain(|l| self.follows(&l.session_id));
                         for loc in found {
                             touched_sessions.push(loc.session_id.clone());
                             events.extend(self.store.file_changed(loc, now));
@@ -1117,7 +1078,9 @@ impl Actor {
         let now = self.clock.now();
         let mut events = Vec::new();
         for loc in scan::discover(root) {
-            events.extend(self.store.file_changed(loc, now));
+            if self.follows(&loc.session_id) {
+                events.extend(self.store.file_changed(loc, now));
+            }
         }
         events
     }
@@ -1157,7 +1120,7 @@ impl Actor {
         let mut events = Vec::new();
         for root in dirty {
             let alive: Vec<_> =
-                registry::read_dir(&roots::sessions_dir(&root)).into_iter().filter(|e| e.alive()).collect();
+                registry::read_dir(&roots::sessions_dir(&root)).into_iter().filter(registry::alive).collect();
             events.extend(self.store.set_registry(&root, alive, now));
         }
         self.publish(events);
@@ -1180,8 +1143,9 @@ pub fn roster_once(
     timeouts: Timeouts,
     now: Timestamp,
     data_dir: Option<&Path>,
+    links: Vec<Link>,
 ) -> Vec<TrackedSession> {
-    let store = store_once(roots, timeouts, now, data_dir, scan::index(roots));
+    let store = store_once(roots, timeouts, now, data_dir, links, scan::index(roots));
     store.snapshot()
 }
 
@@ -1190,28 +1154,25 @@ fn store_once(
     timeouts: Timeouts,
     now: Timestamp,
     data_dir: Option<&Path>,
+    links: Vec<Link>,
     files: Vec<IndexedFile>,
 ) -> Store {
     let mut store = Store::new(timeouts);
-    if let Some(d) = data_dir
-        && let Ok(db) = Db::open_read_only(&d.join(crate::db::FILE_NAME))
-    {
-        store.restore_links(db.load_links().unwrap_or_default());
-    }
+    store.restore_links(links);
     for f in files {
         store.adopt(f, now);
     }
     for root in roots {
-        let alive = registry::read_dir(&roots::sessions_dir(root)).into_iter().filter(|e| e.alive()).collect();
+        let alive = registry::read_dir(&roots::sessions_dir(root)).into_iter().filter(registry::alive).collect();
         store.set_registry(root, alive, now);
     }
     if let Some(d) = data_dir {
-        for ev in hooks::read_all(d) {
+        for ev in spool::read_all(d) {
             store.hook_event(ev, now);
         }
     }
     for cwd in store.recent_cwds(Timestamp::from_millis(0)) {
-        let Ok(checked) = hooks::checked_cwd(&cwd) else { continue };
+        let Ok(checked) = roots::checked_cwd(&cwd) else { continue };
         let dir = cwd_files::dot_claude(&checked);
         let Ok(rd) = std::fs::read_dir(&dir) else { continue };
         for e in rd.filter_map(Result::ok) {
@@ -1219,7 +1180,7 @@ fn store_once(
             let Some(name) = path.file_name().and_then(|n| n.to_str()) else { continue };
             match cwd_files::classify(name) {
                 Ok(Some(CwdFile::Marker(id))) => {
-                    if let Ok(m) = cwd_files::read_bounded(&path, cwd_files::MAX_MARKER_BYTES)
+                    if let Ok(m) = read_bounded(&path, cwd_files::MAX_MARKER_BYTES)
                         .and_then(|b| cwd_files::parse_marker(&b, &id, &cwd))
                     {
                         store.marker(m, now);
@@ -1227,7 +1188,7 @@ fn store_once(
                 }
                 Ok(Some(CwdFile::Status(id))) => {
                     let mtime = e.metadata().and_then(|m| m.modified()).ok().map(Timestamp::from_system_time);
-                    if let Ok(r) = cwd_files::read_bounded(&path, cwd_files::MAX_STATUS_BYTES)
+                    if let Ok(r) = read_bounded(&path, cwd_files::MAX_STATUS_BYTES)
                         .and_then(|b| cwd_files::parse_status_file(&b, mtime))
                     {
                         store.status_file(&id, &cwd, Some(r), now);
@@ -1242,14 +1203,21 @@ fn store_once(
 }
 
 /// The chain a session belongs to, up to it, oldest first: what `mimesis show` reads.
-/// Only the session's own project folder is indexed (a chain never changes cwd).
-pub fn chain_of(roots: &[PathBuf], data_dir: Option<&Path>, path: &Path, now: Timestamp) -> Vec<ChainSegment> {
+/// Only the session's own project folder is indexed (a chain never changes cwd). `links`:
+/// the chain links the fleet database kept.
+pub fn chain_of(
+    roots: &[PathBuf],
+    data_dir: Option<&Path>,
+    links: Vec<Link>,
+    path: &Path,
+    now: Timestamp,
+) -> Vec<ChainSegment> {
     let Some(loc) = roots.iter().find_map(|r| TranscriptLocation::of(r, path)) else { return Vec::new() };
     let mut found = Vec::new();
     if let Some(dir) = path.parent() {
         scan::discover_project(&loc.root, dir, &mut found);
     }
-    let store = store_once(roots, Timeouts::default(), now, data_dir, scan::index_locations(found));
+    let store = store_once(roots, Timeouts::default(), now, data_dir, links, scan::index_locations(found));
     store
         .chain_segments(&loc.session_id)
         .into_iter()

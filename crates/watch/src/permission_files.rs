@@ -87,7 +87,6 @@ impl SettingsCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mimesis_core::status::Approval;
 
     #[test]
     fn settings_files_merge_and_invalid_ones_are_ignored() {

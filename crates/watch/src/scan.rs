@@ -9,10 +9,11 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
-use crate::db::PersistedSession;
-use crate::facts::SessionFacts;
-use crate::roots;
-use crate::store::{IndexedFile, TranscriptLocation};
+use mimesis_core::facts::SessionFacts;
+use mimesis_core::layout::{self as roots, TranscriptLocation};
+use mimesis_core::persist::PersistedSession;
+
+use crate::store::IndexedFile;
 use crate::tail::FileTail;
 
 /// How much of each end of a transcript a peek reads.
@@ -175,7 +176,7 @@ pub fn peek_file(location: TranscriptLocation) -> std::io::Result<IndexedFile> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::Tail;
+    use mimesis_core::status::Tail;
     use std::io::Write;
 
     #[test]

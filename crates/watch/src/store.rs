@@ -3,7 +3,7 @@
 //! moving on) and store events come out: `discovered`, `updated` with only the fields that
 //! changed, `removed`.
 //!
-//! The store owns no thread, timer or watcher; a driver (`crate::engine`, or the CLI's
+//! The store owns no thread, timer or watcher; a driver ([`crate::engine`], or the CLI's
 //! one-shot `ls`) calls it. It reads transcript files only through [`FileTail`], from the
 //! offset it reached before.
 
@@ -13,20 +13,22 @@ use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
+use mimesis_core::chain::{self, Candidate, Chains, Link, LinkReason, Newcomer};
+use mimesis_core::clock::Timestamp;
+use mimesis_core::cwd_files::{Marker, STATUS_FILE_TTL, StatusReport};
+use mimesis_core::facts::{Birth, SessionFacts};
+use mimesis_core::hook_event::{HookEvent, TerminalContext};
+use mimesis_core::ids::SessionId;
+use mimesis_core::layout::TranscriptLocation;
+use mimesis_core::persist::{Batch, PersistedSession};
+use mimesis_core::registry::RegistryEntry;
+pub use mimesis_core::session::StoreEvent;
+use mimesis_core::session::{PendingTool, Source, TrackedSession};
+use mimesis_core::status::{self, HookSignal, PendingCall, StatusInput, Timeouts};
+use mimesis_core::supervision::view::Supervision;
+use mimesis_core::text::clean_text;
 
-use crate::chain::{self, Candidate, Chains, Link, LinkReason, Newcomer};
-use crate::clock::Timestamp;
-use crate::cwd_files::{Marker, STATUS_FILE_TTL, StatusReport};
-use crate::db::{Batch, PersistedSession};
-use crate::facts::{Birth, SessionFacts};
-use crate::hooks::{HookEvent, TerminalContext};
-use crate::ids::SessionId;
-use crate::permissions::SettingsCache;
-use crate::registry::RegistryEntry;
-use crate::session::{PendingTool, Source, TrackedSession};
-use crate::status::{self, HookSignal, PendingCall, StatusInput, Timeouts};
-use crate::supervise::view::Supervision;
+use crate::permission_files::SettingsCache;
 use crate::tail::{FileTail, LineSink, ReadOutcome};
 
 /// A new file that looks like a successor waits this long for the hook events and the
@@ -34,24 +36,6 @@ use crate::tail::{FileTail, LineSink, ReadOutcome};
 pub const CHAIN_GRACE: Duration = Duration::from_secs(2);
 /// A `SessionEnd` with reason `clear` pairs with the `SessionStart` that follows within this.
 const CLEAR_PAIRING: Duration = Duration::from_secs(300);
-
-/// What the store tells its consumers.
-#[derive(Serialize, Clone, Debug, PartialEq)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
-pub enum StoreEvent {
-    Discovered { session: Box<TrackedSession> },
-    Updated { session_id: SessionId, changes: serde_json::Map<String, serde_json::Value> },
-    Removed { session_id: SessionId },
-}
-
-impl StoreEvent {
-    pub fn session_id(&self) -> &SessionId {
-        match self {
-            StoreEvent::Discovered { session } => &session.session_id,
-            StoreEvent::Updated { session_id, .. } | StoreEvent::Removed { session_id } => session_id,
-        }
-    }
-}
 
 /// A transcript read by the indexer, ready to be adopted by the store.
 pub struct IndexedFile {
@@ -263,6 +247,11 @@ impl Store {
         v.sort_by(|a, b| b.cmp(a));
         let mut seen = HashSet::new();
         v.into_iter().filter(|(_, c)| seen.insert(*c)).map(|(_, c)| c.clone()).collect()
+    }
+
+    /// Is `id` a session Mimesis runs in a PTY?
+    pub fn is_supervised(&self, id: &SessionId) -> bool {
+        self.supervised.contains_key(id)
     }
 
     pub fn contains_path(&self, path: &Path) -> bool {
@@ -553,11 +542,11 @@ impl Store {
         match &entry.published {
             None => events.push(StoreEvent::Discovered { session: Box::new(row.clone()) }),
             Some(old) => {
-                let changes = row.changes_since(old);
+                let changes = row.diff(old);
                 if changes.is_empty() {
                     return;
                 }
-                events.push(StoreEvent::Updated { session_id: id.clone(), changes });
+                events.push(StoreEvent::Updated { session_id: id.clone(), changes: Box::new(changes) });
             }
         }
         entry.published = Some(row);
@@ -625,8 +614,7 @@ impl Store {
             title: f.title().map(str::to_owned),
             status: derived.status,
             has_pending_tool_use: pending.is_some(),
-            pending_tool: pending
-                .map(|t| PendingTool { tool: t.name.clone(), target: crate::facts::clean_text(&t.target, 300) }),
+            pending_tool: pending.map(|t| PendingTool { tool: t.name.clone(), target: clean_text(&t.target, 300) }),
             last_activity_at: last_activity,
             created_at: f.created_at,
             model: f.model.clone(),

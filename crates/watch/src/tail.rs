@@ -122,7 +122,7 @@ impl FileTail {
             dev: id.dev,
             ino: id.ino,
             skipping: self.skipping,
-            mtime_ms: self.mtime.map(|m| crate::clock::Timestamp::from_system_time(m).millis()),
+            mtime_ms: self.mtime.map(|m| mimesis_core::clock::Timestamp::from_system_time(m).millis()),
         })
     }
 

@@ -95,9 +95,15 @@ impl LineSink for Sink<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
-#[test]
+    fn rec(kind: &str, uuid: &str, extra: Value) -> Value {
+        let mut v = json!({"type": kind, "uuid": uuid, "timestamp": "2026-11-01T10:00:00.000Z"});
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        v
+    }
+
+    #[test]
     fn a_live_view_follows_appends_and_rebuilds_after_replacement() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("s.jsonl");

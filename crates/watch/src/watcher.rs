@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
-use crate::roots;
+use mimesis_core::layout as roots;
 
 /// What the watcher reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +117,16 @@ impl RootWatcher {
             .iter()
             .all(|(p, r)| !p.is_dir() || self.watched.contains(&(p.clone(), *r)))
     }
+}
+
+/// Can folders be watched here? Starts a watcher and watches each existing root (not
+/// recursively), for `doctor`. The error is the watcher's, with the root it failed on.
+pub fn probe(roots: &[PathBuf]) -> Result<(), String> {
+    let mut w = notify::recommended_watcher(|_res: notify::Result<notify::Event>| {}).map_err(|e| e.to_string())?;
+    for r in roots.iter().filter(|r| r.is_dir()) {
+        w.watch(r, RecursiveMode::NonRecursive).map_err(|e| format!("{}: {e}", r.display()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

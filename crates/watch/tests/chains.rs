@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mimesis_engine::attention::NotificationKind;
-use mimesis_engine::hooks::{self, TerminalContext};
-use mimesis_engine::{Clock, Engine, EngineConfig, ManualClock, SystemClock, TimelineItem, Timestamp};
+use mimesis_core::attention::NotificationKind;
+use mimesis_core::hook_event::TerminalContext;
+use mimesis_core::{Clock, ManualClock, SystemClock, TimelineItem, Timestamp};
+use mimesis_hooks as hooks;
+use mimesis_watch::{Engine, EngineConfig};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -269,11 +271,12 @@ async fn hook_events_give_exact_statuses_and_link_clear_by_process() {
     engine.shutdown().await;
 
     // The one-shot roster reads the same hook events.
-    let rows = mimesis_engine::engine::roster_once(
+    let rows = mimesis_watch::engine::roster_once(
         std::slice::from_ref(&fx.root),
         Default::default(),
         SystemClock.now(),
         Some(&fx.data),
+        Vec::new(),
     );
     let a = rows.iter().find(|r| r.session_id.as_str() == "aaaa-tab1").unwrap();
     assert_eq!(a.superseded_by.as_ref().map(|s| s.as_str()), Some("bbbb-new"));
@@ -294,7 +297,7 @@ fn capture_logs() -> Arc<Mutex<Vec<u8>>> {
     }
     let buf = Arc::new(Mutex::new(Vec::new()));
     let w = W(buf.clone());
-    let _ = tracing_subscriber::fmt().with_env_filter("mimesis_engine=warn").with_writer(move || w.clone()).try_init();
+    let _ = tracing_subscriber::fmt().with_env_filter("mimesis_watch=warn").with_writer(move || w.clone()).try_init();
     buf
 }
 

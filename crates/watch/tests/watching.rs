@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mimesis_engine::{Clock, Engine, EngineConfig, ManualClock, Status, StoreEvent, SystemClock, Timestamp};
+use mimesis_core::{Clock, ManualClock, Status, StoreEvent, SystemClock, Timestamp};
+use mimesis_watch::{Engine, EngineConfig};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
@@ -81,7 +82,7 @@ async fn wait_session(engine: &Engine, id: &str, what: &str, cond: impl Fn(&Valu
 }
 
 async fn next_event(
-    rx: &mut broadcast::Receiver<Arc<mimesis_engine::Envelope>>,
+    rx: &mut broadcast::Receiver<Arc<mimesis_watch::Envelope>>,
     pred: impl Fn(&StoreEvent) -> bool,
 ) -> StoreEvent {
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -174,11 +175,8 @@ async fn new_projects_and_sessions_are_discovered_and_reported_once() {
     append(&project.join(format!("{ID}.jsonl")), &line(&reply(1)));
     let ev = next_event(&mut rx, |e| matches!(e, StoreEvent::Updated { .. })).await;
     let StoreEvent::Updated { changes, .. } = ev else { unreachable!() };
-    assert!(changes.contains_key("usage") && changes.contains_key("status"), "{changes:?}");
-    assert!(
-        !changes.contains_key("goal") && !changes.contains_key("cwd"),
-        "unchanged fields are not sent: {changes:?}"
-    );
+    assert!(changes.usage.is_some() && changes.status.is_some(), "{changes:?}");
+    assert!(changes.goal.is_none() && changes.cwd.is_none(), "unchanged fields are not sent: {changes:?}");
     engine.shutdown().await;
 }
 

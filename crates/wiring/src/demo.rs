@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-use crate::clock::{Clock, SystemClock};
+use mimesis_core::clock::{Clock, SystemClock};
 
 /// A running demo. Dropping it (or [`Demo::stop`]) stops the writers; the files stay.
 pub struct Demo {
@@ -311,7 +311,7 @@ impl DemoSession {
         // Backdate it: the roster sorts by activity and shows it as idle history.
         let text = std::fs::read_to_string(&old.path)?;
         let hours_ago = SystemClock.now().millis() - 3 * 3600 * 1000;
-        let back = crate::clock::Timestamp::from_millis(hours_ago).to_iso();
+        let back = mimesis_core::clock::Timestamp::from_millis(hours_ago).to_iso();
         let rewritten: String = text
             .lines()
             .map(|l| {

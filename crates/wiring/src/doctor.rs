@@ -10,12 +10,16 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::db::{Db, DbStats};
-use crate::hooks::install::{self, HookStatus};
-use crate::ids::SessionId;
-use crate::supervise::ledger::{self, FileLedger, ProcessLedger};
-use crate::supervise::metrics;
-use crate::{hooks, registry, roots, scan};
+use mimesis_core::hook_event as hooks;
+use mimesis_core::ids::SessionId;
+use mimesis_core::layout as roots;
+use mimesis_core::registry;
+use mimesis_core::supervision::ledger::{self, ProcessLedger};
+use mimesis_fleetdb::ledger::FileLedger;
+use mimesis_fleetdb::{Db, DbStats};
+use mimesis_hooks::install::{self, HookStatus};
+use mimesis_supervise::metrics;
+use mimesis_watch::{scan, spool};
 
 /// `claude --version` is given this long.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(3);
@@ -56,7 +60,7 @@ pub struct SpoolReport {
     pub path: PathBuf,
     pub files: usize,
     pub events: usize,
-    pub last_event_at: Option<crate::clock::Timestamp>,
+    pub last_event_at: Option<mimesis_core::clock::Timestamp>,
 }
 
 /// One Mimesis process with supervised processes on record.
@@ -127,7 +131,7 @@ impl DoctorReport {
                 self.watcher.error.as_deref().unwrap_or("unknown error")
             ));
         }
-        if !matches!(self.database.health, crate::db::DbHealth::Ok | crate::db::DbHealth::Missing) {
+        if !matches!(self.database.health, mimesis_fleetdb::DbHealth::Ok | mimesis_fleetdb::DbHealth::Missing) {
             v.push(format!("fleet database: {:?}", self.database.health));
         }
         let left: usize = self.supervision.supervisors.iter().filter(|s| !s.alive).map(|s| s.processes).sum();
@@ -160,9 +164,9 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, db: Option<&Db>) -> DoctorReport 
     claude.seen_version = seen_version(roots);
     let database = match db {
         Some(db) => db.stats(),
-        None => Db::inspect(&data_dir.join(crate::db::FILE_NAME)),
+        None => Db::inspect(&data_dir.join(mimesis_fleetdb::FILE_NAME)),
     };
-    let events = hooks::read_all(data_dir);
+    let events = spool::read_all(data_dir);
     let supervision = supervision_check(data_dir, db);
     DoctorReport {
         mimesis_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -173,7 +177,7 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, db: Option<&Db>) -> DoctorReport 
         database,
         hook_spool: SpoolReport {
             path: hooks::spool_dir(data_dir),
-            files: hooks::spool_files(data_dir).len(),
+            files: spool::spool_files(data_dir).len(),
             events: events.len(),
             last_event_at: events.iter().map(|e| e.at).max(),
         },
@@ -184,7 +188,7 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, db: Option<&Db>) -> DoctorReport 
 /// The ledger (database and fallback files, read only) and the metrics publishers.
 fn supervision_check(data_dir: &Path, db: Option<&Db>) -> SupervisionReport {
     let mut report = SupervisionReport::default();
-    let path = data_dir.join(crate::db::FILE_NAME);
+    let path = data_dir.join(mimesis_fleetdb::FILE_NAME);
     let opened = match db {
         Some(_) => None,
         None if path.exists() => Some(Db::open_read_only(&path)),
@@ -212,7 +216,7 @@ fn supervision_check(data_dir: &Path, db: Option<&Db>) -> SupervisionReport {
         ids.dedup();
         report.supervisors.push(SupervisorReport {
             pid: owner.pid,
-            alive: owner.alive(),
+            alive: mimesis_os::owner::alive(owner),
             processes: records.len(),
             sessions: ids,
         });
@@ -300,22 +304,15 @@ fn seen_version(roots: &[PathBuf]) -> Option<String> {
     bytes[start..]
         .split(|&b| b == b'\n')
         .rev()
-        .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+        .filter_map(|l| mimesis_core::json::from_slice::<serde_json::Value>(l).ok())
         .find_map(|v| v.get("version").and_then(|v| v.as_str()).map(str::to_owned))
 }
 
 fn watcher_check(roots: &[PathBuf]) -> WatcherReport {
-    use notify::Watcher;
     let max_user_watches =
         std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches").ok().and_then(|s| s.trim().parse().ok());
-    let mut w = match notify::recommended_watcher(|_res: notify::Result<notify::Event>| {}) {
-        Ok(w) => w,
-        Err(e) => return WatcherReport { ok: false, max_user_watches, error: Some(e.to_string()) },
-    };
-    for r in roots.iter().filter(|r| r.is_dir()) {
-        if let Err(e) = w.watch(r, notify::RecursiveMode::NonRecursive) {
-            return WatcherReport { ok: false, max_user_watches, error: Some(format!("{}: {e}", r.display())) };
-        }
+    match mimesis_watch::watcher::probe(roots) {
+        Ok(()) => WatcherReport { ok: true, max_user_watches, error: None },
+        Err(e) => WatcherReport { ok: false, max_user_watches, error: Some(e) },
     }
-    WatcherReport { ok: true, max_user_watches, error: None }
 }

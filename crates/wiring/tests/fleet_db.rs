@@ -7,8 +7,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mimesis_engine::db::{DbHealth, FILE_NAME};
-use mimesis_engine::{Clock, Engine, EngineConfig, SystemClock};
+use mimesis_core::{Clock, SystemClock};
+use mimesis_fleetdb::{DbHealth, FILE_NAME};
+use mimesis_wiring::{Mimesis, Options};
 use serde_json::json;
 
 const SESSIONS: usize = 40;
@@ -35,13 +36,10 @@ fn write_corpus(project: &Path) -> u64 {
     total
 }
 
-async fn start(root: &Path, data: &Path) -> Engine {
-    Engine::start(EngineConfig {
-        roots: vec![root.to_owned()],
-        poll_interval: Duration::from_millis(100),
-        data_dir: Some(data.to_owned()),
-        ..Default::default()
-    })
+async fn start(root: &Path, data: &Path) -> Mimesis {
+    let mut opts = Options::watching(vec![root.to_owned()], data.to_owned());
+    opts.poll_interval = Duration::from_millis(100);
+    Mimesis::start(opts).await
 }
 
 struct Fx {
@@ -67,10 +65,10 @@ async fn a_warm_start_reads_only_what_was_appended() {
 
     // Cold: everything is read once.
     let engine = start(&fx.root, &fx.data).await;
-    engine.ready().await;
-    let cold = engine.snapshot().await.unwrap();
+    engine.engine().ready().await;
+    let cold = engine.engine().snapshot().await.unwrap();
     assert_eq!(cold.sessions.len(), SESSIONS);
-    assert_eq!(engine.read_stats().await.unwrap().0, corpus);
+    assert_eq!(engine.engine().read_stats().await.unwrap().0, corpus);
     engine.shutdown().await;
     assert!(fx.data.join(FILE_NAME).is_file());
 
@@ -86,16 +84,19 @@ async fn a_warm_start_reads_only_what_was_appended() {
 
     // Warm: the first roster comes from the database, before any transcript is read.
     let engine = start(&fx.root, &fx.data).await;
-    engine.first_roster().await;
-    let first = engine.snapshot().await.unwrap();
+    engine.engine().first_roster().await;
+    let first = engine.engine().snapshot().await.unwrap();
     assert_eq!(first.sessions.len(), SESSIONS);
-    assert!(engine.read_stats().await.unwrap().0 <= extra.len() as u64, "the first roster reads no transcript");
+    assert!(
+        engine.engine().read_stats().await.unwrap().0 <= extra.len() as u64,
+        "the first roster reads no transcript"
+    );
     let goals: Vec<String> = first.sessions.iter().filter_map(|s| s.goal.clone()).collect();
     assert_eq!(goals.len(), SESSIONS);
-    engine.ready().await;
-    let (bytes, lines) = engine.read_stats().await.unwrap();
+    engine.engine().ready().await;
+    let (bytes, lines) = engine.engine().read_stats().await.unwrap();
     assert_eq!((bytes, lines), (extra.len() as u64, 1), "only the appended line is read");
-    let s7 = engine.snapshot().await.unwrap();
+    let s7 = engine.engine().snapshot().await.unwrap();
     let s7 = s7.sessions.iter().find(|s| s.session_id.as_str() == "000000007-0000-4000-8000-000000000000").unwrap();
     assert_eq!(s7.usage.output_tokens, 20 * 2 + 7, "usage counted once across runs");
     let cold7 = cold.sessions.iter().find(|s| s.session_id == s7.session_id).unwrap();
@@ -108,7 +109,7 @@ async fn a_corrupt_database_is_rebuilt_from_the_transcripts() {
     let fx = fx();
     let corpus = write_corpus(&fx.project);
     let engine = start(&fx.root, &fx.data).await;
-    engine.ready().await;
+    engine.engine().ready().await;
     engine.shutdown().await;
 
     // Garbage over the whole file (and no write-ahead log to save it).
@@ -120,9 +121,9 @@ async fn a_corrupt_database_is_rebuilt_from_the_transcripts() {
     }
 
     let engine = start(&fx.root, &fx.data).await;
-    engine.ready().await;
-    assert_eq!(engine.snapshot().await.unwrap().sessions.len(), SESSIONS);
-    assert_eq!(engine.read_stats().await.unwrap().0, corpus, "everything read again");
+    engine.engine().ready().await;
+    assert_eq!(engine.engine().snapshot().await.unwrap().sessions.len(), SESSIONS);
+    assert_eq!(engine.engine().read_stats().await.unwrap().0, corpus, "everything read again");
     let health = engine.db().unwrap().health();
     assert!(matches!(health, DbHealth::Rebuilt { .. }), "{health:?}");
     let report = engine.doctor().await;
@@ -131,8 +132,8 @@ async fn a_corrupt_database_is_rebuilt_from_the_transcripts() {
 
     // And the rebuilt database serves the next start.
     let engine = start(&fx.root, &fx.data).await;
-    engine.ready().await;
-    assert_eq!(engine.read_stats().await.unwrap().0, 0);
+    engine.engine().ready().await;
+    assert_eq!(engine.engine().read_stats().await.unwrap().0, 0);
     assert_eq!(engine.db().unwrap().health(), DbHealth::Ok);
     engine.shutdown().await;
 }
@@ -141,22 +142,20 @@ async fn a_corrupt_database_is_rebuilt_from_the_transcripts() {
 async fn settings_are_validated_stored_and_applied() {
     let fx = fx();
     let engine = start(&fx.root, &fx.data).await;
-    engine.ready().await;
-    let bad = engine
-        .settings_set(&json!({"limits": {"idleTimeoutSecs": 5}, "watch": {"staleTimeoutSecs": "soon"}}))
-        .await
-        .unwrap();
+    engine.engine().ready().await;
+    let bad =
+        engine.settings_set(&json!({"limits": {"idleTimeoutSecs": 5}, "watch": {"staleTimeoutSecs": "soon"}})).await;
     let fields: Vec<&str> = bad.errors.iter().map(|e| e.field.as_str()).collect();
     assert_eq!(fields, ["watch.staleTimeoutSecs", "limits.idleTimeoutSecs"]);
-    assert_eq!(bad.settings, engine.settings_get(), "nothing saved");
-    let mut doc = serde_json::to_value(engine.settings_get()).unwrap();
+    assert_eq!(bad.settings, engine.settings(), "nothing saved");
+    let mut doc = serde_json::to_value(engine.settings()).unwrap();
     doc["limits"]["maxLiveSessions"] = json!(5);
     doc["notifications"]["waitingForInput"] = json!(false);
-    let ok = engine.settings_set(&doc).await.unwrap();
+    let ok = engine.settings_set(&doc).await;
     assert!(ok.errors.is_empty(), "{:?}", ok.errors);
     engine.shutdown().await;
     let engine = start(&fx.root, &fx.data).await;
-    let s = engine.settings_get();
+    let s = engine.settings();
     assert_eq!((s.limits.max_live_sessions, s.notifications.waiting_for_input), (5, false));
     engine.shutdown().await;
 }

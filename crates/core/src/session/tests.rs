@@ -50,10 +50,13 @@ fn a_patch_is_written_byte_for_byte_as_before() {
     after.pending_tool = Some(PendingTool { tool: "Bash".into(), target: "ls".into() });
     after.goal = None;
     after.usage.input_tokens = 100;
-    let ev = StoreEvent::Updated { session_id: after.session_id.clone(), changes: after.diff(&before) };
+    let ev = StoreEvent::Updated { session_id: after.session_id.clone(), changes: Box::new(after.diff(&before)) };
     let old = serde_json::json!({"type": "updated", "sessionId": "s1", "changes": old_changes(&after, &before)});
     let typed = serde_json::to_string(&ev).unwrap();
-    assert_eq!(typed, r#"{"type":"updated","sessionId":"s1","changes":{"goal":null,"pendingTool":{"target":"ls","tool":"Bash"},"status":"idle","usage":{"cacheCreationInputTokens":3,"cacheReadInputTokens":4,"inputTokens":100,"outputTokens":2}}}"#);
+    assert_eq!(
+        typed,
+        r#"{"type":"updated","sessionId":"s1","changes":{"goal":null,"pendingTool":{"target":"ls","tool":"Bash"},"status":"idle","usage":{"cacheCreationInputTokens":3,"cacheReadInputTokens":4,"inputTokens":100,"outputTokens":2}}}"#
+    );
     assert_eq!(serde_json::from_str::<serde_json::Value>(&typed).unwrap(), old);
     let back: StoreEvent = serde_json::from_str(&typed).unwrap();
     assert_eq!(back, ev, "a patch read back is the same patch (nulls included)");

@@ -350,17 +350,12 @@ impl Checks {
     }
 }
 
-/// The limit overrides set in this process's environment (the variables of [`ENV_VARS`]
+/// The limit overrides set in a process's environment (the variables of [`ENV_VARS`]
 /// that are set), captured once so that every later settings change gets the same ones.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LimitsEnv(BTreeMap<String, String>);
 
 impl LimitsEnv {
-    /// The overrides of this process's environment.
-    pub fn from_process() -> LimitsEnv {
-        LimitsEnv::from_pairs(ENV_VARS.iter().filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_owned(), v))))
-    }
-
     /// Overrides from name/value pairs (names outside [`ENV_VARS`] are ignored).
     pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> LimitsEnv {
         LimitsEnv(pairs.into_iter().filter(|(k, v)| ENV_VARS.contains(&k.as_str()) && !v.trim().is_empty()).collect())
@@ -391,6 +386,115 @@ impl LimitsEnv {
         }));
         (base.clone(), errors)
     }
+}
+
+/// Limits given for one run on a command line (`mimesis run`'s flags): each `Some`
+/// replaces the value in force; a non-empty `crash_patterns` replaces the list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LimitFlags {
+    pub max_duration: Option<Duration>,
+    pub duration_check: Option<Duration>,
+    pub max_rss_mb: Option<u64>,
+    pub rss_check: Option<Duration>,
+    pub idle_timeout: Option<Duration>,
+    pub turn_grace: Option<Duration>,
+    pub kill_after: Option<Duration>,
+    pub crash_patterns: Vec<String>,
+}
+
+impl LimitFlags {
+    fn apply(&self, l: &mut Limits) {
+        let set = |slot: &mut Duration, v: Option<Duration>| {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        };
+        set(&mut l.max_duration, self.max_duration);
+        set(&mut l.duration_check, self.duration_check);
+        set(&mut l.rss_check, self.rss_check);
+        set(&mut l.idle_timeout, self.idle_timeout);
+        set(&mut l.turn_grace, self.turn_grace);
+        set(&mut l.kill_after, self.kill_after);
+        if let Some(n) = self.max_rss_mb {
+            l.max_rss_mb = n;
+        }
+        if !self.crash_patterns.is_empty() {
+            l.crash_patterns = self.crash_patterns.clone();
+        }
+    }
+
+    /// The flag that sets a field of the settings document (`limits.maxRssMb` →
+    /// `--max-rss-mb`), for messages about it.
+    pub fn flag_of(field: &str) -> Option<&'static str> {
+        Some(match field {
+            "limits.maxDurationSecs" => "--max-duration",
+            "limits.durationCheckSecs" => "--duration-check",
+            "limits.maxRssMb" => "--max-rss-mb",
+            "limits.rssCheckSecs" => "--rss-check",
+            "limits.idleTimeoutSecs" => "--idle-timeout",
+            "limits.turnGraceSecs" => "--grace",
+            "limits.killAfterSecs" => "--kill-after",
+            f if f.starts_with("limits.crashPatterns") => "--crash-pattern",
+            _ => return None,
+        })
+    }
+}
+
+/// Where a limit in force comes from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// The stored settings (or their default).
+    Settings,
+    /// An environment variable ([`ENV_VARS`]).
+    Environment,
+    /// A command-line flag.
+    Flag,
+}
+
+/// The limits in force, where each one that is not the stored setting comes from, and
+/// what was refused.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Effective {
+    pub limits: Limits,
+    /// Fields (JSON names, `maxDurationSecs`) whose value is not the stored setting's.
+    pub origins: BTreeMap<String, Origin>,
+    /// Environment values that could not be read or made the limits invalid: not applied.
+    pub env_errors: Vec<FieldError>,
+    /// Flags that made the limits invalid, named by flag: not applied.
+    pub flag_errors: Vec<FieldError>,
+}
+
+/// The one merge of limits, used by the app, `mimesis run` and the settings view:
+/// stored settings < environment < flags. What cannot be applied is reported and left
+/// out, so a bad override never takes supervision down; a face decides whether that is
+/// a usage error (`mimesis run`) or a warning (the app).
+pub fn effective(stored: &Limits, env: &LimitsEnv, flags: &LimitFlags) -> Effective {
+    let (with_env, env_errors) = env.apply(stored);
+    let mut limits = with_env.clone();
+    flags.apply(&mut limits);
+    let mut flag_errors = Vec::new();
+    if limits != with_env {
+        let invalid = limits.validate_override();
+        if !invalid.is_empty() {
+            flag_errors = invalid
+                .into_iter()
+                .map(|e| FieldError { field: LimitFlags::flag_of(&e.field).unwrap_or(&e.field).to_owned(), ..e })
+                .collect();
+            limits = with_env.clone();
+        }
+    }
+    let fields = |l: &Limits| match serde_json::to_value(l) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    let (base, env_only, all) = (fields(stored), fields(&with_env), fields(&limits));
+    let origins = all
+        .iter()
+        .filter(|(k, v)| base.get(*k) != Some(v))
+        .map(|(k, v)| (k.clone(), if env_only.get(k) == Some(v) { Origin::Environment } else { Origin::Flag }))
+        .collect();
+    Effective { limits, origins, env_errors, flag_errors }
 }
 
 /// A duration could not be read.
@@ -464,6 +568,44 @@ mod secs {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let v = f64::deserialize(d)?;
         secs_f64(v).ok_or_else(|| serde::de::Error::custom(format!("{v} is not a number of seconds ≥ 0")))
+    }
+}
+
+#[cfg(test)]
+mod effective_tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> LimitsEnv {
+        LimitsEnv::from_pairs(pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())))
+    }
+
+    #[test]
+    fn flags_beat_the_environment_which_beats_the_settings() {
+        let stored = Limits { max_rss_mb: 1000, ..Limits::default() };
+        let e = effective(
+            &stored,
+            &env(&[("MAX_SESSION_RSS_MB", "2000"), ("MAX_SESSION_DURATION_SECONDS", "60")]),
+            &LimitFlags { max_duration: Some(Duration::from_secs(30)), ..Default::default() },
+        );
+        assert_eq!(e.limits.max_rss_mb, 2000);
+        assert_eq!(e.limits.max_duration, Duration::from_secs(30));
+        assert_eq!(e.origins.get("maxRssMb"), Some(&Origin::Environment));
+        assert_eq!(e.origins.get("maxDurationSecs"), Some(&Origin::Flag));
+        assert_eq!(e.origins.get("killAfterSecs"), None, "the stored setting");
+        assert!(e.env_errors.is_empty() && e.flag_errors.is_empty());
+    }
+
+    #[test]
+    fn what_is_wrong_is_reported_and_left_out() {
+        let e = effective(
+            &Limits::default(),
+            &env(&[("MAX_SESSION_RSS_MB", "lots")]),
+            &LimitFlags { kill_after: Some(Duration::ZERO), ..Default::default() },
+        );
+        assert_eq!(e.env_errors[0].field, "MAX_SESSION_RSS_MB");
+        assert_eq!(e.flag_errors[0].field, "--kill-after");
+        assert_eq!(e.limits, Limits::default());
+        assert!(e.origins.is_empty());
     }
 }
 

@@ -21,6 +21,8 @@ pub mod view;
 
 pub use agent::AgentCommand;
 pub use event::{EventKind, ReadyStatus, SupervisionEvent};
-pub use limits::{FieldError, Limits, LimitsEnv, SuspendMode, parse_duration};
+pub use limits::{
+    Effective, FieldError, LimitFlags, Limits, LimitsEnv, Origin, SuspendMode, effective, parse_duration,
+};
 pub use policy::{AgentKind, Mode, SupervisionState, TerminatedReason};
 pub use view::{Metrics, ResourceRow, Resources, Supervision};

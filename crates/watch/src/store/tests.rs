@@ -1,6 +1,6 @@
 use super::*;
-use crate::registry::parse_entry;
-use crate::status::Status;
+use mimesis_core::registry::parse_entry;
+use mimesis_core::status::Status;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::time::Duration;
@@ -74,6 +74,7 @@ fn discovers_then_updates_only_what_changed_then_removes() {
     fx.append(SID, &[tool_use("t1", 3)]);
     let ev = store.file_changed(fx.loc(SID), at(3));
     let [StoreEvent::Updated { changes, .. }] = ev.as_slice() else { panic!("{ev:?}") };
+    let changes = json_of(changes);
     let mut keys: Vec<&str> = changes.keys().map(String::as_str).collect();
     keys.sort();
     assert_eq!(keys, ["hasPendingToolUse", "lastActivityAt", "model", "pendingTool", "usage"]);
@@ -116,12 +117,14 @@ fn registry_makes_sessions_live_and_their_end_idle() {
     .unwrap();
     let ev = store.set_registry(&fx.root, vec![entry.clone()], at(1));
     let [StoreEvent::Updated { changes, .. }] = ev.as_slice() else { panic!("{ev:?}") };
+    let changes = json_of(changes);
     assert_eq!(changes["status"], "waiting_for_approval", "at once, no 5 s wait");
     assert_eq!(changes["live"], true);
     assert_eq!(changes["pid"], me);
     assert!(store.set_registry(&fx.root, vec![entry], at(2)).is_empty(), "same registry: no event");
     let ev = store.set_registry(&fx.root, vec![], at(3));
     let [StoreEvent::Updated { changes, .. }] = ev.as_slice() else { panic!("{ev:?}") };
+    let changes = json_of(changes);
     assert_eq!(changes["live"], false);
     assert_eq!(changes["status"], "idle", "its process ended");
 }
@@ -135,6 +138,7 @@ fn truncated_file_is_re_read() {
     std::fs::write(fx.path(SID), format!("{}\n", prompt("another goal", 5))).unwrap();
     let ev = store.file_changed(fx.loc(SID), at(5));
     let [StoreEvent::Updated { changes, .. }] = ev.as_slice() else { panic!("{ev:?}") };
+    let changes = json_of(changes);
     assert_eq!(changes["goal"], "another goal");
 }
 
@@ -183,7 +187,7 @@ fn every_file_the_index_read_is_stored_once() {
 }
 
 fn supervision(pid: Option<u32>) -> Supervision {
-    use crate::supervise::policy::{Mode, SupervisionState};
+    use mimesis_core::supervision::policy::{Mode, SupervisionState};
     Supervision {
         state: SupervisionState::Running,
         mode: Mode::Persistent,
@@ -226,15 +230,17 @@ fn a_supervised_session_has_a_pty_row_before_its_transcript_exists() {
     sup.queued_inputs = 2;
     let ev = s.set_supervision(loc.clone(), Some(sup), at(1));
     let StoreEvent::Updated { changes, .. } = &ev[0] else { panic!("{ev:?}") };
+    let changes = json_of(changes);
     assert_eq!(changes.keys().collect::<Vec<_>>(), ["supervision"]);
     // The first prompt writes the file: the same row fills in.
     f.append(SID, &[prompt("hello", 5)]);
     let ev = s.file_changed(loc.clone(), at(5));
-    assert!(matches!(&ev[0], StoreEvent::Updated { changes, .. } if changes.contains_key("goal")), "{ev:?}");
+    assert!(matches!(&ev[0], StoreEvent::Updated { changes, .. } if changes.goal.is_some()), "{ev:?}");
     assert_eq!(s.get(&id).unwrap().source, Source::Pty);
     // No longer supervised: a plain watched session again.
     let ev = s.set_supervision(loc, None, at(6));
     let StoreEvent::Updated { changes, .. } = &ev[0] else { panic!("{ev:?}") };
+    let changes = json_of(changes);
     assert_eq!(changes["source"], "watcher");
     assert_eq!(changes["supervision"], Value::Null);
 }
@@ -249,4 +255,12 @@ fn an_unsupervised_placeholder_with_no_file_goes_away() {
     let ev = s.set_supervision(loc, None, at(1));
     assert!(matches!(&ev[0], StoreEvent::Removed { .. }), "{ev:?}");
     assert!(s.is_empty());
+}
+
+/// A patch as the JSON object it is written as.
+fn json_of(p: &mimesis_core::session::SessionPatch) -> serde_json::Map<String, Value> {
+    match serde_json::to_value(p).unwrap() {
+        Value::Object(m) => m,
+        other => panic!("{other:?}"),
+    }
 }

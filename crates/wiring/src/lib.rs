@@ -1,0 +1,474 @@
+//! One wiring of Mimesis, for both faces: [`Mimesis::start`] is the one function that
+//! builds a running Mimesis, whether the desktop app, `mimesis watch` or `mimesis run`
+//! asks for it. It opens the fleet database, reads the stored settings and fans them out
+//! once (the engine's timeouts and notification choices, the supervisor's limits with the
+//! environment's and the command line's overrides on top, the agent), starts the engine
+//! and the supervisor and connects them: each supervised session's state goes into the
+//! roster, the roster's view of the agent (live registry, hooks, transcript) goes into
+//! the supervisor, and supervision events become attention (the tray, notifications).
+//! Hooks and `doctor` are here too, because they need the whole picture.
+//!
+//! Layer: the top of the library, above every I/O crate (`mimesis-fleetdb`,
+//! `mimesis-watch`, `mimesis-supervise`, `mimesis-hooks`) and `mimesis-core`. The faces
+//! (`mimesis` and `mimesis-desktop`) only parse their input, call this, and render.
+//!
+//! - [`doctor`]: is this installation able to watch Claude Code?
+//! - [`demo`]: generated live sessions for a newcomer (SPEC X2).
+//! - [`once`]: the roster and timelines read once, without watching (`ls`, `show`).
+
+pub mod demo;
+pub mod doctor;
+pub mod once;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mimesis_core::attention::SupervisionSignal;
+use mimesis_core::clock::{Clock, SystemClock};
+use mimesis_core::ids::SessionId;
+use mimesis_core::layout::TranscriptLocation;
+use mimesis_core::persist::SessionArchive;
+use mimesis_core::session::{Source, StoreEvent};
+use mimesis_core::settings::{FieldError, SetOutcome, Settings};
+use mimesis_core::supervision::limits::{self, Effective, LimitFlags, Limits, LimitsEnv};
+use mimesis_core::supervision::view::Supervision;
+use mimesis_core::supervision::{AgentCommand, SupervisionEvent};
+use mimesis_fleetdb::Db;
+use mimesis_hooks::install::{self, HookStatus};
+use mimesis_supervise::{Roster, SupervisorConfig};
+use mimesis_watch::{Engine, EngineConfig};
+use tokio::sync::{broadcast, watch};
+
+pub use mimesis_fleetdb::FILE_NAME as DATABASE_FILE;
+pub use mimesis_supervise::{Attachment, Supervisor, metrics};
+pub use mimesis_watch::engine::Follow;
+
+/// How Mimesis should run.
+pub struct Options {
+    /// The Claude Code config roots to watch.
+    pub roots: Vec<PathBuf>,
+    /// Mimesis's data dir: the fleet database, the hook spool, the metrics.
+    pub data_dir: PathBuf,
+    pub clock: Arc<dyn Clock>,
+    /// Every session under the roots (the app, `watch`), or only the supervised ones
+    /// (`mimesis run`, which needs the roster's view of its own agent and nothing else).
+    pub follow: Follow,
+    /// Supervised sessions, if this face runs any.
+    pub supervise: Option<SuperviseOptions>,
+    /// How often the registry and watch coverage are re-checked.
+    pub poll_interval: Duration,
+}
+
+impl Options {
+    /// Every session under `roots`, no supervision, the system clock.
+    pub fn watching(roots: Vec<PathBuf>, data_dir: PathBuf) -> Options {
+        Options {
+            roots,
+            data_dir,
+            clock: Arc::new(SystemClock),
+            follow: Follow::Everything,
+            supervise: None,
+            poll_interval: Duration::from_secs(2),
+        }
+    }
+}
+
+/// How supervised sessions run.
+pub struct SuperviseOptions {
+    /// The config root the agents write to (transcripts, shell snapshots).
+    pub config_root: PathBuf,
+    /// Set `CLAUDE_CONFIG_DIR` to `config_root` for the agents (else they inherit it).
+    pub config_root_env: bool,
+    /// A program fixed for this run (`--agent`, `$MIMESIS_AGENT`): the stored setting is
+    /// then not followed.
+    pub agent: Option<AgentCommand>,
+    /// Arguments for the agent (`mimesis run -- ARGS`), replacing the stored ones.
+    pub agent_args: Option<Vec<String>>,
+    /// The environment's limit overrides ([`limits_env_of_process`]).
+    pub env: LimitsEnv,
+    /// The command line's limit overrides.
+    pub flags: LimitFlags,
+    /// Limits to use instead of the stored settings' (an embedder's fixed choice, the
+    /// tests'); the environment and `flags` still apply on top.
+    pub limits: Option<Limits>,
+    /// Terminal size of a new session (cols, rows).
+    pub size: Option<(u16, u16)>,
+    /// Output kept per session for re-attaching.
+    pub scrollback_bytes: usize,
+    /// Adopt orphaned grandchildren so the orphan scan reaps them.
+    pub subreaper: bool,
+    /// Kill what earlier, dead Mimesis processes left running, at start.
+    pub clean_previous: bool,
+}
+
+impl SuperviseOptions {
+    pub fn new(config_root: PathBuf) -> SuperviseOptions {
+        SuperviseOptions {
+            config_root,
+            config_root_env: false,
+            agent: None,
+            agent_args: None,
+            env: LimitsEnv::default(),
+            flags: LimitFlags::default(),
+            limits: None,
+            size: None,
+            scrollback_bytes: 2 * 1024 * 1024,
+            subreaper: true,
+            clean_previous: true,
+        }
+    }
+}
+
+/// The limit overrides in this process's environment (the variables of
+/// [`limits::ENV_VARS`] that are set).
+pub fn limits_env_of_process() -> LimitsEnv {
+    LimitsEnv::from_pairs(limits::ENV_VARS.iter().filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_owned(), v))))
+}
+
+/// A running Mimesis: the engine, the supervisor (when this face supervises), the fleet
+/// database and the settings in force. Cheap to clone.
+#[derive(Clone)]
+pub struct Mimesis {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Engine,
+    supervisor: watch::Receiver<Option<Supervisor>>,
+    /// The database this process owns (the app, `watch`); `None` for `mimesis run`, which
+    /// only reads the stored settings.
+    db: Option<Arc<Db>>,
+    settings: watch::Sender<Settings>,
+    supervise: Option<SupervisionFixed>,
+    roots: Vec<PathBuf>,
+    data_dir: PathBuf,
+    clock: Arc<dyn Clock>,
+}
+
+/// What a face fixed for its supervisor, re-applied to every settings change.
+struct SupervisionFixed {
+    env: LimitsEnv,
+    flags: LimitFlags,
+    limits: Option<Limits>,
+    agent: Option<AgentCommand>,
+    agent_args: Option<Vec<String>>,
+}
+
+impl SupervisionFixed {
+    fn effective(&self, settings: &Settings) -> Effective {
+        let e = limits::effective(self.limits.as_ref().unwrap_or(&settings.limits), &self.env, &self.flags);
+        for err in e.env_errors.iter().chain(&e.flag_errors) {
+            tracing::warn!(field = %err.field, "{}", err.message);
+        }
+        e
+    }
+
+    fn agent(&self, settings: &Settings) -> AgentCommand {
+        let mut agent = self.agent.clone().unwrap_or_else(|| settings.agent.command());
+        if let Some(args) = &self.agent_args {
+            agent.args = args.clone();
+        }
+        agent
+    }
+}
+
+/// The engine's roster, as the supervisor's [`Roster`].
+struct EngineRoster(Engine);
+
+impl Roster for EngineRoster {
+    fn show(&self, location: TranscriptLocation, supervision: Option<Supervision>) {
+        self.0.set_supervision(location, supervision);
+    }
+}
+
+impl Mimesis {
+    /// Starts Mimesis: the one function both faces build it with. Returns once the engine
+    /// runs; the supervisor (whose start cleans up after an earlier run, which may wait
+    /// for a process to die) starts in the background: [`Mimesis::supervisor`] waits for
+    /// it. Must be called within a tokio runtime.
+    pub async fn start(opts: Options) -> Mimesis {
+        let data_dir = std::path::absolute(&opts.data_dir).unwrap_or(opts.data_dir);
+        let db_path = data_dir.join(mimesis_fleetdb::FILE_NAME);
+        let now = opts.clock.now();
+        // The engine that follows everything owns the database (and rebuilds it when it is
+        // unusable); `mimesis run` only reads the stored settings from it.
+        let (db, stored) = match opts.follow {
+            Follow::Everything => {
+                let db = Arc::new(Db::open(&db_path, now));
+                let settings = db.settings();
+                (Some(db), settings)
+            }
+            Follow::SupervisedOnly => (None, stored_settings(&db_path)),
+        };
+        let engine = Engine::start(EngineConfig {
+            roots: opts.roots.clone(),
+            timeouts: stored.watch.timeouts(),
+            status_file_ttl: stored.watch.status_file_ttl(),
+            notifications: stored.notifications.clone(),
+            clock: opts.clock.clone(),
+            poll_interval: opts.poll_interval,
+            data_dir: Some(data_dir.clone()),
+            archive: db.clone().map(|d| d as Arc<dyn SessionArchive>),
+            follow: opts.follow,
+            ..Default::default()
+        });
+        let (settings, _) = watch::channel(stored.clone());
+        let (sup_tx, sup_rx) = watch::channel(None);
+        let fixed = opts.supervise.as_ref().map(|s| SupervisionFixed {
+            env: s.env.clone(),
+            flags: s.flags.clone(),
+            limits: s.limits.clone(),
+            agent: s.agent.clone(),
+            agent_args: s.agent_args.clone(),
+        });
+        let mimesis = Mimesis {
+            inner: Arc::new(Inner {
+                engine: engine.clone(),
+                supervisor: sup_rx,
+                db,
+                settings,
+                supervise: fixed,
+                roots: opts.roots,
+                data_dir: data_dir.clone(),
+                clock: opts.clock.clone(),
+            }),
+        };
+        if let Some(s) = opts.supervise {
+            let fixed = mimesis.inner.supervise.as_ref().expect("set above");
+            let mut config = SupervisorConfig::new(s.config_root.clone(), mimesis_fleetdb::ledger::open(&data_dir));
+            config.limits = fixed.effective(&stored).limits;
+            config.agent = fixed.agent(&stored);
+            config.clock = opts.clock.clone();
+            config.roster = Some(Arc::new(EngineRoster(engine.clone())));
+            config.metrics_dir = Some(mimesis_supervise::metrics::dir(&data_dir));
+            config.scrollback_bytes = s.scrollback_bytes;
+            config.subreaper = s.subreaper;
+            config.clean_previous = s.clean_previous;
+            if let Some(size) = s.size {
+                config.size = size;
+            }
+            if s.config_root_env {
+                config.config_root_env = Some(s.config_root.clone());
+            }
+            // Supervised transcripts must be watched to be read.
+            let _ = engine.add_root(s.config_root).await;
+            tokio::spawn(async move {
+                let sup = Supervisor::start(config).await;
+                let cleanup = sup.previous_runs();
+                if !cleanup.killed.is_empty() {
+                    tracing::info!(killed = ?cleanup.killed, "stopped what an earlier run of Mimesis left running");
+                }
+                tokio::spawn(forward_supervision_events(sup.subscribe(), engine.clone()));
+                tokio::spawn(forward_roster_to_supervisor(engine.subscribe(), engine, sup.clone()));
+                let _ = sup_tx.send(Some(sup));
+                // Keep the sender: the handles' receivers stay valid for the app's lifetime.
+                sup_tx.closed().await;
+            });
+        }
+        mimesis
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    /// The supervisor, once it has started; `None` when this face supervises nothing.
+    pub async fn supervisor(&self) -> Option<Supervisor> {
+        self.inner.supervise.as_ref()?;
+        let mut rx = self.inner.supervisor.clone();
+        let sup = rx.wait_for(Option::is_some).await.ok()?;
+        sup.clone()
+    }
+
+    /// The supervisor if it has started already.
+    pub fn supervisor_now(&self) -> Option<Supervisor> {
+        self.inner.supervisor.borrow().clone()
+    }
+
+    /// The fleet database this process owns, if it owns it.
+    pub fn db(&self) -> Option<&Arc<Db>> {
+        self.inner.db.as_ref()
+    }
+
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.inner.roots
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.data_dir
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+
+    /// The stored settings in force.
+    pub fn settings(&self) -> Settings {
+        self.inner.settings.borrow().clone()
+    }
+
+    /// The settings, and every later change made by [`Mimesis::settings_set`].
+    pub fn subscribe_settings(&self) -> watch::Receiver<Settings> {
+        self.inner.settings.subscribe()
+    }
+
+    /// The limits in force for supervised sessions and where each comes from (the stored
+    /// setting, the environment, a flag); `None` when this face supervises nothing.
+    pub fn effective_limits(&self) -> Option<Effective> {
+        let fixed = self.inner.supervise.as_ref()?;
+        Some(fixed.effective(&self.settings()))
+    }
+
+    /// The program new supervised sessions run.
+    pub fn agent(&self) -> Option<AgentCommand> {
+        let fixed = self.inner.supervise.as_ref()?;
+        Some(fixed.agent(&self.settings()))
+    }
+
+    /// Validates and stores a settings document (docs/ipc.md `settings_set`); nothing is
+    /// saved while any field is wrong. Everything follows at once: the engine's timeouts
+    /// and notification choices, the supervisor's limits (with the environment's and the
+    /// command line's overrides on top) and the agent of new sessions.
+    pub async fn settings_set(&self, doc: &serde_json::Value) -> SetOutcome {
+        let settings = match Settings::from_json(doc) {
+            Err(errors) => return SetOutcome { settings: self.settings(), errors },
+            Ok(s) => s,
+        };
+        if let Some(db) = &self.inner.db
+            && let Err(e) = db.save_settings(&settings)
+        {
+            let errors = vec![FieldError { field: "settings".into(), message: format!("could not be saved: {e}") }];
+            return SetOutcome { settings: self.settings(), errors };
+        }
+        self.apply(&settings).await;
+        self.inner.settings.send_replace(settings.clone());
+        SetOutcome { settings, errors: Vec::new() }
+    }
+
+    /// Fans one settings document out: the one path every change takes.
+    async fn apply(&self, settings: &Settings) {
+        let w = &settings.watch;
+        let _ =
+            self.inner.engine.apply_settings(w.timeouts(), w.status_file_ttl(), settings.notifications.clone()).await;
+        if let (Some(fixed), Some(sup)) = (&self.inner.supervise, self.supervisor_now()) {
+            let limits = fixed.effective(settings).limits;
+            if limits != sup.limits() {
+                tracing::info!("the limits changed; running sessions use them from now on");
+                sup.set_limits(limits);
+            }
+            sup.set_agent(fixed.agent(settings));
+        }
+    }
+
+    /// Whether Mimesis's hooks are installed in each root (docs/ipc.md `hooks_status`).
+    pub fn hooks_status(&self) -> Vec<HookStatus> {
+        self.inner.roots.iter().map(|r| install::status(r)).collect()
+    }
+
+    /// Installs the hooks into every root, running `exe hook --data-dir <data dir>`
+    /// (`exe` must handle a first argument `hook` with [`mimesis_hooks::run_hook`]). All
+    /// or nothing; the error is a sentence for the user.
+    pub fn hooks_install(&self, exe: &Path) -> Result<Vec<HookStatus>, String> {
+        let command = install::hook_command(exe, &self.inner.data_dir);
+        install::install_all(&self.inner.roots, &command, self.inner.clock.now()).map_err(|e| e.to_string())
+    }
+
+    /// Removes exactly the hooks Mimesis added, from every root.
+    pub fn hooks_uninstall(&self) -> Result<Vec<HookStatus>, String> {
+        install::uninstall_all(&self.inner.roots, self.inner.clock.now()).map_err(|e| e.to_string())
+    }
+
+    /// `mimesis doctor` for these roots, data dir and database.
+    pub async fn doctor(&self) -> doctor::DoctorReport {
+        let (roots, data_dir, db) = (self.inner.roots.clone(), self.inner.data_dir.clone(), self.inner.db.clone());
+        tokio::task::spawn_blocking(move || doctor::run(&roots, &data_dir, db.as_deref()))
+            .await
+            .expect("doctor does not panic")
+    }
+
+    /// Stops every supervised session (P12), then the engine (what the fleet database has
+    /// not stored yet is written first).
+    pub async fn shutdown(&self) {
+        if self.inner.supervise.is_some() {
+            // A supervisor still starting may be about to run sessions: wait for it briefly.
+            let mut rx = self.inner.supervisor.clone();
+            let sup = match tokio::time::timeout(Duration::from_secs(10), rx.wait_for(Option::is_some)).await {
+                Ok(Ok(s)) => s.clone(),
+                _ => None,
+            };
+            if let Some(sup) = sup {
+                sup.shutdown().await;
+            }
+        }
+        self.inner.engine.shutdown().await;
+    }
+}
+
+/// The settings the app stored, or the defaults (no database, or unreadable).
+fn stored_settings(path: &Path) -> Settings {
+    if !path.exists() {
+        return Settings::default();
+    }
+    match Db::open_read_only(path) {
+        Ok(db) => db.settings(),
+        Err(e) => {
+            tracing::info!(error = %e, "cannot read the stored settings; using the defaults");
+            Settings::default()
+        }
+    }
+}
+
+/// Supervision events become attention (the tray's count, notifications), for every face.
+async fn forward_supervision_events(mut rx: broadcast::Receiver<Arc<SupervisionEvent>>, engine: Engine) {
+    loop {
+        match rx.recv().await {
+            Ok(ev) => {
+                if let Some(s) = SupervisionSignal::from_event(&ev) {
+                    engine.supervision_signal(&ev.session_id, s);
+                }
+            }
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "supervision events fell behind; attention may miss a crash flag");
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// The roster's view of each supervised session (the live registry, hooks, the transcript:
+/// its derived status) goes to the supervisor: it tells a finished turn when the screen
+/// can't. A forwarder that fell behind takes the roster anew instead of going on with a
+/// hole (a missed "turn done" would leave a session unrecovered).
+async fn forward_roster_to_supervisor(
+    mut rx: broadcast::Receiver<Arc<mimesis_watch::Envelope>>,
+    engine: Engine,
+    sup: Supervisor,
+) {
+    loop {
+        match rx.recv().await {
+            Ok(env) => match &env.event {
+                StoreEvent::Discovered { session } => sup.transcript_status(&session.session_id, session.status),
+                StoreEvent::Updated { session_id, changes } => {
+                    if let Some(status) = changes.status {
+                        sup.transcript_status(session_id, status);
+                    }
+                }
+                StoreEvent::Removed { .. } => {}
+            },
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "the roster fell behind; taking it anew for the supervisor");
+                let Ok(snapshot) = engine.snapshot().await else { return };
+                for s in snapshot.sessions.iter().filter(|s| s.source == Source::Pty) {
+                    sup.transcript_status(&s.session_id, s.status);
+                }
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// A session id from the command line or the UI.
+pub fn session_id(s: &str) -> Result<SessionId, String> {
+    SessionId::parse(s).map_err(|e| e.to_string())
+}

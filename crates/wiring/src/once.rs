@@ -1,0 +1,45 @@
+//! The roster and timelines read once, without watching (`mimesis ls`, `mimesis show`):
+//! the engine's own reading (index, registry, recorded hook events, markers and status
+//! files) with the chain links the fleet database kept. Changes nothing on disk.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use mimesis_core::chain::Link;
+use mimesis_core::clock::Timestamp;
+use mimesis_core::layout::TranscriptLocation;
+use mimesis_core::session::TrackedSession;
+use mimesis_core::status::Timeouts;
+use mimesis_core::timeline::TimelineItem;
+use mimesis_fleetdb::Db;
+use mimesis_watch::{engine, scan, timeline_view};
+
+/// The chain links the fleet database in `data_dir` kept (none when it cannot be read).
+fn stored_links(data_dir: &Path) -> Vec<Link> {
+    Db::open_read_only(&data_dir.join(mimesis_fleetdb::FILE_NAME))
+        .ok()
+        .and_then(|db| db.load_links().ok())
+        .unwrap_or_default()
+}
+
+/// Every session under `roots` with its status at `now` (superseded ones included).
+pub fn roster(roots: &[PathBuf], data_dir: &Path, now: Timestamp) -> Vec<TrackedSession> {
+    engine::roster_once(roots, Timeouts::default(), now, Some(data_dir), stored_links(data_dir))
+}
+
+/// The items of the earlier segments of the work chain of the transcript at `path`
+/// (oldest first, each closed by its boundary), to show before its own.
+pub fn chain_prefix(roots: &[PathBuf], data_dir: &Path, path: &Path, now: Timestamp) -> io::Result<Vec<TimelineItem>> {
+    let segments = engine::chain_of(roots, Some(data_dir), stored_links(data_dir), path, now);
+    timeline_view::chain_prefix(&segments)
+}
+
+/// The timeline of one transcript.
+pub fn read_timeline(path: &Path) -> io::Result<Vec<TimelineItem>> {
+    timeline_view::read_timeline(path)
+}
+
+/// Every session transcript under `root`, without reading any.
+pub fn discover(root: &Path) -> Vec<TranscriptLocation> {
+    scan::discover(root)
+}
