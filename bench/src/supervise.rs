@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use mimesis_core::supervision::policy::{Activity, AgentKind, Input, ScreenSignal, SessionPolicy};
 use mimesis_core::supervision::{AgentCommand, Limits};
-use mimesis_core::{SessionId, Timestamp};
+use mimesis_core::{Mono, Now, SessionId, Timestamp};
 use mimesis_supervise::{Supervisor, SupervisorConfig};
 
 fn cpu_time() -> Duration {
@@ -71,7 +71,7 @@ async fn wait_screen(sup: &Supervisor, id: &SessionId, needle: &str) -> Result<(
 }
 
 fn pure_policy_tick(n: usize) -> Duration {
-    let t0 = Timestamp::from_millis(1_800_000_000_000);
+    let t0 = Now { wall: Timestamp::from_millis(1_800_000_000_000), mono: Mono::from_millis(0) };
     let mut policies: Vec<SessionPolicy> = (0..n)
         .map(|i| {
             let id = SessionId::parse(&format!("s{i}")).unwrap();
@@ -91,7 +91,8 @@ fn pure_policy_tick(n: usize) -> Duration {
     let rounds = 10_000;
     let start = Instant::now();
     for r in 0..rounds {
-        let now = t0.plus(Duration::from_millis(r * 7));
+        let d = Duration::from_millis(r * 7);
+        let now = Now { wall: t0.wall.plus(d), mono: t0.mono.plus(d) };
         for p in &mut policies {
             std::hint::black_box(p.handle(Input::Tick, now));
             std::hint::black_box(p.next_deadline());

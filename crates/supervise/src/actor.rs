@@ -257,8 +257,7 @@ impl SessionActor {
     }
 
     pub(crate) fn supervision(&self) -> Supervision {
-        let snap = self.policy.snapshot();
-        Supervision::new(&snap, &self.agent.display_name(), &self.cwd.to_string_lossy())
+        self.policy.supervision(&self.agent.display_name(), &self.cwd.to_string_lossy())
     }
 
     pub(crate) async fn run(mut self) {
@@ -294,7 +293,7 @@ impl SessionActor {
     fn command(&mut self, cmd: SessionCmd) {
         match cmd {
             SessionCmd::Input(bytes, reply) => {
-                let (delivery, effects) = self.policy.input(bytes, self.shared.clock.now());
+                let (delivery, effects) = self.policy.input(bytes, self.shared.clock.both());
                 self.run_effects(effects);
                 self.publish();
                 let _ = reply.send(delivery);
@@ -436,7 +435,7 @@ impl SessionActor {
     }
 
     fn step(&mut self, input: Input) {
-        let effects = self.policy.handle(input, self.shared.clock.now());
+        let effects = self.policy.handle(input, self.shared.clock.both());
         self.run_effects(effects);
         self.publish();
     }
@@ -445,7 +444,7 @@ impl SessionActor {
         let mut queue: VecDeque<Effect> = effects.into();
         while let Some(effect) = queue.pop_front() {
             if let Some(input) = self.execute(effect) {
-                queue.extend(self.policy.handle(input, self.shared.clock.now()));
+                queue.extend(self.policy.handle(input, self.shared.clock.both()));
             }
         }
     }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use mimesis_core::clock::{Clock, SystemClock, Timestamp};
+use mimesis_core::clock::{Clock, Mono, SystemClock, Timestamp};
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::status::Status;
@@ -204,8 +204,8 @@ impl Shared {
 
     /// The tokio instant at which the clock will read `t` (capped: a manual clock only
     /// moves when told, and `tick` re-evaluates then).
-    pub(crate) fn instant_at(&self, t: Timestamp) -> tokio::time::Instant {
-        tokio::time::Instant::now() + t.since(self.clock.now()).min(Duration::from_secs(3600))
+    pub(crate) fn instant_at(&self, t: Mono) -> tokio::time::Instant {
+        tokio::time::Instant::now() + t.since(self.clock.mono()).min(Duration::from_secs(3600))
     }
 
     pub(crate) fn fleet(&self, msg: FleetMsg) {
@@ -423,7 +423,11 @@ impl Supervisor {
             if sessions.contains_key(&id) {
                 return Err(SupervisorError::AlreadySupervised(id));
             }
-            let placeholder = placeholder_supervision(&self.shared.agent(), &cwd, self.shared.clock.now());
+            let placeholder = Supervision::starting(
+                &self.shared.agent().display_name(),
+                &cwd.to_string_lossy(),
+                self.shared.clock.now(),
+            );
             sessions.insert(
                 id.clone(),
                 Entry {
@@ -432,7 +436,7 @@ impl Supervisor {
                         id: id.clone(),
                         live: true,
                         suspendable: false,
-                        last_used: self.shared.clock.now(),
+                        last_used: self.shared.clock.mono(),
                     },
                     supervision: placeholder,
                     rss: 0,
@@ -447,7 +451,7 @@ impl Supervisor {
             s.limits(),
             s.agent().kind,
             resume.is_some(),
-            s.clock.now(),
+            s.clock.both(),
             Box::new(new_session_id),
         );
         let actor = SessionActor::new(policy, first, s.clone(), cwd, rx);
@@ -667,28 +671,6 @@ pub fn new_session_id() -> SessionId {
     SessionId::parse(&uuid::Uuid::new_v4().to_string()).expect("a UUID is a valid session id")
 }
 
-fn placeholder_supervision(agent: &AgentCommand, cwd: &Path, now: Timestamp) -> Supervision {
-    Supervision {
-        state: SupervisionState::Running,
-        mode: mimesis_core::supervision::policy::Mode::Persistent,
-        agent: agent.display_name(),
-        cwd: cwd.to_string_lossy().into_owned(),
-        pid: None,
-        process_started_at: None,
-        created_at: now,
-        recovery_count: 0,
-        restart_count: 0,
-        consecutive_crashes: 0,
-        pending_crash_recovery: false,
-        awaiting_permission: false,
-        idle_deadline: None,
-        duration_deadline: None,
-        queued_inputs: 0,
-        last_exit_code: None,
-        terminated_reason: None,
-    }
-}
-
 /// Why `program` cannot be run, in a sentence (for a failed first launch).
 fn which(program: &Path) -> Result<PathBuf, String> {
     let found = if program.components().count() > 1 {
@@ -717,8 +699,8 @@ async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMs
     let mut orphans = OrphanWatch::default();
     let mut disk = DiskWatch::default();
     let limits = shared.limits();
-    let mut next_disk = shared.clock.now().plus(limits.disk_check);
-    let mut next_orphans = shared.clock.now().plus(limits.orphan_check);
+    let mut next_disk = shared.clock.mono().plus(limits.disk_check);
+    let mut next_orphans = shared.clock.mono().plus(limits.orphan_check);
     let publishing = shared.config.metrics_dir.is_some();
     // Published at once, so `mimesis metrics` sees this supervisor from its start; then
     // soon after each change, and at least every heartbeat.
@@ -741,7 +723,7 @@ async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMs
                 }
                 Some(FleetMsg::LimitsChanged) => {
                     // New intervals count from now, never later than already planned.
-                    let (now, l) = (shared.clock.now(), shared.limits());
+                    let (now, l) = (shared.clock.mono(), shared.limits());
                     next_disk = next_disk.min(now.plus(l.disk_check));
                     next_orphans = next_orphans.min(now.plus(l.orphan_check));
                     enforce_cap(&shared);
@@ -774,7 +756,7 @@ async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMs
             }
             _ = tokio::time::sleep_until(wake) => {}
         }
-        let now = shared.clock.now();
+        let now = shared.clock.mono();
         let limits = shared.limits();
         if next_disk <= now {
             next_disk = now.plus(limits.disk_check);
@@ -1020,9 +1002,8 @@ mod tests {
         let sup = Supervisor::start(config).await;
         let (old, new) = (SessionId::parse("old").unwrap(), SessionId::parse("new").unwrap());
         let (tx, _rx) = mpsc::unbounded_channel();
-        let now = sup.shared.clock.now();
-        let supervision = placeholder_supervision(&sup.shared.config.agent, dir.path(), now);
-        let cap = CapEntry { id: new.clone(), live: true, suspendable: false, last_used: now };
+        let supervision = Supervision::starting("claude", &dir.path().to_string_lossy(), sup.shared.clock.now());
+        let cap = CapEntry { id: new.clone(), live: true, suspendable: false, last_used: sup.shared.clock.mono() };
         let entry = Entry { tx, supervision, cap, rss: 0, cpu: None, cpu_percent: 0.0 };
         lock(&sup.shared.sessions).insert(new.clone(), entry);
         lock(&sup.shared.aliases).insert(old.clone(), new.clone());

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::clock::Timestamp;
+use crate::clock::{Mono, Timestamp};
 use crate::ids::SessionId;
 
 /// What the cap needs to know about one session.
@@ -20,7 +20,7 @@ pub struct CapEntry {
     /// Idle at its prompt, nothing pending: suspending it loses nothing.
     pub suspendable: bool,
     /// When the user last typed into it.
-    pub last_used: Timestamp,
+    pub last_used: Mono,
 }
 
 /// P7: the least recently used idle sessions to suspend so that at most `max` are live.
@@ -319,7 +319,7 @@ mod tests {
     use super::*;
 
     fn e(id: &str, live: bool, suspendable: bool, used: i64) -> CapEntry {
-        CapEntry { id: SessionId::parse(id).unwrap(), live, suspendable, last_used: Timestamp::from_millis(used) }
+        CapEntry { id: SessionId::parse(id).unwrap(), live, suspendable, last_used: Mono::from_millis(used as u64) }
     }
 
     #[test]

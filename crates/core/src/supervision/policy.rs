@@ -35,7 +35,8 @@ use serde::Serialize;
 
 use super::event::{EventKind, ReadyStatus, SupervisionEvent, wording};
 use super::limits::{Limits, SuspendMode};
-use crate::clock::Timestamp;
+use super::view::Supervision;
+use crate::clock::{Mono, Now, Timestamp};
 use crate::ids::SessionId;
 use crate::status::Status;
 
@@ -227,29 +228,6 @@ pub enum Delivery {
     Refused,
 }
 
-/// The `supervision` object of a roster row (docs/ipc.md), minus what only the driver
-/// knows (agent, cwd).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Snapshot {
-    pub state: SupervisionState,
-    pub mode: Mode,
-    pub pid: Option<u32>,
-    pub process_started_at: Option<Timestamp>,
-    pub created_at: Timestamp,
-    pub recovery_count: u32,
-    pub restart_count: u32,
-    pub consecutive_crashes: u32,
-    pub pending_crash_recovery: bool,
-    pub awaiting_permission: bool,
-    pub idle_deadline: Option<Timestamp>,
-    pub duration_deadline: Option<Timestamp>,
-    pub queued_inputs: usize,
-    pub last_exit_code: Option<i32>,
-    pub terminated_reason: Option<TerminatedReason>,
-    pub activity: Activity,
-    pub last_used: Timestamp,
-}
-
 /// A process that shows nothing recognisable this long after its spawn is taken to be up.
 pub const READY_FALLBACK: Duration = Duration::from_secs(30);
 /// How long an interrupted turn has to wind down (write its interruption) before SIGTERM.
@@ -340,14 +318,14 @@ enum Proc {
     Starting {
         generation: u64,
         pid: Option<u32>,
-        since: Timestamp,
+        since: Mono,
         launch: Launch,
         purpose: Purpose,
     },
     Live {
         generation: u64,
         pid: u32,
-        since: Timestamp,
+        since: Mono,
         purpose: Purpose,
         /// Started with `--resume`: a refusal can still show up (EC-007).
         resumed: bool,
@@ -355,10 +333,10 @@ enum Proc {
     Stopping {
         generation: u64,
         pid: Option<u32>,
-        since: Timestamp,
+        since: Mono,
         why: StopWhy,
         stage: Stage,
-        next_at: Option<Timestamp>,
+        next_at: Option<Mono>,
     },
 }
 
@@ -377,7 +355,7 @@ impl Proc {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Retry {
     /// When the next attempt starts (None while one runs).
-    at: Option<Timestamp>,
+    at: Option<Mono>,
     /// Attempts that failed so far.
     failed: u32,
 }
@@ -407,22 +385,26 @@ pub struct SessionPolicy {
     transcript: Activity,
     /// A turn started (working or a dialog) and has not finished.
     turn_open: bool,
-    created_at: Timestamp,
-    next_duration_check: Timestamp,
+    /// When the session was created: shown (wall) and counted from (monotonic).
+    created_wall: Timestamp,
+    created_at: Mono,
+    /// When the current process started (wall), for display.
+    process_wall: Option<Timestamp>,
+    next_duration_check: Mono,
     /// When the duration was last checked: a warning/limit instant at or before it was
     /// already acted on (or found moot), so it is no wake-up any more.
-    duration_checked_at: Timestamp,
+    duration_checked_at: Mono,
     duration_warned: bool,
-    duration_grace_until: Option<Timestamp>,
-    next_rss_check: Timestamp,
+    duration_grace_until: Option<Mono>,
+    next_rss_check: Mono,
     rss_warned: bool,
     restart_reason: Option<RestartReason>,
-    restart_grace_until: Option<Timestamp>,
-    next_health_check: Timestamp,
-    idle_deadline: Option<Timestamp>,
-    last_used: Timestamp,
-    last_output: Timestamp,
-    suspended_at: Option<Timestamp>,
+    restart_grace_until: Option<Mono>,
+    next_health_check: Mono,
+    idle_deadline: Option<Mono>,
+    last_used: Mono,
+    last_output: Mono,
+    suspended_at: Option<Mono>,
     queue: VecDeque<Vec<u8>>,
     /// One-shot mode: the line being typed.
     line: Vec<u8>,
@@ -431,12 +413,13 @@ pub struct SessionPolicy {
     consecutive_crashes: u32,
     pending_crash: bool,
     /// The last recovery attempt: when, and whether it succeeded (debounce).
-    last_recovery: Option<(Timestamp, bool)>,
+    last_recovery: Option<(Mono, bool)>,
     retry: Option<Retry>,
     resume_rejected: bool,
     last_exit_code: Option<i32>,
     out: Vec<Effect>,
-    now: Timestamp,
+    now: Mono,
+    wall: Timestamp,
 }
 
 impl SessionPolicy {
@@ -447,9 +430,10 @@ impl SessionPolicy {
         limits: Limits,
         kind: AgentKind,
         resume: bool,
-        now: Timestamp,
+        at: Now,
         fresh_id: Box<dyn FnMut() -> SessionId + Send>,
     ) -> (SessionPolicy, Vec<Effect>) {
+        let now = at.mono;
         let mut p = SessionPolicy {
             id,
             kind,
@@ -463,7 +447,9 @@ impl SessionPolicy {
             screen: Activity::Unknown,
             transcript: Activity::Unknown,
             turn_open: false,
+            created_wall: at.wall,
             created_at: now,
+            process_wall: None,
             next_duration_check: now.plus(limits.duration_check),
             duration_checked_at: now,
             duration_warned: false,
@@ -489,6 +475,7 @@ impl SessionPolicy {
             last_exit_code: None,
             out: Vec::new(),
             now,
+            wall: at.wall,
             limits,
         };
         let launch = if resume { Launch::Resume } else { Launch::Fresh };
@@ -545,7 +532,7 @@ impl SessionPolicy {
     }
 
     /// When the user last typed (or the session was created): the LRU key (P7).
-    pub fn last_used(&self) -> Timestamp {
+    pub fn last_used(&self) -> Mono {
         self.last_used
     }
 
@@ -553,40 +540,38 @@ impl SessionPolicy {
         if self.screen != Activity::Unknown { self.screen } else { self.transcript }
     }
 
-    pub fn snapshot(&self) -> Snapshot {
-        let process_started_at = match &self.proc {
-            Proc::Starting { since, .. } | Proc::Live { since, .. } | Proc::Stopping { since, .. } => Some(*since),
-            Proc::None => None,
-        };
-        Snapshot {
+    /// The `supervision` object of the session's roster row (docs/ipc.md): its state,
+    /// with deadlines shown in wall-clock time as of the last input.
+    pub fn supervision(&self, agent: &str, cwd: &str) -> Supervision {
+        let at = Now { wall: self.wall, mono: self.now };
+        Supervision {
             state: self.state,
             mode: self.mode,
+            agent: agent.to_owned(),
+            cwd: cwd.to_owned(),
             pid: self.pid(),
-            process_started_at,
-            created_at: self.created_at,
+            process_started_at: self.process_wall.filter(|_| !matches!(self.proc, Proc::None)),
+            created_at: self.created_wall,
             recovery_count: self.recovery_count,
             restart_count: self.restart_count,
             consecutive_crashes: self.consecutive_crashes,
             pending_crash_recovery: self.pending_crash,
             awaiting_permission: self.activity() == Activity::Permission,
-            idle_deadline: self.idle_deadline,
+            idle_deadline: self.idle_deadline.map(|d| at.wall_at(d)),
             duration_deadline: (self.state != SupervisionState::Terminated)
-                .then(|| self.created_at.plus(self.limits.max_duration)),
+                .then(|| at.wall_at(self.created_at.plus(self.limits.max_duration))),
             queued_inputs: self.queue.len(),
             last_exit_code: self.last_exit_code,
             terminated_reason: self.terminated_reason,
-            activity: self.activity(),
-            last_used: self.last_used,
         }
     }
 
     /// The earliest instant at which [`Input::Tick`] has something to do.
-    pub fn next_deadline(&self) -> Option<Timestamp> {
+    pub fn next_deadline(&self) -> Option<Mono> {
         if self.state == SupervisionState::Terminated && matches!(self.proc, Proc::None) {
             return None;
         }
-        let mut t: Vec<Option<Timestamp>> =
-            vec![self.duration_grace_until, self.restart_grace_until, self.idle_deadline];
+        let mut t: Vec<Option<Mono>> = vec![self.duration_grace_until, self.restart_grace_until, self.idle_deadline];
         if self.state != SupervisionState::Terminated {
             t.push(Some(self.next_duration_check));
             t.push(self.duration_due());
@@ -616,8 +601,10 @@ impl SessionPolicy {
     }
 
     /// Applies one input.
-    pub fn handle(&mut self, input: Input, now: Timestamp) -> Vec<Effect> {
+    pub fn handle(&mut self, input: Input, at: Now) -> Vec<Effect> {
+        let now = at.mono;
         self.now = now;
+        self.wall = at.wall;
         match input {
             Input::Spawned { generation, pid } => self.spawned(generation, pid),
             Input::SpawnFailed { generation, error } => self.spawn_failed(generation, error),
@@ -659,8 +646,10 @@ impl SessionPolicy {
     }
 
     /// User input (keystrokes or a paste). Returns what became of it, and the effects.
-    pub fn input(&mut self, bytes: Vec<u8>, now: Timestamp) -> (Delivery, Vec<Effect>) {
+    pub fn input(&mut self, bytes: Vec<u8>, at: Now) -> (Delivery, Vec<Effect>) {
+        let now = at.mono;
         self.now = now;
+        self.wall = at.wall;
         self.last_used = now;
         let delivery = self.deliver_or_queue(bytes);
         (delivery, std::mem::take(&mut self.out))
@@ -673,7 +662,7 @@ impl SessionPolicy {
     }
 
     fn emit(&mut self, kind: EventKind) {
-        let ev = SupervisionEvent { kind, session_id: self.id.clone(), at: self.now };
+        let ev = SupervisionEvent { kind, session_id: self.id.clone(), at: self.wall };
         self.out.push(Effect::Emit(ev));
     }
 
@@ -694,6 +683,7 @@ impl SessionPolicy {
         let launch = if self.kind == AgentKind::MonitoredOnly { Launch::Fresh } else { launch };
         self.proc =
             Proc::Starting { generation: self.generation, pid: None, since: self.now, launch: launch.clone(), purpose };
+        self.process_wall = Some(self.wall);
         self.next_health_check = self.now.plus(self.limits.health_check);
         self.next_rss_check = self.now.plus(self.limits.rss_check);
         self.out.push(Effect::Spawn { generation: self.generation, session_id: self.id.clone(), launch });
@@ -1397,6 +1387,7 @@ impl SessionPolicy {
                 if self.terminated_reason == Some(TerminatedReason::DurationLimit) {
                     // A new run: the limit counts again from now.
                     self.created_at = self.now;
+                    self.created_wall = self.wall;
                     self.next_duration_check = self.now.plus(self.limits.duration_check);
                     self.duration_warned = false;
                 }
@@ -1451,7 +1442,7 @@ impl SessionPolicy {
     /// The warning's and the limit's own instants, so the check interval never delays
     /// them (a 2 s limit with the default 60 s check still ends at 2 s): the next of them
     /// that the duration check has not seen yet.
-    fn duration_due(&self) -> Option<Timestamp> {
+    fn duration_due(&self) -> Option<Mono> {
         let max = self.limits.max_duration;
         let limit_at = self.created_at.plus(max);
         let warn_ms = (max.as_millis() * u128::from(self.limits.duration_warn_percent)).div_ceil(100);
@@ -1568,7 +1559,7 @@ impl SessionPolicy {
         let now = self.now;
         let l = &self.limits;
         if let Some(deadline) = self.idle_deadline {
-            let started = Timestamp::from_millis(deadline.millis().saturating_sub(old.idle_timeout.as_millis() as i64));
+            let started = Mono::from_millis(deadline.millis().saturating_sub(old.idle_timeout.as_millis() as u64));
             self.idle_deadline = Some(started.plus(l.idle_timeout));
         }
         if old.max_duration != l.max_duration || old.duration_warn_percent != l.duration_warn_percent {
@@ -1581,7 +1572,7 @@ impl SessionPolicy {
             }
             self.next_duration_check = now;
         }
-        let sooner = |at: Timestamp, every: Duration| at.min(now.plus(every));
+        let sooner = |at: Mono, every: Duration| at.min(now.plus(every));
         self.next_duration_check = sooner(self.next_duration_check, l.duration_check);
         self.next_rss_check = sooner(self.next_rss_check, l.rss_check);
         self.next_health_check = sooner(self.next_health_check, l.health_check);

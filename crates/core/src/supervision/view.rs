@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::policy::{Mode, Snapshot, SupervisionState, TerminatedReason};
+use super::policy::{Mode, SupervisionState, TerminatedReason};
 use crate::clock::Timestamp;
 use crate::ids::SessionId;
 
@@ -34,25 +34,26 @@ pub struct Supervision {
 }
 
 impl Supervision {
-    pub fn new(s: &Snapshot, agent: &str, cwd: &str) -> Supervision {
+    /// A session being set up, before its policy has said anything (its first spawn).
+    pub fn starting(agent: &str, cwd: &str, now: Timestamp) -> Supervision {
         Supervision {
-            state: s.state,
-            mode: s.mode,
+            state: SupervisionState::Running,
+            mode: Mode::Persistent,
             agent: agent.to_owned(),
             cwd: cwd.to_owned(),
-            pid: s.pid,
-            process_started_at: s.process_started_at,
-            created_at: s.created_at,
-            recovery_count: s.recovery_count,
-            restart_count: s.restart_count,
-            consecutive_crashes: s.consecutive_crashes,
-            pending_crash_recovery: s.pending_crash_recovery,
-            awaiting_permission: s.awaiting_permission,
-            idle_deadline: s.idle_deadline,
-            duration_deadline: s.duration_deadline,
-            queued_inputs: s.queued_inputs,
-            last_exit_code: s.last_exit_code,
-            terminated_reason: s.terminated_reason,
+            pid: None,
+            process_started_at: None,
+            created_at: now,
+            recovery_count: 0,
+            restart_count: 0,
+            consecutive_crashes: 0,
+            pending_crash_recovery: false,
+            awaiting_permission: false,
+            idle_deadline: None,
+            duration_deadline: None,
+            queued_inputs: 0,
+            last_exit_code: None,
+            terminated_reason: None,
         }
     }
 }

@@ -4,8 +4,17 @@ use super::*;
 
 const BASE: i64 = 1_800_000_000_000;
 
-fn at(secs: f64) -> Timestamp {
+/// Both clocks `secs` after the start: the wall clock from BASE, the monotonic from 0.
+fn at(secs: f64) -> Now {
+    Now { wall: wall(secs), mono: mono(secs) }
+}
+
+fn wall(secs: f64) -> Timestamp {
     Timestamp::from_millis(BASE + (secs * 1000.0) as i64)
+}
+
+fn mono(secs: f64) -> Mono {
+    Mono::from_millis((secs * 1000.0) as u64)
 }
 
 fn sid(s: &str) -> SessionId {
@@ -211,13 +220,13 @@ fn a_failed_first_launch_ends_the_session_without_retrying() {
     let e = h.feed(Input::SpawnFailed { generation, error: "cannot run claude: not found".into() });
     assert_eq!(events(&e), ["error"]);
     assert_eq!(h.p.state(), SupervisionState::Terminated);
-    assert_eq!(h.p.snapshot().terminated_reason, Some(TerminatedReason::FailedToStart));
+    assert_eq!(h.p.supervision("", "").terminated_reason, Some(TerminatedReason::FailedToStart));
 
     let mut h = H::with(limits(), AgentKind::ClaudeLike, false);
     h.spawned();
     let e = h.exit(2);
     assert_eq!(events(&e), ["error", "session_exited"]);
-    assert_eq!(h.p.snapshot().terminated_reason, Some(TerminatedReason::FailedToStart));
+    assert_eq!(h.p.supervision("", "").terminated_reason, Some(TerminatedReason::FailedToStart));
     assert!(h.to(100.0).iter().all(|e| !matches!(e, Effect::Spawn { .. })));
 }
 
@@ -229,7 +238,7 @@ fn resuming_an_unknown_id_on_request_fails_like_the_cli() {
     let e = h.exit(1);
     assert_eq!(events(&e), ["error", "session_exited"]);
     assert_eq!(event(&e, "error").message(), Some("No conversation found with session ID: s1"));
-    assert_eq!(h.p.snapshot().terminated_reason, Some(TerminatedReason::FailedToStart));
+    assert_eq!(h.p.supervision("", "").terminated_reason, Some(TerminatedReason::FailedToStart));
 }
 
 #[test]
@@ -237,7 +246,7 @@ fn quitting_the_agent_ends_the_session() {
     let mut h = H::ready(limits());
     let e = h.exit(0);
     assert_eq!(events(&e), ["session_exited"]);
-    assert_eq!(h.p.snapshot().terminated_reason, Some(TerminatedReason::Exited));
+    assert_eq!(h.p.supervision("", "").terminated_reason, Some(TerminatedReason::Exited));
     let (d, _) = h.type_keys("x");
     assert_eq!(d, Delivery::Refused);
 }
@@ -251,7 +260,7 @@ fn input_while_recovering_is_queued_and_delivered_in_order_once_back() {
     assert_eq!(h.p.state(), SupervisionState::Recovering);
     assert_eq!(h.type_keys("first ").0, Delivery::Queued);
     assert_eq!(h.type_keys("second\r").0, Delivery::Queued);
-    assert_eq!(h.p.snapshot().queued_inputs, 2);
+    assert_eq!(h.p.supervision("", "").queued_inputs, 2);
     h.to(2.0);
     let e = h.spawned();
     assert!(typed(&e).is_empty(), "nothing is typed before the prompt is back");
@@ -260,7 +269,7 @@ fn input_while_recovering_is_queued_and_delivered_in_order_once_back() {
     // one read is a paste the TUI would not submit).
     assert_eq!(typed(&e), ["first second⏎"]);
     assert!(writes(&e).is_empty());
-    assert_eq!(h.p.snapshot().queued_inputs, 0);
+    assert_eq!(h.p.supervision("", "").queued_inputs, 0);
     assert_eq!(h.type_keys("third").0, Delivery::Written);
 }
 
@@ -284,7 +293,7 @@ fn crash_while_working_is_deferred_until_the_turn_ends_then_recovered_gracefully
     assert_eq!(events(&e), ["crash_detected"]);
     assert!(matches!(event(&e, "crash_detected").kind, EventKind::CrashDetected { deferred: true }));
     assert!(signals(&e).is_empty() && writes(&e).is_empty(), "a working agent is never interrupted");
-    assert!(h.p.snapshot().pending_crash_recovery);
+    assert!(h.p.supervision("", "").pending_crash_recovery);
     assert_eq!(h.p.state(), SupervisionState::Running);
 
     h.now = 40.0;
@@ -297,7 +306,7 @@ fn crash_while_working_is_deferred_until_the_turn_ends_then_recovered_gracefully
     let e = h.come_up();
     assert_eq!(events(&e), ["session_recovered"]);
     assert_eq!(event(&e, "session_recovered").message(), Some("Session recovered automatically."));
-    let s = h.p.snapshot();
+    let s = h.p.supervision("", "");
     assert_eq!((s.recovery_count, s.pending_crash_recovery, s.state), (1, false, SupervisionState::Running));
 }
 
@@ -327,7 +336,7 @@ fn exit_is_typed_only_once_the_output_settled() {
     let e = h.screen(Activity::Idle);
     assert!(typed(&e).is_empty() && signals(&e).is_empty(), "{e:?}");
     assert_eq!(h.p.state(), SupervisionState::Recovering);
-    assert_eq!(h.p.next_deadline(), Some(at(7.0)));
+    assert_eq!(h.p.next_deadline(), Some(mono(7.0)));
     assert!(typed(&h.to(6.9)).is_empty());
     assert_eq!(typed(&h.to(7.0)), ["/exit⏎"]);
     assert!(signals(&h.to(11.9)).is_empty());
@@ -341,7 +350,7 @@ fn crash_at_a_permission_prompt_never_recovers_there() {
     h.screen(Activity::Permission);
     let e = h.signal(ScreenSignal::Crash);
     assert!(matches!(event(&e, "crash_detected").kind, EventKind::CrashDetected { deferred: true }));
-    assert!(h.p.snapshot().awaiting_permission);
+    assert!(h.p.supervision("", "").awaiting_permission);
     // Long after any idle timeout, still at the dialog: nothing.
     for t in [60.0, 600.0, 3600.0] {
         let e = h.to(t);
@@ -409,7 +418,7 @@ fn after_a_failed_recovery_detections_are_debounced_five_seconds() {
     h.spawned();
     h.exit(1);
     assert_eq!(h.p.mode(), Mode::OneShot);
-    assert_eq!(h.p.snapshot().last_exit_code, Some(1));
+    assert_eq!(h.p.supervision("", "").last_exit_code, Some(1));
     // "Retry" at once: the session is back 1 s after the failed attempt.
     h.now = 14.0;
     h.feed(Input::Restart);
@@ -418,7 +427,7 @@ fn after_a_failed_recovery_detections_are_debounced_five_seconds() {
     // Within 5 s of the failed attempt a crash dump is ignored (the failure's own echo)…
     h.now = 17.9;
     assert!(events(&h.signal(ScreenSignal::Crash)).is_empty());
-    assert!(!h.p.snapshot().pending_crash_recovery);
+    assert!(!h.p.supervision("", "").pending_crash_recovery);
     // …from 5 s on it is a new crash, not the 30 s window of a success.
     h.now = 18.0;
     let e = h.signal(ScreenSignal::Crash);
@@ -430,17 +439,17 @@ fn after_a_failed_recovery_detections_are_debounced_five_seconds() {
 fn a_pending_recovery_is_retried_once_the_failure_debounce_has_passed() {
     let mut h = H::ready(limits());
     // A failed recovery attempt just happened…
-    h.p.last_recovery = Some((at(0.0), false));
+    h.p.last_recovery = Some((mono(0.0), false));
     h.screen(Activity::Working);
     h.now = 6.0;
     h.signal(ScreenSignal::Crash);
-    assert!(h.p.snapshot().pending_crash_recovery);
+    assert!(h.p.supervision("", "").pending_crash_recovery);
     // …then another one fails at 10 s, while the session is idle and pending.
-    h.p.last_recovery = Some((at(10.0), false));
+    h.p.last_recovery = Some((mono(10.0), false));
     h.now = 11.0;
     let e = h.screen(Activity::Idle);
     assert!(!e.contains(&Effect::TypeLine("/exit".into())), "within the 5 s failure debounce");
-    assert_eq!(h.p.next_deadline(), Some(at(15.0)));
+    assert_eq!(h.p.next_deadline(), Some(mono(15.0)));
     let e = h.to(15.0);
     assert!(e.contains(&Effect::TypeLine("/exit".into())), "the retry loop flushes it: {e:?}");
 }
@@ -485,12 +494,12 @@ fn only_claude_like_agents_are_recovered() {
     let mut h = H::with(limits(), AgentKind::MonitoredOnly, false);
     h.come_up();
     assert!(h.signal(ScreenSignal::Crash).is_empty());
-    assert!(!h.p.snapshot().pending_crash_recovery);
+    assert!(!h.p.supervision("", "").pending_crash_recovery);
     let e = h.exit(139);
     assert_eq!(events(&e), ["error", "session_exited"]);
     assert!(spawn_of(&e).is_none());
     assert!(h.to(10.0).iter().all(|e| !matches!(e, Effect::Spawn { .. })));
-    assert_eq!(h.p.snapshot().terminated_reason, Some(TerminatedReason::Exited));
+    assert_eq!(h.p.supervision("", "").terminated_reason, Some(TerminatedReason::Exited));
 }
 
 // ---------------------------------------------------------------- P5 abnormal exit
@@ -503,14 +512,14 @@ fn kill_9_is_resumed_after_two_seconds_with_the_exit_code_reported() {
     assert_eq!(events(&e), ["error"]);
     assert!(matches!(event(&e, "error").kind, EventKind::Error { exit_code: 137, .. }));
     assert!(spawn_of(&e).is_none(), "not before the retry delay");
-    assert_eq!(h.p.next_deadline(), Some(at(52.0)));
+    assert_eq!(h.p.next_deadline(), Some(mono(52.0)));
     assert!(spawn_of(&h.to(51.9)).is_none());
     let e = h.to(52.0);
     assert_eq!(spawn_of(&e), Some((&sid("s1"), &Launch::Resume)));
     let e = h.come_up();
     assert_eq!(events(&e), ["session_recovered"]);
-    assert_eq!(h.p.snapshot().recovery_count, 1);
-    assert_eq!(h.p.snapshot().last_exit_code, Some(137));
+    assert_eq!(h.p.supervision("", "").recovery_count, 1);
+    assert_eq!(h.p.supervision("", "").last_exit_code, Some(137));
 }
 
 #[test]
@@ -567,7 +576,7 @@ fn more_than_two_consecutive_crashes_mark_the_session_unhealthy() {
         h.exit(137);
         h.to(h.now + 2.0);
         h.come_up();
-        assert_eq!(h.p.snapshot().consecutive_crashes, i + 1);
+        assert_eq!(h.p.supervision("", "").consecutive_crashes, i + 1);
     }
     let e = h.exit(137);
     assert_eq!(events(&e), ["error", "session_unhealthy"]);
@@ -579,7 +588,7 @@ fn more_than_two_consecutive_crashes_mark_the_session_unhealthy() {
     assert!(spawn_of(&e).is_some());
     let e = h.come_up();
     assert_eq!(events(&e), ["session_resumed"]);
-    assert_eq!(h.p.snapshot().consecutive_crashes, 0);
+    assert_eq!(h.p.supervision("", "").consecutive_crashes, 0);
 }
 
 #[test]
@@ -590,10 +599,10 @@ fn a_finished_turn_proves_health_and_resets_the_crash_count() {
         h.to(h.now + 2.0);
         h.come_up();
         h.turn();
-        assert_eq!(h.p.snapshot().consecutive_crashes, 0);
+        assert_eq!(h.p.supervision("", "").consecutive_crashes, 0);
     }
     assert_eq!(h.p.state(), SupervisionState::Running);
-    assert_eq!(h.p.snapshot().recovery_count, 5);
+    assert_eq!(h.p.supervision("", "").recovery_count, 5);
 }
 
 #[test]
@@ -647,12 +656,12 @@ fn news_about_an_old_process_never_touches_the_new_one() {
 #[test]
 fn the_idle_timer_starts_only_after_a_turn_completes() {
     let mut h = H::ready(limits());
-    assert_eq!(h.p.snapshot().idle_deadline, None, "a fresh prompt is not an idle session yet");
+    assert_eq!(h.p.supervision("", "").idle_deadline, None, "a fresh prompt is not an idle session yet");
     h.to(700.0);
     assert_eq!(h.p.state(), SupervisionState::Running);
     h.now = 1000.0;
     h.turn();
-    assert_eq!(h.p.snapshot().idle_deadline, Some(at(1600.0)));
+    assert_eq!(h.p.supervision("", "").idle_deadline, Some(wall(1600.0)));
 }
 
 #[test]
@@ -697,7 +706,7 @@ fn a_busy_session_or_one_at_a_dialog_is_never_suspended() {
     let mut h = H::ready(limits());
     h.turn();
     h.screen(Activity::Working);
-    assert_eq!(h.p.snapshot().idle_deadline, None);
+    assert_eq!(h.p.supervision("", "").idle_deadline, None);
     assert!(signals(&h.to(5000.0)).is_empty());
     h.screen(Activity::Permission);
     assert!(signals(&h.to(9000.0)).is_empty());
@@ -793,20 +802,35 @@ fn the_duration_warning_comes_at_ninety_percent_on_a_check() {
 }
 
 #[test]
+fn a_wall_clock_step_moves_no_deadline() {
+    // Deadlines run on the monotonic clock: the wall clock jumping a day ahead (NTP, a
+    // manual change) neither ends a 4-hour session early nor skips its SIGKILL grace.
+    let mut h = H::ready(Limits::default());
+    let stepped = |secs: f64| Now { wall: wall(secs + 86_400.0), mono: mono(secs) };
+    let e = h.p.handle(Input::Tick, stepped(60.0));
+    assert!(events(&e).is_empty(), "{e:?}");
+    assert_eq!(h.p.state(), SupervisionState::Running);
+    // Shown in wall time as of now: still four hours after the start, seen from the new wall clock.
+    assert_eq!(h.p.supervision("", "").duration_deadline, Some(wall(14_400.0 + 86_400.0)));
+    assert!(events(&h.p.handle(Input::Tick, stepped(12_959.0))).is_empty());
+    assert_eq!(events(&h.p.handle(Input::Tick, stepped(12_960.0))), ["session_warning"]);
+}
+
+#[test]
 fn a_short_limit_is_honoured_at_its_own_instants_whatever_the_check_interval() {
     // `mimesis run --max-duration 2s`: the default 60 s check must not delay the warning
     // (90 %, 1.8 s) or the end (2 s).
     let mut h = H::ready(Limits { max_duration: Duration::from_secs(2), ..limits() });
-    assert_eq!(h.p.next_deadline(), Some(at(1.8)));
+    assert_eq!(h.p.next_deadline(), Some(mono(1.8)));
     assert!(events(&h.to(1.799)).is_empty());
     let e = h.to(1.8);
     assert_eq!(events(&e), ["session_warning"]);
     assert_eq!(event(&e, "session_warning").message(), Some("Session will end in 1 second. Save your work."));
-    assert_eq!(h.p.next_deadline(), Some(at(2.0)));
+    assert_eq!(h.p.next_deadline(), Some(mono(2.0)));
     assert!(signals(&h.to(1.999)).is_empty());
     assert_eq!(signals(&h.to(2.0)), [Sig::Term]);
     // Acted on: the instants are no wake-ups any more (no busy loop while it stops).
-    assert_eq!(h.p.next_deadline(), Some(at(7.0)), "only the SIGKILL escalation");
+    assert_eq!(h.p.next_deadline(), Some(mono(7.0)), "only the SIGKILL escalation");
     let e = h.exit(143);
     assert_eq!(event(&e, "session_terminated").message(), Some("Session ended (2-second limit reached)."));
     assert_eq!(h.p.next_deadline(), None);
@@ -818,7 +842,7 @@ fn a_limit_reached_mid_turn_waits_for_the_grace_not_for_the_next_check() {
         H::ready(Limits { max_duration: Duration::from_secs(3), turn_grace: Duration::from_secs(1), ..limits() });
     h.screen(Activity::Working);
     h.to(3.0);
-    assert_eq!(h.p.next_deadline(), Some(at(4.0)), "the grace's end");
+    assert_eq!(h.p.next_deadline(), Some(mono(4.0)), "the grace's end");
     let e = h.to(4.0);
     assert_eq!(writes(&e), [vec![0x1b]], "interrupted (EC-003)");
 }
@@ -835,13 +859,13 @@ fn the_duration_limit_terminates_an_idle_session_and_offers_resume() {
     assert!(matches!(&t.kind, EventKind::SessionTerminated { reason, resume_session_id, .. }
         if reason == "duration_limit" && resume_session_id == &sid("s1")));
     assert_eq!(t.message(), Some("Session ended (4-hour limit reached)."));
-    assert_eq!(h.p.snapshot().terminated_reason, Some(TerminatedReason::DurationLimit));
+    assert_eq!(h.p.supervision("", "").terminated_reason, Some(TerminatedReason::DurationLimit));
     assert_eq!(h.p.next_deadline(), None);
     // Resume starts a new window.
     h.now = 20_000.0;
     h.feed(Input::Resume);
     h.come_up();
-    assert_eq!(h.p.snapshot().duration_deadline, Some(at(20_000.0 + 14_400.0)));
+    assert_eq!(h.p.supervision("", "").duration_deadline, Some(wall(20_000.0 + 14_400.0)));
 }
 
 #[test]
@@ -923,7 +947,7 @@ fn rss_over_the_limit_restarts_with_resume_when_idle() {
     let ready = event(&e, "session_ready");
     assert!(matches!(ready.kind, EventKind::SessionReady { status: ReadyStatus::Resumed, .. }));
     assert_eq!(ready.message(), Some("Session restored. You can continue."));
-    assert_eq!(h.p.snapshot().restart_count, 1);
+    assert_eq!(h.p.supervision("", "").restart_count, 1);
     assert_eq!(h.p.state(), SupervisionState::Running);
 }
 
@@ -1014,7 +1038,7 @@ fn stop_terminates_and_can_be_resumed() {
     h.type_keys("lost?");
     let e = h.feed(Input::Stop);
     assert_eq!(events(&e), ["session_terminated"], "no process: at once");
-    assert_eq!(h.p.snapshot().queued_inputs, 0);
+    assert_eq!(h.p.supervision("", "").queued_inputs, 0);
     assert!(spawn_of(&h.to(10.0)).is_none(), "the pending retry was cancelled");
     h.feed(Input::Resume);
     h.come_up();
@@ -1032,7 +1056,7 @@ fn delete_stops_the_process_and_cancels_every_timer() {
     h.turn();
     let e = h.feed(Input::Delete);
     assert_eq!(signals(&e), [Sig::Term]);
-    assert_eq!(h.p.snapshot().idle_deadline, None);
+    assert_eq!(h.p.supervision("", "").idle_deadline, None);
     let e = h.exit(143);
     assert!(e.contains(&Effect::Finished));
     assert_eq!(h.p.next_deadline(), None);
@@ -1068,7 +1092,7 @@ fn restart_is_graceful_at_the_prompt() {
     assert!(!e.contains(&Effect::DeleteShellSnapshots), "only killed processes leave snapshots");
     let e = h.come_up();
     assert_eq!(events(&e), ["session_ready"]);
-    assert_eq!(h.p.snapshot().restart_count, 0, "user restarts are not limit restarts");
+    assert_eq!(h.p.supervision("", "").restart_count, 0, "user restarts are not limit restarts");
 }
 
 #[test]
@@ -1091,13 +1115,13 @@ fn the_transcript_tells_when_the_screen_cannot() {
     assert!(matches!(h.p.proc, Proc::Live { .. }));
     h.now = 40.0;
     h.feed(Input::Transcript(Status::WaitingForInput));
-    assert_eq!(h.p.snapshot().idle_deadline, Some(at(640.0)), "a turn finished");
+    assert_eq!(h.p.supervision("", "").idle_deadline, Some(wall(640.0)), "a turn finished");
     // The screen, once it says something, wins.
     h.screen(Activity::Working);
     h.feed(Input::Transcript(Status::Idle));
     assert_eq!(h.p.activity(), Activity::Working);
     h.feed(Input::Transcript(Status::WaitingForApproval));
-    assert!(!h.p.snapshot().awaiting_permission);
+    assert!(!h.p.supervision("", "").awaiting_permission);
 }
 
 #[test]
@@ -1144,11 +1168,11 @@ fn a_resume_refused_after_it_was_taken_as_up_still_starts_fresh_ec_007() {
 #[test]
 fn the_next_deadline_is_the_earliest_timer() {
     let mut h = H::ready(limits());
-    assert_eq!(h.p.next_deadline(), Some(at(30.0)), "the RSS check comes first");
+    assert_eq!(h.p.next_deadline(), Some(mono(30.0)), "the RSS check comes first");
     h.to(30.0);
-    assert_eq!(h.p.next_deadline(), Some(at(60.0)));
+    assert_eq!(h.p.next_deadline(), Some(mono(60.0)));
     h.exit(137);
-    assert_eq!(h.p.next_deadline(), Some(at(32.0)), "the retry");
+    assert_eq!(h.p.next_deadline(), Some(mono(32.0)), "the retry");
 }
 
 // ---------------------------------------------------------------- limits changed at run time
@@ -1162,11 +1186,11 @@ fn a_new_idle_timeout_moves_the_running_timer_from_its_start() {
     let mut h = H::ready(limits());
     h.now = 1000.0;
     h.turn();
-    assert_eq!(h.p.snapshot().idle_deadline, Some(at(1600.0)));
+    assert_eq!(h.p.supervision("", "").idle_deadline, Some(wall(1600.0)));
     h.now = 1100.0;
     let e = set_limits(&mut h, Limits { idle_timeout: Duration::from_secs(120), ..limits() });
     assert!(events(&e).is_empty() && signals(&e).is_empty(), "not due yet");
-    assert_eq!(h.p.snapshot().idle_deadline, Some(at(1120.0)), "counted from the turn's end");
+    assert_eq!(h.p.supervision("", "").idle_deadline, Some(wall(1120.0)), "counted from the turn's end");
     assert!(signals(&h.to(1119.0)).is_empty());
     assert_eq!(signals(&h.to(1120.0)), [Sig::Term], "suspended on the new timeout");
 }
@@ -1193,7 +1217,7 @@ fn a_shorter_duration_limit_warns_or_ends_on_the_spot_a_longer_one_rearms_the_wa
     h.now = 13_000.0;
     let e = set_limits(&mut h, Limits { max_duration: Duration::from_secs(8 * 3600), ..limits() });
     assert!(events(&e).is_empty());
-    assert_eq!(h.p.snapshot().duration_deadline, Some(at(28_800.0)));
+    assert_eq!(h.p.supervision("", "").duration_deadline, Some(wall(28_800.0)));
     assert!(events(&h.to(25_919.0)).is_empty());
     assert_eq!(events(&h.to(25_960.0)), ["session_warning"], "on the first check past 90 % of the new limit");
 
