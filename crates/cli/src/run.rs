@@ -197,7 +197,7 @@ async fn session(
         let mut buf = [0u8; 4096];
         while let Ok(n) = stdin.read(&mut buf) {
             if n == 0 || in_tx.send(buf[..n].to_vec()).is_err() {
-                break; // end of input: the session runs on
+                break; // end of input: the loop below decides
             }
         }
     })?;
@@ -215,9 +215,24 @@ async fn session(
                     let current = sup.current_id(&id);
                     if let Err(e) = sup.input(&current, &bytes).await {
                         tracing::info!(error = %e, "input not taken");
+                        if let Some(code) = while_unhealthy(&sup, &current, &bytes, tty) {
+                            break code;
+                        }
                     }
                 }
-                None => stdin_open = false,
+                None => {
+                    stdin_open = false;
+                    if !tty {
+                        // A script fed this session and is done: stop it (resumable) and
+                        // exit once it has stopped; an unhealthy one can wait for no one.
+                        let current = sup.current_id(&id);
+                        if let Some(code) = unhealthy_exit_code(&sup, &current) {
+                            break code;
+                        }
+                        tracing::info!("stdin ended: stopping the session");
+                        let _ = sup.stop(&current);
+                    }
+                }
             },
             ev = events.recv() => match ev {
                 Ok(ev) => {
@@ -225,6 +240,12 @@ async fn session(
                     tell(&ev, tty);
                     if let Some(code) = ended(&sup, &ev) {
                         break code;
+                    }
+                    if matches!(ev.kind, EventKind::SessionUnhealthy { .. }) && unhealthy_exit_code(&sup, &ev.session_id).is_some() {
+                        if !stdin_open {
+                            break unhealthy_exit_code(&sup, &ev.session_id).unwrap_or(1);
+                        }
+                        tell_line(RETRY_HINT, tty);
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(n)) => tracing::warn!(missed = n, "missed supervision events"),
@@ -235,9 +256,9 @@ async fn session(
                     let _ = sup.resize(&sup.current_id(&id), cols, rows);
                 }
             }
-            _ = term.recv() => break stop(&sup, &mut events, &mut events_file, 15).await,
-            _ = int.recv() => break stop(&sup, &mut events, &mut events_file, 2).await,
-            _ = hup.recv() => break stop(&sup, &mut events, &mut events_file, 1).await,
+            _ = term.recv() => break stop(&sup, &mut events, &mut events_file, 15, "SIGTERM").await,
+            _ = int.recv() => break stop(&sup, &mut events, &mut events_file, 2, "SIGINT").await,
+            _ = hup.recv() => break stop(&sup, &mut events, &mut events_file, 1, "SIGHUP").await,
         }
     };
     sup.shutdown().await;
@@ -255,22 +276,47 @@ fn ended(sup: &Supervisor, ev: &SupervisionEvent) -> Option<u8> {
             over.then(|| (*exit_code).clamp(0, 255) as u8)
         }
         EventKind::SessionTerminated { .. } => Some(0),
-        EventKind::SessionUnhealthy { .. } => {
-            let s = state?;
-            s.pid.is_none().then(|| s.last_exit_code.unwrap_or(1).clamp(1, 255) as u8)
-        }
         _ => None,
     }
 }
 
-/// A signal to `mimesis run` itself: stop the session (it can be resumed) and exit 128 + sig.
+const RETRY_HINT: &str = "Automatic recovery is off. Press Enter to retry, or q (or Ctrl-C) to quit.";
+
+/// The exit code to leave with when the session is unhealthy with no process (else None).
+fn unhealthy_exit_code(sup: &Supervisor, id: &SessionId) -> Option<u8> {
+    let s = sup.supervision(id)?;
+    (s.state == SupervisionState::Unhealthy && s.pid.is_none())
+        .then(|| s.last_exit_code.unwrap_or(1).clamp(1, 255) as u8)
+}
+
+/// Keys typed while the session is unhealthy with no process: Enter retries, q, Ctrl-C or
+/// Ctrl-D quits (with the agent's last exit code), anything else repeats the hint.
+fn while_unhealthy(sup: &Supervisor, id: &SessionId, bytes: &[u8], tty: bool) -> Option<u8> {
+    let code = unhealthy_exit_code(sup, id)?;
+    if bytes.iter().any(|b| matches!(b, 0x03 | 0x04 | b'q' | b'Q')) {
+        return Some(code);
+    }
+    if bytes.iter().any(|b| matches!(b, b'\r' | b'\n')) {
+        tell_line("Retrying…", tty);
+        if let Err(e) = sup.restart(id) {
+            tell_line(&format!("cannot retry: {e}"), tty);
+        }
+    } else {
+        tell_line(RETRY_HINT, tty);
+    }
+    None
+}
+
+/// A signal to `mimesis run` itself: stop the session (it can be resumed), with a last
+/// `session_terminated` (reason `signal`) in the events, and exit 128 + sig.
 async fn stop(
     sup: &Supervisor,
     events: &mut broadcast::Receiver<std::sync::Arc<SupervisionEvent>>,
     file: &mut Option<std::fs::File>,
     sig: u8,
+    name: &str,
 ) -> u8 {
-    sup.shutdown().await;
+    sup.shutdown_signalled(name).await;
     drain_events(events, file);
     128 + sig
 }
@@ -297,6 +343,10 @@ fn tell(ev: &SupervisionEvent, tty: bool) {
     if matches!(ev.kind, EventKind::ModeChange { .. }) {
         return;
     }
+    tell_line(msg, tty);
+}
+
+fn tell_line(msg: &str, tty: bool) {
     let mut err = std::io::stderr();
     let _ = if tty { write!(err, "\r\n\x1b[7m mimesis \x1b[0m {msg}\r\n") } else { writeln!(err, "mimesis: {msg}") };
 }

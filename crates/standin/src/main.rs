@@ -29,6 +29,15 @@ use serde_json::{Value, json};
 
 const VERSION: &str = "2.1.197-standin";
 
+/// `mb` megabytes, every page touched so it is resident.
+fn resident(mb: usize) -> Vec<u8> {
+    let mut block = vec![0u8; mb * 1024 * 1024];
+    for i in (0..block.len()).step_by(4096) {
+        block[i] = 1;
+    }
+    block
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut session_id = None;
@@ -272,6 +281,9 @@ impl Agent {
                 log.push(format!("> {p}"));
             }
         }
+        // `MIMESIS_STANDIN_BASELINE_MB`: memory in use at rest, from the start (the real
+        // CLI needs some 230 MB before any work).
+        let baseline = std::env::var("MIMESIS_STANDIN_BASELINE_MB").ok().and_then(|v| v.parse::<usize>().ok());
         Agent {
             config,
             id,
@@ -280,7 +292,7 @@ impl Agent {
             input: String::new(),
             mode: Mode::Idle,
             work: Duration::from_millis(work),
-            ballast: Vec::new(),
+            ballast: baseline.map(resident).into_iter().collect(),
             ctrl_c: None,
             survive_hangup: false,
         }
@@ -487,12 +499,7 @@ impl Agent {
                 }
             }
             "grow" => {
-                let mb = num(100) as usize;
-                let mut block = vec![0u8; mb * 1024 * 1024];
-                for i in (0..block.len()).step_by(4096) {
-                    block[i] = 1; // touch every page so it is resident
-                }
-                self.ballast.push(block);
+                self.ballast.push(resident(num(100) as usize));
                 let total: usize = self.ballast.iter().map(Vec::len).sum();
                 self.log.push(format!("> {line}"));
                 self.log.push(format!("⏺ Grew to {} MB", total / (1024 * 1024)));

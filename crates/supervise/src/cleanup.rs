@@ -35,10 +35,8 @@ pub fn clean_previous_runs(ledger: &dyn ProcessLedger, me: &Owner, kill_after: D
         let marked = |pid: u32| procs::env_var(pid, fleet::OWNER_ENV).as_deref() == Some(mark.as_bytes());
         let mut doomed = Vec::new();
         for rec in &records {
-            let now = procs::stat(rec.pid)
-                .filter(|s| s.state != 'Z')
-                .and_then(|s| procs::cmdline(rec.pid).map(|c| (s.start_ticks, c)));
-            let verdict = fleet::verify(&rec.recorded(), now.as_ref().map(|(t, c)| (*t, c.as_slice())), &boot);
+            let now = procs::stat(rec.pid).filter(|s| s.state != 'Z').map(|s| (s.start_ticks, marked(rec.pid)));
+            let verdict = fleet::verify(&rec.recorded(), now, &boot);
             if verdict == Verdict::Reused {
                 tracing::info!(pid = rec.pid, "a recorded PID now belongs to another process; leaving it alone");
                 report.reused.push(rec.pid);
@@ -127,7 +125,7 @@ mod tests {
             clean_previous_runs(&l, &Owner { pid: 1, start_ticks: 0, boot_id: String::new() }, Duration::from_secs(2))
                 .unwrap();
         assert_eq!(report.killed, [victim.id()]);
-        assert_eq!(report.reused, [bystander.id()]);
+        assert_eq!(report.reused, [bystander.id(), unmarked.id()], "another start time; no mark");
         assert!(victim.wait().unwrap().code().is_none(), "killed by a signal");
         assert!(bystander.try_wait().unwrap().is_none(), "the bystander lives");
         assert!(unmarked.try_wait().unwrap().is_none(), "a process without the owner's mark lives");
@@ -136,6 +134,39 @@ mod tests {
         assert_eq!(l.load().unwrap().len(), 1, "the dead owner's file is gone, the live one's stays");
         bystander.kill().unwrap();
         bystander.wait().unwrap();
+    }
+
+    #[test]
+    fn an_agent_started_through_a_script_and_its_children_are_reaped_by_their_mark() {
+        // A `#!` agent: /proc shows the interpreter and the script, never the recorded argv.
+        let d = tempfile::tempdir().unwrap();
+        let script = d.path().join("agent");
+        std::fs::write(&script, "#!/bin/sh\nsleep 300 &\necho started\nwait\n").unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let dead_owner = Owner { pid: 999_997, start_ticks: 9, boot_id: procs::boot_id() };
+        let mark = fleet::owner_mark(dead_owner.pid, dead_owner.start_ticks);
+        // Its own session, as the PTY gives it (setsid execs in place: same PID).
+        let mut agent = std::process::Command::new("setsid")
+            .arg(&script)
+            .env(fleet::OWNER_ENV, &mark)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = [0u8; 8];
+        std::io::Read::read_exact(agent.stdout.as_mut().unwrap(), &mut out).unwrap();
+        let child = procs::all().into_iter().find(|p| p.ppid == agent.id() && p.comm == "sleep").unwrap().pid;
+        let mut rec = record(agent.id());
+        rec.cmdline = vec![script.to_string_lossy().into_owned()];
+        let l = FileLedger::new(d.path());
+        l.save(&dead_owner, &[rec]).unwrap();
+        let report = clean_previous_runs(&l, &owner::me(), Duration::from_secs(2)).unwrap();
+        assert_eq!(report.killed, [agent.id(), child], "{report:?}");
+        assert!(agent.wait().unwrap().code().is_none(), "killed by a signal");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while procs::alive(child) && procs::stat(child).is_some_and(|s| s.state != 'Z') {
+            assert!(Instant::now() < deadline, "the script's child is gone");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     #[test]

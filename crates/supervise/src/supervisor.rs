@@ -644,9 +644,19 @@ impl Supervisor {
 
     /// P12: stops every session in parallel (SIGTERM, grace, SIGKILL) and waits for them.
     pub async fn shutdown(&self) {
+        self.stop_all(|| Input::Shutdown).await;
+    }
+
+    /// [`Supervisor::shutdown`] because this process got `signal` (SIGTERM, SIGINT,
+    /// SIGHUP): each session ends with a `session_terminated` of reason `signal`.
+    pub async fn shutdown_signalled(&self, signal: &str) {
+        self.stop_all(|| Input::Signalled(signal.to_owned())).await;
+    }
+
+    async fn stop_all(&self, input: impl Fn() -> Input) {
         let senders: Vec<_> = lock(&self.shared.sessions).values().map(|e| e.tx.clone()).collect();
         for tx in senders {
-            let _ = tx.send(SessionCmd::Control(Input::Shutdown));
+            let _ = tx.send(SessionCmd::Control(input()));
         }
         let tasks: Vec<_> = lock(&self.shared.tasks).drain(..).collect();
         let limit = self.shared.limits().kill_after * 2 + Duration::from_secs(3);

@@ -155,6 +155,36 @@ pub mod wording {
         )
     }
 
+    /// `mimesis run` was told to stop by a signal: the session stopped and can be resumed.
+    pub fn signalled(signal: &str, id: &SessionId) -> String {
+        format!("Stopped by {signal}. The session can be resumed: mimesis run --resume {id}")
+    }
+
+    /// R2: restarting for memory cannot help: the agent is over the limit at rest.
+    pub fn memory_below_baseline(limit_mb: u64, rss_mb: u64) -> String {
+        format!(
+            "The memory limit ({limit_mb} MB) is below what the agent needs at rest ({rss_mb} MB right after a restart). \
+             Automatic restarts are stopped; the session keeps running. Raise the limit in Settings."
+        )
+    }
+
+    /// R2: the start limit was reached.
+    pub fn restart_limit(restarts: usize, window: Duration) -> String {
+        format!(
+            "Restarted {restarts} times in {}: automatic restarts are stopped; the session keeps running. \
+             Restart it yourself when ready, or raise the limits in Settings.",
+            span(window)
+        )
+    }
+
+    /// R2: crash recoveries reached the start limit.
+    pub fn unhealthy_rate(restarts: usize, window: Duration) -> String {
+        format!(
+            "Session restarted {restarts} times in {} and is marked unhealthy. Automatic recovery is off; retry when ready.",
+            span(window)
+        )
+    }
+
     /// P6: suspended after the idle timeout.
     pub fn suspended_idle(idle: Duration) -> String {
         format!("Session suspended after {} idle. Your next message resumes it.", span(idle))

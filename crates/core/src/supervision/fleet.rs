@@ -223,7 +223,6 @@ impl OrphanWatch {
 pub struct Recorded {
     pub pid: u32,
     pub start_ticks: u64,
-    pub cmdline: Vec<String>,
     pub boot_id: String,
 }
 
@@ -233,21 +232,24 @@ pub enum Verdict {
     Same,
     /// No process has that PID any more (its session's leftovers may remain).
     Gone,
-    /// The PID now belongs to another process (another start time, command line or
-    /// boot): never touched.
+    /// The PID now belongs to another process (another start time or boot, or no owner
+    /// mark): never touched.
     Reused,
 }
 
-/// P11 at start-up: is the process now at `rec.pid` the one recorded? `now` is what the
-/// process table says about that PID (start ticks and command line), `boot_id` this boot.
-pub fn verify(rec: &Recorded, now: Option<(u64, &[String])>, boot_id: &str) -> Verdict {
+/// P11 at start-up (R3): is the process now at `rec.pid` the one recorded? `now` is what
+/// the process table says about that PID: its start ticks, and whether its environment
+/// carries the dead owner's [`OWNER_ENV`] mark; `boot_id` is this boot. The command line
+/// is not compared: an agent started through a `#!` script shows its interpreter there,
+/// and a binary may rewrite its own.
+pub fn verify(rec: &Recorded, now: Option<(u64, bool)>, boot_id: &str) -> Verdict {
     if rec.boot_id != boot_id {
         // Start ticks count from boot: after a reboot they prove nothing.
         return if now.is_some() { Verdict::Reused } else { Verdict::Gone };
     }
     match now {
         None => Verdict::Gone,
-        Some((ticks, cmd)) if ticks == rec.start_ticks && cmd == rec.cmdline.as_slice() => Verdict::Same,
+        Some((ticks, true)) if ticks == rec.start_ticks => Verdict::Same,
         Some(_) => Verdict::Reused,
     }
 }
@@ -439,24 +441,17 @@ mod tests {
     }
 
     fn rec() -> Recorded {
-        Recorded {
-            pid: 500,
-            start_ticks: 42,
-            cmdline: vec!["claude".into(), "--resume".into(), "x".into()],
-            boot_id: "b1".into(),
-        }
+        Recorded { pid: 500, start_ticks: 42, boot_id: "b1".into() }
     }
 
     #[test]
     fn a_recorded_pid_is_killed_only_while_it_is_the_same_process() {
         let r = rec();
-        let cmd = r.cmdline.clone();
-        assert_eq!(verify(&r, Some((42, &cmd)), "b1"), Verdict::Same);
+        assert_eq!(verify(&r, Some((42, true)), "b1"), Verdict::Same, "whatever its command line now");
         assert_eq!(verify(&r, None, "b1"), Verdict::Gone);
-        assert_eq!(verify(&r, Some((43, &cmd)), "b1"), Verdict::Reused, "another start time");
-        let other = vec!["claude".to_owned()];
-        assert_eq!(verify(&r, Some((42, &other)), "b1"), Verdict::Reused, "another command line");
-        assert_eq!(verify(&r, Some((42, &cmd)), "b2"), Verdict::Reused, "another boot");
+        assert_eq!(verify(&r, Some((43, true)), "b1"), Verdict::Reused, "another start time");
+        assert_eq!(verify(&r, Some((42, false)), "b1"), Verdict::Reused, "no owner mark");
+        assert_eq!(verify(&r, Some((42, true)), "b2"), Verdict::Reused, "another boot");
     }
 
     #[test]

@@ -39,12 +39,7 @@ pub struct ProcessRecord {
 
 impl ProcessRecord {
     pub fn recorded(&self) -> Recorded {
-        Recorded {
-            pid: self.pid,
-            start_ticks: self.start_ticks,
-            cmdline: self.cmdline.clone(),
-            boot_id: self.boot_id.clone(),
-        }
+        Recorded { pid: self.pid, start_ticks: self.start_ticks, boot_id: self.boot_id.clone() }
     }
 }
 

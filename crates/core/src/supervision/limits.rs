@@ -78,6 +78,11 @@ pub struct Limits {
     pub crash_debounce_failure: Duration,
     /// P3: regular expressions that mean the harness crashed.
     pub crash_patterns: Vec<String>,
+    /// R2, like systemd's start limit: at most this many automatic restarts (memory,
+    /// disk, crash recovery) within `restart_limit_window`; past it they stop, and say why.
+    pub restart_limit_burst: u32,
+    #[serde(rename = "restartLimitWindowSecs", with = "secs")]
+    pub restart_limit_window: Duration,
 }
 
 /// The pattern of seed 002: a JavaScript stack overflow in the TUI harness.
@@ -109,6 +114,8 @@ impl Default for Limits {
             crash_debounce_success: Duration::from_secs(30),
             crash_debounce_failure: Duration::from_secs(5),
             crash_patterns: vec![DEFAULT_CRASH_PATTERN.to_owned()],
+            restart_limit_burst: 5,
+            restart_limit_window: Duration::from_secs(30 * 60),
         }
     }
 }
@@ -150,11 +157,13 @@ pub const ENV_VARS: &[&str] = &[
     "CRASH_DEBOUNCE_SUCCESS_SECONDS",
     "CRASH_DEBOUNCE_FAILURE_SECONDS",
     "CRASH_PATTERNS",
+    "RESTART_LIMIT_BURST",
+    "RESTART_LIMIT_WINDOW_SECONDS",
 ];
 
 impl Limits {
     /// The JSON names of the fields, in the document's order (docs/ipc.md).
-    pub const FIELDS: [&'static str; 20] = [
+    pub const FIELDS: [&'static str; 22] = [
         "maxLiveSessions",
         "idleTimeoutSecs",
         "suspendMode",
@@ -175,6 +184,8 @@ impl Limits {
         "crashDebounceSuccessSecs",
         "crashDebounceFailureSecs",
         "crashPatterns",
+        "restartLimitBurst",
+        "restartLimitWindowSecs",
     ];
 
     /// The idle-timeout range users may set (SPEC P6: 1–120 min).
@@ -205,6 +216,7 @@ impl Limits {
         dur("RECOVERY_RETRY_DELAY_SECONDS", &mut self.recovery_retry_delay);
         dur("CRASH_DEBOUNCE_SUCCESS_SECONDS", &mut self.crash_debounce_success);
         dur("CRASH_DEBOUNCE_FAILURE_SECONDS", &mut self.crash_debounce_failure);
+        dur("RESTART_LIMIT_WINDOW_SECONDS", &mut self.restart_limit_window);
         fn num<T: std::str::FromStr>(
             get: &dyn Fn(&str) -> Option<String>,
             errors: &mut Vec<FieldError>,
@@ -225,6 +237,7 @@ impl Limits {
         num(&get, &mut errors, "DISK_WARN_PERCENT", &mut self.disk_warn_percent);
         num(&get, &mut errors, "DISK_CLEANUP_PERCENT", &mut self.disk_cleanup_percent);
         num(&get, &mut errors, "RECOVERY_RETRIES", &mut self.recovery_retries);
+        num(&get, &mut errors, "RESTART_LIMIT_BURST", &mut self.restart_limit_burst);
         if let Some(v) = get("SESSION_SUSPEND_MODE").filter(|v| !v.trim().is_empty()) {
             match v.trim() {
                 "terminate" => self.suspend_mode = SuspendMode::Terminate,
@@ -292,6 +305,8 @@ impl Limits {
         c.up_to("recoveryRetryDelaySecs", self.recovery_retry_delay, 600);
         c.up_to("crashDebounceSuccessSecs", self.crash_debounce_success, 3600);
         c.up_to("crashDebounceFailureSecs", self.crash_debounce_failure, 3600);
+        c.whole("restartLimitBurst", self.restart_limit_burst.into(), 1, 100, "");
+        c.positive("restartLimitWindowSecs", self.restart_limit_window, 86_400);
         // One field for the list, as the view shows it (a text box, one pattern a line).
         let field = "crashPatterns";
         if self.crash_patterns.len() > MAX_CRASH_PATTERNS {
@@ -624,7 +639,8 @@ mod tests {
             "healthCheckSecs": 60, "orphanCheckSecs": 60,
             "recoveryRetries": 2, "recoveryRetryDelaySecs": 2,
             "crashDebounceSuccessSecs": 30, "crashDebounceFailureSecs": 5,
-            "crashPatterns": ["RangeError: Maximum call stack size exceeded"]
+            "crashPatterns": ["RangeError: Maximum call stack size exceeded"],
+            "restartLimitBurst": 5, "restartLimitWindowSecs": 1800
         });
         assert_eq!(v, expected);
         let mut keys: Vec<&str> = expected.as_object().unwrap().keys().map(String::as_str).collect();

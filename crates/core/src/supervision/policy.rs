@@ -72,6 +72,8 @@ pub enum TerminatedReason {
     /// The first launch never came up (bad command, unknown resume id).
     FailedToStart,
     Shutdown,
+    /// The supervisor was signalled to stop (`mimesis run` got SIGTERM, SIGINT or SIGHUP).
+    Signal,
 }
 
 /// What the agent is doing, as far as the screen (or else the transcript) tells.
@@ -211,7 +213,10 @@ pub enum Input {
     Resume,
     Restart,
     Delete,
+    /// Mimesis quits (P12): stop quietly, resumable.
     Shutdown,
+    /// The supervisor was told to stop by a signal (named): stop, and say so.
+    Signalled(String),
     /// The limits changed (the settings view): future checks use the new ones.
     Limits(Box<Limits>),
     /// Re-evaluate timers.
@@ -238,6 +243,22 @@ pub const INTERRUPT_GRACE: Duration = Duration::from_secs(1);
 pub const EXIT_SETTLE: Duration = Duration::from_secs(2);
 /// More than this many crashes in a row: unhealthy (seed 003 §4).
 pub const MAX_CONSECUTIVE_CRASHES: u32 = 2;
+/// After the n-th automatic memory or disk restart within the start-limit window, the
+/// next waits `RESTART_BACKOFF × 2^(n-1)`, at most [`RESTART_BACKOFF_MAX`].
+pub const RESTART_BACKOFF: Duration = Duration::from_secs(10);
+pub const RESTART_BACKOFF_MAX: Duration = Duration::from_secs(5 * 60);
+
+/// Why automatic restarts stopped for a session (R2): shown until the user acts (a
+/// restart, a resume) or changes the limits.
+#[derive(Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RestartHold {
+    /// Right after a memory restart, before any work, the agent was over the memory limit
+    /// again: the limit is below what it needs at rest.
+    MemoryBaseline,
+    /// The start limit: too many automatic restarts within the window.
+    RateLimit,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RestartReason {
@@ -261,6 +282,7 @@ enum StopWhy {
     Duration { incomplete: bool },
     User,
     Shutdown,
+    Signal(String),
     Delete,
 }
 
@@ -271,7 +293,7 @@ impl StopWhy {
             StopWhy::Recover | StopWhy::Restart(_) | StopWhy::Suspend(_) => 0,
             StopWhy::Duration { .. } => 1,
             StopWhy::User => 2,
-            StopWhy::Shutdown => 3,
+            StopWhy::Shutdown | StopWhy::Signal(_) => 3,
             StopWhy::Delete => 4,
         }
     }
@@ -400,6 +422,13 @@ pub struct SessionPolicy {
     rss_warned: bool,
     restart_reason: Option<RestartReason>,
     restart_grace_until: Option<Mono>,
+    /// When each automatic restart (memory, disk, crash recovery) of the start-limit
+    /// window began, oldest first.
+    restarts: VecDeque<Mono>,
+    /// Automatic memory and disk restarts are stopped, and why.
+    hold: Option<RestartHold>,
+    /// A memory restart happened and the agent has done no work since (no turn, no input).
+    fresh_from_memory_restart: bool,
     next_health_check: Mono,
     idle_deadline: Option<Mono>,
     last_used: Mono,
@@ -458,6 +487,9 @@ impl SessionPolicy {
             rss_warned: false,
             restart_reason: None,
             restart_grace_until: None,
+            restarts: VecDeque::new(),
+            hold: None,
+            fresh_from_memory_restart: false,
             next_health_check: now.plus(limits.health_check),
             idle_deadline: None,
             last_used: now,
@@ -563,6 +595,7 @@ impl SessionPolicy {
             queued_inputs: self.queue.len(),
             last_exit_code: self.last_exit_code,
             terminated_reason: self.terminated_reason,
+            restarts_held: self.hold,
         }
     }
 
@@ -637,6 +670,7 @@ impl SessionPolicy {
             Input::Stop => self.stop(StopWhy::User),
             Input::Delete => self.stop(StopWhy::Delete),
             Input::Shutdown => self.stop(StopWhy::Shutdown),
+            Input::Signalled(name) => self.stop(StopWhy::Signal(name)),
             Input::Resume => self.user_resume(false),
             Input::Restart => self.user_restart(),
             Input::Limits(limits) => self.new_limits(*limits),
@@ -651,6 +685,7 @@ impl SessionPolicy {
         self.now = now;
         self.wall = at.wall;
         self.last_used = now;
+        self.fresh_from_memory_restart = false;
         let delivery = self.deliver_or_queue(bytes);
         (delivery, std::mem::take(&mut self.out))
     }
@@ -888,6 +923,7 @@ impl SessionPolicy {
         }
         if now.busy() {
             self.turn_open = true;
+            self.fresh_from_memory_restart = false;
             self.idle_deadline = None;
         } else if before.busy() {
             // A finished turn, or a dialog answered "no": a safe idle either way.
@@ -1036,8 +1072,75 @@ impl SessionPolicy {
             self.mark_unhealthy();
             return;
         }
+        if !self.start_allowed() {
+            return self.mark_unhealthy_for_rate();
+        }
         self.state = SupervisionState::Recovering;
         self.begin_stop(StopWhy::Recover, how);
+    }
+
+    // ------------------------------------------------------------------ start limit (R2)
+
+    /// Automatic restarts within the window, after forgetting older ones.
+    fn recent_restarts(&mut self) -> usize {
+        let window = self.limits.restart_limit_window;
+        while self.restarts.front().is_some_and(|t| self.now.since(*t) >= window) {
+            self.restarts.pop_front();
+        }
+        self.restarts.len()
+    }
+
+    /// Takes one automatic restart from the start limit; false when the limit is reached.
+    fn start_allowed(&mut self) -> bool {
+        if self.recent_restarts() >= self.limits.restart_limit_burst as usize {
+            return false;
+        }
+        self.restarts.push_back(self.now);
+        true
+    }
+
+    /// When the next automatic memory/disk restart may begin (back-off).
+    fn backoff_until(&mut self) -> Option<Mono> {
+        let n = self.recent_restarts() as u32;
+        let last = *self.restarts.back()?;
+        let wait = RESTART_BACKOFF.saturating_mul(2u32.saturating_pow(n.saturating_sub(1))).min(RESTART_BACKOFF_MAX);
+        Some(last.plus(wait)).filter(|t| *t > self.now)
+    }
+
+    /// Stops automatic memory and disk restarts; the session keeps running. Said once.
+    fn hold_restarts(&mut self, hold: RestartHold, rss: Option<u64>) {
+        self.restart_reason = None;
+        self.restart_grace_until = None;
+        if self.state == SupervisionState::RestartPending {
+            self.state = SupervisionState::Running;
+        }
+        if self.hold == Some(hold) {
+            return;
+        }
+        self.hold = Some(hold);
+        let message = match hold {
+            RestartHold::MemoryBaseline => {
+                wording::memory_below_baseline(self.limits.max_rss_mb, rss.unwrap_or(0) / (1024 * 1024))
+            }
+            RestartHold::RateLimit => wording::restart_limit(self.recent_restarts(), self.limits.restart_limit_window),
+        };
+        tracing::warn!(session = %self.id, ?hold, "automatic restarts stopped");
+        self.emit(EventKind::SessionWarning { reason: "restart_limit".into(), remaining_seconds: None, message });
+    }
+
+    /// Lifts a hold: the user acted, or the limits changed.
+    fn release_hold(&mut self) {
+        self.hold = None;
+        self.fresh_from_memory_restart = false;
+        self.rss_warned = false;
+    }
+
+    fn mark_unhealthy_for_rate(&mut self) {
+        self.state = SupervisionState::Unhealthy;
+        self.retry = None;
+        self.idle_deadline = None;
+        let message = wording::unhealthy_rate(self.recent_restarts(), self.limits.restart_limit_window);
+        self.emit(EventKind::SessionUnhealthy { message });
     }
 
     fn mark_unhealthy(&mut self) {
@@ -1122,6 +1225,9 @@ impl SessionPolicy {
                 self.consecutive_crashes += 1;
                 if self.consecutive_crashes > MAX_CONSECUTIVE_CRASHES {
                     return self.mark_unhealthy();
+                }
+                if !self.start_allowed() {
+                    return self.mark_unhealthy_for_rate();
                 }
                 if self.limits.recovery_retries == 0 {
                     return self.give_up();
@@ -1296,6 +1402,16 @@ impl SessionPolicy {
                 self.terminate(TerminatedReason::Shutdown);
                 self.out.push(Effect::Finished);
             }
+            StopWhy::Signal(name) => {
+                // The last word of a `mimesis run` that was told to stop.
+                self.terminate(TerminatedReason::Signal);
+                self.emit(EventKind::SessionTerminated {
+                    reason: "signal".into(),
+                    message: wording::signalled(&name, &self.id),
+                    resume_session_id: self.id.clone(),
+                });
+                self.out.push(Effect::Finished);
+            }
             StopWhy::Delete => {
                 self.terminate(TerminatedReason::Deleted);
                 self.out.push(Effect::Finished);
@@ -1370,6 +1486,7 @@ impl SessionPolicy {
     }
 
     fn user_resume(&mut self, restart: bool) {
+        self.release_hold();
         if !self.claude_like() && !matches!(self.proc, Proc::None) {
             return;
         }
@@ -1413,6 +1530,7 @@ impl SessionPolicy {
         if !self.claude_like() {
             return;
         }
+        self.release_hold();
         match &self.proc {
             Proc::Live { purpose, .. } if *purpose != Purpose::OneShot => {
                 self.consecutive_crashes = 0;
@@ -1497,6 +1615,11 @@ impl SessionPolicy {
             bytes / (1024 * 1024),
             self.limits.max_rss_mb
         );
+        if self.fresh_from_memory_restart && self.claude_like() {
+            // Over the limit again right after a memory restart, before any work: the
+            // limit is below what the agent needs at rest, and restarting cannot help.
+            return self.hold_restarts(RestartHold::MemoryBaseline, Some(bytes));
+        }
         if !self.claude_like() {
             if !self.rss_warned {
                 self.rss_warned = true;
@@ -1523,8 +1646,12 @@ impl SessionPolicy {
         }
         if !matches!(self.state, SupervisionState::Running | SupervisionState::RestartPending)
             || self.mode == Mode::OneShot
+            || self.hold.is_some()
         {
             return;
+        }
+        if self.restart_reason.is_none() && self.recent_restarts() >= self.limits.restart_limit_burst as usize {
+            return self.hold_restarts(RestartHold::RateLimit, None);
         }
         if self.restart_reason.is_none() {
             self.restart_reason = Some(reason);
@@ -1540,6 +1667,17 @@ impl SessionPolicy {
 
     fn restart_now(&mut self) {
         let Some(reason) = self.restart_reason else { return };
+        if reason != RestartReason::User {
+            // Back-off between consecutive automatic restarts: wait, still pending.
+            if let Some(at) = self.backoff_until() {
+                self.restart_grace_until = Some(self.restart_grace_until.map_or(at, |g| g.max(at)));
+                return;
+            }
+            if !self.start_allowed() {
+                return self.hold_restarts(RestartHold::RateLimit, None);
+            }
+            self.fresh_from_memory_restart = reason == RestartReason::Memory;
+        }
         self.restart_grace_until = None;
         let (tag, message) = match reason {
             RestartReason::Memory => ("memory_limit", wording::RESTARTING),
@@ -1576,15 +1714,19 @@ impl SessionPolicy {
         self.next_duration_check = sooner(self.next_duration_check, l.duration_check);
         self.next_rss_check = sooner(self.next_rss_check, l.rss_check);
         self.next_health_check = sooner(self.next_health_check, l.health_check);
-        if old.max_rss_mb != l.max_rss_mb {
-            self.rss_warned = false;
-            self.next_rss_check = now; // measure against the new limit now
-        }
+        let turn_grace = l.turn_grace;
         if let Some(at) = self.duration_grace_until {
-            self.duration_grace_until = Some(at.min(now.plus(l.turn_grace)));
+            self.duration_grace_until = Some(at.min(now.plus(turn_grace)));
         }
         if let Some(at) = self.restart_grace_until {
-            self.restart_grace_until = Some(at.min(now.plus(l.turn_grace)));
+            self.restart_grace_until = Some(at.min(now.plus(turn_grace)));
+        }
+        if old.max_rss_mb != self.limits.max_rss_mb
+            || old.restart_limit_burst != self.limits.restart_limit_burst
+            || old.restart_limit_window != self.limits.restart_limit_window
+        {
+            self.release_hold();
+            self.next_rss_check = now; // measure against the new limit now
         }
         self.tick();
     }

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::policy::{Mode, SupervisionState, TerminatedReason};
+use super::policy::{Mode, RestartHold, SupervisionState, TerminatedReason};
 use crate::clock::Timestamp;
 use crate::ids::SessionId;
 
@@ -31,6 +31,10 @@ pub struct Supervision {
     pub queued_inputs: usize,
     pub last_exit_code: Option<i32>,
     pub terminated_reason: Option<TerminatedReason>,
+    /// Automatic restarts are stopped, and why (`memory_baseline`: the memory limit is
+    /// below what the agent needs at rest; `rate_limit`: too many within the window).
+    #[serde(default)]
+    pub restarts_held: Option<RestartHold>,
 }
 
 impl Supervision {
@@ -54,6 +58,7 @@ impl Supervision {
             queued_inputs: 0,
             last_exit_code: None,
             terminated_reason: None,
+            restarts_held: None,
         }
     }
 }
@@ -93,6 +98,7 @@ impl<'de> serde::Deserialize<'de> for TerminatedReason {
             "exited" => TerminatedReason::Exited,
             "failed_to_start" => TerminatedReason::FailedToStart,
             "shutdown" => TerminatedReason::Shutdown,
+            "signal" => TerminatedReason::Signal,
             other => return Err(serde::de::Error::custom(format!("unknown terminated reason {other:?}"))),
         })
     }
@@ -229,10 +235,11 @@ mod tests {
             queued_inputs: 0,
             last_exit_code: None,
             terminated_reason: Some(TerminatedReason::DurationLimit),
+            restarts_held: None,
         };
         let v = serde_json::to_value(&s).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(keys.len(), 17);
+        assert_eq!(keys.len(), 18);
         for k in [
             "state",
             "mode",

@@ -983,6 +983,105 @@ fn rss_at_twice_the_limit_forces_the_restart_at_once() {
     assert_eq!(signals(&e), [Sig::Term]);
 }
 
+/// One memory restart, through to the agent's prompt again.
+fn memory_restart(h: &mut H, mb: u64) -> Vec<Effect> {
+    let mut e = rss(h, mb);
+    e.extend(h.exit(143));
+    e.extend(h.come_up());
+    e
+}
+
+#[test]
+fn a_memory_limit_below_the_agents_baseline_stops_restarts_instead_of_storming() {
+    // `mimesis run --max-rss-mb 200` with an agent at 230 MB at rest: one restart, then
+    // the same 230 MB before any work: restarting cannot help, so it stops and says why.
+    let mut h = H::ready(Limits { max_rss_mb: 200, ..limits() });
+    let e = memory_restart(&mut h, 230);
+    assert_eq!(events(&e), ["session_restarting", "session_ready"]);
+    let e = rss(&mut h, 230);
+    assert_eq!(events(&e), ["session_warning"]);
+    let w = event(&e, "session_warning");
+    assert!(matches!(&w.kind, EventKind::SessionWarning { reason, .. } if reason == "restart_limit"));
+    assert_eq!(
+        w.message(),
+        Some(
+            "The memory limit (200 MB) is below what the agent needs at rest (230 MB right after a restart). \
+             Automatic restarts are stopped; the session keeps running. Raise the limit in Settings."
+        )
+    );
+    assert!(signals(&e).is_empty(), "the session keeps running");
+    assert_eq!(h.p.state(), SupervisionState::Running);
+    assert_eq!(h.p.supervision("", "").restarts_held, Some(RestartHold::MemoryBaseline));
+    // Every later check: nothing more, said once.
+    h.turn();
+    for _ in 0..10 {
+        assert!(rss(&mut h, 260).is_empty());
+    }
+    // A limit the agent fits under lifts the hold.
+    set_limits(&mut h, Limits { max_rss_mb: 300, ..limits() });
+    assert_eq!(h.p.supervision("", "").restarts_held, None);
+    assert!(rss(&mut h, 301).is_empty(), "backing off after the last restart");
+    assert_eq!(h.p.state(), SupervisionState::RestartPending);
+    assert_eq!(events(&h.to(10.0)), ["session_restarting"]);
+}
+
+#[test]
+fn memory_restarts_back_off_then_stop_at_the_start_limit() {
+    let mut h = H::ready(Limits { max_rss_mb: 200, restart_limit_burst: 3, ..limits() });
+    // The first restart goes at once; each later one waits longer (10 s, 20 s).
+    assert_eq!(events(&memory_restart(&mut h, 300)), ["session_restarting", "session_ready"]);
+    h.turn(); // work since: not the baseline case
+    h.now = 1.0;
+    let e = rss(&mut h, 300);
+    assert!(signals(&e).is_empty(), "backing off: {e:?}");
+    assert_eq!(h.p.state(), SupervisionState::RestartPending);
+    assert!(signals(&h.to(9.9)).is_empty());
+    let e = h.to(10.0);
+    assert_eq!(signals(&e), [Sig::Term], "ten seconds after the first");
+    h.exit(143);
+    h.come_up();
+    h.turn();
+    h.now = 11.0;
+    rss(&mut h, 300);
+    assert!(signals(&h.to(29.9)).is_empty());
+    assert_eq!(signals(&h.to(30.0)), [Sig::Term], "twenty seconds after the second");
+    h.exit(143);
+    h.come_up();
+    h.turn();
+    // Three in the window: the fourth is not started; the session keeps running.
+    h.now = 100.0;
+    let e = rss(&mut h, 300);
+    assert_eq!(events(&e), ["session_warning"]);
+    assert!(event(&e, "session_warning").message().unwrap().starts_with("Restarted 3 times in 30 minutes"));
+    assert_eq!(h.p.supervision("", "").restarts_held, Some(RestartHold::RateLimit));
+    assert_eq!(h.p.state(), SupervisionState::Running);
+    h.feed(Input::Rss { generation: h.generation_now(), bytes: 300 * MB });
+    assert!(!events(&h.to(2000.0)).contains(&"session_restarting"));
+}
+
+#[test]
+fn crash_recoveries_count_against_the_start_limit() {
+    // Each recovery works and a turn proves it (so the consecutive count resets), but a
+    // crash every few minutes is still a loop: past the start limit, it stops.
+    let mut h = H::ready(Limits { restart_limit_burst: 2, ..limits() });
+    for i in 0..2 {
+        h.now = 100.0 * f64::from(i);
+        h.signal(ScreenSignal::Crash);
+        h.exit(137);
+        h.come_up();
+        h.turn();
+    }
+    h.now = 300.0;
+    let e = h.signal(ScreenSignal::Crash);
+    assert_eq!(events(&e), ["crash_detected", "session_unhealthy"]);
+    assert!(event(&e, "session_unhealthy").message().unwrap().contains("restarted 2 times in 30 minutes"));
+    assert_eq!(h.p.state(), SupervisionState::Unhealthy);
+    // The window moves on: older restarts no longer count once the user retries.
+    h.now = 300.0 + 1800.0;
+    h.feed(Input::Restart);
+    assert_ne!(h.p.state(), SupervisionState::Unhealthy);
+}
+
 #[test]
 fn a_corrupted_session_is_archived_and_replaced_by_a_fresh_one_ec_007() {
     let mut h = H::ready(limits());
