@@ -3,7 +3,8 @@
 //! It only wires things together:
 //! - [`commands`]: the UI's commands (docs/ipc.md) as engine calls;
 //! - [`events`]: engine streams as Tauri events (store, timelines, attention);
-//! - [`tray`]: the tray icon with the sessions that need the user;
+//! - [`tray`]: the tray icon with the sessions that need the user ([`tray_host`]: is there a
+//!   tray on this desktop at all);
 //! - [`notify`]: the engine's notification decisions as desktop notifications;
 //! - [`pty`]: supervised PTY sessions (the engine's supervisor), their terminals and events;
 //! - [`window`]: show/focus, close-to-tray, size and place kept across runs.
@@ -19,6 +20,7 @@ mod events;
 mod notify;
 mod pty;
 mod tray;
+mod tray_host;
 mod window;
 
 use std::path::{Path, PathBuf};

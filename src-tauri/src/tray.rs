@@ -81,31 +81,6 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
     }
 }
 
-/// Whether something on this desktop shows tray icons, so that a hidden window can be
-/// brought back. Linux: a StatusNotifier host registered on the session bus (GNOME without
-/// the AppIndicator extension has none). Elsewhere there always is one.
-pub fn host_present() -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        let ask = || -> zbus::Result<bool> {
-            let bus = zbus::blocking::Connection::session()?;
-            let dbus = zbus::blocking::fdo::DBusProxy::new(&bus)?;
-            Ok(dbus.name_has_owner("org.kde.StatusNotifierWatcher".try_into()?)?)
-        };
-        match ask() {
-            Ok(has) => has,
-            Err(e) => {
-                tracing::debug!(error = %e, "cannot ask the session bus for a tray host");
-                false
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        true
-    }
-}
-
 /// Keeps the tray in step with the attention set and the words of the sessions in it.
 pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     let mut attention = engine.subscribe_attention();

@@ -185,7 +185,7 @@ pub fn on_event<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
         WindowEvent::CloseRequested { api, .. } => {
             note_place(window);
             save_now(window.app_handle());
-            if crate::tray::host_present() {
+            if crate::tray_host::host_present() {
                 api.prevent_close();
                 let _ = window.hide();
             } else {

@@ -29,8 +29,8 @@ use mimesis_core::supervision::event::{EventKind, SupervisionEvent, wording};
 use mimesis_core::supervision::fleet::{self, CapEntry, DiskAction, DiskWatch, OrphanWatch, ScanFacts};
 use mimesis_core::supervision::ledger::{Owner, ProcessLedger, ProcessRecord};
 use mimesis_core::supervision::limits::Limits;
-use mimesis_core::supervision::policy::{Delivery, Input, SessionPolicy, SupervisionState};
-use mimesis_core::supervision::view::{Metrics, ResourceRow, Resources, Supervision};
+use mimesis_core::supervision::policy::{Delivery, Input, SessionPolicy};
+use mimesis_core::supervision::view::{Metrics, ResourceRow, Resources, Supervision, SupervisionState};
 use mimesis_os::procs;
 
 use crate::actor::{self, Attachment, SessionActor, SessionCmd};

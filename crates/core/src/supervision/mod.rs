@@ -24,5 +24,5 @@ pub use event::{EventKind, ReadyStatus, SupervisionEvent};
 pub use limits::{
     Effective, FieldError, LimitFlags, Limits, LimitsEnv, Origin, SuspendMode, effective, parse_duration,
 };
-pub use policy::{AgentKind, Mode, SupervisionState, TerminatedReason};
-pub use view::{Metrics, ResourceRow, Resources, Supervision};
+pub use policy::AgentKind;
+pub use view::{Metrics, Mode, ResourceRow, Resources, RestartHold, Supervision, SupervisionState, TerminatedReason};

@@ -31,50 +31,12 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use serde::Serialize;
-
 use super::event::{EventKind, ReadyStatus, SupervisionEvent, wording};
 use super::limits::{Limits, SuspendMode};
-use super::view::Supervision;
+use super::view::{Mode, RestartHold, Supervision, SupervisionState, TerminatedReason};
 use crate::clock::{Mono, Now, Timestamp};
 use crate::ids::SessionId;
 use crate::status::Status;
-
-/// A session's supervision state, as the roster shows it.
-#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum SupervisionState {
-    Running,
-    RestartPending,
-    Recovering,
-    Suspended,
-    Unhealthy,
-    Terminated,
-}
-
-/// Persistent process, or the P5 fallback where each message is its own process.
-#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    Persistent,
-    OneShot,
-}
-
-/// Why a session is `terminated`.
-#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum TerminatedReason {
-    DurationLimit,
-    User,
-    Deleted,
-    /// The agent quit by itself with exit code 0 (`/exit`), or a monitored-only agent exited.
-    Exited,
-    /// The first launch never came up (bad command, unknown resume id).
-    FailedToStart,
-    Shutdown,
-    /// The supervisor was signalled to stop (`mimesis run` got SIGTERM, SIGINT or SIGHUP).
-    Signal,
-}
 
 /// What the agent is doing, as far as the screen (or else the transcript) tells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -247,18 +209,6 @@ pub const MAX_CONSECUTIVE_CRASHES: u32 = 2;
 /// next waits `RESTART_BACKOFF × 2^(n-1)`, at most [`RESTART_BACKOFF_MAX`].
 pub const RESTART_BACKOFF: Duration = Duration::from_secs(10);
 pub const RESTART_BACKOFF_MAX: Duration = Duration::from_secs(5 * 60);
-
-/// Why automatic restarts stopped for a session (R2): shown until the user acts (a
-/// restart, a resume) or changes the limits.
-#[derive(Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum RestartHold {
-    /// Right after a memory restart, before any work, the agent was over the memory limit
-    /// again: the limit is below what it needs at rest.
-    MemoryBaseline,
-    /// The start limit: too many automatic restarts within the window.
-    RateLimit,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RestartReason {

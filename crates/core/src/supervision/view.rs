@@ -6,9 +6,56 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::policy::{Mode, RestartHold, SupervisionState, TerminatedReason};
 use crate::clock::Timestamp;
 use crate::ids::SessionId;
+
+/// A session's supervision state, as the roster shows it.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SupervisionState {
+    Running,
+    RestartPending,
+    Recovering,
+    Suspended,
+    Unhealthy,
+    Terminated,
+}
+
+/// Persistent process, or the P5 fallback where each message is its own process.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Persistent,
+    OneShot,
+}
+
+/// Why a session is `terminated`.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TerminatedReason {
+    DurationLimit,
+    User,
+    Deleted,
+    /// The agent quit by itself with exit code 0 (`/exit`), or a monitored-only agent exited.
+    Exited,
+    /// The first launch never came up (bad command, unknown resume id).
+    FailedToStart,
+    Shutdown,
+    /// The supervisor was signalled to stop (`mimesis run` got SIGTERM, SIGINT or SIGHUP).
+    Signal,
+}
+
+/// Why automatic restarts stopped for a session (R2): shown until the user acts (a
+/// restart, a resume) or changes the limits.
+#[derive(Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RestartHold {
+    /// Right after a memory restart, before any work, the agent was over the memory limit
+    /// again: the limit is below what it needs at rest.
+    MemoryBaseline,
+    /// The start limit: too many automatic restarts within the window.
+    RateLimit,
+}
 
 /// `TrackedSession.supervision`.
 #[derive(Serialize, serde::Deserialize, Clone, Debug, PartialEq)]

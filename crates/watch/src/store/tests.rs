@@ -187,26 +187,7 @@ fn every_file_the_index_read_is_stored_once() {
 }
 
 fn supervision(pid: Option<u32>) -> Supervision {
-    use mimesis_core::supervision::policy::{Mode, SupervisionState};
-    Supervision {
-        state: SupervisionState::Running,
-        mode: Mode::Persistent,
-        agent: "claude".into(),
-        cwd: "/p".into(),
-        pid,
-        process_started_at: Some(T0),
-        created_at: T0,
-        recovery_count: 0,
-        restart_count: 0,
-        consecutive_crashes: 0,
-        pending_crash_recovery: false,
-        awaiting_permission: false,
-        idle_deadline: None,
-        duration_deadline: None,
-        queued_inputs: 0,
-        last_exit_code: None,
-        terminated_reason: None,
-    }
+    Supervision { pid, process_started_at: Some(T0), ..Supervision::starting("claude", "/p", T0) }
 }
 
 #[test]
