@@ -154,7 +154,15 @@ mod tests {
             .unwrap();
         let mut out = [0u8; 8];
         std::io::Read::read_exact(agent.stdout.as_mut().unwrap(), &mut out).unwrap();
-        let child = procs::all().into_iter().find(|p| p.ppid == agent.id() && p.comm == "sleep").unwrap().pid;
+        // The background `sleep` may still be a forked shell a moment after the echo.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let child = loop {
+            if let Some(p) = procs::all().into_iter().find(|p| p.ppid == agent.id() && p.comm == "sleep") {
+                break p.pid;
+            }
+            assert!(Instant::now() < deadline, "the script's child never showed");
+            std::thread::sleep(Duration::from_millis(5));
+        };
         let mut rec = record(agent.id());
         rec.cmdline = vec![script.to_string_lossy().into_owned()];
         let l = FileLedger::new(d.path());
