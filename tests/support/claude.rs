@@ -11,8 +11,19 @@ use std::sync::Mutex;
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
 
-/// The pinned Claude Code version every test runs.
+/// The oldest supported Claude Code version (the default of [`ensure_claude`]).
 pub const CLAUDE_CODE_VERSION: &str = "2.1.197";
+/// The newest: a native binary, auto permission mode by default.
+pub const CLAUDE_CODE_NEWEST: &str = "2.1.330";
+/// The versions the real-CLI suite runs against (SPEC X6): the oldest supported and the
+/// newest. `MIMESIS_CLAUDE_VERSIONS` (comma-separated) replaces the list, e.g. for
+/// `scripts/compat <version>`.
+pub fn versions() -> Vec<String> {
+    match std::env::var("MIMESIS_CLAUDE_VERSIONS") {
+        Ok(v) if !v.trim().is_empty() => v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect(),
+        _ => vec![CLAUDE_CODE_VERSION.to_owned(), CLAUDE_CODE_NEWEST.to_owned()],
+    }
+}
 /// The npm package providing it.
 pub const CLAUDE_CODE_PACKAGE: &str = "@anthropic-ai/claude-code";
 /// Environment variable overriding the cache directory.
@@ -35,8 +46,13 @@ pub fn cache_root() -> PathBuf {
     }
 }
 
-/// Returns the path of the pinned `claude` executable, installing it with npm first if
-/// the cache does not hold it yet.
+/// Returns the path of the oldest supported `claude` ([`CLAUDE_CODE_VERSION`]).
+pub fn ensure_claude() -> Result<PathBuf> {
+    ensure_claude_version(CLAUDE_CODE_VERSION)
+}
+
+/// Returns the path of the `claude` executable of `version`, installing it with npm first
+/// if the cache does not hold it yet.
 ///
 /// Installs into `<cache>/claude-code-<version>` with
 /// `npm install --no-audit --no-fund --prefix <tmp> @anthropic-ai/claude-code@<version>`
@@ -45,42 +61,46 @@ pub fn cache_root() -> PathBuf {
 /// concurrent test processes (and threads) install once and never see a partial install.
 /// npm 11 does not run the package's postinstall script by default; the package's
 /// `node_modules/.bin/claude` works regardless, and is what this returns.
-pub fn ensure_claude() -> Result<PathBuf> {
+pub fn ensure_claude_version(version: &str) -> Result<PathBuf> {
     // Serialize threads of this process (flock locks are per open file description, so
     // two threads opening the lock file would each get their own lock).
-    static IN_PROCESS: Mutex<Option<PathBuf>> = Mutex::new(None);
+    static IN_PROCESS: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
     let mut memo = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(path) = memo.as_ref() {
+    if let Some((_, path)) = memo.iter().find(|(v, _)| v == version) {
         return Ok(path.clone());
     }
+    ensure!(
+        !version.is_empty() && version.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-'),
+        "{version:?} is not a version"
+    );
 
     let cache = cache_root();
-    let dir = cache.join(format!("claude-code-{CLAUDE_CODE_VERSION}"));
+    let dir = cache.join(format!("claude-code-{version}"));
     if dir.join(COMPLETE_MARKER).is_file()
-        && let Ok(exe) = find_exe(&dir)
+        && let Ok(exe) = find_exe(&dir, version)
     {
-        *memo = Some(exe.clone());
+        memo.push((version.to_owned(), exe.clone()));
         return Ok(exe);
     }
 
     fs::create_dir_all(&cache).with_context(|| format!("create cache dir {}", cache.display()))?;
-    let lock_path = cache.join(format!("claude-code-{CLAUDE_CODE_VERSION}.lock"));
+    let lock_path = cache.join(format!("claude-code-{version}.lock"));
     let _lock = FileLock::acquire(&lock_path)?;
 
     // Another process may have finished the install while we waited for the lock.
     if dir.join(COMPLETE_MARKER).is_file()
-        && let Ok(exe) = find_exe(&dir)
+        && let Ok(exe) = find_exe(&dir, version)
     {
-        *memo = Some(exe.clone());
+        memo.push((version.to_owned(), exe.clone()));
         return Ok(exe);
     }
 
-    let tmp = cache.join(format!(".claude-code-{CLAUDE_CODE_VERSION}.tmp-{}", std::process::id()));
+    let tmp = cache.join(format!(".claude-code-{version}.tmp-{}", std::process::id()));
     if tmp.exists() {
         fs::remove_dir_all(&tmp).with_context(|| format!("remove {}", tmp.display()))?;
     }
     fs::create_dir_all(&tmp)?;
-    let spec = format!("{CLAUDE_CODE_PACKAGE}@{CLAUDE_CODE_VERSION}");
+    let spec = format!("{CLAUDE_CODE_PACKAGE}@{version}");
     eprintln!("[mimesis-tests] installing {spec} into {}", dir.display());
     let out = Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--prefix"])
@@ -98,28 +118,28 @@ pub fn ensure_claude() -> Result<PathBuf> {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    if let Err(e) = find_exe(&tmp) {
+    if let Err(e) = find_exe(&tmp, version) {
         let _ = fs::remove_dir_all(&tmp);
         return Err(e.context(format!("verify fresh install in {}", tmp.display())));
     }
-    fs::write(tmp.join(COMPLETE_MARKER), CLAUDE_CODE_VERSION)?;
+    fs::write(tmp.join(COMPLETE_MARKER), version)?;
     if dir.exists() {
         // An incomplete or broken earlier install.
         fs::remove_dir_all(&dir).with_context(|| format!("remove stale {}", dir.display()))?;
     }
     fs::rename(&tmp, &dir).with_context(|| format!("rename {} -> {}", tmp.display(), dir.display()))?;
-    let exe = find_exe(&dir)?;
-    *memo = Some(exe.clone());
+    let exe = find_exe(&dir, version)?;
+    memo.push((version.to_owned(), exe.clone()));
     Ok(exe)
 }
 
 /// The working `claude` of an install: `node_modules/.bin/claude`, or, should that be the
 /// placeholder the skipped postinstall script normally replaces, the native binary of
 /// the platform package (`node_modules/@anthropic-ai/claude-code-<platform>/claude`).
-fn find_exe(install_dir: &Path) -> Result<PathBuf> {
+fn find_exe(install_dir: &Path, version: &str) -> Result<PathBuf> {
     let modules = install_dir.join("node_modules");
     let bin = modules.join(".bin").join("claude");
-    let first_err = match check_version(&bin) {
+    let first_err = match check_version(&bin, version) {
         Ok(()) => return Ok(bin),
         Err(e) => e,
     };
@@ -133,15 +153,15 @@ fn find_exe(install_dir: &Path) -> Result<PathBuf> {
         .collect();
     natives.sort();
     for native in natives {
-        if check_version(&native).is_ok() {
+        if check_version(&native, version).is_ok() {
             return Ok(native);
         }
     }
-    Err(first_err.context(format!("no working claude {CLAUDE_CODE_VERSION} executable in {}", install_dir.display())))
+    Err(first_err.context(format!("no working claude {version} executable in {}", install_dir.display())))
 }
 
 /// Runs `claude --version` in a throwaway home and checks it reports the pinned version.
-fn check_version(exe: &Path) -> Result<()> {
+fn check_version(exe: &Path, version: &str) -> Result<()> {
     ensure!(exe.exists(), "{} does not exist", exe.display());
     let home = tempfile::Builder::new().prefix("mimesis-claude-version-").tempdir()?;
     let out = Command::new(exe)
@@ -157,8 +177,8 @@ fn check_version(exe: &Path) -> Result<()> {
         .with_context(|| format!("run {} --version", exe.display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     ensure!(
-        out.status.success() && stdout.split_whitespace().next() == Some(CLAUDE_CODE_VERSION),
-        "{} --version: expected {CLAUDE_CODE_VERSION}, got status {} stdout {:?} stderr {:?}",
+        out.status.success() && stdout.split_whitespace().next() == Some(version),
+        "{} --version: expected {version}, got status {} stdout {:?} stderr {:?}",
         exe.display(),
         out.status,
         stdout,
@@ -228,6 +248,7 @@ pub struct ClaudeHome {
     api_key: String,
     base_url: String,
     proxy_url: Option<String>,
+    version: String,
 }
 
 impl ClaudeHome {
@@ -241,6 +262,11 @@ impl ClaudeHome {
     /// loopback), so any request the CLI tries to make to another host lands on the mock,
     /// which refuses and records it instead of letting it reach the network.
     pub fn new(base_url: &str) -> Result<Self> {
+        Self::for_version(base_url, CLAUDE_CODE_VERSION)
+    }
+
+    /// [`ClaudeHome::new`] for a CLI of `version` (its onboarding marked as seen).
+    pub fn for_version(base_url: &str, version: &str) -> Result<Self> {
         let tmp = tempfile::Builder::new().prefix("mimesis-home-").tempdir()?;
         // Canonical, so the cwd the CLI sees (and encodes) is the one we compute.
         let home = tmp.path().canonicalize()?;
@@ -256,6 +282,7 @@ impl ClaudeHome {
             api_key: Self::API_KEY.to_owned(),
             base_url: base_url.trim_end_matches('/').to_owned(),
             proxy_url: Some(base_url.trim_end_matches('/').to_owned()),
+            version: version.to_owned(),
         };
         this.write_global_config()?;
         Ok(this)
@@ -335,8 +362,8 @@ impl ClaudeHome {
             "installMethod": "unknown",
             "autoUpdates": false,
             "hasCompletedOnboarding": true,
-            "lastOnboardingVersion": CLAUDE_CODE_VERSION,
-            "lastReleaseNotesSeen": CLAUDE_CODE_VERSION,
+            "lastOnboardingVersion": self.version,
+            "lastReleaseNotesSeen": self.version,
             "theme": "dark",
             "customApiKeyResponses": { "approved": [last20], "rejected": [] },
             "bypassPermissionsModeAccepted": false,

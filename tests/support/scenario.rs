@@ -32,11 +32,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::{Value, json};
 
-use crate::claude::{ClaudeHome, ensure_claude};
+use crate::claude::{CLAUDE_CODE_VERSION, ClaudeHome, ensure_claude_version};
 use crate::files::{FilesSnapshot, Recorder, Transcript, content_blocks, record_type};
 use crate::mock_api::{Gate, MockApi, RecordedRequest, Reply, RequestKind};
 use crate::pty::{Pty, PtyCommand, Screen};
 
+/// How long a dialog is on screen before the scenario answers it, as a person would.
+pub const DIALOG_SETTLE: Duration = Duration::from_millis(800);
 /// Default per-step timeout.
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often step waits re-check the screen and the files.
@@ -120,6 +122,10 @@ pub struct Scenario {
     pub home: ClaudeHome,
     /// Per-step timeout.
     pub step_timeout: Duration,
+    /// Arguments for `claude` (e.g. `--permission-mode default`).
+    pub args: Vec<String>,
+    /// The CLI's version.
+    pub version: String,
     claude: PathBuf,
     pty: Option<Pty>,
     recorder: Recorder,
@@ -131,16 +137,23 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    /// Installs/locates the pinned CLI, starts the mock API, creates the home.
+    /// Installs/locates the oldest supported CLI, starts the mock API, creates the home.
     pub fn new() -> Result<Self> {
-        let claude = ensure_claude()?;
+        Self::with_version(CLAUDE_CODE_VERSION)
+    }
+
+    /// [`Scenario::new`] with the CLI of `version`.
+    pub fn with_version(version: &str) -> Result<Self> {
+        let claude = ensure_claude_version(version)?;
         let api = MockApi::start()?;
-        let home = ClaudeHome::new(&api.base_url())?;
+        let home = ClaudeHome::for_version(&api.base_url(), version)?;
         let recorder = Recorder::start(home.config_dir());
         Ok(Self {
             api,
             home,
             step_timeout: STEP_TIMEOUT,
+            args: Vec::new(),
+            version: version.to_owned(),
             claude,
             pty: None,
             recorder,
@@ -236,7 +249,11 @@ impl Scenario {
     pub fn start(&mut self) -> Result<Observation> {
         self.step("start", |s| {
             ensure!(s.pty.is_none(), "already started");
-            let cmd = PtyCommand::new(s.claude.as_os_str()).envs(s.home.env()).cwd(s.home.project_dir()).size(120, 40);
+            let cmd = PtyCommand::new(s.claude.as_os_str())
+                .args(&s.args)
+                .envs(s.home.env())
+                .cwd(s.home.project_dir())
+                .size(120, 40);
             let pty = Pty::spawn(cmd)?;
             s.recorder.note(format!("spawned claude pid {}", pty.pid()));
             s.pty = Some(pty);
@@ -304,8 +321,13 @@ impl Scenario {
     /// registry back to `idle`.
     pub fn approve(&mut self) -> Result<Observation> {
         self.step("approve", |s| {
-            s.recorder.note("press Enter (1. Yes)");
-            s.pty()?.send("\r")?;
+            // 2.1.330 ignores keys for a moment after a dialog appears (so type-ahead cannot
+            // answer it); a person takes longer than that to read it anyway.
+            s.wait_settled("the permission dialog", DIALOG_SETTLE, |screen| {
+                screen.contains("Do you want to proceed?")
+            })?;
+            s.recorder.note("press 1 (1. Yes)");
+            s.pty()?.send("1")?;
             let pid = s.pid()?;
             let timeout = s.step_timeout;
             s.api
@@ -408,6 +430,24 @@ impl Scenario {
     }
 
     // ---------------------------------------------------------------- helpers
+
+    /// Waits until `cond` has held on screen for `settle` without a break.
+    pub fn wait_settled(&self, what: &str, settle: Duration, cond: impl Fn(&Screen) -> bool) -> Result<()> {
+        let deadline = Instant::now() + self.step_timeout;
+        let mut since: Option<Instant> = None;
+        loop {
+            if cond(&self.pty()?.screen()) {
+                let t = *since.get_or_insert_with(Instant::now);
+                if t.elapsed() >= settle {
+                    return Ok(());
+                }
+            } else {
+                since = None;
+            }
+            ensure!(Instant::now() < deadline, "{what} was never on screen for {settle:?}");
+            std::thread::sleep(POLL);
+        }
+    }
 
     /// Types `text` into the prompt, waits until the input line shows it, presses Enter.
     pub fn type_line(&self, text: &str) -> Result<()> {
@@ -538,9 +578,13 @@ pub fn prompt_input(screen: &Screen) -> Option<String> {
         .map(|i| rows[i].trim_start_matches('❯').trim_start().to_owned())
 }
 
-/// Whether the TUI shows an empty input line and its idle footer.
+/// Whether the TUI shows an empty input line, no spinner and no dialog. The footer below
+/// it differs by version and mode (`? for shortcuts` in 2.1.197; the permission mode,
+/// `⏵⏵ auto mode on (shift+tab to cycle)`, in 2.1.330), so it is not relied on.
 pub fn is_idle_prompt(screen: &Screen) -> bool {
-    prompt_input(screen).is_some_and(|l| l.is_empty()) && screen.contains("? for shortcuts")
+    prompt_input(screen).is_some_and(|l| l.is_empty())
+        && !screen.contains("esc to interrupt")
+        && !screen.contains("Do you want to proceed?")
 }
 
 /// The main-conversation requests the mock received, for assertions.

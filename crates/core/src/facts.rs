@@ -69,6 +69,14 @@ pub struct SessionFacts {
     summary_record: Option<String>,
     compact_summary: Option<String>,
     last_prompt: Option<String>,
+    /// The last real prompt typed, and whether it came after the last `last-prompt`
+    /// record (a resumed session's `last-prompt` is the previous run's until it exits).
+    latest_prompt: Option<String>,
+    prompt_after_last_prompt: bool,
+    /// The Claude Code version that wrote the records (`version`), and how it ran
+    /// (`entrypoint`: `cli` for an interactive session).
+    pub cli_version: Option<String>,
+    pub entrypoint: Option<String>,
     custom_title: Option<String>,
     ai_title: Option<String>,
     pub permission_mode: Option<String>,
@@ -259,6 +267,16 @@ impl SessionFacts {
             if self.record_session_id.is_none() {
                 self.record_session_id = r.session_id.get().map(str::to_owned);
             }
+            if let Some(v) = r.version.get().filter(|v| !v.is_empty() && v.len() <= 32)
+                && self.cli_version.as_deref() != Some(v)
+            {
+                self.cli_version = Some(v.to_owned());
+            }
+            if let Some(e) = r.entrypoint.get().filter(|e| !e.is_empty() && e.len() <= 32)
+                && self.entrypoint.as_deref() != Some(e)
+            {
+                self.entrypoint = Some(e.to_owned());
+            }
         }
         if self.birth == Birth::Unknown {
             self.note_birth(r, kind);
@@ -276,7 +294,10 @@ impl SessionFacts {
             "summary" => set(&mut self.summary_record, r.side_text.get(), SUMMARY_MAX_CHARS),
             "custom-title" => set(&mut self.custom_title, r.side_text.get(), GOAL_MAX_CHARS),
             "ai-title" => set(&mut self.ai_title, r.side_text.get(), GOAL_MAX_CHARS),
-            "last-prompt" => set(&mut self.last_prompt, r.side_text.get(), SUMMARY_MAX_CHARS),
+            "last-prompt" => {
+                set(&mut self.last_prompt, r.side_text.get(), SUMMARY_MAX_CHARS);
+                self.prompt_after_last_prompt = false;
+            }
             "queue-operation" if r.side_text.get() == Some("enqueue") => self.set_tail(Tail::Prompt),
             _ => {}
         }
@@ -331,9 +352,9 @@ impl SessionFacts {
         let Some(msg) = r.message.0.as_ref() else { return };
         if r.is_compact_summary.0 {
             if let Content::Text(t) = &msg.content {
-                self.compact_summary = Some(clean_text(t, SUMMARY_MAX_CHARS));
+                set(&mut self.compact_summary, Some(compact_summary_body(t)), SUMMARY_MAX_CHARS);
             } else if let Some(t) = first_text(&msg.content) {
-                self.compact_summary = Some(clean_text(t, SUMMARY_MAX_CHARS));
+                set(&mut self.compact_summary, Some(compact_summary_body(t)), SUMMARY_MAX_CHARS);
             }
             self.set_tail(Tail::Compacted);
             return;
@@ -397,17 +418,19 @@ impl SessionFacts {
             UserText::ShellInput => self.set_tail(Tail::Prompt),
             UserText::Meta => {}
             UserText::CompactSummary => {
-                self.compact_summary = Some(clean_text(t, SUMMARY_MAX_CHARS));
+                set(&mut self.compact_summary, Some(compact_summary_body(t)), SUMMARY_MAX_CHARS);
                 self.set_tail(Tail::Compacted);
             }
             UserText::Prompt => {
                 self.set_tail(Tail::Prompt);
                 self.close_tools_before_now();
-                if self.goal.is_none() {
-                    let g = clean_text(t, GOAL_MAX_CHARS);
-                    if !g.is_empty() {
+                let g = clean_text(t, GOAL_MAX_CHARS);
+                if !g.is_empty() {
+                    if self.goal.is_none() {
                         self.goal = Some(g);
                     }
+                    self.latest_prompt = Some(clean_text(t, SUMMARY_MAX_CHARS));
+                    self.prompt_after_last_prompt = true;
                 }
             }
         }
@@ -606,9 +629,21 @@ impl SessionFacts {
         Some(())
     }
 
-    /// SPEC W4: summary record, else the compact summary, else the last prompt.
+    /// SPEC W4: summary record, else the compact summary, else the last prompt (a real
+    /// prompt typed after the last `last-prompt` record wins: a resumed session's record
+    /// is the previous run's until this one exits).
     pub fn summary(&self) -> Option<&str> {
-        self.summary_record.as_deref().or(self.compact_summary.as_deref()).or(self.last_prompt.as_deref())
+        let last_prompt =
+            if self.prompt_after_last_prompt { self.latest_prompt.as_deref() } else { self.last_prompt.as_deref() };
+        self.summary_record.as_deref().or(self.compact_summary.as_deref()).or(last_prompt)
+    }
+
+    /// Does the CLI that wrote this transcript keep `sessions/<pid>.json` for as long as it
+    /// runs? Interactive sessions (`entrypoint: cli`) of 2.1.197 and later do (observed):
+    /// for them, no entry means the process is gone.
+    pub fn registers_while_running(&self) -> bool {
+        self.entrypoint.as_deref() == Some("cli")
+            && self.cli_version.as_deref().is_some_and(|v| version_at_least(v, (2, 1, 197)))
     }
 
     pub fn title(&self) -> Option<&str> {
@@ -635,6 +670,50 @@ fn first_text<'a>(c: &'a Content<'_>) -> Option<&'a str> {
         Content::Blocks(b) => b.iter().find(|b| b.kind.get() == Some("text")).and_then(|b| b.text.get()),
         Content::None => None,
     }
+}
+
+/// `major.minor.patch` (a pre-release suffix aside) is at least `min`.
+fn version_at_least(v: &str, min: (u64, u64, u64)) -> bool {
+    let mut parts = v.split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty()).map(|p| p.parse::<u64>());
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(Ok(a)), Some(Ok(b)), Some(Ok(c))) => (a, b, c) >= min,
+        _ => false,
+    }
+}
+
+/// The summary itself, out of the compact-summary message Claude Code writes after a
+/// compaction: without the "This session is being continued…" preamble, the
+/// `<system-reminder>` blocks (such as `<tools-used-before-summary>`), a leading
+/// `Summary:` label, and the closing instructions ("If you need specific details…",
+/// with the transcript's path, "Continue the conversation…", "The messages after this
+/// summary…").
+pub fn compact_summary_body(text: &str) -> &str {
+    let mut t = text.trim();
+    if t.starts_with("This session is being continued from a previous conversation") {
+        // The preamble is one paragraph; 2.1.197 ends it with "summarized below:" on the
+        // same line as the summary.
+        t = match (t.find("\n\n"), t.find("summarized below:")) {
+            (_, Some(i)) => &t[i + "summarized below:".len()..],
+            (Some(i), None) => &t[i..],
+            (None, None) => "",
+        };
+    }
+    let mut t = t.trim_start();
+    while let Some(rest) = t.strip_prefix("<system-reminder>") {
+        t = rest.split_once("</system-reminder>").map_or("", |(_, after)| after).trim_start();
+    }
+    t = t.strip_prefix("Summary:").unwrap_or(t).trim_start();
+    for closing in [
+        "\nIf you need specific details from before compaction",
+        "\nContinue the conversation from where it left off",
+        "\nThe messages after this summary",
+        "\nPlease continue the conversation from where we left",
+    ] {
+        if let Some(i) = t.find(closing) {
+            t = &t[..i];
+        }
+    }
+    t.trim()
 }
 
 /// In a line that failed to parse, the start of a complete record glued after a torn

@@ -82,9 +82,13 @@ impl RegistryEntry {
         let state = match self.status.as_deref() {
             Some("busy" | "running" | "working") => RegistryState::Busy,
             Some("idle") => RegistryState::Idle,
-            Some("waiting") => match self.waiting_for.as_deref() {
-                Some(w) if w.to_ascii_lowercase().contains("permission") => RegistryState::WaitingForApproval,
-                _ => RegistryState::WaitingForInput,
+            Some("waiting") => match self.waiting_for.as_deref().map(str::to_ascii_lowercase).as_deref() {
+                Some(w) if w.contains("permission") => RegistryState::WaitingForApproval,
+                Some("input needed") => RegistryState::WaitingForInput,
+                // `dialog open` (2.1.330: the auto-mode fallback, plan mode's exit, …) and
+                // values this version does not know: the user is needed; for what, the
+                // transcript tells (a pending tool call: approval).
+                _ => RegistryState::WaitingForDialog,
             },
             _ => RegistryState::Unknown,
         };
@@ -121,6 +125,15 @@ mod tests {
         assert_eq!(e.signal().state, RegistryState::Unknown);
         let e = parse_entry(br#"{"sessionId":"a","status":"busy"}"#, 7).unwrap();
         assert_eq!(e.signal().state, RegistryState::Busy);
+        for (w, state) in [
+            ("permission prompt", RegistryState::WaitingForApproval),
+            ("input needed", RegistryState::WaitingForInput),
+            ("dialog open", RegistryState::WaitingForDialog),
+            ("something new", RegistryState::WaitingForDialog),
+        ] {
+            let json = format!(r#"{{"sessionId":"a","status":"waiting","waitingFor":"{w}"}}"#);
+            assert_eq!(parse_entry(json.as_bytes(), 7).unwrap().signal().state, state, "{w}");
+        }
     }
 
     #[test]

@@ -124,8 +124,11 @@ pub enum RegistryState {
     Idle,
     /// `status: waiting` with `waitingFor` naming a permission prompt.
     WaitingForApproval,
-    /// `status: waiting` for anything else (a question, a dialog).
+    /// `status: waiting` for input (`input needed`: a question).
     WaitingForInput,
+    /// `status: waiting` with a dialog open (`dialog open`, or a `waitingFor` this version
+    /// does not know): the user is needed; a pending tool call makes it an approval.
+    WaitingForDialog,
     /// A value this version of Mimesis does not know: ignored.
     Unknown,
 }
@@ -191,6 +194,15 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
         match reg.state {
             RegistryState::WaitingForApproval => return exact(Status::WaitingForApproval),
             RegistryState::WaitingForInput => return exact(Status::WaitingForInput),
+            RegistryState::WaitingForDialog => {
+                // 2.1.330's auto mode through a gateway asks before each tool call with a
+                // dialog of its own (`dialog open`): an approval, unless the call asks the
+                // user a question.
+                return exact(match input.pending {
+                    Some(PendingCall { approval: Approval::AsksUser, .. }) | None => Status::WaitingForInput,
+                    Some(_) => Status::WaitingForApproval,
+                });
+            }
             RegistryState::Busy => return exact(Status::Working),
             RegistryState::Idle => {
                 // At the prompt. The transcript may be ahead of the registry (a prompt was
@@ -437,6 +449,21 @@ mod tests {
         j.registry = Some(RegistrySignal { state: RegistryState::Idle, updated_at: Some(at(0).plus(Duration::ZERO)) });
         j.last_activity = Some(at(2));
         assert_eq!(status(&j, at(3)), Status::Working);
+    }
+
+    #[test]
+    fn a_dialog_over_a_pending_tool_call_is_an_approval_else_the_user_is_needed() {
+        let dialog = Some(RegistrySignal { state: RegistryState::WaitingForDialog, updated_at: Some(T0) });
+        let mut i = pending(Approval::NotNeeded, false);
+        i.registry = dialog;
+        assert_eq!(status(&i, at(0)), Status::WaitingForApproval, "auto mode's own dialog before the call");
+        assert_eq!(status(&i, at(40)), Status::WaitingForApproval, "for as long as it shows");
+        let mut q = pending(Approval::AsksUser, false);
+        q.registry = dialog;
+        assert_eq!(status(&q, at(0)), Status::WaitingForInput);
+        let mut none = input(Tail::TurnDone { asks_question: false });
+        none.registry = dialog;
+        assert_eq!(status(&none, at(0)), Status::WaitingForInput, "never working or idle");
     }
 
     #[test]

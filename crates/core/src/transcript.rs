@@ -262,10 +262,17 @@ pub struct ToolInput<'a> {
     pub path: LStr<'a>,
     #[serde(borrow)]
     pub description: LStr<'a>,
+    /// AskUserQuestion: the first question asked.
+    #[serde(borrow)]
+    pub questions: FirstQuestion<'a>,
+    /// ExitPlanMode: the plan (markdown).
+    #[serde(borrow)]
+    pub plan: LStr<'a>,
 }
 
 impl ToolInput<'_> {
-    /// SPEC W4: the target of a pending tool is its file_path, command, pattern or url.
+    /// SPEC W4: the target of a pending tool is its file_path, command, pattern or url;
+    /// for AskUserQuestion the question, for ExitPlanMode the plan's first line.
     pub fn target(&self) -> Option<&str> {
         self.file_path
             .get()
@@ -275,7 +282,49 @@ impl ToolInput<'_> {
             .or(self.url.get())
             .or(self.query.get())
             .or(self.path.get())
+            .or(self.questions.0.as_deref())
+            .or(self.plan.get().map(first_line))
             .or(self.description.get())
+    }
+}
+
+/// The first line with text of a markdown document, without its heading marks.
+fn first_line(s: &str) -> &str {
+    s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").trim_start_matches('#').trim_start()
+}
+
+/// `questions` of AskUserQuestion: the `question` of its first entry; anything else reads
+/// as absent, and the rest of the array is skipped unread.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FirstQuestion<'a>(pub Option<Cow<'a, str>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstQuestion<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Entry<'a> {
+            #[serde(borrow, default)]
+            question: LStr<'a>,
+        }
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = FirstQuestion<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of questions")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element::<LMap<Entry<'de>>>()?.and_then(|LMap(e)| e).and_then(|e| e.question.0);
+                drain_seq(seq)?;
+                Ok(FirstQuestion(first))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Self::Value, A::Error> {
+                drain_map(m).map(|_| FirstQuestion(None))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(FirstQuestion(None))
+            }
+            skip_scalars!(FirstQuestion(None));
+        }
+        d.deserialize_any(V(PhantomData))
     }
 }
 
@@ -342,6 +391,9 @@ pub struct Record<'a> {
     pub tool_use_result: LStr<'a>,
     /// The top-level `content` of a `system` record (a local command's text).
     pub content: LStr<'a>,
+    /// The Claude Code version that wrote the record, and how it was started.
+    pub version: LStr<'a>,
+    pub entrypoint: LStr<'a>,
 }
 
 /// A map key, borrowed when it has no escapes (keys never do in practice).
@@ -400,6 +452,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Record<'a> {
                         "toolUseID" => r.tool_use_id = map.next_value()?,
                         "toolUseResult" => r.tool_use_result = map.next_value()?,
                         "content" => r.content = map.next_value()?,
+                        "version" => r.version = map.next_value()?,
+                        "entrypoint" => r.entrypoint = map.next_value()?,
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -502,6 +556,27 @@ mod tests {
         let Content::Blocks(b) = m.content else { panic!() };
         assert_eq!(b[0].name.get(), Some("Bash"));
         assert_eq!(b[0].input.0.as_ref().unwrap().target(), Some("cargo test"));
+    }
+
+    #[test]
+    fn a_question_or_a_plan_is_the_target() {
+        let r = parse(
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"AskUserQuestion",
+            "input":{"questions":[{"question":"Which database?","header":"DB","options":[{"label":"Postgres"}],
+            "multiSelect":false},{"question":"Second?"}]}}]}}"#,
+        );
+        let Content::Blocks(b) = r.message.0.unwrap().content else { panic!() };
+        assert_eq!(b[0].input.0.as_ref().unwrap().target(), Some("Which database?"));
+        let r = parse(
+            r##"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"ExitPlanMode",
+            "input":{"plan":"\n# Plan: add a cache\n\n1. Measure\n2. Cache"}}]}}"##,
+        );
+        let Content::Blocks(b) = r.message.0.unwrap().content else { panic!() };
+        assert_eq!(b[0].input.0.as_ref().unwrap().target(), Some("Plan: add a cache"));
+        let r =
+            parse(r#"{"type":"assistant","message":{"content":[{"type":"tool_use","input":{"questions":"oops"}}]}}"#);
+        let Content::Blocks(b) = r.message.0.unwrap().content else { panic!() };
+        assert_eq!(b[0].input.0.as_ref().unwrap().target(), None);
     }
 
     #[test]

@@ -583,7 +583,11 @@ impl Store {
             registry: live.map(RegistryEntry::signal),
             hook: self.hooks.get(id).and_then(|h| h.signal),
             reported: report.map(|r| r.status.status()),
-            ended: live.is_none() && self.ever_live.contains(id),
+            // Gone: seen running before, or written by a CLI that keeps a registry entry for
+            // as long as it runs (then no entry means no process: `ls` and `watch` agree).
+            ended: live.is_none()
+                && !supervision.is_some_and(|s| s.pid.is_some())
+                && (self.ever_live.contains(id) || f.registers_while_running()),
         };
         let derived = status::derive(&input, now, &self.timeouts);
         let derived = status::Derived {
