@@ -586,7 +586,7 @@ impl Store {
             // Gone: seen running before, or written by a CLI that keeps a registry entry for
             // as long as it runs (then no entry means no process: `ls` and `watch` agree).
             ended: live.is_none()
-                && !supervision.is_some_and(|s| s.pid.is_some())
+                && supervision.is_none_or(|s| s.pid.is_none())
                 && (self.ever_live.contains(id) || f.registers_while_running()),
         };
         let derived = status::derive(&input, now, &self.timeouts);
