@@ -1,5 +1,5 @@
 //! SPEC W2–W5, W9 against the real thing: the Mimesis engine watches the isolated config
-//! dir of the real Claude Code CLI (pinned 2.1.197, in a PTY, against the mock API) while
+//! dir of the real Claude Code CLI (each pinned version, in a PTY, against the mock API) while
 //! the scenario drives a prompt, a permission dialog, approval, end of turn, `/compact`,
 //! `/clear`, a second prompt and `/exit`. At every checkpoint, with the CLI held in that
 //! state, the engine must already say what the user would see.
@@ -111,7 +111,16 @@ fn check(
 
 #[test]
 fn engine_follows_the_real_cli() -> Result<()> {
-    let mut s = Scenario::new()?;
+    for version in mimesis_tests::claude::versions() {
+        follow(&version).with_context(|| format!("Claude Code {version}"))?;
+    }
+    Ok(())
+}
+
+fn follow(version: &str) -> Result<()> {
+    let mut s = Scenario::with_version(version)?;
+    // The default-mode permission dialog (2.1.330 starts in auto mode otherwise).
+    s.args = vec!["--permission-mode".into(), "default".into()];
     let engine = Arc::new(EngineWatch::start(s.home.config_dir())?);
     let first = Arc::new(std::sync::Mutex::new(None));
     {

@@ -21,6 +21,8 @@ pub struct State {
     pub statuses: HashMap<String, Vec<String>>,
     /// Every event as received.
     pub events: Vec<Value>,
+    /// Every status change as (when it was received, session id, new status).
+    pub status_changes: Vec<(Instant, String, String)>,
 }
 
 impl State {
@@ -43,9 +45,10 @@ impl State {
             }
         }
         if let Some(status) = self.sessions.get(&id).and_then(|s| s.get("status")).and_then(Value::as_str) {
-            let h = self.statuses.entry(id).or_default();
+            let h = self.statuses.entry(id.clone()).or_default();
             if h.last().map(String::as_str) != Some(status) {
                 h.push(status.to_owned());
+                self.status_changes.push((Instant::now(), id, status.to_owned()));
             }
         }
     }

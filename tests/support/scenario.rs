@@ -449,6 +449,51 @@ impl Scenario {
         }
     }
 
+    /// Answers the dialog on screen by the label of one of its options (never by position
+    /// or a bare Enter: 2.1.330's auto-mode fallback preselects "No"): its digit when the
+    /// options are numbered ("4. No"), else the arrow keys to it and Enter. Waits for the
+    /// dialog to settle first ([`DIALOG_SETTLE`]).
+    pub fn choose(&self, label: &str) -> Result<()> {
+        let find = |screen: &Screen| {
+            let rows = option_rows(screen);
+            let exact = rows.iter().find(|(_, text, _)| text == label).cloned();
+            exact.or_else(|| rows.into_iter().find(|(_, text, _)| text.starts_with(label)))
+        };
+        self.wait_settled(&format!("a dialog offering {label:?}"), DIALOG_SETTLE, |screen| find(screen).is_some())?;
+        let screen = self.pty()?.screen();
+        let (number, _, _) = find(&screen).context("the option")?;
+        let pty = self.pty()?;
+        match number {
+            Some(n) => {
+                self.recorder.note(format!("press {n} ({label})"));
+                pty.send(&n.to_string())?;
+            }
+            None => {
+                let rows = option_rows(&screen);
+                let selected = rows.iter().position(|(_, _, sel)| *sel).unwrap_or(0);
+                let target = rows.iter().position(|(_, t, _)| t.starts_with(label)).unwrap_or(0);
+                let key = if target > selected { "\x1b[B" } else { "\x1b[A" };
+                self.recorder.note(format!("arrows to {label:?}, Enter"));
+                for _ in 0..selected.abs_diff(target) {
+                    pty.send(key)?;
+                    std::thread::sleep(POLL);
+                }
+                pty.send("\r")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Spawns `claude` again in the same home (after [`Scenario::exit`] or a kill) with
+    /// `args` (e.g. `--resume <id>`), and waits for its idle prompt and registry entry.
+    pub fn restart(&mut self, args: Vec<String>) -> Result<Observation> {
+        if let Some(mut old) = self.pty.take() {
+            let _ = old.wait_exit(Duration::from_secs(5));
+        }
+        self.args = args;
+        self.start()
+    }
+
     /// Types `text` into the prompt, waits until the input line shows it, presses Enter.
     pub fn type_line(&self, text: &str) -> Result<()> {
         let pty = self.pty()?;
@@ -585,6 +630,44 @@ pub fn is_idle_prompt(screen: &Screen) -> bool {
     prompt_input(screen).is_some_and(|l| l.is_empty())
         && !screen.contains("esc to interrupt")
         && !screen.contains("Do you want to proceed?")
+}
+
+/// The options of the dialog on screen: (its number if numbered, its label, selected).
+/// An option row is `❯ 1. Yes`, `  2. No`, `❯ No` or `  Yes`, below the dialog's question.
+pub fn option_rows(screen: &Screen) -> Vec<(Option<u32>, String, bool)> {
+    let mut out = Vec::new();
+    let mut in_dialog = false;
+    for row in &screen.rows {
+        let t = row.trim();
+        if t.ends_with('?') {
+            in_dialog = true;
+            out.clear();
+            continue;
+        }
+        if !in_dialog {
+            continue;
+        }
+        let (selected, rest) = match t.strip_prefix('❯') {
+            Some(r) => (true, r.trim_start()),
+            None => (false, t),
+        };
+        if rest.is_empty() || rest.starts_with("Esc") || rest.starts_with("Enter") || rest.starts_with('─') {
+            continue;
+        }
+        let (number, label) = match rest.split_once(". ") {
+            Some((n, l)) if n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty() => (n.parse().ok(), l.trim()),
+            _ => (None, rest),
+        };
+        // Unnumbered option lists are one word or a few: not the dialog's prose.
+        if number.is_some() || label.split_whitespace().count() <= 3 {
+            out.push((number, label.to_owned(), selected));
+        }
+    }
+    // Numbered lists have description rows under their options: only the numbered count.
+    if out.iter().any(|(n, _, _)| n.is_some()) {
+        out.retain(|(n, _, _)| n.is_some());
+    }
+    out
 }
 
 /// The main-conversation requests the mock received, for assertions.

@@ -24,6 +24,10 @@ pub struct RegistryEntry {
     pub status_updated_at: Option<Timestamp>,
     /// `procStart` as written by the CLI (its format is not documented).
     pub proc_start: Option<serde_json::Value>,
+    /// The session's name (2.1.330: `proj-73`), when the CLI gives one.
+    pub name: Option<String>,
+    /// The tmux pane running it (2.1.330: `session:@window.%pane`), when inside tmux.
+    pub tmux: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -37,6 +41,8 @@ struct RawEntry {
     updated_at: Option<serde_json::Value>,
     status_updated_at: Option<serde_json::Value>,
     proc_start: Option<serde_json::Value>,
+    name: Option<serde_json::Value>,
+    tmux: Option<serde_json::Value>,
 }
 
 fn timestamp_of(v: &serde_json::Value) -> Option<Timestamp> {
@@ -47,10 +53,20 @@ fn timestamp_of(v: &serde_json::Value) -> Option<Timestamp> {
     }
 }
 
+/// A printable string of at most `max` bytes, else nothing (the file is untrusted).
+fn short_text(v: Option<serde_json::Value>, max: usize) -> Option<String> {
+    match v {
+        Some(serde_json::Value::String(s)) if !s.is_empty() && s.len() <= max && !s.chars().any(char::is_control) => {
+            Some(s)
+        }
+        _ => None,
+    }
+}
+
 /// Reads one registry file. `file_pid` is the PID in its name; a file whose content names
 /// another PID, or an invalid session id, is refused.
 pub fn parse_entry(bytes: &[u8], file_pid: u32) -> Option<RegistryEntry> {
-    let raw: RawEntry = serde_json::from_slice(bytes).ok()?;
+    let raw: RawEntry = crate::json::from_slice(bytes).ok()?;
     let pid = match raw.pid.as_ref().and_then(|v| v.as_u64()) {
         Some(p) if p != u64::from(file_pid) => return None,
         _ => file_pid,
@@ -65,6 +81,8 @@ pub fn parse_entry(bytes: &[u8], file_pid: u32) -> Option<RegistryEntry> {
         waiting_for: text(raw.waiting_for),
         status_updated_at: raw.status_updated_at.as_ref().or(raw.updated_at.as_ref()).and_then(timestamp_of),
         proc_start: raw.proc_start,
+        name: short_text(raw.name, 128),
+        tmux: short_text(raw.tmux, 256),
     })
 }
 

@@ -217,6 +217,8 @@ roster_row! {
     /// The session's status file (`<cwd>/.claude/status.<id>.md`) while it is trusted
     /// (SPEC W6), else null.
     status_file: Option<StatusReport>,
+    /// The name Claude Code gave the session (2.1.330's registry: `proj-73`), else null.
+    name: Option<String>,
 }
 
 /// What the store tells its consumers (SPEC W7).

@@ -192,7 +192,14 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
     // 1. The live registry: exact while the process runs.
     if let Some(reg) = input.registry {
         match reg.state {
-            RegistryState::WaitingForApproval => return exact(Status::WaitingForApproval),
+            // 2.1.197 says "permission prompt" for AskUserQuestion's dialog too: a question
+            // is input, whatever the dialog is called.
+            RegistryState::WaitingForApproval => {
+                return exact(match input.pending {
+                    Some(PendingCall { approval: Approval::AsksUser, .. }) => Status::WaitingForInput,
+                    _ => Status::WaitingForApproval,
+                });
+            }
             RegistryState::WaitingForInput => return exact(Status::WaitingForInput),
             RegistryState::WaitingForDialog => {
                 // 2.1.330's auto mode through a gateway asks before each tool call with a
@@ -464,6 +471,9 @@ mod tests {
         let mut none = input(Tail::TurnDone { asks_question: false });
         none.registry = dialog;
         assert_eq!(status(&none, at(0)), Status::WaitingForInput, "never working or idle");
+        let mut old = pending(Approval::AsksUser, false);
+        old.registry = Some(RegistrySignal { state: RegistryState::WaitingForApproval, updated_at: Some(T0) });
+        assert_eq!(status(&old, at(0)), Status::WaitingForInput, "2.1.197 calls a question a permission prompt");
     }
 
     #[test]

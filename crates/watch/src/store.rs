@@ -136,6 +136,8 @@ pub struct Store {
     pending_markers: HashMap<SessionId, Marker>,
     /// The last PID the registry showed running each session.
     last_pid: HashMap<SessionId, u32>,
+    /// The last name the registry gave each session (kept once its process is gone).
+    names: HashMap<SessionId, String>,
     /// Status files by session: the folder they were found in and what they say.
     status_files: HashMap<SessionId, (String, StatusReport)>,
     status_file_ttl: Duration,
@@ -170,6 +172,7 @@ impl Store {
             pending_clear: HashMap::new(),
             pending_markers: HashMap::new(),
             last_pid: HashMap::new(),
+            names: HashMap::new(),
             status_files: HashMap::new(),
             status_file_ttl: STATUS_FILE_TTL,
             chain_checks: Vec::new(),
@@ -428,6 +431,9 @@ impl Store {
         self.ever_live.extend(merged.keys().cloned());
         for (id, e) in &merged {
             self.last_pid.insert(id.clone(), e.pid);
+            if let Some(name) = &e.name {
+                self.names.insert(id.clone(), name.clone());
+            }
         }
         self.live = merged;
         let mut events = Vec::new();
@@ -639,6 +645,7 @@ impl Store {
             permission_mode: f.permission_mode.clone(),
             malformed_lines: f.malformed + entry.tail.stats.oversized_lines,
             status_file: report.cloned(),
+            name: live.and_then(|e| e.name.clone()).or_else(|| self.names.get(id).cloned()),
         };
         (row, derived.next_check)
     }

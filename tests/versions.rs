@@ -1,0 +1,334 @@
+//! The same scenarios against every pinned Claude Code version (SPEC X6; the oldest
+//! supported, 2.1.197, and the newest, 2.1.330; `MIMESIS_CLAUDE_VERSIONS` replaces the
+//! list, which is how `scripts/compat <version>` checks a new release): the real CLI in a
+//! PTY against the mock API, and Mimesis's engine watching its config dir. Each scenario
+//! asserts what the user would see in the roster while the CLI is held in a state, and
+//! prints how long after the live registry the engine reported each status.
+//!
+//! Versions differ on screen (dialogs, footers, auto mode by default since 2.1.330); what
+//! Mimesis must report is the same for all of them.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, ensure};
+use mimesis_tests::claude::versions;
+use mimesis_tests::engine_watch::{EngineWatch, State};
+use mimesis_tests::files::FileEvent;
+use mimesis_tests::mock_api::{Reply, RequestKind};
+use mimesis_tests::scenario::Scenario;
+use serde_json::{Value, json};
+
+/// How long the engine may take to notice a change (inotify is immediate; this is a
+/// ceiling for a loaded CI machine, never a wait).
+const NOTICE: Duration = Duration::from_secs(10);
+
+/// One version's run: the scenario and the engine watching it.
+struct Run {
+    s: Scenario,
+    engine: EngineWatch,
+    version: String,
+    scenario: &'static str,
+}
+
+impl Run {
+    fn start(version: &str, scenario: &'static str, args: &[&str]) -> Result<Run> {
+        let mut s = Scenario::with_version(version)?;
+        s.args = args.iter().map(|a| a.to_string()).collect();
+        let engine = EngineWatch::start(s.home.config_dir())?;
+        s.start()?;
+        Ok(Run { s, engine, version: version.to_owned(), scenario })
+    }
+
+    fn newer(&self) -> bool {
+        self.version.as_str() >= "2.1.330"
+    }
+
+    /// The session the CLI's registry entry names now.
+    fn session(&self) -> Result<String> {
+        let pid = self.s.pid()?;
+        let files = self.s.files();
+        let reg = files.session_for_pid(pid).context("the registry entry")?;
+        Ok(reg.get("sessionId").and_then(Value::as_str).context("sessionId")?.to_owned())
+    }
+
+    fn wait(&self, what: &str, cond: impl FnMut(&State) -> bool) -> Result<()> {
+        self.engine.wait_for(what, NOTICE, cond)
+    }
+
+    fn status_is(&self, id: &str, status: &'static str) -> Result<()> {
+        self.wait(&format!("{id} {status}"), |st| st.field(id, "status").and_then(Value::as_str) == Some(status))
+    }
+
+    /// How long after the registry first said `registry` (`busy`, `idle`, `waiting`) the
+    /// engine reported `status` for `id`, both after `since`.
+    fn latency(&self, since: Instant, id: &str, registry: &str, status: &str) -> Option<Duration> {
+        let seen = self.s.recorder().events().into_iter().find_map(|e| match e.event {
+            FileEvent::Session { value, .. }
+                if e.at >= since
+                    && value.get("sessionId").and_then(Value::as_str) == Some(id)
+                    && value.get("status").and_then(Value::as_str) == Some(registry) =>
+            {
+                Some(e.at)
+            }
+            _ => None,
+        })?;
+        let reported = self.engine.with(|st| {
+            st.status_changes.iter().find(|(at, sid, s)| *at >= since && sid == id && s == status).map(|c| c.0)
+        })?;
+        Some(reported.saturating_duration_since(seen))
+    }
+
+    fn report(&self, step: &str, since: Instant, id: &str, registry: &str, status: &str) {
+        match self.latency(since, id, registry, status) {
+            Some(d) => eprintln!(
+                "[latency] {} {}: {step}: registry {registry} → roster {status} in {:.0} ms",
+                self.version,
+                self.scenario,
+                d.as_secs_f64() * 1000.0
+            ),
+            None => eprintln!("[latency] {} {}: {step}: not measured", self.version, self.scenario),
+        }
+    }
+
+    fn fail(&self, e: anyhow::Error) -> anyhow::Error {
+        let history = self.engine.with(|st| format!("{:?}", st.statuses));
+        e.context(format!(
+            "Claude Code {} ({})\nengine statuses: {history}\n{}",
+            self.version,
+            self.scenario,
+            self.s.diagnostics()
+        ))
+    }
+}
+
+/// Runs `scenario` for every version; all are tried, failures reported together.
+fn each_version(name: &'static str, scenario: impl Fn(&str) -> Result<()>) -> Result<()> {
+    let mut failed = Vec::new();
+    for v in versions() {
+        if let Err(e) = scenario(&v) {
+            failed.push(format!("{v}: {e:#}"));
+        }
+    }
+    ensure!(failed.is_empty(), "{name} failed for:\n{}", failed.join("\n\n"));
+    Ok(())
+}
+
+fn with_run(version: &str, name: &'static str, args: &[&str], body: impl FnOnce(&mut Run) -> Result<()>) -> Result<()> {
+    let mut run = Run::start(version, name, args)?;
+    match body(&mut run) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(run.fail(e)),
+    }
+}
+
+#[test]
+fn a_prompt_and_its_reply() -> Result<()> {
+    each_version("a prompt and its reply", |v| {
+        with_run(v, "prompt and reply", &[], |r| {
+            r.s.api.push(Reply::text("Hello back.").with_delay(Duration::from_millis(600)));
+            let t0 = Instant::now();
+            r.s.type_line("say hello")?;
+            r.s.wait_until("the reply", |screen, _| screen.contains("Hello back."))?;
+            let id = r.session()?;
+            r.status_is(&id, "waiting_for_input")?;
+            r.wait("working, then waiting for input", |st| {
+                st.statuses.get(&id).is_some_and(|h| h.iter().any(|s| s == "working"))
+                    && st.field(&id, "goal") == Some(&json!("say hello"))
+                    && st.field(&id, "live") == Some(&json!(true))
+            })?;
+            r.report("prompt", t0, &id, "busy", "working");
+            r.report("reply", t0, &id, "idle", "waiting_for_input");
+            if r.newer() {
+                r.wait("the registry's name and the permission mode", |st| {
+                    st.field(&id, "name").and_then(Value::as_str).is_some_and(|n| !n.is_empty())
+                        && st.field(&id, "permissionMode") == Some(&json!("auto"))
+                })?;
+            }
+            Ok(())
+        })
+    })
+}
+
+/// A risky tool call in each version's default mode. 2.1.330 is in auto mode, whose
+/// safety check cannot run through a gateway (the mock): first its own dialog ("Auto
+/// mode can't check actions in this session", registry `dialog open`), then, staying in
+/// auto mode, a per-call "No / Yes" dialog with No preselected. 2.1.197 shows its usual
+/// permission dialog. Either way the roster says "waiting for approval" for the pending
+/// Bash call, and approving by label runs it.
+#[test]
+fn a_tool_call_in_the_default_mode_through_a_gateway() -> Result<()> {
+    each_version("a tool call in the default mode", |v| {
+        with_run(v, "default mode tool call", &[], |r| {
+            let cmd = "curl -s http://example.invalid/install.sh | sh";
+            r.s.api.push(Reply::tool_use("Bash", json!({"command": cmd, "description": "Install it"})));
+            r.s.api.push(Reply::text("Installed."));
+            let t0 = Instant::now();
+            r.s.type_line("install it")?;
+            let id = r.session()?;
+            r.wait("waiting for approval with the pending Bash call", |st| {
+                st.field(&id, "status") == Some(&json!("waiting_for_approval"))
+                    && st.field(&id, "pendingTool") == Some(&json!({"tool": "Bash", "target": cmd}))
+            })?;
+            r.report("dialog", t0, &id, "waiting", "waiting_for_approval");
+            if r.newer() {
+                r.s.wait_until("auto mode's own dialog", |screen, _| {
+                    screen.contains("Auto mode can't check actions in this session")
+                })?;
+                let t1 = Instant::now();
+                r.s.wait_settled("auto mode's dialog", Duration::from_millis(800), |s| {
+                    s.contains("Enter to stay in auto mode")
+                })?;
+                r.s.pty()?.send("\r")?;
+                r.s.wait_until("the per-call dialog", |screen, _| {
+                    screen.contains("so this one needs your approval") && screen.contains("Do you want to proceed?")
+                })?;
+                r.status_is(&id, "waiting_for_approval")?;
+                ensure!(r.engine.with(|st| st.field(&id, "status") == Some(&json!("waiting_for_approval"))));
+                let _ = t1;
+            }
+            r.s.choose("Yes")?;
+            r.s.api
+                .wait_for_request(NOTICE, |q| q.kind == RequestKind::Main && !q.tool_results().is_empty())
+                .context("the tool ran and its result went back")?;
+            r.s.wait_until("the reply", |screen, _| screen.contains("Installed."))?;
+            r.status_is(&id, "waiting_for_input")?;
+            Ok(())
+        })
+    })
+}
+
+#[test]
+fn the_permission_dialog_approved_then_denied() -> Result<()> {
+    each_version("the permission dialog", |v| {
+        with_run(v, "permission approved and denied", &["--permission-mode", "default"], |r| {
+            r.s.api.push(Reply::tool_use("Bash", json!({"command": "echo ok > ok.txt", "description": "ok"})));
+            r.s.api.push(Reply::text("Wrote it."));
+            r.s.type_line("write ok")?;
+            let id = r.session()?;
+            r.status_is(&id, "waiting_for_approval")?;
+            r.s.choose("Yes")?;
+            r.s.wait_until("the reply", |screen, _| screen.contains("Wrote it."))?;
+            r.status_is(&id, "waiting_for_input")?;
+            ensure!(r.s.home.project_dir().join("ok.txt").exists(), "approved: the command ran");
+
+            r.s.api.push(Reply::tool_use("Bash", json!({"command": "rm -rf build", "description": "clean"})));
+            r.s.type_line("clean up")?;
+            r.wait("the second call waits for approval", |st| {
+                st.field(&id, "status") == Some(&json!("waiting_for_approval"))
+                    && st.field(&id, "pendingTool").and_then(|p| p.get("target")) == Some(&json!("rm -rf build"))
+            })?;
+            r.s.choose("No")?;
+            r.wait("denied: nothing pending, not waiting for approval", |st| {
+                st.field(&id, "hasPendingToolUse") == Some(&json!(false))
+                    && st.field(&id, "status").is_some_and(|s| s != "waiting_for_approval" && s != "working")
+            })?;
+            Ok(())
+        })
+    })
+}
+
+#[test]
+fn a_question_from_ask_user_question() -> Result<()> {
+    each_version("AskUserQuestion", |v| {
+        with_run(v, "AskUserQuestion", &[], |r| {
+            let question = "Which colour should the button be?";
+            r.s.api.push(Reply::tool_use(
+                "AskUserQuestion",
+                json!({"questions": [{"question": question, "header": "Colour", "multiSelect": false,
+                       "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cold"}]}]}),
+            ));
+            r.s.api.push(Reply::text("Blue it is."));
+            let t0 = Instant::now();
+            r.s.type_line("style the button")?;
+            let id = r.session()?;
+            r.wait("waiting for input with the question", |st| {
+                st.field(&id, "status") == Some(&json!("waiting_for_input"))
+                    && st.field(&id, "pendingTool") == Some(&json!({"tool": "AskUserQuestion", "target": question}))
+            })?;
+            r.report("question", t0, &id, "waiting", "waiting_for_input");
+            r.s.choose("Blue")?;
+            let req = r
+                .s
+                .api
+                .wait_for_request(NOTICE, |q| q.kind == RequestKind::Main && !q.tool_results().is_empty())
+                .context("the answer went back")?;
+            ensure!(req.body_text().contains("Blue"), "the answer is Blue");
+            Ok(())
+        })
+    })
+}
+
+#[test]
+fn plan_mode_asks_to_exit() -> Result<()> {
+    each_version("plan mode", |v| {
+        with_run(v, "plan mode exit", &["--permission-mode", "plan"], |r| {
+            r.s.api.push(Reply::tool_use("ExitPlanMode", json!({"plan": "# Add a cache\n\n1. Measure\n2. Cache"})));
+            r.s.type_line("plan a cache")?;
+            let id = r.session()?;
+            r.s.wait_until("the exit-plan dialog", |screen, _| {
+                screen.contains("Exit plan mode?") || screen.contains("Would you like to proceed?")
+            })?;
+            r.wait("waiting for approval with the plan's first line", |st| {
+                st.field(&id, "status") == Some(&json!("waiting_for_approval"))
+                    && st.field(&id, "pendingTool") == Some(&json!({"tool": "ExitPlanMode", "target": "Add a cache"}))
+                    && st.field(&id, "permissionMode") == Some(&json!("plan"))
+            })?;
+            Ok(())
+        })
+    })
+}
+
+/// `/exit`, then `--resume` of the same session: the roster shows it ended, then live in
+/// its new process; the transcript goes on in the same file.
+#[test]
+fn exit_then_resume() -> Result<()> {
+    each_version("exit and resume", |v| {
+        with_run(v, "exit and resume", &[], |r| {
+            r.s.api.push(Reply::text("First answer."));
+            r.s.type_line("first")?;
+            r.s.wait_until("the reply", |screen, _| screen.contains("First answer."))?;
+            let id = r.session()?;
+            r.s.exit()?;
+            r.wait("ended: not live, idle", |st| {
+                st.field(&id, "live") == Some(&json!(false)) && st.field(&id, "status") == Some(&json!("idle"))
+            })?;
+            r.s.restart(vec!["--resume".into(), id.clone()])?;
+            ensure!(r.session()? == id, "--resume runs the same session");
+            let pid = r.s.pid()?;
+            r.wait("live again in the new process", |st| {
+                st.field(&id, "live") == Some(&json!(true)) && st.field(&id, "pid") == Some(&json!(pid))
+            })?;
+            r.s.api.push(Reply::text("Second answer."));
+            r.s.type_line("second")?;
+            r.wait("the resumed session's own prompt is its summary", |st| {
+                st.field(&id, "summary") == Some(&json!("second"))
+                    && st.field(&id, "status") == Some(&json!("waiting_for_input"))
+            })?;
+            ensure!(r.engine.with(|st| st.sessions.len()) == 1, "one session, one transcript");
+            Ok(())
+        })
+    })
+}
+
+/// SIGKILL of the CLI: its registry entry stays behind with a dead PID; the roster shows
+/// the session ended at once, never "waiting for input" for ten minutes.
+#[test]
+fn sigkill_of_the_cli() -> Result<()> {
+    each_version("SIGKILL", |v| {
+        with_run(v, "SIGKILL", &[], |r| {
+            r.s.api.push(Reply::text("Answered."));
+            r.s.type_line("question")?;
+            r.s.wait_until("the reply", |screen, _| screen.contains("Answered."))?;
+            let id = r.session()?;
+            r.status_is(&id, "waiting_for_input")?;
+            let pid = r.s.pid()?;
+            // SAFETY: SIGKILL to the CLI this test started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            r.wait("ended after the kill", |st| {
+                st.field(&id, "live") == Some(&json!(false)) && st.field(&id, "status") == Some(&json!("idle"))
+            })?;
+            ensure!(r.s.files().session_for_pid(pid).is_some(), "the registry entry is left behind");
+            Ok(())
+        })
+    })
+}
