@@ -247,11 +247,10 @@ fn a_question_from_ask_user_question() -> Result<()> {
             })?;
             r.report("question", t0, &id, "waiting", "waiting_for_input");
             r.s.choose("Blue")?;
-            let req = r
-                .s
-                .api
-                .wait_for_request(NOTICE, |q| q.kind == RequestKind::Main && !q.tool_results().is_empty())
-                .context("the answer went back")?;
+            let req =
+                r.s.api
+                    .wait_for_request(NOTICE, |q| q.kind == RequestKind::Main && !q.tool_results().is_empty())
+                    .context("the answer went back")?;
             ensure!(req.body_text().contains("Blue"), "the answer is Blue");
             Ok(())
         })

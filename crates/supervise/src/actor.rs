@@ -28,8 +28,8 @@ use mimesis_core::supervision::policy::{AgentKind, Delivery, Effect, Input, Laun
 use mimesis_core::supervision::view::Supervision;
 use mimesis_os::procs;
 
+use crate::host::Host;
 use crate::monitor::{Monitor, READ_EVERY};
-use crate::supervisor::{FleetMsg, Shared};
 
 /// Messages to a session actor.
 pub(crate) enum SessionCmd {
@@ -182,7 +182,7 @@ const OUTPUT_NOTE_EVERY: Duration = Duration::from_millis(100);
 
 pub(crate) struct SessionActor {
     policy: SessionPolicy,
-    shared: Arc<Shared>,
+    shared: Arc<dyn Host>,
     agent: AgentCommand,
     cwd: PathBuf,
     rx: mpsc::UnboundedReceiver<SessionCmd>,
@@ -217,13 +217,13 @@ impl SessionActor {
     pub(crate) fn new(
         policy: SessionPolicy,
         first: Vec<Effect>,
-        shared: Arc<Shared>,
+        shared: Arc<dyn Host>,
         cwd: PathBuf,
         rx: mpsc::UnboundedReceiver<SessionCmd>,
     ) -> SessionActor {
         let (io_tx, io_rx) = mpsc::channel(256);
         let (output, _) = broadcast::channel(1024);
-        let (cols, rows) = shared.config.size;
+        let (cols, rows) = shared.config().size;
         let monitor = Monitor::new(rows, cols, &policy.limits().crash_patterns);
         let agent = shared.agent();
         let mut actor = SessionActor {
@@ -293,7 +293,7 @@ impl SessionActor {
     fn command(&mut self, cmd: SessionCmd) {
         match cmd {
             SessionCmd::Input(bytes, reply) => {
-                let (delivery, effects) = self.policy.input(bytes, self.shared.clock.both());
+                let (delivery, effects) = self.policy.input(bytes, self.shared.clock().both());
                 self.run_effects(effects);
                 self.publish();
                 let _ = reply.send(delivery);
@@ -426,8 +426,8 @@ impl SessionActor {
         let p = self.proc.take().expect("checked above");
         self.typing = None;
         self.held.clear();
-        self.last_lifetime = Some((p.started_at, self.shared.clock.now()));
-        self.shared.fleet(FleetMsg::ProcessEnded { pid: p.pid });
+        self.last_lifetime = Some((p.started_at, self.shared.clock().now()));
+        self.shared.process_ended(p.pid);
         drop(p);
         let last_line = self.monitor.last_line();
         tracing::info!(code, ?last_line, "the agent exited");
@@ -435,7 +435,7 @@ impl SessionActor {
     }
 
     fn step(&mut self, input: Input) {
-        let effects = self.policy.handle(input, self.shared.clock.both());
+        let effects = self.policy.handle(input, self.shared.clock().both());
         self.run_effects(effects);
         self.publish();
     }
@@ -444,7 +444,7 @@ impl SessionActor {
         let mut queue: VecDeque<Effect> = effects.into();
         while let Some(effect) = queue.pop_front() {
             if let Some(input) = self.execute(effect) {
-                queue.extend(self.policy.handle(input, self.shared.clock.both()));
+                queue.extend(self.policy.handle(input, self.shared.clock().both()));
             }
         }
     }
@@ -569,7 +569,7 @@ impl SessionActor {
 
     /// Output to attached clients and the scrollback (not to the monitor).
     fn show(&mut self, bytes: &[u8]) {
-        let cap = self.shared.config.scrollback_bytes;
+        let cap = self.shared.config().scrollback_bytes;
         self.scrollback.extend(bytes);
         if self.scrollback.len() > cap {
             let excess = self.scrollback.len() - cap;
@@ -597,7 +597,7 @@ impl SessionActor {
         if self.agent.kind == AgentKind::ClaudeLike {
             // Claude Code writes a transcript only at the first prompt: a session that never
             // got one cannot be resumed, but can start again under its own id.
-            let transcript = TranscriptLocation::expected(&self.shared.config.config_root, &self.cwd, id).path;
+            let transcript = TranscriptLocation::expected(&self.shared.config().config_root, &self.cwd, id).path;
             // (The first launch resumes what the user named: a missing one must fail as such.)
             let launch = match launch {
                 Launch::Resume if generation > 1 && !transcript.exists() => &Launch::Fresh,
@@ -619,7 +619,7 @@ impl SessionActor {
         for (k, v) in &self.agent.env {
             cmd.env(k, v);
         }
-        if let Some(root) = &self.shared.config.config_root_env {
+        if let Some(root) = &self.shared.config().config_root_env {
             cmd.env("CLAUDE_CONFIG_DIR", root);
         }
         // Inherited by everything the agent starts: what a later scan requires before it
@@ -643,7 +643,7 @@ impl SessionActor {
         };
         drop(pair.slave);
         let guard = Arc::new(ChildGuard { pid, reaped: Mutex::new(false) });
-        let started_at = self.shared.clock.now();
+        let started_at = self.shared.clock().now();
 
         let tx = self.io_tx.clone();
         spawn_thread(format!("pty-read-{pid}"), move || read_loop(reader, generation, tx));
@@ -666,7 +666,7 @@ impl SessionActor {
             boot_id: procs::boot_id(),
             started_at,
         };
-        self.shared.fleet(FleetMsg::ProcessStarted(record));
+        self.shared.process_started(record);
         self.monitor = Monitor::new(self.rows, self.cols, &self.policy.limits().crash_patterns);
         self.typing = None;
         self.held.clear();
@@ -678,7 +678,7 @@ impl SessionActor {
     /// P9: removes the shell snapshots the killed process left behind.
     fn delete_stale_snapshots(&self) {
         let Some(lifetime) = self.last_lifetime else { return };
-        let dir = self.shared.config.config_root.join("shell-snapshots");
+        let dir = self.shared.config().config_root.join("shell-snapshots");
         let others = self.shared.other_process_starts(self.policy.id());
         tokio::task::spawn_blocking(move || {
             let files: Vec<PathBuf> =
@@ -693,16 +693,16 @@ impl SessionActor {
     fn archive(&mut self, from: &SessionId, to: &SessionId) {
         let Some(old) = self.corrupted.take() else { return };
         debug_assert_eq!(&old, from);
-        let loc = TranscriptLocation::expected(&self.shared.config.config_root, &self.cwd, from);
+        let loc = TranscriptLocation::expected(&self.shared.config().config_root, &self.cwd, from);
         let entry = CorruptedSession {
             session_id: from.clone(),
             replaced_by: to.clone(),
             cwd: self.cwd.to_string_lossy().into_owned(),
             transcript_path: loc.path.to_string_lossy().into_owned(),
-            archived_at: self.shared.clock.now(),
+            archived_at: self.shared.clock().now(),
             reason: format!("No conversation found with session ID: {from}"),
         };
-        if let Err(e) = self.shared.config.ledger.archive_corrupted(&entry) {
+        if let Err(e) = self.shared.config().ledger.archive_corrupted(&entry) {
             tracing::warn!(error = %e, "could not archive the corrupted session");
         }
     }

@@ -18,6 +18,7 @@
 
 mod actor;
 pub mod cleanup;
+mod host;
 pub mod metrics;
 pub mod monitor;
 pub mod supervisor;

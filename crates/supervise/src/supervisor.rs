@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use mimesis_core::clock::{Clock, Mono, SystemClock, Timestamp};
+use mimesis_core::clock::{Clock, Timestamp};
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::status::Status;
@@ -35,63 +35,9 @@ use mimesis_os::procs;
 
 use crate::actor::{self, Attachment, SessionActor, SessionCmd};
 use crate::cleanup::{self, Cleanup};
+use crate::host::Host;
+pub use crate::host::{Roster, SupervisorConfig};
 use crate::metrics;
-
-/// Where each supervised session's supervision is shown: the engine's roster, connected
-/// by the wiring. Called synchronously, in order, before the event that a change causes
-/// is sent, so a listener that reads the roster on an event sees the state it is about.
-pub trait Roster: Send + Sync {
-    /// `supervision`: the session's state now, or `None` once it is no longer supervised.
-    fn show(&self, location: TranscriptLocation, supervision: Option<Supervision>);
-}
-
-/// How the supervisor runs.
-#[derive(Clone)]
-pub struct SupervisorConfig {
-    /// The program new sessions run ([`Supervisor::set_agent`] changes it later).
-    pub agent: AgentCommand,
-    /// The limits at start ([`Supervisor::set_limits`] changes them later).
-    pub limits: Limits,
-    pub clock: Arc<dyn Clock>,
-    /// The Claude Code config root the agents write to: transcripts, shell snapshots.
-    pub config_root: PathBuf,
-    /// Set `CLAUDE_CONFIG_DIR` to this for the agents (None: they inherit the environment).
-    pub config_root_env: Option<PathBuf>,
-    pub ledger: Arc<dyn ProcessLedger>,
-    /// Where supervised sessions are shown (the engine's roster), if anywhere.
-    pub roster: Option<Arc<dyn Roster>>,
-    /// Terminal size of a new session (cols, rows).
-    pub size: (u16, u16),
-    /// Output kept per session for re-attaching.
-    pub scrollback_bytes: usize,
-    /// Adopt orphaned grandchildren (PR_SET_CHILD_SUBREAPER) so the orphan scan reaps them.
-    pub subreaper: bool,
-    /// Kill what earlier, dead Mimesis processes left running (P11) at start.
-    pub clean_previous: bool,
-    /// Where this supervisor publishes its metrics for `mimesis metrics` (None: nowhere).
-    pub metrics_dir: Option<PathBuf>,
-}
-
-impl SupervisorConfig {
-    /// The defaults: `claude`, the spec's limits, the system clock, processes recorded in
-    /// `ledger`, no roster, metrics published nowhere.
-    pub fn new(config_root: PathBuf, ledger: Arc<dyn ProcessLedger>) -> SupervisorConfig {
-        SupervisorConfig {
-            agent: AgentCommand::new("claude"),
-            limits: Limits::default(),
-            clock: Arc::new(SystemClock),
-            config_root,
-            config_root_env: None,
-            ledger,
-            roster: None,
-            size: (120, 40),
-            scrollback_bytes: 2 * 1024 * 1024,
-            subreaper: true,
-            clean_previous: true,
-            metrics_dir: None,
-        }
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum SupervisorError {
@@ -165,13 +111,114 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+impl Host for Shared {
+    fn config(&self) -> &SupervisorConfig {
+        &self.config
+    }
+
+    fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
+    }
+
+    fn agent(&self) -> AgentCommand {
+        lock(&self.agent).clone()
+    }
+
+    fn emit(&self, ev: SupervisionEvent) {
+        let c = &self.counters;
+        match &ev.kind {
+            EventKind::SessionRecovered { .. } => c.recoveries.fetch_add(1, Ordering::Relaxed),
+            EventKind::SessionSuspended { .. } => c.suspensions.fetch_add(1, Ordering::Relaxed),
+            EventKind::SessionTerminated { .. } => c.terminations.fetch_add(1, Ordering::Relaxed),
+            EventKind::SessionReady { .. } => c.restarts.fetch_add(1, Ordering::Relaxed),
+            _ => 0,
+        };
+        tracing::info!(event = ev.type_name(), session = %ev.session_id, message = ev.message().unwrap_or(""), "supervision");
+        let _ = self.events.send(Arc::new(ev));
+        self.fleet(FleetMsg::Metrics);
+    }
+
+    fn publish(&self, id: &SessionId, sup: &Supervision, policy: &SessionPolicy, cwd: &Path) {
+        {
+            let mut sessions = lock(&self.sessions);
+            if let Some(e) = sessions.get_mut(id) {
+                e.supervision = sup.clone();
+                e.cap = CapEntry {
+                    id: id.clone(),
+                    live: policy.is_live(),
+                    suspendable: policy.suspendable(),
+                    last_used: policy.last_used(),
+                };
+            }
+        }
+        if let Some(roster) = &self.config.roster {
+            roster.show(TranscriptLocation::expected(&self.config.config_root, cwd, id), Some(sup.clone()));
+        }
+        self.fleet(FleetMsg::Changed);
+    }
+
+    fn usage(&self, id: &SessionId, rss: u64, cpu_ticks: u64) {
+        let mut sessions = lock(&self.sessions);
+        if let Some(e) = sessions.get_mut(id) {
+            e.rss = rss;
+            let now = Instant::now();
+            if let Some((before, at)) = e.cpu {
+                let secs = now.duration_since(at).as_secs_f64();
+                if secs > 0.0 {
+                    e.cpu_percent =
+                        cpu_ticks.saturating_sub(before) as f64 / procs::ticks_per_second() as f64 / secs * 100.0;
+                }
+            }
+            e.cpu = Some((cpu_ticks, now));
+        }
+        drop(sessions);
+        self.fleet(FleetMsg::Metrics);
+    }
+
+    /// When the other supervised sessions' processes started.
+    fn other_process_starts(&self, id: &SessionId) -> Vec<Timestamp> {
+        lock(&self.sessions)
+            .iter()
+            .filter(|(k, _)| *k != id)
+            .filter_map(|(_, e)| e.supervision.process_started_at)
+            .collect()
+    }
+
+    fn rename(&self, from: &SessionId, to: &SessionId, cwd: &Path) {
+        {
+            let mut sessions = lock(&self.sessions);
+            if let Some(mut e) = sessions.remove(from) {
+                e.cap.id = to.clone();
+                sessions.insert(to.clone(), e);
+            }
+        }
+        lock(&self.aliases).insert(from.clone(), to.clone());
+        if let Some(roster) = &self.config.roster {
+            roster.show(TranscriptLocation::expected(&self.config.config_root, cwd, from), None);
+        }
+    }
+
+    fn finished(&self, id: &SessionId) {
+        let removed = lock(&self.sessions).remove(id);
+        if let (Some(e), Some(roster)) = (removed, &self.config.roster) {
+            let loc = TranscriptLocation::expected(&self.config.config_root, Path::new(&e.supervision.cwd), id);
+            roster.show(loc, None);
+        }
+        self.fleet(FleetMsg::Changed);
+    }
+
+    fn process_started(&self, record: ProcessRecord) {
+        self.fleet(FleetMsg::ProcessStarted(record));
+    }
+
+    fn process_ended(&self, pid: u32) {
+        self.fleet(FleetMsg::ProcessEnded { pid });
+    }
+}
+
 impl Shared {
     pub(crate) fn limits(&self) -> Limits {
         lock(&self.limits).clone()
-    }
-
-    pub(crate) fn agent(&self) -> AgentCommand {
-        lock(&self.agent).clone()
     }
 
     fn set_limits(&self, limits: Limits) {
@@ -202,97 +249,8 @@ impl Shared {
         }
     }
 
-    /// The tokio instant at which the clock will read `t` (capped: a manual clock only
-    /// moves when told, and `tick` re-evaluates then).
-    pub(crate) fn instant_at(&self, t: Mono) -> tokio::time::Instant {
-        tokio::time::Instant::now() + t.since(self.clock.mono()).min(Duration::from_secs(3600))
-    }
-
     pub(crate) fn fleet(&self, msg: FleetMsg) {
         let _ = self.fleet.send(msg);
-    }
-
-    pub(crate) fn emit(&self, ev: SupervisionEvent) {
-        let c = &self.counters;
-        match &ev.kind {
-            EventKind::SessionRecovered { .. } => c.recoveries.fetch_add(1, Ordering::Relaxed),
-            EventKind::SessionSuspended { .. } => c.suspensions.fetch_add(1, Ordering::Relaxed),
-            EventKind::SessionTerminated { .. } => c.terminations.fetch_add(1, Ordering::Relaxed),
-            EventKind::SessionReady { .. } => c.restarts.fetch_add(1, Ordering::Relaxed),
-            _ => 0,
-        };
-        tracing::info!(event = ev.type_name(), session = %ev.session_id, message = ev.message().unwrap_or(""), "supervision");
-        let _ = self.events.send(Arc::new(ev));
-        self.fleet(FleetMsg::Metrics);
-    }
-
-    pub(crate) fn publish(&self, id: &SessionId, sup: &Supervision, policy: &SessionPolicy, cwd: &Path) {
-        {
-            let mut sessions = lock(&self.sessions);
-            if let Some(e) = sessions.get_mut(id) {
-                e.supervision = sup.clone();
-                e.cap = CapEntry {
-                    id: id.clone(),
-                    live: policy.is_live(),
-                    suspendable: policy.suspendable(),
-                    last_used: policy.last_used(),
-                };
-            }
-        }
-        if let Some(roster) = &self.config.roster {
-            roster.show(TranscriptLocation::expected(&self.config.config_root, cwd, id), Some(sup.clone()));
-        }
-        self.fleet(FleetMsg::Changed);
-    }
-
-    pub(crate) fn usage(&self, id: &SessionId, rss: u64, cpu_ticks: u64) {
-        let mut sessions = lock(&self.sessions);
-        if let Some(e) = sessions.get_mut(id) {
-            e.rss = rss;
-            let now = Instant::now();
-            if let Some((before, at)) = e.cpu {
-                let secs = now.duration_since(at).as_secs_f64();
-                if secs > 0.0 {
-                    e.cpu_percent =
-                        cpu_ticks.saturating_sub(before) as f64 / procs::ticks_per_second() as f64 / secs * 100.0;
-                }
-            }
-            e.cpu = Some((cpu_ticks, now));
-        }
-        drop(sessions);
-        self.fleet(FleetMsg::Metrics);
-    }
-
-    /// When the other supervised sessions' processes started.
-    pub(crate) fn other_process_starts(&self, id: &SessionId) -> Vec<Timestamp> {
-        lock(&self.sessions)
-            .iter()
-            .filter(|(k, _)| *k != id)
-            .filter_map(|(_, e)| e.supervision.process_started_at)
-            .collect()
-    }
-
-    pub(crate) fn rename(&self, from: &SessionId, to: &SessionId, cwd: &Path) {
-        {
-            let mut sessions = lock(&self.sessions);
-            if let Some(mut e) = sessions.remove(from) {
-                e.cap.id = to.clone();
-                sessions.insert(to.clone(), e);
-            }
-        }
-        lock(&self.aliases).insert(from.clone(), to.clone());
-        if let Some(roster) = &self.config.roster {
-            roster.show(TranscriptLocation::expected(&self.config.config_root, cwd, from), None);
-        }
-    }
-
-    pub(crate) fn finished(&self, id: &SessionId) {
-        let removed = lock(&self.sessions).remove(id);
-        if let (Some(e), Some(roster)) = (removed, &self.config.roster) {
-            let loc = TranscriptLocation::expected(&self.config.config_root, Path::new(&e.supervision.cwd), id);
-            roster.show(loc, None);
-        }
-        self.fleet(FleetMsg::Changed);
     }
 
     fn resolve(&self, id: &SessionId) -> SessionId {
