@@ -126,10 +126,9 @@ fn wait(child: &mut Child) -> Result<(i32, String)> {
 
 fn type_line(child: &mut Child, line: &str) -> Result<()> {
     let stdin = child.stdin.as_mut().context("stdin")?;
-    stdin.write_all(line.as_bytes())?;
-    stdin.flush()?;
-    std::thread::sleep(Duration::from_millis(150));
-    stdin.write_all(b"\r")?;
+    // One write: the supervisor holds the Enter until the agent shows the typed line,
+    // so no pause is needed between the text and its Enter.
+    stdin.write_all(format!("{line}\r").as_bytes())?;
     stdin.flush()?;
     Ok(())
 }
@@ -264,7 +263,6 @@ fn stdin_without_a_terminal_is_typed_and_a_crash_is_recovered() -> Result<()> {
     let r = h.wait_type("session_recovered")?;
     ensure!(r["message"] == "Session recovered automatically.", "{r}");
     common_fields(&r, &id)?;
-    std::thread::sleep(Duration::from_millis(500));
     type_line(&mut child, "/exit")?;
     let (code, err) = wait(&mut child)?;
     ensure!(code == 0, "exit {code}: {err}");
@@ -428,11 +426,11 @@ fn in_a_terminal_keys_go_through_raw_and_resizes_are_forwarded() -> Result<()> {
     pty.send("x")?; // any redraw after the resize
     pty.wait_for("a redraw at the new width", T, |s| rule_width(s) == Some(70))?;
     pty.send("\x7fhello")?;
-    std::thread::sleep(Duration::from_millis(150));
+    pty.wait_for_text("hello", T)?;
     pty.send("\r")?;
     pty.wait_for_text("Echo: hello", T)?;
     pty.send("/exit")?;
-    std::thread::sleep(Duration::from_millis(150));
+    pty.wait_for_text("/exit", T)?;
     pty.send("\r")?;
     let status = pty.wait_exit(T)?;
     ensure!(status.exit_code() == 0, "{status:?}");
@@ -597,7 +595,6 @@ fn metrics_of_a_running_supervisor_as_prometheus_text_and_json() -> Result<()> {
     ensure!(json["rssBytes"][&id].as_u64().is_some_and(|b| b > 0), "{json}");
 
     // A clean exit withdraws the snapshot.
-    std::thread::sleep(Duration::from_millis(500));
     type_line(&mut child, "/exit")?;
     let (code, err) = wait(&mut child)?;
     ensure!(code == 0, "exit {code}: {err}");

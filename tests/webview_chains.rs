@@ -278,8 +278,13 @@ async fn clear_succession(app: &DesktopApp, fx: &Fixture) -> Result<()> {
             == json!("waiting_for_input"))
     })
     .await?;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    ensure!(app.count(&row(B)).await? == 1, "the app stopped answering after a notification with no server");
+    // A barrier: a later change to B shows, so the app went on after the notification.
+    fx.append(B, &[prompt(&cwd, "Go on.", ago(0))])?;
+    app.wait_for("B working again after the notification", WAIT, || async {
+        Ok(app.js(&format!("return document.querySelector(\"{}\")?.dataset.status;", row(B))).await? == json!("working"))
+    })
+    .await
+    .context("the app stopped answering after a notification with no server")?;
     Ok(())
 }
 
@@ -332,7 +337,7 @@ async fn settings_view_hooks_install_and_window_place() -> Result<()> {
 
     // The window's size is kept across runs.
     let app = DesktopApp::launch_in_session(&fx.args(), &fx.env(), SessionOptions::default()).await?;
-    let result = window_size_kept(&app).await;
+    let result = window_size_kept(&app, &fx.data).await;
     app.close().await?;
     result?;
     let app = DesktopApp::launch_in_session(&fx.args(), &fx.env(), SessionOptions::default()).await?;
@@ -485,12 +490,17 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
     Ok(())
 }
 
-async fn window_size_kept(app: &DesktopApp) -> Result<()> {
+async fn window_size_kept(app: &DesktopApp, data: &std::path::Path) -> Result<()> {
     app.client.set_window_size(1100, 700).await?;
     let (_, _, w, h) = app.client.get_window_rect().await?;
     ensure!((w as i64, h as i64) == (1100, 700), "the window is {w}×{h} after resizing");
-    // The place is written shortly after the last move.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The place is written shortly after the last move: wait for the file to say so.
+    let place = data.join("window.json");
+    app.wait_for("the window's place written", WAIT, || async {
+        let stored: Option<Value> = std::fs::read(&place).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        Ok(stored.is_some_and(|p| p["width"] == 1100 && p["height"] == 700))
+    })
+    .await?;
     Ok(())
 }
 
@@ -572,9 +582,17 @@ async fn notification_and_tray(app: &DesktopApp, fx: &Fixture, probe: &Path) -> 
     let log = session.notifications_log();
     ensure!(log.contains("Claude is waiting for your input"), "dunst saw: {log}");
     ensure!(!log.contains('\u{202E}'), "the direction override reached the notification: {log}");
-    // Still one: nothing repeats while the status stays.
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    ensure!(session.dunstctl(&["count", "displayed"])? == "1");
+    // Still one: nothing repeats while the status stays. A barrier: a later record of the
+    // open session (its status unchanged) is shown, so the engine went past both.
+    let cwd = fx.cwd_str();
+    fx.append(DONE, &[reply(&cwd, "Barrier reached.", ago(0)), turn_done(&cwd, ago(0))])?;
+    app.wait_for("the barrier in DONE's timeline", WAIT, || async {
+        Ok(app.js(&format!("return document.querySelector(\"{}\")?.textContent ?? '';", timeline(DONE))).await?
+            .as_str()
+            .is_some_and(|t| t.contains("Barrier reached.")))
+    })
+    .await?;
+    ensure!(session.dunstctl(&["count", "displayed"])? == "1", "a notification repeated while the status stayed");
 
     // Clicking it (dunst's default action) opens BUSY in the window.
     session.dunstctl(&["action", "0"])?;
@@ -628,7 +646,16 @@ async fn single_instance(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     let other = fx.dir.path().join("other-data");
     std::fs::create_dir_all(&other)?;
     let mut third = launch(&other)?;
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // A barrier: the fleet database is opened only after the single-instance check passed.
+    let db = other.join("fleet.db");
+    let started = Instant::now();
+    while !db.exists() {
+        if let Some(status) = third.try_wait()? {
+            bail!("an instance on another data dir exited ({status}) instead of running");
+        }
+        ensure!(started.elapsed() < WAIT, "an instance on another data dir never opened its database");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     ensure!(third.try_wait()?.is_none(), "an instance on another data dir did not keep running");
     // SAFETY: signalling a child we started.
     unsafe {
