@@ -281,7 +281,8 @@ async fn clear_succession(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     // A barrier: a later change to B shows, so the app went on after the notification.
     fx.append(B, &[prompt(&cwd, "Go on.", ago(0))])?;
     app.wait_for("B working again after the notification", WAIT, || async {
-        Ok(app.js(&format!("return document.querySelector(\"{}\")?.dataset.status;", row(B))).await? == json!("working"))
+        Ok(app.js(&format!("return document.querySelector(\"{}\")?.dataset.status;", row(B))).await?
+            == json!("working"))
     })
     .await
     .context("the app stopped answering after a notification with no server")?;
@@ -587,7 +588,9 @@ async fn notification_and_tray(app: &DesktopApp, fx: &Fixture, probe: &Path) -> 
     let cwd = fx.cwd_str();
     fx.append(DONE, &[reply(&cwd, "Barrier reached.", ago(0)), turn_done(&cwd, ago(0))])?;
     app.wait_for("the barrier in DONE's timeline", WAIT, || async {
-        Ok(app.js(&format!("return document.querySelector(\"{}\")?.textContent ?? '';", timeline(DONE))).await?
+        Ok(app
+            .js(&format!("return document.querySelector(\"{}\")?.textContent ?? '';", timeline(DONE)))
+            .await?
             .as_str()
             .is_some_and(|t| t.contains("Barrier reached.")))
     })

@@ -16,7 +16,7 @@ describe('chains in the roster', () => {
 
   it('shows one row per chain unless superseded rows are asked for', () => {
     const sorted = [c, b, a, other];
-    const ids = (showSuperseded: boolean) => buildView(sorted, { ...DEFAULT_FILTERS, showSuperseded }, new Set()).order.map((s) => s.sessionId);
+    const ids = (showSuperseded: boolean) => buildView(sorted, { ...DEFAULT_FILTERS, showSuperseded }, new Set(), new Set()).order.map((s) => s.sessionId);
     expect(ids(false)).toEqual(['c', 'd']);
     expect(ids(true)).toEqual(['c', 'b', 'a', 'd']);
   });

@@ -83,6 +83,11 @@ it('takes the last path component', () => {
 });
 
 describe('toolTarget', () => {
+  it('reads AskUserQuestion and ExitPlanMode like the engine', () => {
+    expect(toolTarget({ questions: [{ question: 'Which colour?', options: [] }, { question: 'Later' }] })).toBe('Which colour?');
+    expect(toolTarget({ plan: '\n## Fix the parser\n\n1. Read it' })).toBe('Fix the parser');
+    expect(toolTarget({ plan: 'x', description: 'y' })).toBe('x');
+  });
   it('prefers file_path, then command, pattern, url', () => {
     expect(toolTarget({ command: 'cargo test', description: 'run' })).toBe('cargo test');
     expect(toolTarget({ file_path: '/a/b.rs', old_string: 'x' })).toBe('/a/b.rs');

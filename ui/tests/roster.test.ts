@@ -47,9 +47,11 @@ describe('buildView', () => {
     session('c1', { repoRoot: null, cwd: null, projectId: '-p-gamma', lastActivityAt: at(20), status: 'idle' }),
     session('old', { repoRoot: '/r/alpha', lastActivityAt: at(10), superseded: true }),
   ];
+  // The engine's attention set for these rows.
+  const needs = new Set(['b1', 'a2']);
 
   it('groups by repoRoot ?? cwd ?? projectId, most recent group first', () => {
-    const v = buildView(sorted, DEFAULT_FILTERS, new Set());
+    const v = buildView(sorted, DEFAULT_FILTERS, new Set(), needs);
     expect(v.groups.map((g) => [g.key, g.label, g.sessions.map((s) => s.sessionId)])).toEqual([
       ['/r/alpha', 'alpha', ['a1', 'a2']],
       ['/r/beta', 'beta', ['b1']],
@@ -60,21 +62,21 @@ describe('buildView', () => {
   });
 
   it('hides superseded sessions unless asked', () => {
-    expect(buildView(sorted, DEFAULT_FILTERS, new Set()).counts.all).toBe(4);
-    const v = buildView(sorted, { ...DEFAULT_FILTERS, showSuperseded: true }, new Set());
+    expect(buildView(sorted, DEFAULT_FILTERS, new Set(), needs).counts.all).toBe(4);
+    const v = buildView(sorted, { ...DEFAULT_FILTERS, showSuperseded: true }, new Set(), needs);
     expect(v.groups[0].sessions.map((s) => s.sessionId)).toEqual(['a1', 'a2', 'old']);
   });
 
   it('counts statuses before the status filter and applies it after', () => {
-    const v = buildView(sorted, { ...DEFAULT_FILTERS, status: 'needs_you' }, new Set());
+    const v = buildView(sorted, { ...DEFAULT_FILTERS, status: 'needs_you' }, new Set(), needs);
     expect(v.counts).toEqual({ all: 4, needs_you: 2, working: 1, waiting_for_approval: 1, waiting_for_input: 1, idle: 1 });
     // Groups follow their most recent visible session: beta (b1 at :40) before alpha (a2 at :30).
     expect(v.order.map((s) => s.sessionId)).toEqual(['b1', 'a2']);
   });
 
   it('filters by live and by a multi-word query over goal, branch, id, cwd, model', () => {
-    expect(buildView(sorted, { ...DEFAULT_FILTERS, liveOnly: true }, new Set()).counts.all).toBe(3);
-    const q = (query: string) => buildView(sorted, { ...DEFAULT_FILTERS, query }, new Set()).order.map((s) => s.sessionId);
+    expect(buildView(sorted, { ...DEFAULT_FILTERS, liveOnly: true }, new Set(), needs).counts.all).toBe(3);
+    const q = (query: string) => buildView(sorted, { ...DEFAULT_FILTERS, query }, new Set(), needs).order.map((s) => s.sessionId);
     expect(q('feat/x')).toEqual(['a2']);
     expect(q('BETA')).toEqual(['b1']);
     expect(q('goal c1')).toEqual(['c1']);
@@ -84,7 +86,7 @@ describe('buildView', () => {
 
   it('keeps collapsed groups out of the keyboard order and the flat lines', () => {
     const collapsed = new Set(['/r/alpha']);
-    const v = buildView(sorted, DEFAULT_FILTERS, collapsed);
+    const v = buildView(sorted, DEFAULT_FILTERS, collapsed, needs);
     expect(v.order.map((s) => s.sessionId)).toEqual(['b1', 'c1']);
     const lines = flatten(v.groups, collapsed);
     expect(lines.map((l) => (l.type === 'group' ? `[${l.group.label}${l.collapsed ? '+' : ''}]` : l.key))).toEqual([
@@ -96,11 +98,19 @@ describe('buildView', () => {
     ]);
   });
 
+  it('counts "needs you" from the engine\'s attention set, not from statuses', () => {
+    // c1 is idle but its supervised process crashed (in the set); a2 waits but was answered.
+    const v = buildView(sorted, { ...DEFAULT_FILTERS, status: 'needs_you' }, new Set(), new Set(['c1', 'b1']));
+    expect(v.counts.needs_you).toBe(2);
+    expect(v.order.map((s) => s.sessionId)).toEqual(['b1', 'c1']);
+    expect(v.groups.map((g) => g.needsYou)).toEqual([1, 1]);
+  });
+
   it('groups 2,000 sessions into their 40 projects', () => {
     const many = Array.from({ length: 2000 }, (_, i) =>
       session(`s${i}`, { repoRoot: `/r/p${i % 40}`, lastActivityAt: new Date(Date.UTC(2026, 10, 1) - i * 1000).toISOString() }),
     );
-    const v = buildView(many, { ...DEFAULT_FILTERS, query: 'goal' }, new Set());
+    const v = buildView(many, { ...DEFAULT_FILTERS, query: 'goal' }, new Set(), new Set());
     expect(v.groups).toHaveLength(40);
     expect(v.order).toHaveLength(2000);
     expect(v.groups[0].key).toBe('/r/p0');

@@ -78,7 +78,7 @@ describe('RosterStore', () => {
   });
 
   it('counts needs-you, filters, and moves the keyboard cursor over visible rows', async () => {
-    const { store } = setup({
+    const { store, b } = setup({
       sessions: [
         session('w', { status: 'working', lastActivityAt: at(5) }),
         session('p', { status: 'waiting_for_approval', lastActivityAt: at(4) }),
@@ -87,6 +87,10 @@ describe('RosterStore', () => {
       ],
     });
     await store.start();
+    // "Needs you" is the engine's attention set, sent as `attention:changed`.
+    expect(store.totals.needsYou).toBe(0);
+    b.fire('attention:changed', { count: 2, sessionIds: ['p', 'i'] });
+    await flush();
     expect(store.totals).toEqual({ sessions: 3, live: 2, needsYou: 2 });
     expect(store.view.counts.needs_you).toBe(2);
 

@@ -262,6 +262,72 @@ impl Settings {
     }
 }
 
+/// The unit a settings view shows beside a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Seconds,
+    Megabytes,
+    Percent,
+    Count,
+}
+
+impl Unit {
+    /// As the settings view writes it.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::Seconds => "s",
+            Unit::Megabytes => "MB",
+            Unit::Percent => "%",
+            Unit::Count => "",
+        }
+    }
+}
+
+/// One number of the Settings document and the range the settings view offers. The
+/// engine's [`Settings::validate`] accepts every value in it (a test holds both to it);
+/// for durations between checks it also takes shorter ones, for trials from the command
+/// line. The UI's copy is generated from this table.
+#[derive(Debug, Clone, Copy)]
+pub struct NumberField {
+    /// `section.camelCaseKey`, as in the document and in field errors.
+    pub path: &'static str,
+    pub min: u64,
+    pub max: u64,
+    pub unit: Unit,
+}
+
+const fn field(path: &'static str, min: u64, max: u64, unit: Unit) -> NumberField {
+    NumberField { path, min, max, unit }
+}
+
+/// Every number of the Settings document, in the document's order.
+pub const NUMBER_FIELDS: &[NumberField] = &[
+    field("watch.approvalTimeoutSecs", 1, 120, Unit::Seconds),
+    field("watch.staleTimeoutSecs", 10, 3600, Unit::Seconds),
+    field("watch.idleTimeoutSecs", 60, 86_400, Unit::Seconds),
+    field("watch.statusFileTtlSecs", 10, 86_400, Unit::Seconds),
+    field("limits.maxLiveSessions", 1, 64, Unit::Count),
+    field("limits.idleTimeoutSecs", 60, 7200, Unit::Seconds),
+    field("limits.maxDurationSecs", 60, 604_800, Unit::Seconds),
+    field("limits.durationCheckSecs", 1, 3600, Unit::Seconds),
+    field("limits.durationWarnPercent", 1, 99, Unit::Percent),
+    field("limits.turnGraceSecs", 0, 600, Unit::Seconds),
+    field("limits.maxRssMb", 64, 1_048_576, Unit::Megabytes),
+    field("limits.rssCheckSecs", 1, 3600, Unit::Seconds),
+    field("limits.killAfterSecs", 1, 120, Unit::Seconds),
+    field("limits.diskCheckSecs", 10, 86_400, Unit::Seconds),
+    field("limits.diskWarnPercent", 1, 99, Unit::Percent),
+    field("limits.diskCleanupPercent", 1, 100, Unit::Percent),
+    field("limits.healthCheckSecs", 5, 3600, Unit::Seconds),
+    field("limits.orphanCheckSecs", 5, 3600, Unit::Seconds),
+    field("limits.recoveryRetries", 0, 10, Unit::Count),
+    field("limits.recoveryRetryDelaySecs", 0, 600, Unit::Seconds),
+    field("limits.crashDebounceSuccessSecs", 0, 3600, Unit::Seconds),
+    field("limits.crashDebounceFailureSecs", 0, 3600, Unit::Seconds),
+    field("limits.restartLimitBurst", 1, 100, Unit::Count),
+    field("limits.restartLimitWindowSecs", 60, 86_400, Unit::Seconds),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,5 +417,39 @@ mod tests {
         assert_eq!(c.program, std::path::PathBuf::from("/opt/claude"));
         assert_eq!(c.args, ["--verbose"]);
         assert_eq!(c.kind, crate::supervision::AgentKind::ClaudeLike);
+    }
+
+    /// The view's ranges (NUMBER_FIELDS) are accepted by the engine at both ends, and the
+    /// engine refuses what lies just beyond the view's maximum; every number of the
+    /// document is in the table.
+    #[test]
+    fn the_number_fields_agree_with_validation() {
+        let defaults = serde_json::to_value(Settings::default()).unwrap();
+        let errors_with = |path: &str, v: u64| {
+            let mut doc = defaults.clone();
+            let (section, key) = path.split_once('.').unwrap();
+            doc[section][key] = json!(v);
+            match Settings::from_json(&doc) {
+                Ok(_) => vec![],
+                Err(errors) => errors.into_iter().filter(|e| e.field == path).collect::<Vec<_>>(),
+            }
+        };
+        for f in NUMBER_FIELDS {
+            let (section, key) = f.path.split_once('.').unwrap();
+            assert!(defaults[section][key].is_u64(), "{} is a number of the document", f.path);
+            let d = defaults[section][key].as_u64().unwrap();
+            assert!(f.min <= d && d <= f.max, "{}: the default {d} is in range", f.path);
+            // diskCleanupPercent must also stay above diskWarnPercent (80 by default).
+            let min = if f.path == "limits.diskCleanupPercent" { 81 } else { f.min };
+            assert_eq!(errors_with(f.path, min), vec![], "{} at its minimum", f.path);
+            assert_eq!(errors_with(f.path, f.max), vec![], "{} at its maximum", f.path);
+            assert_ne!(errors_with(f.path, f.max + 1), vec![], "{} above its maximum", f.path);
+        }
+        let numbers = ["watch", "limits"]
+            .iter()
+            .flat_map(|s| defaults[s].as_object().unwrap().iter().map(move |(k, v)| (format!("{s}.{k}"), v.clone())))
+            .filter(|(_, v)| v.is_u64())
+            .count();
+        assert_eq!(numbers, NUMBER_FIELDS.len(), "every number of the document has a range");
     }
 }

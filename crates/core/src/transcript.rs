@@ -270,6 +270,12 @@ pub struct ToolInput<'a> {
     pub plan: LStr<'a>,
 }
 
+/// The keys of a tool's input that name its target, in the order [`ToolInput::target`]
+/// tries them (the UI's copy is generated from this list). `questions` is
+/// AskUserQuestion's list (its first question), `plan` ExitPlanMode's (its first line).
+pub const TARGET_KEYS: &[&str] =
+    &["file_path", "notebook_path", "command", "pattern", "url", "query", "path", "questions", "plan", "description"];
+
 impl ToolInput<'_> {
     /// SPEC W4: the target of a pending tool is its file_path, command, pattern or url;
     /// for AskUserQuestion the question, for ExitPlanMode the plan's first line.
@@ -628,5 +634,22 @@ mod tests {
         let mut s = String::new();
         assert!(parse_line(b"{\"type\":\"user\",", &mut s).is_err());
         assert!(parse_line(b"not json", &mut s).is_err());
+    }
+
+    /// `target` tries the keys in TARGET_KEYS' order: each key wins over all after it.
+    #[test]
+    fn the_target_follows_the_key_order() {
+        let value = |k: &str| match k {
+            "questions" => serde_json::json!([{"question": "q-questions"}]),
+            "plan" => serde_json::json!("# q-plan\nmore"),
+            _ => serde_json::json!(format!("q-{k}")),
+        };
+        for (i, key) in TARGET_KEYS.iter().enumerate() {
+            let input: serde_json::Map<String, serde_json::Value> =
+                TARGET_KEYS[i..].iter().map(|k| (k.to_string(), value(k))).collect();
+            let text = serde_json::to_string(&input).unwrap();
+            let parsed: ToolInput = serde_json::from_str(&text).unwrap();
+            assert_eq!(parsed.target(), Some(format!("q-{key}").as_str()), "{key}");
+        }
     }
 }

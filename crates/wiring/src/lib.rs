@@ -15,10 +15,12 @@
 //! - [`doctor`]: is this installation able to watch Claude Code?
 //! - [`demo`]: generated live sessions for a newcomer (SPEC X2).
 //! - [`once`]: the roster and timelines read once, without watching (`ls`, `show`).
+//! - [`ui_contract`]: what the UI must word and offer as the engine does, as TypeScript.
 
 pub mod demo;
 pub mod doctor;
 pub mod once;
+pub mod ui_contract;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

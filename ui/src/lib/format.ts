@@ -1,5 +1,6 @@
 // Pure formatting helpers: numbers, times, names. No DOM, no state.
 
+import { TOOL_TARGET_KEYS } from './generated/engine';
 import type { Status, Usage } from './types';
 
 export function totalTokens(u: Usage): number {
@@ -109,21 +110,34 @@ export function needsYou(status: Status): boolean {
   return status === 'waiting_for_approval' || status === 'waiting_for_input';
 }
 
-// SPEC W4, same order as the engine's ToolInput::target.
-const TARGET_KEYS = ['file_path', 'notebook_path', 'command', 'pattern', 'url', 'query', 'path', 'description'];
-
-/** The one-line summary of a tool call: its command, file, pattern or url. */
+/** The one-line summary of a tool call: its command, file, pattern or url (SPEC W4), with
+ * the engine's keys in the engine's order (lib/generated/engine.ts); AskUserQuestion gives
+ * its first question, ExitPlanMode the first line of its plan. */
 export function toolTarget(input: unknown): string {
   if (input === null || typeof input !== 'object') return typeof input === 'string' ? oneLine(input) : '';
   const rec = input as Record<string, unknown>;
-  for (const key of TARGET_KEYS) {
-    const v = rec[key];
-    if (typeof v === 'string' && v.length > 0) return oneLine(v);
+  for (const key of TOOL_TARGET_KEYS) {
+    const v = targetText(key, rec[key]);
+    if (v) return oneLine(v);
   }
   for (const v of Object.values(rec)) {
     if (typeof v === 'string' && v.length > 0) return oneLine(v);
   }
   return '';
+}
+
+function targetText(key: (typeof TOOL_TARGET_KEYS)[number], v: unknown): string {
+  if (key === 'questions') {
+    const first: unknown = Array.isArray(v) ? v[0] : undefined;
+    const q = first && typeof first === 'object' ? (first as Record<string, unknown>).question : undefined;
+    return typeof q === 'string' ? q : '';
+  }
+  if (typeof v !== 'string') return '';
+  if (key === 'plan') {
+    const line = v.split('\n').map((l) => l.trim()).find((l) => l !== '') ?? '';
+    return line.replace(/^#+\s*/, '');
+  }
+  return v;
 }
 
 export function oneLine(s: string, max = 300): string {

@@ -2,7 +2,7 @@
 // The reactive store (store.svelte.ts) wraps these; keeping them pure keeps them testable
 // and keeps every per-event step O(batch) and every derivation O(n log n) at most.
 
-import { basename, needsYou } from './format';
+import { basename } from './format';
 import type { SeqEvent, Status, TrackedSession } from './types';
 
 export type StatusFilter = 'all' | 'needs_you' | Status;
@@ -90,9 +90,10 @@ export function matchesQuery(s: TrackedSession, query: string): boolean {
   return q.split(/\s+/).every((term) => h.includes(term));
 }
 
-export function matchesStatus(s: TrackedSession, f: StatusFilter): boolean {
+/** `attention`: the engine's attention set (session ids), the one meaning of "needs you". */
+export function matchesStatus(s: TrackedSession, f: StatusFilter, attention: ReadonlySet<string>): boolean {
   if (f === 'all') return true;
-  if (f === 'needs_you') return needsYou(s.status);
+  if (f === 'needs_you') return attention.has(s.sessionId);
   return s.status === f;
 }
 
@@ -121,7 +122,12 @@ export interface RosterView {
  * Filters, counts and groups `sorted` (already most-recent-first). Groups come out ordered
  * by their most recent session because the input is. O(n).
  */
-export function buildView(sorted: readonly TrackedSession[], f: Filters, collapsed: ReadonlySet<string>): RosterView {
+export function buildView(
+  sorted: readonly TrackedSession[],
+  f: Filters,
+  collapsed: ReadonlySet<string>,
+  attention: ReadonlySet<string>,
+): RosterView {
   const counts = emptyCounts();
   const groups = new Map<string, Group>();
   for (const s of sorted) {
@@ -130,8 +136,9 @@ export function buildView(sorted: readonly TrackedSession[], f: Filters, collaps
     if (!matchesQuery(s, f.query)) continue;
     counts.all++;
     counts[s.status]++;
-    if (needsYou(s.status)) counts.needs_you++;
-    if (!matchesStatus(s, f.status)) continue;
+    const needs = attention.has(s.sessionId);
+    if (needs) counts.needs_you++;
+    if (!matchesStatus(s, f.status, attention)) continue;
     const key = groupKey(s);
     let g = groups.get(key);
     if (!g) {
@@ -139,7 +146,7 @@ export function buildView(sorted: readonly TrackedSession[], f: Filters, collaps
       groups.set(key, g);
     }
     g.sessions.push(s);
-    if (needsYou(s.status)) g.needsYou++;
+    if (needs) g.needsYou++;
   }
   const list = [...groups.values()];
   const order: TrackedSession[] = [];

@@ -1,7 +1,9 @@
 // The Settings document (docs/ipc.md): one description per field, and client-side
-// validation with the same ranges the engine enforces. The engine's `settings_set` has the
-// last word (it validates again and saves nothing on error); this only answers sooner.
+// validation with the engine's ranges (generated from Rust: lib/generated/engine.ts). The
+// engine's `settings_set` has the last word (it validates again and saves nothing on
+// error); this only answers sooner.
 
+import { SETTINGS_NUMBERS, type SettingsNumberPath } from './generated/engine';
 import type { Settings, SettingsError } from './types';
 
 export type Unit = 's' | 'MB' | '%' | '';
@@ -22,7 +24,14 @@ export interface Section {
   fields: NumberField[];
 }
 
-const n = (path: string, label: string, min: number, max: number, unit: Unit, help?: string): NumberField => ({ path, label, min, max, unit, help });
+/** A field of the view: its words here, its range, unit and default from the engine. */
+const n = (path: SettingsNumberPath, label: string, help?: string): NumberField => {
+  const { min, max, unit } = SETTINGS_NUMBERS[path];
+  return { path, label, min, max, unit, help };
+};
+
+/** The engine's default of a number of the document. */
+const d = (path: SettingsNumberPath): number => SETTINGS_NUMBERS[path].default;
 
 export const NUMBER_SECTIONS: Section[] = [
   {
@@ -30,10 +39,10 @@ export const NUMBER_SECTIONS: Section[] = [
     title: 'Watching',
     intro: 'How statuses are derived from transcripts when no hook says it.',
     fields: [
-      n('watch.approvalTimeoutSecs', 'Pending tool means approval after', 1, 120, 's'),
-      n('watch.staleTimeoutSecs', 'Working without output counts as stale after', 10, 3600, 's'),
-      n('watch.idleTimeoutSecs', 'Waiting for input becomes idle after', 60, 86_400, 's'),
-      n('watch.statusFileTtlSecs', 'Status files are trusted for', 10, 86_400, 's'),
+      n('watch.approvalTimeoutSecs', 'Pending tool means approval after'),
+      n('watch.staleTimeoutSecs', 'Working without output counts as stale after'),
+      n('watch.idleTimeoutSecs', 'Waiting for input becomes idle after'),
+      n('watch.statusFileTtlSecs', 'Status files are trusted for'),
     ],
   },
   {
@@ -41,24 +50,26 @@ export const NUMBER_SECTIONS: Section[] = [
     title: 'Supervised sessions',
     intro: 'Limits and timers of sessions Mimesis runs in a terminal.',
     fields: [
-      n('limits.maxLiveSessions', 'Live sessions at most', 1, 64, '', 'Over it the least recently used idle session is suspended.'),
-      n('limits.idleTimeoutSecs', 'Suspend an idle session after', 60, 7200, 's', '1–120 min; starts when a turn ends.'),
-      n('limits.maxDurationSecs', 'End a session after', 60, 604_800, 's', 'Counted from its start (default 4 h).'),
-      n('limits.durationCheckSecs', 'Check the duration every', 1, 3600, 's'),
-      n('limits.durationWarnPercent', 'Warn at', 1, 99, '%', 'Of the duration limit.'),
-      n('limits.turnGraceSecs', 'Let a running turn finish for', 0, 600, 's'),
-      n('limits.maxRssMb', 'Restart above a memory use of', 64, 1_048_576, 'MB', 'Summed over the session’s process tree.'),
-      n('limits.rssCheckSecs', 'Check memory every', 1, 3600, 's'),
-      n('limits.killAfterSecs', 'Kill after SIGTERM when still alive after', 1, 120, 's'),
-      n('limits.diskCheckSecs', 'Check disk use every', 10, 86_400, 's'),
-      n('limits.diskWarnPercent', 'Warn at disk use', 1, 99, '%'),
-      n('limits.diskCleanupPercent', 'Clean old snapshots at disk use', 1, 100, '%'),
-      n('limits.healthCheckSecs', 'Health check every', 5, 3600, 's'),
-      n('limits.orphanCheckSecs', 'Look for orphans every', 5, 3600, 's'),
-      n('limits.recoveryRetries', 'Automatic resume attempts', 0, 10, ''),
-      n('limits.recoveryRetryDelaySecs', 'Between attempts wait', 0, 600, 's'),
-      n('limits.crashDebounceSuccessSecs', 'Ignore crashes after a recovery for', 0, 3600, 's'),
-      n('limits.crashDebounceFailureSecs', 'Ignore crashes after a failed recovery for', 0, 3600, 's'),
+      n('limits.maxLiveSessions', 'Live sessions at most', 'Over it the least recently used idle session is suspended.'),
+      n('limits.idleTimeoutSecs', 'Suspend an idle session after', '1–120 min; starts when a turn ends.'),
+      n('limits.maxDurationSecs', 'End a session after', 'Counted from its start (default 4 h).'),
+      n('limits.durationCheckSecs', 'Check the duration every'),
+      n('limits.durationWarnPercent', 'Warn at', 'Of the duration limit.'),
+      n('limits.turnGraceSecs', 'Let a running turn finish for'),
+      n('limits.maxRssMb', 'Restart above a memory use of', 'Summed over the session’s process tree.'),
+      n('limits.rssCheckSecs', 'Check memory every'),
+      n('limits.killAfterSecs', 'Kill after SIGTERM when still alive after'),
+      n('limits.diskCheckSecs', 'Check disk use every'),
+      n('limits.diskWarnPercent', 'Warn at disk use'),
+      n('limits.diskCleanupPercent', 'Clean old snapshots at disk use'),
+      n('limits.healthCheckSecs', 'Health check every'),
+      n('limits.orphanCheckSecs', 'Look for orphans every'),
+      n('limits.recoveryRetries', 'Automatic resume attempts'),
+      n('limits.recoveryRetryDelaySecs', 'Between attempts wait'),
+      n('limits.crashDebounceSuccessSecs', 'Ignore crashes after a recovery for'),
+      n('limits.crashDebounceFailureSecs', 'Ignore crashes after a failed recovery for'),
+      n('limits.restartLimitBurst', 'Automatic restarts at most', 'Within the window below; past it they stop and say why.'),
+      n('limits.restartLimitWindowSecs', 'Counting restarts over', 'Memory, disk and crash restarts all count.'),
     ],
   },
 ];
@@ -172,27 +183,34 @@ export function humanSeconds(v: number): string {
 }
 
 export const DEFAULT_SETTINGS: Settings = {
-  watch: { approvalTimeoutSecs: 5, staleTimeoutSecs: 60, idleTimeoutSecs: 600, statusFileTtlSecs: 300 },
+  watch: {
+    approvalTimeoutSecs: d('watch.approvalTimeoutSecs'),
+    staleTimeoutSecs: d('watch.staleTimeoutSecs'),
+    idleTimeoutSecs: d('watch.idleTimeoutSecs'),
+    statusFileTtlSecs: d('watch.statusFileTtlSecs'),
+  },
   limits: {
-    maxLiveSessions: 3,
-    idleTimeoutSecs: 600,
+    maxLiveSessions: d('limits.maxLiveSessions'),
+    idleTimeoutSecs: d('limits.idleTimeoutSecs'),
     suspendMode: 'terminate',
-    maxDurationSecs: 14_400,
-    durationCheckSecs: 60,
-    durationWarnPercent: 90,
-    turnGraceSecs: 30,
-    maxRssMb: 4096,
-    rssCheckSecs: 30,
-    killAfterSecs: 5,
-    diskCheckSecs: 300,
-    diskWarnPercent: 80,
-    diskCleanupPercent: 95,
-    healthCheckSecs: 60,
-    orphanCheckSecs: 60,
-    recoveryRetries: 2,
-    recoveryRetryDelaySecs: 2,
-    crashDebounceSuccessSecs: 30,
-    crashDebounceFailureSecs: 5,
+    maxDurationSecs: d('limits.maxDurationSecs'),
+    durationCheckSecs: d('limits.durationCheckSecs'),
+    durationWarnPercent: d('limits.durationWarnPercent'),
+    turnGraceSecs: d('limits.turnGraceSecs'),
+    maxRssMb: d('limits.maxRssMb'),
+    rssCheckSecs: d('limits.rssCheckSecs'),
+    killAfterSecs: d('limits.killAfterSecs'),
+    diskCheckSecs: d('limits.diskCheckSecs'),
+    diskWarnPercent: d('limits.diskWarnPercent'),
+    diskCleanupPercent: d('limits.diskCleanupPercent'),
+    healthCheckSecs: d('limits.healthCheckSecs'),
+    orphanCheckSecs: d('limits.orphanCheckSecs'),
+    recoveryRetries: d('limits.recoveryRetries'),
+    recoveryRetryDelaySecs: d('limits.recoveryRetryDelaySecs'),
+    crashDebounceSuccessSecs: d('limits.crashDebounceSuccessSecs'),
+    crashDebounceFailureSecs: d('limits.crashDebounceFailureSecs'),
+    restartLimitBurst: d('limits.restartLimitBurst'),
+    restartLimitWindowSecs: d('limits.restartLimitWindowSecs'),
     crashPatterns: ['RangeError: Maximum call stack size exceeded'],
   },
   agent: { command: 'claude', args: [] },

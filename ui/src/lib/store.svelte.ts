@@ -2,7 +2,6 @@
 // Components read it; they change it only through its methods.
 
 import type { Backend, Unlisten } from './backend';
-import { needsYou } from './format';
 import {
   DEFAULT_FILTERS,
   applyEvents,
@@ -49,7 +48,10 @@ export class RosterStore {
     void this.version;
     return [...this.#sessions.values()].sort(byActivityDesc);
   });
-  readonly view: RosterView = $derived(buildView(this.sorted, this.filters, this.collapsed));
+  /** The engine's attention set (`attention:changed`): the one source of "needs you". */
+  // eslint-disable-next-line svelte/prefer-svelte-reactivity -- replaced, never mutated
+  attention = $state.raw<ReadonlySet<string>>(new Set());
+  readonly view: RosterView = $derived(buildView(this.sorted, this.filters, this.collapsed, this.attention));
   readonly lines: RosterLine[] = $derived(flatten(this.view.groups, this.collapsed));
   readonly totals: Totals = $derived.by(() => {
     const t = { sessions: 0, live: 0, needsYou: 0 };
@@ -57,8 +59,8 @@ export class RosterStore {
       if (s.superseded) continue;
       t.sessions++;
       if (s.live) t.live++;
-      if (needsYou(s.status)) t.needsYou++;
     }
+    t.needsYou = this.attention.size;
     return t;
   });
   /** Sessions per root, counted live from transcript paths (the snapshot's count goes stale). */
@@ -99,6 +101,8 @@ export class RosterStore {
     this.#unlisten.push(
       await this.#backend.on('store:events', (p) => this.receive(p.events)),
       await this.#backend.on('store:resync', () => void this.resync()),
+      // eslint-disable-next-line svelte/prefer-svelte-reactivity -- replaced, never mutated
+      await this.#backend.on('attention:changed', (a) => (this.attention = new Set(a.sessionIds))),
     );
     await this.resync();
   }

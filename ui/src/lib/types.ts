@@ -148,6 +148,8 @@ export interface Settings {
     recoveryRetryDelaySecs: number;
     crashDebounceSuccessSecs: number;
     crashDebounceFailureSecs: number;
+    restartLimitBurst: number;
+    restartLimitWindowSecs: number;
     crashPatterns: string[];
   };
   agent: { command: string; args: string[] };

@@ -15,6 +15,7 @@
 //   ?hooks       hooks start installed
 //   ?flood=50    + 50 MB of output on the first attach, then "FLOOD-DONE" (terminal throughput)
 
+import { fill, WORDING, WORDING_TEMPLATES } from '../generated/engine';
 import type { Backend, Unlisten } from '../backend';
 import { needsYou } from '../format';
 import { DEFAULT_SETTINGS, validateSettings } from '../settings';
@@ -213,7 +214,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
     },
     pty_stop: ({ sessionId }) => {
       const fs = needSup(sessionId);
-      terminate(fs, 'user', 'Session stopped.');
+      terminate(fs, 'user', WORDING.stoppedByUser);
       return null;
     },
     pty_resume: ({ sessionId }) => {
@@ -226,7 +227,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
     },
     pty_restart: ({ sessionId }) => {
       const fs = needSup(sessionId);
-      restart(fs, 'user', 'Session restarting. Your conversation will be preserved.');
+      restart(fs, 'user', WORDING.restarting);
       return null;
     },
     pty_delete: ({ sessionId }) => {
@@ -390,7 +391,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
     if (announce && old) pty.notice('Resuming session…');
     pty.welcome(resumed);
     event({ type: 'session_started', sessionId: fs.session.sessionId, at: nowIso() });
-    if (announce && old) event({ type: 'session_resumed', sessionId: fs.session.sessionId, at: nowIso(), message: 'Session resumed. You can continue.' });
+    if (announce && old) event({ type: 'session_resumed', sessionId: fs.session.sessionId, at: nowIso(), message: WORDING.resumedByUser });
   }
 
   function newPtySession(cwd: string): FakeSession {
@@ -457,7 +458,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
       setSup(fs, { restartCount: sup.restartCount + 1 });
       ptys.get(id)?.notice('Restarted with --resume.');
       startPty(fs, true, false);
-      event({ type: 'session_ready', sessionId: id, at: nowIso(), status: 'resumed', message: 'Session restored. You can continue.' });
+      event({ type: 'session_ready', sessionId: id, at: nowIso(), status: 'resumed', message: WORDING.restored });
     }, 900);
   }
 
@@ -466,7 +467,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
     resuming.delete(id);
     const pty = ptys.get(id) ?? makePty(fs);
     const idleMin = Math.max(1, Math.round((Date.now() - (Date.parse(fs.session.lastActivityAt ?? '') || Date.now())) / 60_000));
-    const message = `Resuming session (idle for ${idleMin} min)…`;
+    const message = fill(WORDING_TEMPLATES.resuming, { idleMin });
     pty.notice(message);
     startPty(fs, true, false);
     event({ type: 'session_resumed', sessionId: id, at: nowIso(), message });
@@ -559,7 +560,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
       },
       terminated: () => {
         script.warning();
-        later(() => terminate(first, 'duration_limit', 'Session ended (4-hour limit reached).'), 500);
+        later(() => terminate(first, 'duration_limit', fill(WORDING_TEMPLATES.durationEnded, { limit: '4-hour' })), 500);
       },
       crash: () => {
         setSup(first, { pendingCrashRecovery: true }, { status: 'working' });
@@ -568,19 +569,19 @@ export function createFakeBackend(params: URLSearchParams): Backend {
       },
       unhealthy: () => {
         ptyOf(id).print('\r\n\x1b[31mRangeError: Maximum call stack size exceeded\x1b[0m\r\n\x1b[2m[process exited with code 1]\x1b[0m\r\n');
-        event({ type: 'error', sessionId: id, at: at(), exitCode: 1, message: 'Claude Code exited with code 1 (last output: "RangeError: Maximum call stack size exceeded").' });
-        later(() => event({ type: 'recovery_failed', sessionId: id, at: at(), message: 'Automatic recovery failed after 2 attempts. Switched to one-shot mode.' }), 150);
+        event({ type: 'error', sessionId: id, at: at(), exitCode: 1, message: fill(WORDING_TEMPLATES.abnormalExit, { exitCode: 1, lastLine: 'RangeError: Maximum call stack size exceeded' }) });
+        later(() => event({ type: 'recovery_failed', sessionId: id, at: at(), message: fill(WORDING_TEMPLATES.recoveryFailed, { sessionId: id }) }), 150);
         later(() => {
           setSup(first, { state: 'unhealthy', mode: 'one_shot', pid: null, consecutiveCrashes: 3, lastExitCode: 1 }, { live: false, pid: null, status: 'idle', pendingTool: null });
-          event({ type: 'session_unhealthy', sessionId: id, at: at(), message: 'Session crashed 3 times in a row. Automatic recovery is off; retry when ready.' });
+          event({ type: 'session_unhealthy', sessionId: id, at: at(), message: fill(WORDING_TEMPLATES.unhealthy, { crashes: 3 }) });
         }, 300);
       },
       toasts: () => {
-        restart(first, 'memory_limit', 'Session restarting to maintain performance. Your conversation will be preserved.');
+        restart(first, 'memory_limit', WORDING.restarting);
       },
       chain: () => later(() => clearInto(first), 1500),
     };
-    const warn = () => event({ type: 'session_warning', sessionId: id, at: at(), reason: 'duration', remainingSeconds: 1440, message: 'Session will end in 24 minutes. Save your work.' });
+    const warn = () => event({ type: 'session_warning', sessionId: id, at: at(), reason: 'duration', remainingSeconds: 1440, message: fill(WORDING_TEMPLATES.durationWarning, { duration: '24 minutes' }) });
     setTimeout(() => script[story]?.(), 400);
   }
 

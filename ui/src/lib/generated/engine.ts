@@ -1,0 +1,72 @@
+// Generated from the Rust engine (crates/wiring/src/ui_contract.rs); do not edit.
+// Refresh: MIMESIS_BLESS=1 cargo test -p mimesis-tests --test ui_contract
+
+/** Every number of the Settings document: the range the view offers, its unit and default. */
+export const SETTINGS_NUMBERS = {
+  "watch.approvalTimeoutSecs": { min: 1, max: 120, unit: "s", default: 5 },
+  "watch.staleTimeoutSecs": { min: 10, max: 3600, unit: "s", default: 60 },
+  "watch.idleTimeoutSecs": { min: 60, max: 86400, unit: "s", default: 600 },
+  "watch.statusFileTtlSecs": { min: 10, max: 86400, unit: "s", default: 300 },
+  "limits.maxLiveSessions": { min: 1, max: 64, unit: "", default: 3 },
+  "limits.idleTimeoutSecs": { min: 60, max: 7200, unit: "s", default: 600 },
+  "limits.maxDurationSecs": { min: 60, max: 604800, unit: "s", default: 14400 },
+  "limits.durationCheckSecs": { min: 1, max: 3600, unit: "s", default: 60 },
+  "limits.durationWarnPercent": { min: 1, max: 99, unit: "%", default: 90 },
+  "limits.turnGraceSecs": { min: 0, max: 600, unit: "s", default: 30 },
+  "limits.maxRssMb": { min: 64, max: 1048576, unit: "MB", default: 4096 },
+  "limits.rssCheckSecs": { min: 1, max: 3600, unit: "s", default: 30 },
+  "limits.killAfterSecs": { min: 1, max: 120, unit: "s", default: 5 },
+  "limits.diskCheckSecs": { min: 10, max: 86400, unit: "s", default: 300 },
+  "limits.diskWarnPercent": { min: 1, max: 99, unit: "%", default: 80 },
+  "limits.diskCleanupPercent": { min: 1, max: 100, unit: "%", default: 95 },
+  "limits.healthCheckSecs": { min: 5, max: 3600, unit: "s", default: 60 },
+  "limits.orphanCheckSecs": { min: 5, max: 3600, unit: "s", default: 60 },
+  "limits.recoveryRetries": { min: 0, max: 10, unit: "", default: 2 },
+  "limits.recoveryRetryDelaySecs": { min: 0, max: 600, unit: "s", default: 2 },
+  "limits.crashDebounceSuccessSecs": { min: 0, max: 3600, unit: "s", default: 30 },
+  "limits.crashDebounceFailureSecs": { min: 0, max: 3600, unit: "s", default: 5 },
+  "limits.restartLimitBurst": { min: 1, max: 100, unit: "", default: 5 },
+  "limits.restartLimitWindowSecs": { min: 60, max: 86400, unit: "s", default: 1800 },
+} as const;
+
+export type SettingsNumberPath = keyof typeof SETTINGS_NUMBERS;
+
+/** The keys of a tool's input that name its target, in the engine's order. */
+export const TOOL_TARGET_KEYS = ["file_path", "notebook_path", "command", "pattern", "url", "query", "path", "questions", "plan", "description"] as const;
+
+/** Supervision messages that take no value, as the engine words them. */
+export const WORDING = {
+  durationEndedIncomplete: "Session ended. Your last response may be incomplete.",
+  restarting: "Session restarting to maintain performance. Your conversation will be preserved.",
+  restored: "Session restored. You can continue.",
+  notRestored: "Previous session could not be restored. Starting a new session.",
+  recovered: "Session recovered automatically.",
+  resumedByUser: "Session resumed.",
+  stoppedByUser: "Session stopped. You can resume it.",
+  deleted: "Session deleted.",
+  shutdown: "Mimesis is quitting; the session was stopped and can be resumed.",
+  modeOneShot: "One-shot mode: each message runs as its own `claude -p --resume` process.",
+  modePersistent: "Persistent session running again.",
+  diskRestarting: "Disk is full. Session restarting to free space. Your conversation will be preserved.",
+} as const;
+
+/** Supervision messages with values: `{name}` marks where each goes. */
+export const WORDING_TEMPLATES = {
+  durationWarning: "Session will end in {duration}. Save your work.",
+  durationEnded: "Session ended ({limit} limit reached).",
+  recoveryFailed: "Automatic recovery failed. Switched to one-shot mode: each message now runs `claude -p --resume {sessionId}`.",
+  unhealthy: "Session crashed {crashes} times in a row and is marked unhealthy. Automatic recovery is off; retry when ready.",
+  signalled: "Stopped by {signal}. The session can be resumed: mimesis run --resume {sessionId}",
+  memoryBelowBaseline: "The memory limit ({limitMb} MB) is below what the agent needs at rest ({rssMb} MB right after a restart). Automatic restarts are stopped; the session keeps running. Raise the limit in Settings.",
+  restartLimit: "Restarted {restarts} times in {window}: automatic restarts are stopped; the session keeps running. Restart it yourself when ready, or raise the limits in Settings.",
+  suspendedIdle: "Session suspended after {idle} idle. Your next message resumes it.",
+  suspendedCap: "Session suspended to keep at most {max} live sessions. Your next message resumes it.",
+  resuming: "Resuming session (idle for {idleMin} min)…",
+  abnormalExit: "The agent exited unexpectedly (exit code {exitCode}). Last output: {lastLine}",
+  diskWarning: "Disk usage of the Claude Code folder's filesystem is at {percent}%.",
+} as const;
+
+/** Fills a template's `{name}` marks. */
+export function fill(template: string, values: Record<string, string | number>): string {
+  return template.replace(/\{(\w+)\}/g, (m, k: string) => (k in values ? String(values[k]) : m));
+}
