@@ -40,7 +40,7 @@ fn the_core_crate_has_no_io_dependency() -> Result<()> {
 const LAYERS: &[(&str, &[&str])] = &[
     ("core", &[]),
     ("os", &["mimesis-core"]),
-    ("fleetdb", &["mimesis-core"]),
+    ("fleetdb", &["mimesis-core", "mimesis-os"]),
     ("watch", &["mimesis-core", "mimesis-os"]),
     ("supervise", &["mimesis-core", "mimesis-os"]),
     ("hooks", &["mimesis-core", "mimesis-os"]),

@@ -74,8 +74,8 @@ impl Placement {
     }
 
     fn load(&self) -> Option<Place> {
-        let bytes = std::fs::read(&self.path).ok()?;
-        match serde_json::from_slice::<Place>(&bytes) {
+        let bytes = mimesis_os::files::read_bounded(&self.path, 64 * 1024).ok()?;
+        match mimesis_core::json::from_slice::<Place>(&bytes) {
             Ok(p) if (MIN_SIDE..=MAX_SIDE).contains(&p.width) && (MIN_SIDE..=MAX_SIDE).contains(&p.height) => Some(p),
             Ok(p) => {
                 tracing::warn!(?p, path = %self.path.display(), "ignoring a stored window size out of bounds");

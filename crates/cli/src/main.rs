@@ -169,7 +169,9 @@ fn main() -> ExitCode {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("MIMESIS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(io::stderr).with_target(false).init();
+    // Colour only for a person at a terminal: a log file or a pipe gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(io::stderr).with_ansi(ansi).with_target(false).init();
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -79,7 +79,7 @@ struct RawMarker {
 
 /// Parses a marker found in `<folder_cwd>/.claude/` under the name of `named`.
 pub fn parse_marker(bytes: &[u8], named: &SessionId, folder_cwd: &str) -> Result<Marker, Rejected> {
-    let raw: RawMarker = serde_json::from_slice(bytes).map_err(|e| reject(format!("not a marker: {e}")))?;
+    let raw: RawMarker = crate::json::from_slice(bytes).map_err(|e| reject(format!("not a marker: {e}")))?;
     let id = SessionId::parse(&raw.new_session_id).map_err(|e| reject(e.to_string()))?;
     if &id != named {
         return Err(reject(format!("names session {id}, but the file is named for {named}")));

@@ -189,7 +189,7 @@ pub fn clean_env_value(v: Option<String>) -> Option<String> {
 
 /// Turns a raw payload into the event to record.
 pub fn parse_payload(bytes: &[u8], at: Timestamp, terminal: TerminalContext) -> Result<HookEvent, PayloadError> {
-    let p: Payload = serde_json::from_slice(bytes).map_err(|e| PayloadError::NotAnObject(e.to_string()))?;
+    let p: Payload = crate::json::from_slice(bytes).map_err(PayloadError::NotAnObject)?;
     let raw_id = match &p.session_id {
         Some(serde_json::Value::String(s)) => s.clone(),
         other => return Err(PayloadError::SessionId(format!("{other:?}"))),
@@ -236,7 +236,7 @@ pub fn parse_spool_line(line: &[u8]) -> Option<HookEvent> {
     if line.len() > MAX_SPOOL_LINE {
         return None;
     }
-    serde_json::from_slice(line).ok()
+    crate::json::from_slice(line).ok()
 }
 
 /// The marker file of seed 001 (SPEC C1): `<cwd>/.claude/compacted.<newSessionId>.marker`.

@@ -286,9 +286,13 @@ struct PermissionsSection {
     default_mode: Option<serde_json::Value>,
 }
 
+/// A Claude Code settings file larger than this is refused rather than read (real ones are
+/// a few KB; a 4 MB one-line file must still work).
+pub const MAX_SETTINGS_BYTES: u64 = 64 << 20;
+
 /// The permission rules of one settings file's text; relative paths resolve from `base`.
-pub fn rules_from(text: &[u8], base: &Path) -> Result<Rules, serde_json::Error> {
-    let f: SettingsFile = serde_json::from_slice(text)?;
+pub fn rules_from(text: &[u8], base: &Path) -> Result<Rules, String> {
+    let f: SettingsFile = crate::json::from_slice(text)?;
     let list =
         |v: &[serde_json::Value]| v.iter().filter_map(|x| x.as_str()).filter_map(|s| Rule::parse(s, base)).collect();
     Ok(Rules {

@@ -276,6 +276,10 @@ impl TimelineBuilder {
             return;
         }
         self.lines += 1;
+        if crate::json::too_deep(line, crate::json::MAX_DEPTH) {
+            self.malformed += 1;
+            return;
+        }
         let value: Value = match serde_json::from_slice(line) {
             Ok(v) => v,
             Err(_) => match std::str::from_utf8(line) {

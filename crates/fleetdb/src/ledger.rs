@@ -66,7 +66,9 @@ impl ProcessLedger for FileLedger {
             if path.extension().is_none_or(|e| e != "json") {
                 continue;
             }
-            match std::fs::read(&path).map(|b| serde_json::from_slice::<OwnerFile>(&b)) {
+            match mimesis_os::files::read_bounded(&path, 1 << 20)
+                .map(|b| mimesis_core::json::from_slice::<OwnerFile>(b.as_slice()).map_err(|e| e.to_owned()))
+            {
                 Ok(Ok(f)) => out.push((f.owner, f.processes)),
                 Ok(Err(e)) => tracing::warn!(path = %path.display(), error = %e, "ignoring an unreadable ledger file"),
                 Err(e) => tracing::warn!(path = %path.display(), error = %e, "cannot read a ledger file"),

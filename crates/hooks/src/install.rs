@@ -288,7 +288,11 @@ struct Doc {
 }
 
 fn read_doc(path: &Path) -> Result<Doc, InstallError> {
-    let bytes = match fs::read(path) {
+    let bytes = match mimesis_os::files::read_regular(
+        path,
+        mimesis_core::permissions::MAX_SETTINGS_BYTES,
+        mimesis_os::files::Links::Follow,
+    ) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(Doc {
@@ -302,6 +306,13 @@ fn read_doc(path: &Path) -> Result<Doc, InstallError> {
     };
     let value: Json = if bytes.iter().all(u8::is_ascii_whitespace) {
         Json::Object(Vec::new())
+    } else if mimesis_core::json::too_deep(&bytes, mimesis_core::json::MAX_DEPTH) {
+        return Err(InstallError::InvalidJson {
+            path: path.to_owned(),
+            line: 1,
+            column: 1,
+            message: format!("nested deeper than {} levels", mimesis_core::json::MAX_DEPTH),
+        });
     } else {
         serde_json::from_slice(&bytes).map_err(|e| InstallError::InvalidJson {
             path: path.to_owned(),
@@ -596,7 +607,7 @@ fn backup_with_value(path: &Path, value: &Json) -> Option<Vec<u8>> {
     backups.sort();
     backups.into_iter().rev().take(20).find_map(|b| {
         let bytes = fs::read(&b).ok().filter(|b| b.len() <= 4 << 20)?;
-        let mut v: Json = serde_json::from_slice(&bytes).ok()?;
+        let mut v: Json = mimesis_core::json::from_slice(&bytes).ok()?;
         // Uninstall drops a `hooks` object it emptied; the user's own empty one is theirs.
         if let Json::Object(top) = &mut v {
             top.retain(|(k, x)| !(k == "hooks" && matches!(x, Json::Object(e) if e.is_empty())));

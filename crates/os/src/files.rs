@@ -34,7 +34,13 @@ pub fn open_regular(path: &Path, links: Links) -> io::Result<File> {
 
 /// Reads a regular file of at most `max` bytes, never following a symlink.
 pub fn read_bounded(path: &Path, max: u64) -> io::Result<Vec<u8>> {
-    let f = open_regular(path, Links::Refuse)?;
+    read_regular(path, max, Links::Refuse)
+}
+
+/// Reads a regular file of at most `max` bytes; `links` says whether the last component
+/// may be a symlink (a settings file kept by a dotfile manager is one).
+pub fn read_regular(path: &Path, max: u64, links: Links) -> io::Result<Vec<u8>> {
+    let f = open_regular(path, links)?;
     let len = f.metadata()?.len();
     if len > max {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{len} bytes, more than the {max} allowed")));

@@ -99,7 +99,9 @@ pub fn collect(dir: &Path, clean: bool) -> Collected {
         if !name.ends_with(".json") {
             continue;
         }
-        let snapshot = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice::<Snapshot>(&b).ok());
+        let snapshot = mimesis_os::files::read_bounded(&path, 16 << 20)
+            .ok()
+            .and_then(|b| mimesis_core::json::from_slice::<Snapshot>(&b).ok());
         match snapshot {
             Some(s) if file_of(dir, &s.owner) == path && mimesis_os::owner::alive(&s.owner) => {
                 out.metrics.add(&s.metrics);

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use mimesis_core::permissions::{Context, Rules, rules_from};
+use mimesis_core::permissions::{Context, MAX_SETTINGS_BYTES, Rules, rules_from};
 
 type Stamp = (Option<SystemTime>, u64);
 
@@ -65,7 +65,7 @@ impl SettingsCache {
         {
             return Some(rules.clone());
         }
-        let rules = match std::fs::read(path) {
+        let rules = match mimesis_os::files::read_regular(path, MAX_SETTINGS_BYTES, mimesis_os::files::Links::Follow) {
             Ok(bytes) => match rules_from(&bytes, base) {
                 Ok(r) => Arc::new(r),
                 Err(e) => {

@@ -6,6 +6,9 @@ use std::path::Path;
 use mimesis_core::registry::{RegistryEntry, parse_entry, pid_of_file};
 use mimesis_os::procs;
 
+/// A registry entry is a few hundred bytes; anything far bigger is not one.
+const MAX_ENTRY_BYTES: u64 = 1 << 20;
+
 /// Reads every registry file in `dir`. Missing folder: no entries.
 pub fn read_dir(dir: &Path) -> Vec<RegistryEntry> {
     let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
@@ -13,7 +16,7 @@ pub fn read_dir(dir: &Path) -> Vec<RegistryEntry> {
         .filter_map(|e| {
             let path = e.path();
             let pid = pid_of_file(&path)?;
-            let bytes = std::fs::read(&path).ok()?;
+            let bytes = mimesis_os::files::read_bounded(&path, MAX_ENTRY_BYTES).ok()?;
             parse_entry(&bytes, pid)
         })
         .collect()

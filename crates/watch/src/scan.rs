@@ -1,7 +1,6 @@
 //! Finding transcripts under the config roots and indexing them in parallel (the cold
 //! start of SPEC W2).
 
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -135,7 +134,7 @@ pub fn peek(roots: &[PathBuf]) -> Vec<IndexedFile> {
 /// Reads the first and last few KB of one transcript into (partial) facts. A file that
 /// small is simply read in full.
 pub fn peek_file(location: TranscriptLocation) -> std::io::Result<IndexedFile> {
-    let mut file = File::open(&location.path)?;
+    let mut file = mimesis_os::files::open_regular(&location.path, mimesis_os::files::Links::Follow)?;
     let len = file.metadata()?.len() as usize;
     if len <= PEEK_HEAD + PEEK_TAIL {
         return IndexedFile::read(location);

@@ -7,7 +7,6 @@
 //! what it derived from the old content. A line longer than the cap is skipped without
 //! ever being held in memory, and counted.
 
-use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -144,7 +143,9 @@ impl FileTail {
 
     /// Reads what was appended since the last call into `sink`.
     pub fn read_into(&mut self, sink: &mut impl LineSink) -> io::Result<ReadOutcome> {
-        let mut file = match File::open(&self.path) {
+        // Only a regular file, opened without blocking: a FIFO named like a transcript
+        // must never stall the reader.
+        let mut file = match mimesis_os::files::open_regular(&self.path, mimesis_os::files::Links::Follow) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(ReadOutcome::Missing),
             Err(e) => return Err(e),

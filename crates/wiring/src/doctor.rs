@@ -286,8 +286,8 @@ fn seen_version(roots: &[PathBuf]) -> Option<String> {
             if registry::pid_of_file(&e.path()).is_none() {
                 continue;
             }
-            if let Ok(bytes) = std::fs::read(e.path())
-                && let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes)
+            if let Ok(bytes) = mimesis_os::files::read_bounded(&e.path(), 1 << 20)
+                && let Ok(v) = mimesis_core::json::from_slice::<serde_json::Value>(&bytes)
                 && let Some(ver) = v.get("version").and_then(|v| v.as_str())
             {
                 return Some(ver.to_owned());
@@ -299,9 +299,13 @@ fn seen_version(roots: &[PathBuf]) -> Option<String> {
         .flat_map(|r| scan::discover(r))
         .filter_map(|l| Some((std::fs::metadata(&l.path).ok()?.modified().ok()?, l.path)))
         .max()?;
-    let bytes = std::fs::read(&newest.1).ok()?;
-    let start = bytes.len().saturating_sub(64 * 1024);
-    bytes[start..]
+    // Only the end of the file: a transcript can be hundreds of MB.
+    let mut file = mimesis_os::files::open_regular(&newest.1, mimesis_os::files::Links::Follow).ok()?;
+    let len = file.metadata().ok()?.len();
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(len.saturating_sub(64 * 1024))).ok()?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, 64 * 1024), &mut bytes).ok()?;
+    bytes
         .split(|&b| b == b'\n')
         .rev()
         .filter_map(|l| mimesis_core::json::from_slice::<serde_json::Value>(l).ok())

@@ -1,0 +1,304 @@
+//! Hostile files against the real `mimesis` binary (issue 10): special files named like
+//! transcripts never block a running `watch`, deeply nested JSON in any file Mimesis reads
+//! is a malformed line or a clear error (never a stack overflow), SIGTERM always ends
+//! `watch` within 2 s, and logs written to a file carry no colour codes.
+//!
+//! Needs `cargo build -p mimesis-cli` (done by `cargo test --workspace`).
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use mimesis_tests::supervised::mimesis;
+use serde_json::{Value, json};
+
+const T: Duration = Duration::from_secs(20);
+const PROJECT: &str = "-work-p";
+
+struct Home {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    data: PathBuf,
+}
+
+impl Home {
+    fn new() -> Result<Home> {
+        let dir = tempfile::tempdir()?;
+        let base = dir.path().canonicalize()?;
+        let h = Home { root: base.join(".claude"), data: base.join("data"), _dir: dir };
+        std::fs::create_dir_all(h.project())?;
+        Ok(h)
+    }
+
+    fn project(&self) -> PathBuf {
+        self.root.join("projects").join(PROJECT)
+    }
+
+    fn transcript(&self, n: u32) -> PathBuf {
+        self.project().join(format!("aaaaaaaa-0000-4000-8000-{n:012}.jsonl"))
+    }
+
+    fn command(&self) -> Result<Command> {
+        let mut c = Command::new(mimesis()?);
+        c.env("CLAUDE_CONFIG_DIR", &self.root).env("MIMESIS_DATA_DIR", &self.data).env_remove("MIMESIS_LOG");
+        Ok(c)
+    }
+
+    /// A one-prompt session.
+    fn session(&self, n: u32, prompt: &str) -> Result<()> {
+        let line = json!({"type": "user", "uuid": format!("u-{n}"), "timestamp": "2026-11-24T00:00:00.000Z",
+            "cwd": "/work/p", "sessionId": id(n), "message": {"role": "user", "content": prompt}});
+        std::fs::write(self.transcript(n), format!("{line}\n"))?;
+        Ok(())
+    }
+
+    fn run(&self, args: &[&str], stdin: &[u8]) -> Result<(i32, String, String)> {
+        let mut child =
+            self.command()?.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        child.stdin.take().context("stdin")?.write_all(stdin)?;
+        let out = wait_output(child)?;
+        Ok((
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        ))
+    }
+}
+
+fn id(n: u32) -> String {
+    format!("aaaaaaaa-0000-4000-8000-{n:012}")
+}
+
+fn wait_output(child: Child) -> Result<std::process::Output> {
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(T) {
+        Ok(out) => Ok(out?),
+        Err(_) => {
+            // SAFETY: signalling a child we started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            bail!("the command hung")
+        }
+    }
+}
+
+/// `mimesis watch --json`, its stdout read line by line on a thread.
+struct Watch {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<Value>,
+}
+
+impl Watch {
+    fn start(h: &Home) -> Result<Watch> {
+        let mut child = h.command()?.args(["watch", "--json"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        let stdout = child.stdout.take().context("stdout")?;
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Watch { child, lines, seen: Vec::new() })
+    }
+
+    /// Waits for an event about session `n` whose goal is `goal`.
+    fn wait_goal(&mut self, n: u32, goal: &str) -> Result<()> {
+        let deadline = Instant::now() + T;
+        loop {
+            let about = |e: &Value| {
+                (e["session"]["sessionId"] == id(n) && e["session"]["goal"] == goal)
+                    || (e["sessionId"] == id(n) && e["changes"]["goal"] == goal)
+            };
+            if self.seen.iter().any(about) {
+                return Ok(());
+            }
+            let left = deadline.checked_duration_since(Instant::now()).context(format!("no event for {goal:?}"))?;
+            match self.lines.recv_timeout(left) {
+                Ok(l) => self.seen.push(serde_json::from_str(&l).with_context(|| format!("not JSON: {l}"))?),
+                Err(_) => bail!("no event for session {n} with goal {goal:?}; saw {:?}", self.seen),
+            }
+        }
+    }
+
+    /// SIGTERM, then the time until it exited, and its stderr.
+    fn terminate(mut self) -> Result<(Duration, String)> {
+        let started = Instant::now();
+        // SAFETY: signalling a child we started.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let mut stderr = self.child.stderr.take().context("stderr")?;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                let took = started.elapsed();
+                ensure!(status.success(), "watch ended with {status}");
+                let mut err = String::new();
+                std::io::Read::read_to_string(&mut stderr, &mut err)?;
+                return Ok((took, err));
+            }
+            if started.elapsed() > T {
+                let _ = self.child.kill();
+                bail!("watch ignored SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn mkfifo(path: &Path) -> Result<()> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())?;
+    // SAFETY: a valid NUL-terminated path.
+    ensure!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) } == 0, "mkfifo");
+    Ok(())
+}
+
+/// 50,000 `[`: about 50 KB, deep enough to overflow any recursive parser's stack.
+fn deep() -> String {
+    "[".repeat(50_000)
+}
+
+/// Every kind of file that is not a transcript, created while `watch` runs: each is
+/// skipped, the next real session still shows, and SIGTERM ends `watch` within 2 s.
+#[test]
+fn special_files_never_block_a_running_watch() -> Result<()> {
+    let h = Home::new()?;
+    h.session(1, "before")?;
+    let mut w = Watch::start(&h)?;
+    w.wait_goal(1, "before")?;
+
+    mkfifo(&h.transcript(2))?;
+    std::fs::create_dir(h.transcript(3))?;
+    std::os::unix::fs::symlink(h.transcript(5), h.transcript(4))?;
+    std::os::unix::fs::symlink(h.transcript(4), h.transcript(5))?;
+    let _socket = std::os::unix::net::UnixListener::bind(h.transcript(6))?;
+    h.session(7, "after the special files")?;
+    w.wait_goal(7, "after the special files")?;
+
+    // A file replaced, truncated and deleted while followed.
+    h.session(8, "first")?;
+    w.wait_goal(8, "first")?;
+    let tmp = h.project().join("replacement.tmp");
+    let line = json!({"type": "user", "uuid": "u-8b", "timestamp": "2026-11-24T00:00:01.000Z", "cwd": "/work/p",
+        "sessionId": id(8), "message": {"role": "user", "content": "replaced"}});
+    std::fs::write(&tmp, format!("{line}\n"))?;
+    std::fs::rename(&tmp, h.transcript(8))?;
+    w.wait_goal(8, "replaced")?;
+    std::fs::OpenOptions::new().write(true).open(h.transcript(8))?.set_len(0)?;
+    std::fs::remove_file(h.transcript(8))?;
+    h.session(9, "after the replaced file")?;
+    w.wait_goal(9, "after the replaced file")?;
+
+    // A FIFO created before the start does not keep it from starting.
+    let (took, stderr) = w.terminate()?;
+    ensure!(took < Duration::from_secs(2), "SIGTERM took {took:?}");
+    ensure!(!stderr.contains('\x1b'), "colour codes in a log that is not a terminal: {stderr:?}");
+    let mut again = Watch::start(&h)?;
+    again.wait_goal(9, "after the replaced file")?;
+    let (took, _) = again.terminate()?;
+    ensure!(took < Duration::from_secs(2), "SIGTERM took {took:?}");
+    Ok(())
+}
+
+/// An unreadable transcript is skipped like the rest (root reads everything: skipped then).
+#[test]
+fn an_unreadable_transcript_is_skipped() -> Result<()> {
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        eprintln!("skipped: root can read a file of mode 000");
+        return Ok(());
+    }
+    let h = Home::new()?;
+    h.session(1, "secret")?;
+    std::fs::set_permissions(h.transcript(1), std::fs::Permissions::from_mode(0o000))?;
+    h.session(2, "readable")?;
+    let (code, out, err) = h.run(&["ls", "--json", "--all"], b"")?;
+    ensure!(code == 0, "ls failed: {err}");
+    ensure!(out.contains("readable"), "{out}");
+    Ok(())
+}
+
+/// 50,000 nested brackets in every place Mimesis reads JSON from outside: transcripts (as a
+/// line, in message content, in a tool's input, in usage), the live registry, hook
+/// payloads and Claude Code's settings. Nothing crashes; the rest is read.
+#[test]
+fn deeply_nested_json_never_crashes_anything() -> Result<()> {
+    let h = Home::new()?;
+    h.session(1, "a sane session")?;
+    let d = deep();
+    let lines = [
+        d.clone(),
+        format!(
+            r#"{{"type":"user","timestamp":"2026-11-24T00:00:01.000Z","message":{{"role":"user","content":{d}}}}}"#
+        ),
+        format!(
+            r#"{{"type":"assistant","timestamp":"2026-11-24T00:00:02.000Z","message":{{"role":"assistant","content":[{{"type":"tool_use","id":"t","name":"Bash","input":{d}}}]}}}}"#
+        ),
+        format!(
+            r#"{{"type":"assistant","timestamp":"2026-11-24T00:00:03.000Z","message":{{"role":"assistant","content":[],"usage":{d}}}}}"#
+        ),
+    ];
+    let first = json!({"type": "user", "uuid": "u-2", "timestamp": "2026-11-24T00:00:00.000Z", "cwd": "/work/p",
+        "sessionId": id(2), "message": {"role": "user", "content": "hostile neighbour"}});
+    std::fs::write(h.transcript(2), format!("{first}\n{}\n", lines.join("\n")))?;
+    let sessions = h.root.join("sessions");
+    std::fs::create_dir_all(&sessions)?;
+    std::fs::write(sessions.join(format!("{}.json", std::process::id())), &d)?;
+
+    let (code, out, err) = h.run(&["ls", "--json", "--all"], b"")?;
+    ensure!(code == 0, "ls exit {code}: {err}");
+    let rows: Value = serde_json::from_str(&out)?;
+    let rows = rows.as_array().context("an array")?;
+    ensure!(rows.len() == 2, "both sessions listed: {out}");
+    let hostile = rows.iter().find(|r| r["sessionId"] == id(2)).context("the hostile session")?;
+    ensure!(hostile["malformedLines"].as_u64().is_some_and(|n| n >= 1), "counted as malformed: {hostile}");
+
+    let (code, _, err) = h.run(&["show", &id(2), "--json"], b"")?;
+    ensure!(code == 0, "show exit {code}: {err}");
+
+    let mut w = Watch::start(&h)?;
+    w.wait_goal(1, "a sane session")?;
+    h.session(3, "after")?;
+    w.wait_goal(3, "after")?;
+    w.terminate()?;
+
+    // A hook payload: `mimesis hook` stays silent and exits 0.
+    let (code, out, err) = h.run(&["hook"], d.as_bytes())?;
+    ensure!(code == 0 && out.is_empty() && err.is_empty(), "hook: {code} {out:?} {err:?}");
+
+    // Claude Code's settings: a clear error, nothing changed.
+    let settings = h.root.join("settings.json");
+    std::fs::write(&settings, &d)?;
+    let (code, _, err) = h.run(&["hooks", "install"], b"")?;
+    ensure!(code != 0 && err.contains("nested deeper"), "hooks install: {code} {err}");
+    ensure!(std::fs::read_to_string(&settings)? == d, "the settings file was changed");
+    let (code, _, err) = h.run(&["doctor"], b"")?;
+    ensure!(code == 0 || !err.contains("overflow"), "doctor: {code} {err}");
+    Ok(())
+}
+
+/// A FIFO as Claude Code's settings.json does not block `hooks install` or `doctor`.
+#[test]
+fn a_fifo_as_settings_does_not_block() -> Result<()> {
+    let h = Home::new()?;
+    mkfifo(&h.root.join("settings.json"))?;
+    let (code, _, err) = h.run(&["hooks", "install"], b"")?;
+    ensure!(code != 0 && err.contains("not a regular file"), "hooks install: {code} {err}");
+    let (_, out, err) = h.run(&["doctor"], b"")?;
+    ensure!(!out.is_empty() || !err.is_empty(), "doctor said nothing");
+    Ok(())
+}
