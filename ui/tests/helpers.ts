@@ -31,6 +31,7 @@ export function session(id: string, over: Partial<TrackedSession> = {}): Tracked
     transcriptPath: `/home/me/.claude/projects/-home-me-proj/${id}.jsonl`,
     permissionMode: 'default',
     malformedLines: 0,
+    malformedFields: 0,
     chainLength: 1,
     supervision: null,
     ...over,

@@ -94,6 +94,9 @@ pub struct SessionFacts {
     pub record_session_id: Option<String>,
     /// Lines skipped: not JSON, or longer than the line cap.
     pub malformed: u64,
+    /// Fields with a value that cannot be right (a token count of `1.5e300`, `-3`,
+    /// `"12"`): taken as absent and counted here.
+    pub malformed_fields: u64,
     pub records: u64,
     /// How the file begins.
     pub birth: Birth,
@@ -209,10 +212,10 @@ fn fnv(parts: &[&str]) -> u64 {
 
 fn usage_of(raw: &transcript::RawUsage) -> Usage {
     Usage {
-        input_tokens: raw.input_tokens.0.unwrap_or(0),
-        output_tokens: raw.output_tokens.0.unwrap_or(0),
-        cache_creation_input_tokens: raw.cache_creation_input_tokens.0.unwrap_or(0),
-        cache_read_input_tokens: raw.cache_read_input_tokens.0.unwrap_or(0),
+        input_tokens: raw.input_tokens.count(),
+        output_tokens: raw.output_tokens.count(),
+        cache_creation_input_tokens: raw.cache_creation_input_tokens.count(),
+        cache_read_input_tokens: raw.cache_read_input_tokens.count(),
     }
 }
 
@@ -501,6 +504,7 @@ impl SessionFacts {
 
     fn count_usage(&mut self, msg: &transcript::Message<'_>, request_id: Option<&str>) {
         let Some(raw) = msg.usage.0.as_ref() else { return };
+        self.malformed_fields += raw.invalid_fields();
         let u = usage_of(raw);
         let Some(id) = msg.id.get() else {
             self.usage.add(&u);

@@ -25,14 +25,19 @@ pub struct Usage {
 
 impl Usage {
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+        self.input_tokens
+            .saturating_add(self.output_tokens)
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
     }
 
+    /// Adds `other`; totals saturate rather than wrap.
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
-        self.cache_read_input_tokens += other.cache_read_input_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_creation_input_tokens =
+            self.cache_creation_input_tokens.saturating_add(other.cache_creation_input_tokens);
+        self.cache_read_input_tokens = self.cache_read_input_tokens.saturating_add(other.cache_read_input_tokens);
     }
 }
 
@@ -168,6 +173,9 @@ macro_rules! camel {
     (malformed_lines) => {
         "malformedLines"
     };
+    (malformed_fields) => {
+        "malformedFields"
+    };
     (status_file) => {
         "statusFile"
     };
@@ -214,6 +222,10 @@ roster_row! {
     transcript_path: String,
     permission_mode: Option<String>,
     malformed_lines: u64,
+    /// Values in well-formed lines that cannot be right (e.g. a token count of `1.5e300`
+    /// or `-3`), counted and taken as absent. (Absent in rows from older versions.)
+    #[serde(default)]
+    malformed_fields: u64,
     /// The session's status file (`<cwd>/.claude/status.<id>.md`) while it is trusted
     /// (SPEC W6), else null.
     status_file: Option<StatusReport>,

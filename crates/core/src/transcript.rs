@@ -61,6 +61,7 @@ enum Scalar<'de> {
     U64(u64),
     I64(i64),
     F64(f64),
+    Null,
     Other,
 }
 
@@ -94,7 +95,7 @@ impl<'de> Deserialize<'de> for Scalar<'de> {
                 Ok(Scalar::F64(v))
             }
             fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(Scalar::Other)
+                Ok(Scalar::Null)
             }
             fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Self::Value, A::Error> {
                 drain_map(m).map(|_| Scalar::Other)
@@ -130,6 +131,40 @@ impl<'de> Deserialize<'de> for LU64 {
             Scalar::F64(v) if v.is_finite() && v >= 0.0 => Some(v as u64),
             _ => None,
         }))
+    }
+}
+
+/// A token count from outside: a non-negative whole number of a sane size, or absent.
+/// Anything else (`1.5e300`, `-3`, `2.5`, `"12"`, an object) is `Invalid`: counted as a
+/// malformed field and taken as 0, never turned into a huge number.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Tokens {
+    #[default]
+    Absent,
+    Count(u64),
+    Invalid,
+}
+
+/// More tokens than any message could use (2^40, about 10^12); also far below what JSON
+/// readers hold exactly (2^53), so sums of many stay exact.
+pub const MAX_TOKENS: u64 = 1 << 40;
+
+impl Tokens {
+    pub fn count(self) -> u64 {
+        match self {
+            Tokens::Count(n) => n,
+            _ => 0,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Tokens {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match Scalar::deserialize(d)? {
+            Scalar::U64(v) if v <= MAX_TOKENS => Tokens::Count(v),
+            Scalar::Null => Tokens::Absent,
+            _ => Tokens::Invalid,
+        })
     }
 }
 
@@ -337,10 +372,20 @@ impl<'de: 'a, 'a> Deserialize<'de> for FirstQuestion<'a> {
 #[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(default)]
 pub struct RawUsage {
-    pub input_tokens: LU64,
-    pub output_tokens: LU64,
-    pub cache_creation_input_tokens: LU64,
-    pub cache_read_input_tokens: LU64,
+    pub input_tokens: Tokens,
+    pub output_tokens: Tokens,
+    pub cache_creation_input_tokens: Tokens,
+    pub cache_read_input_tokens: Tokens,
+}
+
+impl RawUsage {
+    /// How many of the four counts are present but not a sane count.
+    pub fn invalid_fields(&self) -> u64 {
+        [self.input_tokens, self.output_tokens, self.cache_creation_input_tokens, self.cache_read_input_tokens]
+            .iter()
+            .filter(|t| **t == Tokens::Invalid)
+            .count() as u64
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -558,7 +603,7 @@ mod tests {
         );
         assert_eq!(r.kind(), "assistant");
         let m = r.message.0.unwrap();
-        assert_eq!(m.usage.0.unwrap().output_tokens.0, Some(5));
+        assert_eq!(m.usage.0.unwrap().output_tokens, Tokens::Count(5));
         let Content::Blocks(b) = m.content else { panic!() };
         assert_eq!(b[0].name.get(), Some("Bash"));
         assert_eq!(b[0].input.0.as_ref().unwrap().target(), Some("cargo test"));

@@ -644,6 +644,7 @@ impl Store {
             transcript_path: entry.location.path.to_string_lossy().into_owned(),
             permission_mode: f.permission_mode.clone(),
             malformed_lines: f.malformed + entry.tail.stats.oversized_lines,
+            malformed_fields: f.malformed_fields,
             status_file: report.cloned(),
             name: live.and_then(|e| e.name.clone()).or_else(|| self.names.get(id).cloned()),
         };

@@ -43,6 +43,8 @@ export interface TrackedSession {
   transcriptPath: string;
   permissionMode: string | null;
   malformedLines: number;
+  /** Values that cannot be right (a token count of 1.5e300), counted and taken as absent. */
+  malformedFields: number;
   /** Sessions in the work chain (1 when alone). */
   chainLength: number;
   /** Non-null exactly when Mimesis runs this session in a PTY (`source: "pty"`). */

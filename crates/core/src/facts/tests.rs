@@ -388,3 +388,22 @@ fn interactive_sessions_of_recent_versions_register_while_they_run() {
     );
     assert!(!old.registers_while_running());
 }
+
+/// Issue 10.7: token counts from outside are non-negative whole numbers of a sane size;
+/// anything else counts as a malformed field and adds nothing; totals saturate.
+#[test]
+fn insane_token_counts_are_malformed_fields() {
+    let f = facts(&[
+        assistant("m1", json!([]), Some("end_turn"), json!({"input_tokens": 1.5e300, "output_tokens": -3})),
+        assistant("m2", json!([]), Some("end_turn"), json!({"input_tokens": 2.5, "output_tokens": "12"})),
+        assistant("m3", json!([]), Some("end_turn"), json!({"input_tokens": 4, "output_tokens": null})),
+        assistant("m4", json!([]), Some("end_turn"), json!({"input_tokens": 18_446_744_073_709_551_615u64})),
+    ]);
+    assert_eq!(f.usage.input_tokens, 4);
+    assert_eq!(f.usage.output_tokens, 0);
+    assert_eq!(f.malformed_fields, 5, "1.5e300, -3, 2.5, \"12\", u64::MAX; null is absent");
+    let mut big = crate::session::Usage { input_tokens: u64::MAX - 1, ..Default::default() };
+    big.add(&crate::session::Usage { input_tokens: 5, ..Default::default() });
+    assert_eq!(big.input_tokens, u64::MAX, "saturates");
+    assert_eq!(big.total(), u64::MAX);
+}

@@ -429,6 +429,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
       transcriptPath: `${HOME_ROOT}/projects/${projectId}/${id}.jsonl`,
       permissionMode: 'default',
       malformedLines: 0,
+      malformedFields: 0,
       chainLength: 1,
       supervision: null,
     };

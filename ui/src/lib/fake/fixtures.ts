@@ -229,6 +229,7 @@ export function makeSession(i: number, now: number, opts: { demo?: boolean; root
     transcriptPath: `${root}/projects/${projectId}/${id}.jsonl`,
     permissionMode: 'default',
     malformedLines: 0,
+    malformedFields: 0,
     chainLength: 1,
     supervision: null,
   };
