@@ -8,6 +8,7 @@
 //! Versions differ on screen (dialogs, footers, auto mode by default since 2.1.330); what
 //! Mimesis must report is the same for all of them.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
@@ -32,9 +33,23 @@ struct Run {
 
 impl Run {
     fn start(version: &str, scenario: &'static str, args: &[&str]) -> Result<Run> {
+        Run::start_hooked(version, scenario, args, None)
+    }
+
+    /// With Mimesis's hooks installed (`mimesis hooks install`) recording into `data_dir`,
+    /// which the engine reads.
+    fn start_hooked(version: &str, scenario: &'static str, args: &[&str], data_dir: Option<&Path>) -> Result<Run> {
         let mut s = Scenario::with_version(version)?;
         s.args = args.iter().map(|a| a.to_string()).collect();
-        let engine = EngineWatch::start(s.home.config_dir())?;
+        if let Some(data) = data_dir {
+            let out = std::process::Command::new(mimesis_tests::supervised::mimesis()?)
+                .args(["hooks", "install"])
+                .env("CLAUDE_CONFIG_DIR", s.home.config_dir())
+                .env("MIMESIS_DATA_DIR", data)
+                .output()?;
+            ensure!(out.status.success(), "hooks install: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let engine = EngineWatch::start_with(s.home.config_dir(), data_dir)?;
         s.start()?;
         Ok(Run { s, engine, version: version.to_owned(), scenario })
     }
@@ -329,5 +344,67 @@ fn sigkill_of_the_cli() -> Result<()> {
             ensure!(r.s.files().session_for_pid(pid).is_some(), "the registry entry is left behind");
             Ok(())
         })
+    })
+}
+
+/// Every hook event the spool holds for the data dir: (event, reason or source).
+fn spooled(data: &Path) -> Vec<(String, String)> {
+    let Ok(rd) = std::fs::read_dir(data.join("hooks")) else { return Vec::new() };
+    let mut out = Vec::new();
+    for e in rd.filter_map(Result::ok) {
+        for l in std::fs::read_to_string(e.path()).unwrap_or_default().lines() {
+            let v: Value = serde_json::from_str(l).unwrap_or_default();
+            let detail = v.get("reason").or(v.get("source")).and_then(Value::as_str).unwrap_or("");
+            out.push((v["event"].as_str().unwrap_or("?").to_owned(), detail.to_owned()));
+        }
+    }
+    out
+}
+
+/// Mimesis's hooks, installed with every event it knows (2.1.330's new ones included),
+/// are harmless on the older CLI and heard from the newer: the permission dialog through
+/// PermissionRequest, the end through SessionEnd.
+#[test]
+fn hooks_installed_for_every_version() -> Result<()> {
+    each_version("hooks", |v| {
+        let data = tempfile::tempdir()?;
+        let mut run = Run::start_hooked(v, "hooks", &["--permission-mode", "default"], Some(data.path()))?;
+        let r = &mut run;
+        let result = (|| -> Result<()> {
+            ensure!(
+                !r.s.pty()?.screen().text().contains("Settings Error"),
+                "the CLI complained about the settings: {}",
+                r.s.pty()?.screen().text()
+            );
+            r.s.api.push(Reply::tool_use("Bash", json!({"command": "echo hooked > h.txt", "description": "h"})));
+            r.s.api.push(Reply::text("Hooked."));
+            r.s.type_line("write h")?;
+            let id = r.session()?;
+            r.status_is(&id, "waiting_for_approval")?;
+            if r.newer() {
+                let deadline = Instant::now() + NOTICE;
+                while !spooled(data.path()).iter().any(|(e, _)| e == "PermissionRequest") {
+                    ensure!(Instant::now() < deadline, "no PermissionRequest hook: {:?}", spooled(data.path()));
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+            r.s.choose("Yes")?;
+            r.s.wait_until("the reply", |screen, _| screen.contains("Hooked."))?;
+            r.status_is(&id, "waiting_for_input")?;
+            r.s.exit()?;
+            let deadline = Instant::now() + NOTICE;
+            while !spooled(data.path()).iter().any(|(e, _)| e == "SessionEnd") {
+                ensure!(Instant::now() < deadline, "no SessionEnd hook: {:?}", spooled(data.path()));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let events = spooled(data.path());
+            eprintln!("[hooks] {v}: {events:?}");
+            for want in ["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"] {
+                ensure!(events.iter().any(|(e, _)| e == want), "no {want} hook: {events:?}");
+            }
+            r.wait("ended", |st| st.field(&id, "live") == Some(&json!(false)))?;
+            Ok(())
+        })();
+        result.map_err(|e| run.fail(e))
     })
 }

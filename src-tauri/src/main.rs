@@ -59,17 +59,27 @@ fn instance_id(data_dir: &Path) -> String {
     format!("dev.mimesis.desktop.d{h:016x}")
 }
 
-/// SIGTERM, SIGINT and SIGHUP quit like the tray's Quit: the engine stores what it has not
-/// stored yet, and the window's place is kept.
-fn quit_on_signals(app: tauri::AppHandle) {
+/// SIGTERM, SIGINT and SIGHUP, listened for from the first moment of setup: one that
+/// comes while Mimesis starts is kept and acted on once it has started.
+type QuitSignals = (tokio::signal::unix::Signal, tokio::signal::unix::Signal, tokio::signal::unix::Signal);
+
+fn listen_for_quit() -> Option<QuitSignals> {
     use tokio::signal::unix::{SignalKind, signal};
-    tauri::async_runtime::spawn(async move {
-        let (Ok(mut term), Ok(mut int), Ok(mut hup)) =
-            (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::hangup()))
-        else {
+    let _guard = tauri::async_runtime::handle().inner().enter();
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::hangup())) {
+        (Ok(t), Ok(i), Ok(h)) => Some((t, i, h)),
+        _ => {
             tracing::warn!("cannot listen for termination signals");
-            return;
-        };
+            None
+        }
+    }
+}
+
+/// The signals quit like the tray's Quit: the engine stores what it has not stored yet,
+/// and the window's place is kept.
+fn quit_on_signals(app: tauri::AppHandle, signals: Option<QuitSignals>) {
+    let Some((mut term, mut int, mut hup)) = signals else { return };
+    tauri::async_runtime::spawn(async move {
         tokio::select! {
             _ = term.recv() => {}
             _ = int.recv() => {}
@@ -124,6 +134,7 @@ fn main() {
         .manage(window::Placement::new(&data_dir))
         .setup(move |app| {
             let handle = app.handle().clone();
+            let signals = listen_for_quit();
             window::restore(&handle);
             let mut opts = Options::watching(roots, engine_data_dir);
             match config_root {
@@ -153,7 +164,7 @@ fn main() {
                 Err(e) => tracing::warn!(error = %e, "no tray icon"),
             }
             pty::start(&handle, &mimesis);
-            quit_on_signals(handle);
+            quit_on_signals(handle, signals);
             app.manage(AppState { mimesis, demo: Mutex::new(None), demo_root });
             Ok(())
         })

@@ -132,8 +132,13 @@ impl HookEvent {
     /// What this event says about the session's state (SPEC W5), if anything.
     pub fn state(&self) -> Option<HookState> {
         match self.event.as_str() {
-            "UserPromptSubmit" | "PreToolUse" | "PostToolUse" => Some(HookState::Working),
-            "Stop" => Some(HookState::TurnDone),
+            // PreCompact: a compaction runs (2.1.330 also sends PostCompact, which says
+            // nothing the transcript's boundary does not); SubagentStart: a subagent works.
+            "UserPromptSubmit" | "PreToolUse" | "PostToolUse" | "PreCompact" | "SubagentStart" => {
+                Some(HookState::Working)
+            }
+            // StopFailure (2.1.330): an API error ended the turn; it is over all the same.
+            "Stop" | "StopFailure" => Some(HookState::TurnDone),
             "SessionEnd" => Some(HookState::Ended),
             "PermissionRequest" => Some(HookState::WaitingForApproval),
             "Notification" => match self.notification_type.as_deref() {

@@ -231,6 +231,10 @@ roster_row! {
     status_file: Option<StatusReport>,
     /// The name Claude Code gave the session (2.1.330's registry: `proj-73`), else null.
     name: Option<String>,
+    /// Subagents working for the session right now, as its SubagentStart/SubagentStop
+    /// hooks (2.1.330) tell; 0 without hooks or when the turn is over.
+    #[serde(default)]
+    subagents: u32,
 }
 
 /// What the store tells its consumers (SPEC W7).

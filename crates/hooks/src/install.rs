@@ -7,8 +7,11 @@
 //! that is not valid JSON, or whose `hooks` is not the documented shape, is refused with
 //! its path and line, and nothing is written.
 //!
-//! Our entries are recognised by their command — a program named `mimesis…` run with the
-//! `hook` argument — so an install from a binary that has moved since is still found.
+//! Our entries are recognised by an exact marker in their command ([`MARKER`], an argument
+//! `mimesis hook` ignores), so an install from a binary that has moved since is still
+//! found and a user's own hook is never taken for ours, whatever its program is called.
+//! Entries written before the marker existed are recognised by their exact form only
+//! (`mimesis|mimesis-desktop hook --data-dir DIR`).
 
 use std::fmt;
 use std::fs;
@@ -29,7 +32,19 @@ pub const WANTED: &[(&str, Option<&str>)] = &[
     ("Stop", None),
     ("Notification", None),
     ("UserPromptSubmit", None),
+    // Since 2.1.330 (older versions ignore events they do not know; tests/versions.rs):
+    // a permission dialog at once (the Notification hook comes seconds later), compaction,
+    // a turn ended by an API error, subagents at work.
+    ("PermissionRequest", None),
+    ("PreCompact", None),
+    ("PostCompact", None),
+    ("StopFailure", None),
+    ("SubagentStart", None),
+    ("SubagentStop", None),
 ];
+
+/// The argument that marks a hook command as installed by Mimesis.
+pub const MARKER: &str = "--installed-by=mimesis";
 
 /// Seconds Claude Code gives our hook before giving up on it (it needs milliseconds).
 const HOOK_TIMEOUT_SECS: u64 = 10;
@@ -70,7 +85,11 @@ pub fn settings_path(root: &Path) -> PathBuf {
 /// The command line our hooks run: this binary, `hook`, and the data dir, so the hook
 /// records where this Mimesis reads whatever environment Claude Code runs it in.
 pub fn hook_command(exe: &Path, data_dir: &Path) -> String {
-    format!("{} hook --data-dir {}", shell_quote(&exe.to_string_lossy()), shell_quote(&data_dir.to_string_lossy()))
+    format!(
+        "{} hook --data-dir {} {MARKER}",
+        shell_quote(&exe.to_string_lossy()),
+        shell_quote(&data_dir.to_string_lossy())
+    )
 }
 
 /// The program a front end installs as the hook: the `mimesis` CLI next to `current_exe`
@@ -145,15 +164,19 @@ fn shell_words(s: &str) -> Vec<String> {
     words
 }
 
-/// Is this hook command one Mimesis installed? A program whose name starts with
-/// `mimesis` (the CLI `mimesis`, the desktop app `mimesis-desktop`) run with `hook`.
+/// Is this hook command one Mimesis installed? One that runs `hook` with [`MARKER`], or
+/// exactly a form installed before the marker: `mimesis` or `mimesis-desktop` (any
+/// folder) with `hook` or `hook --data-dir DIR` and nothing else.
 pub fn is_our_command(command: &str) -> bool {
     let words = shell_words(command);
+    let legacy_program = |program: &str| {
+        let name = Path::new(program).file_name().and_then(|n| n.to_str()).unwrap_or("");
+        name == "mimesis" || name == "mimesis-desktop"
+    };
     match words.as_slice() {
-        [program, sub, ..] => {
-            let name = Path::new(program).file_name().and_then(|n| n.to_str()).unwrap_or("");
-            name.to_ascii_lowercase().starts_with("mimesis") && sub == "hook"
-        }
+        [_, sub, rest @ ..] if sub == "hook" && rest.iter().any(|w| w == MARKER) => true,
+        [program, sub] if sub == "hook" => legacy_program(program),
+        [program, sub, flag, _] if sub == "hook" && flag == "--data-dir" => legacy_program(program),
         _ => false,
     }
 }
@@ -283,6 +306,8 @@ impl Serialize for Json {
 struct Doc {
     value: Json,
     indent: Vec<u8>,
+    /// The file was one line: keep it one line.
+    compact: bool,
     trailing_newline: bool,
     existed: bool,
 }
@@ -298,6 +323,7 @@ fn read_doc(path: &Path) -> Result<Doc, InstallError> {
             return Ok(Doc {
                 value: Json::Object(Vec::new()),
                 indent: b"  ".to_vec(),
+                compact: false,
                 trailing_newline: true,
                 existed: false,
             });
@@ -336,7 +362,10 @@ fn read_doc(path: &Path) -> Result<Doc, InstallError> {
             }
         }
     }
-    Ok(Doc { indent: detect_indent(&bytes), trailing_newline: bytes.ends_with(b"\n"), value, existed: true })
+    // A file written on one line (a tool's compact output) is written back on one line.
+    let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+    let compact = !body.is_empty() && !body.contains(&b'\n');
+    Ok(Doc { indent: detect_indent(&bytes), compact, trailing_newline: bytes.ends_with(b"\n"), value, existed: true })
 }
 
 /// The indentation of the first indented line (two spaces when the file has none).
@@ -352,9 +381,14 @@ fn detect_indent(bytes: &[u8]) -> Vec<u8> {
 
 fn render(doc: &Doc) -> Vec<u8> {
     let mut out = Vec::new();
-    let fmt = serde_json::ser::PrettyFormatter::with_indent(&doc.indent);
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
-    doc.value.serialize(&mut ser).expect("serializing a JSON value to memory cannot fail");
+    if doc.compact {
+        let mut ser = serde_json::Serializer::new(&mut out);
+        doc.value.serialize(&mut ser).expect("serializing a JSON value to memory cannot fail");
+    } else {
+        let fmt = serde_json::ser::PrettyFormatter::with_indent(&doc.indent);
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
+        doc.value.serialize(&mut ser).expect("serializing a JSON value to memory cannot fail");
+    }
     if doc.trailing_newline {
         out.push(b'\n');
     }
@@ -544,7 +578,12 @@ fn write_atomically(path: &Path, bytes: &[u8], existed: bool, now: Timestamp) ->
         fs::rename(&tmp, path)
     })();
     if let Err(e) = result {
+        // Nothing was changed, so nothing is left behind: neither the temporary file nor
+        // a backup of a file that is still as it was.
         let _ = fs::remove_file(&tmp);
+        if let Some(b) = &backup {
+            let _ = fs::remove_file(b);
+        }
         return Err(werr(e));
     }
     Ok(backup)
@@ -606,7 +645,12 @@ fn backup_with_value(path: &Path, value: &Json) -> Option<Vec<u8>> {
         .collect();
     backups.sort();
     backups.into_iter().rev().take(20).find_map(|b| {
-        let bytes = fs::read(&b).ok().filter(|b| b.len() <= 4 << 20)?;
+        let bytes = mimesis_os::files::read_regular(
+            &b,
+            mimesis_core::permissions::MAX_SETTINGS_BYTES,
+            mimesis_os::files::Links::Refuse,
+        )
+        .ok()?;
         let mut v: Json = mimesis_core::json::from_slice(&bytes).ok()?;
         // Uninstall drops a `hooks` object it emptied; the user's own empty one is theirs.
         if let Json::Object(top) = &mut v {

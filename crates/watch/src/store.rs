@@ -108,6 +108,10 @@ struct HookInfo {
     first_at: Timestamp,
     last_at: Timestamp,
     cwd: Option<String>,
+    /// Subagents started and not stopped in the current turn (SubagentStart/-Stop).
+    subagents: u32,
+    /// A StopFailure ended the last turn (an API error), until the next prompt.
+    failed: bool,
 }
 
 /// The roster's single source of truth.
@@ -629,7 +633,7 @@ impl Store {
             created_at: f.created_at,
             model: f.model.clone(),
             usage: f.usage,
-            api_error: f.api_error,
+            api_error: f.api_error || self.hooks.get(id).is_some_and(|h| h.failed),
             compaction_count: f.compaction_count.saturating_add(chain.inherited_compactions),
             superseded: chain.superseded_by.is_some(),
             superseded_by: chain.superseded_by,
@@ -647,6 +651,11 @@ impl Store {
             malformed_fields: f.malformed_fields,
             status_file: report.cloned(),
             name: live.and_then(|e| e.name.clone()).or_else(|| self.names.get(id).cloned()),
+            // Only while the turn runs: a finished turn has no subagent working.
+            subagents: match derived.status {
+                mimesis_core::status::Status::Working => self.hooks.get(id).map_or(0, |h| h.subagents),
+                _ => 0,
+            },
         };
         (row, derived.next_check)
     }

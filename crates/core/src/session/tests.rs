@@ -9,7 +9,7 @@ fn row() -> TrackedSession {
         "apiError": false, "compactionCount": 0, "superseded": false, "supersededBy": null, "supersededAt": null,
         "workChainId": "s1", "workChainName": null, "chainLength": 1, "source": "watcher", "supervision": null,
         "live": true, "pid": 7, "transcriptPath": "/r/projects/-p/s1.jsonl", "permissionMode": null,
-        "malformedLines": 0, "statusFile": null, "name": null
+        "malformedLines": 0, "statusFile": null, "name": null, "subagents": 0
     }))
     .unwrap()
 }

@@ -44,8 +44,19 @@ fn recognises_our_command_and_nothing_else() {
     assert!(is_our_command(&hook_command(Path::new("/a b/it's/mimesis"), Path::new("/d"))));
     assert_eq!(
         shell_words(&hook_command(Path::new("/a b/it's/mimesis"), Path::new("/d"))),
-        ["/a b/it's/mimesis", "hook", "--data-dir", "/d"]
+        ["/a b/it's/mimesis", "hook", "--data-dir", "/d", MARKER]
     );
+    // Any program with the marker; the old unmarked forms of our own binaries only.
+    assert!(is_our_command("/moved/elsewhere/m hook --data-dir /d --installed-by=mimesis"));
+    assert!(is_our_command("/usr/local/bin/mimesis hook"));
+    for user in [
+        "/opt/mimesis-notify hook",
+        "/opt/mimesis-notify hook --data-dir /d",
+        "/usr/bin/mimesis hook --data-dir /d --verbose",
+        "mimesisctl hook",
+    ] {
+        assert!(!is_our_command(user), "a user's hook taken for ours: {user}");
+    }
     assert!(is_our_command("/opt/Mimesis/mimesis-desktop hook --data-dir /d"), "the desktop app runs the hook too");
     for other in ["/bin/mimesis ls", "echo mimesis hook", "~/bin/greet.sh", "", "hook"] {
         assert!(!is_our_command(other), "{other}");
@@ -282,4 +293,39 @@ fn the_hook_runs_the_cli_next_to_the_app_else_the_app_itself() {
     fs::write(&cli, b"cli").unwrap();
     assert_eq!(hook_program(&app), cli);
     assert_eq!(hook_program(&cli), cli, "the CLI installs itself");
+}
+
+/// Issue 10.5: a user's hook named like ours survives install and uninstall, and a large
+/// one-line settings file comes back byte for byte.
+#[test]
+fn a_users_look_alike_hook_and_a_big_compact_file_survive() {
+    let (_d, r) = root();
+    let mut v = foreign();
+    v["hooks"]["Stop"] = json!([{"hooks": [{"type": "command", "command": "/opt/mimesis-notify hook"}]}]);
+    v["big"] = json!("x".repeat(5 << 20));
+    let original = serde_json::to_vec(&v).unwrap();
+    assert!(original.len() > 4 << 20 && !original.contains(&b'\n'));
+    fs::write(settings_path(&r), &original).unwrap();
+    install(&r, CMD, T0).unwrap();
+    let installed = fs::read(settings_path(&r)).unwrap();
+    assert!(!installed.contains(&b'\n'), "a one-line file stays one line");
+    let after: Value = serde_json::from_slice(&installed).unwrap();
+    assert_eq!(after["hooks"]["Stop"][0]["hooks"][0]["command"], "/opt/mimesis-notify hook", "the user's hook is kept");
+    assert_eq!(after["hooks"]["Stop"].as_array().unwrap().len(), 2, "ours added beside it, not over it");
+    uninstall(&r, T0.plus(std::time::Duration::from_secs(1))).unwrap();
+    assert!(fs::read(settings_path(&r)).unwrap() == original, "uninstall gives back the user's bytes");
+}
+
+/// A write that fails leaves neither a temporary file nor a backup behind.
+#[test]
+fn a_failed_write_leaves_nothing_behind() {
+    let (_d, r) = root();
+    let path = settings_path(&r);
+    fs::write(&path, claude_style(&foreign())).unwrap();
+    // The temporary file's name is taken by a folder: the write fails.
+    let tmp = r.join(format!(".settings.json.mimesis-{}.tmp", std::process::id()));
+    fs::create_dir(&tmp).unwrap();
+    assert!(matches!(install(&r, CMD, T0), Err(InstallError::Write { .. })));
+    fs::remove_dir(&tmp).unwrap();
+    assert_eq!(files_in(&r), ["settings.json"], "no backup of a file that was not changed");
 }

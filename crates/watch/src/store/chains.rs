@@ -15,6 +15,8 @@ impl Store {
             first_at: ev.at,
             last_at: ev.at,
             cwd: None,
+            subagents: 0,
+            failed: false,
         });
         info.first_at = info.first_at.min(ev.at);
         if ev.at >= info.last_at {
@@ -25,6 +27,20 @@ impl Store {
             if ev.cwd.is_some() {
                 info.cwd = ev.cwd.clone();
             }
+        }
+        match ev.event.as_str() {
+            "SubagentStart" => info.subagents = info.subagents.saturating_add(1),
+            "SubagentStop" => info.subagents = info.subagents.saturating_sub(1),
+            "StopFailure" => {
+                info.subagents = 0;
+                info.failed = true;
+            }
+            "UserPromptSubmit" => {
+                info.subagents = 0;
+                info.failed = false;
+            }
+            "Stop" | "SessionEnd" => info.subagents = 0,
+            _ => {}
         }
         if let Some(state) = ev.state()
             && info.signal.is_none_or(|s| ev.at >= s.at)

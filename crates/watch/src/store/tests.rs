@@ -245,3 +245,37 @@ fn json_of(p: &mimesis_core::session::SessionPatch) -> serde_json::Map<String, V
         other => panic!("{other:?}"),
     }
 }
+
+fn hook(event: &str, secs: u64) -> HookEvent {
+    mimesis_core::hook_event::parse_payload(
+        json!({"session_id": SID, "hook_event_name": event, "cwd": "/nonexistent/p"}).to_string().as_bytes(),
+        at(secs),
+        TerminalContext::default(),
+    )
+    .unwrap()
+}
+
+/// 2.1.330's hooks: SubagentStart/-Stop count working subagents while the turn runs,
+/// PreCompact is work, StopFailure ends the turn with an API error until the next prompt.
+#[test]
+fn newer_hooks_show_subagents_compaction_and_api_errors() {
+    let fx = Fixture::new();
+    fx.append(SID, &[prompt("go", 0)]);
+    let mut store = Store::new(Timeouts::default());
+    store.file_changed(fx.loc(SID), at(0));
+    let id = SessionId::parse(SID).unwrap();
+    store.hook_event(hook("UserPromptSubmit", 1), at(1));
+    store.hook_event(hook("SubagentStart", 2), at(2));
+    store.hook_event(hook("SubagentStart", 3), at(3));
+    assert_eq!((status_of(&store), store.get(&id).unwrap().subagents), (Status::Working, 2));
+    store.hook_event(hook("SubagentStop", 4), at(4));
+    assert_eq!(store.get(&id).unwrap().subagents, 1);
+    store.hook_event(hook("StopFailure", 5), at(5));
+    let row = store.get(&id).unwrap();
+    assert_eq!((row.status, row.subagents, row.api_error), (Status::WaitingForInput, 0, true));
+    store.hook_event(hook("UserPromptSubmit", 6), at(6));
+    store.hook_event(hook("PreCompact", 7), at(7));
+    let row = store.get(&id).unwrap();
+    assert_eq!((row.status, row.api_error), (Status::Working, false), "compacting is work; the error is past");
+    // An older CLI that never sends these is unaffected: nothing above is required.
+}
