@@ -302,3 +302,57 @@ fn a_fifo_as_settings_does_not_block() -> Result<()> {
     ensure!(!out.is_empty() || !err.is_empty(), "doctor said nothing");
     Ok(())
 }
+
+/// `doctor` tells the truth about the database, in sentences: corrupt pages, a read-only
+/// file, a file deleted under a running Mimesis.
+#[test]
+fn doctor_tells_the_truth_about_the_database() -> Result<()> {
+    let h = Home::new()?;
+    for n in 1..=40 {
+        h.session(n, &format!("session {n} {}", "x".repeat(200)))?;
+    }
+    let mut w = Watch::start(&h)?;
+    w.wait_goal(40, &format!("session 40 {}", "x".repeat(200)))?;
+    w.terminate()?;
+    let db = h.data.join("fleet.db");
+    let (code, out, err) = h.run(&["doctor"], b"")?;
+    ensure!(code == 0, "doctor: {err}");
+    ensure!(out.contains(": ok, 40 sessions"), "a sound database: {out}");
+    let no_debug_forms =
+        |text: &str| ["Broken {", "Missing", "None", "Some(", "ReadOnly", "InMemory"].iter().all(|f| !text.contains(f));
+    ensure!(no_debug_forms(&out), "debug forms in: {out}");
+
+    // Read-only.
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444))?;
+    let (_, out, _) = h.run(&["doctor"], b"")?;
+    ensure!(out.contains("cannot be written") && out.contains("read-only"), "{out}");
+    ensure!(no_debug_forms(&out), "debug forms in: {out}");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644))?;
+
+    // Corrupt pages: garbage over every page but the first (the header stays readable).
+    let mut bytes = std::fs::read(&db)?;
+    ensure!(bytes.len() > 8192, "a database of several pages: {} bytes", bytes.len());
+    for (i, b) in bytes.iter_mut().enumerate().skip(4096) {
+        *b = (i * 7 % 251) as u8;
+    }
+    std::fs::write(&db, &bytes)?;
+    let (_, out, _) = h.run(&["doctor"], b"")?;
+    ensure!(out.contains("cannot be used (corrupt") && out.contains("problem: the fleet database"), "{out}");
+    ensure!(no_debug_forms(&out), "debug forms in: {out}");
+
+    // Deleted while a Mimesis runs.
+    std::fs::remove_file(&db)?;
+    let mut w = Watch::start(&h)?;
+    w.wait_goal(1, &format!("session 1 {}", "x".repeat(200)))?;
+    let deadline = Instant::now() + T;
+    while !db.exists() {
+        ensure!(Instant::now() < deadline, "watch made no database");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::remove_file(&db)?;
+    let (_, out, _) = h.run(&["doctor"], b"")?;
+    ensure!(out.contains("was deleted while Mimesis (process"), "{out}");
+    ensure!(no_debug_forms(&out), "debug forms in: {out}");
+    w.terminate()?;
+    Ok(())
+}

@@ -385,14 +385,15 @@ fn doctor_cmd(roots: &[PathBuf], data_dir: &std::path::Path, json: bool) -> anyh
     let db = &report.database;
     writeln!(
         out,
-        "database {}: {:?}, {} sessions, {} chain links, {} KB",
+        "database {}: {}, {} sessions, {} chain links, {} KB",
         db.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
         db.health,
         db.sessions,
         db.chain_links,
         db.size_bytes / 1024
     )?;
-    writeln!(out, "hook events recorded: {} (last {:?})", report.hook_spool.events, report.hook_spool.last_event_at)?;
+    let last = report.hook_spool.last_event_at.map_or("none yet".to_owned(), |t| format!("the last at {}", t.to_iso()));
+    writeln!(out, "hook events recorded: {} ({last})", report.hook_spool.events)?;
     let sup = &report.supervision;
     let running = sup.supervisors.iter().filter(|s| s.alive).count();
     writeln!(

@@ -131,6 +131,32 @@ pub enum DbHealth {
     },
     /// Seen from outside: there is no database file yet.
     Missing,
+    /// Seen from outside: the file reads well but cannot be written (its mode, an
+    /// immutable flag, a read-only filesystem): nothing Mimesis learns is kept.
+    ReadOnly {
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for DbHealth {
+    /// In plain words, for `doctor`'s text and the logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DbHealth::Ok => f.write_str("ok"),
+            DbHealth::Rebuilt { reason, moved_to: Some(p) } => {
+                write!(f, "rebuilt ({reason}); the old file was moved to {}", p.display())
+            }
+            DbHealth::Rebuilt { reason, moved_to: None } => write!(f, "rebuilt ({reason})"),
+            DbHealth::InMemory { reason } => write!(f, "kept in memory only, nothing is saved ({reason})"),
+            DbHealth::Broken { reason } => {
+                write!(f, "cannot be used ({reason}); the next start of Mimesis rebuilds it")
+            }
+            DbHealth::Missing => f.write_str("not created yet (the first start of Mimesis creates it)"),
+            DbHealth::ReadOnly { reason } => {
+                write!(f, "cannot be written ({reason}); nothing Mimesis learns is kept until it can be")
+            }
+        }
+    }
 }
 
 /// Counts for `doctor`.
@@ -278,7 +304,15 @@ impl Db {
             };
         }
         match Db::open_read_only(path) {
-            Ok(db) => db.stats(),
+            Ok(db) => {
+                let mut stats = db.stats();
+                if let Some(problem) = db.quick_check() {
+                    stats.health = DbHealth::Broken { reason: problem };
+                } else if let Some(reason) = unwritable(path) {
+                    stats.health = DbHealth::ReadOnly { reason };
+                }
+                stats
+            }
             Err(e) => DbStats {
                 path: Some(path.to_owned()),
                 health: DbHealth::Broken { reason: e.to_string() },
@@ -288,6 +322,20 @@ impl Db {
                 supervised_processes: 0,
                 schema_version: 0,
             },
+        }
+    }
+
+    /// SQLite's quick integrity check: `None` when the pages are sound, else what is wrong
+    /// (its first finding).
+    fn quick_check(&self) -> Option<String> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let found: Result<Vec<String>, rusqlite::Error> = conn
+            .prepare("PRAGMA quick_check(5)")
+            .and_then(|mut st| st.query_map([], |r| r.get::<_, String>(0))?.collect());
+        match found {
+            Ok(rows) if rows.len() == 1 && rows[0] == "ok" => None,
+            Ok(rows) => Some(format!("corrupt: {}", rows.first().map_or("no answer", String::as_str))),
+            Err(e) => Some(format!("corrupt: {e}")),
         }
     }
 
@@ -681,3 +729,19 @@ impl SessionArchive for Db {
 
 #[cfg(test)]
 mod tests;
+
+/// Why the file at `path` cannot be written, if it cannot: its mode says so (even where
+/// root could write anyway, the file says it is not meant to be), or opening it for
+/// writing fails (an immutable flag, a read-only filesystem). Nothing is written.
+fn unwritable(path: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o200 == 0 {
+        return Some(format!("the file is read-only, mode {mode:04o}; make it writable with chmod u+w"));
+    }
+    match std::fs::OpenOptions::new().write(true).open(path) {
+        Ok(_) => None,
+        Err(e) => Some(format!("opening it for writing fails: {e}")),
+    }
+}

@@ -100,6 +100,8 @@ pub struct DoctorReport {
     pub watcher: WatcherReport,
     pub data_dir: PathBuf,
     pub database: DbStats,
+    /// A running process that still has the database file open after it was deleted.
+    pub database_deleted_under: Option<u32>,
     pub hook_spool: SpoolReport,
     pub supervision: SupervisionReport,
 }
@@ -132,7 +134,13 @@ impl DoctorReport {
             ));
         }
         if !matches!(self.database.health, mimesis_fleetdb::DbHealth::Ok | mimesis_fleetdb::DbHealth::Missing) {
-            v.push(format!("fleet database: {:?}", self.database.health));
+            v.push(format!("the fleet database {}", self.database.health));
+        }
+        if let Some(pid) = self.database_deleted_under {
+            v.push(format!(
+                "the fleet database was deleted while Mimesis (process {pid}) runs: it goes on with the deleted \
+                 file and loses what it learned when it quits; restart it to make a new one"
+            ));
         }
         let left: usize = self.supervision.supervisors.iter().filter(|s| !s.alive).map(|s| s.processes).sum();
         if left > 0 {
@@ -166,6 +174,11 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, db: Option<&Db>) -> DoctorReport 
         Some(db) => db.stats(),
         None => Db::inspect(&data_dir.join(mimesis_fleetdb::FILE_NAME)),
     };
+    let db_path = data_dir.join(mimesis_fleetdb::FILE_NAME);
+    let database_deleted_under = match database.health {
+        mimesis_fleetdb::DbHealth::Missing => deleted_file_holder(&db_path),
+        _ => None,
+    };
     let events = spool::read_all(data_dir);
     let supervision = supervision_check(data_dir, db);
     DoctorReport {
@@ -175,6 +188,7 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, db: Option<&Db>) -> DoctorReport 
         watcher: watcher_check(roots),
         data_dir: data_dir.to_owned(),
         database,
+        database_deleted_under,
         hook_spool: SpoolReport {
             path: hooks::spool_dir(data_dir),
             files: spool::spool_files(data_dir).len(),
@@ -183,6 +197,26 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, db: Option<&Db>) -> DoctorReport 
         },
         supervision,
     }
+}
+
+/// A process of this user that holds `path` open although it was deleted (the kernel
+/// shows such a descriptor's target as `<path> (deleted)`).
+fn deleted_file_holder(path: &Path) -> Option<u32> {
+    let wanted = format!("{} (deleted)", path.display());
+    let me = std::process::id();
+    for p in std::fs::read_dir("/proc").ok()?.filter_map(Result::ok) {
+        let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        if pid == me {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else { continue };
+        for fd in fds.filter_map(Result::ok) {
+            if std::fs::read_link(fd.path()).is_ok_and(|t| t.as_os_str().to_string_lossy() == wanted) {
+                return Some(pid);
+            }
+        }
+    }
+    None
 }
 
 /// The ledger (database and fallback files, read only) and the metrics publishers.

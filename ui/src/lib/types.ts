@@ -45,6 +45,8 @@ export interface TrackedSession {
   malformedLines: number;
   /** Values that cannot be right (a token count of 1.5e300), counted and taken as absent. */
   malformedFields: number;
+  /** Subagents working right now (SubagentStart/-Stop hooks), 0 without hooks. */
+  subagents?: number;
   /** Sessions in the work chain (1 when alone). */
   chainLength: number;
   /** Non-null exactly when Mimesis runs this session in a PTY (`source: "pty"`). */
