@@ -54,6 +54,17 @@ describe('hostile transcript text', () => {
     expect(row?.getAttribute('data-status')).toBe('waiting_for_approval');
     expect(row?.querySelector('[data-testid=status-badge]')?.getAttribute('data-status')).toBe('waiting_for_approval');
   });
+
+  it('shows the registry name, the permission mode and working subagents as text', () => {
+    const s = session('named', { name: EVIL, permissionMode: 'auto', subagents: 2 });
+    const { container } = render(RosterRow, { props: { session: s, selected: false, open: false, onpick: () => {} } });
+    assertInert(container);
+    expect(container.querySelector('[data-testid=session-name]')?.textContent).toBe(EVIL);
+    expect(container.querySelector('[data-testid=permission-mode]')?.textContent).toBe('auto');
+    expect(container.querySelector('[data-testid=subagents]')?.textContent).toBe('2 subagents');
+    const plain = render(RosterRow, { props: { session: session('plain', { permissionMode: 'default' }), selected: false, open: false, onpick: () => {} } });
+    expect(plain.container.querySelector('[data-testid=permission-mode]')).toBeNull();
+  });
 });
 
 // Supervision messages, session names and chain ids are engine/transcript text too.

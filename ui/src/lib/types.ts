@@ -47,6 +47,8 @@ export interface TrackedSession {
   malformedFields: number;
   /** Subagents working right now (SubagentStart/-Stop hooks), 0 without hooks. */
   subagents?: number;
+  /** The name Claude Code gave the session in its live registry (2.1.330: `proj-73`), or null. */
+  name?: string | null;
   /** Sessions in the work chain (1 when alone). */
   chainLength: number;
   /** Non-null exactly when Mimesis runs this session in a PTY (`source: "pty"`). */
