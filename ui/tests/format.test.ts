@@ -6,6 +6,8 @@ import {
   relativeTime,
   shortModel,
   toolTarget,
+  formatUsd,
+  costSentence,
   totalTokens,
   turnDurationText,
   usageBreakdown,
@@ -80,6 +82,16 @@ it('takes the last path component', () => {
   expect(basename('/home/me/proj/')).toBe('proj');
   expect(basename('C:\\src\\app')).toBe('app');
   expect(basename('-home-me-proj')).toBe('-home-me-proj');
+});
+
+describe('cost', () => {
+  it('formats dollars and says what the estimate leaves out', () => {
+    expect(formatUsd(0.0176)).toBe('$0.0176');
+    expect(formatUsd(1.234)).toBe('$1.23');
+    expect(costSentence({ estimatedUsd: 0.5, unknownModels: ['claude-x'], pricesAsOf: '2026-11-20', billed: null })).toBe(
+      'about $0.50 at the prices of 2026-11-20; no price known for claude-x',
+    );
+  });
 });
 
 describe('toolTarget', () => {

@@ -3,7 +3,7 @@
 //! [`SessionFacts`] is built incrementally: each new line is applied once, in file order,
 //! and nothing here ever re-reads earlier lines. It is plain data plus `apply`, no I/O.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +41,9 @@ pub enum Birth {
 
 /// Records looked at to decide a [`Birth`]; past them a file is `Fresh`.
 const BIRTH_WINDOW: u64 = 64;
+
+/// Models kept apart for the cost estimate; a transcript naming more is hostile.
+pub const MAX_MODELS: usize = 32;
 
 /// Everything derived from the transcript of one session so far. Serializable, so the
 /// fleet database can resume reading a file where it stopped.
@@ -97,6 +100,10 @@ pub struct SessionFacts {
     /// Fields with a value that cannot be right (a token count of `1.5e300`, `-3`,
     /// `"12"`): taken as absent and counted here.
     pub malformed_fields: u64,
+    /// Tokens per model (for the cost estimate); at most [`MAX_MODELS`] models.
+    pub usage_by_model: BTreeMap<String, Usage>,
+    /// What Claude Code says it billed (its last `cost-state` record, 2.1.330).
+    pub billed: Option<crate::pricing::Billed>,
     pub records: u64,
     /// How the file begins.
     pub birth: Birth,
@@ -233,7 +240,14 @@ impl SessionFacts {
             return;
         }
         match transcript::parse_line_with(parser, line, scratch) {
-            Ok(r) => self.apply(&r),
+            Ok(r) => {
+                if r.kind() == "cost-state"
+                    && let Ok(c) = crate::json::from_slice::<crate::pricing::CostState>(line)
+                {
+                    self.billed = c.billed().or(self.billed.take());
+                }
+                self.apply(&r)
+            }
             Err(_) => {
                 self.malformed += 1;
                 if let Some(start) = recover_glued_record(parser, line) {
@@ -502,12 +516,26 @@ impl SessionFacts {
         }
     }
 
+    /// Counts `u` in the total and under its model.
+    fn add_usage(&mut self, model: &str, u: &Usage) {
+        self.usage.add(u);
+        if model.is_empty() || model == "<synthetic>" || model.len() > 128 {
+            return;
+        }
+        if let Some(m) = self.usage_by_model.get_mut(model) {
+            m.add(u);
+        } else if self.usage_by_model.len() < MAX_MODELS {
+            self.usage_by_model.insert(model.to_owned(), *u);
+        }
+    }
+
     fn count_usage(&mut self, msg: &transcript::Message<'_>, request_id: Option<&str>) {
         let Some(raw) = msg.usage.0.as_ref() else { return };
         self.malformed_fields += raw.invalid_fields();
         let u = usage_of(raw);
+        let model = msg.model.get().unwrap_or("");
         let Some(id) = msg.id.get() else {
-            self.usage.add(&u);
+            self.add_usage(model, &u);
             return;
         };
         let key = fnv(&[id, request_id.unwrap_or("")]);
@@ -522,12 +550,12 @@ impl SessionFacts {
                         .saturating_sub(counted.cache_creation_input_tokens),
                     cache_read_input_tokens: u.cache_read_input_tokens.saturating_sub(counted.cache_read_input_tokens),
                 };
-                self.usage.add(&grown);
                 counted.add(&grown);
+                self.add_usage(model, &grown);
             }
             _ => {
                 if self.counted_messages.insert(key) {
-                    self.usage.add(&u);
+                    self.add_usage(model, &u);
                     self.last_message = Some((key, u));
                 }
             }

@@ -33,6 +33,7 @@ pub mod json;
 pub mod layout;
 pub mod permissions;
 pub mod persist;
+pub mod pricing;
 pub mod registry;
 pub mod session;
 pub mod settings;

@@ -231,6 +231,10 @@ roster_row! {
     status_file: Option<StatusReport>,
     /// The name Claude Code gave the session (2.1.330's registry: `proj-73`), else null.
     name: Option<String>,
+    /// What the session cost: estimated from its tokens and the price table, and what
+    /// Claude Code says it billed (docs/ipc.md `cost`).
+    #[serde(default)]
+    cost: crate::pricing::Cost,
     /// Subagents working for the session right now, as its SubagentStart/SubagentStop
     /// hooks (2.1.330) tell; 0 without hooks or when the turn is over.
     #[serde(default)]

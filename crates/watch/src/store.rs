@@ -651,6 +651,7 @@ impl Store {
             malformed_fields: f.malformed_fields,
             status_file: report.cloned(),
             name: live.and_then(|e| e.name.clone()).or_else(|| self.names.get(id).cloned()),
+            cost: mimesis_core::pricing::estimate(&f.usage_by_model, f.billed.clone()),
             // Only while the turn runs: a finished turn has no subagent working.
             subagents: match derived.status {
                 mimesis_core::status::Status::Working => self.hooks.get(id).map_or(0, |h| h.subagents),

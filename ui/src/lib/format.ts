@@ -1,7 +1,7 @@
 // Pure formatting helpers: numbers, times, names. No DOM, no state.
 
 import { TOOL_TARGET_KEYS } from './generated/engine';
-import type { Status, Usage } from './types';
+import type { Cost, Status, Usage } from './types';
 
 export function totalTokens(u: Usage): number {
   return u.inputTokens + u.outputTokens + u.cacheCreationInputTokens + u.cacheReadInputTokens;
@@ -138,6 +138,24 @@ function targetText(key: (typeof TOOL_TARGET_KEYS)[number], v: unknown): string 
     return line.replace(/^#+\s*/, '');
   }
   return v;
+}
+
+/** "$0.0176", "$1.23", "$120": enough digits to tell small sessions apart. */
+export function formatUsd(v: number): string {
+  if (!Number.isFinite(v) || v < 0) return '';
+  if (v < 0.1) return '$' + v.toFixed(4);
+  if (v < 100) return '$' + v.toFixed(2);
+  return '$' + Math.round(v).toString();
+}
+
+/** The cost in a sentence, for a tooltip: estimate, what it leaves out, what was billed. */
+export function costSentence(c: Cost | undefined): string {
+  if (!c) return '';
+  const parts: string[] = [];
+  if (c.estimatedUsd !== null) parts.push(`about ${formatUsd(c.estimatedUsd)} at the prices of ${c.pricesAsOf}`);
+  if (c.unknownModels.length > 0) parts.push(`no price known for ${c.unknownModels.join(', ')}`);
+  if (c.billed) parts.push(`Claude Code billed ${formatUsd(c.billed.costUsd)}`);
+  return parts.join('; ');
 }
 
 export function oneLine(s: string, max = 300): string {

@@ -47,6 +47,8 @@ export interface TrackedSession {
   malformedFields: number;
   /** Subagents working right now (SubagentStart/-Stop hooks), 0 without hooks. */
   subagents?: number;
+  /** What the session cost (docs/ipc.md `cost`); absent from older engines. */
+  cost?: Cost;
   /** The name Claude Code gave the session in its live registry (2.1.330: `proj-73`), or null. */
   name?: string | null;
   /** Sessions in the work chain (1 when alone). */
@@ -332,3 +334,11 @@ export interface Events {
 
 /** How the UI shows a tool call that has no result yet, from the session's status. */
 export type PendingState = 'approval' | 'running' | 'none';
+
+/** A session's cost: estimated from its tokens and a dated price table, and billed as Claude Code says. */
+export interface Cost {
+  estimatedUsd: number | null;
+  unknownModels: string[];
+  pricesAsOf: string;
+  billed: { costUsd: number; usage: Usage } | null;
+}

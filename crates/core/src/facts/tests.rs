@@ -407,3 +407,20 @@ fn insane_token_counts_are_malformed_fields() {
     assert_eq!(big.input_tokens, u64::MAX, "saturates");
     assert_eq!(big.total(), u64::MAX);
 }
+
+/// Tokens are kept per model for the estimate; 2.1.330's `cost-state` says what was billed.
+#[test]
+fn usage_per_model_and_what_was_billed() {
+    let mut f = SessionFacts::default();
+    let mut scratch = String::new();
+    for v in [
+        assistant("m1", json!([]), Some("end_turn"), json!({"input_tokens": 4000, "output_tokens": 80})),
+        json!({"type": "cost-state", "sessionId": "s", "totalCostUSD": 0.02,
+               "modelUsage": {"claude-opus-5-5": {"inputTokens": 5000, "outputTokens": 90, "costUSD": 0.02}}}),
+    ] {
+        f.apply_line(v.to_string().as_bytes(), &mut scratch);
+    }
+    assert_eq!(f.usage_by_model.len(), 1);
+    let billed = f.billed.clone().unwrap();
+    assert_eq!((billed.cost_usd, billed.usage.input_tokens), (0.02, 5000));
+}

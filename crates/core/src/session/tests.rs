@@ -9,7 +9,8 @@ fn row() -> TrackedSession {
         "apiError": false, "compactionCount": 0, "superseded": false, "supersededBy": null, "supersededAt": null,
         "workChainId": "s1", "workChainName": null, "chainLength": 1, "source": "watcher", "supervision": null,
         "live": true, "pid": 7, "transcriptPath": "/r/projects/-p/s1.jsonl", "permissionMode": null,
-        "malformedLines": 0, "statusFile": null, "name": null, "subagents": 0
+        "malformedLines": 0, "statusFile": null, "name": null, "subagents": 0,
+        "cost": {"estimatedUsd": null, "unknownModels": [], "pricesAsOf": "2026-11-20", "billed": null}
     }))
     .unwrap()
 }

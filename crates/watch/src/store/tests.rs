@@ -77,7 +77,7 @@ fn discovers_then_updates_only_what_changed_then_removes() {
     let changes = json_of(changes);
     let mut keys: Vec<&str> = changes.keys().map(String::as_str).collect();
     keys.sort();
-    assert_eq!(keys, ["hasPendingToolUse", "lastActivityAt", "model", "pendingTool", "usage"]);
+    assert_eq!(keys, ["cost", "hasPendingToolUse", "lastActivityAt", "model", "pendingTool", "usage"]);
     assert_eq!(changes["pendingTool"], json!({"tool": "Bash", "target": "rm -rf build"}));
 
     std::fs::remove_file(fx.path(SID)).unwrap();
