@@ -34,6 +34,51 @@ pub fn clean_text(s: &str, max: usize) -> String {
     out
 }
 
+/// `s` without terminal escape sequences (colours, cursor moves, titles): what a command
+/// printed for a terminal, as plain text. CSI (`ESC [ … final`), OSC (`ESC ] … BEL` or
+/// `ESC \\`) and two-byte escapes are dropped; a lone ESC at the end too.
+pub fn strip_ansi(s: &str) -> String {
+    if !s.contains('\x1b') && !s.contains('\u{9b}') {
+        return s.to_owned();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => match chars.next() {
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('\x40'..='\x7e').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\x07' {
+                            break;
+                        }
+                        if c == '\x1b' && chars.peek() == Some(&'\\') {
+                            chars.next();
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            '\u{9b}' => {
+                for c in chars.by_ref() {
+                    if ('\x40'..='\x7e').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// At most `max` bytes of `s`, cut on a character boundary.
 pub fn prefix(s: &str, max: usize) -> &str {
     if s.len() <= max {
@@ -58,5 +103,15 @@ mod tests {
         assert_eq!(prefix("ééé", 3), "é");
         assert_eq!(clean_text("left\u{202e}thgir\u{200b}x", 20), "leftthgirx");
         assert_eq!(clean_text("one two", 4), "one…");
+    }
+
+    #[test]
+    fn terminal_escapes_are_dropped() {
+        assert_eq!(
+            strip_ansi("\x1b[2mCompacted (ctrl+o to see full summary)\x1b[22m"),
+            "Compacted (ctrl+o to see full summary)"
+        );
+        assert_eq!(strip_ansi("a\x1b]0;title\x07b\x1b]8;;http://x\x1b\\c\x1b[1;31mred\x1b[0m\x1b"), "abcred");
+        assert_eq!(strip_ansi("plain ✓"), "plain ✓");
     }
 }

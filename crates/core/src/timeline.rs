@@ -380,6 +380,14 @@ impl TimelineBuilder {
                     if let Some(item) = item {
                         if let TimelineItem::Compaction { summary: Some(s), .. } = &item {
                             self.compact_summary(s.clone(), ts, item.uuid().to_owned(), changed);
+                        } else if is_compact_command(&item) && self.items.last().is_some_and(is_compaction) {
+                            // 2.1.330 writes `/compact` after the boundary it caused: the
+                            // command goes first, the compaction moves after it.
+                            let at = self.items.len() - 1;
+                            let compaction = std::mem::replace(&mut self.items[at], item);
+                            changed.push(at);
+                            let i = self.push(compaction, changed);
+                            self.last_compaction = self.last_compaction.map(|_| i);
                         } else {
                             self.push(item, changed);
                         }
@@ -511,7 +519,7 @@ impl TimelineBuilder {
                         uuid: next_uuid(),
                         timestamp: ts,
                         subtype: if subtype.is_empty() { "system".into() } else { subtype.into() },
-                        text: strip_tag(&text, "local-command-stdout").to_owned(),
+                        text: crate::text::strip_ansi(strip_tag(&text, "local-command-stdout")),
                     }),
                 };
                 if let Some(item) = item {
@@ -552,8 +560,9 @@ impl TimelineBuilder {
         }
         for tag in ["local-command-stdout", "local-command-stderr", "bash-stdout", "bash-stderr"] {
             if t.starts_with(&format!("<{tag}>")) {
-                let out = strip_tag(t, tag).to_owned();
-                return if out.is_empty() { None } else { system("command_output", out) };
+                // 2.1.330 keeps the colours of what a command printed: shown as plain text.
+                let out = crate::text::strip_ansi(strip_tag(t, tag));
+                return if out.trim().is_empty() { None } else { system("command_output", out) };
             }
         }
         if t.starts_with("<bash-input>") {
@@ -576,6 +585,15 @@ impl TimelineBuilder {
         }
         Some(TimelineItem::Prompt { uuid, timestamp: ts, text })
     }
+}
+
+fn is_compaction(item: &TimelineItem) -> bool {
+    matches!(item, TimelineItem::Compaction { .. })
+}
+
+fn is_compact_command(item: &TimelineItem) -> bool {
+    matches!(item, TimelineItem::System { subtype, text, .. } if subtype == "command" && text.trim_end() == "/compact"
+        || subtype == "command" && text.starts_with("/compact "))
 }
 
 /// One segment of a chain to show: the session, its transcript, and how it began.

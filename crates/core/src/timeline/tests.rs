@@ -148,3 +148,53 @@ fn shortened_cuts_long_strings_on_char_boundaries() {
     assert_eq!(v["input"]["file_path"], "/a");
     assert_eq!(item.shortened(1000), (item.clone(), false));
 }
+
+/// 2.1.330 writes `/compact` after the boundary and the summary it caused, and keeps the
+/// colour codes of its output: the timeline shows the command first, then the compaction
+/// with its summary, then the output as plain text.
+#[test]
+fn compact_as_2_1_330_writes_it() {
+    let items = build(&[
+        rec("user", "u1", json!({"message": {"content": "hello"}})),
+        rec(
+            "system",
+            "b1",
+            json!({"subtype": "compact_boundary", "content": "Conversation compacted",
+                   "compactMetadata": {"trigger": "manual", "preTokens": 1020}}),
+        ),
+        rec(
+            "user",
+            "s1",
+            json!({"isCompactSummary": true, "message": {"content":
+                "This session is being continued from a previous conversation that ran out of context. Summary: hello."}}),
+        ),
+        rec(
+            "user",
+            "c0",
+            json!({"isMeta": true, "message": {"content": "<local-command-caveat>x</local-command-caveat>"}}),
+        ),
+        rec(
+            "user",
+            "c1",
+            json!({"message": {"content": "<command-name>/compact</command-name>\n  <command-message>compact</command-message>\n  <command-args></command-args>"}}),
+        ),
+        rec(
+            "user",
+            "o1",
+            json!({"message": {"content": "<local-command-stdout>\u{1b}[2mCompacted (ctrl+o to see full summary)\u{1b}[22m</local-command-stdout>"}}),
+        ),
+    ]);
+    let kinds: Vec<String> = items
+        .iter()
+        .map(|i| match i {
+            TimelineItem::System { subtype, text, .. } => format!("{subtype}:{text}"),
+            other => other.kind().to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["prompt", "command:/compact", "compaction", "command_output:Compacted (ctrl+o to see full summary)"]
+    );
+    let TimelineItem::Compaction { summary: Some(s), trigger, .. } = &items[2] else { panic!("{items:?}") };
+    assert!(s.contains("Summary: hello.") && trigger.as_deref() == Some("manual"));
+}
