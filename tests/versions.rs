@@ -408,3 +408,38 @@ fn hooks_installed_for_every_version() -> Result<()> {
         result.map_err(|e| run.fail(e))
     })
 }
+
+/// `/clear`: the old session goes idle once (no idle → working → idle flicker) and the new
+/// one appears at its prompt.
+#[test]
+fn clear_without_flicker() -> Result<()> {
+    each_version("/clear", |v| {
+        with_run(v, "/clear", &[], |r| {
+            r.s.api.push(Reply::text("Before the clear."));
+            r.s.type_line("first task")?;
+            r.s.wait_until("the reply", |screen, _| screen.contains("Before the clear."))?;
+            let old = r.session()?;
+            r.status_is(&old, "waiting_for_input")?;
+            let before = r.engine.with(|st| st.statuses.get(&old).map_or(0, Vec::len));
+            r.s.clear()?;
+            let new = r.session()?;
+            ensure!(new != old, "/clear starts a new session");
+            r.wait("the new session in the roster", |st| st.field(&new, "status").is_some())?;
+            // A barrier: a prompt in the new session shows, so the old one's changes are in.
+            r.s.api.push(Reply::text("After the clear."));
+            r.s.type_line("second task")?;
+            r.wait("the new session's turn", |st| {
+                st.statuses.get(&new).is_some_and(|h| h.iter().any(|s| s == "working"))
+                    && st.field(&new, "status") == Some(&json!("waiting_for_input"))
+            })?;
+            let after: Vec<String> = r.engine.with(|st| st.statuses.get(&old).cloned().unwrap_or_default());
+            let changes = &after[before.min(after.len())..];
+            eprintln!("[clear] {v}: old session after /clear: {changes:?}");
+            ensure!(
+                !changes.iter().any(|s| s == "working"),
+                "the old session flickered through working after /clear: {changes:?}"
+            );
+            Ok(())
+        })
+    })
+}
