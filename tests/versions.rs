@@ -443,3 +443,51 @@ fn clear_without_flicker() -> Result<()> {
         })
     })
 }
+
+/// `/compact`: the roster counts the compaction, the summary is the summary (without the
+/// wrapper), the session stays the same one and goes back to its prompt; the timeline shows
+/// `/compact` before the compaction and its output without colour codes.
+#[test]
+fn compact_in_place() -> Result<()> {
+    each_version("/compact", |v| {
+        with_run(v, "/compact", &[], |r| {
+            r.s.api.push(Reply::text("Before compacting."));
+            r.s.type_line("a task to compact")?;
+            r.s.wait_until("the reply", |screen, _| screen.contains("Before compacting."))?;
+            r.s.api.push(Reply::text("More to compact."));
+            r.s.type_line("and a second step")?;
+            r.s.wait_until("the second reply", |screen, _| screen.contains("More to compact."))?;
+            let id = r.session()?;
+            r.s.api.set_compact_reply(Reply::text("The user asked for a task to compact; it was done."));
+            r.s.compact()?;
+            ensure!(r.session()? == id, "compaction keeps the session");
+            r.wait("one compaction counted, the summary without its wrapper, at the prompt", |st| {
+                st.field(&id, "compactionCount") == Some(&json!(1))
+                    && st.field(&id, "summary").and_then(Value::as_str).is_some_and(|s| {
+                        s.contains("a task to compact") && !s.contains("This session is being continued")
+                    })
+                    && st.field(&id, "status").is_some_and(|s| s == "waiting_for_input" || s == "idle")
+            })?;
+            let path = std::fs::read_dir(r.s.home.config_dir().join("projects"))?
+                .filter_map(Result::ok)
+                .map(|d| d.path().join(format!("{id}.jsonl")))
+                .find(|p| p.exists())
+                .context("the transcript")?;
+            let items = mimesis_wiring::once::read_timeline(&path)?;
+            let kinds: Vec<String> = items
+                .iter()
+                .map(|i| {
+                    let v = serde_json::to_value(i).unwrap_or_default();
+                    format!("{}:{}", v["kind"].as_str().unwrap_or(""), v["text"].as_str().unwrap_or(""))
+                })
+                .filter(|k| k.starts_with("compaction:") || k.contains("/compact") || k.contains("Compacted"))
+                .collect();
+            eprintln!("[compact] {v}: {kinds:?}");
+            let command = kinds.iter().position(|k| k.contains("/compact"));
+            let compaction = kinds.iter().position(|k| k.starts_with("compaction:"));
+            ensure!(command.is_some() && compaction.is_some() && command < compaction, "order: {kinds:?}");
+            ensure!(!kinds.iter().any(|k| k.contains('\u{1b}')), "colour codes in the timeline: {kinds:?}");
+            Ok(())
+        })
+    })
+}
