@@ -592,8 +592,8 @@ fn is_compaction(item: &TimelineItem) -> bool {
 }
 
 fn is_compact_command(item: &TimelineItem) -> bool {
-    matches!(item, TimelineItem::System { subtype, text, .. } if subtype == "command" && text.trim_end() == "/compact"
-        || subtype == "command" && text.starts_with("/compact "))
+    matches!(item, TimelineItem::System { subtype, text, .. }
+        if subtype == "command" && (text.trim_end() == "/compact" || text.starts_with("/compact ")))
 }
 
 /// One segment of a chain to show: the session, its transcript, and how it began.
