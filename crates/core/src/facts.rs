@@ -239,6 +239,18 @@ impl SessionFacts {
         if transcript::is_blank(line) {
             return;
         }
+        if let Some(kind) = transcript::skippable(line) {
+            // A copy of an API request or of the system prompt (most of a 2.1.330
+            // transcript's bytes): at most an attachment's time is read, as activity.
+            self.records += 1;
+            if kind == transcript::Skipped::Attachment
+                && let Some(t) = transcript::trailing_timestamp(line).and_then(Timestamp::parse)
+            {
+                self.created_at = Some(self.created_at.map_or(t, |c| c.min(t)));
+                self.last_activity = Some(self.last_activity.map_or(t, |l| l.max(t)));
+            }
+            return;
+        }
         match transcript::parse_line_with(parser, line, scratch) {
             Ok(r) => {
                 if r.kind() == "cost-state"

@@ -276,6 +276,9 @@ impl TimelineBuilder {
             return;
         }
         self.lines += 1;
+        if crate::transcript::skippable(line).is_some() {
+            return;
+        }
         if crate::json::too_deep(line, crate::json::MAX_DEPTH) {
             self.malformed += 1;
             return;

@@ -585,6 +585,57 @@ pub fn is_blank(line: &[u8]) -> bool {
     line.iter().all(|b| b.is_ascii_whitespace())
 }
 
+/// Record types (top level) that carry nothing the roster or the timeline shows: 2.1.330's
+/// copies of API requests, which are most of a transcript's bytes.
+const SKIPPED_TYPES: &[&[u8]] = &[b"api-request-shape", b"api-request-blob", b"api-request", b"atis-latch"];
+
+/// Attachment types of the same kind: the system prompt and tool listings sent each turn.
+const SKIPPED_ATTACHMENTS: &[&[u8]] =
+    &[b"prompt_snapshot", b"skill_listing", b"agent_listing_delta", b"deferred_tools_delta", b"mcp_instructions_delta"];
+
+/// Where the record kind is looked for: the first bytes of a line, where Claude Code writes
+/// `type` (or `attachment.type`, after `parentUuid` and `isSidechain`).
+const KIND_WINDOW: usize = 256;
+
+/// A record whose body need not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skipped {
+    /// One of [`SKIPPED_TYPES`]: not a conversation record at all.
+    Request,
+    /// One of [`SKIPPED_ATTACHMENTS`]: an attachment, so its time counts as activity.
+    Attachment,
+}
+
+/// Is this a record whose body need not be read (see [`SKIPPED_TYPES`],
+/// [`SKIPPED_ATTACHMENTS`])? Decided from the line's first bytes only, without parsing: a
+/// line that does not begin the way Claude Code writes these is parsed as usual, so a
+/// wrong guess can only cost time, never skip a record that matters.
+pub fn skippable(line: &[u8]) -> Option<Skipped> {
+    let head = &line[..line.len().min(KIND_WINDOW)];
+    let named = |rest: &[u8], list: &[&[u8]]| {
+        list.iter().any(|t| rest.strip_prefix(*t).is_some_and(|r| r.first() == Some(&b'"')))
+    };
+    if let Some(rest) = head.strip_prefix(b"{\"type\":\"") {
+        return named(rest, SKIPPED_TYPES).then_some(Skipped::Request);
+    }
+    const ATTACHMENT: &[u8] = b",\"attachment\":{\"type\":\"";
+    if head.starts_with(b"{\"parentUuid\":")
+        && let Some(at) = memchr::memmem::find(head, ATTACHMENT)
+    {
+        return named(&head[at + ATTACHMENT.len()..], SKIPPED_ATTACHMENTS).then_some(Skipped::Attachment);
+    }
+    None
+}
+
+/// The last top-level-looking `"timestamp":"…"` of a line (Claude Code writes a record's
+/// own timestamp after its body), read without parsing the line.
+pub fn trailing_timestamp(line: &[u8]) -> Option<&str> {
+    const KEY: &[u8] = b"\"timestamp\":\"";
+    let at = memchr::memmem::rfind(line, KEY)? + KEY.len();
+    let len = memchr::memchr(b'"', &line[at..])?;
+    std::str::from_utf8(&line[at..at + len]).ok().filter(|s| s.len() <= 40)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -695,6 +746,32 @@ mod tests {
             let text = serde_json::to_string(&input).unwrap();
             let parsed: ToolInput = serde_json::from_str(&text).unwrap();
             assert_eq!(parsed.target(), Some(format!("q-{key}").as_str()), "{key}");
+        }
+    }
+
+    /// The cheap skip finds 2.1.330's big records by their first bytes, and nothing else:
+    /// a lookalike further in, another key first, a torn line or a conversation record is
+    /// parsed as usual.
+    #[test]
+    fn big_records_are_recognised_from_their_first_bytes() {
+        let snapshot = format!(
+            r#"{{"parentUuid":"p","isSidechain":false,"attachment":{{"type":"prompt_snapshot","systemPrompt":["{}"]}},"type":"attachment","uuid":"u","timestamp":"2026-11-24T02:23:30.649Z"}}"#,
+            "x".repeat(70_000)
+        );
+        assert_eq!(skippable(snapshot.as_bytes()), Some(Skipped::Attachment));
+        assert_eq!(trailing_timestamp(snapshot.as_bytes()), Some("2026-11-24T02:23:30.649Z"));
+        assert_eq!(skippable(br#"{"type":"api-request-shape","shape":{}}"#), Some(Skipped::Request));
+        assert_eq!(skippable(br#"{"type":"api-request","x":1}"#), Some(Skipped::Request));
+        assert_eq!(skippable(br#"{"type":"api-request-sha"#), None, "torn: parsed (and counted) as usual");
+        for kept in [
+            &br#"{"type":"api-requests","x":1}"#[..],
+            br#"{"type":"user","message":{"content":"{\"type\":\"api-request-shape\"}"}}"#,
+            br#"{"uuid":"u","type":"api-request-shape"}"#,
+            br#"{"parentUuid":"p","attachment":{"type":"plan_mode"},"type":"attachment"}"#,
+            br#"{"parentUuid":"p","attachment":{"type":"prompt_snapshots"},"type":"attachment"}"#,
+            br#"{"type":"attachment","attachment":{"type":"prompt_snapshot"}}"#,
+        ] {
+            assert_eq!(skippable(kept), None, "{}", String::from_utf8_lossy(kept));
         }
     }
 }
