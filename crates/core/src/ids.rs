@@ -31,6 +31,11 @@ impl SessionId {
         &self.0
     }
 
+    /// An id that sorts after every valid one (for range bounds in ordered indexes).
+    pub fn greatest() -> SessionId {
+        SessionId("z".repeat(128))
+    }
+
     /// A short prefix for tables and logs.
     pub fn short(&self) -> &str {
         &self.0[..self.0.len().min(8)]

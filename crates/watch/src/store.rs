@@ -9,7 +9,7 @@
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -124,6 +124,13 @@ pub struct Store {
     live: HashMap<SessionId, RegistryEntry>,
     /// Sessions that had a live process at some point: gone now means ended.
     ever_live: HashSet<SessionId>,
+    /// Sessions by working folder (their transcript's, else their hooks'), so matching a
+    /// `/clear` successor looks at its folder, not at every session (no square growth
+    /// when thousands of sessions share one repository).
+    /// Each folder's sessions ordered by last activity (the `/clear` rule takes the most
+    /// recent one that fits), and where each session is filed.
+    by_cwd: HashMap<String, BTreeSet<(Option<Timestamp>, SessionId)>>,
+    cwd_of: HashMap<SessionId, (String, Option<Timestamp>)>,
     /// Parsed settings files (a memo: re-read when a file's stamp changes).
     settings: RefCell<SettingsCache>,
     repo_roots: HashMap<String, Option<String>>,
@@ -166,6 +173,8 @@ impl Store {
             registry: HashMap::new(),
             live: HashMap::new(),
             ever_live: HashSet::new(),
+            by_cwd: HashMap::new(),
+            cwd_of: HashMap::new(),
             settings: RefCell::new(SettingsCache::new(dirs::home_dir())),
             repo_roots: HashMap::new(),
             timeouts,
@@ -376,7 +385,46 @@ impl Store {
         events
     }
 
+    /// A session's folder (its transcript's, else its hooks') and last activity (the
+    /// later of the transcript's and the hooks'), as chain matching sees them.
+    pub(crate) fn activity(&self, id: &SessionId) -> (Option<&str>, Option<Timestamp>) {
+        let entry = self.entries.get(id);
+        let hook = self.hooks.get(id);
+        let cwd = entry.and_then(|e| e.facts.cwd.as_deref()).or_else(|| hook.and_then(|h| h.cwd.as_deref()));
+        let last = match (entry.and_then(|e| e.facts.last_activity), hook.map(|h| h.last_at)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        (cwd, last)
+    }
+
+    /// Keeps [`Store::by_cwd`] in step with the session's folder and activity.
+    fn index_cwd(&mut self, id: &SessionId) {
+        let (cwd, last) = self.activity(id);
+        if self.cwd_of.get(id).is_some_and(|(c, l)| Some(c.as_str()) == cwd && *l == last) {
+            return;
+        }
+        let cwd = cwd.map(str::to_owned);
+        self.unindex_cwd(id);
+        if let Some(c) = cwd {
+            self.by_cwd.entry(c.clone()).or_default().insert((last, id.clone()));
+            self.cwd_of.insert(id.clone(), (c, last));
+        }
+    }
+
+    fn unindex_cwd(&mut self, id: &SessionId) {
+        if let Some((old, last)) = self.cwd_of.remove(id)
+            && let Some(set) = self.by_cwd.get_mut(&old)
+        {
+            set.remove(&(last, id.clone()));
+            if set.is_empty() {
+                self.by_cwd.remove(&old);
+            }
+        }
+    }
+
     fn remove_id(&mut self, id: &SessionId, events: &mut Vec<StoreEvent>) {
+        self.unindex_cwd(id);
         if let Some(e) = self.entries.remove(id) {
             self.by_path.remove(&e.location.path);
             self.dirty.remove(id);
@@ -534,6 +582,7 @@ impl Store {
     /// Recomputes one session's row and publishes the difference.
     fn refresh(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
         self.ensure_repo_root(id);
+        self.index_cwd(id);
         let Some(entry) = self.entries.get(id) else { return };
         // A file with no complete line yet (created empty, or its first write still torn)
         // is not a session yet: it is announced with its first record, not before.

@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// How many of a folder's most recent sessions chain matching looks at: the folder rule
+/// takes the most recent one not known to run elsewhere, which is among the first few.
+const FOLDER_CANDIDATES: usize = 32;
+
 impl Store {
     /// Applies one recorded hook event (SPEC W5, C4).
     pub fn hook_event(&mut self, ev: HookEvent, now: Timestamp) -> Vec<StoreEvent> {
@@ -220,10 +224,32 @@ impl Store {
             terminal,
             pid: self.live.get(id).map(|e| e.pid).or(self.last_pid.get(id).copied()),
         };
-        let candidates: Vec<Candidate<'_>> = self
-            .entries
-            .iter()
-            .filter(|(cid, _)| *cid != id)
+        // Only sessions that can match: those with a known terminal or process (few), and
+        // the folder's most recent ones that ended in time (its index is ordered by last
+        // activity, newest first from `latest`), enough to find the one the folder rule
+        // takes; never every session.
+        let latest = Some(started.plus(chain::ACTIVITY_SLACK));
+        let mut ids: HashSet<&SessionId> = HashSet::new();
+        if let Some(set) = cwd.and_then(|c| self.by_cwd.get(c)) {
+            let mut fitting = 0;
+            for (_, cid) in set.range(..=(latest, SessionId::greatest())).rev() {
+                if cid == id || self.chains.successor(cid).is_some() {
+                    continue;
+                }
+                ids.insert(cid);
+                fitting += 1;
+                if fitting >= FOLDER_CANDIDATES {
+                    break;
+                }
+            }
+        }
+        ids.extend(self.hooks.iter().filter(|(_, h)| !h.terminal.is_empty()).map(|(k, _)| k));
+        ids.extend(self.live.keys());
+        ids.extend(self.last_pid.keys());
+        let candidates: Vec<Candidate<'_>> = ids
+            .into_iter()
+            .filter(|cid| *cid != id)
+            .filter_map(|cid| self.entries.get_key_value(cid))
             .map(|(cid, e)| {
                 let hook = self.hooks.get(cid);
                 Candidate {
