@@ -619,8 +619,10 @@ pub fn skippable(line: &[u8]) -> Option<Skipped> {
         return named(rest, SKIPPED_TYPES).then_some(Skipped::Request);
     }
     const ATTACHMENT: &[u8] = b",\"attachment\":{\"type\":\"";
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(ATTACHMENT));
     if head.starts_with(b"{\"parentUuid\":")
-        && let Some(at) = memchr::memmem::find(head, ATTACHMENT)
+        && let Some(at) = FINDER.find(head)
     {
         return named(&head[at + ATTACHMENT.len()..], SKIPPED_ATTACHMENTS).then_some(Skipped::Attachment);
     }
