@@ -124,7 +124,11 @@ fn fast_parse(b: &[u8]) -> Option<Timestamp> {
         [b'.', frac @ ..] if !frac.is_empty() => {
             let take = &frac[..frac.len().min(3)];
             let mut v = digits(take)?;
-            digits(frac)?; // the remaining digits must still be digits
+            // The remaining digits must still be digits (checked, not summed: a long
+            // fraction from a hostile file would overflow).
+            if !frac.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
             for _ in take.len()..3 {
                 v *= 10;
             }
@@ -321,5 +325,12 @@ mod tests {
         assert_eq!(c.mono(), before.mono);
         let now = c.both();
         assert_eq!(now.wall_at(now.mono.plus(Duration::from_secs(5))).millis(), 1000 + 86_400_000 + 5000);
+    }
+
+    #[test]
+    fn a_long_fraction_is_read_not_overflowed() {
+        let t = Timestamp::parse("2026-11-24T00:00:00.12345678901234567890123456789Z").unwrap();
+        assert_eq!(t, Timestamp::parse("2026-11-24T00:00:00.123Z").unwrap());
+        assert!(Timestamp::parse("2026-11-24T00:00:00.12x4Z").is_none());
     }
 }

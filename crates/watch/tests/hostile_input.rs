@@ -1,0 +1,192 @@
+//! A standing guard against hostile input (issue 10): random and adversarial bytes through
+//! the transcript parser (facts and timeline), the tailer (records cut at every byte, the
+//! file grown in random pieces) and the hook payload reader. Nothing may panic, hang or
+//! overflow a stack, and a tailed file must give the same facts however it was cut.
+//!
+//! Deterministic per seed; time-boxed: `MIMESIS_FUZZ_SECS` (default 3 s per target) and
+//! `MIMESIS_FUZZ_SEED`. The run's executions are printed.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use mimesis_core::clock::Timestamp;
+use mimesis_core::facts::SessionFacts;
+use mimesis_core::hook_event::{TerminalContext, parse_payload};
+use mimesis_core::timeline::TimelineBuilder;
+use mimesis_watch::tail::FileTail;
+
+/// xorshift64*: small, fast and deterministic; no dependency needed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+        &v[self.below(v.len())]
+    }
+}
+
+fn budget() -> Duration {
+    let secs = std::env::var("MIMESIS_FUZZ_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(3.0f64);
+    Duration::from_secs_f64(secs)
+}
+
+fn seed() -> u64 {
+    std::env::var("MIMESIS_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_1234_abcd_0001)
+}
+
+/// Real-looking records of every kind Mimesis reads, to mutate.
+const SEEDS: &[&str] = &[
+    r#"{"type":"user","uuid":"u1","timestamp":"2026-11-24T00:00:00.000Z","cwd":"/p","sessionId":"s","message":{"role":"user","content":"fix the parser"}}"#,
+    r#"{"type":"assistant","uuid":"a1","timestamp":"2026-11-24T00:00:01.000Z","requestId":"r","message":{"id":"m1","model":"claude-opus-5-5","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}],"usage":{"input_tokens":3,"output_tokens":5}}}"#,
+    r#"{"type":"user","uuid":"u2","timestamp":"2026-11-24T00:00:02.000Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok","is_error":false}]}}"#,
+    r#"{"type":"system","subtype":"compact_boundary","uuid":"b1","timestamp":"2026-11-24T00:00:03.000Z","compactMetadata":{"trigger":"auto","preTokens":160000}}"#,
+    r#"{"type":"user","isCompactSummary":true,"uuid":"s1","timestamp":"2026-11-24T00:00:04.000Z","message":{"content":"This session is being continued from a previous conversation"}}"#,
+    r#"{"type":"cost-state","sessionId":"s","totalCostUSD":0.0176,"modelUsage":{"claude-opus-5-5":{"inputTokens":4000,"outputTokens":80}}}"#,
+    r#"{"parentUuid":"p","isSidechain":false,"attachment":{"type":"prompt_snapshot","systemPrompt":["x"]},"type":"attachment","uuid":"at","timestamp":"2026-11-24T00:00:05.000Z"}"#,
+    r#"{"type":"api-request-shape","sessionId":"s","shape":{"system":[{"type":"text","text":"y"}]}}"#,
+    r#"{"type":"last-prompt","lastPrompt":"go on","sessionId":"s"}"#,
+    r#"{"type":"system","subtype":"local_command","content":"<local-command-stdout>\u001b[2mdone\u001b[22m</local-command-stdout>"}"#,
+];
+
+const HOOK_SEEDS: &[&str] = &[
+    r#"{"session_id":"abc","hook_event_name":"SessionStart","source":"startup","cwd":"/p","transcript_path":"/p/x.jsonl"}"#,
+    r#"{"session_id":"abc","hook_event_name":"Notification","notification_type":"permission_prompt"}"#,
+    r#"{"session_id":"abc","hook_event_name":"StopFailure"}"#,
+];
+
+/// Hostile fragments spliced into records.
+const NASTY: &[&str] = &[
+    "1.5e300",
+    "-1",
+    "18446744073709551616",
+    "\"\\ud800\"",
+    "null",
+    "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+    "{\"a\":",
+    "\u{202e}",
+    "\\",
+    "\"",
+    "\n",
+    "\0",
+    "\u{feff}",
+    "{\"type\":\"user\"}",
+];
+
+fn mutate(rng: &mut Rng, base: &[u8]) -> Vec<u8> {
+    let mut v = base.to_vec();
+    for _ in 0..=rng.below(4) {
+        match rng.below(7) {
+            0 if !v.is_empty() => {
+                let i = rng.below(v.len());
+                v[i] = rng.next() as u8;
+            }
+            1 if !v.is_empty() => {
+                let i = rng.below(v.len());
+                v.truncate(i);
+            }
+            2 => {
+                let i = rng.below(v.len() + 1);
+                let n = rng.pick(NASTY).as_bytes().to_vec();
+                v.splice(i..i, n);
+            }
+            3 => {
+                let depth = 1 + rng.below(60_000);
+                let i = rng.below(v.len() + 1);
+                v.splice(i..i, std::iter::repeat_n(if rng.below(2) == 0 { b'[' } else { b'{' }, depth));
+            }
+            4 => {
+                let i = rng.below(v.len() + 1);
+                let junk: Vec<u8> = (0..rng.below(64)).map(|_| rng.next() as u8).collect();
+                v.splice(i..i, junk);
+            }
+            5 => {
+                let other = rng.pick(SEEDS).as_bytes();
+                v.extend_from_slice(other);
+            }
+            _ => {}
+        }
+    }
+    v
+}
+
+#[test]
+fn the_parsers_survive_anything() {
+    let mut rng = Rng(seed());
+    let started = Instant::now();
+    let mut runs = 0u64;
+    let mut scratch = String::new();
+    while started.elapsed() < budget() {
+        let base = *rng.pick(SEEDS);
+        let line = mutate(&mut rng, base.as_bytes());
+        let mut facts = SessionFacts::default();
+        facts.apply_line(&line, &mut scratch);
+        assert!(facts.usage.total() < u64::MAX / 2, "no absurd totals from {:?}", String::from_utf8_lossy(&line));
+        let mut tl = TimelineBuilder::new();
+        tl.push_line(&line, &mut Vec::new());
+        let base = *rng.pick(HOOK_SEEDS);
+        let hook = mutate(&mut rng, base.as_bytes());
+        let _ = parse_payload(&hook, Timestamp::from_millis(0), TerminalContext::default());
+        runs += 1;
+    }
+    eprintln!("parsers: {runs} inputs in {:.1} s", started.elapsed().as_secs_f64());
+    assert!(runs > 100, "the fuzz loop ran");
+}
+
+/// A file grown in random pieces (records cut at any byte, torn ends) gives the facts that
+/// reading it whole gives.
+#[test]
+fn the_tailer_gives_the_same_facts_however_the_file_grows() {
+    let mut rng = Rng(seed() ^ 0x7a11);
+    let started = Instant::now();
+    let mut runs = 0u64;
+    let dir = tempfile::tempdir().unwrap();
+    while started.elapsed() < budget() {
+        let mut content = Vec::new();
+        for _ in 0..1 + rng.below(12) {
+            let base = *rng.pick(SEEDS);
+            let rec = if rng.below(5) == 0 { mutate(&mut rng, base.as_bytes()) } else { base.as_bytes().to_vec() };
+            content.extend_from_slice(&rec);
+            content.push(b'\n');
+        }
+        let path = dir.path().join(format!("{runs}.jsonl"));
+        let whole = facts_of_whole(&path, &content);
+        // The same bytes, appended in random pieces with a read after each.
+        std::fs::write(&path, b"").unwrap();
+        let mut tail = FileTail::new(&path);
+        let mut facts = SessionFacts::default();
+        let mut scratch = String::new();
+        let mut at = 0;
+        while at < content.len() {
+            let n = 1 + rng.below(content.len() - at);
+            std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(&content[at..at + n]).unwrap();
+            at += n;
+            tail.read_new(|l| facts.apply_line(l, &mut scratch)).unwrap();
+        }
+        assert_eq!(
+            (facts.usage, facts.records, facts.malformed, facts.goal().map(str::to_owned)),
+            (whole.usage, whole.records, whole.malformed, whole.goal().map(str::to_owned)),
+            "pieces and whole differ for {:?}",
+            String::from_utf8_lossy(&content)
+        );
+        runs += 1;
+    }
+    eprintln!("tailer: {runs} files in {:.1} s", started.elapsed().as_secs_f64());
+    assert!(runs > 10, "the fuzz loop ran");
+}
+
+fn facts_of_whole(path: &std::path::Path, content: &[u8]) -> SessionFacts {
+    std::fs::write(path, content).unwrap();
+    let mut tail = FileTail::new(path);
+    let mut facts = SessionFacts::default();
+    let mut scratch = String::new();
+    tail.read_new(|l| facts.apply_line(l, &mut scratch)).unwrap();
+    facts
+}
