@@ -779,3 +779,121 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
         None => std::future::pending().await,
     }
 }
+
+/// The effect loop of one actor, driven by a test host (no supervisor, no fleet) with a
+/// plain shell as the agent in a real PTY: what it publishes and emits, in order.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::SupervisorConfig;
+    use mimesis_core::clock::{Clock, SystemClock};
+    use mimesis_core::supervision::event::EventKind;
+
+    struct TestHost {
+        config: SupervisorConfig,
+        clock: SystemClock,
+        events: Mutex<Vec<SupervisionEvent>>,
+        published: Mutex<Vec<Supervision>>,
+        started: Mutex<Vec<u32>>,
+        ended: Mutex<Vec<u32>>,
+    }
+
+    impl Host for TestHost {
+        fn config(&self) -> &SupervisorConfig {
+            &self.config
+        }
+        fn clock(&self) -> &dyn Clock {
+            &self.clock
+        }
+        fn agent(&self) -> AgentCommand {
+            self.config.agent.clone()
+        }
+        fn publish(&self, _: &SessionId, sup: &Supervision, _: &SessionPolicy, _: &std::path::Path) {
+            self.published.lock().unwrap().push(sup.clone());
+        }
+        fn emit(&self, ev: SupervisionEvent) {
+            self.events.lock().unwrap().push(ev);
+        }
+        fn usage(&self, _: &SessionId, _: u64, _: u64) {}
+        fn process_started(&self, record: ProcessRecord) {
+            self.started.lock().unwrap().push(record.pid);
+        }
+        fn process_ended(&self, pid: u32) {
+            self.ended.lock().unwrap().push(pid);
+        }
+        fn other_process_starts(&self, _: &SessionId) -> Vec<Timestamp> {
+            Vec::new()
+        }
+        fn rename(&self, _: &SessionId, _: &SessionId, _: &std::path::Path) {}
+        fn finished(&self, _: &SessionId) {}
+    }
+
+    async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !cond() {
+            assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_effect_loop_starts_feeds_and_reports_an_exit() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Arc::new(mimesis_fleetdb::ledger::FileLedger::new(dir.path().join("data")));
+        let mut config = SupervisorConfig::new(dir.path().join("claude"), ledger);
+        // A plain program, not Claude Code: monitored only, so its exit is reported, not
+        // recovered. It echoes one line, then exits with 3.
+        config.agent = AgentCommand::new("/bin/sh");
+        config.agent.args =
+            vec!["-c".into(), "printf 'ready\\n'; read line; printf 'got %s\\n' \"$line\"; exit 3".into()];
+        let host = Arc::new(TestHost {
+            config,
+            clock: SystemClock,
+            events: Mutex::new(Vec::new()),
+            published: Mutex::new(Vec::new()),
+            started: Mutex::new(Vec::new()),
+            ended: Mutex::new(Vec::new()),
+        });
+        let id = SessionId::parse("actor-test").unwrap();
+        let (policy, first) = SessionPolicy::new(
+            id.clone(),
+            Default::default(),
+            host.config.agent.kind,
+            false,
+            host.clock.both(),
+            Box::new(|| SessionId::parse("fresh").unwrap()),
+        );
+        let (tx, rx) = mpsc::unbounded_channel();
+        let actor = SessionActor::new(policy, first, host.clone(), dir.path().to_owned(), rx);
+        let task = tokio::spawn(actor.run());
+
+        wait_for("the process to start", || !host.started.lock().unwrap().is_empty()).await;
+        let (attach_tx, attach_rx) = oneshot::channel();
+        tx.send(SessionCmd::Attach { terminal: true, reply: attach_tx }).unwrap();
+        let attachment = attach_rx.await.unwrap();
+        let (reply, delivered) = oneshot::channel();
+        tx.send(SessionCmd::Input(b"hello\r".to_vec(), reply)).unwrap();
+        let _ = delivered.await;
+        let pid = host.started.lock().unwrap()[0];
+        wait_for("the process to end", || host.ended.lock().unwrap().contains(&pid)).await;
+        wait_for("the exit to be reported", || {
+            host.events.lock().unwrap().iter().any(|e| matches!(e.kind, EventKind::Error { exit_code: 3, .. }))
+        })
+        .await;
+
+        let kinds: Vec<&'static str> = host.events.lock().unwrap().iter().map(|e| e.type_name()).collect();
+        assert_eq!(kinds.first(), Some(&"session_started"), "{kinds:?}");
+        let published = host.published.lock().unwrap().clone();
+        assert!(published.iter().any(|s| s.pid == Some(pid)), "the running process was published");
+        assert!(published.last().is_some_and(|s| s.pid.is_none()), "and then that it ended");
+        let mut seen = attachment.scrollback.clone();
+        let mut rx = attachment.output;
+        while let Ok(Ok(chunk)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+            seen.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8_lossy(&seen);
+        assert!(text.contains("got hello"), "the input reached the agent through the PTY: {text:?}");
+        drop(tx);
+        let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+    }
+}
