@@ -103,7 +103,7 @@ pub struct SessionFacts {
     /// Tokens per model (for the cost estimate); at most [`MAX_MODELS`] models.
     pub usage_by_model: BTreeMap<String, Usage>,
     /// What Claude Code says it billed (its last `cost-state` record, 2.1.330).
-    pub billed: Option<crate::pricing::Billed>,
+    pub billed: Option<crate::session::Billed>,
     pub records: u64,
     /// How the file begins.
     pub birth: Birth,

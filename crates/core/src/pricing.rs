@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-use crate::session::Usage;
+use crate::session::{Billed, Cost, Usage};
 
 /// The day the prices below were last checked.
 pub const PRICES_AS_OF: &str = "2026-11-20";
@@ -55,28 +55,6 @@ pub fn cost_of(usage: &Usage, p: &Price) -> f64 {
         + m(usage.output_tokens, p.output)
         + m(usage.cache_creation_input_tokens, p.cache_write)
         + m(usage.cache_read_input_tokens, p.cache_read)
-}
-
-/// What Claude Code says it billed for a session (its last `cost-state` record).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct Billed {
-    pub cost_usd: f64,
-    /// Summed over its models; includes calls the transcript does not show (compaction).
-    pub usage: Usage,
-}
-
-/// A session's cost (docs/ipc.md `cost`).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct Cost {
-    /// From the transcript's tokens and the price table; null when no model is priced.
-    pub estimated_usd: Option<f64>,
-    /// Models the session used that the table does not price (their tokens are left out).
-    pub unknown_models: Vec<String>,
-    pub prices_as_of: String,
-    /// What Claude Code says it billed (2.1.330's `cost-state`), else null.
-    pub billed: Option<Billed>,
 }
 
 /// The cost of a session that used `by_model`.

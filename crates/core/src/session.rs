@@ -41,6 +41,28 @@ impl Usage {
     }
 }
 
+/// What Claude Code says it billed for a session (its last `cost-state` record).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Billed {
+    pub cost_usd: f64,
+    /// Summed over its models; includes calls the transcript does not show (compaction).
+    pub usage: Usage,
+}
+
+/// A session's cost (docs/ipc.md `cost`), worked out by `crate::pricing`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    /// From the transcript's tokens and the price table; null when no model is priced.
+    pub estimated_usd: Option<f64>,
+    /// Models the session used that the table does not price (their tokens are left out).
+    pub unknown_models: Vec<String>,
+    pub prices_as_of: String,
+    /// What Claude Code says it billed (2.1.330's `cost-state`), else null.
+    pub billed: Option<Billed>,
+}
+
 /// The tool call a session is blocked on, and what it acts on.
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
 pub struct PendingTool {
@@ -234,7 +256,7 @@ roster_row! {
     /// What the session cost: estimated from its tokens and the price table, and what
     /// Claude Code says it billed (docs/ipc.md `cost`).
     #[serde(default)]
-    cost: crate::pricing::Cost,
+    cost: Cost,
     /// Subagents working for the session right now, as its SubagentStart/SubagentStop
     /// hooks (2.1.330) tell; 0 without hooks or when the turn is over.
     #[serde(default)]
