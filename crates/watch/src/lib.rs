@@ -22,6 +22,7 @@
 pub mod cwd_files;
 pub mod engine;
 pub mod git;
+pub mod parse;
 pub mod permission_files;
 pub mod registry;
 pub mod scan;

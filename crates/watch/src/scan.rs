@@ -145,7 +145,7 @@ pub fn peek_file(location: TranscriptLocation) -> std::io::Result<IndexedFile> {
         // Only lines with their newline: a cut line is not a record.
         if let Some(end) = bytes.iter().rposition(|&b| b == b'\n') {
             for line in bytes[..end].split(|&b| b == b'\n') {
-                facts.apply_line(line, &mut scratch);
+                facts.apply_line_with(&crate::parse::SonicJson, line, &mut scratch);
             }
         }
     };

@@ -83,7 +83,7 @@ struct FactsSink {
 
 impl LineSink for FactsSink {
     fn line(&mut self, line: &[u8]) {
-        self.facts.apply_line(line, &mut self.scratch);
+        self.facts.apply_line_with(&crate::parse::SonicJson, line, &mut self.scratch);
     }
     fn reset(&mut self) {
         self.facts = SessionFacts::default();

@@ -13,6 +13,7 @@ use mimesis_core::clock::Timestamp;
 use mimesis_core::facts::SessionFacts;
 use mimesis_core::hook_event::{TerminalContext, parse_payload};
 use mimesis_core::timeline::TimelineBuilder;
+use mimesis_watch::parse::SonicJson;
 use mimesis_watch::tail::FileTail;
 
 /// xorshift64*: small, fast and deterministic; no dependency needed.
@@ -129,6 +130,10 @@ fn the_parsers_survive_anything() {
         let mut facts = SessionFacts::default();
         facts.apply_line(&line, &mut scratch);
         assert!(facts.usage.total() < u64::MAX / 2, "no absurd totals from {:?}", String::from_utf8_lossy(&line));
+        // The index's SIMD parser, on the same line.
+        let mut fast = SessionFacts::default();
+        fast.apply_line_with(&SonicJson, &line, &mut scratch);
+        assert!(fast.usage.total() < u64::MAX / 2);
         let mut tl = TimelineBuilder::new();
         tl.push_line(&line, &mut Vec::new());
         let base = *rng.pick(HOOK_SEEDS);
