@@ -9,7 +9,11 @@
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeSet, BinaryHeap};
+
+// Maps keyed by our own ids and paths: a fast hasher (no untrusted party picks the keys'
+// hashes to collide: ids are validated and come from file names we list).
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -168,32 +172,32 @@ pub struct Store {
 impl Store {
     pub fn new(timeouts: Timeouts) -> Self {
         Store {
-            entries: HashMap::new(),
-            by_path: HashMap::new(),
-            registry: HashMap::new(),
-            live: HashMap::new(),
-            ever_live: HashSet::new(),
-            by_cwd: HashMap::new(),
-            cwd_of: HashMap::new(),
+            entries: HashMap::default(),
+            by_path: HashMap::default(),
+            registry: HashMap::default(),
+            live: HashMap::default(),
+            ever_live: HashSet::default(),
+            by_cwd: HashMap::default(),
+            cwd_of: HashMap::default(),
             settings: RefCell::new(SettingsCache::new(dirs::home_dir())),
-            repo_roots: HashMap::new(),
+            repo_roots: HashMap::default(),
             timeouts,
             deadlines: BinaryHeap::new(),
             chains: Chains::new(),
             new_links: Vec::new(),
-            hooks: HashMap::new(),
-            pending_clear: HashMap::new(),
-            pending_markers: HashMap::new(),
-            last_pid: HashMap::new(),
-            names: HashMap::new(),
-            status_files: HashMap::new(),
+            hooks: HashMap::default(),
+            pending_clear: HashMap::default(),
+            pending_markers: HashMap::default(),
+            last_pid: HashMap::default(),
+            names: HashMap::default(),
+            status_files: HashMap::default(),
             status_file_ttl: STATUS_FILE_TTL,
             chain_checks: Vec::new(),
-            chain_checked: HashSet::new(),
+            chain_checked: HashSet::default(),
             bulk: true,
-            dirty: HashSet::new(),
+            dirty: HashSet::default(),
             removed: Vec::new(),
-            supervised: HashMap::new(),
+            supervised: HashMap::default(),
         }
     }
 
@@ -261,7 +265,7 @@ impl Store {
             .filter(|(t, _)| *t >= since)
             .collect();
         v.sort_by(|a, b| b.cmp(a));
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         v.into_iter().filter(|(_, c)| seen.insert(*c)).map(|(_, c)| c.clone()).collect()
     }
 
@@ -465,11 +469,11 @@ impl Store {
             return Vec::new();
         }
         self.registry.insert(root.to_owned(), alive);
-        let mut merged: HashMap<SessionId, RegistryEntry> = HashMap::new();
+        let mut merged: HashMap<SessionId, RegistryEntry> = HashMap::default();
         for e in self.registry.values().flatten() {
             merged.insert(e.session_id.clone(), e.clone());
         }
-        let mut touched: HashSet<SessionId> = HashSet::new();
+        let mut touched: HashSet<SessionId> = HashSet::default();
         for (id, e) in &merged {
             if self.live.get(id) != Some(e) {
                 touched.insert(id.clone());

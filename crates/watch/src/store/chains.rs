@@ -229,7 +229,7 @@ impl Store {
         // activity, newest first from `latest`), enough to find the one the folder rule
         // takes; never every session.
         let latest = Some(started.plus(chain::ACTIVITY_SLACK));
-        let mut ids: HashSet<&SessionId> = HashSet::new();
+        let mut ids: HashSet<&SessionId> = HashSet::default();
         if let Some(set) = cwd.and_then(|c| self.by_cwd.get(c)) {
             let mut fitting = 0;
             for (_, cid) in set.range(..=(latest, SessionId::greatest())).rev() {
