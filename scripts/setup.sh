@@ -22,6 +22,17 @@ APT_BUILD=(libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librs
 # server, so notifications and their clicks are tested for real.
 APT_TEST=(xvfb xauth webkit2gtk-driver dbus dunst)
 
+# A clear word before a build that would fail half-way on a full disk.
+need_disk() {
+  local want_gb="$1" free_kb
+  mkdir -p "$ROOT/target"
+  free_kb="$(df -Pk "$ROOT/target" | awk 'NR==2 {print $4}')"
+  if [ -n "$free_kb" ] && [ "$free_kb" -lt $((want_gb * 1024 * 1024)) ]; then
+    printf 'warning: %s GB free under %s; a cold build and test run needs about %s GB\n' \
+      "$((free_kb / 1024 / 1024))" "$ROOT/target" "$want_gb" >&2
+  fi
+}
+
 ensure_apt() {
   local missing=()
   for p in "$@"; do
