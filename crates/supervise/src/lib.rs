@@ -12,9 +12,9 @@
 //! - [`metrics`]: each supervisor's metrics, published for `mimesis metrics` (P14).
 //!
 //! Layer: above `mimesis-core` and `mimesis-os`. It does not know the engine: the wiring
-//! shows each session's supervision in the roster through [`Roster`] and feeds the
-//! transcript's and the registry's view of the agent in through
-//! [`Supervisor::transcript_status`].
+//! shows each session's supervision in the roster through [`Roster`] and feeds what the
+//! agent's own records say (registry, hooks, transcript) in through
+//! [`Supervisor::agent_report`].
 
 mod actor;
 pub mod cleanup;

@@ -10,7 +10,8 @@
 //! Limits can change while sessions run ([`Supervisor::set_limits`]); the wiring follows
 //! the stored settings and calls it, so `settings_set` reaches running sessions at once.
 //! The roster learns each session's supervision through [`Roster`], and the transcript's
-//! view of the agent comes in through [`Supervisor::transcript_status`].
+//! agent's own records (registry, hooks, transcript) come in through
+//! [`Supervisor::agent_report`].
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -23,13 +24,12 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use mimesis_core::clock::{Clock, Timestamp};
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
-use mimesis_core::status::Status;
 use mimesis_core::supervision::AgentCommand;
 use mimesis_core::supervision::event::{EventKind, SupervisionEvent, wording};
 use mimesis_core::supervision::fleet::{self, CapEntry, DiskAction, DiskWatch, OrphanWatch, ScanFacts};
 use mimesis_core::supervision::ledger::{Owner, ProcessLedger, ProcessRecord};
 use mimesis_core::supervision::limits::Limits;
-use mimesis_core::supervision::policy::{Delivery, Input, SessionPolicy};
+use mimesis_core::supervision::policy::{AgentReport, Delivery, Input, SessionPolicy};
 use mimesis_core::supervision::view::{Metrics, ResourceRow, Resources, Supervision, SupervisionState};
 use mimesis_os::procs;
 
@@ -495,14 +495,14 @@ impl Supervisor {
         self.shared.sender(id)?.send(cmd).map_err(|_| SupervisorError::UnknownSession(id.clone()))
     }
 
-    /// What the transcript and the live registry say of a supervised session (the wiring
-    /// follows the engine's roster and calls this): it helps the policy tell a finished
-    /// turn when the screen can't. A status for a session not supervised under exactly
-    /// this id goes nowhere: after a fresh start replaced a corrupted session (EC-007),
-    /// the old transcript must not drive the new one.
-    pub fn transcript_status(&self, id: &SessionId, status: Status) {
+    /// What a supervised session's own records say (its live registry entry, hooks and
+    /// transcript; the wiring follows the engine's reports and calls this): the policy
+    /// reads the agent through these before its screen. A report for a session not
+    /// supervised under exactly this id goes nowhere: after a fresh start replaced a
+    /// corrupted session (EC-007), the old transcript must not drive the new one.
+    pub fn agent_report(&self, id: &SessionId, report: AgentReport) {
         if let Some(tx) = self.shared.transcript_target(id) {
-            let _ = tx.send(SessionCmd::Control(Input::Transcript(status)));
+            let _ = tx.send(SessionCmd::Control(Input::Agent(report)));
         }
     }
 
@@ -961,7 +961,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_replaced_sessions_transcript_status_goes_nowhere() {
+    async fn a_replaced_sessions_agent_reports_go_nowhere() {
         let dir = tempfile::tempdir().unwrap();
         let ledger = std::sync::Arc::new(mimesis_fleetdb::ledger::FileLedger::new(dir.path().join("data")));
         let mut config = SupervisorConfig::new(dir.path().join("claude"), ledger);

@@ -21,6 +21,7 @@ use mimesis_core::persist::{Batch, PersistedSession, SessionArchive};
 use mimesis_core::session::TrackedSession;
 use mimesis_core::settings::NotificationSettings;
 use mimesis_core::status::Timeouts;
+use mimesis_core::supervision::policy::AgentReport;
 use mimesis_core::supervision::view::Supervision;
 use mimesis_core::timeline::{ChainSegment, TimelineItem};
 use serde::Serialize;
@@ -164,6 +165,7 @@ enum Command {
     RemoveRoot(PathBuf, Reply<()>),
     Tick(Reply<()>),
     Path(SessionId, Reply<Option<PathBuf>>),
+    AgentReports(Reply<Vec<(SessionId, AgentReport)>>),
     InstallTimeline(SessionId, Box<OpenTimeline>, usize, Reply<TimelinePage>),
     TimelineRange(SessionId, usize, usize, Reply<Result<TimelinePage, EngineError>>),
     TimelineItem(SessionId, usize, Reply<Result<Option<TimelineItem>, EngineError>>),
@@ -183,6 +185,7 @@ pub struct Engine {
     cmd: mpsc::UnboundedSender<Command>,
     events: broadcast::Sender<Arc<Envelope>>,
     timeline: broadcast::Sender<Arc<TimelineUpdate>>,
+    agent_reports: broadcast::Sender<Arc<(SessionId, AgentReport)>>,
     notifications: broadcast::Sender<Notification>,
     attention: watch::Receiver<AttentionSet>,
     ready: watch::Receiver<Phase>,
@@ -210,6 +213,7 @@ impl Engine {
         let (fs_tx, fs_rx) = mpsc::unbounded_channel();
         let (events, _) = broadcast::channel(config.event_capacity.max(16));
         let (timeline, _) = broadcast::channel(1024);
+        let (agent_reports, _) = broadcast::channel(256);
         let (notifications, _) = broadcast::channel(256);
         let (attention_tx, attention) = watch::channel(AttentionSet::default());
         let (ready_tx, ready) = watch::channel(Phase::Starting);
@@ -244,6 +248,7 @@ impl Engine {
             watcher,
             events: events.clone(),
             timeline: timeline.clone(),
+            agent_reports: agent_reports.clone(),
             seq: 0,
             clock: config.clock.clone(),
             timelines: HashMap::new(),
@@ -302,7 +307,7 @@ impl Engine {
             }
         });
         tokio::spawn(actor.run(cmd_rx, fs_rx, config.poll_interval));
-        Engine { cmd: cmd_tx, events, timeline, notifications, attention, ready, clock: config.clock }
+        Engine { cmd: cmd_tx, events, timeline, agent_reports, notifications, attention, ready, clock: config.clock }
     }
 
     /// Waits until every transcript was read in full and changes are followed.
@@ -326,6 +331,17 @@ impl Engine {
     /// configured capacity gets `Lagged` and should take a new snapshot.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Envelope>> {
         self.events.subscribe()
+    }
+
+    /// What supervised sessions' own records say (registry, hooks, transcript), whenever
+    /// it changes: their supervisor reads the agent through these before its screen.
+    pub fn subscribe_agent_reports(&self) -> broadcast::Receiver<Arc<(SessionId, AgentReport)>> {
+        self.agent_reports.subscribe()
+    }
+
+    /// Every supervised session's current report (after a receiver fell behind).
+    pub async fn agent_reports(&self) -> Result<Vec<(SessionId, AgentReport)>, EngineError> {
+        self.ask(Command::AgentReports).await
     }
 
     /// Updates of open timelines.
@@ -536,6 +552,7 @@ struct Actor {
     watcher: Option<RootWatcher>,
     events: broadcast::Sender<Arc<Envelope>>,
     timeline: broadcast::Sender<Arc<TimelineUpdate>>,
+    agent_reports: broadcast::Sender<Arc<(SessionId, AgentReport)>>,
     seq: u64,
     clock: Arc<dyn Clock>,
     timelines: HashMap<SessionId, OpenTimeline>,
@@ -654,6 +671,9 @@ impl Actor {
     }
 
     fn publish(&mut self, events: Vec<StoreEvent>) {
+        for report in self.store.take_agent_reports() {
+            let _ = self.agent_reports.send(Arc::new(report));
+        }
         if events.is_empty() {
             return;
         }
@@ -908,6 +928,9 @@ impl Actor {
                 let events = self.store.tick(now);
                 self.publish(events);
                 let _ = reply.send(());
+            }
+            Command::AgentReports(reply) => {
+                let _ = reply.send(self.store.agent_reports());
             }
             Command::Path(id, reply) => {
                 let _ = reply.send(self.store.transcript_path(&id).map(Path::to_owned));

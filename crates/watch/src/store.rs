@@ -29,6 +29,7 @@ use mimesis_core::registry::RegistryEntry;
 pub use mimesis_core::session::StoreEvent;
 use mimesis_core::session::{PendingTool, Source, TrackedSession};
 use mimesis_core::status::{self, HookSignal, PendingCall, StatusInput, Timeouts};
+use mimesis_core::supervision::policy::AgentReport;
 use mimesis_core::supervision::view::Supervision;
 use mimesis_core::text::clean_text;
 
@@ -167,6 +168,10 @@ pub struct Store {
     removed: Vec<SessionId>,
     /// Sessions Mimesis runs in a PTY, and their supervision (shown as `source: pty`).
     supervised: HashMap<SessionId, Supervision>,
+    /// What each supervised session's own records said last (for its supervisor), and the
+    /// reports that changed since [`Store::take_agent_reports`].
+    agent_reports: HashMap<SessionId, AgentReport>,
+    new_agent_reports: Vec<(SessionId, AgentReport)>,
 }
 
 impl Store {
@@ -198,6 +203,8 @@ impl Store {
             dirty: HashSet::default(),
             removed: Vec::new(),
             supervised: HashMap::default(),
+            agent_reports: HashMap::default(),
+            new_agent_reports: Vec::new(),
         }
     }
 
@@ -536,6 +543,7 @@ impl Store {
                 }
             }
             None => {
+                self.agent_reports.remove(&id);
                 if self.supervised.remove(&id).is_some() {
                     let gone = self.entries.get(&id).is_some_and(|e| !e.location.path.exists());
                     if gone {
@@ -547,6 +555,20 @@ impl Store {
             }
         }
         events
+    }
+
+    /// The supervised sessions' reports that changed since the last call.
+    pub fn take_agent_reports(&mut self) -> Vec<(SessionId, AgentReport)> {
+        std::mem::take(&mut self.new_agent_reports)
+    }
+
+    /// Every supervised session's current report (for a consumer that fell behind).
+    pub fn agent_reports(&self) -> Vec<(SessionId, AgentReport)> {
+        self.agent_reports
+            .iter()
+            .filter(|(id, _)| self.supervised.contains_key(*id))
+            .map(|(i, r)| (i.clone(), r.clone()))
+            .collect()
     }
 
     /// When the next timeout falls due, if any.
@@ -600,6 +622,18 @@ impl Store {
         let (row, next_check) = self.row(entry, now);
         if let Some(t) = next_check {
             self.deadlines.push(Reverse((t, id.clone())));
+        }
+        if self.supervised.contains_key(id) {
+            let report = AgentReport {
+                registry: self.live.get(id).map(|e| (e.pid, e.signal().state)),
+                hook: self.hooks.get(id).and_then(|h| h.signal),
+                last_record: entry.facts.last_activity,
+                status: row.status,
+            };
+            if self.agent_reports.get(id) != Some(&report) {
+                self.agent_reports.insert(id.clone(), report.clone());
+                self.new_agent_reports.push((id.clone(), report));
+            }
         }
         let entry = self.entries.get_mut(id).expect("entry checked above");
         match &entry.published {

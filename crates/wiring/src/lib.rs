@@ -31,9 +31,9 @@ use mimesis_core::clock::{Clock, SystemClock};
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::persist::SessionArchive;
-use mimesis_core::session::{Source, StoreEvent};
 use mimesis_core::settings::{FieldError, SetOutcome, Settings};
 use mimesis_core::supervision::limits::{self, Effective, LimitFlags, Limits, LimitsEnv};
+use mimesis_core::supervision::policy::AgentReport;
 use mimesis_core::supervision::view::Supervision;
 use mimesis_core::supervision::{AgentCommand, SupervisionEvent};
 use mimesis_fleetdb::Db;
@@ -262,7 +262,7 @@ impl Mimesis {
                     tracing::info!(killed = ?cleanup.killed, "stopped what an earlier run of Mimesis left running");
                 }
                 tokio::spawn(forward_supervision_events(sup.subscribe(), engine.clone()));
-                tokio::spawn(forward_roster_to_supervisor(engine.subscribe(), engine, sup.clone()));
+                tokio::spawn(forward_agent_reports(engine.subscribe_agent_reports(), engine, sup.clone()));
                 let _ = sup_tx.send(Some(sup));
                 // Keep the sender: the handles' receivers stay valid for the app's lifetime.
                 sup_tx.closed().await;
@@ -438,31 +438,23 @@ async fn forward_supervision_events(mut rx: broadcast::Receiver<Arc<SupervisionE
     }
 }
 
-/// The roster's view of each supervised session (the live registry, hooks, the transcript:
-/// its derived status) goes to the supervisor: it tells a finished turn when the screen
-/// can't. A forwarder that fell behind takes the roster anew instead of going on with a
-/// hole (a missed "turn done" would leave a session unrecovered).
-async fn forward_roster_to_supervisor(
-    mut rx: broadcast::Receiver<Arc<mimesis_watch::Envelope>>,
+/// What each supervised session's own records say (its live registry entry, hooks, the
+/// transcript) goes to the supervisor, which reads the agent through them before its
+/// screen. A forwarder that fell behind takes every report anew instead of going on with
+/// a hole (a missed "turn done" would leave a session unrecovered).
+async fn forward_agent_reports(
+    mut rx: broadcast::Receiver<Arc<(SessionId, AgentReport)>>,
     engine: Engine,
     sup: Supervisor,
 ) {
     loop {
         match rx.recv().await {
-            Ok(env) => match &env.event {
-                StoreEvent::Discovered { session } => sup.transcript_status(&session.session_id, session.status),
-                StoreEvent::Updated { session_id, changes } => {
-                    if let Some(status) = changes.status {
-                        sup.transcript_status(session_id, status);
-                    }
-                }
-                StoreEvent::Removed { .. } => {}
-            },
+            Ok(report) => sup.agent_report(&report.0, report.1.clone()),
             Err(broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!(missed = n, "the roster fell behind; taking it anew for the supervisor");
-                let Ok(snapshot) = engine.snapshot().await else { return };
-                for s in snapshot.sessions.iter().filter(|s| s.source == Source::Pty) {
-                    sup.transcript_status(&s.session_id, s.status);
+                tracing::warn!(missed = n, "agent reports fell behind; taking them anew for the supervisor");
+                let Ok(reports) = engine.agent_reports().await else { return };
+                for (id, report) in reports {
+                    sup.agent_report(&id, report);
                 }
             }
             Err(broadcast::error::RecvError::Closed) => return,

@@ -36,9 +36,10 @@ use super::limits::{Limits, SuspendMode};
 use super::view::{Mode, RestartHold, Supervision, SupervisionState, TerminatedReason};
 use crate::clock::{Mono, Now, Timestamp};
 use crate::ids::SessionId;
-use crate::status::Status;
+use crate::status::{HookSignal, HookState, RegistryState, Status};
 
-/// What the agent is doing, as far as the screen (or else the transcript) tells.
+/// What the agent is doing: as its live registry entry tells, else its screen, else its
+/// transcript.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Activity {
     #[default]
@@ -154,9 +155,8 @@ pub enum Input {
         generation: u64,
         signal: ScreenSignal,
     },
-    /// The session's status derived from its transcript (the fallback when the screen
-    /// says nothing definite).
-    Transcript(Status),
+    /// What the agent's own records say of it (the registry, hooks, transcript).
+    Agent(AgentReport),
     /// RSS of the process tree, after [`Effect::MeasureRss`].
     Rss {
         generation: u64,
@@ -183,6 +183,29 @@ pub enum Input {
     Limits(Box<Limits>),
     /// Re-evaluate timers.
     Tick,
+}
+
+/// What the agent's own records say of it, for supervision (the wiring reads them from the
+/// engine's roster), most exact first. The screen comes after all of these: a TUI redesign
+/// must not break supervision.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct AgentReport {
+    /// The session's live registry entry (`sessions/<pid>.json`): the PID that wrote it and
+    /// what it says. Only an entry of the supervised process itself counts.
+    pub registry: Option<(u32, RegistryState)>,
+    /// The newest hook event for the session.
+    pub hook: Option<HookSignal>,
+    /// When the newest transcript record was written (its own timestamp).
+    pub last_record: Option<Timestamp>,
+    /// The roster's status: all of the above plus time-based inference; the fallback.
+    pub status: Status,
+}
+
+impl AgentReport {
+    /// A report with only the roster's status.
+    pub fn status(status: Status) -> AgentReport {
+        AgentReport { status, ..AgentReport::default() }
+    }
 }
 
 /// What happened to a piece of user input.
@@ -353,6 +376,8 @@ pub struct SessionPolicy {
     generation: u64,
     /// SIGSTOPped (suspend mode `stop`).
     frozen: bool,
+    /// What the live registry entry of the current process says (the most exact).
+    registry: Activity,
     screen: Activity,
     transcript: Activity,
     /// A turn started (working or a dialog) and has not finished.
@@ -423,6 +448,7 @@ impl SessionPolicy {
             proc: Proc::None,
             generation: 0,
             frozen: false,
+            registry: Activity::Unknown,
             screen: Activity::Unknown,
             transcript: Activity::Unknown,
             turn_open: false,
@@ -519,7 +545,7 @@ impl SessionPolicy {
     }
 
     pub fn activity(&self) -> Activity {
-        if self.screen != Activity::Unknown { self.screen } else { self.transcript }
+        [self.registry, self.screen, self.transcript].into_iter().find(|a| *a != Activity::Unknown).unwrap_or_default()
     }
 
     /// The `supervision` object of the session's roster row (docs/ipc.md): its state,
@@ -603,7 +629,7 @@ impl SessionPolicy {
                     self.screen_signal(signal);
                 }
             }
-            Input::Transcript(status) => self.transcript_status(status),
+            Input::Agent(report) => self.agent_report(report),
             Input::Rss { generation, bytes } => {
                 if self.current(generation) {
                     self.rss(bytes);
@@ -662,6 +688,7 @@ impl SessionPolicy {
             return;
         }
         self.generation += 1;
+        self.registry = Activity::Unknown;
         self.screen = Activity::Unknown;
         self.turn_open = false;
         self.resume_rejected = false;
@@ -856,13 +883,41 @@ impl SessionPolicy {
         }
     }
 
-    fn transcript_status(&mut self, status: Status) {
+    fn agent_report(&mut self, report: AgentReport) {
         let before = self.activity();
-        self.transcript = match status {
+        let pid = self.pid();
+        // Only the supervised process's own entry: a previous process's may linger after a
+        // SIGKILL, and after /clear the process goes on under another session id.
+        self.registry = match report.registry {
+            Some((p, state)) if Some(p) == pid => match state {
+                RegistryState::Busy => Activity::Working,
+                RegistryState::Idle => Activity::Idle,
+                // A dialog or a question: the user is needed; nothing may be restarted under it.
+                RegistryState::WaitingForApproval
+                | RegistryState::WaitingForInput
+                | RegistryState::WaitingForDialog => Activity::Permission,
+                RegistryState::Unknown => Activity::Unknown,
+            },
+            _ => Activity::Unknown,
+        };
+        self.transcript = match report.status {
             Status::Working => Activity::Working,
             Status::WaitingForApproval => Activity::Permission,
             Status::WaitingForInput | Status::Idle => Activity::Idle,
         };
+        // The process is up as soon as anything of its own shows it: its registry entry, a
+        // transcript record or a hook written after it was started. Not only its screen,
+        // and not after a fallback of 30 s.
+        if matches!(self.proc, Proc::Starting { pid: Some(_), .. }) {
+            let since = self.process_wall;
+            let after_spawn = |t: Timestamp| since.is_some_and(|s| t > s);
+            let own_registry = matches!(report.registry, Some((p, _)) if Some(p) == pid);
+            let own_record = report.last_record.is_some_and(after_spawn);
+            let own_hook = report.hook.is_some_and(|h| h.state != HookState::Ended && after_spawn(h.at));
+            if own_registry || own_record || own_hook {
+                self.ready();
+            }
+        }
         self.activity_changed(before);
     }
 
@@ -1106,6 +1161,7 @@ impl SessionPolicy {
         }
         self.last_exit_code = Some(code);
         self.idle_deadline = None;
+        self.registry = Activity::Unknown;
         self.screen = Activity::Unknown;
         self.transcript = Activity::Unknown;
         let proc = std::mem::replace(&mut self.proc, Proc::None);

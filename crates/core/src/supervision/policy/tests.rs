@@ -1202,24 +1202,106 @@ fn shutdown_stops_and_finishes() {
     assert!(h.exit(137).contains(&Effect::Finished));
 }
 
+// ---------------------------------------------------------------- exact signals first
+
+fn registry(pid: u32, state: RegistryState) -> Input {
+    Input::Agent(AgentReport { registry: Some((pid, state)), ..AgentReport::default() })
+}
+
+#[test]
+fn the_agents_own_registry_entry_brings_it_up_and_outranks_the_screen() {
+    let mut h = H::with(limits(), AgentKind::ClaudeLike, false);
+    h.spawned(); // pid 101
+    h.feed(registry(77, RegistryState::Idle));
+    assert!(matches!(h.p.proc, Proc::Starting { .. }), "another process's entry proves nothing");
+    h.now = 0.4;
+    h.feed(registry(101, RegistryState::Idle));
+    assert!(matches!(h.p.proc, Proc::Live { .. }), "up at its first registry entry, not after 30 s");
+    // A screen the policy misreads does not outvote the registry.
+    h.screen(Activity::Working);
+    assert_eq!(h.p.activity(), Activity::Idle);
+    h.feed(registry(101, RegistryState::Busy));
+    assert_eq!(h.p.activity(), Activity::Working);
+    h.feed(registry(101, RegistryState::WaitingForDialog));
+    assert!(h.p.supervision("", "").awaiting_permission, "a dialog: nothing is restarted under it");
+    h.now = 10.0;
+    h.feed(registry(101, RegistryState::Idle));
+    assert_eq!(h.p.supervision("", "").idle_deadline, Some(wall(610.0)), "the turn ended: the idle clock runs");
+    // Without an entry, the screen again.
+    h.feed(Input::Agent(AgentReport::default()));
+    assert_eq!(h.p.activity(), Activity::Working);
+}
+
+#[test]
+fn a_crash_in_the_first_seconds_of_an_agent_with_an_unknown_screen_is_recovered() {
+    let mut h = H::with(limits(), AgentKind::ClaudeLike, false);
+    h.spawned();
+    h.now = 0.5;
+    h.feed(registry(101, RegistryState::Idle)); // no recognisable screen at all
+    h.now = 2.0;
+    let e = h.exit(134);
+    assert_eq!(events(&e), ["error"], "a crash, not a failed start");
+    assert_eq!(h.p.state(), SupervisionState::Recovering);
+    let e = h.to(4.0);
+    assert_eq!(spawn_of(&e), Some((&sid("s1"), &Launch::Resume)));
+    h.spawned(); // pid 102
+    h.now = 4.3;
+    let e = h.feed(registry(102, RegistryState::Idle));
+    assert_eq!(events(&e), ["session_recovered"], "announced when it is up, not 30 s later");
+}
+
+#[test]
+fn a_record_or_hook_written_after_the_spawn_brings_it_up_an_older_one_does_not() {
+    let mut h = H::ready(limits());
+    h.now = 20.0;
+    h.exit(137);
+    h.to(22.0);
+    h.spawned();
+    h.now = 22.5;
+    // The crashed process's last record (20 s) and hook (21 s) reach the watcher now.
+    let old = AgentReport {
+        last_record: Some(wall(20.0)),
+        hook: Some(HookSignal { state: HookState::TurnDone, at: wall(21.0) }),
+        status: Status::WaitingForInput,
+        ..AgentReport::default()
+    };
+    let e = h.feed(Input::Agent(old.clone()));
+    assert!(events(&e).is_empty(), "{e:?}");
+    assert!(matches!(h.p.proc, Proc::Starting { .. }));
+    let e = h.feed(Input::Agent(AgentReport { last_record: Some(wall(22.4)), ..old.clone() }));
+    assert_eq!(events(&e), ["session_recovered"]);
+
+    // A hook of the new process does the same.
+    h.now = 40.0;
+    h.exit(137);
+    h.to(42.0);
+    h.spawned();
+    h.now = 42.5;
+    let e = h.feed(Input::Agent(AgentReport {
+        hook: Some(HookSignal { state: HookState::Working, at: wall(42.3) }),
+        ..old.clone()
+    }));
+    assert_eq!(events(&e), ["session_recovered"]);
+}
+
 // ---------------------------------------------------------------- the transcript as fallback
 
 #[test]
 fn the_transcript_tells_when_the_screen_cannot() {
     let mut h = H::with(limits(), AgentKind::ClaudeLike, false);
     h.spawned();
-    h.feed(Input::Transcript(Status::Working));
+    h.feed(Input::Agent(AgentReport::status(Status::Working)));
     assert!(matches!(h.p.proc, Proc::Starting { .. }), "only the process's own screen proves it is up");
     h.to(30.0); // the fallback: nothing recognisable on screen for 30 s
     assert!(matches!(h.p.proc, Proc::Live { .. }));
     h.now = 40.0;
-    h.feed(Input::Transcript(Status::WaitingForInput));
+    h.feed(Input::Agent(AgentReport::status(Status::WaitingForInput)));
     assert_eq!(h.p.supervision("", "").idle_deadline, Some(wall(640.0)), "a turn finished");
     // The screen, once it says something, wins.
     h.screen(Activity::Working);
-    h.feed(Input::Transcript(Status::Idle));
+    h.feed(Input::Agent(AgentReport::status(Status::Idle)));
     assert_eq!(h.p.activity(), Activity::Working);
-    h.feed(Input::Transcript(Status::WaitingForApproval));
+    h.feed(Input::Agent(AgentReport::status(Status::WaitingForApproval)));
     assert!(!h.p.supervision("", "").awaiting_permission);
 }
 
@@ -1230,7 +1312,7 @@ fn transcript_status_during_a_resume_neither_brings_it_up_nor_hides_a_refusal_ec
     h.exit(143);
     h.spawned(); // --resume s1
     // The old process's last records reach the transcript watcher now.
-    let e = h.feed(Input::Transcript(Status::WaitingForInput));
+    let e = h.feed(Input::Agent(AgentReport::status(Status::WaitingForInput)));
     assert!(events(&e).is_empty(), "no session_ready before the process shows its prompt: {e:?}");
     h.signal(ScreenSignal::ResumeRejected);
     let e = h.exit(1);
