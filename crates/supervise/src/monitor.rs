@@ -3,7 +3,9 @@
 //! them (docs/claude-code-formats.md §6, claude-code-observed.md "The TUI in a PTY"):
 //!
 //! - permission dialog: a question (`Do you want to proceed?`, `…make this edit to…`,
-//!   `…create…`) *and* an answer row (`1. Yes`, `No, and tell Claude…`, `Esc to cancel`);
+//!   `…create…`; 2.1.330: `Exit plan mode?`, auto mode's `Auto mode can't check actions…`)
+//!   *and* an answer row (`1. Yes`, `No, and tell Claude…`, `Esc to cancel`; 2.1.330: a
+//!   bare `❯ No` / `Yes` pair with No preselected, `Enter to stay in auto mode`);
 //! - working: a line with `esc to interrupt` (the spinner's hint);
 //! - idle prompt: a `❯` input row right under a horizontal rule, or with the
 //!   `? for shortcuts` footer, and no spinner or dialog;
@@ -25,9 +27,22 @@ use regex::Regex;
 
 use mimesis_core::supervision::policy::{Activity, ScreenSignal};
 
-const QUESTIONS: &[&str] =
-    &["Do you want to proceed?", "Do you want to make this edit to", "Do you want to create", "Do you want to allow"];
-const ANSWERS: &[&str] = &["1. Yes", "No, and tell Claude", "Esc to cancel"];
+const QUESTIONS: &[&str] = &[
+    "Do you want to proceed?",
+    "Do you want to make this edit to",
+    "Do you want to create",
+    "Do you want to allow",
+    "Would you like to proceed?",
+    "Exit plan mode?",
+    "Auto mode can't check actions",
+];
+const ANSWERS: &[&str] = &["1. Yes", "No, and tell Claude", "Esc to cancel", "Enter to stay in auto mode"];
+
+/// 2.1.330's auto-mode approval answers with two bare rows, `❯ No` (preselected) and `Yes`.
+fn bare_yes_no(rows: &[String]) -> bool {
+    let bare = |r: &String, word: &str| r.trim().trim_start_matches('❯').trim() == word;
+    rows.iter().any(|r| bare(r, "No")) && rows.iter().any(|r| bare(r, "Yes"))
+}
 const RESUME_REFUSED: &str = "No conversation found with session ID";
 
 /// During a burst of output the screen is read at most this often (reading it costs far
@@ -235,7 +250,7 @@ impl Monitor {
         let mut out = Vec::new();
 
         let question = rows.iter().any(|r| QUESTIONS.iter().any(|q| r.contains(q)));
-        let answer = rows.iter().any(|r| ANSWERS.iter().any(|a| r.contains(a)));
+        let answer = rows.iter().any(|r| ANSWERS.iter().any(|a| r.contains(a))) || bare_yes_no(&rows);
         let spinner = rows.iter().any(|r| r.to_ascii_lowercase().contains("esc to interrupt"));
         let prompt = (1..rows.len())
             .any(|i| rows[i].trim_start().starts_with('❯') && rows[i - 1].trim_start().starts_with('─'))
@@ -431,6 +446,29 @@ mod tests {
         assert_eq!(m.feed_now(dialog.as_bytes()), [ScreenSignal::Activity(Activity::Permission)]);
         let done = "\x1b[2J\x1b[H⏺ Done.\r\n\r\n✻ Baked for 0s\r\n\r\n────────────────\r\n❯ \r\n────────────────\r\n";
         assert_eq!(m.feed_now(done.as_bytes()), [ScreenSignal::Activity(Activity::Idle), ScreenSignal::TurnDone]);
+    }
+
+    #[test]
+    fn reads_the_dialogs_of_2_1_330() {
+        let screens = [
+            // Default mode: four numbered answers.
+            "\x1b[2J\x1b[H Bash command\r\n   echo hi\r\n Do you want to proceed?\r\n ❯ 1. Yes\r\n   2. Yes, and always allow access to this command\r\n   3. Yes, and switch to auto mode\r\n   4. No\r\n",
+            // Auto mode through a gateway: its own dialog first…
+            "\x1b[2J\x1b[H Auto mode can't check actions in this session\r\n Your API endpoint is not Anthropic's.\r\n Enter to stay in auto mode · shift+Tab to leave\r\n",
+            // …then, per call, No preselected.
+            "\x1b[2J\x1b[H Bash command\r\n   echo hi\r\n Auto mode can't check this action, so this one needs your approval\r\n Do you want to proceed?\r\n ❯ No\r\n   Yes\r\n",
+            // Plan mode.
+            "\x1b[2J\x1b[H Here is the plan: 1. read 2. fix\r\n Exit plan mode?\r\n ❯ 1. Yes, and switch to default\r\n   2. No\r\n",
+        ];
+        for screen in screens {
+            let mut m = mon();
+            m.feed_now(PROMPT.as_bytes());
+            assert_eq!(m.feed_now(screen.as_bytes()), [ScreenSignal::Activity(Activity::Permission)], "{screen}");
+        }
+        // A reply that merely says yes or no, with the prompt below, is no dialog.
+        let mut m = mon();
+        m.feed_now(PROMPT.as_bytes());
+        assert!(m.feed_now("⏺ No\r\n⏺ Yes\r\n".as_bytes()).is_empty());
     }
 
     #[test]
