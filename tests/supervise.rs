@@ -23,6 +23,10 @@ use mimesis_watch::Engine;
 
 const T: Duration = Duration::from_secs(20);
 
+/// The fault suite with an agent that draws no Claude Code TUI.
+#[path = "faults.rs"]
+mod faults;
+
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| s[s.rfind(')').map_or(0, |i| i + 1)..].split_whitespace().next() != Some("Z"))

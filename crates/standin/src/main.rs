@@ -10,6 +10,11 @@
 //!   with `esc to interrupt`, the `Do you want to proceed?` dialog, `✻ Baked for Ns`,
 //!   and the resume hint on `/exit`.
 //!
+//! With `--plain` (or `MIMESIS_STANDIN_PLAIN=1`) it draws no Claude Code TUI at all: plain lines, a `> ` prompt, a
+//! `[y/n]` question for permission, no spinner, no rules, no "? for shortcuts", no resume
+//! hint; transcripts and the live registry stay exactly as above. Supervision must then
+//! read the agent through those, not its screen.
+//!
 //! Typed commands make it misbehave: `crash` (stack-overflow dump, survives),
 //! `crash-die [code]` (dump, then exit), `crash-during-work <secs>` (the dump within the
 //! first 300 ms), `work <secs>` (while working, `finish` ends the turn at once), `ask`
@@ -45,6 +50,8 @@ fn main() {
     // Like the real CLI: `-p` is a switch and the prompt a positional argument; after
     // `--` every argument is positional, even one that looks like an option.
     let mut print = false;
+    // `--plain`, or `MIMESIS_STANDIN_PLAIN=1` (for a `mimesis run` that passes env along).
+    let mut plain = std::env::var_os("MIMESIS_STANDIN_PLAIN").is_some_and(|v| v == "1");
     let mut positional = Vec::new();
     let mut options_done = false;
     let mut i = 0;
@@ -66,6 +73,7 @@ fn main() {
                 resume = args.get(i).cloned();
             }
             "-p" | "--print" => print = true,
+            "--plain" => plain = true,
             "--version" | "-v" => {
                 println!("{VERSION} (Claude Code)");
                 return;
@@ -113,7 +121,7 @@ fn main() {
         println!("{reply}");
         return;
     }
-    Agent::new(config, cwd, id, transcript, resume.is_some()).run();
+    Agent::new(config, cwd, id, transcript, resume.is_some(), plain).run();
 }
 
 /// `fail-resumes <n>` left a count in the config folder: takes one failure from it.
@@ -254,6 +262,10 @@ struct Agent {
     ballast: Vec<Vec<u8>>,
     ctrl_c: Option<Instant>,
     survive_hangup: bool,
+    /// No TUI: plain lines and a `> ` prompt (`--plain`).
+    plain: bool,
+    /// Plain mode: log lines already printed.
+    printed: std::cell::Cell<usize>,
 }
 
 const DUMP: &[&str] = &[
@@ -268,15 +280,15 @@ const DUMP: &[&str] = &[
 ];
 
 impl Agent {
-    fn new(config: PathBuf, cwd: PathBuf, id: String, transcript: Transcript, resumed: bool) -> Agent {
+    fn new(config: PathBuf, cwd: PathBuf, id: String, transcript: Transcript, resumed: bool, plain: bool) -> Agent {
         let work = std::env::var("STANDIN_WORK_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
-        let mut log = vec![
-            "✻ Welcome to the Claude Code stand-in".to_owned(),
-            format!("  cwd: {}", cwd.display()),
-            String::new(),
-        ];
+        let mut log = if plain {
+            vec![format!("stand-in agent, session {id}, in {}", cwd.display())]
+        } else {
+            vec!["✻ Welcome to the Claude Code stand-in".to_owned(), format!("  cwd: {}", cwd.display()), String::new()]
+        };
         if resumed {
-            log.push(format!("  Resumed conversation {id}"));
+            log.push(format!("resumed {id}"));
             for p in transcript.prompts().iter().rev().take(3).rev() {
                 log.push(format!("> {p}"));
             }
@@ -295,6 +307,8 @@ impl Agent {
             ballast: baseline.map(resident).into_iter().collect(),
             ctrl_c: None,
             survive_hangup: false,
+            plain,
+            printed: std::cell::Cell::new(0),
         }
     }
 
@@ -366,8 +380,36 @@ impl Agent {
         if ok && ws.ws_row > 0 && ws.ws_col > 0 { (ws.ws_row as usize, ws.ws_col as usize) } else { (40, 120) }
     }
 
+    /// Plain mode: the log lines not printed yet, then the prompt line anew.
+    fn draw_plain(&self) {
+        let mut out = String::from("\r\x1b[K");
+        // The log is written with the TUI's glyphs; plain mode prints none of them.
+        for line in &self.log[self.printed.get().min(self.log.len())..] {
+            if line.starts_with("✻ ") {
+                continue;
+            }
+            out.push_str(line.trim_start_matches("⏺ ").trim_start().trim_start_matches("⎿  "));
+            out.push_str("\r\n");
+        }
+        self.printed.set(self.log.len());
+        match &self.mode {
+            Mode::Idle => {
+                out.push_str("> ");
+                out.push_str(&self.input);
+            }
+            Mode::Working { .. } => out.push_str("(working)"),
+            Mode::Permission { .. } => out.push_str("run `echo hi`? [y/n] "),
+        }
+        let mut stdout = std::io::stdout();
+        let _ = stdout.write_all(out.as_bytes());
+        let _ = stdout.flush();
+    }
+
     /// Redraws the whole screen: the log, then the prompt box or the dialog.
     fn draw(&self) {
+        if self.plain {
+            return self.draw_plain();
+        }
         let (rows, cols) = Self::size();
         let rule = "─".repeat(cols.min(200));
         let mut bottom: Vec<String> = Vec::new();
@@ -417,7 +459,9 @@ impl Agent {
         let mut chars = text.chars().peekable();
         while let Some(c) = chars.next() {
             match (&self.mode, c) {
-                (Mode::Permission { .. }, '1' | '\r') => self.answer(true),
+                (Mode::Permission { .. }, 'y') if self.plain => self.answer(true),
+                (Mode::Permission { .. }, 'n') if self.plain => self.answer(false),
+                (Mode::Permission { .. }, '1' | '\r') if !self.plain => self.answer(true),
                 (Mode::Permission { .. }, '3' | '\x1b') => self.answer(false),
                 // A crash while the dialog shows (the harness survives it).
                 (Mode::Permission { .. }, 'c') => self.log.extend(DUMP.iter().map(|s| s.to_string())),
@@ -585,8 +629,12 @@ impl Agent {
         let reply = format!("Echo: {prompt}");
         self.transcript.assistant(json!([{"type": "text", "text": reply}]), "end_turn");
         self.transcript.turn_done(ms);
-        self.log.push(format!("⏺ {reply}"));
-        self.log.push(format!("✻ Baked for {secs}s"));
+        if self.plain {
+            self.log.push(reply);
+        } else {
+            self.log.push(format!("⏺ {reply}"));
+            self.log.push(format!("✻ Baked for {secs}s"));
+        }
         self.mode = Mode::Idle;
         self.registry("idle", None);
         self.draw();
@@ -621,6 +669,11 @@ impl Agent {
     }
 
     fn exit_command(&mut self) -> ! {
+        if self.plain {
+            self.log.push("bye".into());
+            self.draw_plain();
+            self.quit(0)
+        }
         self.log.push("> /exit".into());
         self.log.push("Resume this session with:".into());
         self.log.push(format!("claude --resume {}", self.id));
