@@ -9,7 +9,7 @@ use anyhow::{Context, Result, ensure};
 use mimesis_core::SessionId;
 use mimesis_core::supervision::{AgentCommand, EventKind, ReadyStatus, SupervisionState};
 use mimesis_tests::claude::{ClaudeHome, ensure_claude};
-use mimesis_tests::mock_api::{MockApi, Reply};
+use mimesis_tests::mock_api::{MockApi, Reply, RequestKind};
 use mimesis_tests::scenario::{PROMPT_1, PROMPT_2, REPLY_1, REPLY_2, TOOL_COMMAND, TOOL_DESCRIPTION, TOOL_INTRO};
 use mimesis_tests::supervised::{Supervised, quick_limits};
 use serde_json::json;
@@ -54,16 +54,16 @@ async fn supervised_claude() -> Result<(MockApi, ClaudeHome, Supervised, Session
 }
 
 /// Waits until the transcript holds `prompts` as its typed user records, in order (the
-/// records of local commands such as `/exit` aside).
-async fn wait_prompts(s: &Supervised, id: &SessionId, prompts: &[&str]) -> Result<()> {
-    // The CLI writes its transcript a moment after the screen shows the reply.
+/// records of local commands such as `/exit` aside), or an end of them: the CLI may have
+/// lost the head of the file (see below), never a later prompt, never the order.
+async fn wait_prompts_end(s: &Supervised, id: &SessionId, prompts: &[&str]) -> Result<()> {
     let deadline = std::time::Instant::now() + T;
     loop {
         let got: Vec<String> = s.prompts(id).into_iter().filter(|p| !p.starts_with('<')).collect();
-        if got == prompts {
+        if !got.is_empty() && prompts.ends_with(&got.iter().map(String::as_str).collect::<Vec<_>>()) {
             return Ok(());
         }
-        ensure!(std::time::Instant::now() < deadline, "prompts {got:?}, expected {prompts:?}");
+        ensure!(std::time::Instant::now() < deadline, "prompts {got:?}, expected {prompts:?} or an end of it");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -132,11 +132,37 @@ async fn the_real_cli_supervised_shows_the_dialog_and_restarts_gracefully() -> R
     Ok(())
 }
 
+/// What a failed run leaves to read: the events, the transcript's records and the scrollback.
+async fn diagnose(s: &Supervised, id: &SessionId) -> String {
+    let events: Vec<String> = s.events().iter().map(|e| format!("{:?}", e.kind)).collect();
+    let text = std::fs::read_to_string(s.transcript(id)).unwrap_or_default();
+    let records: Vec<String> = text.lines().map(|l| l.chars().take(240).collect()).collect();
+    let scrollback = match s.sup.attach(id, false).await {
+        Ok(a) => String::from_utf8_lossy(&a.scrollback).into_owned(),
+        Err(e) => e.to_string(),
+    };
+    s.sup.detach(id, false);
+    let tail: String = scrollback.chars().rev().take(6000).collect::<Vec<_>>().into_iter().rev().collect();
+    format!("events:\n{}\nrecords:\n{}\nscrollback (tail):\n{tail}", events.join("\n"), records.join("\n"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_sent_during_a_graceful_restart_is_submitted_after_the_resume() -> Result<()> {
     let (api, _home, s, id) = supervised_claude().await?;
+    let result = message_during_restart(&api, &s, &id).await;
+    if let Err(e) = result {
+        let detail = diagnose(&s, &id).await;
+        s.shutdown().await;
+        return Err(e.context(detail));
+    }
+    s.shutdown().await;
+    Ok(())
+}
+
+async fn message_during_restart(api: &MockApi, s: &Supervised, id: &SessionId) -> Result<()> {
+    let id = id.clone();
     api.push(Reply::text(REPLY_1));
-    type_line(&s, &id, PROMPT_1).await?;
+    type_line(s, &id, PROMPT_1).await?;
     s.wait_text(&id, REPLY_1, T).await?;
     s.wait_prompt(&id, T).await?;
 
@@ -152,10 +178,20 @@ async fn a_message_sent_during_a_graceful_restart_is_submitted_after_the_resume(
     // Delivered like a typed line: the resumed CLI submits it (text and Enter in one read
     // would be taken as a paste and just sit in the input box).
     s.wait_text(&id, REPLY_2, T).await?;
-    wait_prompts(&s, &id, &[PROMPT_1, PROMPT_2]).await?;
+    // The resumed CLI sent the conversation with the new message (at least the first reply:
+    // see below for the first prompt): it was resumed, not started afresh.
+    let main: Vec<_> = api.requests().into_iter().filter(|q| q.kind == RequestKind::Main).collect();
+    let second = main.iter().find(|q| q.last_user_text().contains(PROMPT_2)).context("the second turn's request")?;
+    ensure!(second.body_text().contains(REPLY_1), "history resumed");
+    ensure!(main.iter().filter(|q| q.last_user_text().contains(PROMPT_2)).count() == 1, "submitted once");
+    // And the same transcript file went on. (Under load 2.1.197 sometimes loses the head of
+    // a new transcript: its AI-title write lands first in the file and the first prompt's
+    // records are gone, the reply after them kept. Claude Code's own race, seen in CI and
+    // in docs/claude-code-observed.md; so the first prompt is not required in the file.)
+    wait_prompts_end(s, &id, &[PROMPT_1, PROMPT_2]).await?;
+    ensure!(std::fs::read_to_string(s.transcript(&id))?.contains(REPLY_1), "the first turn's reply in the same file");
     ensure!(s.sup.supervision(&id).is_some_and(|s| s.queued_inputs == 0));
     let ev = s.types();
     ensure!(!ev.contains(&"crash_detected") && !ev.contains(&"error"), "{ev:?}");
-    s.shutdown().await;
     Ok(())
 }
