@@ -50,10 +50,28 @@ pub struct Attachment {
 }
 
 enum Io {
-    Output { generation: u64, bytes: Vec<u8> },
-    Eof { generation: u64 },
-    Exited { generation: u64, code: i32 },
-    Usage { generation: u64, rss: u64, cpu_ticks: u64 },
+    Output {
+        generation: u64,
+        bytes: Vec<u8>,
+    },
+    Eof {
+        generation: u64,
+    },
+    Exited {
+        generation: u64,
+        code: i32,
+    },
+    Usage {
+        generation: u64,
+        rss: u64,
+        cpu_ticks: u64,
+    },
+    /// A first measurement once the process is up, for the metrics only (the policy
+    /// measures on its own schedule).
+    Sampled {
+        rss: u64,
+        cpu_ticks: u64,
+    },
 }
 
 /// Bytes to the PTY that wait behind a typed line's Enter.
@@ -209,6 +227,9 @@ pub(crate) struct SessionActor {
     typing: Option<Typing>,
     held: VecDeque<Held>,
     finished: bool,
+    /// The process generation whose usage was sampled once it was up (`mimesis metrics`
+    /// shows its RSS from the start, not after the first check of the memory limit).
+    sampled: Option<u64>,
 }
 
 impl SessionActor {
@@ -250,6 +271,7 @@ impl SessionActor {
             typing: None,
             held: VecDeque::new(),
             finished: false,
+            sampled: None,
         };
         actor.run_effects(first);
         actor.publish();
@@ -396,6 +418,7 @@ impl SessionActor {
                 self.shared.usage(self.policy.id(), rss, cpu_ticks);
                 self.step(Input::Rss { generation, bytes: rss });
             }
+            Io::Sampled { rss, cpu_ticks } => self.shared.usage(self.policy.id(), rss, cpu_ticks),
         }
     }
 
@@ -437,7 +460,22 @@ impl SessionActor {
     fn step(&mut self, input: Input) {
         let effects = self.policy.handle(input, self.shared.clock().both());
         self.run_effects(effects);
+        self.sample_once_up();
         self.publish();
+    }
+
+    /// Measures the process once as soon as it is up, for the metrics.
+    fn sample_once_up(&mut self) {
+        let Some(p) = self.proc.as_ref().filter(|p| self.sampled != Some(p.generation)) else { return };
+        if !self.policy.is_up() {
+            return;
+        }
+        self.sampled = Some(p.generation);
+        let (pid, tx) = (p.pid, self.io_tx.clone());
+        tokio::task::spawn_blocking(move || {
+            let (rss, cpu_ticks) = procs::tree_usage(pid);
+            let _ = tx.blocking_send(Io::Sampled { rss, cpu_ticks });
+        });
     }
 
     fn run_effects(&mut self, effects: Vec<Effect>) {

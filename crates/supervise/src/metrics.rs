@@ -13,8 +13,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use mimesis_core::clock::Timestamp;
+use mimesis_core::ids::SessionId;
 use mimesis_core::supervision::ledger::Owner;
-use mimesis_core::supervision::view::Metrics;
+use mimesis_core::supervision::view::{Metrics, Supervision};
 
 /// The folder of the snapshots, under the data dir.
 pub const DIR_NAME: &str = "metrics";
@@ -36,6 +37,20 @@ pub struct Snapshot {
     /// Supervised sessions (with or without a process) at that moment.
     pub sessions: usize,
     pub metrics: Metrics,
+    /// Each supervised session and its supervision, so that `mimesis ls` (which watches
+    /// nothing) shows it as the face running it does. (Absent from older snapshots.)
+    #[serde(default)]
+    pub supervised: Vec<Published>,
+}
+
+/// A supervised session as a supervisor published it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Published {
+    pub session_id: SessionId,
+    /// The Claude config dir the agent writes its transcript under.
+    pub config_root: PathBuf,
+    pub supervision: Supervision,
 }
 
 fn file_of(dir: &Path, owner: &Owner) -> PathBuf {
@@ -82,6 +97,8 @@ pub struct Collected {
     pub stale: Vec<PathBuf>,
     /// The live supervisors' metrics added up.
     pub metrics: Metrics,
+    /// The sessions the live supervisors run.
+    pub supervised: Vec<Published>,
 }
 
 /// Reads every snapshot in `dir`. With `clean`, the stale ones are deleted (`mimesis
@@ -105,6 +122,7 @@ pub fn collect(dir: &Path, clean: bool) -> Collected {
         match snapshot {
             Some(s) if file_of(dir, &s.owner) == path && mimesis_os::owner::alive(&s.owner) => {
                 out.metrics.add(&s.metrics);
+                out.supervised.extend(s.supervised);
                 out.live.push(Publisher {
                     pid: s.owner.pid,
                     start_ticks: s.owner.start_ticks,
@@ -133,7 +151,7 @@ mod tests {
         let mut metrics =
             Metrics { recoveries_total: recoveries, zombie_processes_cleaned_total: 1, ..Default::default() };
         metrics.rss_bytes.insert(session.into(), rss);
-        Snapshot { owner, updated_at: Timestamp::from_millis(0), sessions: 1, metrics }
+        Snapshot { owner, updated_at: Timestamp::from_millis(0), sessions: 1, metrics, supervised: Vec::new() }
     }
 
     #[test]

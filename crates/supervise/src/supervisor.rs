@@ -712,12 +712,20 @@ async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMs
             },
             _ = tokio::time::sleep_until(publish_at), if publishing => {
                 // (The count first: a guard in the literal would live through `metrics()`.)
-                let sessions = lock(&shared.sessions).len();
+                let supervised: Vec<metrics::Published> = lock(&shared.sessions)
+                    .iter()
+                    .map(|(id, e)| metrics::Published {
+                        session_id: id.clone(),
+                        config_root: shared.config.config_root.clone(),
+                        supervision: e.supervision.clone(),
+                    })
+                    .collect();
                 shared.recorder.metrics(metrics::Snapshot {
                     owner: shared.recorder.owner.clone(),
                     updated_at: shared.clock.now(),
-                    sessions,
+                    sessions: supervised.len(),
                     metrics: shared.metrics(),
+                    supervised,
                 });
                 publish_at = tokio::time::Instant::now() + metrics::HEARTBEAT;
                 continue;

@@ -1168,7 +1168,24 @@ pub fn roster_once(
     data_dir: Option<&Path>,
     links: Vec<Link>,
 ) -> Vec<TrackedSession> {
-    let store = store_once(roots, timeouts, now, data_dir, links, scan::index(roots));
+    roster_once_supervised(roots, timeouts, now, data_dir, links, Vec::new())
+}
+
+/// [`roster_once`], with the sessions that running supervisors (the app, `mimesis run`)
+/// published as theirs: each gets its `supervision` and `source: pty`, as in the live
+/// roster of the face that runs it.
+pub fn roster_once_supervised(
+    roots: &[PathBuf],
+    timeouts: Timeouts,
+    now: Timestamp,
+    data_dir: Option<&Path>,
+    links: Vec<Link>,
+    supervised: Vec<(TranscriptLocation, Supervision)>,
+) -> Vec<TrackedSession> {
+    let mut store = store_once(roots, timeouts, now, data_dir, links, scan::index(roots));
+    for (location, supervision) in supervised {
+        store.set_supervision(location, Some(supervision), now);
+    }
     store.snapshot()
 }
 

@@ -10,6 +10,7 @@ use mimesis_core::clock::Timestamp;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::session::TrackedSession;
 use mimesis_core::status::Timeouts;
+use mimesis_core::supervision::view::Supervision;
 use mimesis_core::timeline::TimelineItem;
 use mimesis_fleetdb::Db;
 use mimesis_watch::{engine, scan, timeline_view};
@@ -22,9 +23,28 @@ fn stored_links(data_dir: &Path) -> Vec<Link> {
         .unwrap_or_default()
 }
 
-/// Every session under `roots` with its status at `now` (superseded ones included).
+/// Every session under `roots` with its status at `now` (superseded ones included). The
+/// sessions that a running face supervises (the app, a `mimesis run`, as published in
+/// their metrics snapshots) carry its `supervision`.
 pub fn roster(roots: &[PathBuf], data_dir: &Path, now: Timestamp) -> Vec<TrackedSession> {
-    engine::roster_once(roots, Timeouts::default(), now, Some(data_dir), stored_links(data_dir))
+    let supervised = supervised(roots, data_dir);
+    engine::roster_once_supervised(roots, Timeouts::default(), now, Some(data_dir), stored_links(data_dir), supervised)
+}
+
+/// The sessions the live supervisors of `data_dir` published, under one of `roots`.
+fn supervised(roots: &[PathBuf], data_dir: &Path) -> Vec<(TranscriptLocation, Supervision)> {
+    let same = |a: &Path, b: &Path| {
+        a == b || std::fs::canonicalize(a).ok().is_some_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
+    };
+    mimesis_supervise::metrics::collect(&mimesis_supervise::metrics::dir(data_dir), false)
+        .supervised
+        .into_iter()
+        .filter_map(|p| {
+            let root = roots.iter().find(|r| same(r, &p.config_root))?;
+            let location = TranscriptLocation::expected(root, Path::new(&p.supervision.cwd), &p.session_id);
+            Some((location, p.supervision))
+        })
+        .collect()
 }
 
 /// The items of the earlier segments of the work chain of the transcript at `path`

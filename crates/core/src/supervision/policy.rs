@@ -527,6 +527,11 @@ impl SessionPolicy {
         !matches!(self.proc, Proc::None | Proc::Stopping { .. }) && !self.frozen
     }
 
+    /// The process showed it is up (not starting, stopping or frozen).
+    pub fn is_up(&self) -> bool {
+        matches!(self.proc, Proc::Live { .. }) && !self.frozen
+    }
+
     /// Could be suspended right now without losing anything (P6, P7).
     pub fn suspendable(&self) -> bool {
         self.kind == AgentKind::ClaudeLike
