@@ -74,32 +74,42 @@ impl Run {
         self.wait(&format!("{id} {status}"), |st| st.field(id, "status").and_then(Value::as_str) == Some(status))
     }
 
-    /// How long after the registry first said `registry` (`busy`, `idle`, `waiting`) the
-    /// engine reported `status` for `id`, both after `since`.
-    fn latency(&self, since: Instant, id: &str, registry: &str, status: &str) -> Option<Duration> {
-        let seen = self.s.recorder().events().into_iter().find_map(|e| match e.event {
-            FileEvent::Session { value, .. }
-                if e.at >= since
-                    && value.get("sessionId").and_then(Value::as_str) == Some(id)
-                    && value.get("status").and_then(Value::as_str) == Some(registry) =>
-            {
-                Some(e.at)
-            }
-            _ => None,
-        })?;
+    /// When the engine first reported `status` for `id` after `since`, against the registry
+    /// change (to `registry`: `busy`, `idle`, `waiting`) that led to it: the last such entry
+    /// before the report (positive: the roster followed the registry), else the first after
+    /// it (negative: the roster knew first, from the transcript or a hook).
+    fn latency(&self, since: Instant, id: &str, registry: &str, status: &str) -> Option<f64> {
         let reported = self.engine.with(|st| {
             st.status_changes.iter().find(|(at, sid, s)| *at >= since && sid == id && s == status).map(|c| c.0)
         })?;
-        Some(reported.saturating_duration_since(seen))
+        let changes: Vec<Instant> = self
+            .s
+            .recorder()
+            .events()
+            .into_iter()
+            .filter_map(|e| match e.event {
+                FileEvent::Session { value, .. }
+                    if e.at >= since
+                        && value.get("sessionId").and_then(Value::as_str) == Some(id)
+                        && value.get("status").and_then(Value::as_str) == Some(registry) =>
+                {
+                    Some(e.at)
+                }
+                _ => None,
+            })
+            .collect();
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        match changes.iter().rev().find(|at| **at <= reported) {
+            Some(at) => Some(ms(reported - *at)),
+            None => changes.first().map(|at| -ms(*at - reported)),
+        }
     }
 
     fn report(&self, step: &str, since: Instant, id: &str, registry: &str, status: &str) {
         match self.latency(since, id, registry, status) {
-            Some(d) => eprintln!(
-                "[latency] {} {}: {step}: registry {registry} → roster {status} in {:.0} ms",
-                self.version,
-                self.scenario,
-                d.as_secs_f64() * 1000.0
+            Some(ms) => eprintln!(
+                "[latency] {} {}: {step}: registry {registry} → roster {status} in {ms:.0} ms",
+                self.version, self.scenario
             ),
             None => eprintln!("[latency] {} {}: {step}: not measured", self.version, self.scenario),
         }
@@ -152,7 +162,15 @@ fn a_prompt_and_its_reply() -> Result<()> {
                     && st.field(&id, "live") == Some(&json!(true))
             })?;
             r.report("prompt", t0, &id, "busy", "working");
-            r.report("reply", t0, &id, "idle", "waiting_for_input");
+            // From when the roster said working: 2.1.197 may rewrite its entry as idle right
+            // after the prompt is typed, before busy (that is no end of the turn).
+            let working = r
+                .engine
+                .with(|st| {
+                    st.status_changes.iter().find(|(at, sid, s)| *at >= t0 && *sid == id && s == "working").map(|c| c.0)
+                })
+                .unwrap_or(t0);
+            r.report("reply", working, &id, "idle", "waiting_for_input");
             if r.newer() {
                 r.wait("the registry's name and the permission mode", |st| {
                     st.field(&id, "name").and_then(Value::as_str).is_some_and(|n| !n.is_empty())
