@@ -180,6 +180,14 @@ impl FileTail {
             self.stats.bytes_read += n as u64;
             self.feed(&buf[..n], sink);
         }
+        // A line that crossed a chunk boundary grew the buffer to its length (2.1.330 writes
+        // 40–70 KB records): keep only what a torn last line needs, not that capacity for
+        // every file followed (it was most of the index's peak memory).
+        if self.partial.is_empty() {
+            self.partial = Vec::new();
+        } else {
+            self.partial.shrink_to_fit();
+        }
         Ok(outcome)
     }
 
@@ -249,6 +257,23 @@ mod tests {
 
     fn append(p: &Path, s: &[u8]) {
         std::fs::OpenOptions::new().append(true).create(true).open(p).unwrap().write_all(s).unwrap();
+    }
+
+    #[test]
+    fn a_long_line_across_chunks_leaves_no_buffer_behind() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        let long = "x".repeat(CHUNK * 2 + 17);
+        append(&p, format!("{long}\nshort\n").as_bytes());
+        let mut t = FileTail::new(&p);
+        let (_, lines) = collect(&mut t);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(t.partial.capacity(), 0, "nothing kept for a file read to a line's end");
+        // A torn last line is kept, at its own size.
+        append(&p, long.as_bytes());
+        assert!(collect(&mut t).1.is_empty());
+        assert_eq!(t.partial.len(), long.len());
+        assert!(t.partial.capacity() < long.len() + CHUNK, "{}", t.partial.capacity());
     }
 
     #[test]
