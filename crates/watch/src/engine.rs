@@ -1186,7 +1186,7 @@ pub fn roster_once_supervised(
     for (location, supervision) in supervised {
         store.set_supervision(location, Some(supervision), now);
     }
-    store.snapshot()
+    store.into_snapshot()
 }
 
 fn store_once(

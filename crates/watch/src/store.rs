@@ -121,7 +121,9 @@ struct HookInfo {
 
 /// The roster's single source of truth.
 pub struct Store {
-    entries: HashMap<SessionId, Entry>,
+    /// Boxed: an entry is large (facts, tail, row) and the map's spare slots and its growth
+    /// would otherwise hold that much per slot (most of the index's memory at 10,000 sessions).
+    entries: HashMap<SessionId, Box<Entry>>,
     by_path: HashMap<PathBuf, SessionId>,
     /// Live registry entries per root, as last reported (only processes found alive).
     registry: HashMap<PathBuf, Vec<RegistryEntry>>,
@@ -230,9 +232,13 @@ impl Store {
 
     /// Every session's current row, most recently active first.
     pub fn snapshot(&self) -> Vec<TrackedSession> {
-        let mut v: Vec<TrackedSession> = self.entries.values().filter_map(|e| e.published.clone()).collect();
-        v.sort_by(|a, b| b.last_activity_at.cmp(&a.last_activity_at).then_with(|| a.session_id.cmp(&b.session_id)));
-        v
+        sorted(self.entries.values().filter_map(|e| e.published.clone()).collect())
+    }
+
+    /// [`Store::snapshot`] for a store that is done with (a one-time read): the rows are
+    /// moved out, not copied.
+    pub fn into_snapshot(self) -> Vec<TrackedSession> {
+        sorted(self.entries.into_values().filter_map(|e| e.published).collect())
     }
 
     pub fn get(&self, id: &SessionId) -> Option<&TrackedSession> {
@@ -311,7 +317,7 @@ impl Store {
         }
         self.entries.insert(
             id.clone(),
-            Entry { location: file.location, tail: file.tail, facts: file.facts, partial, published },
+            Box::new(Entry { location: file.location, tail: file.tail, facts: file.facts, partial, published }),
         );
         let mut events = Vec::new();
         if partial {
@@ -354,7 +360,7 @@ impl Store {
             self.by_path.insert(location.path.clone(), id.clone());
             let tail = FileTail::new(&location.path);
             let facts = SessionFacts::default();
-            self.entries.insert(id.clone(), Entry { location, tail, facts, partial: false, published: None });
+            self.entries.insert(id.clone(), Box::new(Entry { location, tail, facts, partial: false, published: None }));
         }
         if self.entries.get(&id).is_some_and(|e| e.partial) {
             return events; // the full read of the index will cover this change
@@ -535,7 +541,7 @@ impl Store {
                     self.by_path.insert(location.path.clone(), id.clone());
                     let tail = FileTail::new(&location.path);
                     let entry =
-                        Entry { location, tail, facts: SessionFacts::default(), partial: false, published: None };
+                        Box::new(Entry { location, tail, facts: SessionFacts::default(), partial: false, published: None });
                     self.entries.insert(id.clone(), entry);
                     self.read_entry(&id, now, &mut events);
                 } else {
@@ -763,6 +769,12 @@ impl Store {
             self.repo_roots.insert(cwd.clone(), root);
         }
     }
+}
+
+/// Rows most recently active first (ties by id, so the order is stable).
+fn sorted(mut v: Vec<TrackedSession>) -> Vec<TrackedSession> {
+    v.sort_by(|a, b| b.last_activity_at.cmp(&a.last_activity_at).then_with(|| a.session_id.cmp(&b.session_id)));
+    v
 }
 
 mod chains;
