@@ -540,8 +540,13 @@ impl Store {
                 if !self.entries.contains_key(&id) {
                     self.by_path.insert(location.path.clone(), id.clone());
                     let tail = FileTail::new(&location.path);
-                    let entry =
-                        Box::new(Entry { location, tail, facts: SessionFacts::default(), partial: false, published: None });
+                    let entry = Box::new(Entry {
+                        location,
+                        tail,
+                        facts: SessionFacts::default(),
+                        partial: false,
+                        published: None,
+                    });
                     self.entries.insert(id.clone(), entry);
                     self.read_entry(&id, now, &mut events);
                 } else {

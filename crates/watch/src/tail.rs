@@ -168,18 +168,26 @@ impl FileTail {
             return Ok(outcome);
         }
         file.seek(SeekFrom::Start(self.offset))?;
-        let mut buf = vec![0u8; CHUNK];
-        loop {
+        // One read buffer per thread, reused: a fresh zeroed 256 KB per file read cost
+        // a memset of 768 MB to index 3,000 sessions.
+        thread_local! {
+            static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let mut buf = BUF.with(|b| std::mem::take(&mut *b.borrow_mut()));
+        buf.resize(CHUNK, 0);
+        let result = loop {
             let n = match file.read(&mut buf) {
-                Ok(0) => break,
+                Ok(0) => break Ok(()),
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
+                Err(e) => break Err(e),
             };
             self.offset += n as u64;
             self.stats.bytes_read += n as u64;
             self.feed(&buf[..n], sink);
-        }
+        };
+        BUF.with(|b| *b.borrow_mut() = buf);
+        result?;
         // A line that crossed a chunk boundary grew the buffer to its length (2.1.330 writes
         // 40–70 KB records): keep only what a torn last line needs, not that capacity for
         // every file followed (it was most of the index's peak memory).
