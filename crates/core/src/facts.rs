@@ -453,12 +453,14 @@ impl SessionFacts {
             UserText::Prompt => {
                 self.set_tail(Tail::Prompt);
                 self.close_tools_before_now();
-                let g = clean_text(t, GOAL_MAX_CHARS);
-                if !g.is_empty() {
+                // Cleaned once (every prompt of a long session passes here); the goal is
+                // the same text cut shorter.
+                let latest = clean_text(t, SUMMARY_MAX_CHARS);
+                if !latest.is_empty() {
                     if self.goal.is_none() {
-                        self.goal = Some(g);
+                        self.goal = Some(cut_clean(&latest, GOAL_MAX_CHARS));
                     }
-                    self.latest_prompt = Some(clean_text(t, SUMMARY_MAX_CHARS));
+                    self.latest_prompt = Some(latest);
                     self.prompt_after_last_prompt = true;
                 }
             }
@@ -696,6 +698,19 @@ impl SessionFacts {
 
     pub fn goal(&self) -> Option<&str> {
         self.goal.as_deref().or(self.command_goal.as_deref())
+    }
+}
+
+/// Text already cleaned by [`clean_text`] with a larger limit, cut to `max` characters as
+/// `clean_text(original, max)` would have cut it.
+fn cut_clean(cleaned: &str, max: usize) -> String {
+    match cleaned.char_indices().nth(max) {
+        None => cleaned.to_owned(),
+        Some((at, _)) => {
+            let mut out = cleaned[..at].trim_end().to_owned();
+            out.push('…');
+            out
+        }
     }
 }
 

@@ -424,3 +424,23 @@ fn usage_per_model_and_what_was_billed() {
     let billed = f.billed.clone().unwrap();
     assert_eq!((billed.cost_usd, billed.usage.input_tokens), (0.02, 5000));
 }
+
+#[test]
+fn the_goal_cut_from_the_cleaned_prompt_is_the_prompt_cleaned_to_the_goals_length() {
+    use crate::text::clean_text;
+    let pieces = ["word", " ", "  ", "\t", "\n", "é", "\u{200B}", "\u{202E}", "x", "🦀", "\u{7}"];
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..3000 {
+        let mut s = String::new();
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let len = (seed % 900) as usize;
+        let mut k = seed;
+        for _ in 0..len {
+            k = k.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s.push_str(pieces[(k >> 33) as usize % pieces.len()]);
+        }
+        assert_eq!(super::cut_clean(&clean_text(&s, 600), 300), clean_text(&s, 300), "{s:?}");
+    }
+}
