@@ -34,6 +34,7 @@ pub struct IpcPage {
     total: usize,
     start: usize,
     items: Vec<IpcItem>,
+    waiting: bool,
 }
 
 impl From<TimelinePage> for IpcPage {
@@ -43,6 +44,7 @@ impl From<TimelinePage> for IpcPage {
             total: p.total,
             start: p.start,
             items: p.items.iter().map(IpcItem::new).collect(),
+            waiting: p.waiting,
         }
     }
 }

@@ -115,6 +115,21 @@ describe('TimelineView', () => {
     return { b, view: new TimelineView(b), setTotal: (t: number) => (n = t) };
   }
 
+  it('waits for the first prompt of a session without a transcript, then follows it', async () => {
+    const b = new MockBackend({
+      open_timeline: ({ sessionId }) => ({ sessionId, total: 0, start: 0, items: [], waiting: true }),
+      close_timeline: () => null,
+    });
+    const view = new TimelineView(b);
+    await view.start();
+    await view.open('new');
+    expect(view.error).toBeNull();
+    expect([view.total, view.waiting]).toEqual([0, true]);
+    b.fire('timeline:update', { sessionId: 'new', total: 1, reset: false, changed: [{ index: 0, item: prompt(0) }] });
+    expect([view.total, view.waiting]).toEqual([1, false]);
+    expect(view.item(0)?.uuid).toBe('u0');
+  });
+
   it('opens the tail, fetches ranges on demand, and closes the previous timeline', async () => {
     const { b, view } = setup();
     await view.start();

@@ -132,6 +132,9 @@ pub struct TimelinePage {
     pub total: usize,
     pub start: usize,
     pub items: Vec<TimelineItem>,
+    /// The transcript does not exist yet (Claude Code writes it at the first prompt): the
+    /// timeline follows it from its first byte once it appears.
+    pub waiting: bool,
 }
 
 #[derive(Serialize, Clone, Debug)]
@@ -388,8 +391,13 @@ impl Engine {
             let prefix = timeline::chain_prefix(&segments)
                 .map_err(|source| EngineError::Transcript { path: path.clone(), source })?;
             let mut view = TimelineView::new(&path);
-            view.poll().map_err(|source| EngineError::Transcript { path, source })?;
-            Ok::<_, EngineError>(OpenTimeline { prefix, view })
+            let waiting = match view.poll() {
+                Ok(_) => false,
+                // A session started a moment ago: its transcript comes with the first prompt.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+                Err(source) => return Err(EngineError::Transcript { path, source }),
+            };
+            Ok::<_, EngineError>(OpenTimeline { prefix, view, waiting })
         })
         .await
         .map_err(|_| EngineError::Stopped)??;
@@ -481,6 +489,8 @@ fn load_persisted(archive: &dyn SessionArchive, roots: &[PathBuf]) -> (Vec<Persi
 pub struct OpenTimeline {
     prefix: Vec<TimelineItem>,
     view: TimelineView,
+    /// Its transcript did not exist when last read.
+    waiting: bool,
 }
 
 impl OpenTimeline {
@@ -937,10 +947,13 @@ impl Actor {
             }
             Command::InstallTimeline(id, mut open, tail, reply) => {
                 // Catch up with whatever was appended while it loaded.
-                let _ = open.view.poll();
+                if open.view.poll().is_ok() {
+                    open.waiting = false;
+                }
                 let total = open.total();
                 let start = total.saturating_sub(tail);
-                let page = TimelinePage { session_id: id.clone(), total, start, items: open.range(start, total) };
+                let items = open.range(start, total);
+                let page = TimelinePage { session_id: id.clone(), total, start, items, waiting: open.waiting };
                 self.timelines.insert(id, *open);
                 let _ = reply.send(page);
             }
@@ -950,7 +963,13 @@ impl Actor {
                         let total = v.total();
                         let end = end.min(total);
                         let start = start.min(end);
-                        Ok(TimelinePage { session_id: id, total, start, items: v.range(start, end) })
+                        Ok(TimelinePage {
+                            session_id: id,
+                            total,
+                            start,
+                            items: v.range(start, end),
+                            waiting: v.waiting,
+                        })
                     }
                     None => Err(EngineError::TimelineNotOpen(id)),
                 };
@@ -1058,7 +1077,11 @@ impl Actor {
 
     fn update_timeline(&mut self, id: &SessionId) {
         let Some(open) = self.timelines.get_mut(id) else { return };
-        match open.view.poll() {
+        let polled = open.view.poll();
+        if polled.is_ok() {
+            open.waiting = false;
+        }
+        match polled {
             Ok(delta) if delta.reset || !delta.changed.is_empty() => {
                 let offset = open.prefix.len();
                 let update = TimelineUpdate {

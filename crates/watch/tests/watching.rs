@@ -273,3 +273,34 @@ async fn timeouts_run_on_the_injected_clock() {
     assert_eq!(status(&engine).await, Status::Idle, "10 min without activity");
     engine.shutdown().await;
 }
+
+/// A session started a moment ago (supervised, no transcript yet: Claude Code writes it at
+/// the first prompt) opens as an empty timeline that is waiting, not as an error, and
+/// follows the file from its first byte once it appears.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_timeline_of_a_session_without_a_transcript_yet_waits_then_follows_it() {
+    let r = root();
+    let engine = start(vec![r.root.clone()]).await;
+    let id: mimesis_core::SessionId = "0f0e0d0c-0000-4000-8000-0000000000b1".parse().unwrap();
+    let location = mimesis_core::layout::TranscriptLocation::expected(&r.root, Path::new("/work/proj"), &id);
+    let path = location.path.clone();
+    assert!(!path.exists());
+    let sup = mimesis_core::supervision::view::Supervision::starting("claude", "/work/proj", SystemClock.now());
+    engine.set_supervision(location, Some(sup));
+    wait_session(&engine, id.as_str(), "the supervised row", |s| s["source"] == "pty").await;
+
+    let mut updates = engine.subscribe_timeline();
+    let page = engine.open_timeline(&id, 50).await.expect("an empty timeline, not an error");
+    assert_eq!((page.total, page.waiting), (0, true));
+
+    append(&path, &line(&prompt("the first prompt")));
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let u = tokio::time::timeout_at(deadline, updates.recv()).await.expect("an update in time").unwrap();
+        if u.session_id == id && u.total >= 1 {
+            break;
+        }
+    }
+    let page = engine.timeline_range(&id, 0, 10).await.unwrap();
+    assert!(!page.waiting && page.total >= 1, "{page:?}");
+}

@@ -19,6 +19,8 @@ export class TimelineView {
   version = $state(0);
   total = $state(0);
   loading = $state(false);
+  /** The session has no transcript yet: its first prompt is still to come. */
+  waiting = $state(false);
   error = $state<string | null>(null);
   /** Bumped when the whole list was replaced (opened, reset): the list view starts over at the bottom. */
   generation = $state(0);
@@ -55,6 +57,7 @@ export class TimelineView {
     this.#cache = sessionId ? new TimelineCache(sessionId) : null;
     this.total = 0;
     this.error = null;
+    this.waiting = false;
     this.generation++;
     this.version++;
     if (sessionId) await this.#load(this.#cache as TimelineCache);
@@ -68,6 +71,7 @@ export class TimelineView {
       if (cache !== this.#cache) return;
       cache.applyPage(page, epoch);
       this.total = cache.total;
+      this.waiting = page.waiting === true;
       this.generation++;
       this.version++;
     } catch (e) {
@@ -88,6 +92,7 @@ export class TimelineView {
       return;
     }
     this.total = cache.total;
+    this.waiting = false;
     this.version++;
     // Appended items the viewport already wants (the user sits at the bottom) are in the update;
     // anything else the list asks for through ensure().

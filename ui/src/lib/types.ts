@@ -285,6 +285,8 @@ export interface TimelinePage {
   total: number;
   start: number;
   items: TimelineItem[];
+  /** The transcript does not exist yet (it comes with the first prompt); followed from its first byte. */
+  waiting?: boolean;
 }
 
 export interface TimelineUpdate {
