@@ -320,6 +320,12 @@ fn exit_then_resume() -> Result<()> {
             r.s.type_line("first")?;
             r.s.wait_until("the reply", |screen, _| screen.contains("First answer."))?;
             let id = r.session()?;
+            // As a user would: the CLI writes the turn a moment after the screen shows it,
+            // and 2.1.197 under load loses a turn that `/exit` overtakes (seen in CI: the
+            // file then holds no conversation and `--resume` finds none).
+            r.s.wait_until("the turn in the transcript", |_, files| {
+                files.transcript_for(&id).is_some_and(|t| t.system_records("turn_duration").next().is_some())
+            })?;
             r.s.exit()?;
             r.wait("ended: not live, idle", |st| {
                 st.field(&id, "live") == Some(&json!(false)) && st.field(&id, "status") == Some(&json!("idle"))
