@@ -211,7 +211,8 @@ async fn plain_a_memory_limit_below_the_agents_baseline_restarts_once_then_holds
     for _ in 0..20 {
         s.advance(&clock, Duration::from_secs(30)).await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The barrier: a whole turn after those ten minutes, so every check in them was made.
+    turn(&s, &id, "still here").await?;
     ensure!(s.count("session_restarting") == 1, "one restart, no storm: {:?}", s.types());
     let sup = s.sup.supervision(&id).context("supervised")?;
     ensure!(
@@ -220,7 +221,6 @@ async fn plain_a_memory_limit_below_the_agents_baseline_restarts_once_then_holds
     );
     let warning = s.events().into_iter().find(|e| e.type_name() == "session_warning").context("warning")?;
     ensure!(warning.message().is_some_and(|m| m.contains("Settings")), "says what to do: {warning:?}");
-    turn(&s, &id, "still here").await?;
     in_order(&s, &["session_restarting", "session_ready", "session_warning"])?;
     s.shutdown().await;
     wait_gone(&[first, second]).await
@@ -261,12 +261,8 @@ async fn plain_a_resume_refused_again_and_again_ends_in_one_shot_mode_and_stays_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_sigkill_of_the_supervisor_leaves_nothing_and_the_session_resumes() -> Result<()> {
-    let dir = tempfile::tempdir()?;
-    let base = dir.path().canonicalize()?;
-    let (root, data, cwd) = (base.join(".claude"), base.join("data"), base.join("project"));
-    std::fs::create_dir_all(&root)?;
-    std::fs::create_dir_all(&cwd)?;
-    let events = base.join("events.jsonl");
+    let (dir, root, data, cwd) = super::temp_home(tempfile::tempdir()?)?;
+    let events = data.with_file_name("events.jsonl");
     let cmd = PtyCommand::new(mimesis()?)
         .args(["run", "--agent"])
         .arg(standin()?)

@@ -8,6 +8,7 @@
 //! Needs `cargo build -p mimesis-standin -p mimesis-cli` (done by `cargo test --workspace`).
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +25,16 @@ use mimesis_watch::Engine;
 const T: Duration = Duration::from_secs(20);
 
 /// The fault suite with an agent that draws no Claude Code TUI.
+/// A temporary home: the dir, the Claude config dir and a project folder (both created)
+/// and Mimesis's data dir, side by side under the dir's canonical path.
+fn temp_home(dir: tempfile::TempDir) -> Result<(tempfile::TempDir, PathBuf, PathBuf, PathBuf)> {
+    let base = dir.path().canonicalize()?;
+    let (root, data, cwd) = (base.join(".claude"), base.join("data"), base.join("project"));
+    std::fs::create_dir_all(&root)?;
+    std::fs::create_dir_all(&cwd)?;
+    Ok((dir, root, data, cwd))
+}
+
 #[path = "faults.rs"]
 mod faults;
 
@@ -58,11 +69,7 @@ async fn turn(s: &Supervised, id: &SessionId, text: &str) -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_supervised_session_is_in_the_roster_as_pty_before_its_transcript_exists() -> Result<()> {
-    let dir = tempfile::tempdir()?;
-    let base = dir.path().canonicalize()?;
-    let (root, data, cwd) = (base.join(".claude"), base.join("data"), base.join("project"));
-    std::fs::create_dir_all(&root)?;
-    std::fs::create_dir_all(&cwd)?;
+    let (dir, root, data, cwd) = temp_home(tempfile::tempdir()?)?;
     let agent = AgentCommand::new(standin()?);
     let s = Supervised::start_in(dir, root.clone(), data, cwd, agent, Some(quick_limits()), true, |_| {}).await?;
     let engine = s.engine.clone().context("the roster")?;
@@ -484,11 +491,7 @@ async fn shutdown_stops_every_child_even_one_that_ignores_sigterm() -> Result<()
 /// command line that Mimesis did not start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Result<()> {
-    let dir = tempfile::tempdir()?;
-    let base = dir.path().canonicalize()?;
-    let (root, data, cwd) = (base.join(".claude"), base.join("data"), base.join("project"));
-    std::fs::create_dir_all(&root)?;
-    std::fs::create_dir_all(&cwd)?;
+    let (dir, root, data, cwd) = temp_home(tempfile::tempdir()?)?;
     let env = |c: PtyCommand| {
         c.inherit_env()
             .env("CLAUDE_CONFIG_DIR", &root)
@@ -580,11 +583,7 @@ async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Resu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settings_set_reaches_a_running_session_on_the_injected_clock() -> Result<()> {
     use mimesis_core::clock::{Clock, ManualClock, Timestamp};
-    let dir = tempfile::Builder::new().prefix("mimesis-settings-").tempdir()?;
-    let base = dir.path().canonicalize()?;
-    let (root, data, cwd) = (base.join(".claude"), base.join("data"), base.join("project"));
-    std::fs::create_dir_all(&root)?;
-    std::fs::create_dir_all(&cwd)?;
+    let (dir, root, data, cwd) = temp_home(tempfile::Builder::new().prefix("mimesis-settings-").tempdir()?)?;
     let t0 = Timestamp::from_millis(1_800_000_000_000);
     let clock = Arc::new(ManualClock::new(t0));
     // Stored before the start: the supervisor begins with them.
