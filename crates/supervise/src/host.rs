@@ -17,6 +17,8 @@ use mimesis_core::supervision::limits::Limits;
 use mimesis_core::supervision::policy::SessionPolicy;
 use mimesis_core::supervision::view::Supervision;
 
+use crate::process::{OsTerminals, Terminals};
+
 /// Where each supervised session's supervision is shown: the engine's roster, connected
 /// by the wiring. Called synchronously, in order, before the event that a change causes
 /// is sent, so a listener that reads the roster on an event sees the state it is about.
@@ -93,6 +95,10 @@ pub(crate) trait Host: Send + Sync {
     fn rename(&self, from: &SessionId, to: &SessionId, cwd: &Path);
     /// The actor ended.
     fn finished(&self, id: &SessionId);
+    /// Where the session's processes start: real pseudo-terminals unless a test says so.
+    fn terminals(&self) -> &dyn Terminals {
+        &OsTerminals
+    }
 
     /// The tokio instant at which the clock will read `t` (capped: a manual clock only
     /// moves when told, and `tick` re-evaluates then).

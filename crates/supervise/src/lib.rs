@@ -6,8 +6,9 @@
 //! - [`supervisor`]: the [`Supervisor`] handle the faces use, and the fleet task (the
 //!   live-session cap, disk, the orphan scan, the ledger, the metrics).
 //! - `actor`: one tokio task per session that owns the PTY and the agent's process group
-//!   and carries out the policy's effects; [`monitor`]: the terminal-screen model
-//!   (`vt100`) and the signals read from it.
+//!   and carries out the policy's effects; `process`: the agent's process in its
+//!   pseudo-terminal behind a trait (the real one, or a test's fake); [`monitor`]: the
+//!   terminal-screen model (`vt100`) and the signals read from it.
 //! - [`cleanup`]: what earlier, dead Mimesis processes left running is killed at start.
 //! - [`metrics`]: each supervisor's metrics, published for `mimesis metrics` (P14).
 //!
@@ -21,6 +22,7 @@ pub mod cleanup;
 mod host;
 pub mod metrics;
 pub mod monitor;
+mod process;
 pub mod supervisor;
 
 pub use actor::Attachment;

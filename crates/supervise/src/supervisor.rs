@@ -33,7 +33,7 @@ use mimesis_core::supervision::policy::{AgentReport, Delivery, Input, SessionPol
 use mimesis_core::supervision::view::{Metrics, ResourceRow, Resources, Supervision, SupervisionState};
 use mimesis_os::procs;
 
-use crate::actor::{self, Attachment, SessionActor, SessionCmd};
+use crate::actor::{Attachment, SessionActor, SessionCmd};
 use crate::cleanup::{self, Cleanup};
 use crate::host::Host;
 pub use crate::host::{Roster, SupervisorConfig};
@@ -933,7 +933,7 @@ async fn scan_orphans(shared: &Arc<Shared>, watch: &mut OrphanWatch) {
         let (scan, mut reaped) = {
             // Held from reading the table to the last reap: no agent can be spawned in
             // between, so a zombie not in the set is no agent.
-            let guard = actor::waited_agents();
+            let guard = crate::process::waited_agents();
             let waited: HashSet<u32> = guard.iter().copied().collect();
             let rows = procs::rows(&procs::all());
             let facts = ScanFacts { rows: &rows, me: me.pid, live: &live, waited: &waited, adopting };

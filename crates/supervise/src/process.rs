@@ -1,0 +1,192 @@
+//! The agent's process in its pseudo-terminal, as a session actor sees it: start one, read
+//! and write its terminal, signal it, wait for it, measure it. [`OsTerminals`] is the
+//! operating system's (portable-pty, process groups, `waitid`); the actor's tests drive the
+//! same effect loop through a fake, so the loop is checked without a process.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+
+use mimesis_core::supervision::policy::Sig;
+use mimesis_os::procs;
+
+/// What to start: the program, its arguments, directory and environment, in a terminal of
+/// `cols` × `rows`.
+#[derive(Clone, Debug)]
+pub(crate) struct StartSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    /// Set on top of the inherited environment.
+    pub env: Vec<(OsString, OsString)>,
+    pub cols: u16,
+    pub rows: u16,
+}
+
+impl StartSpec {
+    /// The command line as given (argv[0] included).
+    pub fn argv(&self) -> Vec<String> {
+        std::iter::once(self.program.to_string_lossy().into_owned()).chain(self.args.iter().cloned()).collect()
+    }
+}
+
+/// A started agent: its terminal's two ends and its process.
+pub(crate) struct Started {
+    /// What the agent prints; ends (0 or an error) once its terminal is closed.
+    pub output: Box<dyn Read + Send>,
+    /// What the agent reads.
+    pub input: Box<dyn Write + Send>,
+    pub process: Arc<dyn AgentProcess>,
+}
+
+/// Starts agents in terminals.
+pub(crate) trait Terminals: Send + Sync {
+    /// Everything that can fail comes before the process starts: a started agent always
+    /// gets its waiter.
+    fn start(&self, spec: StartSpec) -> Result<Started, String>;
+}
+
+/// One started agent process (the leader of its process group).
+pub(crate) trait AgentProcess: Send + Sync {
+    fn pid(&self) -> u32;
+    /// Its start time in clock ticks since boot (the guard against PID reuse), 0 if unknown.
+    fn start_ticks(&self) -> u64;
+    /// To its process group; never once it was reaped (the PID may be someone else's).
+    fn signal(&self, sig: Sig);
+    fn reaped(&self) -> bool;
+    /// Blocks until it exits, reaps it, and returns its code (128 + the signal if killed).
+    fn wait(&self) -> i32;
+    fn alive(&self) -> bool;
+    /// RSS in bytes and CPU ticks of its process tree.
+    fn usage(&self) -> (u64, u64);
+    fn resize(&self, cols: u16, rows: u16) -> Result<(), String>;
+}
+
+/// Agents whose waiter thread has not reaped them yet, across every supervisor of this
+/// process: the orphan scan must never reap one (it would steal its exit code). A start
+/// holds the lock until its PID is in, so a scan holding it sees every agent.
+static WAITED: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+pub(crate) fn waited_agents() -> MutexGuard<'static, BTreeSet<u32>> {
+    WAITED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Real pseudo-terminals and processes.
+pub(crate) struct OsTerminals;
+
+impl Terminals for OsTerminals {
+    fn start(&self, spec: StartSpec) -> Result<Started, String> {
+        let size = PtySize { rows: spec.rows, cols: spec.cols, pixel_width: 0, pixel_height: 0 };
+        let pair = native_pty_system().openpty(size).map_err(|e| format!("cannot open a pseudo-terminal: {e}"))?;
+        let mut cmd = CommandBuilder::new(&spec.program);
+        cmd.args(&spec.args);
+        cmd.cwd(&spec.cwd);
+        for (k, v) in &spec.env {
+            cmd.env(k, v);
+        }
+        let master = pair.master;
+        let output = master.try_clone_reader().map_err(|e| format!("cannot read the pseudo-terminal: {e}"))?;
+        let input = master.take_writer().map_err(|e| format!("cannot write to the pseudo-terminal: {e}"))?;
+        let pid = {
+            let mut waited = waited_agents();
+            let child =
+                pair.slave.spawn_command(cmd).map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
+            // The waiter reaps it; the handle is not needed (dropping it does nothing).
+            let Some(pid) = child.process_id() else {
+                return Err("the agent started without a process id".into());
+            };
+            waited.insert(pid);
+            pid
+        };
+        drop(pair.slave);
+        let process = Arc::new(OsProcess { pid, reaped: Mutex::new(false), master: Mutex::new(master) });
+        Ok(Started { output, input, process })
+    }
+}
+
+/// A child in its own process group and session, guarded so signals never outlive its PID:
+/// the waiter reaps under the lock every signal takes.
+struct OsProcess {
+    pid: u32,
+    reaped: Mutex<bool>,
+    master: Mutex<Box<dyn MasterPty + Send>>,
+}
+
+impl AgentProcess for OsProcess {
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    fn start_ticks(&self) -> u64 {
+        procs::start_ticks(self.pid).unwrap_or(0)
+    }
+
+    fn signal(&self, sig: Sig) {
+        let reaped = self.reaped.lock().unwrap_or_else(|e| e.into_inner());
+        if *reaped {
+            return;
+        }
+        let signo = match sig {
+            Sig::Term => libc::SIGTERM,
+            Sig::Kill => libc::SIGKILL,
+            Sig::Stop => libc::SIGSTOP,
+            Sig::Cont => libc::SIGCONT,
+        };
+        procs::signal_group(self.pid, signo);
+        if sig == Sig::Kill {
+            // Members that moved to another process group are not reached by the group.
+            procs::kill_session(self.pid);
+        }
+    }
+
+    fn reaped(&self) -> bool {
+        *self.reaped.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for the exit without reaping, then reaps under the guard's lock.
+    fn wait(&self) -> i32 {
+        let pid = self.pid as libc::id_t;
+        loop {
+            // SAFETY: siginfo_t is plain data; waitid fills it.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let r = unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
+            if r == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                break;
+            }
+        }
+        let mut reaped = self.reaped.lock().unwrap_or_else(|e| e.into_inner());
+        let mut status = 0;
+        // SAFETY: reaping our own child.
+        let r = unsafe { libc::waitpid(self.pid as i32, &mut status, 0) };
+        *reaped = true;
+        waited_agents().remove(&self.pid);
+        if r != self.pid as i32 {
+            return 1; // someone else reaped it; the code is unknown
+        }
+        if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else if libc::WIFSIGNALED(status) {
+            128 + libc::WTERMSIG(status)
+        } else {
+            1
+        }
+    }
+
+    fn alive(&self) -> bool {
+        procs::alive(self.pid)
+    }
+
+    fn usage(&self) -> (u64, u64) {
+        procs::tree_usage(self.pid)
+    }
+
+    fn resize(&self, cols: u16, rows: u16) -> Result<(), String> {
+        let size = PtySize { rows, cols, pixel_width: 0, pixel_height: 0 };
+        let master = self.master.lock().unwrap_or_else(|e| e.into_inner());
+        master.resize(size).map_err(|e| e.to_string())
+    }
+}
