@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
+use mimesis_core::clock::ManualClock;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::supervision::ledger::ProcessLedger;
 use mimesis_core::supervision::{AgentCommand, EventKind, Limits, ReadyStatus, SupervisionState, TerminatedReason};
@@ -37,6 +38,20 @@ fn temp_home(dir: tempfile::TempDir) -> Result<(tempfile::TempDir, PathBuf, Path
 
 #[path = "faults.rs"]
 mod faults;
+
+/// Longer than every timer of the policy but the idle timeout and the duration limit.
+const LONG_TURN: Duration = Duration::from_secs(9 * 60);
+
+/// Moves the manual clock on a second at a time until an event of type `ty` was seen.
+async fn advance_until(s: &Supervised, clock: &ManualClock, ty: &str) -> Result<()> {
+    let deadline = std::time::Instant::now() + T;
+    while s.count(ty) == 0 {
+        ensure!(std::time::Instant::now() < deadline, "no {ty}: {:?}", s.types());
+        s.advance(clock, Duration::from_secs(1)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
 
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -114,19 +129,23 @@ async fn wait_row(engine: &Engine, id: &SessionId, pred: impl Fn(&TrackedSession
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_while_working_is_recovered_only_after_the_turn_ends() -> Result<()> {
-    let s = Supervised::standin(quick_limits()).await?;
+    let (s, clock) = Supervised::standin_on_manual_clock(quick_limits()).await?;
     let id = started(&s).await?;
     // A turn that only ends when told (`finish`), with a crash dump early in it.
     s.type_line(&id, "crash-during-work 3600").await?;
     let ev = s.wait_event("crash_detected", T).await?;
     ensure!(matches!(ev.kind, EventKind::CrashDetected { deferred: true }), "{ev:?}");
+    let before = s.sup.supervision(&id).context("supervised")?;
+    ensure!(before.pending_crash_recovery && before.state == SupervisionState::Running, "{before:?}");
+    // However long the turn takes (every timer of the policy sees the time pass and has
+    // been handled when `advance` returns), the working agent is not interrupted.
+    s.advance(&clock, LONG_TURN).await;
     let sup = s.sup.supervision(&id).context("supervised")?;
     ensure!(sup.pending_crash_recovery && sup.state == SupervisionState::Running, "{sup:?}");
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    ensure!(s.count("session_recovered") == 0, "the working agent was not interrupted: {:?}", s.types());
+    ensure!(sup.pid == before.pid && sup.recovery_count == 0, "the working agent was not interrupted: {sup:?}");
     // The turn finishes (its reply is written), then the graceful restart happens.
     s.type_line(&id, "finish").await?;
-    s.wait_event("session_recovered", T).await?;
+    advance_until(&s, &clock, "session_recovered").await?;
     let text = std::fs::read_to_string(s.transcript(&id))?;
     ensure!(text.contains("Echo: crash-during-work 3600"), "the turn completed before the restart");
     let sup = s.sup.supervision(&id).context("supervised")?;
@@ -140,19 +159,22 @@ async fn a_crash_while_working_is_recovered_only_after_the_turn_ends() -> Result
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_at_a_permission_prompt_waits_for_the_answer() -> Result<()> {
-    let s = Supervised::standin(quick_limits()).await?;
+    let (s, clock) = Supervised::standin_on_manual_clock(quick_limits()).await?;
     let id = started(&s).await?;
     s.type_line(&id, "ask").await?;
     s.wait_text(&id, "Do you want to proceed?", T).await?;
     s.sup.input(&id, b"c").await?; // the harness crashes while the dialog shows
     let ev = s.wait_event("crash_detected", T).await?;
     ensure!(matches!(ev.kind, EventKind::CrashDetected { deferred: true }), "{ev:?}");
-    ensure!(s.sup.supervision(&id).unwrap().awaiting_permission);
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    ensure!(s.count("session_recovered") == 0, "never recovered at a permission prompt: {:?}", s.types());
+    let before = s.sup.supervision(&id).context("supervised")?;
+    ensure!(before.awaiting_permission, "{before:?}");
+    // However long the user takes to answer, the dialog is not taken from them.
+    s.advance(&clock, LONG_TURN).await;
+    let sup = s.sup.supervision(&id).context("supervised")?;
+    ensure!(sup.pid == before.pid && sup.pending_crash_recovery, "never recovered at a permission prompt: {sup:?}");
     s.wait_text(&id, "Do you want to proceed?", T).await?;
     s.sup.input(&id, b"1").await?; // approve: the tool runs, the turn ends
-    s.wait_event("session_recovered", T).await?;
+    advance_until(&s, &clock, "session_recovered").await?;
     ensure!(std::fs::read_to_string(s.transcript(&id))?.contains("tool_result"), "the approved tool ran first");
     s.shutdown().await;
     Ok(())
@@ -170,9 +192,13 @@ async fn a_crash_while_idle_is_recovered_at_once_and_a_second_dump_is_debounced(
     s.wait_event("session_recovered", T).await?;
     s.wait_prompt(&id, T).await?;
     // The same dump again within 30 s of a successful recovery: debounced.
+    let before = s.sup.supervision(&id).context("supervised")?;
     s.type_line(&id, "crash").await?;
+    // The screen model shows the dump once the actor took it, and it looks for crash dumps
+    // in the same step: what it decided is in the supervision now.
     s.wait_text(&id, "Maximum call stack size exceeded", T).await?;
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    let sup = s.sup.supervision(&id).context("supervised")?;
+    ensure!(sup.pid == before.pid && sup.state == SupervisionState::Running, "debounced: {sup:?} {:?}", s.types());
     ensure!(s.count("crash_detected") == 1, "{:?}", s.types());
     ensure!(s.sup.supervision(&id).unwrap().recovery_count == 1);
     ensure!(s.prompts(&id).first().map(String::as_str) == Some("hello"), "same conversation");
@@ -210,10 +236,14 @@ async fn after_a_failed_recovery_a_dump_is_debounced_for_five_seconds_only() -> 
     s.wait_state(&id, SupervisionState::Running, T).await?;
     s.wait_prompt(&id, T).await?;
     let crashes = s.count("crash_detected");
-    // Within 5 s of the failed attempt (no time passed): ignored.
+    let before = s.sup.supervision(&id).context("supervised")?;
+    // Within 5 s of the failed attempt (no time passed): ignored. (Crash dumps are looked
+    // for in the step that puts them on the screen model: once it shows the dump, what the
+    // policy made of it is in the supervision.)
     s.type_line(&id, "crash").await?;
     s.wait_text(&id, "Maximum call stack size exceeded", T).await?;
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    let sup = s.sup.supervision(&id).context("supervised")?;
+    ensure!(sup.pid == before.pid && sup.state == SupervisionState::Running, "debounced: {sup:?} {:?}", s.types());
     ensure!(s.count("crash_detected") == crashes, "debounced: {:?}", s.types());
     ensure!(s.count("session_recovered") == 0);
     // 5 s on, the same dump is a new crash (the 30 s window is for successes only).
@@ -582,7 +612,7 @@ async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Resu
 /// running session's future checks. Time is a manual clock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settings_set_reaches_a_running_session_on_the_injected_clock() -> Result<()> {
-    use mimesis_core::clock::{Clock, ManualClock, Timestamp};
+    use mimesis_core::clock::{Clock, Timestamp};
     let (dir, root, data, cwd) = temp_home(tempfile::Builder::new().prefix("mimesis-settings-").tempdir()?)?;
     let t0 = Timestamp::from_millis(1_800_000_000_000);
     let clock = Arc::new(ManualClock::new(t0));
@@ -612,9 +642,10 @@ async fn settings_set_reaches_a_running_session_on_the_injected_clock() -> Resul
         ensure!(std::time::Instant::now() < deadline, "{:?}", s.sup.supervision(&id));
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    clock.advance(Duration::from_secs(59));
-    s.sup.tick().await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // (`advance` returns once every session handled the tick: a suspension would show.)
+    s.advance(&clock, Duration::from_secs(59)).await;
+    let sup = s.sup.supervision(&id).context("supervised")?;
+    ensure!(sup.state == SupervisionState::Running, "not before the new timeout: {sup:?}");
     ensure!(s.count("session_suspended") == 0, "not before the new timeout");
     clock.advance(Duration::from_secs(1));
     s.sup.tick().await;

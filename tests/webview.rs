@@ -182,10 +182,17 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     let row_text = app.js(&format!("return document.querySelector(\"{}\").textContent;", row(HOSTILE))).await?;
     ensure!(row_text.as_str().unwrap_or("").contains(IMG), "the roster row shows the goal literally");
     // Expand every tool call so its input and (error) result render too.
-    for b in app.client.find_all(Locator::Css(&format!("{timeline} [data-kind=tool_call] button"))).await? {
+    let heads = format!("{timeline} [data-kind=tool_call] button.head");
+    for b in app.client.find_all(Locator::Css(&heads)).await? {
         let _ = b.click().await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Once every tool call shows its body, its input and result have rendered.
+    app.wait_for("every tool call expanded", Duration::from_secs(5), || async {
+        let closed = app.count(&format!("{heads}[aria-expanded=false]")).await?;
+        let bodies = app.count(&format!("{timeline} [data-kind=tool_call] .body")).await?;
+        Ok(closed == 0 && bodies > 0)
+    })
+    .await?;
     let injected = app
         .js("return document.querySelectorAll(\
              '[data-testid=timeline] :is(img, script, iframe, object, embed), \

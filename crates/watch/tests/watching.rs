@@ -243,9 +243,11 @@ async fn the_live_registry_marks_sessions_live_and_waiting() {
     // A registry file of a dead process counts for nothing.
     let dead = json!({"pid": 999_999_999u32, "sessionId": ID, "status": "busy"});
     std::fs::write(sessions.join("999999999.json"), dead.to_string()).unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let snap = engine.snapshot().await.unwrap();
-    assert!(!snap.sessions[0].live, "a dead process is not live");
+    // A barrier: one watcher delivers both changes in order, and the engine reads the
+    // registry after each batch, so once this later append shows, the dead entry was read.
+    append(&r.project.join(format!("{ID}.jsonl")), &line(&reply(1)));
+    let s = wait_session(&engine, ID, "the reply after the dead entry", |s| s["usage"]["outputTokens"] == 1).await;
+    assert_eq!(s["live"], false, "a dead process is not live");
     engine.shutdown().await;
 }
 
