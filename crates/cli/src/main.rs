@@ -188,16 +188,34 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 fn ls(roots: &[PathBuf], data_dir: &std::path::Path, json: bool, all: bool) -> anyhow::Result<()> {
     let now = SystemClock.now();
+    let out = io::stdout();
+    let mut out = io::BufWriter::new(out.lock());
+    if json {
+        // Written row by row as each is derived: a roster of tens of thousands of sessions
+        // is never all in memory.
+        let mut written = Ok(0usize);
+        out.write_all(b"[")?;
+        once::roster_each(roots, data_dir, now, |row| {
+            if row.superseded && !all {
+                return;
+            }
+            if let Ok(n) = &mut written {
+                let sep: &[u8] = if *n == 0 { b"" } else { b"," };
+                written = out.write_all(sep).map_err(anyhow::Error::from).and_then(|_| {
+                    serde_json::to_writer(&mut out, &row)?;
+                    Ok(*n + 1)
+                });
+            }
+        });
+        written?;
+        out.write_all(b"]\n")?;
+        return Ok(out.flush()?);
+    }
     let mut sessions = once::roster(roots, data_dir, now);
     if !all {
         sessions.retain(|s| !s.superseded);
     }
-    let out = io::stdout();
-    let mut out = io::BufWriter::new(out.lock());
-    if json {
-        serde_json::to_writer(&mut out, &sessions)?;
-        writeln!(out)?;
-    } else if sessions.is_empty() {
+    if sessions.is_empty() {
         let searched: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
         writeln!(out, "No Claude Code sessions found in {}.", searched.join(", "))?;
         writeln!(out, "Try `mimesis demo` to generate some, or point --config-dir at a config folder.")?;

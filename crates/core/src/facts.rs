@@ -3,12 +3,12 @@
 //! [`SessionFacts`] is built incrementally: each new line is applied once, in file order,
 //! and nothing here ever re-reads earlier lines. It is plain data plus `apply`, no I/O.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
-use crate::session::Usage;
+use crate::session::{ByModel, Usage};
 use crate::status::Tail;
 use crate::text::{clean_text, prefix};
 use crate::transcript::{self, Block, Content, Record, RecordParser};
@@ -101,7 +101,7 @@ pub struct SessionFacts {
     /// `"12"`): taken as absent and counted here.
     pub malformed_fields: u64,
     /// Tokens per model (for the cost estimate); at most [`MAX_MODELS`] models.
-    pub usage_by_model: BTreeMap<String, Usage>,
+    pub usage_by_model: ByModel,
     /// What Claude Code says it billed (its last `cost-state` record, 2.1.330).
     pub billed: Option<crate::session::Billed>,
     pub records: u64,
@@ -539,7 +539,7 @@ impl SessionFacts {
         if let Some(m) = self.usage_by_model.get_mut(model) {
             m.add(u);
         } else if self.usage_by_model.len() < MAX_MODELS {
-            self.usage_by_model.insert(model.to_owned(), *u);
+            self.usage_by_model.add(model, u);
         }
     }
 
@@ -641,6 +641,42 @@ impl SessionFacts {
     /// The latest tool call still waiting for its result.
     pub fn pending_tool(&self) -> Option<&OpenTool> {
         self.open_tools.last()
+    }
+
+    /// Gives back the spare capacity a read left (strings cleaned from longer text, the
+    /// tool calls once open, the dedup sets' growth): facts are kept for every session of
+    /// the roster, tens of thousands of them.
+    pub fn shrink_to_fit(&mut self) {
+        let strings = [
+            &mut self.cwd,
+            &mut self.branch,
+            &mut self.model,
+            &mut self.goal,
+            &mut self.command_goal,
+            &mut self.summary_record,
+            &mut self.compact_summary,
+            &mut self.last_prompt,
+            &mut self.latest_prompt,
+            &mut self.cli_version,
+            &mut self.entrypoint,
+            &mut self.custom_title,
+            &mut self.ai_title,
+            &mut self.permission_mode,
+            &mut self.record_session_id,
+        ];
+        for s in strings.into_iter().flatten() {
+            s.shrink_to_fit();
+        }
+        self.open_tools.shrink_to_fit();
+        self.counted_messages.shrink_to_fit();
+        self.counted_compactions.shrink_to_fit();
+    }
+
+    /// Lets go of the dedup sets (messages, compaction boundaries) of a file that will be
+    /// read no further (a one-time read): they are most of the memory of its facts.
+    pub fn release_dedup(&mut self) {
+        self.counted_messages = HashSet::new();
+        self.counted_compactions = HashSet::new();
     }
 
     /// The dedup sets (messages, compaction boundaries) as bytes: a count and the

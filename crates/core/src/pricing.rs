@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::session::{Billed, Cost, Usage};
+use crate::session::{Billed, ByModel, Cost, Usage};
 
 /// The day the prices below were last checked.
 pub const PRICES_AS_OF: &str = "2026-11-20";
@@ -58,17 +58,17 @@ pub fn cost_of(usage: &Usage, p: &Price) -> f64 {
 }
 
 /// The cost of a session that used `by_model`.
-pub fn estimate(by_model: &BTreeMap<String, Usage>, billed: Option<Billed>) -> Cost {
+pub fn estimate(by_model: &ByModel, billed: Option<Billed>) -> Cost {
     let mut total = 0.0;
     let mut priced = false;
     let mut unknown = Vec::new();
-    for (model, usage) in by_model {
+    for (model, usage) in by_model.iter() {
         match price_of(model) {
             Some(p) => {
                 total += cost_of(usage, &p);
                 priced = true;
             }
-            None => unknown.push(model.clone()),
+            None => unknown.push(model.to_owned()),
         }
     }
     Cost {
@@ -125,9 +125,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tokens_per_model_are_stored_as_the_map_they_stand_for() {
+        let u = |n| Usage { output_tokens: n, ..Default::default() };
+        let mut by = ByModel::default();
+        by.add("claude-z", &u(1));
+        by.add("claude-a", &u(2));
+        by.add("claude-z", &u(3));
+        let json = serde_json::to_string(&by).unwrap();
+        let as_map: BTreeMap<String, Usage> = serde_json::from_str(&json).unwrap();
+        assert_eq!(as_map, BTreeMap::from([("claude-a".to_owned(), u(2)), ("claude-z".to_owned(), u(4))]));
+        assert_eq!(json, serde_json::to_string(&as_map).unwrap(), "the same bytes as the map it replaced");
+        assert_eq!(serde_json::from_str::<ByModel>(&json).unwrap(), by);
+    }
+
+    #[test]
     fn opus_5_5_costs_what_claude_code_bills() {
         let u = Usage { input_tokens: 4000, output_tokens: 80, ..Default::default() };
-        let by_model = BTreeMap::from([("claude-opus-5-5".to_owned(), u)]);
+        let by_model = ByModel::from_iter([("claude-opus-5-5".to_owned(), u)]);
         let c = estimate(&by_model, None);
         assert_eq!(c.estimated_usd, Some(0.0176));
         assert!(c.unknown_models.is_empty());
@@ -137,11 +151,11 @@ mod tests {
     #[test]
     fn unknown_models_are_named_not_guessed() {
         let u = Usage { input_tokens: 1_000_000, ..Default::default() };
-        let c = estimate(&BTreeMap::from([("claude-opus-4-8".to_owned(), u)]), None);
+        let c = estimate(&ByModel::from_iter([("claude-opus-4-8".to_owned(), u)]), None);
         assert_eq!(c.estimated_usd, None);
         assert_eq!(c.unknown_models, ["claude-opus-4-8"]);
         let c = estimate(
-            &BTreeMap::from([("claude-opus-4-8".to_owned(), u), ("claude-sonnet-4-5-20250929".to_owned(), u)]),
+            &ByModel::from_iter([("claude-opus-4-8".to_owned(), u), ("claude-sonnet-4-5-20250929".to_owned(), u)]),
             None,
         );
         assert_eq!(c.estimated_usd, Some(3.0), "the priced part, with the unknown named");

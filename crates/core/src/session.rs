@@ -23,6 +23,61 @@ pub struct Usage {
     pub cache_read_input_tokens: u64,
 }
 
+/// Tokens per model, sorted by model name, serialized as the map it stands for. A session
+/// names one model or two: a short list, where a tree's first node alone would take most
+/// of a kilobyte per session.
+#[derive(Default, Clone, PartialEq, Eq, Debug)]
+pub struct ByModel(Vec<(String, Usage)>);
+
+impl ByModel {
+    pub fn get_mut(&mut self, model: &str) -> Option<&mut Usage> {
+        let i = self.0.binary_search_by(|(m, _)| m.as_str().cmp(model)).ok()?;
+        Some(&mut self.0[i].1)
+    }
+
+    /// Adds `usage` to `model`'s, which is new if it was not there.
+    pub fn add(&mut self, model: &str, usage: &Usage) {
+        match self.0.binary_search_by(|(m, _)| m.as_str().cmp(model)) {
+            Ok(i) => self.0[i].1.add(usage),
+            Err(i) => self.0.insert(i, (model.to_owned(), *usage)),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Usage)> {
+        self.0.iter().map(|(m, u)| (m.as_str(), u))
+    }
+}
+
+impl FromIterator<(String, Usage)> for ByModel {
+    fn from_iter<I: IntoIterator<Item = (String, Usage)>>(iter: I) -> Self {
+        let mut by = ByModel::default();
+        for (m, u) in iter {
+            by.add(&m, &u);
+        }
+        by
+    }
+}
+
+impl Serialize for ByModel {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(m, u)| (m, u)))
+    }
+}
+
+impl<'de> Deserialize<'de> for ByModel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(std::collections::BTreeMap::<String, Usage>::deserialize(d)?.into_iter().collect())
+    }
+}
+
 impl Usage {
     pub fn total(&self) -> u64 {
         self.input_tokens

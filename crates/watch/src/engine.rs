@@ -1205,11 +1205,31 @@ pub fn roster_once_supervised(
     links: Vec<Link>,
     supervised: Vec<(TranscriptLocation, Supervision)>,
 ) -> Vec<TrackedSession> {
-    let mut store = store_once(roots, timeouts, now, data_dir, links, scan::index(roots));
+    let mut rows = Vec::new();
+    roster_once_each(roots, timeouts, now, data_dir, links, supervised, |row| rows.push(row));
+    rows
+}
+
+/// [`roster_once_supervised`], each row handed to `f` as it is derived (most recently
+/// active first): memory holds the sessions' facts, never all their rows at once.
+pub fn roster_once_each(
+    roots: &[PathBuf],
+    timeouts: Timeouts,
+    now: Timestamp,
+    data_dir: Option<&Path>,
+    links: Vec<Link>,
+    supervised: Vec<(TranscriptLocation, Supervision)>,
+    f: impl FnMut(TrackedSession),
+) {
+    let mut store = store_once(roots, timeouts, now, data_dir, links, |store| {
+        scan::index_each(roots, |f| {
+            store.adopt(f, now);
+        })
+    });
     for (location, supervision) in supervised {
         store.set_supervision(location, Some(supervision), now);
     }
-    store.into_snapshot()
+    store.for_each_row(now, f);
 }
 
 fn store_once(
@@ -1218,13 +1238,11 @@ fn store_once(
     now: Timestamp,
     data_dir: Option<&Path>,
     links: Vec<Link>,
-    files: Vec<IndexedFile>,
+    index: impl FnOnce(&mut Store),
 ) -> Store {
-    let mut store = Store::new(timeouts);
+    let mut store = Store::one_time(timeouts);
     store.restore_links(links);
-    for f in files {
-        store.adopt(f, now);
-    }
+    index(&mut store);
     for root in roots {
         let alive = registry::read_dir(&roots::sessions_dir(root)).into_iter().filter(registry::alive).collect();
         store.set_registry(root, alive, now);
@@ -1280,7 +1298,11 @@ pub fn chain_of(
     if let Some(dir) = path.parent() {
         scan::discover_project(&loc.root, dir, &mut found);
     }
-    let store = store_once(roots, Timeouts::default(), now, data_dir, links, scan::index_locations(found));
+    let store = store_once(roots, Timeouts::default(), now, data_dir, links, |store| {
+        for f in scan::index_locations(found) {
+            store.adopt(f, now);
+        }
+    });
     store
         .chain_segments(&loc.session_id)
         .into_iter()

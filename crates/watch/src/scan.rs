@@ -64,13 +64,54 @@ pub fn discover_project(root: &Path, dir: &Path, out: &mut Vec<TranscriptLocatio
 /// Reads every transcript of every root, in parallel, biggest first so the threads
 /// finish together.
 pub fn index(roots: &[PathBuf]) -> Vec<IndexedFile> {
+    index_locations(biggest_first(roots))
+}
+
+/// Every transcript of every root, biggest first.
+fn biggest_first(roots: &[PathBuf]) -> Vec<TranscriptLocation> {
     let mut locations: Vec<(u64, TranscriptLocation)> = roots
         .iter()
         .flat_map(|r| discover(r))
         .map(|l| (std::fs::metadata(&l.path).map(|m| m.len()).unwrap_or(0), l))
         .collect();
     locations.sort_by_key(|(size, _)| std::cmp::Reverse(*size));
-    index_locations(locations.into_iter().map(|(_, l)| l).collect())
+    locations.into_iter().map(|(_, l)| l).collect()
+}
+
+/// Read files waiting for [`index_each`]'s sink, at most.
+const IN_FLIGHT: usize = 16;
+
+/// Like [`index`], but each file goes to `sink` on the calling thread as soon as it is
+/// read, while the others are still being read: memory holds what the sink keeps plus a
+/// few dozen read files, whatever the number of transcripts, and the sink's work overlaps
+/// the reading. The order is the order the reads finish in.
+pub fn index_each(roots: &[PathBuf], mut sink: impl FnMut(IndexedFile)) {
+    let locations = biggest_first(roots);
+    let (tx, rx) = std::sync::mpsc::sync_channel(IN_FLIGHT);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            locations.into_par_iter().for_each_with(tx, |tx, loc| {
+                if let Some(f) = read_logged(loc) {
+                    // (A sink that is gone panicked: the scope reports it.)
+                    let _ = tx.send(f);
+                }
+            });
+        });
+        for f in rx {
+            sink(f);
+        }
+    });
+}
+
+fn read_logged(loc: TranscriptLocation) -> Option<IndexedFile> {
+    let path = loc.path.clone();
+    match IndexedFile::read(loc) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot read transcript");
+            None
+        }
+    }
 }
 
 /// Like [`index`], but a file the fleet database knows is read on from where the last
@@ -108,19 +149,7 @@ pub fn index_resuming(roots: &[PathBuf], persisted: Vec<PersistedSession>) -> Ve
 
 /// Reads the given transcripts in parallel. Files that vanish meanwhile are skipped.
 pub fn index_locations(locations: Vec<TranscriptLocation>) -> Vec<IndexedFile> {
-    locations
-        .into_par_iter()
-        .filter_map(|loc| {
-            let path = loc.path.clone();
-            match IndexedFile::read(loc) {
-                Ok(f) => Some(f),
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), error = %e, "cannot read transcript");
-                    None
-                }
-            }
-        })
-        .collect()
+    locations.into_par_iter().filter_map(read_logged).collect()
 }
 
 /// Every transcript of every root, read only at both ends: enough for a first roster
@@ -177,6 +206,31 @@ mod tests {
     use super::*;
     use mimesis_core::status::Tail;
     use std::io::Write;
+
+    #[test]
+    fn streaming_the_index_hands_over_every_file_once_as_the_collected_index_does() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join(".claude");
+        let n = IN_FLIGHT * 5;
+        for i in 0..n {
+            let dir = root.join(format!("projects/-p{}", i % 3));
+            std::fs::create_dir_all(&dir).unwrap();
+            let rec = serde_json::json!({"type":"user","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/p",
+                "message":{"content": format!("goal {i}")}});
+            std::fs::write(dir.join(format!("s{i:04}.jsonl")), format!("{rec}\n").repeat(i % 7 + 1)).unwrap();
+        }
+        let roots = [root];
+        let mut streamed = Vec::new();
+        index_each(&roots, |f| streamed.push((f.location.session_id.to_string(), f.facts.goal().map(str::to_owned))));
+        let mut collected: Vec<_> = index(&roots)
+            .into_iter()
+            .map(|f| (f.location.session_id.to_string(), f.facts.goal().map(str::to_owned)))
+            .collect();
+        streamed.sort();
+        collected.sort();
+        assert_eq!(streamed.len(), n);
+        assert_eq!(streamed, collected);
+    }
 
     #[test]
     fn a_peek_reads_the_goal_from_the_head_and_the_state_from_the_tail() {

@@ -10,6 +10,7 @@
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
+use std::sync::Arc;
 
 // Maps keyed by our own ids and paths: a fast hasher (no untrusted party picks the keys'
 // hashes to collide: ids are validated and come from file names we list).
@@ -58,6 +59,7 @@ impl IndexedFile {
         let mut tail = FileTail::new(&location.path);
         let mut sink = FactsSink { facts: SessionFacts::default(), scratch: String::new() };
         tail.read_into(&mut sink)?;
+        sink.facts.shrink_to_fit();
         Ok(IndexedFile { location, tail, facts: sink.facts, partial: false })
     }
 
@@ -76,7 +78,10 @@ impl IndexedFile {
         let mut sink = FactsSink { facts, scratch: String::new() };
         match tail.read_into(&mut sink)? {
             ReadOutcome::Missing => Err(std::io::Error::from(std::io::ErrorKind::NotFound)),
-            _ => Ok(IndexedFile { location, tail, facts: sink.facts, partial: false }),
+            _ => {
+                sink.facts.shrink_to_fit();
+                Ok(IndexedFile { location, tail, facts: sink.facts, partial: false })
+            }
         }
     }
 }
@@ -101,8 +106,12 @@ struct Entry {
     facts: SessionFacts,
     /// Peeked, not read: never tailed until a full read replaces it.
     partial: bool,
-    /// The row last published (None until `discovered` was sent).
-    published: Option<TrackedSession>,
+    /// The row last published (None until `discovered` was sent, and always in a
+    /// one-time read, which derives rows at the end).
+    published: Option<Box<TrackedSession>>,
+    /// It is a session of the roster (a file with no complete line yet is not, unless
+    /// supervised).
+    shown: bool,
 }
 
 /// What hooks told about one session.
@@ -136,8 +145,9 @@ pub struct Store {
     /// when thousands of sessions share one repository).
     /// Each folder's sessions ordered by last activity (the `/clear` rule takes the most
     /// recent one that fits), and where each session is filed.
-    by_cwd: HashMap<String, BTreeSet<(Option<Timestamp>, SessionId)>>,
-    cwd_of: HashMap<SessionId, (String, Option<Timestamp>)>,
+    by_cwd: HashMap<Arc<str>, BTreeSet<(Option<Timestamp>, SessionId)>>,
+    /// (The folder's name is shared with `by_cwd`: thousands of sessions share a folder.)
+    cwd_of: HashMap<SessionId, (Arc<str>, Option<Timestamp>)>,
     /// Parsed settings files (a memo: re-read when a file's stamp changes).
     settings: RefCell<SettingsCache>,
     repo_roots: HashMap<String, Option<String>>,
@@ -165,6 +175,10 @@ pub struct Store {
     chain_checked: HashSet<SessionId>,
     /// The initial index is being adopted: chain matching waits for all of it.
     bulk: bool,
+    /// Rows are kept as they change and diffed into events; off for a one-time read,
+    /// which derives each row once, at the end ([`Store::for_each_row`]), so no row is
+    /// kept beside its facts.
+    keep_rows: bool,
     /// Sessions whose facts or reading position changed since the last batch.
     dirty: HashSet<SessionId>,
     removed: Vec<SessionId>,
@@ -202,12 +216,19 @@ impl Store {
             chain_checks: Vec::new(),
             chain_checked: HashSet::default(),
             bulk: true,
+            keep_rows: true,
             dirty: HashSet::default(),
             removed: Vec::new(),
             supervised: HashMap::default(),
             agent_reports: HashMap::default(),
             new_agent_reports: Vec::new(),
         }
+    }
+
+    /// A store for a one-time read (`mimesis ls`): it sends no events and keeps no rows;
+    /// [`Store::for_each_row`] derives them at the end.
+    pub fn one_time(timeouts: Timeouts) -> Self {
+        Store { keep_rows: false, ..Store::new(timeouts) }
     }
 
     /// Changes the timeouts; every row is re-derived.
@@ -232,17 +253,25 @@ impl Store {
 
     /// Every session's current row, most recently active first.
     pub fn snapshot(&self) -> Vec<TrackedSession> {
-        sorted(self.entries.values().filter_map(|e| e.published.clone()).collect())
+        sorted(self.entries.values().filter_map(|e| e.published.as_deref().cloned()).collect())
     }
 
-    /// [`Store::snapshot`] for a store that is done with (a one-time read): the rows are
-    /// moved out, not copied.
-    pub fn into_snapshot(self) -> Vec<TrackedSession> {
-        sorted(self.entries.into_values().filter_map(|e| e.published).collect())
+    /// Every session's row at `now`, most recently active first, one at a time: a one-time
+    /// read derives each here, so no two rows need to be in memory together.
+    pub fn for_each_row(&self, now: Timestamp, mut f: impl FnMut(TrackedSession)) {
+        if self.keep_rows {
+            return self.snapshot().into_iter().for_each(f);
+        }
+        let mut order: Vec<(Timestamp, &SessionId)> =
+            self.entries.iter().filter(|(_, e)| e.shown).map(|(id, e)| (self.last_activity(e), id)).collect();
+        order.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        for (_, id) in order {
+            f(self.row(&self.entries[id], now).0);
+        }
     }
 
     pub fn get(&self, id: &SessionId) -> Option<&TrackedSession> {
-        self.entries.get(id).and_then(|e| e.published.as_ref())
+        self.entries.get(id).and_then(|e| e.published.as_deref())
     }
 
     pub fn transcript_path(&self, id: &SessionId) -> Option<&Path> {
@@ -299,7 +328,10 @@ impl Store {
     /// Adopts a file read by the indexer. If the store already follows that path (the
     /// file changed while it was being indexed), the indexed state replaces it and the
     /// file is read on from the indexed offset, so no line is applied twice.
-    pub fn adopt(&mut self, file: IndexedFile, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn adopt(&mut self, mut file: IndexedFile, now: Timestamp) -> Vec<StoreEvent> {
+        if !self.keep_rows {
+            file.facts.release_dedup(); // a one-time read reads no further
+        }
         let id = file.location.session_id.clone();
         if let Some(other) = self.entries.get(&id)
             && other.location.path != file.location.path
@@ -308,16 +340,19 @@ impl Store {
                     "two transcripts have the same session id; following the first one");
             return Vec::new();
         }
-        self.by_path.insert(file.location.path.clone(), id.clone());
-        let published = self.entries.remove(&id).and_then(|e| e.published);
+        if self.keep_rows {
+            // (Paths are looked up only when files change: a one-time read sees none.)
+            self.by_path.insert(file.location.path.clone(), id.clone());
+        }
+        let (published, shown) = self.entries.remove(&id).map_or((None, false), |e| (e.published, e.shown));
         let partial = file.partial;
-        if !partial && (file.tail.stats.bytes_read > 0 || file.tail.stats.resets > 0) {
+        if self.keep_rows && !partial && (file.tail.stats.bytes_read > 0 || file.tail.stats.resets > 0) {
             // Read by the index (in full, or on from a stored position): worth storing.
             self.dirty.insert(id.clone());
         }
         self.entries.insert(
             id.clone(),
-            Box::new(Entry { location: file.location, tail: file.tail, facts: file.facts, partial, published }),
+            Box::new(Entry { shown, location: file.location, tail: file.tail, facts: file.facts, partial, published }),
         );
         let mut events = Vec::new();
         if partial {
@@ -360,7 +395,10 @@ impl Store {
             self.by_path.insert(location.path.clone(), id.clone());
             let tail = FileTail::new(&location.path);
             let facts = SessionFacts::default();
-            self.entries.insert(id.clone(), Box::new(Entry { location, tail, facts, partial: false, published: None }));
+            self.entries.insert(
+                id.clone(),
+                Box::new(Entry { location, tail, facts, partial: false, published: None, shown: false }),
+            );
         }
         if self.entries.get(&id).is_some_and(|e| e.partial) {
             return events; // the full read of the index will cover this change
@@ -418,10 +456,11 @@ impl Store {
     /// Keeps [`Store::by_cwd`] in step with the session's folder and activity.
     fn index_cwd(&mut self, id: &SessionId) {
         let (cwd, last) = self.activity(id);
-        if self.cwd_of.get(id).is_some_and(|(c, l)| Some(c.as_str()) == cwd && *l == last) {
+        if self.cwd_of.get(id).is_some_and(|(c, l)| Some(&**c) == cwd && *l == last) {
             return;
         }
-        let cwd = cwd.map(str::to_owned);
+        let cwd: Option<Arc<str>> =
+            cwd.map(|c| self.by_cwd.get_key_value(c).map_or_else(|| Arc::from(c), |(k, _)| k.clone()));
         self.unindex_cwd(id);
         if let Some(c) = cwd {
             self.by_cwd.entry(c.clone()).or_default().insert((last, id.clone()));
@@ -458,7 +497,7 @@ impl Store {
         let before = (entry.tail.stats.bytes_read, entry.tail.stats.resets);
         let outcome = entry.tail.read_into(&mut sink);
         entry.facts = sink.facts;
-        if (entry.tail.stats.bytes_read, entry.tail.stats.resets) != before {
+        if self.keep_rows && (entry.tail.stats.bytes_read, entry.tail.stats.resets) != before {
             self.dirty.insert(id.clone());
         }
         match outcome {
@@ -546,6 +585,7 @@ impl Store {
                         facts: SessionFacts::default(),
                         partial: false,
                         published: None,
+                        shown: false,
                     });
                     self.entries.insert(id.clone(), entry);
                     self.read_entry(&id, now, &mut events);
@@ -623,11 +663,12 @@ impl Store {
         let Some(entry) = self.entries.get(id) else { return };
         // A file with no complete line yet (created empty, or its first write still torn)
         // is not a session yet: it is announced with its first record, not before.
-        if entry.published.is_none()
-            && !entry.partial
-            && entry.tail.stats.lines == 0
-            && !self.supervised.contains_key(id)
-        {
+        if !entry.shown && !entry.partial && entry.tail.stats.lines == 0 && !self.supervised.contains_key(id) {
+            return;
+        }
+        if !self.keep_rows {
+            let entry = self.entries.get_mut(id).expect("entry checked above");
+            entry.shown = true;
             return;
         }
         let (row, next_check) = self.row(entry, now);
@@ -657,7 +698,8 @@ impl Store {
                 events.push(StoreEvent::Updated { session_id: id.clone(), changes: Box::new(changes) });
             }
         }
-        entry.published = Some(row);
+        entry.published = Some(Box::new(row));
+        entry.shown = true;
         if !entry.partial {
             self.dirty.insert(id.clone());
         }
@@ -668,11 +710,7 @@ impl Store {
         let id = &entry.location.session_id;
         let live = self.live.get(id);
         let supervision = self.supervised.get(id);
-        let last_activity = f
-            .last_activity
-            .or(entry.tail.mtime.map(Timestamp::from_system_time))
-            .or(supervision.map(|s| s.created_at))
-            .unwrap_or(Timestamp::from_millis(0));
+        let last_activity = self.last_activity(entry);
         let pending = f.pending_tool();
         let report = self
             .status_files
@@ -757,6 +795,17 @@ impl Store {
             },
         };
         (row, derived.next_check)
+    }
+
+    /// When the session last did something: its last record, else its file's mtime, else
+    /// when its supervision began.
+    fn last_activity(&self, entry: &Entry) -> Timestamp {
+        entry
+            .facts
+            .last_activity
+            .or(entry.tail.mtime.map(Timestamp::from_system_time))
+            .or(self.supervised.get(&entry.location.session_id).map(|s| s.created_at))
+            .unwrap_or(Timestamp::from_millis(0))
     }
 
     fn approval(&self, entry: &Entry, tool: &str, target: &str) -> status::Approval {

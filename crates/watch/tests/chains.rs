@@ -211,7 +211,20 @@ async fn a_clear_born_file_links_to_the_session_active_just_before_in_its_folder
     let u = tokio::time::timeout(WAIT, updates.recv()).await.unwrap().unwrap();
     assert_eq!(u.total, page.total + 1);
     assert_eq!(u.changed[0].index, page.total);
+    wait(&engine, "the reply counted", |s| s("bbbb-clear")["usage"]["outputTokens"] != json!(0)).await;
+    let now = SystemClock.now();
+    let live = engine.snapshot().await.unwrap().sessions;
     engine.shutdown().await;
+
+    // A one-time read (`mimesis ls`) keeps no rows while it reads and derives each at the
+    // end: the same rows, in the same order, as the live roster.
+    let once =
+        mimesis_watch::engine::roster_once(std::slice::from_ref(&fx.root), Default::default(), now, None, Vec::new());
+    let ids = |rows: &[mimesis_core::TrackedSession]| rows.iter().map(|r| r.session_id.to_string()).collect::<Vec<_>>();
+    assert_eq!(ids(&once), ids(&live));
+    for (o, l) in once.iter().zip(&live) {
+        assert_eq!(serde_json::to_value(o).unwrap(), serde_json::to_value(l).unwrap());
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,8 +27,17 @@ fn stored_links(data_dir: &Path) -> Vec<Link> {
 /// sessions that a running face supervises (the app, a `mimesis run`, as published in
 /// their metrics snapshots) carry its `supervision`.
 pub fn roster(roots: &[PathBuf], data_dir: &Path, now: Timestamp) -> Vec<TrackedSession> {
+    let mut rows = Vec::new();
+    roster_each(roots, data_dir, now, |row| rows.push(row));
+    rows
+}
+
+/// [`roster`], each row handed to `f` as it is derived, most recently active first (a big
+/// roster is written out without ever holding every row).
+pub fn roster_each(roots: &[PathBuf], data_dir: &Path, now: Timestamp, f: impl FnMut(TrackedSession)) {
     let supervised = supervised(roots, data_dir);
-    engine::roster_once_supervised(roots, Timeouts::default(), now, Some(data_dir), stored_links(data_dir), supervised)
+    let links = stored_links(data_dir);
+    engine::roster_once_each(roots, Timeouts::default(), now, Some(data_dir), links, supervised, f);
 }
 
 /// The sessions the live supervisors of `data_dir` published, under one of `roots`.

@@ -346,7 +346,7 @@ impl Store {
                 tail,
                 facts: e.facts.clone(),
                 dedup: None,
-                row: e.published.clone(),
+                row: e.published.as_deref().cloned(),
             });
         }
         batch
