@@ -668,6 +668,7 @@ impl SessionFacts {
             s.shrink_to_fit();
         }
         self.open_tools.shrink_to_fit();
+        self.usage_by_model.shrink_to_fit();
         self.counted_messages.shrink_to_fit();
         self.counted_compactions.shrink_to_fit();
     }

@@ -54,6 +54,10 @@ impl ByModel {
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Usage)> {
         self.0.iter().map(|(m, u)| (m.as_str(), u))
     }
+
+    pub fn shrink_to_fit(&mut self) {
+        self.0.shrink_to_fit();
+    }
 }
 
 impl FromIterator<(String, Usage)> for ByModel {

@@ -177,9 +177,15 @@ enum Command {
     Supervise(TranscriptLocation, Option<Box<Supervision>>),
     /// The first roster: every transcript read at both ends only.
     Peeked(Vec<IndexedFile>),
+    /// Full reads, as they finish (a big roster fills in while the rest is read).
+    IndexedPart(Vec<IndexedFile>),
+    /// The last full reads: the index is done.
     Indexed(Vec<IndexedFile>),
     Shutdown(Reply<()>),
 }
+
+/// Full reads handed to the engine at once while the index runs.
+const INDEX_PART: usize = 512;
 
 /// A handle to the running engine. Cheap to clone; the engine stops when
 /// [`Engine::shutdown`] is called or the last handle is dropped.
@@ -294,7 +300,15 @@ impl Engine {
             } else if persisted.is_empty() {
                 let _ = index_tx.send(Command::Restored(Vec::new(), links));
                 let _ = index_tx.send(Command::Peeked(scan::peek(&roots)));
-                let _ = index_tx.send(Command::Indexed(scan::index(&roots)));
+                // In parts: every read file need not wait in memory for the last one.
+                let mut part = Vec::new();
+                scan::index_each(&roots, |f| {
+                    part.push(f);
+                    if part.len() == INDEX_PART {
+                        let _ = index_tx.send(Command::IndexedPart(std::mem::take(&mut part)));
+                    }
+                });
+                let _ = index_tx.send(Command::Indexed(part));
             } else {
                 let first = persisted
                     .iter()
@@ -900,6 +914,13 @@ impl Actor {
                 // first roster too.
                 self.poll_registry();
                 let _ = self.ready.send(Phase::Peeked);
+            }
+            Command::IndexedPart(files) => {
+                let mut events = Vec::new();
+                for f in files {
+                    events.extend(self.store.adopt(f, now));
+                }
+                self.publish(events);
             }
             Command::Indexed(files) => {
                 let mut events = Vec::new();

@@ -78,29 +78,59 @@ fn biggest_first(roots: &[PathBuf]) -> Vec<TranscriptLocation> {
     locations.into_iter().map(|(_, l)| l).collect()
 }
 
-/// Read files waiting for [`index_each`]'s sink, at most.
-const IN_FLIGHT: usize = 16;
+/// Read files go to [`index_each`]'s sink in batches of this many (one wake-up of the sink
+/// per batch, not per file), at most [`BATCHES_WAITING`] batches waiting.
+const BATCH: usize = 8;
+const BATCHES_WAITING: usize = 2;
 
-/// Like [`index`], but each file goes to `sink` on the calling thread as soon as it is
+/// Like [`index`], but each file goes to `sink` on the calling thread soon after it is
 /// read, while the others are still being read: memory holds what the sink keeps plus a
 /// few dozen read files, whatever the number of transcripts, and the sink's work overlaps
 /// the reading. The order is the order the reads finish in.
 pub fn index_each(roots: &[PathBuf], mut sink: impl FnMut(IndexedFile)) {
     let locations = biggest_first(roots);
-    let (tx, rx) = std::sync::mpsc::sync_channel(IN_FLIGHT);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<IndexedFile>>(BATCHES_WAITING);
     std::thread::scope(|scope| {
         scope.spawn(move || {
-            locations.into_par_iter().for_each_with(tx, |tx, loc| {
-                if let Some(f) = read_logged(loc) {
-                    // (A sink that is gone panicked: the scope reports it.)
-                    let _ = tx.send(f);
-                }
-            });
+            locations.into_par_iter().for_each_init(
+                || Batcher { files: Vec::with_capacity(BATCH), tx: tx.clone() },
+                |batch, loc| {
+                    if let Some(f) = read_logged(loc) {
+                        batch.files.push(f);
+                        if batch.files.len() == BATCH {
+                            batch.send();
+                        }
+                    }
+                },
+            );
         });
-        for f in rx {
-            sink(f);
+        for files in rx {
+            files.into_iter().for_each(&mut sink);
         }
     });
+}
+
+/// One rayon job's read files on their way to the sink; what is left goes when the job
+/// ends.
+struct Batcher {
+    files: Vec<IndexedFile>,
+    tx: std::sync::mpsc::SyncSender<Vec<IndexedFile>>,
+}
+
+impl Batcher {
+    fn send(&mut self) {
+        let files = std::mem::replace(&mut self.files, Vec::with_capacity(BATCH));
+        // (A sink that is gone panicked: the scope reports it.)
+        let _ = self.tx.send(files);
+    }
+}
+
+impl Drop for Batcher {
+    fn drop(&mut self) {
+        if !self.files.is_empty() {
+            self.send();
+        }
+    }
 }
 
 fn read_logged(loc: TranscriptLocation) -> Option<IndexedFile> {
@@ -211,7 +241,7 @@ mod tests {
     fn streaming_the_index_hands_over_every_file_once_as_the_collected_index_does() {
         let d = tempfile::tempdir().unwrap();
         let root = d.path().join(".claude");
-        let n = IN_FLIGHT * 5;
+        let n = BATCH * BATCHES_WAITING * 20 + 3;
         for i in 0..n {
             let dir = root.join(format!("projects/-p{}", i % 3));
             std::fs::create_dir_all(&dir).unwrap();
