@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use mimesis_core::clock::ManualClock;
+use mimesis_core::dialog::Answer;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::supervision::ledger::ProcessLedger;
 use mimesis_core::supervision::{AgentCommand, EventKind, Limits, ReadyStatus, SupervisionState, TerminatedReason};
@@ -153,6 +154,61 @@ async fn a_crash_while_working_is_recovered_only_after_the_turn_ends() -> Result
     // Same session, same transcript.
     turn(&s, &id, "after recovery").await?;
     ensure!(s.prompts(&id) == ["crash-during-work 3600", "after recovery"], "{:?}", s.prompts(&id));
+    s.shutdown().await;
+    Ok(())
+}
+
+/// Waits until the session's transcript holds `n` tool results with `is_error` = `error`.
+async fn wait_tool_results(s: &Supervised, id: &SessionId, error: bool, n: usize) -> Result<()> {
+    let deadline = std::time::Instant::now() + T;
+    let count = || {
+        std::fs::read_to_string(s.transcript(id))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|r| r["message"]["content"][0]["type"] == "tool_result")
+            .filter(|r| r["message"]["content"][0]["is_error"] == error)
+            .count()
+    };
+    while count() < n {
+        ensure!(std::time::Instant::now() < deadline, "{n} tool results with is_error={error}: only {}", count());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    ensure!(count() == n, "more tool results than answers: {}", count());
+    Ok(())
+}
+
+/// Issue 12: the dialog of a supervised session is answered from Mimesis by the label of
+/// its option, never by position: the numbered dialog (2.1.197) by its digit, the
+/// unnumbered one with No marked and deaf for a moment (2.1.330's auto mode) by arrows to
+/// "Yes"; the answer reports the option once the dialog is gone, and a clear error when
+/// there is nothing to answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_dialog_is_answered_by_the_label_of_its_option() -> Result<()> {
+    let s = Supervised::standin(quick_limits()).await?;
+    let id = started(&s).await?;
+    s.type_line(&id, "ask").await?;
+    s.wait_text(&id, "Do you want to proceed?", T).await?;
+    ensure!(s.sup.answer(&id, Answer::Approve).await? == "Yes");
+    wait_tool_results(&s, &id, false, 1).await?;
+
+    s.wait_prompt(&id, T).await?;
+    s.type_line(&id, "ask-auto").await?;
+    s.wait_text(&id, "❯ No", T).await?;
+    ensure!(s.sup.answer(&id, Answer::Approve).await? == "Yes", "arrows to Yes, then Enter");
+    wait_tool_results(&s, &id, false, 2).await?;
+
+    s.wait_prompt(&id, T).await?;
+    s.type_line(&id, "ask").await?;
+    s.wait_text(&id, "Do you want to proceed?", T).await?;
+    let label = s.sup.answer(&id, Answer::Deny).await?;
+    ensure!(label.starts_with("No"), "{label}");
+    wait_tool_results(&s, &id, true, 1).await?;
+    wait_tool_results(&s, &id, false, 2).await?;
+
+    s.wait_prompt(&id, T).await?;
+    let err = s.sup.answer(&id, Answer::Approve).await.expect_err("no dialog to answer").to_string();
+    ensure!(err.contains("no dialog is on the session's screen"), "{err}");
     s.shutdown().await;
     Ok(())
 }

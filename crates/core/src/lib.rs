@@ -26,6 +26,7 @@ pub mod attention;
 pub mod chain;
 pub mod clock;
 pub mod cwd_files;
+pub mod dialog;
 pub mod facts;
 pub mod hook_event;
 pub mod ids;

@@ -18,7 +18,8 @@
 //! Typed commands make it misbehave: `crash` (stack-overflow dump, survives),
 //! `crash-die [code]` (dump, then exit), `crash-during-work <secs>` (the dump within the
 //! first 300 ms), `work <secs>` (while working, `finish` ends the turn at once), `ask`
-//! (permission dialog), `exit <code>`, `hang`, `hang-hard` (also ignores SIGTERM),
+//! (permission dialog), `ask-auto` (2.1.330's unnumbered "❯ No / Yes" dialog with No marked,
+//! deaf to keys for 300 ms), `exit <code>`, `hang`, `hang-hard` (also ignores SIGTERM),
 //! `grow <MB>`, `spawn-child` (a grandchild in its own process group), `ignore-hup`,
 //! `shell` (the harness dies into a bare shell prompt), `fail-resumes <n>` (the next n
 //! `--resume` launches exit 2 before they show anything, like a CLI that cannot start).
@@ -33,6 +34,8 @@ use mimesis_core::Timestamp;
 use serde_json::{Value, json};
 
 const VERSION: &str = "2.1.197-standin";
+/// How long the auto-mode dialog ignores keys after it appears.
+const PICKER_DEAF: Duration = Duration::from_millis(300);
 
 /// `mb` megabytes, every page touched so it is resident.
 fn resident(mb: usize) -> Vec<u8> {
@@ -247,8 +250,19 @@ impl Transcript {
 
 enum Mode {
     Idle,
-    Working { until: Instant, started: Instant, prompt: String, crash_at: Option<Instant> },
-    Permission { tool_id: String, started: Instant },
+    Working {
+        until: Instant,
+        started: Instant,
+        prompt: String,
+        crash_at: Option<Instant>,
+    },
+    /// `picker`: the unnumbered "❯ No / Yes" dialog of 2.1.330's auto mode (Some(true) while
+    /// Yes is marked), which ignores keys for its first moments, as 2.1.330 does.
+    Permission {
+        tool_id: String,
+        started: Instant,
+        picker: Option<bool>,
+    },
 }
 
 struct Agent {
@@ -414,6 +428,13 @@ impl Agent {
         let rule = "─".repeat(cols.min(200));
         let mut bottom: Vec<String> = Vec::new();
         match &self.mode {
+            Mode::Permission { picker: Some(yes), .. } => {
+                bottom.push(" Auto mode can't check this action, so this one needs your approval".into());
+                bottom.push("   echo hi".into());
+                bottom.push(" Do you want to proceed?".into());
+                bottom.push(format!(" {} No", if *yes { " " } else { "❯" }));
+                bottom.push(format!(" {} Yes", if *yes { "❯" } else { " " }));
+            }
             Mode::Permission { .. } => {
                 bottom.push(" Bash command".into());
                 bottom.push("   echo hi".into());
@@ -459,6 +480,24 @@ impl Agent {
         let mut chars = text.chars().peekable();
         while let Some(c) = chars.next() {
             match (&self.mode, c) {
+                (Mode::Permission { picker: Some(_), started, .. }, _) if started.elapsed() < PICKER_DEAF => {}
+                (Mode::Permission { picker: Some(yes), .. }, '\r') => {
+                    let yes = *yes;
+                    self.answer(yes)
+                }
+                (Mode::Permission { picker: Some(_), .. }, '\x1b') if chars.peek() == Some(&'[') => {
+                    chars.next();
+                    let key = chars.next();
+                    if let Mode::Permission { picker: Some(yes), .. } = &mut self.mode {
+                        match key {
+                            Some('B') => *yes = true,
+                            Some('A') => *yes = false,
+                            _ => {}
+                        }
+                    }
+                }
+                (Mode::Permission { picker: Some(_), .. }, '\x1b') => self.answer(false),
+                (Mode::Permission { picker: Some(_), .. }, _) => {}
                 (Mode::Permission { .. }, 'y') if self.plain => self.answer(true),
                 (Mode::Permission { .. }, 'n') if self.plain => self.answer(false),
                 (Mode::Permission { .. }, '1' | '\r') if !self.plain => self.answer(true),
@@ -577,7 +616,7 @@ impl Agent {
                     std::thread::sleep(Duration::from_secs(3600));
                 }
             }
-            "ask" => {
+            "ask" | "ask-auto" => {
                 self.transcript.prompt(line);
                 self.log.push(format!("> {line}"));
                 let tool_id = format!("toolu_{}", new_uuid().replace('-', ""));
@@ -587,7 +626,8 @@ impl Agent {
                 );
                 self.log.push("⏺ Bash(echo hi)".into());
                 self.log.push("  ⎿  Waiting…".into());
-                self.mode = Mode::Permission { tool_id, started: Instant::now() };
+                let picker = (cmd == "ask-auto").then_some(false);
+                self.mode = Mode::Permission { tool_id, started: Instant::now(), picker };
                 self.registry("waiting", Some("permission prompt"));
             }
             "work" | "crash-during-work" => {
@@ -648,7 +688,7 @@ impl Agent {
     }
 
     fn answer(&mut self, yes: bool) {
-        let Mode::Permission { tool_id, started } = &self.mode else { return };
+        let Mode::Permission { tool_id, started, .. } = &self.mode else { return };
         let (tool_id, started) = (tool_id.clone(), *started);
         if yes {
             self.transcript.append(json!({"type": "user", "toolUseResult": {"stdout": "hi", "stderr": "", "interrupted": false},

@@ -19,6 +19,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use mimesis_core::clock::Timestamp;
+use mimesis_core::dialog::{Answer, Dialog};
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::supervision::AgentCommand;
@@ -36,11 +37,21 @@ use crate::process::{AgentProcess, StartSpec, Started};
 /// Messages to a session actor.
 pub(crate) enum SessionCmd {
     Input(Vec<u8>, oneshot::Sender<Delivery>),
-    Attach { terminal: bool, reply: oneshot::Sender<Attachment> },
-    Detach { terminal: bool },
-    Resize { cols: u16, rows: u16 },
+    Attach {
+        terminal: bool,
+        reply: oneshot::Sender<Attachment>,
+    },
+    Detach {
+        terminal: bool,
+    },
+    Resize {
+        cols: u16,
+        rows: u16,
+    },
     Control(Input),
     Screen(oneshot::Sender<Vec<String>>),
+    /// Choose an option of the dialog on screen; the reply names the option chosen.
+    Answer(Answer, oneshot::Sender<Result<String, String>>),
 }
 
 /// What a client gets when it attaches: the kept scrollback, then every new byte.
@@ -90,6 +101,39 @@ struct Typing {
     needle: String,
     since: tokio::time::Instant,
 }
+
+/// An answer to a dialog under way: it waits for the dialog to settle (2.1.330 ignores keys
+/// for a moment after a dialog appears), types its keys one at a time, then checks that
+/// the dialog is gone — or says why not.
+struct Answering {
+    answer: Answer,
+    reply: oneshot::Sender<Result<String, String>>,
+    stage: AnswerStage,
+    /// When it gives up.
+    deadline: tokio::time::Instant,
+}
+
+enum AnswerStage {
+    /// The dialog last read and since when it has looked the same.
+    Settling(Option<(Dialog, tokio::time::Instant)>),
+    Typing {
+        dialog: Dialog,
+        label: String,
+        keys: VecDeque<Vec<u8>>,
+        next: tokio::time::Instant,
+    },
+    Checking {
+        dialog: Dialog,
+        label: String,
+    },
+}
+
+/// A dialog is answered once it has been on screen, unchanged or with no output, this long.
+const DIALOG_SETTLE: Duration = Duration::from_millis(800);
+/// Between the keys of an answer.
+const KEY_PAUSE: Duration = Duration::from_millis(60);
+/// An answer not done in this long has failed.
+const ANSWER_WAIT: Duration = Duration::from_secs(10);
 
 const ENTER_PAUSE: Duration = Duration::from_millis(50);
 const ENTER_WAIT: Duration = Duration::from_secs(2);
@@ -160,6 +204,9 @@ pub(crate) struct SessionActor {
     typing: Option<Typing>,
     held: VecDeque<Held>,
     finished: bool,
+    answering: Option<Answering>,
+    /// When the current process last printed something.
+    output_at: tokio::time::Instant,
     /// The process generation whose usage was sampled once it was up (`mimesis metrics`
     /// shows its RSS from the start, not after the first check of the memory limit).
     sampled: Option<u64>,
@@ -204,6 +251,8 @@ impl SessionActor {
             typing: None,
             held: VecDeque::new(),
             finished: false,
+            answering: None,
+            output_at: tokio::time::Instant::now(),
             sampled: None,
         };
         actor.run_effects(first);
@@ -226,7 +275,8 @@ impl SessionActor {
             let deadline = self.policy.next_deadline().map(|t| self.shared.instant_at(t));
             let drain = self.proc.as_ref().and_then(|p| p.exit.map(|(_, at)| at));
             let read_screen = self.monitor.dirty().then(|| tokio::time::Instant::now() + READ_EVERY);
-            let typing = self.typing.as_ref().map(|_| tokio::time::Instant::now() + ENTER_POLL);
+            let typing =
+                (self.typing.is_some() || self.answering.is_some()).then(|| tokio::time::Instant::now() + ENTER_POLL);
             tokio::select! {
                 biased;
                 cmd = self.rx.recv() => match cmd {
@@ -237,7 +287,10 @@ impl SessionActor {
                 Some(io) = self.io_rx.recv() => self.io(io),
                 _ = sleep_until(drain) => self.finish_exit(),
                 _ = sleep_until(read_screen) => self.flush_screen(),
-                _ = sleep_until(typing) => self.check_typing(),
+                _ = sleep_until(typing) => {
+                    self.check_typing();
+                    self.check_answer();
+                }
                 _ = sleep_until(deadline) => self.step(Input::Tick),
             }
         }
@@ -292,6 +345,79 @@ impl SessionActor {
             SessionCmd::Screen(reply) => {
                 let _ = reply.send(self.monitor.rows());
             }
+            SessionCmd::Answer(answer, reply) => {
+                if self.proc.is_none() {
+                    let _ = reply.send(Err("the session has no running agent to answer".into()));
+                } else if self.answering.is_some() {
+                    let _ = reply.send(Err("another answer to this session is under way".into()));
+                } else {
+                    let deadline = tokio::time::Instant::now() + ANSWER_WAIT;
+                    self.answering = Some(Answering { answer, reply, stage: AnswerStage::Settling(None), deadline });
+                    self.check_answer();
+                }
+            }
+        }
+    }
+
+    /// Moves an answer on: settled → keys, one at a time → the dialog gone.
+    fn check_answer(&mut self) {
+        let Some(mut a) = self.answering.take() else { return };
+        let now = tokio::time::Instant::now();
+        let shown = Dialog::read(&self.monitor.rows());
+        let quiet = now.duration_since(self.output_at) >= DIALOG_SETTLE;
+        let outcome = match &mut a.stage {
+            AnswerStage::Settling(seen) => match (shown, seen.take()) {
+                (None, _) if quiet => Some(Err("no dialog is on the session's screen".to_owned())),
+                (None, _) => None,
+                (Some(d), Some((before, since))) if d.same_as(&before) && (quiet || now >= since + DIALOG_SETTLE) => {
+                    match d.keys(&a.answer) {
+                        Err(e) => Some(Err(e)),
+                        Ok(keys) => {
+                            let label = d.find(&a.answer).map(|o| o.label.clone()).unwrap_or_default();
+                            a.stage = AnswerStage::Typing { dialog: d, label, keys: keys.into(), next: now };
+                            None
+                        }
+                    }
+                }
+                (Some(d), Some((before, since))) if d.same_as(&before) => {
+                    *seen = Some((before, since));
+                    None
+                }
+                (Some(d), _) => {
+                    *seen = Some((d, now));
+                    None
+                }
+            },
+            AnswerStage::Typing { dialog, label, keys, next } => {
+                if now >= *next
+                    && let Some(k) = keys.pop_front()
+                {
+                    self.send(k);
+                    *next = now + KEY_PAUSE;
+                }
+                if keys.is_empty() {
+                    let (dialog, label) = (dialog.clone(), std::mem::take(label));
+                    a.stage = AnswerStage::Checking { dialog, label };
+                }
+                None
+            }
+            AnswerStage::Checking { dialog, label } => {
+                (!shown.is_some_and(|d| d.same_as(dialog))).then(|| Ok(label.clone()))
+            }
+        };
+        match outcome {
+            Some(result) => {
+                tracing::info!(?result, "answered the dialog on screen");
+                let _ = a.reply.send(result);
+            }
+            None if now >= a.deadline => {
+                let why = match a.stage {
+                    AnswerStage::Settling(_) => "the dialog never settled on screen",
+                    _ => "the dialog is still on screen: the agent did not take the answer",
+                };
+                let _ = a.reply.send(Err(why.to_owned()));
+            }
+            None => self.answering = Some(a),
         }
     }
 
@@ -314,6 +440,7 @@ impl SessionActor {
                 if current != Some(generation) {
                     return;
                 }
+                self.output_at = tokio::time::Instant::now();
                 let now = std::time::Instant::now();
                 let signals = self.monitor.feed(&bytes, now);
                 let replies = self.monitor.take_replies();
@@ -379,6 +506,9 @@ impl SessionActor {
         let generation = self.proc.as_ref().map_or(0, |p| p.generation);
         self.flush_screen_of(generation);
         let p = self.proc.take().expect("checked above");
+        if let Some(a) = self.answering.take() {
+            let _ = a.reply.send(Err("the agent exited before the answer was taken".into()));
+        }
         self.typing = None;
         self.held.clear();
         self.last_lifetime = Some((p.started_at, self.shared.clock().now()));

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use mimesis_core::clock::{Clock, Timestamp};
+use mimesis_core::dialog::Answer;
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::supervision::AgentCommand;
@@ -53,6 +54,8 @@ pub enum SupervisorError {
     Spawn(String),
     #[error("the supervisor has stopped")]
     Stopped,
+    #[error("could not answer session {0}: {1}")]
+    Answer(SessionId, String),
 }
 
 pub(crate) enum FleetMsg {
@@ -482,6 +485,16 @@ impl Supervisor {
     /// Stops the process, cancels every timer, forgets the supervision (the transcript stays).
     pub fn delete(&self, id: &SessionId) -> Result<(), SupervisorError> {
         self.send(id, SessionCmd::Control(Input::Delete))
+    }
+
+    /// Answers the dialog on a session's screen (a permission prompt, a question, plan
+    /// mode's exit) with the option `answer` names, chosen by its label; returns that label
+    /// once the dialog is gone. Nothing is chosen without this call: it is the user's
+    /// explicit action.
+    pub async fn answer(&self, id: &SessionId, answer: Answer) -> Result<String, SupervisorError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(id, SessionCmd::Answer(answer, reply))?;
+        rx.await.map_err(|_| SupervisorError::Stopped)?.map_err(|e| SupervisorError::Answer(self.shared.resolve(id), e))
     }
 
     /// The visible screen of a session as Mimesis models it.
