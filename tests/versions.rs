@@ -563,3 +563,123 @@ fn auto_compact() -> Result<()> {
         })
     })
 }
+
+/// A running face (`mimesis watch`, a real process) for `config` with `data`: it answers
+/// permission requests on the data dir's socket. Killed when dropped.
+struct Face(std::process::Child);
+
+impl Face {
+    fn start(config: &Path, data: &Path) -> Result<Face> {
+        let child = std::process::Command::new(mimesis_tests::supervised::mimesis()?)
+            .args(["watch", "--json"])
+            .env("CLAUDE_CONFIG_DIR", config)
+            .env("MIMESIS_DATA_DIR", data)
+            .stdout(std::process::Stdio::null())
+            .spawn()?;
+        let face = Face(child);
+        let deadline = Instant::now() + NOTICE;
+        while std::os::unix::net::UnixStream::connect(data.join("approvals.sock")).is_err() {
+            ensure!(Instant::now() < deadline, "the face never opened its permission socket");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(face)
+    }
+}
+
+impl Drop for Face {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `mimesis <args>` with the data dir; its stdout, or its error.
+fn mimesis_cli(data: &Path, args: &[&str]) -> Result<String> {
+    let out = std::process::Command::new(mimesis_tests::supervised::mimesis()?)
+        .args(args)
+        .env("MIMESIS_DATA_DIR", data)
+        .output()?;
+    ensure!(out.status.success(), "mimesis {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The open requests, once `cond` holds for them.
+fn wait_pending(data: &Path, what: &str, cond: impl Fn(&[Value]) -> bool) -> Result<Vec<Value>> {
+    let deadline = Instant::now() + NOTICE;
+    loop {
+        let list: Value = serde_json::from_str(&mimesis_cli(data, &["pending", "--json"])?)?;
+        let pending = list["pending"].as_array().cloned().unwrap_or_default();
+        if cond(&pending) {
+            return Ok(pending);
+        }
+        ensure!(Instant::now() < deadline, "{what}: pending {pending:?}");
+        std::thread::sleep(Duration::from_millis(30));
+    }
+}
+
+/// Issue 12, external sessions: the `PermissionRequest` hook (installed by `mimesis hooks
+/// install`; both versions run it and take its decision) hands the dialog to the running face; `mimesis approve` lets
+/// the call run, `mimesis deny --message` refuses it and Claude gets the message, and a
+/// dialog answered in the terminal disappears from Mimesis (its hook is ended).
+#[test]
+fn a_permission_request_is_answered_from_mimesis() -> Result<()> {
+    each_version("answered from mimesis", answered_from_mimesis)
+}
+
+fn answered_from_mimesis(v: &str) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let mut run = Run::start_hooked(v, "answered from mimesis", &["--permission-mode", "default"], Some(data.path()))?;
+    let face = Face::start(run.s.home.config_dir(), data.path());
+    let r = &mut run;
+    let result = (|| -> Result<()> {
+        let _face = face?;
+        r.s.api.push(Reply::tool_use("Bash", json!({"command": "echo approved > a.txt", "description": "a"})));
+        r.s.api.push(Reply::text("Approved it."));
+        r.s.type_line("write a")?;
+        let id = r.session()?;
+        let pending = wait_pending(data.path(), "the request", |p| p.len() == 1)?;
+        ensure!(pending[0]["sessionId"] == json!(id), "{pending:?}");
+        ensure!(
+            pending[0]["tool"] == json!("Bash") && pending[0]["target"] == json!("echo approved > a.txt"),
+            "{pending:?}"
+        );
+        let t0 = Instant::now();
+        mimesis_cli(data.path(), &["approve", &id[..8]])?;
+        r.s.api
+            .wait_for_request(NOTICE, |q| q.kind == RequestKind::Main && !q.tool_results().is_empty())
+            .context("approved from Mimesis: the tool ran and its result went back")?;
+        eprintln!("[approvals] {v}: approve → the tool's result at the API in {} ms", t0.elapsed().as_millis());
+        r.s.wait_until("the reply", |screen, _| screen.contains("Approved it."))?;
+        ensure!(r.s.home.project_dir().join("a.txt").exists(), "the command ran");
+        ensure!(wait_pending(data.path(), "nothing open", <[Value]>::is_empty)?.is_empty());
+
+        r.s.api.push(Reply::tool_use("Bash", json!({"command": "rm -rf build", "description": "clean"})));
+        r.s.api.push(Reply::text("Understood."));
+        r.s.type_line("clean up")?;
+        let pending = wait_pending(data.path(), "the second request", |p| p.len() == 1)?;
+        let rid = pending[0]["id"].as_str().context("id")?.to_owned();
+        mimesis_cli(data.path(), &["deny", &rid, "--message", "keep the build folder"])?;
+        let q = r.s.api.wait_for_request(NOTICE, |q| {
+            q.kind == RequestKind::Main && q.tool_results().iter().any(|t| t["is_error"] == json!(true))
+        })?;
+        let denied = q.tool_results().into_iter().find(|t| t["is_error"] == json!(true)).context("the denial")?;
+        ensure!(denied.to_string().contains("keep the build folder"), "Claude gets the message: {denied}");
+        let again = std::process::Command::new(mimesis_tests::supervised::mimesis()?)
+            .args(["approve", &rid])
+            .env("MIMESIS_DATA_DIR", data.path())
+            .output()?;
+        ensure!(!again.status.success(), "a request is answered once");
+        ensure!(String::from_utf8_lossy(&again.stderr).contains("no open permission request"), "{again:?}");
+
+        r.s.api.push(Reply::tool_use("Bash", json!({"command": "echo t > t.txt", "description": "t"})));
+        r.s.api.push(Reply::text("Wrote t."));
+        r.s.wait_until("the denial's reply", |screen, _| screen.contains("Understood."))?;
+        r.s.type_line("write t")?;
+        wait_pending(data.path(), "the third request", |p| p.len() == 1)?;
+        r.s.choose("Yes")?;
+        wait_pending(data.path(), "the request gone once answered in the terminal", <[Value]>::is_empty)?;
+        r.s.wait_until("the reply", |screen, _| screen.contains("Wrote t."))?;
+        Ok(())
+    })();
+    result.map_err(|e| run.fail(e))
+}

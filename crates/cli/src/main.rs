@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
+use mimesis_core::approval::{Behavior, Decided, PendingList, ToFace};
 use mimesis_core::{Clock, SessionId, SystemClock, TrackedSession};
 use mimesis_hooks::{self as hooks, install};
 use mimesis_os::roots;
@@ -61,8 +62,32 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run by Claude Code's hooks: records the event read on stdin. Prints nothing, always exits 0.
+    /// Run by Claude Code's hooks: records the event read on stdin. Prints nothing, always exits 0
+    /// (at a permission dialog: the decision made in a running Mimesis, if one is made).
     Hook,
+    /// The permission requests waiting for an answer in the running Mimesis.
+    Pending {
+        /// Print {"pending": [...]} as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Allow one waiting tool call, once: by request id, or session id (prefix).
+    Approve {
+        /// A request id from `mimesis pending`, or a session id or unique prefix of one.
+        target: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Refuse one waiting tool call, optionally telling Claude why.
+    Deny {
+        /// A request id from `mimesis pending`, or a session id or unique prefix of one.
+        target: String,
+        /// What Claude is told (it goes on with this).
+        #[arg(long)]
+        message: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Install, remove or check Mimesis's hooks in Claude Code's settings.json.
     Hooks {
         #[command(subcommand)]
@@ -151,6 +176,9 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Hooks { action } => hooks_cmd(&roots, &data_dir, action),
+        Command::Pending { json } => pending_cmd(&data_dir, json),
+        Command::Approve { target, json } => decide_cmd(&data_dir, target, Behavior::Allow, None, json),
+        Command::Deny { target, message, json } => decide_cmd(&data_dir, target, Behavior::Deny, message, json),
         Command::Doctor { json } => doctor_cmd(&roots, &data_dir, json),
         Command::Metrics { json } => metrics_cmd(&data_dir, json),
         Command::Demo { dir, speed } => runtime().and_then(|rt| rt.block_on(demo(dir, speed))),
@@ -331,6 +359,63 @@ async fn watch(roots: Vec<PathBuf>, data_dir: PathBuf, json: bool) -> anyhow::Re
     }
     mimesis.shutdown().await;
     Ok(())
+}
+
+/// How long the CLI waits for the running Mimesis.
+const FACE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn pending_cmd(data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    let list: PendingList = mimesis_hooks::approvals::call(data_dir, &ToFace::List, FACE_WAIT)?;
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if json {
+        serde_json::to_writer(&mut out, &list)?;
+        writeln!(out)?;
+    } else if list.pending.is_empty() {
+        writeln!(out, "No permission request is waiting.")?;
+    } else {
+        let now = SystemClock.now();
+        for p in &list.pending {
+            let r = &p.request;
+            let target = r.target.as_deref().map(|t| format!(" {}", render::sanitize(t, false))).unwrap_or_default();
+            let age = render::ago(now, p.since);
+            writeln!(
+                out,
+                "{}  session {}  {}{}  ({age})",
+                p.id,
+                r.session_id,
+                render::sanitize(&r.tool, false),
+                target
+            )?;
+        }
+        writeln!(out, "Answer with `mimesis approve <id>` or `mimesis deny <id> [--message TEXT]`.")?;
+    }
+    Ok(out.flush()?)
+}
+
+fn decide_cmd(
+    data_dir: &std::path::Path,
+    target: String,
+    behavior: Behavior,
+    message: Option<String>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let msg = ToFace::Decide { target, behavior, message };
+    let decided: Decided = mimesis_hooks::approvals::call(data_dir, &msg, FACE_WAIT)?;
+    if json {
+        let mut out = io::stdout().lock();
+        serde_json::to_writer(&mut out, &decided)?;
+        writeln!(out)?;
+    }
+    match (decided.answered, decided.error) {
+        (Some(p), _) => {
+            if !json {
+                let verb = if behavior == Behavior::Allow { "Approved" } else { "Denied" };
+                println!("{verb} {} of session {}.", render::sanitize(&p.request.tool, false), p.request.session_id);
+            }
+            Ok(())
+        }
+        (None, e) => bail!("{}", e.unwrap_or_else(|| "the running Mimesis answered nothing".into())),
+    }
 }
 
 fn hooks_cmd(roots: &[PathBuf], data_dir: &std::path::Path, action: HooksAction) -> anyhow::Result<()> {

@@ -46,8 +46,14 @@ pub const WANTED: &[(&str, Option<&str>)] = &[
 /// The argument that marks a hook command as installed by Mimesis.
 pub const MARKER: &str = "--installed-by=mimesis";
 
-/// Seconds Claude Code gives our hook before giving up on it (it needs milliseconds).
+/// Seconds Claude Code gives our hook before giving up on it (it needs milliseconds)…
 const HOOK_TIMEOUT_SECS: u64 = 10;
+
+/// …but at a permission dialog it may wait for the user's answer from Mimesis
+/// (`mimesis_core::approval::DEFAULT_WAIT`, and a little more).
+fn timeout_secs(event: &str) -> u64 {
+    if event == "PermissionRequest" { mimesis_core::approval::DEFAULT_WAIT.as_secs() + 10 } else { HOOK_TIMEOUT_SECS }
+}
 
 /// One config root's hook state (docs/ipc.md `HookStatus`).
 #[derive(DeriveSerialize, Clone, Debug, PartialEq, Eq)]
@@ -436,11 +442,11 @@ pub fn status(root: &Path) -> HookStatus {
     }
 }
 
-fn our_group(matcher: Option<&str>, command: &str) -> Json {
+fn our_group(event: &str, matcher: Option<&str>, command: &str) -> Json {
     let hook = Json::Object(vec![
         ("type".into(), Json::str("command")),
         ("command".into(), Json::str(command)),
-        ("timeout".into(), Json::Number(HOOK_TIMEOUT_SECS.into())),
+        ("timeout".into(), Json::Number(timeout_secs(event).into())),
     ]);
     let mut g = Vec::new();
     if let Some(m) = matcher {
@@ -480,6 +486,18 @@ fn add_ours(doc: &mut Json, command: &str) -> bool {
                             *c = command.to_owned();
                             changed = true;
                         }
+                        let timeout = Json::Number(timeout_secs(event).into());
+                        match hf.iter_mut().find(|(k, _)| k == "timeout") {
+                            Some((_, t)) if *t == timeout => {}
+                            Some((_, t)) => {
+                                *t = timeout;
+                                changed = true;
+                            }
+                            None => {
+                                hf.push(("timeout".into(), timeout));
+                                changed = true;
+                            }
+                        }
                     }
                 }
             }
@@ -499,7 +517,7 @@ fn add_ours(doc: &mut Json, command: &str) -> bool {
             }
         }
         if !found {
-            groups.push(our_group(*matcher, command));
+            groups.push(our_group(event, *matcher, command));
             changed = true;
         }
     }

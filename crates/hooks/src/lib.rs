@@ -8,7 +8,9 @@
 //! `mimesis hook` runs inside Claude Code, synchronously, several times per turn. It must
 //! cost a few milliseconds, print nothing on stdout (SessionStart and UserPromptSubmit
 //! output is injected into the model's context), and never fail in a way Claude Code
-//! notices. So it does no scanning and talks to no server: it appends one JSON line per
+//! notices. The one exception is a permission dialog (`PermissionRequest`): then it asks
+//! the running face, if there is one, and prints its decision ([`approvals`]). Otherwise
+//! it does no scanning and talks to no server: it appends one JSON line per
 //! event to a spool file in Mimesis's data dir (`hooks/events-YYYY-MM-DD.jsonl`) with a
 //! single `O_APPEND` write, which concurrent hooks and a running app can share without
 //! locks. The engine tails the spool like a transcript.
@@ -16,6 +18,7 @@
 //! The payload is untrusted: the cwd is only used for the compaction marker after it was
 //! checked to be a plain absolute folder, and nothing else becomes a path.
 
+pub mod approvals;
 pub mod install;
 
 use std::fs::{self, OpenOptions};
@@ -204,8 +207,23 @@ pub fn record_from_stdin(data_dir: &Path) {
         }
     };
     let terminal = terminal_context(|k| std::env::var(k).ok());
-    if let Err(e) = record(data_dir, &payload, now, terminal) {
-        log(data_dir, now, &e.to_string());
+    match record(data_dir, &payload, now, terminal) {
+        Ok(ev) if ev.event == "PermissionRequest" => answer_permission(data_dir, &ev, &payload),
+        Ok(_) => {}
+        Err(e) => log(data_dir, now, &e.to_string()),
+    }
+}
+
+/// A permission dialog: asks the running face, if any, and prints its decision for
+/// Claude Code — the only thing this hook ever prints. No face or no decision: nothing.
+fn answer_permission(data_dir: &Path, ev: &HookEvent, payload: &[u8]) {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(payload) else { return };
+    let request = mimesis_core::approval::request_of(ev.session_id.clone(), ev.cwd.clone(), &value);
+    let decision = approvals::ask(data_dir, &request, approvals::wait_from_env());
+    if let Some(out) = mimesis_core::approval::hook_output(&decision) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{out}");
+        let _ = stdout.flush();
     }
 }
 

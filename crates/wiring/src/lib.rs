@@ -17,6 +17,7 @@
 //! - [`once`]: the roster and timelines read once, without watching (`ls`, `show`).
 //! - [`ui_contract`]: what the UI must word and offer as the engine does, as TypeScript.
 
+pub mod approvals;
 pub mod demo;
 pub mod doctor;
 pub mod once;
@@ -31,7 +32,9 @@ use mimesis_core::clock::{Clock, SystemClock};
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::persist::SessionArchive;
+use mimesis_core::session::StoreEvent;
 use mimesis_core::settings::{FieldError, SetOutcome, Settings};
+use mimesis_core::status::Status;
 use mimesis_core::supervision::limits::{self, Effective, LimitFlags, Limits, LimitsEnv};
 use mimesis_core::supervision::policy::AgentReport;
 use mimesis_core::supervision::view::Supervision;
@@ -39,6 +42,7 @@ use mimesis_core::supervision::{AgentCommand, SupervisionEvent};
 use mimesis_fleetdb::Db;
 use mimesis_hooks::install::{self, HookStatus};
 use mimesis_supervise::{Roster, SupervisorConfig};
+use mimesis_watch::engine::Envelope;
 use mimesis_watch::{Engine, EngineConfig};
 use tokio::sync::{broadcast, watch};
 
@@ -146,6 +150,9 @@ struct Inner {
     roots: Vec<PathBuf>,
     data_dir: PathBuf,
     clock: Arc<dyn Clock>,
+    /// The permission requests this face answers (None: another face does, or the
+    /// socket could not be made).
+    approvals: Option<approvals::Approvals>,
 }
 
 /// What a face fixed for its supervisor, re-applied to every settings change.
@@ -224,6 +231,10 @@ impl Mimesis {
             agent: s.agent.clone(),
             agent_args: s.agent_args.clone(),
         });
+        let approvals = approvals::Approvals::serve(&data_dir, opts.clock.clone());
+        if let Some(a) = &approvals {
+            tokio::spawn(cancel_answered_elsewhere(engine.subscribe(), a.clone()));
+        }
         let mimesis = Mimesis {
             inner: Arc::new(Inner {
                 engine: engine.clone(),
@@ -234,6 +245,7 @@ impl Mimesis {
                 roots: opts.roots,
                 data_dir: data_dir.clone(),
                 clock: opts.clock.clone(),
+                approvals,
             }),
         };
         if let Some(s) = opts.supervise {
@@ -273,6 +285,12 @@ impl Mimesis {
 
     pub fn engine(&self) -> &Engine {
         &self.inner.engine
+    }
+
+    /// The permission requests waiting for an answer from Mimesis, when this face answers
+    /// them (issue 12).
+    pub fn approvals(&self) -> Option<&approvals::Approvals> {
+        self.inner.approvals.as_ref()
     }
 
     /// The supervisor, once it has started; `None` when this face supervises nothing.
@@ -422,6 +440,25 @@ fn stored_settings(path: &Path) -> Settings {
 }
 
 /// Supervision events become attention (the tray's count, notifications), for every face.
+/// A session that leaves "waiting for approval" had its dialog answered (in its terminal,
+/// or by a rule): its open requests end with no decision, and the hooks return.
+async fn cancel_answered_elsewhere(mut rx: broadcast::Receiver<Arc<Envelope>>, approvals: approvals::Approvals) {
+    loop {
+        match rx.recv().await {
+            Ok(env) => {
+                if let StoreEvent::Updated { session_id, changes } = &env.event
+                    && changes.status.is_some_and(|s| s != Status::WaitingForApproval)
+                {
+                    approvals.cancel_session(session_id);
+                }
+            }
+            // (A missed change only leaves a request open until its hook gives up.)
+            Err(broadcast::error::RecvError::Lagged(_)) => {}
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
 async fn forward_supervision_events(mut rx: broadcast::Receiver<Arc<SupervisionEvent>>, engine: Engine) {
     loop {
         match rx.recv().await {
