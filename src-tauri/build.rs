@@ -25,6 +25,9 @@ const COMMANDS: &[&str] = &[
     "pty_restart",
     "pty_delete",
     "resources",
+    "approvals_pending",
+    "approval_decide",
+    "pty_answer",
 ];
 
 fn main() {

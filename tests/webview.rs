@@ -205,3 +205,89 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     ensure!(app.client.get_alert_text().await.is_err(), "an alert dialog opened");
     Ok(())
 }
+
+/// `mimesis hook` as Claude Code runs it at a permission dialog of `session` (stdout piped).
+fn permission_hook(fx: &Fixture, session: &str, command: &str) -> Result<std::process::Child> {
+    let payload = json!({"session_id": session, "hook_event_name": "PermissionRequest",
+        "cwd": "/home/dev/src/webview-fixture", "tool_name": "Bash", "tool_input": {"command": command}});
+    let mut child = std::process::Command::new(mimesis_tests::supervised::mimesis()?)
+        .arg("hook")
+        .env("MIMESIS_DATA_DIR", &fx.data)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    child.stdin.take().context("stdin")?.write_all(payload.to_string().as_bytes())?;
+    Ok(child)
+}
+
+/// What the hook printed for Claude Code once it ended.
+async fn hook_output(child: std::process::Child) -> Result<Value> {
+    let out =
+        tokio::time::timeout(Duration::from_secs(20), tokio::task::spawn_blocking(move || child.wait_with_output()))
+            .await
+            .context("the hook never returned")???;
+    ensure!(out.status.success(), "the hook failed: {out:?}");
+    serde_json::from_slice(&out.stdout).with_context(|| format!("{:?}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Issue 12: a permission dialog of a session in the user's own terminal, answered from the
+/// window: its hook's request shows over the session's timeline with Approve once and Deny
+/// (and a message for Claude); the click is the decision the hook prints for Claude Code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_request_is_answered_from_the_window() -> Result<()> {
+    let fx = fixture()?;
+    let env: Vec<(&str, OsString)> = vec![
+        ("MIMESIS_DATA_DIR", fx.data.clone().into_os_string()),
+        ("CLAUDE_CONFIG_DIR", fx.config.clone().into_os_string()),
+    ];
+    let app = DesktopApp::launch(&["--config-dir".into(), fx.config.to_string_lossy().into_owned()], &env).await?;
+    let result = answer_from_window(&app, &fx).await;
+    let shot = workspace_root().join("target/e2e/approval.png");
+    let _ = app.screenshot(&shot).await;
+    app.close().await?;
+    result
+}
+
+async fn answer_from_window(app: &DesktopApp, fx: &Fixture) -> Result<()> {
+    app.wait_for("the roster", Duration::from_secs(20), || async {
+        Ok(app.count("[data-testid=roster-row]").await? == 3)
+    })
+    .await?;
+    app.wait_for("the app's permission socket", Duration::from_secs(10), || async {
+        Ok(std::os::unix::net::UnixStream::connect(fx.data.join("approvals.sock")).is_ok())
+    })
+    .await?;
+    app.client.find(Locator::Css(&row(LIVE))).await?.click().await?;
+    let bar = "[data-testid=approval-bar]";
+    let shows = |text: &'static str| async move {
+        let t =
+            app.js(&format!("const b = document.querySelector(\"{bar}\"); return b ? b.textContent : null;")).await?;
+        Ok(t.as_str().is_some_and(|t| t.contains(text)))
+    };
+
+    let hook = permission_hook(fx, LIVE, "rm -rf build")?;
+    app.wait_for("the request over the timeline", Duration::from_secs(10), || shows("rm -rf build")).await?;
+    app.client.find(Locator::Css("[data-testid=approve-once]")).await?.click().await?;
+    let out = hook_output(hook).await?;
+    ensure!(
+        out == json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}),
+        "{out}"
+    );
+    // Answered: its buttons go (the session itself still says it waits until Claude Code
+    // moves on, which this fixture never does).
+    app.wait_for("the answered request gone", Duration::from_secs(10), || async {
+        Ok(app.count("[data-testid=approve-once]").await? == 0)
+    })
+    .await?;
+
+    let hook = permission_hook(fx, LIVE, "git push --force")?;
+    app.wait_for("the second request", Duration::from_secs(10), || shows("git push --force")).await?;
+    app.client.find(Locator::Css("[data-testid=deny-message]")).await?.send_keys("<b>use a branch</b>").await?;
+    app.client.find(Locator::Css("[data-testid=deny]")).await?.click().await?;
+    let out = hook_output(hook).await?;
+    ensure!(
+        out["hookSpecificOutput"]["decision"] == json!({"behavior": "deny", "message": "<b>use a branch</b>"}),
+        "{out}"
+    );
+    Ok(())
+}

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use mimesis_core::approval::{Behavior, Pending};
 use mimesis_core::settings::{SetOutcome, Settings};
 use mimesis_core::{SessionId, TimelineItem};
 use mimesis_hooks::install::HookStatus;
@@ -172,4 +173,23 @@ pub async fn settings_get(state: tauri::State<'_, AppState>) -> CmdResult<Settin
 #[tauri::command]
 pub async fn settings_set(state: tauri::State<'_, AppState>, settings: serde_json::Value) -> CmdResult<SetOutcome> {
     Ok(state.mimesis.settings_set(&settings).await)
+}
+
+/// The permission requests waiting for an answer (none when another face answers them).
+#[tauri::command]
+pub async fn approvals_pending(state: tauri::State<'_, AppState>) -> CmdResult<Vec<Pending>> {
+    Ok(state.mimesis.approvals().map(|a| a.pending()).unwrap_or_default())
+}
+
+/// The user's answer to one permission request (a click: never made for them).
+#[tauri::command(rename_all = "camelCase")]
+pub async fn approval_decide(
+    state: tauri::State<'_, AppState>,
+    id: String,
+    allow: bool,
+    message: Option<String>,
+) -> CmdResult<Pending> {
+    let approvals = state.mimesis.approvals().ok_or("another running Mimesis answers permission requests")?;
+    let behavior = if allow { Behavior::Allow } else { Behavior::Deny };
+    approvals.decide(&id, behavior, message)
 }

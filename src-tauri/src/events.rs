@@ -128,3 +128,20 @@ pub async fn forward_attention<R: Runtime>(app: AppHandle<R>, engine: Engine) {
         }
     }
 }
+
+/// The permission requests waiting for an answer from Mimesis, whenever they change
+/// (`approvals:changed`, the whole list: there are a few at most).
+pub async fn forward_approvals<R: Runtime>(
+    app: AppHandle<R>,
+    mut rx: tokio::sync::watch::Receiver<Vec<mimesis_core::approval::Pending>>,
+) {
+    loop {
+        let list = rx.borrow_and_update().clone();
+        if let Err(e) = app.emit("approvals:changed", list) {
+            tracing::debug!(error = %e, "cannot emit approvals:changed");
+        }
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}

@@ -155,6 +155,9 @@ fn main() {
             tauri::async_runtime::spawn(events::forward_store(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_timeline(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_attention(handle.clone(), engine.clone()));
+            if let Some(a) = mimesis.approvals() {
+                tauri::async_runtime::spawn(events::forward_approvals(handle.clone(), a.subscribe()));
+            }
             notify::init(&handle);
             tauri::async_runtime::spawn(notify::follow(handle.clone(), engine.clone()));
             match tray::create(&handle) {
@@ -191,6 +194,9 @@ fn main() {
             commands::doctor,
             commands::settings_get,
             commands::settings_set,
+            commands::approvals_pending,
+            commands::approval_decide,
+            pty::pty_answer,
             pty::pty_create,
             pty::pty_attach,
             pty::pty_detach,

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mimesis_core::SessionId;
+use mimesis_core::dialog::Answer;
 use mimesis_core::supervision::flow::{Flow, HIGH_WATER, LOW_WATER, RESET};
 use mimesis_core::supervision::{AgentCommand, Resources, SupervisionEvent};
 use mimesis_wiring::{Attachment, Mimesis, Supervisor};
@@ -265,6 +266,19 @@ pub async fn pty_resume(state: tauri::State<'_, PtyState>, session_id: String) -
 pub async fn pty_restart(state: tauri::State<'_, PtyState>, session_id: String) -> CmdResult<()> {
     let id = self::session_id(&session_id)?;
     state.sup().await?.restart(&id).map_err(|e| e.to_string())
+}
+
+/// Answers the dialog on a supervised session's screen by the label of its option
+/// (`approve`, `deny`, or any label); returns the option chosen.
+#[tauri::command(rename_all = "camelCase")]
+pub async fn pty_answer(state: tauri::State<'_, PtyState>, session_id: String, answer: String) -> CmdResult<String> {
+    let id = self::session_id(&session_id)?;
+    let answer = match answer.as_str() {
+        "approve" => Answer::Approve,
+        "deny" => Answer::Deny,
+        label => Answer::Option(label.to_owned()),
+    };
+    state.sup().await?.answer(&id, answer).await.map_err(|e| e.to_string())
 }
 
 #[tauri::command(rename_all = "camelCase")]

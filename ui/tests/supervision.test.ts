@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { CRASH_DEFERRED_TEXT, actionsFor, applyEvent, countdown, emptyNotices, remainingAt, type SessionNotices } from '../src/lib/supervision';
 import { SupervisionStore, TOAST_LIMIT, TOAST_MS } from '../src/lib/supervision.svelte';
 import type { Supervision, SupervisionEvent } from '../src/lib/types';
-import { MockBackend } from './helpers';
+import { MockBackend, session } from './helpers';
 
 const at = '2026-11-01T12:00:00.000Z';
 const E = {
@@ -121,6 +121,25 @@ describe('SupervisionStore', () => {
     expect(sup.toasts).toEqual([]);
     for (let i = 0; i < 10; i++) sup.receive(E.recovered);
     expect(sup.toasts).toHaveLength(TOAST_LIMIT);
+  });
+
+  it('answers a permission dialog only on a click: through its hook request, else by label in the PTY', async () => {
+    const request = { id: 'r1', sessionId: 'ext', tool: 'Bash', target: 'rm -rf build', cwd: null, since: '2026-11-25T18:00:00.000Z' };
+    const { sup, b } = setup({ approvals_pending: () => [request], approval_decide: () => request, pty_answer: () => 'Yes' });
+    await sup.start();
+    expect(sup.requestOf('ext')).toEqual(request);
+    expect(b.count('approval_decide') + b.count('pty_answer')).toBe(0);
+    expect(await sup.answer(session('ext'), false, '  keep it  ')).toBe(true);
+    expect(b.calls.at(-1)).toEqual({ cmd: 'approval_decide', args: { id: 'r1', allow: false, message: 'keep it' } });
+    b.fire('approvals:changed', []);
+    expect(sup.requestOf('ext')).toBeUndefined();
+    expect(await sup.answer(session('pty-1'), true, null)).toBe(true);
+    expect(b.calls.at(-1)).toEqual({ cmd: 'pty_answer', args: { sessionId: 'pty-1', answer: 'approve' } });
+    b.handlers.pty_answer = () => {
+      throw new Error('no dialog is on the session\'s screen');
+    };
+    expect(await sup.answer(session('pty-1'), true, null)).toBe(false);
+    expect(sup.error).toContain("no dialog is on the session's screen");
   });
 
   it('notes queued input until the session is back', async () => {

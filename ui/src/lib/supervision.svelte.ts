@@ -5,7 +5,7 @@
 import { SvelteMap } from 'svelte/reactivity';
 import type { Backend, Unlisten } from './backend';
 import { applyEvent, dismissBanner, emptyNotices, toastFor, type SessionNotices } from './supervision';
-import type { SupervisionEvent, SupervisionEventType } from './types';
+import type { PermissionRequest, SupervisionEvent, SupervisionEventType, TrackedSession } from './types';
 
 export interface Toast {
   id: number;
@@ -35,6 +35,8 @@ export class SupervisionStore {
   readonly notices = new SvelteMap<string, SessionNotices>();
   toasts = $state<Toast[]>([]);
   attention = $state.raw<{ count: number; sessionIds: string[] }>({ count: 0, sessionIds: [] });
+  /** Permission dialogs waiting for an answer from here (`approvals:changed`), oldest first. */
+  approvals = $state.raw<PermissionRequest[]>([]);
   /** The last failed command, said in a bar until the next success. */
   error = $state<string | null>(null);
 
@@ -49,7 +51,36 @@ export class SupervisionStore {
       await this.#backend.on('supervision:event', (ev) => this.receive(ev)),
       await this.#backend.on('attention:changed', (a) => (this.attention = { count: a.count, sessionIds: [...a.sessionIds] })),
       await this.#backend.on('app:open-session', (p) => this.#onopen(p.sessionId)),
+      await this.#backend.on('approvals:changed', (list) => (this.approvals = list)),
     );
+    try {
+      this.approvals = await this.#backend.call('approvals_pending');
+    } catch {
+      // (Another face answers them: none here.)
+    }
+  }
+
+  /** The oldest permission request of a session waiting for an answer from here. */
+  requestOf(sessionId: string): PermissionRequest | undefined {
+    return this.approvals.find((r) => r.sessionId === sessionId);
+  }
+
+  /**
+   * The user's answer to a session's permission dialog (a click, never made for them): through
+   * its hook's request when there is one, else typed into a supervised session's own dialog by
+   * the option's label. Says why it failed in the error bar.
+   */
+  async answer(session: TrackedSession, allow: boolean, message: string | null): Promise<boolean> {
+    const request = this.requestOf(session.sessionId);
+    const what = allow ? 'approve the tool call' : 'deny the tool call';
+    if (request) {
+      const id = request.id;
+      const note = message && message.trim() ? message.trim() : null;
+      return (await this.#run(what, () => this.#backend.call('approval_decide', { id, allow, message: note }))).ok;
+    }
+    const sessionId = session.sessionId;
+    const answer = allow ? 'approve' : 'deny';
+    return (await this.#run(what, () => this.#backend.call('pty_answer', { sessionId, answer }))).ok;
   }
 
   stop(): void {

@@ -322,6 +322,19 @@ export interface Commands {
   hooks_install: { args: undefined; ret: HookStatus[] };
   hooks_uninstall: { args: undefined; ret: HookStatus[] };
   doctor: { args: undefined; ret: unknown };
+  approvals_pending: { args: undefined; ret: PermissionRequest[] };
+  approval_decide: { args: { id: string; allow: boolean; message: string | null }; ret: PermissionRequest };
+  pty_answer: { args: { sessionId: string; answer: 'approve' | 'deny' }; ret: string };
+}
+
+/** A permission dialog waiting for an answer from Mimesis (docs/ipc.md, `mimesis pending --json`). */
+export interface PermissionRequest {
+  id: string;
+  sessionId: string;
+  tool: string;
+  target: string | null;
+  cwd: string | null;
+  since: string;
 }
 
 /** The events of docs/ipc.md and their payloads. */
@@ -332,6 +345,7 @@ export interface Events {
   'supervision:event': SupervisionEvent;
   'app:open-session': { sessionId: string };
   'attention:changed': { count: number; sessionIds: string[] };
+  'approvals:changed': PermissionRequest[];
 }
 
 /** How the UI shows a tool call that has no result yet, from the session's status. */

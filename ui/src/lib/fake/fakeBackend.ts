@@ -230,6 +230,14 @@ export function createFakeBackend(params: URLSearchParams): Backend {
       restart(fs, 'user', WORDING.restarting);
       return null;
     },
+    approvals_pending: () => [],
+    approval_decide: () => {
+      throw new Error('no open permission request matches (the demo has none)');
+    },
+    pty_answer: ({ sessionId }) => {
+      needSup(sessionId);
+      return 'Yes';
+    },
     pty_delete: ({ sessionId }) => {
       const fs = needSup(sessionId);
       ptys.get(sessionId)?.detach();
