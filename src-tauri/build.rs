@@ -28,6 +28,7 @@ const COMMANDS: &[&str] = &[
     "approvals_pending",
     "approval_decide",
     "pty_answer",
+    "focus_terminal",
 ];
 
 fn main() {

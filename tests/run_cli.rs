@@ -682,3 +682,74 @@ fn ls_and_metrics_show_a_session_run_by_mimesis_run() -> Result<()> {
     ensure!(row.is_null() || (row["supervision"].is_null() && row["source"] == "watcher"), "{row}");
     Ok(())
 }
+
+/// Issue 12, "Open terminal": a session whose hooks ran inside a tmux pane (on a private
+/// tmux server) is brought forward by `mimesis focus`: tmux then reports that pane's window
+/// and pane active. A session whose terminal is unknown gets a sentence, not a guess.
+#[test]
+fn focus_brings_a_sessions_tmux_pane_forward() -> Result<()> {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("(no tmux here)");
+        return Ok(());
+    }
+    let dir = tempfile::tempdir()?;
+    let (root, data) = (dir.path().join("claude"), dir.path().join("data"));
+    let project = root.join("projects/-work-proj");
+    std::fs::create_dir_all(&project)?;
+    std::fs::create_dir_all(&data)?;
+    let (id, other) = ("aaaa1111-0000-4000-8000-000000000001", "bbbb2222-0000-4000-8000-000000000002");
+    for s in [id, other] {
+        let rec = serde_json::json!({"type": "user", "timestamp": "2026-11-25T10:00:00.000Z", "cwd": "/work/proj",
+            "message": {"role": "user", "content": "hello"}});
+        std::fs::write(project.join(format!("{s}.jsonl")), format!("{rec}\n"))?;
+    }
+    let sock = dir.path().join("tmux.sock");
+    let tmux = |args: &[&str]| -> Result<String> {
+        let out = Command::new("tmux").arg("-S").arg(&sock).args(args).env("TERM", "xterm").output()?;
+        ensure!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    tmux(&["new-session", "-d", "-s", "t", "-x", "80", "-y", "20"])?;
+    struct Server(PathBuf);
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = Command::new("tmux").arg("-S").arg(&self.0).arg("kill-server").output();
+        }
+    }
+    let _server = Server(sock.clone());
+    tmux(&["new-window", "-t", "t:1"])?;
+    let pane = tmux(&["display", "-p", "-t", "t:1", "#{pane_id}"])?;
+    // The session's hook, as it runs inside that pane (tmux sets TMUX and TMUX_PANE).
+    let mut hook = Command::new(mimesis()?)
+        .arg("hook")
+        .env("MIMESIS_DATA_DIR", &data)
+        .env("TMUX", format!("{},1,0", sock.display()))
+        .env("TMUX_PANE", &pane)
+        .stdin(Stdio::piped())
+        .spawn()?;
+    let payload = serde_json::json!({"session_id": id, "hook_event_name": "SessionStart", "source": "startup", "cwd": "/work/proj"});
+    hook.stdin.take().context("stdin")?.write_all(payload.to_string().as_bytes())?;
+    ensure!(hook.wait()?.success());
+    tmux(&["select-window", "-t", "t:0"])?;
+    ensure!(tmux(&["display", "-p", "-t", "t", "#{window_index}"])? == "0");
+
+    let focus = |s: &str| {
+        Command::new(mimesis().unwrap())
+            .args(["focus", s])
+            .env("CLAUDE_CONFIG_DIR", &root)
+            .env("MIMESIS_DATA_DIR", &data)
+            .output()
+    };
+    let out = focus(&id[..8])?;
+    ensure!(out.status.success(), "focus: {}", String::from_utf8_lossy(&out.stderr));
+    ensure!(String::from_utf8_lossy(&out.stdout).contains(&format!("tmux pane {pane}")), "{out:?}");
+    ensure!(
+        tmux(&["display", "-p", "-t", "t", "#{window_index} #{pane_id}"])? == format!("1 {pane}"),
+        "the pane is active"
+    );
+
+    let out = focus(other)?;
+    ensure!(!out.status.success());
+    ensure!(String::from_utf8_lossy(&out.stderr).contains("mimesis hooks install"), "{out:?}");
+    Ok(())
+}

@@ -193,3 +193,13 @@ pub async fn approval_decide(
     let behavior = if allow { Behavior::Allow } else { Behavior::Deny };
     approvals.decide(&id, behavior, message)
 }
+
+/// Brings the terminal of a session running outside Mimesis forward; says what it did.
+#[tauri::command(rename_all = "camelCase")]
+pub async fn focus_terminal(state: tauri::State<'_, AppState>, session_id: String) -> CmdResult<String> {
+    let id = self::session_id(&session_id)?;
+    let (roots, data_dir) = (state.mimesis.roots().to_vec(), state.mimesis.data_dir().to_owned());
+    tokio::task::spawn_blocking(move || mimesis_wiring::once::focus_terminal(&roots, &data_dir, &id))
+        .await
+        .map_err(|e| e.to_string())?
+}

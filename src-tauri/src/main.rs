@@ -196,6 +196,7 @@ fn main() {
             commands::settings_set,
             commands::approvals_pending,
             commands::approval_decide,
+            commands::focus_terminal,
             pty::pty_answer,
             pty::pty_create,
             pty::pty_attach,

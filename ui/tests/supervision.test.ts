@@ -142,6 +142,18 @@ describe('SupervisionStore', () => {
     expect(sup.error).toContain("no dialog is on the session's screen");
   });
 
+  it('opens a session\'s terminal and says what it did, or why not', async () => {
+    const { sup, b } = setup({ focus_terminal: () => 'Brought tmux pane %3 forward.' });
+    await sup.openTerminal('ext');
+    expect(b.calls.at(-1)).toEqual({ cmd: 'focus_terminal', args: { sessionId: 'ext' } });
+    expect(sup.toasts.at(-1)).toMatchObject({ tone: 'success', text: 'Brought tmux pane %3 forward.' });
+    b.handlers.focus_terminal = () => {
+      throw new Error('Mimesis does not know its terminal');
+    };
+    await sup.openTerminal('ext');
+    expect(sup.error).toContain('Could not open its terminal: Error: Mimesis does not know its terminal');
+  });
+
   it('notes queued input until the session is back', async () => {
     let queued = true;
     const { sup, b } = setup({ pty_input: () => ({ queued }) });

@@ -65,6 +65,11 @@ enum Command {
     /// Run by Claude Code's hooks: records the event read on stdin. Prints nothing, always exits 0
     /// (at a permission dialog: the decision made in a running Mimesis, if one is made).
     Hook,
+    /// Bring the terminal of a session forward (its tmux pane, kitty window or WezTerm pane).
+    Focus {
+        /// The session id, or an unambiguous prefix of it.
+        session_id: String,
+    },
     /// The permission requests waiting for an answer in the running Mimesis.
     Pending {
         /// Print {"pending": [...]} as JSON.
@@ -177,6 +182,7 @@ fn main() -> ExitCode {
         }
         Command::Hooks { action } => hooks_cmd(&roots, &data_dir, action),
         Command::Pending { json } => pending_cmd(&data_dir, json),
+        Command::Focus { session_id } => focus_cmd(&roots, &data_dir, &session_id),
         Command::Approve { target, json } => decide_cmd(&data_dir, target, Behavior::Allow, None, json),
         Command::Deny { target, message, json } => decide_cmd(&data_dir, target, Behavior::Deny, message, json),
         Command::Doctor { json } => doctor_cmd(&roots, &data_dir, json),
@@ -359,6 +365,22 @@ async fn watch(roots: Vec<PathBuf>, data_dir: PathBuf, json: bool) -> anyhow::Re
     }
     mimesis.shutdown().await;
     Ok(())
+}
+
+fn focus_cmd(roots: &[PathBuf], data_dir: &std::path::Path, query: &str) -> anyhow::Result<()> {
+    let path = find_session(roots, query)?;
+    let id = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| SessionId::parse(s).ok())
+        .context("the session's transcript has no session id for a name")?;
+    match once::focus_terminal(roots, data_dir, &id) {
+        Ok(done) => {
+            println!("{done}");
+            Ok(())
+        }
+        Err(why) => bail!("cannot open the terminal of session {id}: {why}"),
+    }
 }
 
 /// How long the CLI waits for the running Mimesis.

@@ -50,6 +50,10 @@ pub struct TerminalContext {
     pub kitty_window_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tmux_pane: Option<String>,
+    /// The tmux server's socket (the first field of `$TMUX`), to reach a server that is
+    /// not the default one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_socket: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wezterm_pane: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -29,6 +29,7 @@ pub mod clock;
 pub mod cwd_files;
 pub mod dialog;
 pub mod facts;
+pub mod focus;
 pub mod hook_event;
 pub mod ids;
 pub mod json;

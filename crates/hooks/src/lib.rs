@@ -151,6 +151,7 @@ pub fn terminal_context(env: impl Fn(&str) -> Option<String>) -> TerminalContext
     let mut ctx = TerminalContext {
         kitty_window_id: clean_env_value(env("KITTY_WINDOW_ID")),
         tmux_pane: clean_env_value(env("TMUX_PANE")),
+        tmux_socket: clean_env_value(env("TMUX")).and_then(|t| t.split(',').next().map(str::to_owned)),
         wezterm_pane: clean_env_value(env("WEZTERM_PANE")),
         iterm_session_id: clean_env_value(env("ITERM_SESSION_ID")),
         term_session_id: clean_env_value(env("TERM_SESSION_ID")),

@@ -72,3 +72,35 @@ pub fn read_timeline(path: &Path) -> io::Result<Vec<TimelineItem>> {
 pub fn discover(root: &Path) -> Vec<TranscriptLocation> {
     scan::discover(root)
 }
+
+/// Brings the terminal of a session running outside Mimesis forward (its tmux pane, kitty
+/// window or WezTerm pane, as its hooks or its live registry entry name it). Returns what
+/// was focused, or a sentence saying why nothing could be.
+pub fn focus_terminal(roots: &[PathBuf], data_dir: &Path, id: &mimesis_core::SessionId) -> Result<String, String> {
+    let ctx = mimesis_watch::spool::read_all(data_dir)
+        .into_iter()
+        .rev()
+        .find(|ev| &ev.session_id == id && !ev.terminal.is_empty())
+        .map(|ev| ev.terminal);
+    let registry_tmux = roots.iter().find_map(|r| {
+        mimesis_watch::registry::read_dir(&mimesis_core::layout::sessions_dir(r))
+            .into_iter()
+            .filter(mimesis_watch::registry::alive)
+            .find(|e| &e.session_id == id)
+            .and_then(|e| e.tmux)
+    });
+    let plan = mimesis_core::focus::plan(ctx.as_ref(), registry_tmux.as_deref())?;
+    for step in &plan.steps {
+        let (program, args) = step.argv.split_first().ok_or("nothing to run")?;
+        let out = std::process::Command::new(program)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run {program} to bring {} forward: {e}", plan.what))?;
+        if !out.status.success() && !step.optional {
+            let why = String::from_utf8_lossy(&out.stderr);
+            return Err(format!("{program} could not bring {} forward: {}", plan.what, why.trim()));
+        }
+    }
+    Ok(format!("Brought {} forward.", plan.what))
+}

@@ -60,6 +60,12 @@ export class SupervisionStore {
     }
   }
 
+  /** Brings the terminal of a session running outside Mimesis forward; says what happened. */
+  async openTerminal(sessionId: string): Promise<void> {
+    const r = await this.#run('open its terminal', () => this.#backend.call('focus_terminal', { sessionId }));
+    if (r.ok) this.toast({ sessionId, type: 'session_ready', tone: 'success', text: r.value });
+  }
+
   /** The oldest permission request of a session waiting for an answer from here. */
   requestOf(sessionId: string): PermissionRequest | undefined {
     return this.approvals.find((r) => r.sessionId === sessionId);

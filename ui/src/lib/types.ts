@@ -325,6 +325,7 @@ export interface Commands {
   approvals_pending: { args: undefined; ret: PermissionRequest[] };
   approval_decide: { args: { id: string; allow: boolean; message: string | null }; ret: PermissionRequest };
   pty_answer: { args: { sessionId: string; answer: 'approve' | 'deny' }; ret: string };
+  focus_terminal: { args: { sessionId: string }; ret: string };
 }
 
 /** A permission dialog waiting for an answer from Mimesis (docs/ipc.md, `mimesis pending --json`). */

@@ -231,6 +231,9 @@ export function createFakeBackend(params: URLSearchParams): Backend {
       return null;
     },
     approvals_pending: () => [],
+    focus_terminal: () => {
+      throw new Error('the demo sessions have no terminal');
+    },
     approval_decide: () => {
       throw new Error('no open permission request matches (the demo has none)');
     },

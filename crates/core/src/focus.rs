@@ -1,0 +1,124 @@
+//! "Open terminal" for a session running in the user's own terminal (issue 12): from what
+//! its hooks recorded (tmux pane and server, kitty window, WezTerm pane) or its live registry
+//! entry (2.1.330 names its tmux pane), the commands that bring that terminal forward. Pure:
+//! the faces run the commands (never through a shell) and say plainly when there is none.
+//!
+//! Every id comes from an environment variable of the session's own process, or the CLI's
+//! registry file: each is checked to be the plain id it should be before it is an argument.
+
+use crate::hook_event::TerminalContext;
+
+/// One program and its arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub argv: Vec<String>,
+    /// Its failure does not fail the whole (e.g. no tmux client is attached to switch).
+    pub optional: bool,
+}
+
+/// What brings a session's terminal forward, and how to say it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub steps: Vec<Step>,
+    /// "tmux pane %3", "kitty window 4"…
+    pub what: String,
+}
+
+/// The plan for a session, from its hooks' terminal context and, failing that, the tmux
+/// field of its live registry entry (`session:@window.%pane`). `Err` says why none.
+pub fn plan(ctx: Option<&TerminalContext>, registry_tmux: Option<&str>) -> Result<Plan, String> {
+    let step = |argv: Vec<&str>, optional| Step { argv: argv.into_iter().map(str::to_owned).collect(), optional };
+    let ctx = ctx.cloned().unwrap_or_default();
+    let pane = ctx.tmux_pane.clone().or_else(|| registry_tmux.and_then(|t| t.rsplit('.').next()).map(str::to_owned));
+    if let Some(pane) = pane.filter(|p| is_id(p.strip_prefix('%').unwrap_or(""))) {
+        let socket = ctx.tmux_socket.as_deref().filter(|s| s.starts_with('/') && !s.contains(".."));
+        let tmux = |verb: &str, optional| {
+            let mut argv = vec!["tmux"];
+            if let Some(s) = socket {
+                argv.extend(["-S", s]);
+            }
+            argv.extend([verb, "-t", pane.as_str()]);
+            step(argv, optional)
+        };
+        return Ok(Plan {
+            steps: vec![
+                // The client last used goes to the pane's session (none attached: no matter).
+                tmux("switch-client", true),
+                tmux("select-window", false),
+                tmux("select-pane", false),
+            ],
+            what: format!("tmux pane {pane}"),
+        });
+    }
+    if let Some(w) = ctx.kitty_window_id.as_deref().filter(|w| is_id(w)) {
+        let m = format!("id:{w}");
+        return Ok(Plan {
+            steps: vec![step(vec!["kitty", "@", "focus-window", "--match", &m], false)],
+            what: format!("kitty window {w}"),
+        });
+    }
+    if let Some(p) = ctx.wezterm_pane.as_deref().filter(|p| is_id(p)) {
+        return Ok(Plan {
+            steps: vec![step(vec!["wezterm", "cli", "activate-pane", "--pane-id", p], false)],
+            what: format!("WezTerm pane {p}"),
+        });
+    }
+    Err(match ctx.tty {
+        Some(tty) => format!(
+            "its terminal ({tty}) is not one Mimesis can bring forward: it can focus tmux panes, kitty windows and WezTerm panes"
+        ),
+        None => "Mimesis does not know its terminal: install Mimesis's hooks (`mimesis hooks install`) and it learns it at the session's next event".to_owned(),
+    })
+}
+
+fn is_id(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 12 && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tmux_pane_is_selected_on_its_own_server() {
+        let ctx = TerminalContext {
+            tmux_pane: Some("%7".into()),
+            tmux_socket: Some("/tmp/tmux-0/work".into()),
+            ..Default::default()
+        };
+        let p = plan(Some(&ctx), None).unwrap();
+        assert_eq!(p.what, "tmux pane %7");
+        let argvs: Vec<String> = p.steps.iter().map(|s| s.argv.join(" ")).collect();
+        assert_eq!(
+            argvs,
+            [
+                "tmux -S /tmp/tmux-0/work switch-client -t %7",
+                "tmux -S /tmp/tmux-0/work select-window -t %7",
+                "tmux -S /tmp/tmux-0/work select-pane -t %7"
+            ]
+        );
+        assert!(p.steps[0].optional && !p.steps[1].optional);
+    }
+
+    #[test]
+    fn the_registry_names_the_pane_when_no_hook_did() {
+        let p = plan(None, Some("main:@2.%11")).unwrap();
+        assert_eq!(p.steps[1].argv, ["tmux", "select-window", "-t", "%11"]);
+    }
+
+    #[test]
+    fn ids_that_are_not_plain_ids_are_never_arguments() {
+        let evil = TerminalContext {
+            tmux_pane: Some("%1; rm -rf ~".into()),
+            tmux_socket: Some("relative/../sock".into()),
+            kitty_window_id: Some("-o x".into()),
+            wezterm_pane: Some("3".into()),
+            ..Default::default()
+        };
+        let p = plan(Some(&evil), Some("s:@1.%2 -x")).unwrap();
+        assert_eq!(p.what, "WezTerm pane 3", "only the plain id is used");
+        let e = plan(Some(&TerminalContext { tty: Some("pts/4".into()), ..Default::default() }), None).unwrap_err();
+        assert!(e.contains("pts/4") && e.contains("tmux panes"), "{e}");
+        assert!(plan(None, None).unwrap_err().contains("mimesis hooks install"));
+    }
+}
