@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use mimesis_core::SessionId;
+use mimesis_core::dialog::Answer;
 use mimesis_core::supervision::{AgentCommand, EventKind, ReadyStatus, SupervisionState};
 use mimesis_tests::claude::{ClaudeHome, ensure_claude};
 use mimesis_tests::mock_api::{MockApi, Reply, RequestKind};
@@ -90,8 +91,9 @@ async fn the_real_cli_supervised_shows_the_dialog_and_restarts_gracefully() -> R
     let transcript = s.transcript(&id);
     ensure!(transcript.is_file(), "{}", transcript.display());
 
-    // Approve: the tool runs, the turn ends.
-    s.sup.input(&id, b"\r").await?;
+    // Approve from Mimesis, by the option's label: the tool runs, the turn ends.
+    let chosen = s.sup.answer(&id, Answer::Approve).await?;
+    ensure!(chosen == "Yes", "{chosen}");
     s.wait_text(&id, REPLY_1, T).await?;
     s.wait_prompt(&id, T).await?;
     ensure!(!s.sup.supervision(&id).unwrap().awaiting_permission);
