@@ -236,19 +236,21 @@ async fn hook_output(child: std::process::Child) -> Result<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_permission_request_is_answered_from_the_window() -> Result<()> {
     let fx = fixture()?;
+    let probe = fx.data.join("tray.json");
     let env: Vec<(&str, OsString)> = vec![
         ("MIMESIS_DATA_DIR", fx.data.clone().into_os_string()),
         ("CLAUDE_CONFIG_DIR", fx.config.clone().into_os_string()),
+        ("MIMESIS_TRAY_PROBE", probe.clone().into_os_string()),
     ];
     let app = DesktopApp::launch(&["--config-dir".into(), fx.config.to_string_lossy().into_owned()], &env).await?;
-    let result = answer_from_window(&app, &fx).await;
+    let result = answer_from_window(&app, &fx, &probe).await;
     let shot = workspace_root().join("target/e2e/approval.png");
     let _ = app.screenshot(&shot).await;
     app.close().await?;
     result
 }
 
-async fn answer_from_window(app: &DesktopApp, fx: &Fixture) -> Result<()> {
+async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Result<()> {
     app.wait_for("the roster", Duration::from_secs(20), || async {
         Ok(app.count("[data-testid=roster-row]").await? == 3)
     })
@@ -267,6 +269,14 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture) -> Result<()> {
 
     let hook = permission_hook(fx, LIVE, "rm -rf build")?;
     app.wait_for("the request over the timeline", Duration::from_secs(10), || shows("rm -rf build")).await?;
+    // The tray offers it too (its menu, as the probe reports it).
+    app.wait_for("the request in the tray menu", Duration::from_secs(10), || async {
+        let p: Value = serde_json::from_slice(&std::fs::read(probe).unwrap_or_default()).unwrap_or_default();
+        Ok(p["approvals"]
+            .as_array()
+            .is_some_and(|a| a.len() == 1 && a[0][1].as_str().is_some_and(|l| l.contains("Bash rm -rf build"))))
+    })
+    .await?;
     app.client.find(Locator::Css("[data-testid=approve-once]")).await?.click().await?;
     let out = hook_output(hook).await?;
     ensure!(

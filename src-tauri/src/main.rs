@@ -162,7 +162,11 @@ fn main() {
             tauri::async_runtime::spawn(notify::follow(handle.clone(), engine.clone()));
             match tray::create(&handle) {
                 Ok(()) => {
-                    tauri::async_runtime::spawn(tray::follow(handle.clone(), engine.clone()));
+                    let requests = match mimesis.approvals() {
+                        Some(a) => a.subscribe(),
+                        None => tokio::sync::watch::channel(Vec::new()).1,
+                    };
+                    tauri::async_runtime::spawn(tray::follow(handle.clone(), engine.clone(), requests));
                 }
                 Err(e) => tracing::warn!(error = %e, "no tray icon"),
             }

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use mimesis_core::approval::{Behavior, Pending};
 use mimesis_core::attention::{AttentionSet, NotificationKind};
 use mimesis_core::text::clean_text;
 use mimesis_core::{SessionId, Status, StoreEvent, TrackedSession};
@@ -21,6 +22,7 @@ use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
 use tauri::tray::{MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
 use tauri::{AppHandle, Manager, Runtime};
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::watch;
 
 use crate::window;
 
@@ -36,6 +38,8 @@ const SIDE: u32 = 64;
 const ID_SHOW: &str = "tray:show";
 const ID_QUIT: &str = "tray:quit";
 const ID_OPEN: &str = "tray:open:";
+const ID_ALLOW: &str = "tray:allow:";
+const ID_DENY: &str = "tray:deny:";
 
 /// The tray and what it last showed.
 pub struct Tray<R: Runtime> {
@@ -51,7 +55,7 @@ pub struct Tray<R: Runtime> {
 /// simply not shown.
 pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     let base = base_icon();
-    let menu = build_menu(app, &[], 0)?;
+    let menu = build_menu(app, &[], 0, &[])?;
     let icon = TrayIconBuilder::with_id("main")
         .icon(Image::new_owned(draw_badge(&base, 0), SIDE, SIDE))
         .tooltip("Mimesis")
@@ -76,18 +80,37 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
         _ => {
             if let Some(sid) = id.strip_prefix(ID_OPEN).and_then(|s| SessionId::parse(s).ok()) {
                 window::open_session(app, &sid);
+            } else if let Some((request, behavior)) = approval_item(id) {
+                // The user's click: the one way a request is answered from the tray.
+                let Some(state) = app.try_state::<crate::commands::AppState>() else { return };
+                if let Some(a) = state.mimesis.approvals()
+                    && let Err(e) = a.decide(request, behavior, None)
+                {
+                    tracing::warn!(error = %e, "the tray's answer was not taken");
+                }
             }
         }
     }
 }
 
-/// Keeps the tray in step with the attention set and the words of the sessions in it.
-pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine) {
+/// A menu item that answers a permission request: its id and the answer.
+fn approval_item(id: &str) -> Option<(&str, Behavior)> {
+    let (rest, behavior) = match id.strip_prefix(ID_ALLOW) {
+        Some(r) => (r, Behavior::Allow),
+        None => (id.strip_prefix(ID_DENY)?, Behavior::Deny),
+    };
+    (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_hexdigit())).then_some((rest, behavior))
+}
+
+/// Keeps the tray in step with the attention set and the words of the sessions in it, and
+/// with the permission requests waiting for an answer.
+pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mut approvals: watch::Receiver<Vec<Pending>>) {
     let mut attention = engine.subscribe_attention();
     let mut store = engine.subscribe();
     let mut notes = engine.subscribe_notifications();
     let mut current = attention.borrow_and_update().clone();
-    refresh(&app, &engine, &current).await;
+    let requests = approvals.borrow_and_update().clone();
+    refresh(&app, &engine, &current, &requests).await;
     loop {
         tokio::select! {
             changed = attention.changed() => {
@@ -101,6 +124,13 @@ pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine) {
                 Err(RecvError::Lagged(_)) => {}
                 Err(RecvError::Closed) => return,
             },
+            changed = approvals.changed() => {
+                if changed.is_err() {
+                    // (This face answers no requests: the sender is a placeholder.)
+                    approvals = watch::channel(Vec::new()).1;
+                    continue;
+                }
+            }
             n = notes.recv() => {
                 match n {
                     Ok(n) => note_kind(&app, &n.session_id, n.kind),
@@ -118,7 +148,8 @@ pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine) {
             note_kind(&app, &n.session_id, n.kind);
         }
         current = attention.borrow_and_update().clone();
-        refresh(&app, &engine, &current).await;
+        let requests = approvals.borrow_and_update().clone();
+        refresh(&app, &engine, &current, &requests).await;
     }
 }
 
@@ -166,9 +197,11 @@ struct Probe<'a> {
     tooltip: &'a str,
     entries: &'a [Entry],
     more: usize,
+    /// The permission requests offered for an answer: their ids and labels.
+    approvals: &'a [(String, String)],
 }
 
-async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, set: &AttentionSet) {
+async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, set: &AttentionSet, requests: &[Pending]) {
     let Some(tray) = app.try_state::<Tray<R>>() else { return };
     let sessions: HashMap<SessionId, TrackedSession> = match engine.snapshot().await {
         Ok(s) => s
@@ -216,7 +249,22 @@ async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, set: &Attentio
         1 => "Mimesis — 1 session needs you".to_owned(),
         n => format!("Mimesis — {n} sessions need you"),
     };
-    match build_menu(app, &entries, more) {
+    let approvals: Vec<(String, String)> = requests
+        .iter()
+        .take(MENU_SESSIONS)
+        .map(|r| {
+            let name = sessions
+                .get(&r.request.session_id)
+                .map(session_name)
+                .unwrap_or_else(|| r.request.session_id.short().to_owned());
+            let what = match &r.request.target {
+                Some(t) => format!("{} {}", r.request.tool, t),
+                None => r.request.tool.clone(),
+            };
+            (r.id.clone(), format!("{} — {}", clean_label(&what, LABEL_CHARS), clean_label(&name, 24)))
+        })
+        .collect();
+    match build_menu(app, &entries, more, &approvals) {
         Ok(menu) => {
             if let Err(e) = tray.icon.set_menu(Some(menu)) {
                 tracing::warn!(error = %e, "cannot update the tray menu");
@@ -231,7 +279,7 @@ async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, set: &Attentio
         let _ = tray.icon.set_title(Some(if count == 0 { String::new() } else { count.to_string() }));
     }
     let _ = tray.icon.set_tooltip(Some(&tooltip));
-    write_probe(&Probe { count, tooltip: &tooltip, entries: &entries, more }, &icon);
+    write_probe(&Probe { count, tooltip: &tooltip, entries: &entries, more, approvals: &approvals }, &icon);
 }
 
 /// Tests read what the tray shows from the file named by `MIMESIS_TRAY_PROBE` (a tray host
@@ -263,8 +311,21 @@ fn session_name(s: &TrackedSession) -> String {
         .unwrap_or_else(|| s.session_id.short().to_owned())
 }
 
-fn build_menu<R: Runtime>(app: &AppHandle<R>, entries: &[Entry], more: usize) -> tauri::Result<Menu<R>> {
+fn build_menu<R: Runtime>(
+    app: &AppHandle<R>,
+    entries: &[Entry],
+    more: usize,
+    approvals: &[(String, String)],
+) -> tauri::Result<Menu<R>> {
     let menu = Menu::new(app)?;
+    for (id, label) in approvals {
+        menu.append(&MenuItem::with_id(app, format!("tray:asks:{id}"), label, false, None::<&str>)?)?;
+        menu.append(&MenuItem::with_id(app, format!("{ID_ALLOW}{id}"), "    Approve once", true, None::<&str>)?)?;
+        menu.append(&MenuItem::with_id(app, format!("{ID_DENY}{id}"), "    Deny", true, None::<&str>)?)?;
+    }
+    if !approvals.is_empty() {
+        menu.append(&PredefinedMenuItem::separator(app)?)?;
+    }
     if entries.is_empty() {
         menu.append(&MenuItem::with_id(app, "tray:none", "No session needs you", false, None::<&str>)?)?;
     }
