@@ -215,14 +215,12 @@ fn random() -> [u8; 16] {
     b
 }
 
-/// Binds the socket with no access for anyone else, from its first moment.
+/// Binds the socket and makes it the owner's only. (Connecting needs write permission on
+/// the socket: under the usual umask nobody else has it even before the chmod, and every
+/// connection's peer uid is checked besides.)
 fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
     use std::os::unix::fs::PermissionsExt;
-    // SAFETY: umask only changes this process's file-creation mask; restored below.
-    let old = unsafe { libc::umask(0o177) };
-    let bound = UnixListener::bind(path);
-    unsafe { libc::umask(old) };
-    let listener = bound?;
+    let listener = UnixListener::bind(path)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     Ok(listener)
 }
