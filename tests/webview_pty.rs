@@ -171,6 +171,24 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     })
     .await?;
 
+    // 3b. Its permission dialog, answered from the window: "Approve once" chooses the
+    // dialog's "Yes" by its label, in the agent's own terminal (issue 12).
+    textarea.send_keys("ask").await?;
+    textarea.send_keys(&char::from(Key::Enter).to_string()).await?;
+    app.wait_for("the approval bar of the supervised session", Duration::from_secs(10), || async {
+        Ok(app.count("[data-testid=approval-bar] [data-testid=approve-once]").await? == 1)
+    })
+    .await?;
+    app.client.find(Locator::Css("[data-testid=approve-once]")).await?.click().await?;
+    app.wait_for("the approved tool's result in the terminal", Duration::from_secs(10), || async {
+        Ok(terminal_text(app).await?.contains("Done: said hi."))
+    })
+    .await?;
+    app.wait_for("the approval bar gone", Duration::from_secs(10), || async {
+        Ok(app.count("[data-testid=approval-bar]").await? == 0)
+    })
+    .await?;
+
     // 4. The duration limit: the seeds' warning, then the dialog.
     let banner = "[data-testid=banner][data-kind=session_warning]";
     app.wait_for("the duration warning banner", Duration::from_secs(20), || async {
