@@ -28,6 +28,7 @@ const COMMANDS: &[&str] = &[
     "approvals_pending",
     "approval_decide",
     "pty_answer",
+    "pty_dialog",
     "focus_terminal",
 ];
 

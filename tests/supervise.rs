@@ -182,7 +182,7 @@ async fn wait_tool_results(s: &Supervised, id: &SessionId, error: bool, n: usize
 /// its option, never by position: the numbered dialog (2.1.197) by its digit, the
 /// unnumbered one with No marked and deaf for a moment (2.1.330's auto mode) by arrows to
 /// "Yes"; the answer reports the option once the dialog is gone, and a clear error when
-/// there is nothing to answer.
+/// there is nothing to answer. A question's options are read and one is chosen by label.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_permission_dialog_is_answered_by_the_label_of_its_option() -> Result<()> {
     let s = Supervised::standin(quick_limits()).await?;
@@ -206,7 +206,23 @@ async fn a_permission_dialog_is_answered_by_the_label_of_its_option() -> Result<
     wait_tool_results(&s, &id, true, 1).await?;
     wait_tool_results(&s, &id, false, 2).await?;
 
+    // A question (AskUserQuestion) is answered by the label of the option the user picked.
     s.wait_prompt(&id, T).await?;
+    s.type_line(&id, "question").await?;
+    s.wait_text(&id, "Which database", T).await?;
+    let d = s.sup.dialog(&id).await?.context("the question on screen")?;
+    let labels: Vec<&str> = d.options.iter().map(|o| o.label.as_str()).collect();
+    ensure!(d.question == "Which database should the service use?", "{d:?}");
+    ensure!(labels == ["Postgres", "SQLite", "Type something."], "{d:?}");
+    ensure!(s.sup.answer(&id, Answer::Option("SQLite".into())).await? == "SQLite");
+    let deadline = std::time::Instant::now() + T;
+    while !std::fs::read_to_string(s.transcript(&id))?.contains("You chose SQLite.") {
+        ensure!(std::time::Instant::now() < deadline, "the answer never reached the agent");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    s.wait_prompt(&id, T).await?;
+    ensure!(s.sup.dialog(&id).await?.is_none(), "no dialog at the prompt");
     let err = s.sup.answer(&id, Answer::Approve).await.expect_err("no dialog to answer").to_string();
     ensure!(err.contains("no dialog is on the session's screen"), "{err}");
     s.shutdown().await;

@@ -188,6 +188,19 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
         Ok(app.count("[data-testid=approval-bar]").await? == 0)
     })
     .await?;
+    // A question (AskUserQuestion): its options as read from the screen, one clicked.
+    textarea.send_keys("question").await?;
+    textarea.send_keys(&char::from(Key::Enter).to_string()).await?;
+    let sqlite = "[data-testid=dialog-option][data-label=SQLite]";
+    app.wait_for("the question's options over the timeline", Duration::from_secs(10), || async {
+        Ok(app.count("[data-testid=dialog-option]").await? == 3 && app.count(sqlite).await? == 1)
+    })
+    .await?;
+    app.client.find(Locator::Css(sqlite)).await?.click().await?;
+    app.wait_for("the answer in the terminal", Duration::from_secs(10), || async {
+        Ok(terminal_text(app).await?.contains("You chose SQLite."))
+    })
+    .await?;
 
     // 4. The duration limit: the seeds' warning, then the dialog.
     let banner = "[data-testid=banner][data-kind=session_warning]";

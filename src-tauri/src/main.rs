@@ -202,6 +202,7 @@ fn main() {
             commands::approval_decide,
             commands::focus_terminal,
             pty::pty_answer,
+            pty::pty_dialog,
             pty::pty_create,
             pty::pty_attach,
             pty::pty_detach,

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mimesis_core::SessionId;
-use mimesis_core::dialog::Answer;
+use mimesis_core::dialog::{Answer, Dialog};
 use mimesis_core::supervision::flow::{Flow, HIGH_WATER, LOW_WATER, RESET};
 use mimesis_core::supervision::{AgentCommand, Resources, SupervisionEvent};
 use mimesis_wiring::{Attachment, Mimesis, Supervisor};
@@ -266,6 +266,13 @@ pub async fn pty_resume(state: tauri::State<'_, PtyState>, session_id: String) -
 pub async fn pty_restart(state: tauri::State<'_, PtyState>, session_id: String) -> CmdResult<()> {
     let id = self::session_id(&session_id)?;
     state.sup().await?.restart(&id).map_err(|e| e.to_string())
+}
+
+/// The dialog on a supervised session's screen (its question and options), if any.
+#[tauri::command(rename_all = "camelCase")]
+pub async fn pty_dialog(state: tauri::State<'_, PtyState>, session_id: String) -> CmdResult<Option<Dialog>> {
+    let id = self::session_id(&session_id)?;
+    state.sup().await?.dialog(&id).await.map_err(|e| e.to_string())
 }
 
 /// Answers the dialog on a supervised session's screen by the label of its option

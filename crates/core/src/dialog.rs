@@ -8,7 +8,8 @@
 //! would change the user's settings on their behalf.
 
 /// A dialog as the screen shows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Dialog {
     /// Its question row ("Do you want to proceed?").
     pub question: String,
@@ -17,7 +18,8 @@ pub struct Dialog {
     pub options: Vec<DialogOption>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DialogOption {
     /// Its number when the options are numbered ("4. No").
     pub number: Option<u32>,

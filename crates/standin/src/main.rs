@@ -19,7 +19,8 @@
 //! `crash-die [code]` (dump, then exit), `crash-during-work <secs>` (the dump within the
 //! first 300 ms), `work <secs>` (while working, `finish` ends the turn at once), `ask`
 //! (permission dialog), `ask-auto` (2.1.330's unnumbered "❯ No / Yes" dialog with No marked,
-//! deaf to keys for 300 ms), `exit <code>`, `hang`, `hang-hard` (also ignores SIGTERM),
+//! deaf to keys for 300 ms), `question` (an AskUserQuestion dialog with numbered options),
+//! `exit <code>`, `hang`, `hang-hard` (also ignores SIGTERM),
 //! `grow <MB>`, `spawn-child` (a grandchild in its own process group), `ignore-hup`,
 //! `shell` (the harness dies into a bare shell prompt), `fail-resumes <n>` (the next n
 //! `--resume` launches exit 2 before they show anything, like a CLI that cannot start).
@@ -34,6 +35,8 @@ use mimesis_core::Timestamp;
 use serde_json::{Value, json};
 
 const VERSION: &str = "2.1.197-standin";
+/// The options of the `question` dialog (AskUserQuestion's), numbered from 1.
+const QUESTION_OPTIONS: [&str; 3] = ["Postgres", "SQLite", "Type something."];
 /// How long the auto-mode dialog ignores keys after it appears.
 const PICKER_DEAF: Duration = Duration::from_millis(300);
 
@@ -250,6 +253,11 @@ impl Transcript {
 
 enum Mode {
     Idle,
+    /// An AskUserQuestion dialog: its numbered options answer it.
+    Question {
+        tool_id: String,
+        started: Instant,
+    },
     Working {
         until: Instant,
         started: Instant,
@@ -413,6 +421,7 @@ impl Agent {
             }
             Mode::Working { .. } => out.push_str("(working)"),
             Mode::Permission { .. } => out.push_str("run `echo hi`? [y/n] "),
+            Mode::Question { .. } => out.push_str("database (1-3)? "),
         }
         let mut stdout = std::io::stdout();
         let _ = stdout.write_all(out.as_bytes());
@@ -428,6 +437,13 @@ impl Agent {
         let rule = "─".repeat(cols.min(200));
         let mut bottom: Vec<String> = Vec::new();
         match &self.mode {
+            Mode::Question { .. } => {
+                bottom.push(" ☐ Database".into());
+                bottom.push(" Which database should the service use?".into());
+                for (i, o) in QUESTION_OPTIONS.iter().enumerate() {
+                    bottom.push(format!(" {} {}. {o}", if i == 0 { "❯" } else { " " }, i + 1));
+                }
+            }
             Mode::Permission { picker: Some(yes), .. } => {
                 bottom.push(" Auto mode can't check this action, so this one needs your approval".into());
                 bottom.push("   echo hi".into());
@@ -480,6 +496,8 @@ impl Agent {
         let mut chars = text.chars().peekable();
         while let Some(c) = chars.next() {
             match (&self.mode, c) {
+                (Mode::Question { .. }, '1'..='3') => self.choose(c as usize - '1' as usize),
+                (Mode::Question { .. }, _) => {}
                 (Mode::Permission { picker: Some(_), started, .. }, _) if started.elapsed() < PICKER_DEAF => {}
                 (Mode::Permission { picker: Some(yes), .. }, '\r') => {
                     let yes = *yes;
@@ -616,6 +634,19 @@ impl Agent {
                     std::thread::sleep(Duration::from_secs(3600));
                 }
             }
+            "question" => {
+                self.transcript.prompt(line);
+                self.log.push(format!("> {line}"));
+                let tool_id = format!("toolu_{}", new_uuid().replace('-', ""));
+                self.transcript.assistant(
+                    json!([{"type": "tool_use", "id": tool_id, "name": "AskUserQuestion", "input": {"questions": [
+                        {"question": "Which database should the service use?", "header": "Database",
+                         "options": QUESTION_OPTIONS.iter().map(|o| json!({"label": o})).collect::<Vec<_>>()}]}}]),
+                    "tool_use",
+                );
+                self.mode = Mode::Question { tool_id, started: Instant::now() };
+                self.registry("waiting", Some("input needed"));
+            }
             "ask" | "ask-auto" => {
                 self.transcript.prompt(line);
                 self.log.push(format!("> {line}"));
@@ -683,6 +714,22 @@ impl Agent {
     fn interrupt(&mut self) {
         self.transcript.append(json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]}}));
         self.log.push("  ⎿  Interrupted by user".into());
+        self.mode = Mode::Idle;
+        self.registry("idle", None);
+    }
+
+    /// Answers the question with its option `i`.
+    fn choose(&mut self, i: usize) {
+        let Mode::Question { tool_id, started } = &self.mode else { return };
+        let (tool_id, started) = (tool_id.clone(), *started);
+        let choice = QUESTION_OPTIONS.get(i).copied().unwrap_or("Postgres");
+        self.transcript.append(json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result",
+            "tool_use_id": tool_id, "content": format!("User has answered your questions: \"Which database should the service use?\"=\"{choice}\""),
+            "is_error": false}]}}));
+        let reply = format!("You chose {choice}.");
+        self.transcript.assistant(json!([{"type": "text", "text": reply}]), "end_turn");
+        self.transcript.turn_done(started.elapsed().as_millis() as u64);
+        self.log.push(format!("⏺ {reply}"));
         self.mode = Mode::Idle;
         self.registry("idle", None);
     }

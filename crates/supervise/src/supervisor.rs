@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use mimesis_core::clock::{Clock, Timestamp};
-use mimesis_core::dialog::Answer;
+use mimesis_core::dialog::{Answer, Dialog};
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::supervision::AgentCommand;
@@ -495,6 +495,12 @@ impl Supervisor {
         let (reply, rx) = oneshot::channel();
         self.send(id, SessionCmd::Answer(answer, reply))?;
         rx.await.map_err(|_| SupervisorError::Stopped)?.map_err(|e| SupervisorError::Answer(self.shared.resolve(id), e))
+    }
+
+    /// The dialog on a session's screen, if one is there: what [`Supervisor::answer`]
+    /// chooses from.
+    pub async fn dialog(&self, id: &SessionId) -> Result<Option<Dialog>, SupervisorError> {
+        Ok(Dialog::read(&self.screen(id).await?))
     }
 
     /// The visible screen of a session as Mimesis models it.

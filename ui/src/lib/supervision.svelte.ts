@@ -5,7 +5,7 @@
 import { SvelteMap } from 'svelte/reactivity';
 import type { Backend, Unlisten } from './backend';
 import { applyEvent, dismissBanner, emptyNotices, toastFor, type SessionNotices } from './supervision';
-import type { PermissionRequest, SupervisionEvent, SupervisionEventType, TrackedSession } from './types';
+import type { PermissionRequest, ScreenDialog, SupervisionEvent, SupervisionEventType, TrackedSession } from './types';
 
 export interface Toast {
   id: number;
@@ -58,6 +58,20 @@ export class SupervisionStore {
     } catch {
       // (Another face answers them: none here.)
     }
+  }
+
+  /** The dialog on a supervised session's screen, if any (a failure reads as none). */
+  async dialogOf(sessionId: string): Promise<ScreenDialog | null> {
+    try {
+      return await this.#backend.call('pty_dialog', { sessionId });
+    } catch {
+      return null;
+    }
+  }
+
+  /** Chooses a supervised session's dialog option by its label (the user's click). */
+  async choose(sessionId: string, label: string): Promise<boolean> {
+    return (await this.#run('answer the question', () => this.#backend.call('pty_answer', { sessionId, answer: label }))).ok;
   }
 
   /** Brings the terminal of a session running outside Mimesis forward; says what happened. */

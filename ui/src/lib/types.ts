@@ -324,8 +324,16 @@ export interface Commands {
   doctor: { args: undefined; ret: unknown };
   approvals_pending: { args: undefined; ret: PermissionRequest[] };
   approval_decide: { args: { id: string; allow: boolean; message: string | null }; ret: PermissionRequest };
-  pty_answer: { args: { sessionId: string; answer: 'approve' | 'deny' }; ret: string };
+  pty_answer: { args: { sessionId: string; answer: string }; ret: string };
+  pty_dialog: { args: { sessionId: string }; ret: ScreenDialog | null };
   focus_terminal: { args: { sessionId: string }; ret: string };
+}
+
+/** The dialog on a supervised session's screen, as the engine reads it (options by label). */
+export interface ScreenDialog {
+  question: string;
+  context: string[];
+  options: { number: number | null; label: string; selected: boolean }[];
 }
 
 /** A permission dialog waiting for an answer from Mimesis (docs/ipc.md, `mimesis pending --json`). */

@@ -241,6 +241,10 @@ export function createFakeBackend(params: URLSearchParams): Backend {
       needSup(sessionId);
       return 'Yes';
     },
+    pty_dialog: ({ sessionId }) => {
+      needSup(sessionId);
+      return null;
+    },
     pty_delete: ({ sessionId }) => {
       const fs = needSup(sessionId);
       ptys.get(sessionId)?.detach();
