@@ -61,9 +61,9 @@ fn timeout_secs(event: &str) -> u64 {
 pub struct HookStatus {
     pub root: PathBuf,
     pub settings_path: PathBuf,
-    /// Every hook of [`WANTED`] is there.
+    /// Every hook of [`WANTED`] is there, as this version installs it.
     pub installed: bool,
-    /// Some, not all, are there.
+    /// Some, not all, are there, or one is outdated (installing again fixes either).
     pub partial: bool,
     /// Why the file could not be read, if it could not.
     pub error: Option<String>,
@@ -417,13 +417,29 @@ fn event_has_ours(doc: &Json, event: &str) -> bool {
     }
 }
 
+/// Ours is there for `event` with another timeout than this version gives it (an install
+/// from before the permission wait: Claude Code would end that hook too soon).
+fn event_has_outdated(doc: &Json, event: &str) -> bool {
+    let Some(Json::Array(groups)) = doc.get("hooks").and_then(|h| h.get(event)) else { return false };
+    let want = Json::Number(timeout_secs(event).into());
+    groups.iter().filter_map(|g| g.get("hooks")).any(|hooks| {
+        let Json::Array(hooks) = hooks else { return false };
+        hooks.iter().any(|h| {
+            h.get("command").and_then(Json::as_str).is_some_and(is_our_command)
+                && h.get("timeout").is_some_and(|t| *t != want)
+        })
+    })
+}
+
 fn status_of(root: &Path, doc: &Json) -> HookStatus {
     let present = WANTED.iter().filter(|(e, _)| event_has_ours(doc, e)).count();
+    // An outdated one reads as partly installed: installing again brings it up to date.
+    let outdated = WANTED.iter().any(|(e, _)| event_has_outdated(doc, e));
     HookStatus {
         root: root.to_owned(),
         settings_path: settings_path(root),
-        installed: present == WANTED.len(),
-        partial: present > 0 && present < WANTED.len(),
+        installed: present == WANTED.len() && !outdated,
+        partial: (outdated || present < WANTED.len()) && present > 0,
         error: None,
     }
 }

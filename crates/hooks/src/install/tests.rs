@@ -236,6 +236,21 @@ fn status_reports_partial_installs() {
     let st = status(&r);
     assert!(st.partial && !st.installed);
     assert!(install(&r, CMD, T0).unwrap().installed);
+
+    // An install from before the permission wait (every hook with a 10 s timeout) reads as
+    // partial, and installing again gives PermissionRequest its longer timeout.
+    let text = fs::read_to_string(settings_path(&r)).unwrap();
+    let old = text.replace(&format!("\"timeout\": {}", timeout_secs("PermissionRequest")), "\"timeout\": 10");
+    assert_ne!(old, text);
+    fs::write(settings_path(&r), &old).unwrap();
+    let st = status(&r);
+    assert!(st.partial && !st.installed, "{st:?}");
+    assert!(install(&r, CMD, T0).unwrap().installed);
+    assert!(
+        fs::read_to_string(settings_path(&r))
+            .unwrap()
+            .contains(&format!("\"timeout\": {}", timeout_secs("PermissionRequest")))
+    );
 }
 
 #[test]
