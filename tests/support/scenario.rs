@@ -632,42 +632,12 @@ pub fn is_idle_prompt(screen: &Screen) -> bool {
         && !screen.contains("Do you want to proceed?")
 }
 
-/// The options of the dialog on screen: (its number if numbered, its label, selected).
-/// An option row is `❯ 1. Yes`, `  2. No`, `❯ No` or `  Yes`, below the dialog's question.
+/// The options of the dialog on screen: (its number if numbered, its label, selected), as
+/// Mimesis itself reads them (`mimesis_core::dialog`).
 pub fn option_rows(screen: &Screen) -> Vec<(Option<u32>, String, bool)> {
-    let mut out = Vec::new();
-    let mut in_dialog = false;
-    for row in &screen.rows {
-        let t = row.trim();
-        if t.ends_with('?') {
-            in_dialog = true;
-            out.clear();
-            continue;
-        }
-        if !in_dialog {
-            continue;
-        }
-        let (selected, rest) = match t.strip_prefix('❯') {
-            Some(r) => (true, r.trim_start()),
-            None => (false, t),
-        };
-        if rest.is_empty() || rest.starts_with("Esc") || rest.starts_with("Enter") || rest.starts_with('─') {
-            continue;
-        }
-        let (number, label) = match rest.split_once(". ") {
-            Some((n, l)) if n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty() => (n.parse().ok(), l.trim()),
-            _ => (None, rest),
-        };
-        // Unnumbered option lists are one word or a few: not the dialog's prose.
-        if number.is_some() || label.split_whitespace().count() <= 3 {
-            out.push((number, label.to_owned(), selected));
-        }
-    }
-    // Numbered lists have description rows under their options: only the numbered count.
-    if out.iter().any(|(n, _, _)| n.is_some()) {
-        out.retain(|(n, _, _)| n.is_some());
-    }
-    out
+    mimesis_core::dialog::Dialog::read(&screen.rows)
+        .map(|d| d.options.into_iter().map(|o| (o.number, o.label, o.selected)).collect())
+        .unwrap_or_default()
 }
 
 /// The main-conversation requests the mock received, for assertions.

@@ -1212,27 +1212,15 @@ pub fn roster_once(
     data_dir: Option<&Path>,
     links: Vec<Link>,
 ) -> Vec<TrackedSession> {
-    roster_once_supervised(roots, timeouts, now, data_dir, links, Vec::new())
-}
-
-/// [`roster_once`], with the sessions that running supervisors (the app, `mimesis run`)
-/// published as theirs: each gets its `supervision` and `source: pty`, as in the live
-/// roster of the face that runs it.
-pub fn roster_once_supervised(
-    roots: &[PathBuf],
-    timeouts: Timeouts,
-    now: Timestamp,
-    data_dir: Option<&Path>,
-    links: Vec<Link>,
-    supervised: Vec<(TranscriptLocation, Supervision)>,
-) -> Vec<TrackedSession> {
     let mut rows = Vec::new();
-    roster_once_each(roots, timeouts, now, data_dir, links, supervised, |row| rows.push(row));
+    roster_once_each(roots, timeouts, now, data_dir, links, Vec::new(), |row| rows.push(row));
     rows
 }
 
-/// [`roster_once_supervised`], each row handed to `f` as it is derived (most recently
-/// active first): memory holds the sessions' facts, never all their rows at once.
+/// [`roster_once`], with the sessions that running supervisors (the app, `mimesis run`)
+/// published as theirs (each gets its `supervision` and `source: pty`, as in the live
+/// roster of the face that runs it), each row handed to `f` as it is derived (most
+/// recently active first): memory holds the sessions' facts, never all their rows at once.
 pub fn roster_once_each(
     roots: &[PathBuf],
     timeouts: Timeouts,

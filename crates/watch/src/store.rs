@@ -355,7 +355,8 @@ impl Store {
             Box::new(Entry { shown, location: file.location, tail: file.tail, facts: file.facts, partial, published }),
         );
         let mut events = Vec::new();
-        if partial {
+        if partial || !self.keep_rows {
+            // (A one-time read reads no further than the index just did: no second open.)
             self.refresh(&id, now, &mut events);
         } else {
             self.read_entry(&id, now, &mut events);
