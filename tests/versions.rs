@@ -497,7 +497,7 @@ fn compact_in_place() -> Result<()> {
                 .map(|d| d.path().join(format!("{id}.jsonl")))
                 .find(|p| p.exists())
                 .context("the transcript")?;
-            let items = mimesis_wiring::once::read_timeline(&path)?;
+            let items = mimesis_wiring::once::read_timeline(&path, None)?;
             let kinds: Vec<String> = items
                 .iter()
                 .map(|i| {
@@ -679,6 +679,124 @@ fn answered_from_mimesis(v: &str) -> Result<()> {
         r.s.choose("Yes")?;
         wait_pending(data.path(), "the request gone once answered in the terminal", <[Value]>::is_empty)?;
         r.s.wait_until("the reply", |screen, _| screen.contains("Wrote t."))?;
+        Ok(())
+    })();
+    result.map_err(|e| run.fail(e))
+}
+
+/// Issue 12, external sessions: AskUserQuestion and plan mode's exit reach Mimesis through
+/// the same `PermissionRequest` hook with what the user must read (the questions and their
+/// options; the plan where the hook is given it). An answer by the option's label goes
+/// back to Claude Code as its own dialog returns it (`updatedInput.answers`) and reaches
+/// the model; "keep planning" is a denial whose message Claude reads; approving the plan
+/// ends plan mode where Claude Code takes it (2.1.197; 2.1.330 keeps its dialog: the plan
+/// is approved in the terminal). Each answer shows in the session's timeline (`show
+/// --json`), marked as given from Mimesis.
+#[test]
+fn questions_and_plans_are_answered_from_mimesis() -> Result<()> {
+    each_version("questions and plans", |v| {
+        question_answered(v)?;
+        plan_answered(v)
+    })
+}
+
+const PLAN: &str = "# Cache plan\n1. Add SQLite\n2. Wire it in";
+
+/// The items of kind `answer` in `mimesis show --json`.
+fn answer_items(r: &Run, data: &Path, id: &str) -> Result<Vec<Value>> {
+    let out = std::process::Command::new(mimesis_tests::supervised::mimesis()?)
+        .args(["show", id, "--json"])
+        .env("MIMESIS_DATA_DIR", data)
+        .env("CLAUDE_CONFIG_DIR", r.s.home.config_dir())
+        .output()?;
+    ensure!(out.status.success(), "show: {}", String::from_utf8_lossy(&out.stderr));
+    let show: Value = serde_json::from_slice(&out.stdout)?;
+    Ok(show.as_array().context("items")?.iter().filter(|i| i["kind"] == json!("answer")).cloned().collect())
+}
+
+fn question_answered(v: &str) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let mut run = Run::start_hooked(v, "a question", &["--permission-mode", "default"], Some(data.path()))?;
+    let face = Face::start(run.s.home.config_dir(), data.path());
+    let r = &mut run;
+    let result = (|| -> Result<()> {
+        let _face = face?;
+        let question = json!({"questions": [{
+            "question": "Which database should the cache use?",
+            "header": "Database",
+            "multiSelect": false,
+            "options": [
+                {"label": "Postgres", "description": "the server we already run"},
+                {"label": "SQLite", "description": "a file next to the app"}
+            ]
+        }]});
+        r.s.api.push(Reply::tool_use("AskUserQuestion", question));
+        r.s.api.push(Reply::text("SQLite it is."));
+        r.s.type_line("pick a database")?;
+        let id = r.session()?;
+        let pending = wait_pending(data.path(), "the question", |p| p.len() == 1)?;
+        let detail = &pending[0]["detail"];
+        ensure!(pending[0]["tool"] == json!("AskUserQuestion") && detail["kind"] == json!("questions"), "{pending:?}");
+        ensure!(detail["questions"][0]["options"][1]["label"] == json!("SQLite"), "{pending:?}");
+        let t0 = Instant::now();
+        mimesis_cli(data.path(), &["approve", &id[..8], "--answer", "SQLite"])?;
+        let q = r.s.api.wait_for_request(NOTICE, |q| q.kind == RequestKind::Main && !q.tool_results().is_empty())?;
+        let answer = q.tool_results().into_iter().next().context("the question's result")?;
+        eprintln!("[approvals] {v}: answer → the question's result at the API in {} ms", t0.elapsed().as_millis());
+        ensure!(answer.to_string().contains("SQLite") && answer["is_error"] != json!(true), "{answer}");
+        r.s.wait_until("the reply", |screen, _| screen.contains("SQLite it is."))?;
+        let answers = answer_items(r, data.path(), &id)?;
+        ensure!(
+            answers.len() == 1
+                && answers[0]["text"]
+                    == json!("Answered from the command line: Which database should the cache use? → SQLite"),
+            "the answer in the timeline: {answers:?}"
+        );
+        Ok(())
+    })();
+    result.map_err(|e| run.fail(e))
+}
+
+fn plan_answered(v: &str) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let mut run = Run::start_hooked(v, "a plan", &["--permission-mode", "plan"], Some(data.path()))?;
+    let face = Face::start(run.s.home.config_dir(), data.path());
+    let r = &mut run;
+    let result = (|| -> Result<()> {
+        let _face = face?;
+        r.s.api.push(Reply::tool_use("ExitPlanMode", json!({"plan": PLAN})));
+        r.s.api.push(Reply::tool_use("ExitPlanMode", json!({"plan": PLAN})));
+        r.s.api.push(Reply::text("Plan approved, starting."));
+        r.s.type_line("plan a cache")?;
+        let id = r.session()?;
+        let pending = wait_pending(data.path(), "the plan", |p| p.len() == 1)?;
+        ensure!(pending[0]["tool"] == json!("ExitPlanMode"), "{pending:?}");
+        // 2.1.330 keeps the plan in its plan file and hands the hook an empty input.
+        let detail = pending[0].get("detail").cloned().unwrap_or_default();
+        let oldest = v == mimesis_tests::claude::CLAUDE_CODE_VERSION;
+        ensure!(detail == json!({"kind": "plan", "plan": PLAN}) || (detail.is_null() && !oldest), "{pending:?}");
+        // Keep planning: a denial whose message Claude reads.
+        mimesis_cli(data.path(), &["deny", &id[..8], "--message", "add a rollback step"])?;
+        r.s.api.wait_for_request(NOTICE, |q| {
+            q.kind == RequestKind::Main
+                && q.tool_results().iter().any(|t| t.to_string().contains("add a rollback step"))
+        })?;
+        let pending = wait_pending(data.path(), "the plan again", |p| p.len() == 1)?;
+        if oldest {
+            mimesis_cli(data.path(), &["approve", pending[0]["id"].as_str().context("id")?])?;
+        } else {
+            r.s.choose("Yes")?;
+        }
+        r.s.wait_until("the reply after the plan", |screen, _| screen.contains("Plan approved, starting."))?;
+        let last = r.s.api.requests().last().and_then(|q| q.tool_results().pop()).context("the plan's result")?;
+        ensure!(last["is_error"] != json!(true), "the plan was approved: {last}");
+        let answers = answer_items(r, data.path(), &id)?;
+        let texts: Vec<&Value> = answers.iter().map(|a| &a["text"]).collect();
+        let mut expected = vec![json!("Denied from the command line, telling Claude: “add a rollback step”")];
+        if oldest {
+            expected.push(json!("Approved once from the command line"));
+        }
+        ensure!(texts.iter().copied().eq(expected.iter()), "the answers in the timeline: {texts:?}");
         Ok(())
     })();
     result.map_err(|e| run.fail(e))

@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use fantoccini::Locator;
 use mimesis_core::{Clock, SystemClock, Timestamp};
+use mimesis_tests::supervised::{hook_output, permission_hook};
 use mimesis_tests::webdriver::{DesktopApp, workspace_root};
 use serde_json::{Value, json};
 
@@ -206,30 +207,6 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     Ok(())
 }
 
-/// `mimesis hook` as Claude Code runs it at a permission dialog of `session` (stdout piped).
-fn permission_hook(fx: &Fixture, session: &str, command: &str) -> Result<std::process::Child> {
-    let payload = json!({"session_id": session, "hook_event_name": "PermissionRequest",
-        "cwd": "/home/dev/src/webview-fixture", "tool_name": "Bash", "tool_input": {"command": command}});
-    let mut child = std::process::Command::new(mimesis_tests::supervised::mimesis()?)
-        .arg("hook")
-        .env("MIMESIS_DATA_DIR", &fx.data)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()?;
-    child.stdin.take().context("stdin")?.write_all(payload.to_string().as_bytes())?;
-    Ok(child)
-}
-
-/// What the hook printed for Claude Code once it ended.
-async fn hook_output(child: std::process::Child) -> Result<Value> {
-    let out =
-        tokio::time::timeout(Duration::from_secs(20), tokio::task::spawn_blocking(move || child.wait_with_output()))
-            .await
-            .context("the hook never returned")???;
-    ensure!(out.status.success(), "the hook failed: {out:?}");
-    serde_json::from_slice(&out.stdout).with_context(|| format!("{:?}", String::from_utf8_lossy(&out.stdout)))
-}
-
 /// Issue 12: a permission dialog of a session in the user's own terminal, answered from the
 /// window: its hook's request shows over the session's timeline with Approve once and Deny
 /// (and a message for Claude); the click is the decision the hook prints for Claude Code.
@@ -267,7 +244,7 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
         Ok(t.as_str().is_some_and(|t| t.contains(text)))
     };
 
-    let hook = permission_hook(fx, LIVE, "rm -rf build")?;
+    let hook = permission_hook(&fx.data, LIVE, "Bash", json!({"command": "rm -rf build"}))?;
     app.wait_for("the request over the timeline", Duration::from_secs(10), || shows("rm -rf build")).await?;
     // The tray offers it too (its menu, as the probe reports it).
     app.wait_for("the request in the tray menu", Duration::from_secs(10), || async {
@@ -290,7 +267,7 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
     })
     .await?;
 
-    let hook = permission_hook(fx, LIVE, "git push --force")?;
+    let hook = permission_hook(&fx.data, LIVE, "Bash", json!({"command": "git push --force"}))?;
     app.wait_for("the second request", Duration::from_secs(10), || shows("git push --force")).await?;
     app.client.find(Locator::Css("[data-testid=deny-message]")).await?.send_keys("<b>use a branch</b>").await?;
     app.client.find(Locator::Css("[data-testid=deny]")).await?.click().await?;
@@ -299,5 +276,34 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
         out["hookSpecificOutput"]["decision"] == json!({"behavior": "deny", "message": "<b>use a branch</b>"}),
         "{out}"
     );
+
+    // An edit shows as a diff before it is answered; the markup in it stays text.
+    let edit = json!({"file_path": "/home/dev/src/a.rs", "old_string": "let a = 1;\nkeep();", "new_string": "let a = <img src=x>;\nkeep();"});
+    let hook = permission_hook(&fx.data, LIVE, "Edit", edit)?;
+    app.wait_for("the edit's diff", Duration::from_secs(10), || async {
+        Ok(app.count("[data-testid=approval-diff] .line.del").await? == 1
+            && app.count("[data-testid=approval-diff] .line.add").await? == 1)
+    })
+    .await?;
+    ensure!(app.count("[data-testid=approval-bar] img").await? == 0, "markup from the edit became an element");
+    app.client.find(Locator::Css("[data-testid=deny]")).await?.click().await?;
+    hook_output(hook).await?;
+
+    // A question: its options by label, sent back as the answers Claude Code reads.
+    let question = json!({"questions": [{"question": "Which database?", "header": "DB", "multiSelect": false,
+        "options": [{"label": "Postgres", "description": "server"}, {"label": "SQLite", "description": "file"}]}]});
+    let hook = permission_hook(&fx.data, LIVE, "AskUserQuestion", question.clone())?;
+    app.wait_for("the question's options", Duration::from_secs(10), || async {
+        Ok(app.count("[data-testid=question-option]").await? == 2)
+    })
+    .await?;
+    ensure!(app.count("[data-testid=approve-once]").await? == 0, "a question is answered, not approved");
+    app.client.find(Locator::Css("[data-testid=question-option][data-label=SQLite]")).await?.click().await?;
+    app.client.find(Locator::Css("[data-testid=send-answers]")).await?.click().await?;
+    let out = hook_output(hook).await?;
+    let decision = &out["hookSpecificOutput"]["decision"];
+    ensure!(decision["behavior"] == json!("allow"), "{out}");
+    ensure!(decision["updatedInput"]["answers"] == json!({"Which database?": "SQLite"}), "{out}");
+    ensure!(decision["updatedInput"]["questions"] == question["questions"], "{out}");
     Ok(())
 }

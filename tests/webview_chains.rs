@@ -29,6 +29,7 @@ use fantoccini::Locator;
 use mimesis_core::hook_event::TerminalContext;
 use mimesis_core::{Clock, SystemClock, Timestamp};
 use mimesis_hooks as hooks;
+use mimesis_tests::supervised::{hook_output, permission_hook};
 use mimesis_tests::webdriver::{DesktopApp, SessionOptions, app_binary, workspace_root};
 use serde_json::{Value, json};
 
@@ -611,6 +612,33 @@ async fn notification_and_tray(app: &DesktopApp, fx: &Fixture, probe: &Path) -> 
         app.js(&format!("return document.querySelector(\"{}\")?.getAttribute('aria-selected');", row(BUSY))).await?
             == json!("true")
     );
+    approved_from_a_notification(app, fx).await
+}
+
+/// Issue 12: a permission request of a session in the user's own terminal is offered on
+/// its notification with Approve once and Deny; the click (dunst's context menu) is the
+/// decision the hook prints, and BUSY's open timeline shows it, marked as answered from a
+/// notification.
+async fn approved_from_a_notification(app: &DesktopApp, fx: &Fixture) -> Result<()> {
+    let session = app.session.clone().context("a desktop session")?;
+    app.wait_for("the app's permission socket", WAIT, || async {
+        Ok(std::os::unix::net::UnixStream::connect(fx.data.join("approvals.sock")).is_ok())
+    })
+    .await?;
+    let hook = permission_hook(&fx.data, BUSY, "Bash", json!({"command": "make deploy"}))?;
+    app.wait_for("the request's notification", WAIT, || async {
+        Ok(session.notifications_log().contains("make deploy"))
+    })
+    .await?;
+    let t0 = Instant::now();
+    session.choose_action("Approve once")?;
+    let out = hook_output(hook).await?;
+    eprintln!("notification action → the hook's decision: {:?}", t0.elapsed());
+    ensure!(out["hookSpecificOutput"]["decision"] == json!({"behavior": "allow"}), "{out}");
+    let answer = format!("{} [data-testid=answer-item][data-via=notification]", timeline(BUSY));
+    app.wait_for("the answer in BUSY's timeline", WAIT, || async { Ok(app.count(&answer).await? == 1) }).await?;
+    let text = app.js(&format!("return document.querySelector(\"{answer}\").textContent;")).await?;
+    ensure!(text.as_str().is_some_and(|t| t.contains("Approved once from a notification")), "{text}");
     Ok(())
 }
 

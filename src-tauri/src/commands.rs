@@ -2,10 +2,11 @@
 //! settings, hooks, doctor). Errors reach the UI as one sentence. File work (hooks,
 //! doctor) runs off the async workers.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use mimesis_core::approval::{Behavior, Pending};
+use mimesis_core::approval::{Behavior, Pending, Via};
 use mimesis_core::settings::{SetOutcome, Settings};
 use mimesis_core::{SessionId, TimelineItem};
 use mimesis_hooks::install::HookStatus;
@@ -188,10 +189,11 @@ pub async fn approval_decide(
     id: String,
     allow: bool,
     message: Option<String>,
+    answers: Option<BTreeMap<String, String>>,
 ) -> CmdResult<Pending> {
     let approvals = state.mimesis.approvals().ok_or("another running Mimesis answers permission requests")?;
     let behavior = if allow { Behavior::Allow } else { Behavior::Deny };
-    approvals.decide(&id, behavior, message)
+    approvals.decide(&id, behavior, message, answers, None, Via::Window)
 }
 
 /// Brings the terminal of a session running outside Mimesis forward; says what it did.

@@ -159,7 +159,7 @@ fn main() {
                 tauri::async_runtime::spawn(events::forward_approvals(handle.clone(), a.subscribe()));
             }
             notify::init(&handle);
-            tauri::async_runtime::spawn(notify::follow(handle.clone(), engine.clone()));
+            tauri::async_runtime::spawn(notify::follow(handle.clone(), engine.clone(), mimesis.clone()));
             match tray::create(&handle) {
                 Ok(()) => {
                     let requests = match mimesis.approvals() {

@@ -1,73 +1,213 @@
 //! Desktop notifications (SPEC U5). The engine decides when to notify (once per
-//! transition, per-kind preferences); this only shows its decisions and turns a click on
-//! one into `app:open-session`.
+//! transition, per-kind preferences); this only shows its decisions, turns a click on one
+//! into `app:open-session`, and — for a session waiting for approval that can be answered
+//! from here (a hook's request, or a session this app supervises) — offers **Approve
+//! once** and **Deny** on the notification itself (issue 12). An action is the user's
+//! explicit answer; nothing is ever chosen for them.
 //!
-//! Clicks: on Linux a click is reported when the notification server offers the `default`
-//! action (GNOME, KDE, dunst, mako do); on Windows while the toast is on screen; on macOS
+//! Clicks and actions: on Linux they are reported when the notification server offers
+//! actions (GNOME, KDE, dunst, mako do); on Windows while the toast is on screen; on macOS
 //! as the plugin reports it. Where nothing is reported the notification is still shown.
 //! Without a notification server (or a session bus) nothing is shown and nothing fails.
+//!
+//! A request that reaches Mimesis after its session's notification was shown replaces that
+//! notification with one that offers the actions; a request answered or gone closes its
+//! notification.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use mimesis_core::SessionId;
-use mimesis_core::attention::Notification;
+use mimesis_core::approval::{Behavior, Pending, Via};
+use mimesis_core::attention::NotificationKind;
 use mimesis_watch::Engine;
-use tauri::{AppHandle, Runtime};
-use tauri_plugin_notification::NotificationExt;
+use mimesis_wiring::Mimesis;
+use tauri::{AppHandle, Manager, Runtime};
+use tauri_plugin_notification::{Action, ActionType, NotificationExt};
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::commands::AppState;
 use crate::window;
 
 /// The body is the session's goal or title: transcript text, kept short.
 const BODY_CHARS: usize = 200;
-/// The notification's payload key naming its session.
+/// The notification's payload keys: its session, and the request its actions answer.
 const SESSION_KEY: &str = "sessionId";
+const REQUEST_KEY: &str = "requestId";
+/// The action type of notifications that can be answered.
+const ANSWERABLE: &str = "approval";
+const APPROVE: &str = "approve";
+const DENY: &str = "deny";
 
-/// Makes clicks on our notifications open their session.
+/// Makes clicks on our notifications open their session, and their actions answer it.
 pub fn init<R: Runtime>(app: &AppHandle<R>) {
+    let actions = ActionType::builder(ANSWERABLE)
+        .actions(vec![Action::builder(APPROVE, "Approve once").build(), Action::builder(DENY, "Deny").build()])
+        .build();
+    let _ = app.notification().register_action_types(vec![actions]);
     let handle = app.clone();
     let _ = app.notification().on_action(move |performed| {
-        // A click on the notification itself; it carries no other actions.
-        if performed.action_id() != "tap" {
-            return;
-        }
-        let id = performed
-            .notification()
-            .and_then(|n| n.extra().get(SESSION_KEY))
-            .and_then(|v| v.as_str())
-            .and_then(|s| SessionId::parse(s).ok());
-        if let Some(id) = id {
-            window::open_session(&handle, &id);
-        }
+        let extra = performed.notification().map(|n| n.extra().clone()).unwrap_or_default();
+        let text = |k: &str| extra.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+        let Some(id) = text(SESSION_KEY).and_then(|s| SessionId::parse(&s).ok()) else { return };
+        let behavior = match performed.action_id() {
+            "tap" => return window::open_session(&handle, &id),
+            APPROVE => Behavior::Allow,
+            DENY => Behavior::Deny,
+            _ => return,
+        };
+        let (app, request) = (handle.clone(), text(REQUEST_KEY));
+        tauri::async_runtime::spawn(async move {
+            let mimesis = app.state::<AppState>().mimesis.clone();
+            if let Err(e) = answer(&mimesis, &id, request.as_deref(), behavior).await {
+                tracing::warn!(session = %id, error = %e, "an answer from a notification failed");
+                show_text(&app, "Could not answer from the notification", &e, &id);
+            }
+        });
     });
 }
 
-/// Shows every notification the engine decides on.
-pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine) {
+/// The user's answer from a notification: to the hook's request it names, else typed into
+/// the supervised session's dialog.
+async fn answer(mimesis: &Mimesis, id: &SessionId, request: Option<&str>, behavior: Behavior) -> Result<(), String> {
+    if let Some(request) = request {
+        let approvals = mimesis.approvals().ok_or("another running Mimesis answers permission requests")?;
+        return approvals.decide(request, behavior, None, None, None, Via::Notification).map(|_| ());
+    }
+    let sup = mimesis.supervisor_now().ok_or("this session is not supervised by Mimesis")?;
+    let word = if behavior == Behavior::Allow { "approve" } else { "deny" };
+    crate::pty::answer_supervised(mimesis, &sup, id.clone(), word, Via::Notification).await.map(|_| ())
+}
+
+/// A notification shown for a session waiting for approval.
+struct Shown {
+    id: i32,
+    /// The request its actions answer; `None` when it offers none or answers the PTY.
+    request: Option<String>,
+    answerable: bool,
+    title: String,
+    body: String,
+}
+
+/// Shows every notification the engine decides on, and keeps approval notifications in
+/// step with the requests waiting for an answer.
+pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mimesis: Mimesis) {
     let mut rx = engine.subscribe_notifications();
+    let mut requests = match mimesis.approvals() {
+        Some(a) => a.subscribe(),
+        None => tokio::sync::watch::channel(Vec::new()).1,
+    };
+    let mut shown: HashMap<SessionId, Shown> = HashMap::new();
     loop {
-        match rx.recv().await {
-            Ok(n) => show(&app, &n),
-            Err(RecvError::Lagged(missed)) => tracing::warn!(missed, "notifications fell behind; some were not shown"),
-            Err(RecvError::Closed) => return,
+        tokio::select! {
+            n = rx.recv() => match n {
+                Ok(n) if n.kind == NotificationKind::WaitingForApproval => {
+                    let pending = requests.borrow().clone();
+                    if let Some(old) = shown.remove(&n.session_id) {
+                        close(&app, old.id);
+                    }
+                    let body = body_of(&n.body);
+                    let s = show_approval(&app, &mimesis, &n.session_id, &n.title, &body, &pending);
+                    shown.insert(n.session_id.clone(), s);
+                }
+                Ok(n) => {
+                    show(&app, &n.title, &body_of(&n.body), &n.session_id, None);
+                }
+                Err(RecvError::Lagged(missed)) => tracing::warn!(missed, "notifications fell behind; some were not shown"),
+                Err(RecvError::Closed) => return,
+            },
+            changed = requests.changed() => {
+                if changed.is_err() {
+                    requests = tokio::sync::watch::channel(Vec::new()).1;
+                    continue;
+                }
+                let pending = requests.borrow_and_update().clone();
+                shown.retain(|session, s| {
+                    let open = pending.iter().find(|p| &p.request.session_id == session);
+                    match (&s.request, open) {
+                        // Its request was answered or went away: the notification goes too.
+                        (Some(r), _) if !pending.iter().any(|p| &p.id == r) => {
+                            close(&app, s.id);
+                            false
+                        }
+                        // A request came for a session notified without actions: offer them.
+                        (None, Some(_)) if !s.answerable => {
+                            close(&app, s.id);
+                            *s = show_approval(&app, &mimesis, session, &s.title.clone(), &s.body.clone(), &pending);
+                            true
+                        }
+                        _ => true,
+                    }
+                });
+            }
         }
     }
 }
 
-fn show<R: Runtime>(app: &AppHandle<R>, n: &Notification) {
+/// An approval notification: with Approve once / Deny when a request of the session waits
+/// here or this app supervises it.
+fn show_approval<R: Runtime>(
+    app: &AppHandle<R>,
+    mimesis: &Mimesis,
+    session: &SessionId,
+    title: &str,
+    body: &str,
+    pending: &[Pending],
+) -> Shown {
+    let request = pending.iter().find(|p| &p.request.session_id == session);
+    let supervised = mimesis.supervisor_now().and_then(|s| s.supervision(session)).is_some_and(|s| s.pid.is_some());
+    let answerable = request.is_some() || supervised;
+    // The request's own words where there is one: the tool and what it would touch.
+    let body = match request {
+        Some(p) => {
+            let what = mimesis_core::text::clean_text(
+                &format!("{} {}", p.request.tool, p.request.target.as_deref().unwrap_or("")),
+                BODY_CHARS,
+            );
+            format!("{what}\n{body}")
+        }
+        None => body.to_owned(),
+    };
+    let id = show(app, title, &body, session, answerable.then(|| request.map(|p| p.id.as_str())));
+    Shown { id, request: request.map(|p| p.id.clone()), answerable, title: title.to_owned(), body }
+}
+
+fn body_of(body: &str) -> String {
+    let lines: Vec<String> = body.lines().map(|l| mimesis_core::text::clean_text(l, BODY_CHARS)).collect();
+    lines.join("\n")
+}
+
+/// Shows one notification; `answer: Some(request)` offers the approval actions (for the
+/// request, or the supervised session's dialog when `None` inside). Returns its id.
+fn show<R: Runtime>(
+    app: &AppHandle<R>,
+    title: &str,
+    body: &str,
+    session: &SessionId,
+    answer: Option<Option<&str>>,
+) -> i32 {
     static NEXT_ID: AtomicI32 = AtomicI32::new(1);
-    let body: Vec<String> = n.body.lines().map(|l| mimesis_core::text::clean_text(l, BODY_CHARS)).collect();
-    let result = app
-        .notification()
-        .builder()
-        .id(NEXT_ID.fetch_add(1, Ordering::Relaxed))
-        .title(&n.title)
-        .body(escape_markup(&body.join("\n")))
-        .extra(SESSION_KEY, n.session_id.as_str())
-        .show();
-    if let Err(e) = result {
-        tracing::warn!(error = %e, session = %n.session_id, "cannot show a desktop notification");
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let mut builder =
+        app.notification().builder().id(id).title(title).body(escape_markup(body)).extra(SESSION_KEY, session.as_str());
+    if let Some(request) = answer {
+        builder = builder.action_type_id(ANSWERABLE);
+        if let Some(r) = request {
+            builder = builder.extra(REQUEST_KEY, r);
+        }
     }
+    if let Err(e) = builder.show() {
+        tracing::warn!(error = %e, session = %session, "cannot show a desktop notification");
+    }
+    id
+}
+
+fn show_text<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str, session: &SessionId) {
+    show(app, title, &body_of(body), session, None);
+}
+
+fn close<R: Runtime>(app: &AppHandle<R>, id: i32) {
+    let _ = app.notification().remove_active(vec![id]);
 }
 
 /// Servers with `body-markup` read `<b>`, `<a href>`, `<img>` in the body: the transcript

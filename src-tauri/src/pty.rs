@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mimesis_core::SessionId;
+use mimesis_core::approval::{Answered, Via};
 use mimesis_core::dialog::{Answer, Dialog};
 use mimesis_core::supervision::flow::{Flow, HIGH_WATER, LOW_WATER, RESET};
 use mimesis_core::supervision::{AgentCommand, Resources, SupervisionEvent};
@@ -280,12 +281,39 @@ pub async fn pty_dialog(state: tauri::State<'_, PtyState>, session_id: String) -
 #[tauri::command(rename_all = "camelCase")]
 pub async fn pty_answer(state: tauri::State<'_, PtyState>, session_id: String, answer: String) -> CmdResult<String> {
     let id = self::session_id(&session_id)?;
-    let answer = match answer.as_str() {
-        "approve" => Answer::Approve,
-        "deny" => Answer::Deny,
-        label => Answer::Option(label.to_owned()),
+    answer_supervised(&state.mimesis, &state.sup().await?, id, &answer, Via::Window).await
+}
+
+/// Types the user's answer into a supervised session's dialog (`approve`, `deny`, or an
+/// option's label) and logs it for the session's timeline, marked with `via`.
+pub async fn answer_supervised(
+    mimesis: &Mimesis,
+    sup: &Supervisor,
+    id: SessionId,
+    answer: &str,
+    via: Via,
+) -> CmdResult<String> {
+    let (answer, behavior) = match answer {
+        "approve" => (Answer::Approve, "allow"),
+        "deny" => (Answer::Deny, "deny"),
+        label => (Answer::Option(label.to_owned()), "choose"),
     };
-    state.sup().await?.answer(&id, answer).await.map_err(|e| e.to_string())
+    // What was asked, for the timeline: the dialog's question and the rows above it.
+    let asked = sup.dialog(&id).await.ok().flatten();
+    let chosen = sup.answer(&id, answer).await.map_err(|e| e.to_string())?;
+    mimesis.record_answer(&Answered {
+        session_id: id,
+        at: mimesis.clock().now(),
+        id: mimesis_wiring::approvals::answer_id(),
+        tool: asked.as_ref().and_then(|d| d.context.first().cloned()),
+        target: asked.map(|d| d.question),
+        behavior: behavior.into(),
+        choice: Some(chosen.clone()),
+        message: None,
+        answers: None,
+        via,
+    });
+    Ok(chosen)
 }
 
 #[tauri::command(rename_all = "camelCase")]

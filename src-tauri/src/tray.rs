@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use mimesis_core::approval::{Behavior, Pending};
+use mimesis_core::approval::{Behavior, Pending, Via};
 use mimesis_core::attention::{AttentionSet, NotificationKind};
 use mimesis_core::text::clean_text;
 use mimesis_core::{SessionId, Status, StoreEvent, TrackedSession};
@@ -84,7 +84,7 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
                 // The user's click: the one way a request is answered from the tray.
                 let Some(state) = app.try_state::<crate::commands::AppState>() else { return };
                 if let Some(a) = state.mimesis.approvals()
-                    && let Err(e) = a.decide(request, behavior, None)
+                    && let Err(e) = a.decide(request, behavior, None, None, None, Via::Tray)
                 {
                     tracing::warn!(error = %e, "the tray's answer was not taken");
                 }

@@ -33,6 +33,37 @@ pub fn standin() -> Result<PathBuf> {
 }
 
 /// The `mimesis` CLI.
+/// `mimesis hook` as Claude Code runs it at a permission dialog of `session` for `tool`
+/// (stdout piped), with the data dir `data`.
+pub fn permission_hook(
+    data: &Path,
+    session: &str,
+    tool: &str,
+    input: serde_json::Value,
+) -> Result<std::process::Child> {
+    use std::io::Write;
+    let payload = serde_json::json!({"session_id": session, "hook_event_name": "PermissionRequest",
+        "cwd": "/home/dev/src/webview-fixture", "tool_name": tool, "tool_input": input});
+    let mut child = std::process::Command::new(mimesis()?)
+        .arg("hook")
+        .env("MIMESIS_DATA_DIR", data)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    child.stdin.take().context("stdin")?.write_all(payload.to_string().as_bytes())?;
+    Ok(child)
+}
+
+/// What a hook printed for Claude Code once it ended.
+pub async fn hook_output(child: std::process::Child) -> Result<serde_json::Value> {
+    let out =
+        tokio::time::timeout(Duration::from_secs(20), tokio::task::spawn_blocking(move || child.wait_with_output()))
+            .await
+            .context("the hook never returned")???;
+    anyhow::ensure!(out.status.success(), "the hook failed: {out:?}");
+    serde_json::from_slice(&out.stdout).with_context(|| format!("{:?}", String::from_utf8_lossy(&out.stdout)))
+}
+
 pub fn mimesis() -> Result<PathBuf> {
     built_binary("mimesis")
 }

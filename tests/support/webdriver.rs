@@ -89,6 +89,15 @@ impl DesktopSession {
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
     }
 
+    /// Clicks the action labelled `label` of the newest notification that offers it, as a
+    /// user does through dunst's context menu (its menu program is a script that picks the
+    /// entry by label).
+    pub fn choose_action(&self, label: &str) -> Result<()> {
+        let dir = self.dir.as_ref().context("no notification server in this session")?;
+        std::fs::write(dir.join("choice"), label)?;
+        self.dunstctl(&["context"]).map(|_| ())
+    }
+
     /// What dunst printed for each notification it received (`dunst -print`).
     pub fn notifications_log(&self) -> String {
         self.dir.as_ref().and_then(|d| std::fs::read_to_string(d.join("dunst.log")).ok()).unwrap_or_default()
@@ -147,7 +156,12 @@ impl DesktopApp {
                 bail!("dunst is missing: install the Debian package dunst");
             }
             let dir = tempfile::tempdir()?;
-            std::fs::write(dir.path().join("dunstrc"), DUNSTRC)?;
+            // The context menu's program: picks the action whose label the test wrote.
+            let menu = dir.path().join("menu.sh");
+            std::fs::write(&menu, "#!/bin/sh\ngrep -m1 -F \"#$(cat \"$(dirname \"$0\")/choice\") (\"\n")?;
+            std::fs::set_permissions(&menu, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+            let rc = DUNSTRC.replacen("[global]\n", &format!("[global]\n    dmenu = {}\n", menu.display()), 1);
+            std::fs::write(dir.path().join("dunstrc"), rc)?;
             // The script notes where the session is, starts the notification server and
             // becomes tauri-driver; all of it stays in the process group killed at the end.
             let mut script = String::from(

@@ -130,7 +130,7 @@ describe('SupervisionStore', () => {
     expect(sup.requestOf('ext')).toEqual(request);
     expect(b.count('approval_decide') + b.count('pty_answer')).toBe(0);
     expect(await sup.answer(session('ext'), false, '  keep it  ')).toBe(true);
-    expect(b.calls.at(-1)).toEqual({ cmd: 'approval_decide', args: { id: 'r1', allow: false, message: 'keep it' } });
+    expect(b.calls.at(-1)).toEqual({ cmd: 'approval_decide', args: { id: 'r1', allow: false, message: 'keep it', answers: null } });
     b.fire('approvals:changed', []);
     expect(sup.requestOf('ext')).toBeUndefined();
     expect(await sup.answer(session('pty-1'), true, null)).toBe(true);

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use mimesis_core::approval::{Behavior, Decided, PendingList, ToFace};
+use mimesis_core::approval::{Behavior, Decided, PendingList, ToFace, Via};
 use mimesis_core::{Clock, SessionId, SystemClock, TrackedSession};
 use mimesis_hooks::{self as hooks, install};
 use mimesis_os::roots;
@@ -80,6 +80,10 @@ enum Command {
     Approve {
         /// A request id from `mimesis pending`, or a session id or unique prefix of one.
         target: String,
+        /// An answer to the request's question (AskUserQuestion): an option's label or
+        /// your own words; once per question, in their order.
+        #[arg(long = "answer", value_name = "TEXT")]
+        answers: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -183,8 +187,10 @@ fn main() -> ExitCode {
         Command::Hooks { action } => hooks_cmd(&roots, &data_dir, action),
         Command::Pending { json } => pending_cmd(&data_dir, json),
         Command::Focus { session_id } => focus_cmd(&roots, &data_dir, &session_id),
-        Command::Approve { target, json } => decide_cmd(&data_dir, target, Behavior::Allow, None, json),
-        Command::Deny { target, message, json } => decide_cmd(&data_dir, target, Behavior::Deny, message, json),
+        Command::Approve { target, answers, json } => {
+            decide_cmd(&data_dir, target, Behavior::Allow, None, (!answers.is_empty()).then_some(answers), json)
+        }
+        Command::Deny { target, message, json } => decide_cmd(&data_dir, target, Behavior::Deny, message, None, json),
         Command::Doctor { json } => doctor_cmd(&roots, &data_dir, json),
         Command::Metrics { json } => metrics_cmd(&data_dir, json),
         Command::Demo { dir, speed } => runtime().and_then(|rt| rt.block_on(demo(dir, speed))),
@@ -289,7 +295,8 @@ fn show(roots: &[PathBuf], data_dir: &std::path::Path, query: &str, json: bool) 
     // A session that continues others shows the whole chain, oldest first.
     let mut items = once::chain_prefix(roots, data_dir, &path, SystemClock.now())
         .context("cannot read an earlier segment of the chain")?;
-    items.extend(once::read_timeline(&path).with_context(|| format!("cannot read {}", path.display()))?);
+    items
+        .extend(once::read_timeline(&path, Some(data_dir)).with_context(|| format!("cannot read {}", path.display()))?);
     let out = io::stdout();
     let mut out = io::BufWriter::new(out.lock());
     if json {
@@ -419,9 +426,10 @@ fn decide_cmd(
     target: String,
     behavior: Behavior,
     message: Option<String>,
+    answers_in_order: Option<Vec<String>>,
     json: bool,
 ) -> anyhow::Result<()> {
-    let msg = ToFace::Decide { target, behavior, message };
+    let msg = ToFace::Decide { target, behavior, message, answers: None, answers_in_order, via: Via::Cli };
     let decided: Decided = mimesis_hooks::approvals::call(data_dir, &msg, FACE_WAIT)?;
     if json {
         let mut out = io::stdout().lock();

@@ -274,6 +274,16 @@ pub fn timeline(out: &mut impl Write, items: &[TimelineItem], st: &Style) -> io:
                 let label = format!("══ {reason}: session {} begins", session_id.short());
                 writeln!(out, "\n{} {} ══", st.paint("1;35", &label), st.dim(&clock_time(*timestamp)))?;
             }
+            TimelineItem::Answer { tool, target, text, .. } => {
+                let about: Vec<&str> = [tool.as_deref(), target.as_deref()].into_iter().flatten().collect();
+                writeln!(
+                    out,
+                    "  {} {}{}",
+                    st.paint("1;35", "◆ Mimesis"),
+                    sanitize(text, false),
+                    st.dim(&sanitize(&format!(" · {}", about.join(" ")), false))
+                )?;
+            }
             TimelineItem::System { subtype, text, .. } => {
                 let line = match subtype.as_str() {
                     "command" => format!("› {}", sanitize(text, false)),

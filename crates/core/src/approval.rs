@@ -8,6 +8,7 @@
 //! action in a face or the CLI. No face, no answer in time, a face that goes away: the hook
 //! prints nothing, and Claude Code's own dialog decides.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -16,7 +17,8 @@ use serde_json::Value;
 
 use crate::clock::Timestamp;
 use crate::ids::SessionId;
-use crate::text::clean_text;
+use crate::text::{clean_block, clean_text};
+use crate::timeline::TimelineItem;
 use crate::transcript::TARGET_KEYS;
 
 /// The socket of the face that answers, in the data dir (owner-only).
@@ -26,10 +28,23 @@ pub fn socket_path(data_dir: &Path) -> PathBuf {
     data_dir.join(SOCKET)
 }
 
-/// How long the hook waits for a decision unless `MIMESIS_APPROVAL_WAIT_SECS` says
-/// otherwise; Claude Code's dialog stays usable all along.
+/// The log of the answers given from Mimesis, in the data dir (owner-only), one
+/// [`Answered`] per line: what the timelines show as "answered from Mimesis".
+pub const ANSWERS_FILE: &str = "answers.jsonl";
+
+pub fn answers_path(data_dir: &Path) -> PathBuf {
+    data_dir.join(ANSWERS_FILE)
+}
+
+/// The longest the hook itself waits for a decision unless `MIMESIS_APPROVAL_WAIT_SECS`
+/// says otherwise (the installed hook's timeout is 10 s more). The face ends a request
+/// earlier when its setting (`watch.answerWaitSecs`) says so. Claude Code's dialog stays
+/// usable all along.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(300);
 pub const WAIT_ENV: &str = "MIMESIS_APPROVAL_WAIT_SECS";
+
+/// At most this many characters of a plan, a file's content or one side of an edit.
+pub const DETAIL_CHARS: usize = 20_000;
 
 /// The longest line either side reads.
 pub const MAX_LINE: usize = 256 * 1024;
@@ -46,7 +61,43 @@ pub enum ToFace {
     /// Answers one request (its id, or a session id or unique prefix of one); answered with
     /// [`Decided`].
     #[serde(rename_all = "camelCase")]
-    Decide { target: String, behavior: Behavior, message: Option<String> },
+    Decide {
+        target: String,
+        behavior: Behavior,
+        message: Option<String>,
+        /// AskUserQuestion: the answer to each question (its text → an option's label or
+        /// the user's own words); only with `allow`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answers: Option<BTreeMap<String, String>>,
+        /// The same, as a list in the order of the questions (`mimesis approve --answer`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answers_in_order: Option<Vec<String>>,
+        /// Where the user answered; `cli` when not said.
+        #[serde(default)]
+        via: Via,
+    },
+}
+
+/// Where the user gave an answer, as the timeline shows it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum Via {
+    Window,
+    Tray,
+    Notification,
+    #[default]
+    Cli,
+}
+
+impl Via {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Window => "window",
+            Via::Tray => "tray",
+            Via::Notification => "notification",
+            Via::Cli => "cli",
+        }
+    }
 }
 
 /// What Claude Code asks permission for, as the hook read it from its payload.
@@ -58,6 +109,48 @@ pub struct Request {
     /// The command, the file, the URL… (cleaned, at most 300 characters).
     pub target: Option<String>,
     pub cwd: Option<String>,
+    /// What to read before answering: the edit, the file, the plan, the questions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<Detail>,
+}
+
+/// The part of a tool's input a user reads before answering (cleaned text, each at most
+/// [`DETAIL_CHARS`] characters).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum Detail {
+    /// Edit and MultiEdit: each replacement, old → new.
+    Edit { file: String, edits: Vec<Replacement> },
+    /// Write: the file's whole new content.
+    Write { file: String, content: String },
+    /// ExitPlanMode: the plan to approve.
+    Plan { plan: String },
+    /// AskUserQuestion: the questions and their options.
+    Questions { questions: Vec<Question> },
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Replacement {
+    pub old: String,
+    pub new: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Question {
+    pub question: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    pub options: Vec<QuestionOption>,
+    #[serde(default)]
+    pub multi_select: bool,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct QuestionOption {
+    pub label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +167,83 @@ pub struct Decision {
     pub behavior: Option<Behavior>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<BTreeMap<String, String>>,
+}
+
+/// One answer given from Mimesis (a line of [`ANSWERS_FILE`]), shown in its session's
+/// timeline.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Answered {
+    pub session_id: SessionId,
+    pub at: Timestamp,
+    /// The permission request's id, or a fresh one for a supervised session's dialog.
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// `allow`, `deny`, or `choose` (a dialog's option, by its label in `choice`).
+    pub behavior: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<BTreeMap<String, String>>,
+    pub via: Via,
+}
+
+impl Answered {
+    /// The answer as a timeline item (kind `answer`).
+    pub fn item(&self) -> TimelineItem {
+        TimelineItem::Answer {
+            uuid: format!("answer:{}", self.id),
+            timestamp: Some(self.at),
+            tool: self.tool.clone(),
+            target: self.target.clone(),
+            behavior: self.behavior.clone(),
+            choice: self.choice.clone(),
+            message: self.message.clone(),
+            answers: self.answers.clone(),
+            via: self.via.as_str().to_owned(),
+            text: self.sentence(),
+        }
+    }
+
+    /// The answer in a sentence, as every face shows it.
+    pub fn sentence(&self) -> String {
+        let via = match self.via {
+            Via::Window => "from the window",
+            Via::Tray => "from the tray menu",
+            Via::Notification => "from a notification",
+            Via::Cli => "from the command line",
+        };
+        let what = match (self.behavior.as_str(), &self.answers, &self.choice) {
+            ("allow", Some(a), _) => {
+                let list: Vec<String> =
+                    a.iter().map(|(q, a)| format!("{} → {}", clean_text(q, 80), clean_text(a, 80))).collect();
+                format!("Answered {via}: {}", list.join("; "))
+            }
+            ("allow", None, _) => format!("Approved once {via}"),
+            ("deny", ..) => format!("Denied {via}"),
+            (_, _, Some(c)) => format!("Chose “{}” {via}", clean_text(c, 80)),
+            _ => format!("Answered {via}"),
+        };
+        match &self.message {
+            Some(m) => format!("{what}, telling Claude: “{}”", clean_text(m, 200)),
+            None => what,
+        }
+    }
+
+    /// A line of the answers log, if it is one and names a session.
+    pub fn parse_line(line: &[u8]) -> Option<Answered> {
+        if line.len() > MAX_LINE || crate::json::too_deep(line, crate::json::MAX_DEPTH) {
+            return None;
+        }
+        serde_json::from_slice(line).ok()
+    }
 }
 
 /// An open request as faces and `mimesis pending --json` show it.
@@ -117,12 +287,114 @@ pub fn request_of(session_id: SessionId, cwd: Option<String>, payload: &Value) -
         };
         Some(clean_text(text.lines().next().unwrap_or(""), 300))
     });
-    Request { session_id, tool: clean_text(tool, 100), target, cwd }
+    let detail = input.and_then(|i| detail_of(tool, i));
+    Request { session_id, tool: clean_text(tool, 100), target, cwd, detail }
+}
+
+/// What to show of `input` before answering a call of `tool`.
+pub fn detail_of(tool: &str, input: &Value) -> Option<Detail> {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(|s| clean_block(s, DETAIL_CHARS));
+    let file = || text(input.get("file_path")).map(|f| clean_text(&f, 500));
+    match tool {
+        "Edit" => Some(Detail::Edit {
+            file: file()?,
+            edits: vec![Replacement {
+                old: text(input.get("old_string")).unwrap_or_default(),
+                new: text(input.get("new_string")).unwrap_or_default(),
+            }],
+        }),
+        "MultiEdit" => Some(Detail::Edit {
+            file: file()?,
+            edits: input
+                .get("edits")?
+                .as_array()?
+                .iter()
+                .take(50)
+                .map(|e| Replacement {
+                    old: text(e.get("old_string")).unwrap_or_default(),
+                    new: text(e.get("new_string")).unwrap_or_default(),
+                })
+                .collect(),
+        }),
+        "Write" => Some(Detail::Write { file: file()?, content: text(input.get("content")).unwrap_or_default() }),
+        "ExitPlanMode" => Some(Detail::Plan { plan: text(input.get("plan"))? }),
+        "AskUserQuestion" => {
+            let questions: Vec<Question> = input
+                .get("questions")?
+                .as_array()?
+                .iter()
+                .take(8)
+                .filter_map(|q| {
+                    Some(Question {
+                        // The key Claude Code answers by: kept whole (cleaning would change it).
+                        question: q.get("question")?.as_str()?.chars().take(DETAIL_CHARS).collect(),
+                        header: q.get("header").and_then(Value::as_str).map(|h| clean_text(h, 60)),
+                        options: q
+                            .get("options")
+                            .and_then(Value::as_array)
+                            .map(|o| {
+                                o.iter()
+                                    .take(20)
+                                    .filter_map(|o| {
+                                        Some(QuestionOption {
+                                            label: o.get("label")?.as_str()?.chars().take(500).collect(),
+                                            description: o
+                                                .get("description")
+                                                .and_then(Value::as_str)
+                                                .map(|d| clean_text(d, 500)),
+                                        })
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                        multi_select: q.get("multiSelect").and_then(Value::as_bool).unwrap_or(false),
+                    })
+                })
+                .collect();
+            (!questions.is_empty()).then_some(Detail::Questions { questions })
+        }
+        _ => None,
+    }
+}
+
+/// Answers given in the order of the request's questions, keyed by question.
+pub fn answers_by_question(request: &Request, list: &[String]) -> Result<BTreeMap<String, String>, String> {
+    let Some(Detail::Questions { questions }) = &request.detail else {
+        return Err(format!("{} asks no questions: approve or deny it", request.tool));
+    };
+    if list.len() != questions.len() {
+        return Err(format!("{} question(s) asked, {} answer(s) given", questions.len(), list.len()));
+    }
+    Ok(questions.iter().map(|q| q.question.clone()).zip(list.iter().cloned()).collect())
+}
+
+/// Checks answers to a request's questions: every question answered once, by text of at
+/// most 2,000 characters (an option's label or the user's own words).
+pub fn check_answers(request: &Request, answers: &BTreeMap<String, String>) -> Result<(), String> {
+    let Some(Detail::Questions { questions }) = &request.detail else {
+        return Err(format!("{} asks no questions: approve or deny it", request.tool));
+    };
+    for q in questions {
+        match answers.get(&q.question) {
+            None => return Err(format!("no answer to {:?}", clean_text(&q.question, 80))),
+            Some(a) if a.trim().is_empty() => {
+                return Err(format!("an empty answer to {:?}", clean_text(&q.question, 80)));
+            }
+            Some(a) if a.chars().count() > 2000 => return Err("an answer is longer than 2,000 characters".into()),
+            Some(_) => {}
+        }
+    }
+    if let Some(k) = answers.keys().find(|k| !questions.iter().any(|q| &q.question == *k)) {
+        return Err(format!("{:?} is not one of the questions", clean_text(k, 80)));
+    }
+    Ok(())
 }
 
 /// What the hook prints on stdout for Claude Code: the documented `PermissionRequest`
 /// output, or nothing for no decision.
-pub fn hook_output(d: &Decision) -> Option<String> {
+/// `tool_input` is the request's: answers to AskUserQuestion go back as its `answers`
+/// in `updatedInput`, the way Claude Code's own dialog returns them.
+pub fn hook_output(d: &Decision, tool_input: Option<&Value>) -> Option<String> {
     let behavior = match d.behavior? {
         Behavior::Allow => "allow",
         Behavior::Deny => "deny",
@@ -130,6 +402,11 @@ pub fn hook_output(d: &Decision) -> Option<String> {
     let mut decision = serde_json::json!({ "behavior": behavior });
     if let (Behavior::Deny, Some(m)) = (d.behavior?, &d.message) {
         decision["message"] = Value::String(m.clone());
+    }
+    if let (Behavior::Allow, Some(answers), Some(Value::Object(input))) = (d.behavior?, &d.answers, tool_input) {
+        let mut updated = input.clone();
+        updated.insert("answers".into(), serde_json::to_value(answers).unwrap_or_default());
+        decision["updatedInput"] = Value::Object(updated);
     }
     let out = serde_json::json!({
         "hookSpecificOutput": { "hookEventName": "PermissionRequest", "decision": decision }
@@ -149,16 +426,17 @@ mod tests {
 
     #[test]
     fn the_hook_prints_claude_codes_documented_output_or_nothing() {
-        let allow = Decision { behavior: Some(Behavior::Allow), message: Some("ignored".into()) };
-        let v: Value = serde_json::from_str(&hook_output(&allow).unwrap()).unwrap();
+        let allow = Decision { behavior: Some(Behavior::Allow), message: Some("ignored".into()), answers: None };
+        let v: Value = serde_json::from_str(&hook_output(&allow, Some(&json!({"command": "ls"}))).unwrap()).unwrap();
         assert_eq!(
             v,
             json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}})
         );
-        let deny = Decision { behavior: Some(Behavior::Deny), message: Some("use the staging host".into()) };
-        let v: Value = serde_json::from_str(&hook_output(&deny).unwrap()).unwrap();
+        let deny =
+            Decision { behavior: Some(Behavior::Deny), message: Some("use the staging host".into()), answers: None };
+        let v: Value = serde_json::from_str(&hook_output(&deny, None).unwrap()).unwrap();
         assert_eq!(v["hookSpecificOutput"]["decision"], json!({"behavior": "deny", "message": "use the staging host"}));
-        assert_eq!(hook_output(&Decision::default()), None, "no decision: nothing on stdout");
+        assert_eq!(hook_output(&Decision::default(), None), None, "no decision: nothing on stdout");
     }
 
     #[test]
@@ -173,10 +451,71 @@ mod tests {
     }
 
     #[test]
+    fn answers_go_back_in_the_updated_input_as_claude_codes_dialog_returns_them() {
+        let input = json!({"questions": [{"question": "Which DB?", "options": [{"label": "Postgres"}]}]});
+        let answers: BTreeMap<String, String> = [("Which DB?".to_owned(), "Postgres".to_owned())].into();
+        let d = Decision { behavior: Some(Behavior::Allow), message: None, answers: Some(answers) };
+        let v: Value = serde_json::from_str(&hook_output(&d, Some(&input)).unwrap()).unwrap();
+        let decision = &v["hookSpecificOutput"]["decision"];
+        assert_eq!(decision["behavior"], "allow");
+        assert_eq!(decision["updatedInput"]["questions"], input["questions"], "the questions stay as asked");
+        assert_eq!(decision["updatedInput"]["answers"], json!({"Which DB?": "Postgres"}));
+    }
+
+    #[test]
+    fn the_detail_shows_edits_files_plans_and_questions_as_text() {
+        let edit = detail_of(
+            "Edit",
+            &json!({"file_path": "/p/a.rs", "old_string": "let a = 1;\x1b[2J", "new_string": "let a = 2;\r\n"}),
+        );
+        assert_eq!(
+            edit,
+            Some(Detail::Edit {
+                file: "/p/a.rs".into(),
+                edits: vec![Replacement { old: "let a = 1;".into(), new: "let a = 2;\n".into() }]
+            })
+        );
+        let multi = detail_of(
+            "MultiEdit",
+            &json!({"file_path": "/p/b", "edits": [{"old_string": "x", "new_string": "y"}, {"old_string": "1"}]}),
+        );
+        assert!(matches!(multi, Some(Detail::Edit { edits, .. }) if edits.len() == 2 && edits[1].new.is_empty()));
+        let write = detail_of("Write", &json!({"file_path": "/p/c", "content": "a".repeat(30_000)}));
+        assert!(matches!(write, Some(Detail::Write { content, .. }) if content.chars().count() == DETAIL_CHARS + 1));
+        let plan = detail_of("ExitPlanMode", &json!({"plan": "# Plan\n1. do it"}));
+        assert_eq!(plan, Some(Detail::Plan { plan: "# Plan\n1. do it".into() }));
+        let q = detail_of(
+            "AskUserQuestion",
+            &json!({"questions": [{"question": "Which DB?", "header": "DB", "multiSelect": false,
+                    "options": [{"label": "Postgres", "description": "server"}, {"nolabel": 1}]}]}),
+        );
+        let Some(Detail::Questions { questions }) = q else { panic!("{q:?}") };
+        assert_eq!(questions[0].options.len(), 1, "an option without a label is left out");
+        assert_eq!(questions[0].options[0].description.as_deref(), Some("server"));
+        assert_eq!(detail_of("Bash", &json!({"command": "ls"})), None);
+        assert_eq!(detail_of("Edit", &json!({"old_string": "no file"})), None);
+        let r = request_of(
+            SessionId::parse("s").unwrap(),
+            None,
+            &json!({"tool_name": "ExitPlanMode", "tool_input": {"plan": "p"}}),
+        );
+        assert!(r.detail.is_some());
+    }
+
+    #[test]
     fn messages_round_trip_with_their_op() {
-        let m = ToFace::Decide { target: "ab".into(), behavior: Behavior::Deny, message: None };
+        let m = ToFace::Decide {
+            target: "ab".into(),
+            behavior: Behavior::Deny,
+            message: None,
+            answers: None,
+            answers_in_order: None,
+            via: Via::Cli,
+        };
         let s = serde_json::to_string(&m).unwrap();
-        assert_eq!(s, r#"{"op":"decide","target":"ab","behavior":"deny","message":null}"#);
+        assert_eq!(s, r#"{"op":"decide","target":"ab","behavior":"deny","message":null,"via":"cli"}"#);
+        let older = r#"{"op":"decide","target":"ab","behavior":"deny","message":null}"#;
+        assert_eq!(serde_json::from_str::<ToFace>(older).unwrap(), m, "via defaults to cli");
         assert_eq!(serde_json::from_str::<ToFace>(&s).unwrap(), m);
         assert_eq!(serde_json::to_string(&ToFace::List).unwrap(), r#"{"op":"list"}"#);
     }

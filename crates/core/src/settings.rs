@@ -26,6 +26,9 @@ pub struct WatchSettings {
     pub stale_timeout_secs: u64,
     pub idle_timeout_secs: u64,
     pub status_file_ttl_secs: u64,
+    /// How long a permission request from an external session waits for an answer from
+    /// Mimesis (Claude Code's own dialog stays usable all along).
+    pub answer_wait_secs: u64,
 }
 
 impl Default for WatchSettings {
@@ -35,6 +38,7 @@ impl Default for WatchSettings {
             stale_timeout_secs: 60,
             idle_timeout_secs: 600,
             status_file_ttl_secs: 300,
+            answer_wait_secs: 300,
         }
     }
 }
@@ -199,6 +203,7 @@ impl Settings {
         take(&w, "watch", "staleTimeoutSecs", &mut s.watch.stale_timeout_secs, &mut errors);
         take(&w, "watch", "idleTimeoutSecs", &mut s.watch.idle_timeout_secs, &mut errors);
         take(&w, "watch", "statusFileTtlSecs", &mut s.watch.status_file_ttl_secs, &mut errors);
+        take(&w, "watch", "answerWaitSecs", &mut s.watch.answer_wait_secs, &mut errors);
         let l = section("limits", &mut errors);
         s.limits = take_limits(&l, &mut errors);
         let a = section("agent", &mut errors);
@@ -239,6 +244,8 @@ impl Settings {
         range("watch.staleTimeoutSecs", w.stale_timeout_secs, 10, 3600);
         range("watch.idleTimeoutSecs", w.idle_timeout_secs, 60, 86_400);
         range("watch.statusFileTtlSecs", w.status_file_ttl_secs, 10, 86_400);
+        // At most the hook's own bound (the installed hook's timeout is 10 s more).
+        range("watch.answerWaitSecs", w.answer_wait_secs, 10, 300);
         errors.extend(self.limits.validate());
         let a = &self.agent;
         let field = |f: &str, m: &str| FieldError { field: f.into(), message: m.into() };
@@ -306,6 +313,7 @@ pub const NUMBER_FIELDS: &[NumberField] = &[
     field("watch.staleTimeoutSecs", 10, 3600, Unit::Seconds),
     field("watch.idleTimeoutSecs", 60, 86_400, Unit::Seconds),
     field("watch.statusFileTtlSecs", 10, 86_400, Unit::Seconds),
+    field("watch.answerWaitSecs", 10, 300, Unit::Seconds),
     field("limits.maxLiveSessions", 1, 64, Unit::Count),
     field("limits.idleTimeoutSecs", 60, 7200, Unit::Seconds),
     field("limits.maxDurationSecs", 60, 604_800, Unit::Seconds),
@@ -338,7 +346,7 @@ mod tests {
         let v = serde_json::to_value(Settings::default()).unwrap();
         assert_eq!(
             v["watch"],
-            json!({"approvalTimeoutSecs": 5, "staleTimeoutSecs": 60, "idleTimeoutSecs": 600, "statusFileTtlSecs": 300})
+            json!({"approvalTimeoutSecs": 5, "staleTimeoutSecs": 60, "idleTimeoutSecs": 600, "statusFileTtlSecs": 300, "answerWaitSecs": 300})
         );
         assert_eq!(v["limits"]["maxRssMb"], 4096);
         assert_eq!(v["limits"]["suspendMode"], "terminate");

@@ -34,6 +34,22 @@ pub fn clean_text(s: &str, max: usize) -> String {
     out
 }
 
+/// Untrusted text that keeps its lines (a plan, a file's content, an edit): terminal
+/// escapes, control characters other than newline and tab, and invisible characters
+/// dropped; `\r\n` read as a newline; at most `max` characters (then `…`).
+pub fn clean_block(s: &str, max: usize) -> String {
+    let plain = strip_ansi(s);
+    let mut out = String::with_capacity(plain.len().min(max * 4));
+    for (n, c) in plain.chars().filter(|&c| c == '\n' || c == '\t' || !invisible(c)).enumerate() {
+        if n >= max {
+            out.push('…');
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `s` without terminal escape sequences (colours, cursor moves, titles): what a command
 /// printed for a terminal, as plain text. CSI (`ESC [ … final`), OSC (`ESC ] … BEL` or
 /// `ESC \\`) and two-byte escapes are dropped; a lone ESC at the end too.
@@ -94,6 +110,13 @@ pub fn prefix(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_block_keeps_its_lines_and_loses_escapes_and_invisible_characters() {
+        let s = "fn main() {\r\n\tprintln!(\"\x1b[31mhi\x1b[0m\");\u{202E}\n}\x07";
+        assert_eq!(clean_block(s, 100), "fn main() {\n\tprintln!(\"hi\");\n}");
+        assert_eq!(clean_block("abcdef", 3), "abc…");
+    }
 
     #[test]
     fn collapses_whitespace_drops_controls_and_cuts_on_characters() {

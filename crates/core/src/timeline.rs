@@ -80,6 +80,26 @@ pub enum TimelineItem {
         /// clear | compact | rollover
         reason: String,
     },
+    /// An answer the user gave from Mimesis (the window, the tray, a notification, the
+    /// CLI) to this session's permission request or dialog; not from the transcript.
+    Answer {
+        uuid: String,
+        timestamp: Option<Timestamp>,
+        tool: Option<String>,
+        target: Option<String>,
+        /// allow | deny | choose
+        behavior: String,
+        /// The option chosen, by its label (`choose`).
+        choice: Option<String>,
+        /// The message to Claude with a denial.
+        message: Option<String>,
+        /// AskUserQuestion's answers: question → answer.
+        answers: Option<std::collections::BTreeMap<String, String>>,
+        /// window | tray | notification | cli
+        via: String,
+        /// The answer in a sentence ("Approved once from the window").
+        text: String,
+    },
 }
 
 impl TimelineItem {
@@ -92,7 +112,22 @@ impl TimelineItem {
             | TimelineItem::Compaction { uuid, .. }
             | TimelineItem::ApiError { uuid, .. }
             | TimelineItem::System { uuid, .. }
-            | TimelineItem::Segment { uuid, .. } => uuid,
+            | TimelineItem::Segment { uuid, .. }
+            | TimelineItem::Answer { uuid, .. } => uuid,
+        }
+    }
+
+    pub fn timestamp(&self) -> Option<Timestamp> {
+        match self {
+            TimelineItem::Prompt { timestamp, .. }
+            | TimelineItem::AssistantText { timestamp, .. }
+            | TimelineItem::Thinking { timestamp, .. }
+            | TimelineItem::ToolCall { timestamp, .. }
+            | TimelineItem::Compaction { timestamp, .. }
+            | TimelineItem::ApiError { timestamp, .. }
+            | TimelineItem::System { timestamp, .. }
+            | TimelineItem::Segment { timestamp, .. }
+            | TimelineItem::Answer { timestamp, .. } => *timestamp,
         }
     }
 
@@ -106,6 +141,7 @@ impl TimelineItem {
             TimelineItem::ApiError { .. } => "api_error",
             TimelineItem::System { .. } => "system",
             TimelineItem::Segment { .. } => "segment",
+            TimelineItem::Answer { .. } => "answer",
         }
     }
 
@@ -179,7 +215,7 @@ impl TimelineItem {
                 subtype: subtype.clone(),
                 text: short(text),
             },
-            TimelineItem::Segment { .. } => self.clone(),
+            TimelineItem::Segment { .. } | TimelineItem::Answer { .. } => self.clone(),
         };
         (item, cut.get())
     }
@@ -210,6 +246,9 @@ pub struct TimelineBuilder {
     last_compaction: Option<usize>,
     lines: u64,
     pub malformed: u64,
+    /// Items from outside the transcript (answers given from Mimesis), oldest first, not
+    /// placed yet: each goes in before the first transcript item that is later than it.
+    notes: std::collections::VecDeque<TimelineItem>,
 }
 
 fn text_of(v: &Value) -> String {
@@ -302,7 +341,29 @@ impl TimelineBuilder {
         self.push_record(&value, changed);
     }
 
+    /// Adds items from outside the transcript; each is placed by its timestamp among the
+    /// transcript's items, and at the end by [`TimelineBuilder::place_notes`].
+    pub fn add_notes(&mut self, notes: impl IntoIterator<Item = TimelineItem>) {
+        self.notes.extend(notes);
+        self.notes.make_contiguous().sort_by_key(TimelineItem::timestamp);
+    }
+
+    /// Places the notes not placed yet at the end.
+    pub fn place_notes(&mut self, changed: &mut Vec<usize>) {
+        while let Some(n) = self.notes.pop_front() {
+            self.items.push(n);
+            changed.push(self.items.len() - 1);
+        }
+    }
+
     fn push(&mut self, item: TimelineItem, changed: &mut Vec<usize>) -> usize {
+        if let Some(at) = item.timestamp() {
+            while self.notes.front().is_some_and(|n| n.timestamp().is_some_and(|t| t < at)) {
+                let n = self.notes.pop_front().expect("a note");
+                self.items.push(n);
+                changed.push(self.items.len() - 1);
+            }
+        }
         self.items.push(item);
         let i = self.items.len() - 1;
         changed.push(i);

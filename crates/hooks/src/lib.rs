@@ -221,7 +221,7 @@ fn answer_permission(data_dir: &Path, ev: &HookEvent, payload: &[u8]) {
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(payload) else { return };
     let request = mimesis_core::approval::request_of(ev.session_id.clone(), ev.cwd.clone(), &value);
     let decision = approvals::ask(data_dir, &request, approvals::wait_from_env());
-    if let Some(out) = mimesis_core::approval::hook_output(&decision) {
+    if let Some(out) = mimesis_core::approval::hook_output(&decision, value.get("tool_input")) {
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "{out}");
         let _ = stdout.flush();

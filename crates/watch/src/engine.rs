@@ -173,6 +173,8 @@ enum Command {
     TimelineRange(SessionId, usize, usize, Reply<Result<TimelinePage, EngineError>>),
     TimelineItem(SessionId, usize, Reply<Result<Option<TimelineItem>, EngineError>>),
     CloseTimeline(SessionId),
+    /// An item from outside the transcript for the session's open timeline.
+    Note(SessionId, Box<TimelineItem>),
     OpenTimelines(Reply<Vec<(SessionId, usize)>>),
     Supervise(TranscriptLocation, Option<Box<Supervision>>),
     /// The first roster: every transcript read at both ends only.
@@ -199,6 +201,8 @@ pub struct Engine {
     attention: watch::Receiver<AttentionSet>,
     ready: watch::Receiver<Phase>,
     clock: Arc<dyn Clock>,
+    /// Where the answers given from Mimesis are logged (their timeline notes).
+    data_dir: Option<PathBuf>,
 }
 
 /// How far the start-up has come.
@@ -324,7 +328,17 @@ impl Engine {
             }
         });
         tokio::spawn(actor.run(cmd_rx, fs_rx, config.poll_interval));
-        Engine { cmd: cmd_tx, events, timeline, agent_reports, notifications, attention, ready, clock: config.clock }
+        Engine {
+            cmd: cmd_tx,
+            events,
+            timeline,
+            agent_reports,
+            notifications,
+            attention,
+            ready,
+            clock: config.clock,
+            data_dir: config.data_dir,
+        }
     }
 
     /// Waits until every transcript was read in full and changes are followed.
@@ -400,11 +414,15 @@ impl Engine {
     pub async fn open_timeline(&self, id: &SessionId, tail: usize) -> Result<TimelinePage, EngineError> {
         let path = self.transcript_path(id).await?;
         let segments = self.ask(|r| Command::ChainSegments(id.clone(), r)).await?;
+        let (data_dir, session) = (self.data_dir.clone(), id.clone());
         let view = tokio::task::spawn_blocking(move || {
             // The earlier segments of a chain come first, each closed by its boundary.
             let prefix = timeline::chain_prefix(&segments)
                 .map_err(|source| EngineError::Transcript { path: path.clone(), source })?;
             let mut view = TimelineView::new(&path);
+            if let Some(d) = &data_dir {
+                view.add_notes(timeline::answers_of(d, &session));
+            }
             let waiting = match view.poll() {
                 Ok(_) => false,
                 // A session started a moment ago: its transcript comes with the first prompt.
@@ -430,6 +448,12 @@ impl Engine {
     /// each of them).
     pub async fn open_timelines(&self) -> Result<Vec<(SessionId, usize)>, EngineError> {
         self.ask(Command::OpenTimelines).await
+    }
+
+    /// An answer given from Mimesis to one of the session's requests (already in the
+    /// answers log): shown in its open timeline at once.
+    pub fn note_answer(&self, answered: &mimesis_core::approval::Answered) {
+        let _ = self.cmd.send(Command::Note(answered.session_id.clone(), Box::new(answered.item())));
     }
 
     pub fn close_timeline(&self, id: &SessionId) {
@@ -1002,6 +1026,12 @@ impl Actor {
                     None => Err(EngineError::TimelineNotOpen(id)),
                 };
                 let _ = reply.send(item);
+            }
+            Command::Note(id, item) => {
+                if let Some(open) = self.timelines.get_mut(&id) {
+                    open.view.add_notes(vec![*item]);
+                    self.update_timeline(&id);
+                }
             }
             Command::CloseTimeline(id) => {
                 self.timelines.remove(&id);

@@ -15,7 +15,7 @@ pub fn chain_prefix(segments: &[ChainSegment]) -> io::Result<Vec<TimelineItem>> 
     let mut items = Vec::new();
     for pair in segments.windows(2) {
         let (prev, next) = (&pair[0], &pair[1]);
-        match read_timeline(&prev.path) {
+        match read_timeline(&prev.path, Vec::new()) {
             Ok(v) => items.extend(v),
             // A segment whose file is gone still leaves its boundary.
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -32,9 +32,26 @@ pub fn chain_prefix(segments: &[ChainSegment]) -> io::Result<Vec<TimelineItem>> 
     Ok(items)
 }
 
-/// Reads a whole transcript into its timeline.
-pub fn read_timeline(path: &Path) -> io::Result<Vec<TimelineItem>> {
+/// The answers given from Mimesis to `session` (the data dir's answers log), as timeline
+/// items. A missing or unreadable log is no answers.
+pub fn answers_of(data_dir: &Path, session: &mimesis_core::SessionId) -> Vec<TimelineItem> {
+    use mimesis_core::approval::{Answered, answers_path};
+    let mut out = Vec::new();
+    let mut tail = FileTail::with_max_line(answers_path(data_dir), mimesis_core::approval::MAX_LINE);
+    let _ = tail.read_new(|l| {
+        if let Some(a) = Answered::parse_line(l)
+            && &a.session_id == session
+        {
+            out.push(a.item());
+        }
+    });
+    out
+}
+
+/// Reads a whole transcript into its timeline, with `notes` placed by time.
+pub fn read_timeline(path: &Path, notes: Vec<TimelineItem>) -> io::Result<Vec<TimelineItem>> {
     let mut view = TimelineView::new(path);
+    view.add_notes(notes);
     view.poll()?;
     Ok(view.builder.into_items())
 }
@@ -52,11 +69,20 @@ pub struct TimelineDelta {
 pub struct TimelineView {
     tail: FileTail,
     builder: TimelineBuilder,
+    /// Every note given (answers from Mimesis), to place again when the file is replaced.
+    notes: Vec<TimelineItem>,
 }
 
 impl TimelineView {
     pub fn new(path: &Path) -> Self {
-        TimelineView { tail: FileTail::new(path), builder: TimelineBuilder::new() }
+        TimelineView { tail: FileTail::new(path), builder: TimelineBuilder::new(), notes: Vec::new() }
+    }
+
+    /// Items from outside the transcript, placed among its items by time from the next
+    /// [`TimelineView::poll`] on.
+    pub fn add_notes(&mut self, notes: Vec<TimelineItem>) {
+        self.builder.add_notes(notes.iter().cloned());
+        self.notes.extend(notes);
     }
 
     pub fn items(&self) -> &[TimelineItem] {
@@ -65,11 +91,12 @@ impl TimelineView {
 
     /// Reads what was appended and applies it.
     pub fn poll(&mut self) -> io::Result<TimelineDelta> {
-        let mut sink = Sink { builder: &mut self.builder, delta: TimelineDelta::default() };
+        let mut sink = Sink { builder: &mut self.builder, notes: &self.notes, delta: TimelineDelta::default() };
         if self.tail.read_into(&mut sink)? == ReadOutcome::Missing {
             return Err(io::Error::new(io::ErrorKind::NotFound, "the transcript file is gone"));
         }
         let mut delta = sink.delta;
+        self.builder.place_notes(&mut delta.changed);
         delta.changed.sort_unstable();
         delta.changed.dedup();
         Ok(delta)
@@ -78,6 +105,7 @@ impl TimelineView {
 
 struct Sink<'a> {
     builder: &'a mut TimelineBuilder,
+    notes: &'a [TimelineItem],
     delta: TimelineDelta,
 }
 
@@ -88,6 +116,7 @@ impl LineSink for Sink<'_> {
 
     fn reset(&mut self) {
         *self.builder = TimelineBuilder::new();
+        self.builder.add_notes(self.notes.iter().cloned());
         self.delta = TimelineDelta { reset: true, changed: Vec::new() };
     }
 }

@@ -7,6 +7,7 @@
 //! uid is checked. Request ids are 128 random bits and single-use. Nothing here decides:
 //! [`Approvals::decide`] is called for a user's explicit action only.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,12 +16,20 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{oneshot, watch};
 
-use mimesis_core::approval::{self, Behavior, Decided, Decision, MAX_LINE, Pending, PendingList, ToFace};
-use mimesis_core::clock::Clock;
+use mimesis_core::approval::{
+    self, Answered, Behavior, Decided, Decision, MAX_LINE, Pending, PendingList, ToFace, Via,
+};
+use mimesis_core::clock::{Clock, Mono};
 use mimesis_core::ids::SessionId;
 
 /// How long a client has to send its one line.
 const READ_LINE: Duration = Duration::from_secs(5);
+
+/// How often requests are checked against the wait (`watch.answerWaitSecs`).
+const EXPIRY_CHECK: Duration = Duration::from_secs(1);
+
+/// Told of every answer given here (to log it and show it in the session's timeline).
+pub type OnAnswer = Arc<dyn Fn(&Answered) + Send + Sync>;
 
 /// The open requests of this face. Cheap to clone.
 #[derive(Clone)]
@@ -29,17 +38,42 @@ pub struct Approvals {
     changed: watch::Sender<Vec<Pending>>,
     clock: Arc<dyn Clock>,
     path: PathBuf,
+    /// How long a request waits for an answer here before Claude Code's dialog alone
+    /// decides.
+    wait: Arc<Mutex<Duration>>,
+    on_answer: OnAnswer,
 }
 
 struct Open {
     pending: Pending,
+    since: Mono,
     reply: oneshot::Sender<Decision>,
+}
+
+/// Appends one answer to the data dir's answers log (created owner-only), in one write.
+pub fn log_answer(data_dir: &Path, answered: &Answered) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut line = serde_json::to_vec(answered)?;
+    line.push(b'\n');
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(approval::answers_path(data_dir))?;
+    f.write_all(&line)
+}
+
+/// A fresh id for an answer that had no request (a supervised session's dialog).
+pub fn answer_id() -> String {
+    approval::new_id(random())
 }
 
 impl Approvals {
     /// Serves the socket of `data_dir`, unless another running face serves it already
     /// (then `None`: that face answers). Must be called within a tokio runtime.
-    pub fn serve(data_dir: &Path, clock: Arc<dyn Clock>) -> Option<Approvals> {
+    pub fn serve(data_dir: &Path, clock: Arc<dyn Clock>, on_answer: OnAnswer) -> Option<Approvals> {
         let path = approval::socket_path(data_dir);
         if std::os::unix::net::UnixStream::connect(&path).is_ok() {
             tracing::info!(socket = %path.display(), "another running Mimesis answers permission requests");
@@ -54,9 +88,54 @@ impl Approvals {
             }
         };
         let (changed, _) = watch::channel(Vec::new());
-        let me = Approvals { open: Arc::new(Mutex::new(Vec::new())), changed, clock, path };
+        let me = Approvals {
+            open: Arc::new(Mutex::new(Vec::new())),
+            changed,
+            clock,
+            path,
+            wait: Arc::new(Mutex::new(approval::DEFAULT_WAIT)),
+            on_answer,
+        };
         tokio::spawn(me.clone().accept(listener));
+        let expiring = me.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(EXPIRY_CHECK);
+            loop {
+                every.tick().await;
+                if !expiring.path.exists() {
+                    return;
+                }
+                expiring.expire();
+            }
+        });
         Some(me)
+    }
+
+    /// How long a request waits for an answer here (the setting `watch.answerWaitSecs`).
+    pub fn set_wait(&self, wait: Duration) {
+        *self.wait.lock().unwrap_or_else(|e| e.into_inner()) = wait;
+    }
+
+    /// Ends the requests that waited longer than the wait, by the face's clock: their hook
+    /// returns no decision and Claude Code's dialog decides. Returns how many ended.
+    pub fn expire(&self) -> usize {
+        let wait = *self.wait.lock().unwrap_or_else(|e| e.into_inner());
+        let now = self.clock.mono();
+        let gone: Vec<Open> = {
+            let mut open = self.lock();
+            let (gone, keep) = open.drain(..).partition(|o| now.since(o.since) >= wait);
+            *open = keep;
+            gone
+        };
+        let n = gone.len();
+        if n > 0 {
+            for o in gone {
+                tracing::info!(session = %o.pending.request.session_id, "a permission request waited too long; the terminal's dialog decides");
+                let _ = o.reply.send(Decision::default());
+            }
+            self.publish();
+        }
+        n
     }
 
     /// The open requests, oldest first.
@@ -71,9 +150,19 @@ impl Approvals {
 
     /// The user's answer to one request: `target` is its id, or a session id or a prefix
     /// of one that names a single session with an open request (its oldest then).
-    pub fn decide(&self, target: &str, behavior: Behavior, message: Option<String>) -> Result<Pending, String> {
+    /// `answers` answer an AskUserQuestion request (with `allow` only; checked against its
+    /// questions). The answer is logged for the session's timeline, marked with `via`.
+    pub fn decide(
+        &self,
+        target: &str,
+        behavior: Behavior,
+        message: Option<String>,
+        answers: Option<BTreeMap<String, String>>,
+        answers_in_order: Option<Vec<String>>,
+        via: Via,
+    ) -> Result<Pending, String> {
         let target = target.trim();
-        let open = {
+        let (open, answers) = {
             let mut open = self.lock();
             let i = match open.iter().position(|o| o.pending.id == target) {
                 Some(i) => i,
@@ -84,6 +173,7 @@ impl Approvals {
                         .collect();
                     let mut sessions: Vec<&str> =
                         matching.iter().map(|&i| open[i].pending.request.session_id.as_str()).collect();
+                    sessions.sort_unstable();
                     sessions.dedup();
                     match (matching.first(), sessions.len()) {
                         (None, _) => {
@@ -96,14 +186,48 @@ impl Approvals {
                     }
                 }
             };
-            open.remove(i)
+            let answers = match (answers, answers_in_order) {
+                (Some(a), _) => Some(a),
+                (None, Some(list)) => Some(approval::answers_by_question(&open[i].pending.request, &list)?),
+                (None, None) => None,
+            };
+            if let Some(a) = &answers {
+                if behavior != Behavior::Allow {
+                    return Err("answers go with approve, not deny".into());
+                }
+                approval::check_answers(&open[i].pending.request, a)?;
+            }
+            (open.remove(i), answers)
         };
         self.publish();
         let message = message.filter(|m| !m.trim().is_empty() && behavior == Behavior::Deny);
         // (A hook that went away meanwhile gets nothing: its request is gone either way.)
-        let _ = open.reply.send(Decision { behavior: Some(behavior), message });
+        let _ =
+            open.reply.send(Decision { behavior: Some(behavior), message: message.clone(), answers: answers.clone() });
         tracing::info!(session = %open.pending.request.session_id, ?behavior, "a permission request answered from Mimesis");
+        let request = &open.pending.request;
+        let answered = Answered {
+            session_id: request.session_id.clone(),
+            at: self.clock.now(),
+            id: open.pending.id.clone(),
+            tool: Some(request.tool.clone()),
+            target: request.target.clone(),
+            behavior: match behavior {
+                Behavior::Allow => "allow",
+                Behavior::Deny => "deny",
+            }
+            .into(),
+            choice: None,
+            message,
+            answers,
+            via,
+        };
+        self.record(&answered);
         Ok(open.pending)
+    }
+
+    fn record(&self, answered: &Answered) {
+        (self.on_answer)(answered);
     }
 
     /// The session's dialog was answered somewhere else (its terminal): its requests end
@@ -165,15 +289,17 @@ impl Approvals {
         let reply = match serde_json::from_slice::<ToFace>(&line) {
             Err(e) => serde_json::json!({ "error": format!("not a request: {e}") }).to_string(),
             Ok(ToFace::List) => json(&PendingList { pending: self.pending() }),
-            Ok(ToFace::Decide { target, behavior, message }) => json(&match self.decide(&target, behavior, message) {
-                Ok(p) => Decided { answered: Some(p), error: None },
-                Err(e) => Decided { answered: None, error: Some(e) },
-            }),
+            Ok(ToFace::Decide { target, behavior, message, answers, answers_in_order, via }) => {
+                json(&match self.decide(&target, behavior, message, answers, answers_in_order, via) {
+                    Ok(p) => Decided { answered: Some(p), error: None },
+                    Err(e) => Decided { answered: None, error: Some(e) },
+                })
+            }
             Ok(ToFace::Request(request)) => {
                 let (tx, rx) = oneshot::channel();
                 let id = approval::new_id(random());
                 let pending = Pending { id: id.clone(), request, since: self.clock.now() };
-                self.lock().push(Open { pending, reply: tx });
+                self.lock().push(Open { pending, since: self.clock.mono(), reply: tx });
                 self.publish();
                 let mut probe = [0u8; 1];
                 let decision = tokio::select! {
@@ -238,7 +364,12 @@ mod tests {
             tool: "Bash".into(),
             target: Some("rm -rf build".into()),
             cwd: None,
+            detail: None,
         }
+    }
+
+    fn serve(dir: &Path) -> Option<Approvals> {
+        Approvals::serve(dir, Arc::new(SystemClock), Arc::new(|_| {}))
     }
 
     async fn wait_open(a: &Approvals, n: usize) {
@@ -250,24 +381,24 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_hooks_request_waits_for_the_users_answer_once() {
         let dir = tempfile::tempdir().unwrap();
-        let a = Approvals::serve(dir.path(), Arc::new(SystemClock)).expect("serving");
+        let a = serve(dir.path()).expect("serving");
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(approval::socket_path(dir.path())).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "owner-only");
-        assert!(Approvals::serve(dir.path(), Arc::new(SystemClock)).is_none(), "one face answers");
+        assert!(serve(dir.path()).is_none(), "one face answers");
 
         let data = dir.path().to_owned();
         let hook = tokio::task::spawn_blocking(move || ask(&data, &request("abc-1"), Duration::from_secs(30)));
         wait_open(&a, 1).await;
         let id = a.pending()[0].id.clone();
         assert_eq!(id.len(), 32, "128 bits");
-        let err = a.decide("zzz", Behavior::Allow, None).unwrap_err();
+        let err = a.decide("zzz", Behavior::Allow, None, None, None, Via::Cli).unwrap_err();
         assert!(err.contains("no open permission request matches"), "{err}");
-        let answered = a.decide("abc", Behavior::Deny, Some("not now".into())).unwrap();
+        let answered = a.decide("abc", Behavior::Deny, Some("not now".into()), None, None, Via::Cli).unwrap();
         assert_eq!(answered.id, id);
         let d = hook.await.unwrap();
-        assert_eq!(d, Decision { behavior: Some(Behavior::Deny), message: Some("not now".into()) });
-        assert!(a.decide(&id, Behavior::Allow, None).is_err(), "single-use");
+        assert_eq!(d, Decision { behavior: Some(Behavior::Deny), message: Some("not now".into()), answers: None });
+        assert!(a.decide(&id, Behavior::Allow, None, None, None, Via::Cli).is_err(), "single-use");
 
         // Over the socket, as the CLI does; the list is empty again.
         let data = dir.path().to_owned();
@@ -281,7 +412,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_hook_that_goes_away_takes_its_request_with_it_and_a_cancel_answers_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let a = Approvals::serve(dir.path(), Arc::new(SystemClock)).expect("serving");
+        let a = serve(dir.path()).expect("serving");
         // A hook whose wait ends (as when Claude Code ends it): the request goes.
         let data = dir.path().to_owned();
         let short = tokio::task::spawn_blocking(move || ask(&data, &request("s-short"), Duration::from_millis(300)));
@@ -308,7 +439,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // Even with the folder open to all, the socket itself is the owner's only.
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let _a = Approvals::serve(dir.path(), Arc::new(SystemClock)).expect("serving");
+        let _a = serve(dir.path()).expect("serving");
         let path = approval::socket_path(dir.path());
         let script = format!(
             "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ntry:\n s.connect({:?})\nexcept OSError:\n sys.exit(3)\nsys.exit(0)",
@@ -324,6 +455,99 @@ mod tests {
             Ok(s) => assert_eq!(s.code(), Some(3), "nobody could connect to the owner's socket"),
             Err(e) => eprintln!("(cannot run python3 as another user: {e})"),
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn questions_are_answered_by_question_and_every_answer_is_recorded_with_where_it_came_from() {
+        use mimesis_core::approval::{Detail, Question, QuestionOption};
+        let dir = tempfile::tempdir().unwrap();
+        let seen = Arc::new(Mutex::new(Vec::<Answered>::new()));
+        let on: OnAnswer = {
+            let seen = seen.clone();
+            Arc::new(move |a| seen.lock().unwrap().push(a.clone()))
+        };
+        let a = Approvals::serve(dir.path(), Arc::new(SystemClock), on).expect("serving");
+        let mut q = request("q-1");
+        q.tool = "AskUserQuestion".into();
+        let option = |l: &str| QuestionOption { label: l.into(), description: None };
+        q.detail = Some(Detail::Questions {
+            questions: vec![Question {
+                question: "Which database?".into(),
+                header: Some("DB".into()),
+                options: vec![option("Postgres"), option("SQLite")],
+                multi_select: false,
+            }],
+        });
+        let data = dir.path().to_owned();
+        let hook = tokio::task::spawn_blocking(move || ask(&data, &q, Duration::from_secs(30)));
+        wait_open(&a, 1).await;
+        let wrong: BTreeMap<String, String> = [("Which colour?".to_owned(), "red".to_owned())].into();
+        let err = a.decide("q-1", Behavior::Allow, None, Some(wrong), None, Via::Window).unwrap_err();
+        assert!(err.contains("no answer to"), "{err}");
+        let err = a.decide("q-1", Behavior::Allow, None, None, Some(vec![]), Via::Cli).unwrap_err();
+        assert!(err.contains("1 question(s) asked, 0 answer(s) given"), "{err}");
+        assert_eq!(a.pending().len(), 1, "a wrong answer leaves the request open");
+        a.decide("q-1", Behavior::Allow, None, None, Some(vec!["SQLite".into()]), Via::Notification).unwrap();
+        let d = hook.await.unwrap();
+        let expected: BTreeMap<String, String> = [("Which database?".to_owned(), "SQLite".to_owned())].into();
+        assert_eq!(d.answers.as_ref(), Some(&expected));
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1);
+        assert_eq!((seen[0].via, seen[0].behavior.as_str()), (Via::Notification, "allow"));
+        assert_eq!(seen[0].sentence(), "Answered from a notification: Which database? → SQLite");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_ends_with_no_decision_once_it_waited_the_setting_by_the_faces_clock() {
+        use mimesis_core::clock::{ManualClock, Timestamp};
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
+        let a = Approvals::serve(dir.path(), clock.clone(), Arc::new(|_| {})).expect("serving");
+        a.set_wait(Duration::from_secs(120));
+        let data = dir.path().to_owned();
+        let hook = tokio::task::spawn_blocking(move || ask(&data, &request("w-1"), Duration::from_secs(60)));
+        wait_open(&a, 1).await;
+        clock.advance(Duration::from_secs(119));
+        assert_eq!(a.expire(), 0, "not before the wait");
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(a.expire(), 1);
+        assert_eq!(hook.await.unwrap(), Decision::default(), "the terminal's dialog decides");
+        assert!(a.pending().is_empty());
+    }
+
+    #[test]
+    fn answers_are_logged_owner_only_and_read_back_per_session() {
+        use mimesis_core::clock::Timestamp;
+        let dir = tempfile::tempdir().unwrap();
+        let answered = |s: &str, at: i64| Answered {
+            session_id: SessionId::parse(s).unwrap(),
+            at: Timestamp::from_millis(at),
+            id: answer_id(),
+            tool: Some("Bash".into()),
+            target: Some("ls".into()),
+            behavior: "deny".into(),
+            choice: None,
+            message: Some("not here".into()),
+            answers: None,
+            via: Via::Tray,
+        };
+        log_answer(dir.path(), &answered("s-a", 1)).unwrap();
+        log_answer(dir.path(), &answered("s-b", 2)).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(approval::answers_path(dir.path()))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"{torn\n[[[[\n"))
+            .unwrap();
+        log_answer(dir.path(), &answered("s-a", 3)).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(approval::answers_path(dir.path())).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let items = mimesis_watch::timeline_view::answers_of(dir.path(), &SessionId::parse("s-a").unwrap());
+        assert_eq!(items.len(), 2, "the other session's and the broken lines are left out");
+        let v = serde_json::to_value(&items[0]).unwrap();
+        assert_eq!(v["kind"], "answer");
+        assert_eq!(v["via"], "tray");
+        assert_eq!(v["text"], "Denied from the tray menu, telling Claude: “not here”");
     }
 
     #[test]

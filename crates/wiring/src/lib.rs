@@ -182,6 +182,15 @@ impl SupervisionFixed {
     }
 }
 
+/// Logs an answer given from Mimesis (the data dir's answers log) and shows it in the
+/// session's open timeline.
+fn record_answer(data_dir: &Path, engine: &Engine, answered: &mimesis_core::approval::Answered) {
+    if let Err(e) = approvals::log_answer(data_dir, answered) {
+        tracing::warn!(error = %e, "cannot log an answer for the timeline");
+    }
+    engine.note_answer(answered);
+}
+
 /// The engine's roster, as the supervisor's [`Roster`].
 struct EngineRoster(Engine);
 
@@ -231,7 +240,14 @@ impl Mimesis {
             agent: s.agent.clone(),
             agent_args: s.agent_args.clone(),
         });
-        let approvals = approvals::Approvals::serve(&data_dir, opts.clock.clone());
+        let on_answer: approvals::OnAnswer = {
+            let (data_dir, engine) = (data_dir.clone(), engine.clone());
+            Arc::new(move |a| record_answer(&data_dir, &engine, a))
+        };
+        let approvals = approvals::Approvals::serve(&data_dir, opts.clock.clone(), on_answer);
+        if let Some(a) = &approvals {
+            a.set_wait(Duration::from_secs(stored.watch.answer_wait_secs));
+        }
         if let Some(a) = &approvals {
             tokio::spawn(cancel_answered_elsewhere(engine.subscribe(), a.clone()));
         }
@@ -291,6 +307,12 @@ impl Mimesis {
     /// them (issue 12).
     pub fn approvals(&self) -> Option<&approvals::Approvals> {
         self.inner.approvals.as_ref()
+    }
+
+    /// Logs an answer given from this face outside the permission socket (a supervised
+    /// session's dialog answered in its PTY) and shows it in the session's timeline.
+    pub fn record_answer(&self, answered: &mimesis_core::approval::Answered) {
+        record_answer(&self.inner.data_dir, &self.inner.engine, answered);
     }
 
     /// The supervisor, once it has started; `None` when this face supervises nothing.
@@ -371,6 +393,9 @@ impl Mimesis {
         let w = &settings.watch;
         let _ =
             self.inner.engine.apply_settings(w.timeouts(), w.status_file_ttl(), settings.notifications.clone()).await;
+        if let Some(a) = &self.inner.approvals {
+            a.set_wait(Duration::from_secs(w.answer_wait_secs));
+        }
         if let (Some(fixed), Some(sup)) = (&self.inner.supervise, self.supervisor_now()) {
             let limits = fixed.effective(settings).limits;
             if limits != sup.limits() {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use mimesis_core::chain::Link;
 use mimesis_core::clock::Timestamp;
+use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::session::TrackedSession;
 use mimesis_core::status::Timeouts;
@@ -63,9 +64,15 @@ pub fn chain_prefix(roots: &[PathBuf], data_dir: &Path, path: &Path, now: Timest
     timeline_view::chain_prefix(&segments)
 }
 
-/// The timeline of one transcript.
-pub fn read_timeline(path: &Path) -> io::Result<Vec<TimelineItem>> {
-    timeline_view::read_timeline(path)
+/// The timeline of one transcript, with the answers given from Mimesis to its session
+/// (the answers log of `data_dir`) placed by time.
+pub fn read_timeline(path: &Path, data_dir: Option<&Path>) -> io::Result<Vec<TimelineItem>> {
+    let session = path.file_stem().and_then(|s| s.to_str()).and_then(|s| SessionId::parse(s).ok());
+    let notes = match (data_dir, session) {
+        (Some(d), Some(id)) => timeline_view::answers_of(d, &id),
+        _ => Vec::new(),
+    };
+    timeline_view::read_timeline(path, notes)
 }
 
 /// Every session transcript under `root`, without reading any.

@@ -37,12 +37,17 @@ export const NUMBER_SECTIONS: Section[] = [
   {
     key: 'watch',
     title: 'Watching',
-    intro: 'How statuses are derived from transcripts when no hook says it.',
+    intro: 'How sessions are read: statuses derived from transcripts when no hook says it, and requests answered from here.',
     fields: [
       n('watch.approvalTimeoutSecs', 'Pending tool means approval after'),
       n('watch.staleTimeoutSecs', 'Working without output counts as stale after'),
       n('watch.idleTimeoutSecs', 'Waiting for input becomes idle after'),
       n('watch.statusFileTtlSecs', 'Status files are trusted for'),
+      n(
+        'watch.answerWaitSecs',
+        'A permission request waits for an answer from here for',
+        'Then Claude Code’s own dialog alone decides; it stays usable in the terminal all along.',
+      ),
     ],
   },
   {
@@ -188,6 +193,7 @@ export const DEFAULT_SETTINGS: Settings = {
     staleTimeoutSecs: d('watch.staleTimeoutSecs'),
     idleTimeoutSecs: d('watch.idleTimeoutSecs'),
     statusFileTtlSecs: d('watch.statusFileTtlSecs'),
+    answerWaitSecs: d('watch.answerWaitSecs'),
   },
   limits: {
     maxLiveSessions: d('limits.maxLiveSessions'),

@@ -90,13 +90,19 @@ export class SupervisionStore {
    * its hook's request when there is one, else typed into a supervised session's own dialog by
    * the option's label. Says why it failed in the error bar.
    */
-  async answer(session: TrackedSession, allow: boolean, message: string | null): Promise<boolean> {
+  async answer(
+    session: TrackedSession,
+    allow: boolean,
+    message: string | null,
+    answers: Record<string, string> | null = null,
+  ): Promise<boolean> {
     const request = this.requestOf(session.sessionId);
-    const what = allow ? 'approve the tool call' : 'deny the tool call';
+    const what = answers ? 'answer the question' : allow ? 'approve the tool call' : 'deny the tool call';
     if (request) {
       const id = request.id;
       const note = message && message.trim() ? message.trim() : null;
-      return (await this.#run(what, () => this.#backend.call('approval_decide', { id, allow, message: note }))).ok;
+      const args = { id, allow, message: note, answers };
+      return (await this.#run(what, () => this.#backend.call('approval_decide', args))).ok;
     }
     const sessionId = session.sessionId;
     const answer = allow ? 'approve' : 'deny';

@@ -135,7 +135,13 @@ export interface Resources {
 }
 
 export interface Settings {
-  watch: { approvalTimeoutSecs: number; staleTimeoutSecs: number; idleTimeoutSecs: number; statusFileTtlSecs: number };
+  watch: {
+    approvalTimeoutSecs: number;
+    staleTimeoutSecs: number;
+    idleTimeoutSecs: number;
+    statusFileTtlSecs: number;
+    answerWaitSecs: number;
+  };
   limits: {
     maxLiveSessions: number;
     idleTimeoutSecs: number;
@@ -268,8 +274,23 @@ export interface SegmentItem extends ItemBase {
   reason: 'clear' | 'compact' | 'rollover' | (string & {});
 }
 
+/** An answer the user gave from Mimesis to this session's request or dialog. */
+export interface AnswerItem extends ItemBase {
+  kind: 'answer';
+  tool: string | null;
+  target: string | null;
+  behavior: 'allow' | 'deny' | 'choose' | (string & {});
+  choice: string | null;
+  message: string | null;
+  answers: Record<string, string> | null;
+  via: 'window' | 'tray' | 'notification' | 'cli' | (string & {});
+  /** The answer in a sentence, worded by the engine. */
+  text: string;
+}
+
 export type TimelineItem =
   | SegmentItem
+  | AnswerItem
   | PromptItem
   | AssistantTextItem
   | ThinkingItem
@@ -323,7 +344,10 @@ export interface Commands {
   hooks_uninstall: { args: undefined; ret: HookStatus[] };
   doctor: { args: undefined; ret: unknown };
   approvals_pending: { args: undefined; ret: PermissionRequest[] };
-  approval_decide: { args: { id: string; allow: boolean; message: string | null }; ret: PermissionRequest };
+  approval_decide: {
+    args: { id: string; allow: boolean; message: string | null; answers?: Record<string, string> | null };
+    ret: PermissionRequest;
+  };
   pty_answer: { args: { sessionId: string; answer: string }; ret: string };
   pty_dialog: { args: { sessionId: string }; ret: ScreenDialog | null };
   focus_terminal: { args: { sessionId: string }; ret: string };
@@ -344,6 +368,21 @@ export interface PermissionRequest {
   target: string | null;
   cwd: string | null;
   since: string;
+  /** What to read before answering (untrusted text, shown as text). */
+  detail?: RequestDetail | null;
+}
+
+export type RequestDetail =
+  | { kind: 'edit'; file: string; edits: { old: string; new: string }[] }
+  | { kind: 'write'; file: string; content: string }
+  | { kind: 'plan'; plan: string }
+  | { kind: 'questions'; questions: RequestQuestion[] };
+
+export interface RequestQuestion {
+  question: string;
+  header?: string | null;
+  options: { label: string; description?: string | null }[];
+  multiSelect: boolean;
 }
 
 /** The events of docs/ipc.md and their payloads. */

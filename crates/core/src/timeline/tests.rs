@@ -198,3 +198,36 @@ fn compact_as_2_1_330_writes_it() {
     let TimelineItem::Compaction { summary: Some(s), trigger, .. } = &items[2] else { panic!("{items:?}") };
     assert!(s.contains("Summary: hello.") && trigger.as_deref() == Some("manual"));
 }
+
+#[test]
+fn notes_are_placed_among_the_transcripts_items_by_time_and_at_the_end_when_later() {
+    use crate::approval::{Answered, Via};
+    let note = |id: &str, ms: i64| {
+        Answered {
+            session_id: crate::SessionId::parse("s").unwrap(),
+            at: Timestamp::from_millis(ms),
+            id: id.into(),
+            tool: Some("Bash".into()),
+            target: None,
+            behavior: "allow".into(),
+            choice: None,
+            message: None,
+            answers: None,
+            via: Via::Window,
+        }
+        .item()
+    };
+    let line = |uuid: &str, iso: &str| {
+        serde_json::json!({"type": "user", "uuid": uuid, "timestamp": iso, "message": {"content": "hi"}}).to_string()
+    };
+    let mut b = TimelineBuilder::new();
+    let t = |iso: &str| Timestamp::parse(iso).unwrap().millis();
+    b.add_notes([note("late", t("2026-11-01T10:00:05.000Z")), note("mid", t("2026-11-01T10:00:01.500Z"))]);
+    let mut changed = Vec::new();
+    b.push_line(line("a", "2026-11-01T10:00:01.000Z").as_bytes(), &mut changed);
+    b.push_line(line("b", "2026-11-01T10:00:02.000Z").as_bytes(), &mut changed);
+    b.place_notes(&mut changed);
+    let uuids: Vec<&str> = b.items().iter().map(TimelineItem::uuid).collect();
+    assert_eq!(uuids, ["a", "answer:mid", "b", "answer:late"]);
+    assert_eq!(changed, [0, 1, 2, 3]);
+}

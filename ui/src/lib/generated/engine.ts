@@ -7,6 +7,7 @@ export const SETTINGS_NUMBERS = {
   "watch.staleTimeoutSecs": { min: 10, max: 3600, unit: "s", default: 60 },
   "watch.idleTimeoutSecs": { min: 60, max: 86400, unit: "s", default: 600 },
   "watch.statusFileTtlSecs": { min: 10, max: 86400, unit: "s", default: 300 },
+  "watch.answerWaitSecs": { min: 10, max: 300, unit: "s", default: 300 },
   "limits.maxLiveSessions": { min: 1, max: 64, unit: "", default: 3 },
   "limits.idleTimeoutSecs": { min: 60, max: 7200, unit: "s", default: 600 },
   "limits.maxDurationSecs": { min: 60, max: 604800, unit: "s", default: 14400 },

@@ -1,0 +1,47 @@
+// What the approval bar shows of a request: an edit as a diff, questions answered by label.
+// Pure; the text is untrusted and only ever rendered as text.
+import type { RequestQuestion } from './types';
+
+export interface DiffLine {
+  /** ' ' unchanged, '-' removed, '+' added. */
+  mark: ' ' | '-' | '+';
+  /** Line number in the old text ('-', ' ') or the new one ('+'), from 1. */
+  n: number;
+  text: string;
+}
+
+/**
+ * A replacement as lines: the lines both sides share at the start and the end stay as
+ * context, what lies between is removed then added. At most `max` lines.
+ */
+export function diffLines(oldText: string, newText: string, max = 200): DiffLine[] {
+  const a = oldText.split('\n');
+  const b = newText.split('\n');
+  let start = 0;
+  while (start < a.length && start < b.length && a[start] === b[start]) start++;
+  let end = 0;
+  while (end < a.length - start && end < b.length - start && a[a.length - 1 - end] === b[b.length - 1 - end]) end++;
+  const out: DiffLine[] = [];
+  for (let i = 0; i < start; i++) out.push({ mark: ' ', n: i + 1, text: a[i] });
+  for (let i = start; i < a.length - end; i++) out.push({ mark: '-', n: i + 1, text: a[i] });
+  for (let i = start; i < b.length - end; i++) out.push({ mark: '+', n: i + 1, text: b[i] });
+  for (let i = a.length - end; i < a.length; i++) out.push({ mark: ' ', n: i + 1, text: a[i] });
+  return out.slice(0, max);
+}
+
+/** The answers to send, question → answer, once every question has one. */
+export function answersOf(
+  questions: RequestQuestion[],
+  chosen: Record<string, string[]>,
+  own: Record<string, string>,
+): Record<string, string> | null {
+  const out: Record<string, string> = {};
+  for (const q of questions) {
+    const typed = (own[q.question] ?? '').trim();
+    const picked = chosen[q.question] ?? [];
+    const answer = typed || picked.join(', ');
+    if (!answer) return null;
+    out[q.question] = answer;
+  }
+  return out;
+}

@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { answersOf, diffLines } from '../src/lib/approval';
+
+describe('diffLines', () => {
+  it('keeps shared lines as context and shows the change as removed then added', () => {
+    const d = diffLines('a\nb\nc\nd', 'a\nB\nB2\nd');
+    expect(d.map((l) => `${l.mark}${l.n} ${l.text}`)).toEqual([' 1 a', '-2 b', '-3 c', '+2 B', '+3 B2', ' 4 d']);
+  });
+  it('shows a new file as added lines and caps the length', () => {
+    expect(diffLines('', 'x\ny').map((l) => l.mark)).toEqual(['-', '+', '+']);
+    expect(diffLines('', 'x\n'.repeat(500), 10)).toHaveLength(10);
+  });
+});
+
+describe('answersOf', () => {
+  const q = (question: string) => ({ question, options: [{ label: 'A' }, { label: 'B' }], multiSelect: false });
+  it('needs an answer to every question, the typed words winning over a pick', () => {
+    expect(answersOf([q('one?'), q('two?')], { 'one?': ['A'] }, {})).toBeNull();
+    expect(answersOf([q('one?'), q('two?')], { 'one?': ['A'], 'two?': ['A', 'B'] }, { 'one?': ' mine ' })).toEqual({
+      'one?': 'mine',
+      'two?': 'A, B',
+    });
+  });
+});
