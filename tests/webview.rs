@@ -286,6 +286,7 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
     })
     .await?;
     ensure!(app.count("[data-testid=approval-bar] img").await? == 0, "markup from the edit became an element");
+    app.screenshot(&workspace_root().join("target/e2e/approval-diff.png")).await?;
     app.client.find(Locator::Css("[data-testid=deny]")).await?.click().await?;
     hook_output(hook).await?;
 

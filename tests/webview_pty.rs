@@ -201,6 +201,34 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
         Ok(terminal_text(app).await?.contains("You chose SQLite."))
     })
     .await?;
+    // A turn that ends with a question: shown over the timeline, answered in the reply box.
+    textarea.send_keys("which branch?").await?;
+    textarea.send_keys(&char::from(Key::Enter).to_string()).await?;
+    app.wait_for("the question the turn ended with", Duration::from_secs(10), || async {
+        Ok(app
+            .js("return document.querySelector('[data-testid=asked]')?.textContent ?? '';")
+            .await?
+            .as_str()
+            .is_some_and(|t| t.contains("Echo: which branch?")))
+    })
+    .await?;
+    app.client.find(Locator::Css("[data-testid=reply]")).await?.send_keys("main please").await?;
+    app.client.find(Locator::Css("[data-testid=send-reply]")).await?.click().await?;
+    app.wait_for("the reply reached the agent", Duration::from_secs(10), || async {
+        Ok(terminal_text(app).await?.contains("Echo: main please"))
+    })
+    .await?;
+    // The answers given from the window are in the session's timeline, marked so.
+    app.client.find(Locator::Css("[data-testid=pane-split]")).await?.click().await?;
+    app.wait_for("the answers in the timeline", Duration::from_secs(10), || async {
+        Ok(app.count("[data-testid=answer-item][data-via=window]").await? == 2)
+    })
+    .await?;
+    let texts = app
+        .js("return [...document.querySelectorAll('[data-testid=answer-item]')].map(e => e.textContent).join('|');")
+        .await?;
+    ensure!(texts.as_str().is_some_and(|t| t.contains("Chose “SQLite” from the window")), "{texts}");
+    app.client.find(Locator::Css("[data-testid=pane-terminal]")).await?.click().await?;
 
     // 4. The duration limit: the seeds' warning, then the dialog.
     let banner = "[data-testid=banner][data-kind=session_warning]";

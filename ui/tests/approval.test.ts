@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { answersOf, diffLines } from '../src/lib/approval';
+import { answersOf, diffLines, questionOf } from '../src/lib/approval';
 
 describe('diffLines', () => {
   it('keeps shared lines as context and shows the change as removed then added', () => {
@@ -20,5 +20,15 @@ describe('answersOf', () => {
       'one?': 'mine',
       'two?': 'A, B',
     });
+  });
+});
+
+describe('questionOf', () => {
+  it('finds the question a turn ended with, and nothing when it ended otherwise', () => {
+    expect(questionOf('I looked at both.\n\nShould I **merge them?**')).toBe('Should I **merge them?**');
+    expect(questionOf('Done. Tests pass.')).toBeNull();
+    expect(questionOf('Is it a? No, it is b.')).toBeNull();
+    expect(questionOf(null)).toBeNull();
+    expect(questionOf('x'.repeat(500) + '?', 10)).toBe('…' + 'x'.repeat(9) + '?');
   });
 });

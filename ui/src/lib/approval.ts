@@ -45,3 +45,16 @@ export function answersOf(
   }
   return out;
 }
+
+/**
+ * The question a turn ended with: the last paragraph of Claude's last text when it ends
+ * with a question mark (markdown emphasis and closing brackets aside), else null.
+ */
+export function questionOf(text: string | null | undefined, max = 400): string | null {
+  if (!text) return null;
+  const trimmed = text.trim();
+  if (!/\?[\s*_)\]"'”’`]*$/.test(trimmed)) return null;
+  const paragraphs = trimmed.split(/\n\s*\n/);
+  const last = paragraphs[paragraphs.length - 1].trim();
+  return last.length > max ? '…' + last.slice(last.length - max) : last;
+}

@@ -47,6 +47,18 @@ export class TimelineView {
     return this.#cache?.get(index);
   }
 
+  /** Claude's last text, when the timeline's newest items (those loaded) end with it. */
+  lastAssistantText(): string | null {
+    void this.version;
+    for (let i = this.total - 1; i >= Math.max(0, this.total - 10); i--) {
+      const it = this.#cache?.get(i);
+      if (!it) return null;
+      if (it.kind === 'assistant_text') return it.text;
+      if (it.kind === 'prompt' || it.kind === 'tool_call' || it.kind === 'answer') return null;
+    }
+    return null;
+  }
+
   async open(sessionId: string | null): Promise<void> {
     if (sessionId === this.sessionId) return;
     const previous = this.sessionId;
