@@ -255,7 +255,10 @@ impl Supervised {
     /// Waits until the stand-in (or the CLI) shows its idle prompt.
     pub async fn wait_prompt(&self, id: &SessionId, timeout: Duration) -> Result<Vec<String>> {
         self.wait_screen(id, "the idle prompt", timeout, |rows| {
-            rows.iter().any(|r| r.contains("? for shortcuts")) && !rows.iter().any(|r| r.contains("esc to interrupt"))
+            // The idle footer: "? for shortcuts", or a mode's line (2.1.330's "⏵⏵ auto mode
+            // on (shift+tab to cycle)", plan mode's "⏸ plan mode on (shift+tab to cycle)").
+            let footer = |r: &String| r.contains("? for shortcuts") || r.contains("(shift+tab to cycle)");
+            rows.iter().any(footer) && !rows.iter().any(|r| r.contains("esc to interrupt"))
         })
         .await
     }
