@@ -801,3 +801,52 @@ fn plan_answered(v: &str) -> Result<()> {
     })();
     result.map_err(|e| run.fail(e))
 }
+
+/// Issue 12: with no Mimesis running to answer, the `PermissionRequest` hook returns at once
+/// with no decision (within 100 ms of starting) and Claude Code's own dialog stays in the
+/// terminal, where the user answers it.
+#[test]
+fn with_no_face_the_dialog_stays_in_the_terminal() -> Result<()> {
+    each_version("no face", |v| {
+        let data = tempfile::tempdir()?;
+        let mut run = Run::start_hooked(v, "no face", &["--permission-mode", "default"], Some(data.path()))?;
+        let r = &mut run;
+        let result = (|| -> Result<()> {
+            r.s.api.push(Reply::tool_use("Bash", json!({"command": "echo t > t.txt", "description": "t"})));
+            r.s.api.push(Reply::text("Wrote t."));
+            r.s.type_line("write t")?;
+            // The hook spools the event first thing; from then on it must be gone at once.
+            let spooled = || -> bool {
+                std::fs::read_dir(data.path().join("hooks")).into_iter().flatten().flatten().any(|e| {
+                    std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("\"event\":\"PermissionRequest\""))
+                })
+            };
+            let hooks_running = || -> bool {
+                let needle = data.path().to_string_lossy().into_owned();
+                std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|e| {
+                    std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                        let c = String::from_utf8_lossy(&c);
+                        c.contains("hook") && c.contains(needle.as_str())
+                    })
+                })
+            };
+            let deadline = Instant::now() + NOTICE;
+            while !spooled() {
+                ensure!(Instant::now() < deadline, "the hook never ran");
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            let t0 = Instant::now();
+            while hooks_running() {
+                ensure!(t0.elapsed() < Duration::from_millis(100), "the hook still runs 100 ms after it started");
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            eprintln!("[approvals] {v}: no face: the hook gone {} ms after its event", t0.elapsed().as_millis());
+            r.s.wait_until("the dialog in the terminal", |screen, _| screen.contains("Do you want to proceed?"))?;
+            r.s.choose("Yes")?;
+            r.s.wait_until("the reply", |screen, _| screen.contains("Wrote t."))?;
+            ensure!(r.s.home.project_dir().join("t.txt").exists(), "answered in the terminal, the command ran");
+            Ok(())
+        })();
+        result.map_err(|e| run.fail(e))
+    })
+}

@@ -254,8 +254,10 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
             .is_some_and(|a| a.len() == 1 && a[0][1].as_str().is_some_and(|l| l.contains("Bash rm -rf build"))))
     })
     .await?;
+    let t0 = std::time::Instant::now();
     app.client.find(Locator::Css("[data-testid=approve-once]")).await?.click().await?;
     let out = hook_output(hook).await?;
+    eprintln!("[approvals] window: click → the hook's decision in {} ms", t0.elapsed().as_millis());
     ensure!(
         out == json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}),
         "{out}"
