@@ -551,6 +551,24 @@ mod tests {
     }
 
     #[test]
+    fn a_face_that_dies_while_a_hook_waits_never_turns_into_an_allow() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let a = rt.block_on(async { serve(dir.path()) }).expect("serving");
+        let data = dir.path().to_owned();
+        let hook = std::thread::spawn(move || ask(&data, &request("s-crash"), Duration::from_secs(30)));
+        let mut rx = a.subscribe();
+        rt.block_on(async { tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|p| p.len() == 1)).await })
+            .expect("the request arrived")
+            .unwrap();
+        // The face goes away with everything it ran (as when the app crashes).
+        drop(rx);
+        drop(a);
+        rt.shutdown_background();
+        assert_eq!(hook.join().unwrap(), Decision::default(), "no decision: the terminal's dialog decides");
+    }
+
+    #[test]
     fn with_no_face_the_hook_returns_at_once_with_no_decision() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(ask(dir.path(), &request("s"), Duration::from_secs(30)), Decision::default());
