@@ -129,6 +129,20 @@ pub async fn forward_attention<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     }
 }
 
+/// How far the initial index has come (`store:progress`), after every part of it.
+pub async fn forward_progress<R: Runtime>(app: AppHandle<R>, engine: Engine) {
+    let mut rx = engine.subscribe_progress();
+    loop {
+        let p = *rx.borrow_and_update();
+        if let Err(e) = app.emit("store:progress", p) {
+            tracing::debug!(error = %e, "cannot emit store:progress");
+        }
+        if !p.indexing || rx.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
 /// The permission requests waiting for an answer from Mimesis, whenever they change
 /// (`approvals:changed`, the whole list: there are a few at most).
 pub async fn forward_approvals<R: Runtime>(

@@ -155,6 +155,7 @@ fn main() {
             tauri::async_runtime::spawn(events::forward_store(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_timeline(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_attention(handle.clone(), engine.clone()));
+            tauri::async_runtime::spawn(events::forward_progress(handle.clone(), engine.clone()));
             if let Some(a) = mimesis.approvals() {
                 tauri::async_runtime::spawn(events::forward_approvals(handle.clone(), a.subscribe()));
             }

@@ -60,3 +60,26 @@ it('filters with the search box and the Needs you chip', async () => {
   await fireEvent.input(container.querySelector('[data-testid=search]') as HTMLInputElement, { target: { value: 'zzz-no-match' } });
   await waitFor(() => expect(container.querySelectorAll('[data-testid=roster-row]').length).toBe(0));
 });
+
+it('a first index in progress says how far it has come, never that there are no sessions', async () => {
+  const { MockBackend, session } = await import('./helpers');
+  const snap = { seq: 0, sessions: [], roots: [{ path: '/home/me/.claude', exists: true, sessionCount: 0 }], demo: false };
+  const b = new MockBackend({
+    roster_snapshot: () => ({ ...snap, progress: { indexing: true, done: 0, total: 2000 } }),
+    settings_get: () => {
+      throw new Error('not needed');
+    },
+  });
+  const { container } = render(App, { props: { connect: () => Promise.resolve(b) } });
+  await waitFor(() => expect(container.querySelector('[data-testid=first-index]')?.textContent).toBe('Reading 0 of 2,000 sessions…'));
+  expect(container.querySelector('[data-testid=empty-state]')).toBeNull();
+  // Rows arrive part by part, provisional until read in full; the status bar counts on.
+  b.fire('store:progress', { indexing: true, done: 512, total: 2000 });
+  b.fire('store:events', { events: [{ seq: 1, type: 'discovered', session: session('s1', { provisional: true }) }] });
+  await waitFor(() => expect(container.querySelector('[data-testid=indexing]')?.textContent).toBe('Reading 512 of 2,000 sessions…'));
+  await waitFor(() => expect(container.querySelector('[data-provisional=true]')).not.toBeNull());
+  expect(container.querySelector('footer')?.textContent).toContain('1 session');
+  expect(container.querySelector('footer')?.textContent).not.toContain('1 sessions');
+  b.fire('store:progress', { indexing: false, done: 2000, total: 2000 });
+  await waitFor(() => expect(container.querySelector('[data-testid=indexing]')).toBeNull());
+});

@@ -112,3 +112,14 @@ describe('toolTarget', () => {
     expect(toolTarget(null)).toBe('');
   });
 });
+
+describe('countOf and indexingText', () => {
+  it('says one in the singular and reads the index in words', async () => {
+    const { countOf, indexingText } = await import('../src/lib/format');
+    expect(countOf(1, 'session')).toBe('1 session');
+    expect(countOf(1240, 'session')).toBe('1,240 sessions');
+    expect(indexingText({ indexing: true, done: 0, total: 0 })).toBe('Looking for sessions…');
+    expect(indexingText({ indexing: true, done: 1240, total: 2000 })).toBe('Reading 1,240 of 2,000 sessions…');
+    expect(indexingText({ indexing: false, done: 2000, total: 2000 })).toBeNull();
+  });
+});

@@ -320,6 +320,11 @@ roster_row! {
     /// hooks (2.1.330) tell; 0 without hooks or when the turn is over.
     #[serde(default)]
     subagents: u32,
+    /// The row comes from a first quick read of its file's ends while the initial index
+    /// runs: its usage and cost may still grow and it shows no pending tool yet. Absent
+    /// (false) once the file was read in full, and in every row `mimesis ls` prints.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    provisional: bool,
 }
 
 /// What the store tells its consumers (SPEC W7).

@@ -123,6 +123,18 @@ pub struct Snapshot {
     pub roots: Vec<RootInfo>,
     /// The initial index is still running: more sessions will be discovered.
     pub indexing: bool,
+    pub progress: IndexProgress,
+}
+
+/// How far the initial index has come (docs/ipc.md `store:progress`).
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexProgress {
+    /// Still reading: rows may be provisional and more may come.
+    pub indexing: bool,
+    /// Transcripts read in full so far, of `total` found.
+    pub done: usize,
+    pub total: usize,
 }
 
 #[derive(Serialize, Clone, Debug)]
@@ -200,6 +212,7 @@ pub struct Engine {
     notifications: broadcast::Sender<Notification>,
     attention: watch::Receiver<AttentionSet>,
     ready: watch::Receiver<Phase>,
+    progress: watch::Receiver<IndexProgress>,
     clock: Arc<dyn Clock>,
     /// Where the answers given from Mimesis are logged (their timeline notes).
     data_dir: Option<PathBuf>,
@@ -230,6 +243,7 @@ impl Engine {
         let (notifications, _) = broadcast::channel(256);
         let (attention_tx, attention) = watch::channel(AttentionSet::default());
         let (ready_tx, ready) = watch::channel(Phase::Starting);
+        let (progress_tx, progress) = watch::channel(IndexProgress { indexing: true, done: 0, total: 0 });
         let now = config.clock.now();
         let mut store = Store::new(config.timeouts);
         store.set_timeouts(config.timeouts, config.status_file_ttl, now);
@@ -268,6 +282,7 @@ impl Engine {
             registry_dirty: config.roots.iter().cloned().collect(),
             indexing: true,
             ready: ready_tx,
+            progress: progress_tx,
             dir_rescans: Vec::new(),
             data_dir: config.data_dir.clone(),
             spool_tails: HashMap::new(),
@@ -321,6 +336,7 @@ impl Engine {
                         tail: FileTail::new(PathBuf::new()),
                         facts: p.facts.clone(),
                         partial: true,
+                        peeked: false,
                     })
                     .collect();
                 let _ = index_tx.send(Command::Restored(first, links));
@@ -336,9 +352,15 @@ impl Engine {
             notifications,
             attention,
             ready,
+            progress,
             clock: config.clock,
             data_dir: config.data_dir,
         }
+    }
+
+    /// How far the initial index has come, now and after every part of it.
+    pub fn subscribe_progress(&self) -> watch::Receiver<IndexProgress> {
+        self.progress.clone()
     }
 
     /// Waits until every transcript was read in full and changes are followed.
@@ -607,6 +629,7 @@ struct Actor {
     registry_dirty: HashSet<PathBuf>,
     indexing: bool,
     ready: watch::Sender<Phase>,
+    progress: watch::Sender<IndexProgress>,
     /// New project folders to list again: a file written into a folder the instant it
     /// appears can precede the recursive watch on it (root, folder, when).
     dir_rescans: Vec<(PathBuf, PathBuf, tokio::time::Instant)>,
@@ -885,7 +908,8 @@ impl Actor {
                         session_count: sessions.iter().filter(|s| Path::new(&s.transcript_path).starts_with(r)).count(),
                     })
                     .collect();
-                let _ = reply.send(Snapshot { seq: self.seq, sessions, roots, indexing: self.indexing });
+                let progress = *self.progress.borrow();
+                let _ = reply.send(Snapshot { seq: self.seq, sessions, roots, indexing: self.indexing, progress });
             }
             Command::ReadStats(reply) => {
                 let _ = reply.send(self.store.read_stats());
@@ -918,6 +942,8 @@ impl Actor {
             }
             Command::Restored(files, links) => {
                 self.store.restore_links(links);
+                let total = files.len();
+                self.progress.send_modify(|p| p.total = p.total.max(total));
                 if !files.is_empty() {
                     let mut events = Vec::new();
                     for f in files {
@@ -929,6 +955,8 @@ impl Actor {
                 }
             }
             Command::Peeked(files) => {
+                let total = files.len();
+                self.progress.send_modify(|p| p.total = p.total.max(total));
                 let mut events = Vec::new();
                 for f in files {
                     events.extend(self.store.adopt(f, now));
@@ -940,6 +968,11 @@ impl Actor {
                 let _ = self.ready.send(Phase::Peeked);
             }
             Command::IndexedPart(files) => {
+                let n = files.len();
+                self.progress.send_modify(|p| {
+                    p.done += n;
+                    p.total = p.total.max(p.done);
+                });
                 let mut events = Vec::new();
                 for f in files {
                     events.extend(self.store.adopt(f, now));
@@ -947,6 +980,7 @@ impl Actor {
                 self.publish(events);
             }
             Command::Indexed(files) => {
+                let files_len = files.len();
                 let mut events = Vec::new();
                 for f in files {
                     events.extend(self.store.adopt(f, now));
@@ -954,6 +988,12 @@ impl Actor {
                 events.extend(self.store.drop_partial());
                 self.publish(events);
                 self.indexing = false;
+                let n = files_len;
+                self.progress.send_modify(|p| {
+                    p.done += n;
+                    p.total = p.total.max(p.done);
+                    p.indexing = false;
+                });
                 self.poll_registry();
                 self.after_index();
                 let _ = self.ready.send(Phase::Indexed);

@@ -228,7 +228,7 @@ pub fn peek_file(location: TranscriptLocation) -> std::io::Result<IndexedFile> {
         }
         window *= 4;
     }
-    Ok(IndexedFile { location, tail: FileTail::new(PathBuf::new()), facts, partial: true })
+    Ok(IndexedFile { location, tail: FileTail::new(PathBuf::new()), facts, partial: true, peeked: true })
 }
 
 #[cfg(test)]

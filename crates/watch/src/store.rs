@@ -51,6 +51,9 @@ pub struct IndexedFile {
     /// Only both ends were read ([`crate::scan::peek`]): the facts are a first guess and
     /// the tail is no reading position. The store waits for the full read.
     pub partial: bool,
+    /// The facts are a guess from the file's ends ([`crate::scan::peek`]), not a stored
+    /// full read: its row is provisional.
+    pub peeked: bool,
 }
 
 impl IndexedFile {
@@ -60,7 +63,7 @@ impl IndexedFile {
         let mut sink = FactsSink { facts: SessionFacts::default(), scratch: String::new() };
         tail.read_into(&mut sink)?;
         sink.facts.shrink_to_fit();
-        Ok(IndexedFile { location, tail, facts: sink.facts, partial: false })
+        Ok(IndexedFile { location, tail, facts: sink.facts, partial: false, peeked: false })
     }
 
     /// Reads on from where a previous run stopped (the fleet database): only what was
@@ -80,7 +83,7 @@ impl IndexedFile {
             ReadOutcome::Missing => Err(std::io::Error::from(std::io::ErrorKind::NotFound)),
             _ => {
                 sink.facts.shrink_to_fit();
-                Ok(IndexedFile { location, tail, facts: sink.facts, partial: false })
+                Ok(IndexedFile { location, tail, facts: sink.facts, partial: false, peeked: false })
             }
         }
     }
@@ -104,8 +107,10 @@ struct Entry {
     location: TranscriptLocation,
     tail: FileTail,
     facts: SessionFacts,
-    /// Peeked, not read: never tailed until a full read replaces it.
+    /// Peeked or restored, not read: never tailed until a full read replaces it.
     partial: bool,
+    /// Peeked: its facts are a first guess (a provisional row).
+    peeked: bool,
     /// The row last published (None until `discovered` was sent, and always in a
     /// one-time read, which derives rows at the end).
     published: Option<Box<TrackedSession>>,
@@ -345,14 +350,22 @@ impl Store {
             self.by_path.insert(file.location.path.clone(), id.clone());
         }
         let (published, shown) = self.entries.remove(&id).map_or((None, false), |e| (e.published, e.shown));
-        let partial = file.partial;
+        let (partial, peeked) = (file.partial, file.peeked);
         if self.keep_rows && !partial && (file.tail.stats.bytes_read > 0 || file.tail.stats.resets > 0) {
             // Read by the index (in full, or on from a stored position): worth storing.
             self.dirty.insert(id.clone());
         }
         self.entries.insert(
             id.clone(),
-            Box::new(Entry { shown, location: file.location, tail: file.tail, facts: file.facts, partial, published }),
+            Box::new(Entry {
+                shown,
+                location: file.location,
+                tail: file.tail,
+                facts: file.facts,
+                partial,
+                peeked,
+                published,
+            }),
         );
         let mut events = Vec::new();
         if partial || !self.keep_rows {
@@ -398,7 +411,7 @@ impl Store {
             let facts = SessionFacts::default();
             self.entries.insert(
                 id.clone(),
-                Box::new(Entry { location, tail, facts, partial: false, published: None, shown: false }),
+                Box::new(Entry { location, tail, facts, partial: false, peeked: false, published: None, shown: false }),
             );
         }
         if self.entries.get(&id).is_some_and(|e| e.partial) {
@@ -585,6 +598,7 @@ impl Store {
                         tail,
                         facts: SessionFacts::default(),
                         partial: false,
+                        peeked: false,
                         published: None,
                         shown: false,
                     });
@@ -712,7 +726,9 @@ impl Store {
         let live = self.live.get(id);
         let supervision = self.supervised.get(id);
         let last_activity = self.last_activity(entry);
-        let pending = f.pending_tool();
+        // A first read of the file's ends cannot tell a pending call from one answered
+        // earlier in the file: none until the full read.
+        let pending = if entry.peeked { None } else { f.pending_tool() };
         let report = self
             .status_files
             .get(id)
@@ -794,6 +810,7 @@ impl Store {
                 mimesis_core::status::Status::Working => self.hooks.get(id).map_or(0, |h| h.subagents),
                 _ => 0,
             },
+            provisional: entry.peeked,
         };
         (row, derived.next_check)
     }

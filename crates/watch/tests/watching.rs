@@ -306,3 +306,51 @@ async fn the_timeline_of_a_session_without_a_transcript_yet_waits_then_follows_i
     let page = engine.timeline_range(&id, 0, 10).await.unwrap();
     assert!(!page.waiting && page.total >= 1, "{page:?}");
 }
+
+/// Issue 14 (first launch): the initial index reports how far it has come — the files found,
+/// then those read in full, part by part — and ends with every file read and `indexing`
+/// false; the rows of a first quick read are marked provisional until their file was read
+/// in full, and none is left provisional.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_index_reports_its_progress_and_its_provisional_rows() {
+    let r = root();
+    let n = 1_100; // more than two parts of the index
+    let big = "x".repeat(70_000); // files larger than a peek reads
+    for i in 0..n {
+        let id = format!("{i:08x}-0000-4000-8000-000000000000");
+        let mut bytes = line(&prompt("a task"));
+        if i % 100 == 0 {
+            bytes.extend(line(&prompt(&big)));
+        }
+        bytes.extend(line(&reply(i)));
+        std::fs::write(r.project.join(format!("{id}.jsonl")), bytes).unwrap();
+    }
+    let engine = start(vec![r.root.clone()]).await;
+    let mut progress = engine.subscribe_progress();
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let p = *progress.borrow_and_update();
+        seen.push(p);
+        assert!(p.done <= p.total || p.total == 0, "{p:?}");
+        if !p.indexing {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the index never ended: {seen:?}");
+        let _ = tokio::time::timeout(Duration::from_secs(5), progress.changed()).await;
+    }
+    let last = *seen.last().unwrap();
+    assert_eq!((last.done, last.total), (n, n), "{seen:?}");
+    assert!(seen.windows(2).all(|w| w[0].done <= w[1].done), "done only grows: {seen:?}");
+    let snap = engine.snapshot().await.unwrap();
+    assert!(!snap.progress.indexing && snap.progress.done == n);
+    assert_eq!(snap.sessions.len(), n);
+    assert!(
+        snap.sessions.iter().all(|s| !serde_json::to_value(s)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .contains_key("provisional"))
+    );
+    engine.shutdown().await;
+}

@@ -181,3 +181,15 @@ export function turnDurationText(text: string): string {
   if (ms) return `Turn took ${formatDuration(Number(ms[1]))}`;
   return t.toLowerCase().startsWith('turn') ? t : `Turn took ${t}`;
 }
+
+/** `n` and its noun, singular for one: "1 session", "1,240 sessions". */
+export function countOf(n: number, one: string, many = one + 's'): string {
+  return `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
+}
+
+/** The initial index in words, or null once it is done. */
+export function indexingText(p: { indexing: boolean; done: number; total: number }): string | null {
+  if (!p.indexing) return null;
+  if (p.total === 0) return 'Looking for sessions…';
+  return `Reading ${p.done.toLocaleString('en-US')} of ${countOf(p.total, 'session')}…`;
+}

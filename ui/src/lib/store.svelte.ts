@@ -14,7 +14,13 @@ import {
   type RosterLine,
   type RosterView,
 } from './roster';
-import type { RootInfo, RosterSnapshot, SeqEvent, TrackedSession } from './types';
+import type { IndexProgress, RootInfo, RosterSnapshot, SeqEvent, TrackedSession } from './types';
+
+/** The later of two reports of the same index: more files read, or it ended. */
+export function laterProgress(a: IndexProgress, b: IndexProgress): IndexProgress {
+  if (a.done !== b.done) return a.done > b.done ? a : b;
+  return a.indexing ? b : a;
+}
 
 export interface Totals {
   sessions: number;
@@ -48,6 +54,8 @@ export class RosterStore {
     void this.version;
     return [...this.#sessions.values()].sort(byActivityDesc);
   });
+  /** How far the engine's initial index has come (`store:progress`). */
+  progress = $state<IndexProgress>({ indexing: true, done: 0, total: 0 });
   /** The engine's attention set (`attention:changed`): the one source of "needs you". */
   // eslint-disable-next-line svelte/prefer-svelte-reactivity -- replaced, never mutated
   attention = $state.raw<ReadonlySet<string>>(new Set());
@@ -101,6 +109,7 @@ export class RosterStore {
     this.#unlisten.push(
       await this.#backend.on('store:events', (p) => this.receive(p.events)),
       await this.#backend.on('store:resync', () => void this.resync()),
+      await this.#backend.on('store:progress', (p) => (this.progress = laterProgress(this.progress, p))),
       // eslint-disable-next-line svelte/prefer-svelte-reactivity -- replaced, never mutated
       await this.#backend.on('attention:changed', (a) => (this.attention = new Set(a.sessionIds))),
     );
@@ -133,6 +142,8 @@ export class RosterStore {
     this.#seq = snap.seq;
     this.roots = snap.roots;
     this.demo = snap.demo;
+    // A progress event may have come first: never go back to an earlier state.
+    this.progress = laterProgress(this.progress, snap.progress ?? { indexing: false, done: 0, total: 0 });
     this.loaded = true;
     this.#seq = applyEvents(this.#sessions, this.#seq, held).seq;
     this.version++;

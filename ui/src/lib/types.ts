@@ -49,6 +49,8 @@ export interface TrackedSession {
   subagents?: number;
   /** What the session cost (docs/ipc.md `cost`); absent from older engines. */
   cost?: Cost;
+  /** From a first quick read while the initial index runs: usage may still grow (absent: final). */
+  provisional?: boolean;
   /** The name Claude Code gave the session in its live registry (2.1.330: `proj-73`), or null. */
   name?: string | null;
   /** Sessions in the work chain (1 when alone). */
@@ -213,6 +215,14 @@ export interface RosterSnapshot {
   sessions: TrackedSession[];
   roots: RootInfo[];
   demo: boolean;
+  /** How far the initial index has come (absent from older backends: done). */
+  progress?: IndexProgress;
+}
+
+export interface IndexProgress {
+  indexing: boolean;
+  done: number;
+  total: number;
 }
 
 interface ItemBase {
@@ -394,6 +404,7 @@ export interface Events {
   'app:open-session': { sessionId: string };
   'attention:changed': { count: number; sessionIds: string[] };
   'approvals:changed': PermissionRequest[];
+  'store:progress': IndexProgress;
 }
 
 /** How the UI shows a tool call that has no result yet, from the session's status. */

@@ -279,3 +279,29 @@ fn newer_hooks_show_subagents_compaction_and_api_errors() {
     assert_eq!((row.status, row.api_error), (Status::Working, false), "compacting is work; the error is past");
     // An older CLI that never sends these is unaffected: nothing above is required.
 }
+
+/// Issue 14 (first launch): a row from a peek of a file's ends is provisional and shows no
+/// pending tool (a peek cannot tell one answered earlier in the file); the full read makes
+/// it final, with its pending tool, in one `updated`.
+#[test]
+fn a_peeked_row_is_provisional_until_the_full_read() {
+    let fx = Fixture::new();
+    fx.append(SID, &[prompt("go", 0)]);
+    fx.append(SID, &[json!({"type": "assistant", "uuid": "a1", "timestamp": T0.plus(std::time::Duration::from_secs(1)).to_iso(),
+        "message": {"id": "m1", "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]}})]);
+    let mut store = Store::new(Timeouts::default());
+    let peek = crate::scan::peek_file(fx.loc(SID)).unwrap();
+    let ev = store.adopt(IndexedFile { partial: true, peeked: true, ..peek }, at(1));
+    let StoreEvent::Discovered { session } = &ev[0] else { panic!("{ev:?}") };
+    assert!(session.provisional && session.pending_tool.is_none(), "{session:?}");
+    assert_eq!(serde_json::to_value(session.as_ref()).unwrap()["provisional"], json!(true));
+    let ev = store.adopt(IndexedFile::read(fx.loc(SID)).unwrap(), at(1));
+    let StoreEvent::Updated { changes, .. } = &ev[0] else { panic!("{ev:?}") };
+    assert_eq!(changes.provisional, Some(false));
+    assert!(changes.pending_tool.as_ref().is_some_and(|p| p.as_ref().is_some_and(|p| p.tool == "Bash")));
+    let row = store.snapshot().into_iter().next().unwrap();
+    assert!(
+        !serde_json::to_value(&row).unwrap().as_object().unwrap().contains_key("provisional"),
+        "final rows say nothing"
+    );
+}

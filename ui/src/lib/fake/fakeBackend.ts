@@ -123,7 +123,12 @@ export function createFakeBackend(params: URLSearchParams): Backend {
   }
 
   const commands: { [K in keyof Commands]: (args: Commands[K]['args']) => Commands[K]['ret'] } = {
-    roster_snapshot: () => ({ seq, sessions: [...sessions.values()].map((f) => f.session), roots: roots(), demo }),
+    roster_snapshot: () => {
+      // As the app does: the attention set as it is now, for a page that listened after it last changed.
+      attention = '';
+      checkAttention();
+      return { seq, sessions: [...sessions.values()].map((f) => f.session), roots: roots(), demo };
+    },
     open_timeline: ({ sessionId, tail }) => {
       const fs = need(sessionId);
       openTimelines.add(sessionId);
