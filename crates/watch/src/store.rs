@@ -31,7 +31,7 @@ pub use mimesis_core::session::StoreEvent;
 use mimesis_core::session::{PendingTool, Source, TrackedSession};
 use mimesis_core::status::{self, HookSignal, PendingCall, StatusInput, Timeouts};
 use mimesis_core::supervision::policy::AgentReport;
-use mimesis_core::supervision::view::Supervision;
+use mimesis_core::supervision::view::{Supervision, SupervisionState};
 use mimesis_core::text::clean_text;
 
 use crate::permission_files::SettingsCache;
@@ -748,9 +748,15 @@ impl Store {
             reported: report.map(|r| r.status.status()),
             // Gone: seen running before, or written by a CLI that keeps a registry entry for
             // as long as it runs (then no entry means no process: `ls` and `watch` agree).
+            // A supervised session whose process Mimesis ended (a limit, the user, an
+            // earlier run of the app) is over too: idle, not waiting for input.
             ended: live.is_none()
                 && supervision.is_none_or(|s| s.pid.is_none())
-                && (self.ever_live.contains(id) || f.registers_while_running()),
+                && (self.ever_live.contains(id)
+                    || f.registers_while_running()
+                    || supervision.is_some_and(|s| {
+                        matches!(s.state, SupervisionState::Terminated | SupervisionState::Suspended)
+                    })),
         };
         let derived = status::derive(&input, now, &self.timeouts);
         let derived = status::Derived {

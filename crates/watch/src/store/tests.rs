@@ -305,3 +305,28 @@ fn a_peeked_row_is_provisional_until_the_full_read() {
         "final rows say nothing"
     );
 }
+
+/// Issue 14: a supervised session whose process Mimesis ended (terminated by a limit, or
+/// suspended) reads as idle, not as waiting for the user's input — also after a restart
+/// of the app, when nothing was seen running — and its turn-ended state comes back when it
+/// runs again.
+#[test]
+fn an_ended_supervised_session_is_idle_not_waiting_for_input() {
+    use mimesis_core::supervision::view::SupervisionState;
+    let fx = Fixture::new();
+    let reply = json!({"type": "assistant", "uuid": "r1", "timestamp": at(2).to_iso(),
+        "message": {"id": "m1", "model": "claude-opus-4-8", "stop_reason": "end_turn",
+        "content": [{"type": "text", "text": "Done."}], "usage": {"input_tokens": 1, "output_tokens": 2}}});
+    fx.append(SID, &[prompt("fix it", 0), reply]);
+    let mut store = Store::new(Timeouts::default());
+    store.file_changed(fx.loc(SID), at(3));
+    let running = supervision(Some(42));
+    // As after a restart of the app: never seen running, its supervision says it ended.
+    for state in [SupervisionState::Terminated, SupervisionState::Suspended] {
+        let ended = Supervision { state, pid: None, ..running.clone() };
+        store.set_supervision(fx.loc(SID), Some(ended), at(4));
+        assert_eq!(status_of(&store), Status::Idle, "{state:?}");
+    }
+    store.set_supervision(fx.loc(SID), Some(running), at(5));
+    assert_eq!(status_of(&store), Status::WaitingForInput, "running again, its turn ended: it waits for the user");
+}
