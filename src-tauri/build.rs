@@ -30,6 +30,7 @@ const COMMANDS: &[&str] = &[
     "pty_answer",
     "pty_dialog",
     "focus_terminal",
+    "set_viewing",
 ];
 
 fn main() {

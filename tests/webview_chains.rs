@@ -617,7 +617,7 @@ async fn notification_and_tray(app: &DesktopApp, fx: &Fixture, probe: &Path) -> 
 
 /// Issue 12: a permission request of a session in the user's own terminal is offered on
 /// its notification with Approve once and Deny; the click (dunst's context menu) is the
-/// decision the hook prints, and BUSY's open timeline shows it, marked as answered from a
+/// decision the hook prints, and BUSY's timeline shows it, marked as answered from a
 /// notification.
 async fn approved_from_a_notification(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     let session = app.session.clone().context("a desktop session")?;
@@ -625,6 +625,9 @@ async fn approved_from_a_notification(app: &DesktopApp, fx: &Fixture) -> Result<
         Ok(std::os::unix::net::UnixStream::connect(fx.data.join("approvals.sock")).is_ok())
     })
     .await?;
+    // Looking at another session: BUSY's request is notified (the one on screen would not be).
+    app.client.find(Locator::Css(&row(DONE))).await?.click().await?;
+    wait_css(app, "DONE's timeline", &timeline(DONE), 1).await?;
     let hook = permission_hook(&fx.data, BUSY, "Bash", json!({"command": "make deploy"}))?;
     app.wait_for("the request's notification", WAIT, || async {
         Ok(session.notifications_log().contains("make deploy"))
@@ -635,6 +638,8 @@ async fn approved_from_a_notification(app: &DesktopApp, fx: &Fixture) -> Result<
     let out = hook_output(hook).await?;
     eprintln!("notification action → the hook's decision: {:?}", t0.elapsed());
     ensure!(out["hookSpecificOutput"]["decision"] == json!({"behavior": "allow"}), "{out}");
+    // Opened afterwards, BUSY's timeline reads the answer back from the answers log.
+    app.client.find(Locator::Css(&row(BUSY))).await?.click().await?;
     let answer = format!("{} [data-testid=answer-item][data-via=notification]", timeline(BUSY));
     app.wait_for("the answer in BUSY's timeline", WAIT, || async { Ok(app.count(&answer).await? == 1) }).await?;
     let text = app.js(&format!("return document.querySelector(\"{answer}\").textContent;")).await?;

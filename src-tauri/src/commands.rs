@@ -19,6 +19,8 @@ use crate::events::IpcItem;
 
 pub struct AppState {
     pub mimesis: Mimesis,
+    /// The session open in the window (no notification for it while the window has focus).
+    pub viewing: Mutex<Option<SessionId>>,
     pub demo: Mutex<Option<demo::Demo>>,
     pub demo_root: PathBuf,
 }
@@ -194,6 +196,14 @@ pub async fn approval_decide(
     let approvals = state.mimesis.approvals().ok_or("another running Mimesis answers permission requests")?;
     let behavior = if allow { Behavior::Allow } else { Behavior::Deny };
     approvals.decide(&id, behavior, message, answers, None, Via::Window)
+}
+
+/// The session the window shows now (`null`: none).
+#[tauri::command(rename_all = "camelCase")]
+pub async fn set_viewing(state: tauri::State<'_, AppState>, session_id: Option<String>) -> CmdResult<()> {
+    let id = session_id.map(|s| self::session_id(&s)).transpose()?;
+    *state.viewing.lock().map_err(|e| e.to_string())? = id;
+    Ok(())
 }
 
 /// Brings the terminal of a session running outside Mimesis forward; says what it did.

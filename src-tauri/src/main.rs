@@ -173,7 +173,7 @@ fn main() {
             }
             pty::start(&handle, &mimesis);
             quit_on_signals(handle, signals);
-            app.manage(AppState { mimesis, demo: Mutex::new(None), demo_root });
+            app.manage(AppState { mimesis, viewing: Mutex::new(None), demo: Mutex::new(None), demo_root });
             Ok(())
         })
         .on_window_event(window::on_event)
@@ -202,6 +202,7 @@ fn main() {
             commands::approvals_pending,
             commands::approval_decide,
             commands::focus_terminal,
+            commands::set_viewing,
             pty::pty_answer,
             pty::pty_dialog,
             pty::pty_create,

@@ -101,6 +101,9 @@ pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mimesis: Mime
     loop {
         tokio::select! {
             n = rx.recv() => match n {
+                Ok(n) if !n.worth_showing(viewing(&app).as_ref(), window::focused(&app)) => {
+                    tracing::debug!(session = %n.session_id, "not notified: the user is looking at it");
+                }
                 Ok(n) if n.kind == NotificationKind::WaitingForApproval => {
                     let pending = requests.borrow().clone();
                     if let Some(old) = shown.remove(&n.session_id) {
@@ -142,6 +145,11 @@ pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mimesis: Mime
             }
         }
     }
+}
+
+/// The session open in the window, as the page said (`set_viewing`).
+fn viewing<R: Runtime>(app: &AppHandle<R>) -> Option<SessionId> {
+    app.try_state::<AppState>()?.viewing.lock().ok()?.clone()
 }
 
 /// An approval notification: with Approve once / Deny when a request of the session waits

@@ -15,6 +15,11 @@ use tauri::{AppHandle, Emitter, Manager, PhysicalPosition, PhysicalSize, Runtime
 
 /// The label of the one window (tauri.conf.json).
 pub const MAIN: &str = "main";
+
+/// Whether the main window is shown and has the keyboard focus.
+pub fn focused<R: Runtime>(app: &AppHandle<R>) -> bool {
+    app.get_webview_window(MAIN).is_some_and(|w| w.is_visible().unwrap_or(false) && w.is_focused().unwrap_or(false))
+}
 /// The file the window's place is kept in, in the data dir.
 const PLACE_FILE: &str = "window.json";
 /// Moves and resizes come in bursts; the place is written this long after the last one.

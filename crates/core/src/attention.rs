@@ -44,6 +44,16 @@ pub struct Notification {
     pub at: Timestamp,
 }
 
+impl Notification {
+    /// Whether to show it on the desktop: not when the user is looking at its session in
+    /// a focused window (they see it there, and may be typing into it). Crashes and ends
+    /// are always shown.
+    pub fn worth_showing(&self, viewing: Option<&SessionId>, window_focused: bool) -> bool {
+        let watched = window_focused && viewing == Some(&self.session_id);
+        !watched || matches!(self.kind, NotificationKind::Crashed | NotificationKind::Terminated)
+    }
+}
+
 /// What the supervision of a PTY session reports (issue 3's events, reduced).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SupervisionSignal {
@@ -288,6 +298,18 @@ mod tests {
 
     fn sid(s: &str) -> SessionId {
         SessionId::parse(s).unwrap()
+    }
+
+    #[test]
+    fn no_notification_for_the_session_the_user_is_looking_at_in_a_focused_window() {
+        let n = |kind| Notification { session_id: sid("s1"), kind, title: "t".into(), body: String::new(), at: T0 };
+        let input = n(NotificationKind::WaitingForInput);
+        assert!(!input.worth_showing(Some(&sid("s1")), true), "they are looking at it");
+        assert!(input.worth_showing(Some(&sid("s1")), false), "the window is in the background");
+        assert!(input.worth_showing(Some(&sid("s2")), true), "another session");
+        assert!(input.worth_showing(None, true));
+        assert!(!n(NotificationKind::WaitingForApproval).worth_showing(Some(&sid("s1")), true));
+        assert!(n(NotificationKind::Crashed).worth_showing(Some(&sid("s1")), true), "a crash is always said");
     }
 
     fn status(id: &str, status: &str) -> StoreEvent {

@@ -211,6 +211,11 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
                 });
             }
             RegistryState::Busy => return exact(Status::Working),
+            RegistryState::Idle if input.last_activity.is_none() && matches!(input.tail, Tail::Empty) => {
+                // At the prompt before its first turn: nothing was asked of the user (a
+                // session just started, which they are about to type into).
+                return exact(Status::Idle);
+            }
             RegistryState::Idle => {
                 // At the prompt. The transcript may be ahead of the registry (a prompt was
                 // just submitted); only newer transcript activity overrides it.
@@ -456,6 +461,13 @@ mod tests {
         j.registry = Some(RegistrySignal { state: RegistryState::Idle, updated_at: Some(at(0).plus(Duration::ZERO)) });
         j.last_activity = Some(at(2));
         assert_eq!(status(&j, at(3)), Status::Working);
+    }
+
+    #[test]
+    fn a_session_at_its_prompt_before_its_first_turn_is_idle_not_waiting_for_the_user() {
+        let mut i = StatusInput { tail: Tail::Empty, last_activity: None, ..Default::default() };
+        i.registry = Some(RegistrySignal { state: RegistryState::Idle, updated_at: Some(T0) });
+        assert_eq!(status(&i, at(1)), Status::Idle);
     }
 
     #[test]

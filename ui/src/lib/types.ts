@@ -361,6 +361,7 @@ export interface Commands {
   pty_answer: { args: { sessionId: string; answer: string }; ret: string };
   pty_dialog: { args: { sessionId: string }; ret: ScreenDialog | null };
   focus_terminal: { args: { sessionId: string }; ret: string };
+  set_viewing: { args: { sessionId: string | null }; ret: null };
 }
 
 /** The dialog on a supervised session's screen, as the engine reads it (options by label). */

@@ -236,6 +236,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
       return null;
     },
     approvals_pending: () => [],
+    set_viewing: () => null,
     focus_terminal: () => {
       throw new Error('the demo sessions have no terminal');
     },
