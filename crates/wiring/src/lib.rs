@@ -182,6 +182,24 @@ impl SupervisionFixed {
     }
 }
 
+/// Settings whose value in force is not the stored one ([`Mimesis::settings_in_effect`]).
+#[derive(serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct InEffect {
+    pub overrides: Vec<Override>,
+    /// Overrides that were given but could not be applied, in words.
+    pub not_applied: Vec<String>,
+}
+
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
+pub struct Override {
+    /// The settings path (`limits.maxDurationSecs`).
+    pub field: String,
+    pub value: serde_json::Value,
+    /// Where it comes from, in words.
+    pub source: String,
+}
+
 /// Logs an answer given from Mimesis (the data dir's answers log) and shows it in the
 /// session's open timeline.
 fn record_answer(data_dir: &Path, engine: &Engine, answered: &mimesis_core::approval::Answered) {
@@ -362,6 +380,37 @@ impl Mimesis {
         Some(fixed.effective(&self.settings()))
     }
 
+    /// The settings whose value in force is not the stored one, and why (the environment,
+    /// the command line), with what could not be applied (docs/ipc.md `settings_in_effect`).
+    pub fn settings_in_effect(&self) -> InEffect {
+        let mut out = InEffect::default();
+        let Some(fixed) = self.inner.supervise.as_ref() else { return out };
+        let settings = self.settings();
+        let e = fixed.effective(&settings);
+        let values = serde_json::to_value(&e.limits).unwrap_or_default();
+        for (field, origin) in &e.origins {
+            let source = match origin {
+                limits::Origin::Environment => format!("the environment ({})", fixed.env.names().join(", ")),
+                limits::Origin::Flag => "this run's command line".to_owned(),
+                limits::Origin::Settings => continue,
+            };
+            let value = values.get(field).cloned().unwrap_or_default();
+            out.overrides.push(Override { field: format!("limits.{field}"), value, source });
+        }
+        if let Some(agent) = &fixed.agent
+            && agent.program.to_string_lossy() != settings.agent.command
+        {
+            out.overrides.push(Override {
+                field: "agent.command".into(),
+                value: serde_json::Value::String(agent.program.to_string_lossy().into_owned()),
+                source: "this run's --agent or $MIMESIS_AGENT".into(),
+            });
+        }
+        out.not_applied =
+            e.env_errors.iter().chain(&e.flag_errors).map(|e| format!("{}: {}", e.field, e.message)).collect();
+        out
+    }
+
     /// The program new supervised sessions run.
     pub fn agent(&self) -> Option<AgentCommand> {
         let fixed = self.inner.supervise.as_ref()?;
@@ -465,14 +514,18 @@ fn stored_settings(path: &Path) -> Settings {
 }
 
 /// Supervision events become attention (the tray's count, notifications), for every face.
-/// A session that leaves "waiting for approval" had its dialog answered (in its terminal,
-/// or by a rule): its open requests end with no decision, and the hooks return.
+/// A session that moves on (working again, or ended) had its dialog answered (in its
+/// terminal, or by a rule): its open requests end with no decision, and the hooks return.
 async fn cancel_answered_elsewhere(mut rx: broadcast::Receiver<Arc<Envelope>>, approvals: approvals::Approvals) {
     loop {
         match rx.recv().await {
             Ok(env) => {
+                // Moved on (working again, or ended): its dialog was answered elsewhere. Not
+                // "waiting for input": a question (AskUserQuestion) reads as that while its
+                // request waits here. (A dialog answered in the terminal also ends its hook,
+                // which takes the request with it.)
                 if let StoreEvent::Updated { session_id, changes } = &env.event
-                    && changes.status.is_some_and(|s| s != Status::WaitingForApproval)
+                    && changes.status.is_some_and(|s| matches!(s, Status::Working | Status::Idle))
                 {
                     approvals.cancel_session(session_id);
                 }
