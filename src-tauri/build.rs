@@ -31,6 +31,7 @@ const COMMANDS: &[&str] = &[
     "pty_dialog",
     "focus_terminal",
     "set_viewing",
+    "settings_in_effect",
 ];
 
 fn main() {

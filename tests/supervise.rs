@@ -733,3 +733,26 @@ async fn settings_set_reaches_a_running_session_on_the_injected_clock() -> Resul
     s.shutdown().await;
     Ok(())
 }
+
+/// Issue 14: the settings view shows the value in force where the environment or this run's
+/// agent overrides the stored one, and where it comes from; the stored value is unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_settings_in_effect_name_the_overrides_and_their_source() -> Result<()> {
+    let env = mimesis_core::supervision::limits::LimitsEnv::from_pairs([(
+        "MAX_SESSION_DURATION_SECONDS".to_owned(),
+        "3600".to_owned(),
+    )]);
+    let s = Supervised::start(AgentCommand::new(standin()?), quick_limits(), false, |o| {
+        o.supervise.as_mut().expect("supervised").env = env;
+    })
+    .await?;
+    let e = s.mimesis.settings_in_effect();
+    let duration = e.overrides.iter().find(|o| o.field == "limits.maxDurationSecs").context("the duration override")?;
+    ensure!(duration.value == serde_json::json!(3600), "{e:?}");
+    ensure!(duration.source == "the environment (MAX_SESSION_DURATION_SECONDS)", "{e:?}");
+    let agent = e.overrides.iter().find(|o| o.field == "agent.command").context("the agent override")?;
+    ensure!(agent.source.contains("MIMESIS_AGENT"), "{e:?}");
+    ensure!(s.mimesis.settings().limits.max_duration != Duration::from_secs(3600), "the stored value is kept");
+    s.shutdown().await;
+    Ok(())
+}

@@ -480,9 +480,11 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
             .await?
             .text()
             .await?
-            .contains("\"installed\": true"))
+            .contains("hooks installed"))
     })
     .await?;
+    // In words, not a JSON dump: the whole report is folded away.
+    ensure!(app.count("[data-testid=doctor-report] details:not([open])").await? == 1);
 
     app.client.find(Locator::Css("[data-testid=hooks-uninstall]")).await?.click().await?;
     wait_css(app, "hooks uninstalled", &format!("{status}[data-installed=false]"), 1).await?;

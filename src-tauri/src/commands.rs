@@ -164,8 +164,24 @@ pub async fn hooks_uninstall(state: tauri::State<'_, AppState>) -> CmdResult<Vec
 }
 
 #[tauri::command]
-pub async fn doctor(state: tauri::State<'_, AppState>) -> CmdResult<DoctorReport> {
-    Ok(state.mimesis.doctor().await)
+pub async fn doctor(state: tauri::State<'_, AppState>) -> CmdResult<DoctorView> {
+    let report = state.mimesis.doctor().await;
+    Ok(DoctorView { lines: report.lines(), problems: report.problems(), report })
+}
+
+/// The doctor's report for the window: in words (the lines `mimesis doctor` prints, and
+/// the problems to act on), and whole.
+#[derive(serde::Serialize)]
+pub struct DoctorView {
+    lines: Vec<String>,
+    problems: Vec<String>,
+    report: DoctorReport,
+}
+
+/// The settings whose value in force is not the stored one, and why.
+#[tauri::command]
+pub async fn settings_in_effect(state: tauri::State<'_, AppState>) -> CmdResult<mimesis_wiring::InEffect> {
+    Ok(state.mimesis.settings_in_effect())
 }
 
 #[tauri::command]

@@ -203,6 +203,7 @@ fn main() {
             commands::approval_decide,
             commands::focus_terminal,
             commands::set_viewing,
+            commands::settings_in_effect,
             pty::pty_answer,
             pty::pty_dialog,
             pty::pty_create,

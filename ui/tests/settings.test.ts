@@ -4,7 +4,7 @@ import { fireEvent, render, waitFor } from '@testing-library/svelte';
 import { describe, expect, it } from 'vitest';
 import SettingsView from '../src/components/settings/SettingsView.svelte';
 import { DEFAULT_SETTINGS, NUMBER_SECTIONS, errorsByField, humanSeconds, linesOf, patternProblem, setPath, validateSettings } from '../src/lib/settings';
-import type { Settings } from '../src/lib/types';
+import type { InEffect, Settings } from '../src/lib/types';
 import { MockBackend } from './helpers';
 
 const clone = (): Settings => structuredClone(DEFAULT_SETTINGS);
@@ -50,9 +50,10 @@ describe('validateSettings', () => {
 });
 
 describe('SettingsView', () => {
-  function setup(serverErrors: { field: string; message: string }[] = []) {
+  function setup(serverErrors: { field: string; message: string }[] = [], overrides: InEffect['overrides'] = []) {
     let stored = clone();
     const b = new MockBackend({
+      settings_in_effect: () => ({ overrides, notApplied: [] }),
       settings_get: () => stored,
       settings_set: ({ settings }) => {
         if (serverErrors.length) return { settings: stored, errors: serverErrors };
@@ -62,7 +63,11 @@ describe('SettingsView', () => {
       hooks_status: () => [{ root: '/home/me/.claude', settingsPath: '/home/me/.claude/settings.json', installed: false, partial: false, error: null }],
       hooks_install: () => [{ root: '/home/me/.claude', settingsPath: '/home/me/.claude/settings.json', installed: true, partial: false, error: null }],
       hooks_uninstall: () => Promise.reject(new Error('settings.json is not valid JSON (line 3); nothing was changed')),
-      doctor: () => ({ claudeCode: { version: '2.1.197' }, database: { path: '/x/fleet.db' } }),
+      doctor: () => ({
+        lines: ['Claude Code: 2.1.197 (newest session written by 2.1.197)', 'database /x/fleet.db: ok, 3 sessions, 0 chain links, 12 KB'],
+        problems: ['hooks are not installed in /x/.claude/settings.json (run `mimesis hooks install` for exact statuses and work chains)'],
+        report: { claudeCode: { version: '2.1.197' } },
+      }),
     });
     const r = render(SettingsView, { props: { backend: b } });
     return { b, ...r, stored: () => stored };
@@ -104,14 +109,35 @@ describe('SettingsView', () => {
     expect(container.textContent).toContain('Nothing saved');
   });
 
-  it('installs hooks, reports a refusal, and renders the doctor report as text', async () => {
+  it('installs hooks, reports a refusal, and renders the doctor report in words', async () => {
     const { container } = setup();
     await waitFor(() => expect(container.querySelector('[data-testid=hook-status]')?.getAttribute('data-installed')).toBe('false'));
+    // Nothing to uninstall yet.
+    expect((container.querySelector('[data-testid=hooks-uninstall]') as HTMLButtonElement).disabled).toBe(true);
     await fireEvent.click(container.querySelector('[data-testid=hooks-install]') as HTMLElement);
     await waitFor(() => expect(container.querySelector('[data-testid=hook-status]')?.getAttribute('data-installed')).toBe('true'));
     await fireEvent.click(container.querySelector('[data-testid=hooks-uninstall]') as HTMLElement);
     await waitFor(() => expect(container.textContent).toContain('settings.json is not valid JSON (line 3); nothing was changed'));
     expect(container.querySelector('[data-testid=hook-status]')?.getAttribute('data-installed')).toBe('true');
-    expect(container.querySelector('[data-testid=doctor-report]')?.textContent).toContain('"version": "2.1.197"');
+    const doctor = container.querySelector('[data-testid=doctor-report]');
+    expect(doctor?.querySelector('[data-testid=doctor-problem]')?.textContent).toContain('hooks are not installed');
+    expect(doctor?.textContent).toContain('Claude Code: 2.1.197 (newest session written by 2.1.197)');
+    // The whole report is there for whoever wants it, folded away.
+    expect(doctor?.querySelector('details:not([open]) pre')?.textContent).toContain('"version": "2.1.197"');
+  });
+
+  it('shows the value in effect and where it comes from when the environment overrides the stored one', async () => {
+    const { container } = setup(
+      [],
+      [
+        { field: 'limits.maxDurationSecs', value: 3600, source: 'the environment (MAX_SESSION_DURATION_SECONDS)' },
+        { field: 'agent.command', value: '/opt/standin', source: "this run's --agent or $MIMESIS_AGENT" },
+      ],
+    );
+    await waitFor(() => expect(container.querySelector('[data-testid=in-effect][data-field="limits.maxDurationSecs"]')).not.toBeNull());
+    const duration = container.querySelector('[data-testid=in-effect][data-field="limits.maxDurationSecs"]')?.textContent ?? '';
+    expect(duration).toContain('In effect: 1 h, set by the environment (MAX_SESSION_DURATION_SECONDS)');
+    expect(container.querySelector('[data-testid=in-effect][data-field="agent.command"]')?.textContent).toContain('/opt/standin');
+    expect(input(container, 'limits.maxDurationSecs').value).toBe('14400');
   });
 });

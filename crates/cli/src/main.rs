@@ -495,49 +495,9 @@ fn doctor_cmd(roots: &[PathBuf], data_dir: &std::path::Path, json: bool) -> anyh
         writeln!(out)?;
         return Ok(());
     }
-    writeln!(out, "mimesis {}", report.mimesis_version)?;
-    for r in &report.roots {
-        let hooks = if r.hooks.installed {
-            "hooks installed"
-        } else if r.hooks.partial {
-            "hooks partly installed"
-        } else {
-            "hooks not installed"
-        };
-        let state = if r.exists { format!("{} sessions, {hooks}", r.session_count) } else { "missing".to_owned() };
-        writeln!(out, "config folder {}: {state}", r.path.display())?;
+    for line in report.lines() {
+        writeln!(out, "{line}")?;
     }
-    let c = &report.claude_code;
-    writeln!(
-        out,
-        "Claude Code: {} (newest session written by {})",
-        c.version.as_deref().unwrap_or("not on PATH"),
-        c.seen_version.as_deref().unwrap_or("none")
-    )?;
-    writeln!(out, "file watching: {}", if report.watcher.ok { "ok" } else { "FAILING" })?;
-    let db = &report.database;
-    writeln!(
-        out,
-        "database {}: {}, {} sessions, {} chain links, {} KB",
-        db.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
-        db.health,
-        db.sessions,
-        db.chain_links,
-        db.size_bytes / 1024
-    )?;
-    let last = report.hook_spool.last_event_at.map_or("none yet".to_owned(), |t| format!("the last at {}", t.to_iso()));
-    writeln!(out, "hook events recorded: {} ({last})", report.hook_spool.events)?;
-    let sup = &report.supervision;
-    let running = sup.supervisors.iter().filter(|s| s.alive).count();
-    writeln!(
-        out,
-        "supervised: {} processes of {} sessions on record ({} supervisors, {running} running); \
-         {} publishing metrics",
-        sup.recorded_processes,
-        sup.recorded_sessions,
-        sup.supervisors.len(),
-        sup.metrics_publishers.len()
-    )?;
     let problems = report.problems();
     if problems.is_empty() {
         writeln!(out, "no problems found")?;

@@ -107,6 +107,53 @@ pub struct DoctorReport {
 }
 
 impl DoctorReport {
+    /// What was found, one line per part, in words (`mimesis doctor`, the window).
+    pub fn lines(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        v.push(format!("mimesis {}", self.mimesis_version));
+        for r in &self.roots {
+            let hooks = if r.hooks.installed {
+                "hooks installed"
+            } else if r.hooks.partial {
+                "hooks partly installed"
+            } else {
+                "hooks not installed"
+            };
+            let state = if r.exists { format!("{} sessions, {hooks}", r.session_count) } else { "missing".to_owned() };
+            v.push(format!("config folder {}: {state}", r.path.display()));
+        }
+        let c = &self.claude_code;
+        v.push(format!(
+            "Claude Code: {} (newest session written by {})",
+            c.version.as_deref().unwrap_or("not on PATH"),
+            c.seen_version.as_deref().unwrap_or("none")
+        ));
+        v.push(format!("file watching: {}", if self.watcher.ok { "ok" } else { "FAILING" }));
+        let db = &self.database;
+        v.push(format!(
+            "database {}: {}, {} sessions, {} chain links, {} KB",
+            db.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            db.health,
+            db.sessions,
+            db.chain_links,
+            db.size_bytes / 1024
+        ));
+        let last =
+            self.hook_spool.last_event_at.map_or("none yet".to_owned(), |t| format!("the last at {}", t.to_iso()));
+        v.push(format!("hook events recorded: {} ({last})", self.hook_spool.events));
+        let sup = &self.supervision;
+        let running = sup.supervisors.iter().filter(|s| s.alive).count();
+        v.push(format!(
+            "supervised: {} processes of {} sessions on record ({} supervisors, {running} running); \
+             {} publishing metrics",
+            sup.recorded_processes,
+            sup.recorded_sessions,
+            sup.supervisors.len(),
+            sup.metrics_publishers.len()
+        ));
+        v
+    }
+
     /// Problems a person should act on, in words.
     pub fn problems(&self) -> Vec<String> {
         let mut v = Vec::new();

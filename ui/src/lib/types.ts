@@ -352,7 +352,8 @@ export interface Commands {
   hooks_status: { args: undefined; ret: HookStatus[] };
   hooks_install: { args: undefined; ret: HookStatus[] };
   hooks_uninstall: { args: undefined; ret: HookStatus[] };
-  doctor: { args: undefined; ret: unknown };
+  doctor: { args: undefined; ret: DoctorView };
+  settings_in_effect: { args: undefined; ret: InEffect };
   approvals_pending: { args: undefined; ret: PermissionRequest[] };
   approval_decide: {
     args: { id: string; allow: boolean; message: string | null; answers?: Record<string, string> | null };
@@ -372,6 +373,19 @@ export interface ScreenDialog {
 }
 
 /** A permission dialog waiting for an answer from Mimesis (docs/ipc.md, `mimesis pending --json`). */
+/** `doctor`: what it found in words, the problems to act on, and the whole report. */
+export interface DoctorView {
+  lines: string[];
+  problems: string[];
+  report: unknown;
+}
+
+/** Settings whose value in force is not the stored one, and why. */
+export interface InEffect {
+  overrides: { field: string; value: unknown; source: string }[];
+  notApplied: string[];
+}
+
 export interface PermissionRequest {
   id: string;
   sessionId: string;

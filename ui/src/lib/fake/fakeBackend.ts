@@ -304,15 +304,20 @@ export function createFakeBackend(params: URLSearchParams): Backend {
       hooksInstalled = false;
       return hookStatus();
     },
-    doctor: () => ({
-      version: '0.1.0',
-      roots: roots().map((r) => ({ path: r.path, exists: r.exists, sessions: r.sessionCount })),
-      hooks: hookStatus(),
-      claudeCode: { path: '/home/dana/.local/bin/claude', version: '2.1.197' },
-      watcher: { healthy: true, watchedDirs: 6, lastEventAt: new Date().toISOString() },
-      database: { path: '/home/dana/.local/share/mimesis/fleet.db', sizeBytes: 2_416_640, schemaVersion: 3 },
-      supervisedSessions: [...sessions.values()].filter((f) => f.session.supervision).length,
-    }),
+    doctor: () => {
+      const installed = hookStatus().some((h) => h.installed);
+      return {
+        lines: [
+          'mimesis 0.1.0',
+          ...roots().map((r) => `config folder ${r.path}: ${r.exists ? `${r.sessionCount} sessions, hooks ${installed ? 'installed' : 'not installed'}` : 'missing'}`),
+          'Claude Code: 2.1.197 (newest session written by 2.1.197)',
+          'file watching: ok',
+        ],
+        problems: installed ? [] : ['hooks are not installed (run `mimesis hooks install` for exact statuses and work chains)'],
+        report: { mimesisVersion: '0.1.0', supervisedSessions: [...sessions.values()].filter((f) => f.session.supervision).length },
+      };
+    },
+    settings_in_effect: () => ({ overrides: [], notApplied: [] }),
   };
 
   // ---- supervised sessions ----
