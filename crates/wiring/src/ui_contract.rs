@@ -89,6 +89,23 @@ pub fn typescript() -> String {
         ("abnormalExit", &["exitCode", "lastLine"], wording::abnormal_exit(n as i32, Some("LASTLINE"))),
         ("diskWarning", &["percent"], wording::disk_warning(99)),
     ];
+    out.push_str("/** Why a session ended, as the end of \"This session has ended because …\". */\n");
+    out.push_str("export const TERMINATED_BECAUSE: Record<string, string> = {\n");
+    for r in wording::TERMINATED_REASONS {
+        let key = serde_json::to_value(r).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let _ = writeln!(out, "  {key}: {:?},", wording::terminated_because(r));
+    }
+    out.push_str("};\n\n");
+    // Exit statuses as the engine words them: the signals a shell reports as 128 + n.
+    out.push_str("/** A process's exit status in words, as the engine says it. */\n");
+    out.push_str("export function exitStatus(code: number): string {\n  const words: Record<number, string> = {\n");
+    for code in 0..=160 {
+        let w = wording::exit_status(code);
+        if !w.starts_with("exit code") {
+            let _ = writeln!(out, "    {code}: {w:?},");
+        }
+    }
+    out.push_str("  };\n  return words[code] ?? `exit code ${code}`;\n}\n\n");
     out.push_str("/** Supervision messages with values: `{name}` marks where each goes. */\n");
     out.push_str("export const WORDING_TEMPLATES = {\n");
     for (name, params, text) in templates {

@@ -91,6 +91,7 @@ impl SupervisionEvent {
 /// The seeds' sentences, in one place.
 pub mod wording {
     use super::*;
+    use crate::supervision::view::TerminatedReason;
 
     fn plural(n: u64, unit: &str) -> String {
         if n == 1 { format!("1 {unit}") } else { format!("{n} {unit}s") }
@@ -209,6 +210,51 @@ pub mod wording {
     pub const MODE_PERSISTENT: &str = "Persistent session running again.";
 
     /// Seed 003 §2.1 step 2: the `error` event of an abnormal exit.
+    /// Why a session ended, as the end of "This session has ended because …".
+    pub fn terminated_because(reason: TerminatedReason) -> &'static str {
+        match reason {
+            TerminatedReason::DurationLimit => "its duration limit was reached",
+            TerminatedReason::User => "you stopped it",
+            TerminatedReason::Deleted => "it was deleted",
+            TerminatedReason::Exited => "the agent quit",
+            TerminatedReason::FailedToStart => "the agent could not be started",
+            TerminatedReason::Shutdown => "Mimesis quit",
+            TerminatedReason::Signal => "Mimesis was told to stop",
+        }
+    }
+
+    /// Every reason with its words, for the UI's generated table.
+    pub const TERMINATED_REASONS: [TerminatedReason; 7] = [
+        TerminatedReason::DurationLimit,
+        TerminatedReason::User,
+        TerminatedReason::Deleted,
+        TerminatedReason::Exited,
+        TerminatedReason::FailedToStart,
+        TerminatedReason::Shutdown,
+        TerminatedReason::Signal,
+    ];
+
+    /// A process's exit status in words: "exit code 1", or the signal that ended it
+    /// (a shell's 128 + n): "stopped by SIGTERM".
+    pub fn exit_status(code: i32) -> String {
+        let signal = match code - 128 {
+            1 => Some("SIGHUP"),
+            2 => Some("SIGINT"),
+            3 => Some("SIGQUIT"),
+            6 => Some("SIGABRT"),
+            9 => Some("SIGKILL"),
+            11 => Some("SIGSEGV"),
+            13 => Some("SIGPIPE"),
+            15 => Some("SIGTERM"),
+            _ => None,
+        };
+        match (code, signal) {
+            (0, _) => "exited normally".to_owned(),
+            (_, Some(s)) => format!("stopped by {s}"),
+            _ => format!("exit code {code}"),
+        }
+    }
+
     pub fn abnormal_exit(code: i32, last_line: Option<&str>) -> String {
         match last_line {
             Some(l) if !l.is_empty() => format!("The agent exited unexpectedly (exit code {code}). Last output: {l}"),

@@ -51,6 +51,33 @@ export const WORDING = {
   diskRestarting: "Disk is full. Session restarting to free space. Your conversation will be preserved.",
 } as const;
 
+/** Why a session ended, as the end of "This session has ended because …". */
+export const TERMINATED_BECAUSE: Record<string, string> = {
+  duration_limit: "its duration limit was reached",
+  user: "you stopped it",
+  deleted: "it was deleted",
+  exited: "the agent quit",
+  failed_to_start: "the agent could not be started",
+  shutdown: "Mimesis quit",
+  signal: "Mimesis was told to stop",
+};
+
+/** A process's exit status in words, as the engine says it. */
+export function exitStatus(code: number): string {
+  const words: Record<number, string> = {
+    0: "exited normally",
+    129: "stopped by SIGHUP",
+    130: "stopped by SIGINT",
+    131: "stopped by SIGQUIT",
+    134: "stopped by SIGABRT",
+    137: "stopped by SIGKILL",
+    139: "stopped by SIGSEGV",
+    141: "stopped by SIGPIPE",
+    143: "stopped by SIGTERM",
+  };
+  return words[code] ?? `exit code ${code}`;
+}
+
 /** Supervision messages with values: `{name}` marks where each goes. */
 export const WORDING_TEMPLATES = {
   durationWarning: "Session will end in {duration}. Save your work.",
