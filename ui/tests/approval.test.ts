@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { answersOf, diffLines, questionOf } from '../src/lib/approval';
+import { answersOf, diffLines, inputView, questionOf } from '../src/lib/approval';
 
 describe('diffLines', () => {
   it('keeps shared lines as context and shows the change as removed then added', () => {
@@ -30,5 +30,21 @@ describe('questionOf', () => {
     expect(questionOf('Is it a? No, it is b.')).toBeNull();
     expect(questionOf(null)).toBeNull();
     expect(questionOf('x'.repeat(500) + '?', 10)).toBe('…' + 'x'.repeat(9) + '?');
+  });
+});
+
+describe('inputView', () => {
+  it('reads an edit as its replacements, a new file as its content and a command once', () => {
+    expect(inputView('Edit', { file_path: '/a', old_string: 'x', new_string: 'y', replace_all: true })).toEqual({
+      kind: 'edit',
+      file: '/a',
+      edits: [{ old: 'x', new: 'y' }],
+      rest: { replace_all: true },
+    });
+    expect(inputView('MultiEdit', { file_path: '/a', edits: [{ old_string: 'a' }, null] })).toMatchObject({ kind: 'edit', edits: [{ old: 'a', new: '' }, { old: '', new: '' }], rest: null });
+    expect(inputView('Write', { file_path: '/b', content: 'hi' })).toEqual({ kind: 'write', file: '/b', content: 'hi', rest: null });
+    expect(inputView('Bash', { command: 'ls', description: 'list' })).toEqual({ kind: 'command', command: 'ls', rest: { description: 'list' } });
+    expect(inputView('Grep', { pattern: 'x' })).toEqual({ kind: 'other', rest: { pattern: 'x' } });
+    expect(inputView('Edit', 'odd')).toEqual({ kind: 'other', rest: 'odd' });
   });
 });

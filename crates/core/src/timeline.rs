@@ -412,8 +412,10 @@ impl TimelineBuilder {
                     match b.get("type").and_then(Value::as_str) {
                         Some("tool_result") => {
                             let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
+                            // What a command printed for a terminal, as text: its colours and
+                            // cursor moves (`␛[2m…`) are dropped.
                             let result = ToolResult {
-                                content: text_of(b.get("content").unwrap_or(&Value::Null)),
+                                content: crate::text::strip_ansi(&text_of(b.get("content").unwrap_or(&Value::Null))),
                                 is_error: b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
                                 timestamp: ts,
                             };

@@ -1,4 +1,5 @@
-// What the approval bar shows of a request: an edit as a diff, questions answered by label.
+// What a request and a tool call show: an edit as a diff, a new file as its content, a
+// command once; questions answered by label.
 // Pure; the text is untrusted and only ever rendered as text.
 import type { RequestQuestion } from './types';
 
@@ -57,4 +58,39 @@ export function questionOf(text: string | null | undefined, max = 400): string |
   const paragraphs = trimmed.split(/\n\s*\n/);
   const last = paragraphs[paragraphs.length - 1].trim();
   return last.length > max ? '…' + last.slice(last.length - max) : last;
+}
+
+/** How a tool call's input reads: an edit as its replacements, a new file as its content, a
+ * command once; `rest` is what else the input holds (shown as JSON), null when nothing. */
+export type InputView =
+  | { kind: 'edit'; file: string; edits: { old: string; new: string }[]; rest: Record<string, unknown> | null }
+  | { kind: 'write'; file: string; content: string; rest: Record<string, unknown> | null }
+  | { kind: 'command'; command: string; rest: Record<string, unknown> | null }
+  | { kind: 'other'; rest: unknown };
+
+export function inputView(tool: string, input: unknown): InputView {
+  if (!input || typeof input !== 'object' || Array.isArray(input)) return { kind: 'other', rest: input ?? null };
+  const o = input as Record<string, unknown>;
+  const str = (k: string) => (typeof o[k] === 'string' ? (o[k] as string) : null);
+  const without = (...keys: string[]): Record<string, unknown> | null => {
+    const r = Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k)));
+    return Object.keys(r).length ? r : null;
+  };
+  const file = str('file_path');
+  if (file !== null && tool === 'Edit') {
+    return { kind: 'edit', file, edits: [{ old: str('old_string') ?? '', new: str('new_string') ?? '' }], rest: without('file_path', 'old_string', 'new_string') };
+  }
+  if (file !== null && tool === 'MultiEdit' && Array.isArray(o.edits)) {
+    const edits = (o.edits as unknown[]).map((e) => {
+      const r = (e ?? {}) as Record<string, unknown>;
+      return { old: typeof r.old_string === 'string' ? r.old_string : '', new: typeof r.new_string === 'string' ? r.new_string : '' };
+    });
+    return { kind: 'edit', file, edits, rest: without('file_path', 'edits') };
+  }
+  if (file !== null && tool === 'Write' && str('content') !== null) {
+    return { kind: 'write', file, content: str('content') as string, rest: without('file_path', 'content') };
+  }
+  const command = str('command');
+  if (command !== null) return { kind: 'command', command, rest: without('command') };
+  return { kind: 'other', rest: input };
 }

@@ -231,3 +231,17 @@ fn notes_are_placed_among_the_transcripts_items_by_time_and_at_the_end_when_late
     assert_eq!(uuids, ["a", "answer:mid", "b", "answer:late"]);
     assert_eq!(changed, [0, 1, 2, 3]);
 }
+
+#[test]
+fn tool_output_loses_its_terminal_escapes_and_inputs_keep_claudes_key_order() {
+    let mut b = TimelineBuilder::new();
+    let mut changed = Vec::new();
+    let call = r#"{"type":"assistant","uuid":"a","timestamp":"2026-11-01T10:00:00.000Z","message":{"content":[{"type":"tool_use","id":"t","name":"Edit","input":{"file_path":"/p/a.rs","old_string":"a","new_string":"b","replace_all":false}}]}}"#;
+    let result = "{\"type\":\"user\",\"uuid\":\"r\",\"timestamp\":\"2026-11-01T10:00:01.000Z\",\"message\":{\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"content\":\"\\u001b[2mCompacted\\u001b[22m done\"}]}}";
+    b.push_line(call.as_bytes(), &mut changed);
+    b.push_line(result.as_bytes(), &mut changed);
+    let TimelineItem::ToolCall { input, result, .. } = &b.items()[0] else { panic!("{:?}", b.items()) };
+    assert_eq!(result.as_ref().unwrap().content, "Compacted done");
+    let keys: Vec<&str> = input.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["file_path", "old_string", "new_string", "replace_all"], "as Claude wrote them");
+}
