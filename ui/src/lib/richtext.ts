@@ -1,46 +1,35 @@
-// A very small markdown subset — fenced code blocks and inline `code` — parsed into plain
-// segments that templates render as text. It never produces HTML.
+// Transcript markdown as a tree of plain parts that templates render as text: parsed by
+// `marked`'s lexer (a maintained CommonMark/GFM parser), never rendered to HTML. Raw HTML
+// in the text stays text; links are text with their address beside them; images are
+// named, never loaded.
 
-export type Inline = { code: boolean; text: string };
-export type Block = { type: 'code'; lang: string; text: string } | { type: 'para'; parts: Inline[] };
+import { Lexer, type Token, type Tokens } from 'marked';
 
-export function parseBlocks(text: string): Block[] {
-  const blocks: Block[] = [];
-  const lines = text.split('\n');
-  let para: string[] = [];
-  const flush = () => {
-    const body = para.join('\n').replace(/^\n+|\n+$/g, '');
-    if (body) blocks.push({ type: 'para', parts: parseInline(body) });
-    para = [];
-  };
-  for (let i = 0; i < lines.length; i++) {
-    const fence = /^\s*(```|~~~)\s*([\w+-]*)\s*$/.exec(lines[i]);
-    if (!fence) {
-      para.push(lines[i]);
-      continue;
-    }
-    const close = lines.findIndex((l, j) => j > i && l.trim() === fence[1]);
-    if (close < 0) {
-      para.push(lines[i]);
-      continue;
-    }
-    flush();
-    blocks.push({ type: 'code', lang: fence[2], text: lines.slice(i + 1, close).join('\n') });
-    i = close;
+/** Above this many characters the text is shown as it is (lexing cost, and such text is
+ * rarely prose). */
+export const MARKDOWN_MAX = 200_000;
+
+export function lex(text: string): Token[] | null {
+  if (text.length > MARKDOWN_MAX) return null;
+  try {
+    return new Lexer({ gfm: true, breaks: true }).lex(text);
+  } catch {
+    return null;
   }
-  flush();
-  return blocks.filter((b) => b.type === 'code' || b.parts.some((p) => p.text.trim() !== ''));
 }
 
-export function parseInline(text: string): Inline[] {
-  const out: Inline[] = [];
-  const re = /`([^`\n]+)`/g;
-  let last = 0;
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    if (m.index > last) out.push({ code: false, text: text.slice(last, m.index) });
-    out.push({ code: true, text: m[1] });
-    last = m.index + m[0].length;
+/** The inline tokens of a block token, or one text part when it has none. */
+export function inlineOf(t: Token): Token[] {
+  const inner = (t as Tokens.Generic).tokens;
+  return Array.isArray(inner) && inner.length ? inner : [{ type: 'text', raw: t.raw, text: 'text' in t ? String(t.text) : t.raw }];
+}
+
+/** An address safe to show, and to open only when it is a web address. */
+export function webAddress(href: string): string | null {
+  try {
+    const u = new URL(href);
+    return u.protocol === 'https:' || u.protocol === 'http:' ? u.href : null;
+  } catch {
+    return null;
   }
-  if (last < text.length) out.push({ code: false, text: text.slice(last) });
-  return out;
 }
