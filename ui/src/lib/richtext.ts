@@ -23,13 +23,3 @@ export function inlineOf(t: Token): Token[] {
   const inner = (t as Tokens.Generic).tokens;
   return Array.isArray(inner) && inner.length ? inner : [{ type: 'text', raw: t.raw, text: 'text' in t ? String(t.text) : t.raw }];
 }
-
-/** An address safe to show, and to open only when it is a web address. */
-export function webAddress(href: string): string | null {
-  try {
-    const u = new URL(href);
-    return u.protocol === 'https:' || u.protocol === 'http:' ? u.href : null;
-  } catch {
-    return null;
-  }
-}
