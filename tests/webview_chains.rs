@@ -583,6 +583,7 @@ async fn notification_and_tray(app: &DesktopApp, fx: &Fixture, probe: &Path) -> 
         Ok(app.js("return document.querySelector('[data-testid=attention]').dataset.count;").await? == json!("2"))
     })
     .await?;
+    ensure!(app.js("return document.title;").await? == json!("Mimesis — 2 need you"), "the window's title");
     let log = session.notifications_log();
     ensure!(log.contains("Claude is waiting for your input"), "dunst saw: {log}");
     ensure!(!log.contains('\u{202E}'), "the direction override reached the notification: {log}");

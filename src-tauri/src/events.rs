@@ -9,7 +9,7 @@ use mimesis_core::{SessionId, TimelineItem};
 use mimesis_watch::Engine;
 use mimesis_watch::engine::IndexedItem;
 use serde::Serialize;
-use tauri::{AppHandle, Emitter, Runtime};
+use tauri::{AppHandle, Emitter, Manager, Runtime};
 use tokio::sync::broadcast::error::RecvError;
 
 /// Long strings are cut in pages sent to the webview; `timeline_item` returns an item whole.
@@ -123,6 +123,10 @@ pub async fn forward_attention<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     let mut rx = engine.subscribe_attention();
     while rx.changed().await.is_ok() {
         let set = rx.borrow_and_update().clone();
+        // The window's title carries the count too (the taskbar, window switchers).
+        if let Some(w) = app.get_webview_window(crate::window::MAIN) {
+            let _ = w.set_title(&set.title);
+        }
         if let Err(e) = app.emit("attention:changed", set) {
             tracing::warn!(error = %e, "cannot emit the attention set");
         }

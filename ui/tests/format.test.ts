@@ -44,7 +44,8 @@ describe('relativeTime', () => {
     [3 * 60_000 + 5000, '3 min ago'],
     [2 * 3600_000, '2 h ago'],
     [4 * 86400_000, '4 d ago'],
-    [90 * 86400_000, '2026-08-03'],
+    [90 * 86400_000, '2 mo ago'],
+    [800 * 86400_000, '2 y ago'],
   ])('%d ms ago → %s', (ms, s) => expect(relativeTime(ago(ms), now)).toBe(s));
   it('handles null and garbage', () => {
     expect(relativeTime(null, now)).toBe('—');

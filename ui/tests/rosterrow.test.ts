@@ -20,3 +20,8 @@ it('a row carries one state: the process state of a supervised session that is n
   expect(pills(session('b', { status: 'idle', source: 'pty', supervision: sup('terminated', null) }))).toEqual(['Terminated']);
   expect(pills(session('c', { status: 'waiting_for_input', source: 'pty', supervision: sup('running', 7) }))).toEqual(['Needs input']);
 });
+
+it('shows no branch for a detached or unknown HEAD', () => {
+  const { container } = render(RosterRow, { props: { session: session('d', { branch: 'HEAD' }), selected: false, open: false, onpick: () => {} } });
+  expect(container.textContent).not.toContain('HEAD');
+});

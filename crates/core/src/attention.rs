@@ -99,11 +99,28 @@ impl SupervisionSignal {
 }
 
 /// The tray's view: sessions that need the user (docs/ipc.md `attention:changed`).
-#[derive(Serialize, Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct AttentionSet {
     pub count: usize,
     pub session_ids: Vec<SessionId>,
+    /// The window's title for this count ("Mimesis — 2 need you").
+    pub title: String,
+}
+
+impl Default for AttentionSet {
+    fn default() -> Self {
+        AttentionSet { count: 0, session_ids: Vec::new(), title: window_title(0) }
+    }
+}
+
+/// The window's title when `count` sessions need the user.
+pub fn window_title(count: usize) -> String {
+    match count {
+        0 => "Mimesis".to_owned(),
+        1 => "Mimesis — 1 needs you".to_owned(),
+        n => format!("Mimesis — {n} need you"),
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -280,7 +297,11 @@ impl Attention {
             .filter(|(_, t)| t.flag.is_some() || (t.status.needs_user() && !t.superseded))
             .map(|(id, _)| id)
             .collect();
-        AttentionSet { count: ids.len(), session_ids: ids.into_iter().cloned().collect() }
+        AttentionSet {
+            count: ids.len(),
+            title: window_title(ids.len()),
+            session_ids: ids.into_iter().cloned().collect(),
+        }
     }
 }
 

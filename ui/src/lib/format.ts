@@ -57,7 +57,10 @@ export function relativeTime(iso: string | null, now: number): string {
   if (h < 24) return `${h} h ago`;
   const d = Math.floor(h / 24);
   if (d < 30) return `${d} d ago`;
-  return new Date(t).toISOString().slice(0, 10);
+  // One style all the way: months, then years (the exact date is in the title).
+  const mo = Math.floor(d / 30.44);
+  if (mo < 12) return `${mo} mo ago`;
+  return `${Math.floor(d / 365.25)} y ago`;
 }
 
 /** "12 s", "1 min 5 s", "2 h 3 min". */

@@ -54,6 +54,8 @@ export class RosterStore {
     void this.version;
     return [...this.#sessions.values()].sort(byActivityDesc);
   });
+  /** The window's title for the attention set, as the engine words it. */
+  attentionTitle = $state('Mimesis');
   /** How far the engine's initial index has come (`store:progress`). */
   progress = $state<IndexProgress>({ indexing: true, done: 0, total: 0 });
   /** The engine's attention set (`attention:changed`): the one source of "needs you". */
@@ -111,7 +113,10 @@ export class RosterStore {
       await this.#backend.on('store:resync', () => void this.resync()),
       await this.#backend.on('store:progress', (p) => (this.progress = laterProgress(this.progress, p))),
       // eslint-disable-next-line svelte/prefer-svelte-reactivity -- replaced, never mutated
-      await this.#backend.on('attention:changed', (a) => (this.attention = new Set(a.sessionIds))),
+      await this.#backend.on('attention:changed', (a) => {
+        this.attention = new Set(a.sessionIds);
+        this.attentionTitle = a.title ?? 'Mimesis';
+      }),
     );
     await this.resync();
   }

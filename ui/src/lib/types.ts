@@ -417,7 +417,7 @@ export interface Events {
   'timeline:update': TimelineUpdate;
   'supervision:event': SupervisionEvent;
   'app:open-session': { sessionId: string };
-  'attention:changed': { count: number; sessionIds: string[] };
+  'attention:changed': { count: number; sessionIds: string[]; title?: string };
   'approvals:changed': PermissionRequest[];
   'store:progress': IndexProgress;
 }

@@ -566,7 +566,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
     const key = ids.join(',');
     if (key === attention) return;
     attention = key;
-    emit('attention:changed', { count: ids.length, sessionIds: ids });
+    emit('attention:changed', { count: ids.length, sessionIds: ids, title: ids.length === 0 ? 'Mimesis' : `Mimesis — ${ids.length} need${ids.length === 1 ? 's' : ''} you` });
   }
 
   // ---- scripted supervision stories (URL switches) ----
