@@ -12,14 +12,15 @@
 //!
 //! A request that reaches Mimesis after its session's notification was shown replaces that
 //! notification with one that offers the actions; a request answered or gone closes its
-//! notification.
+//! notification. Bursts of the other kinds are folded into one summary
+//! (`mimesis_core::attention::Coalescer`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use mimesis_core::SessionId;
 use mimesis_core::approval::{Behavior, Pending, Via};
-use mimesis_core::attention::NotificationKind;
+use mimesis_core::attention::{BURST_ALONE, BURST_WINDOW, Coalesced, Coalescer, NotificationKind};
 use mimesis_watch::Engine;
 use mimesis_wiring::Mimesis;
 use tauri::{AppHandle, Manager, Runtime};
@@ -98,6 +99,8 @@ pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mimesis: Mime
         None => tokio::sync::watch::channel(Vec::new()).1,
     };
     let mut shown: HashMap<SessionId, Shown> = HashMap::new();
+    let mut burst = Coalescer::new(BURST_WINDOW, BURST_ALONE);
+    let mut summary: Option<i32> = None;
     loop {
         tokio::select! {
             n = rx.recv() => match n {
@@ -113,9 +116,18 @@ pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mimesis: Mime
                     let s = show_approval(&app, &mimesis, &n.session_id, &n.title, &body, &pending);
                     shown.insert(n.session_id.clone(), s);
                 }
-                Ok(n) => {
-                    show(&app, &n.title, &body_of(&n.body), &n.session_id, None);
-                }
+                Ok(n) => match burst.admit(&n, mimesis.clock().mono()) {
+                    Coalesced::Alone => {
+                        show(&app, &n.title, &body_of(&n.body), &n.session_id, None);
+                    }
+                    // A burst: one summary, replaced as it grows; a click opens the latest.
+                    Coalesced::Folded { title, body, .. } => {
+                        if let Some(id) = summary.take() {
+                            close(&app, id);
+                        }
+                        summary = Some(show(&app, &title, &body_of(&body), &n.session_id, None));
+                    }
+                },
                 Err(RecvError::Lagged(missed)) => tracing::warn!(missed, "notifications fell behind; some were not shown"),
                 Err(RecvError::Closed) => return,
             },

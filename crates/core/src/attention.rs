@@ -54,6 +54,57 @@ impl Notification {
     }
 }
 
+/// Keeps bursts of desktop notifications from stacking up: within `window`, the first
+/// `alone` are shown on their own, the rest are folded into one summary that grows.
+#[derive(Debug)]
+pub struct Coalescer {
+    window: Duration,
+    alone: usize,
+    recent: std::collections::VecDeque<crate::clock::Mono>,
+    folded: Vec<String>,
+    folded_at: Option<crate::clock::Mono>,
+}
+
+/// How to show one notification.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Coalesced {
+    /// On its own.
+    Alone,
+    /// As the burst's summary (replacing the previous one): its title and body.
+    Folded { count: usize, title: String, body: String },
+}
+
+/// Bursts: more than 2 notifications within 20 s are folded into one.
+pub const BURST_WINDOW: Duration = Duration::from_secs(20);
+pub const BURST_ALONE: usize = 2;
+
+impl Coalescer {
+    pub fn new(window: Duration, alone: usize) -> Self {
+        Coalescer { window, alone, recent: Default::default(), folded: Vec::new(), folded_at: None }
+    }
+
+    pub fn admit(&mut self, n: &Notification, now: crate::clock::Mono) -> Coalesced {
+        while self.recent.front().is_some_and(|&t| now.since(t) >= self.window) {
+            self.recent.pop_front();
+        }
+        if self.folded_at.is_some_and(|t| now.since(t) >= self.window) {
+            self.folded.clear();
+            self.folded_at = None;
+        }
+        if self.recent.len() < self.alone && self.folded.is_empty() {
+            self.recent.push_back(now);
+            return Coalesced::Alone;
+        }
+        self.folded_at = Some(now);
+        self.folded.push(format!("{}: {}", n.title, n.body.lines().next().unwrap_or("")));
+        let count = self.folded.len();
+        let title =
+            if count == 1 { "1 more session needs you".to_owned() } else { format!("{count} more sessions need you") };
+        let body = self.folded.iter().rev().take(5).cloned().collect::<Vec<_>>().join("\n");
+        Coalesced::Folded { count, title, body }
+    }
+}
+
 /// What the supervision of a PTY session reports (issue 3's events, reduced).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SupervisionSignal {
@@ -319,6 +370,30 @@ mod tests {
 
     fn sid(s: &str) -> SessionId {
         SessionId::parse(s).unwrap()
+    }
+
+    #[test]
+    fn a_burst_of_notifications_is_folded_into_one_summary_that_grows() {
+        use crate::clock::Mono;
+        let n = |s: &str| Notification {
+            session_id: sid(s),
+            kind: NotificationKind::WaitingForInput,
+            title: "Claude is waiting for your input".into(),
+            body: format!("task {s}"),
+            at: T0,
+        };
+        let mut c = Coalescer::new(BURST_WINDOW, BURST_ALONE);
+        let ms = Mono::from_millis;
+        assert_eq!(c.admit(&n("a"), ms(0)), Coalesced::Alone);
+        assert_eq!(c.admit(&n("b"), ms(1_000)), Coalesced::Alone);
+        let Coalesced::Folded { count: 1, title, .. } = c.admit(&n("c"), ms(2_000)) else { panic!() };
+        assert_eq!(title, "1 more session needs you");
+        let Coalesced::Folded { count: 2, title, body } = c.admit(&n("d"), ms(3_000)) else { panic!() };
+        assert_eq!(title, "2 more sessions need you");
+        assert_eq!(body, "Claude is waiting for your input: task d\nClaude is waiting for your input: task c");
+        // Still folding while the burst goes on, alone again once it is over.
+        assert!(matches!(c.admit(&n("e"), ms(21_500)), Coalesced::Folded { count: 3, .. }));
+        assert_eq!(c.admit(&n("f"), ms(42_000)), Coalesced::Alone);
     }
 
     #[test]
