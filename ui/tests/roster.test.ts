@@ -116,3 +116,20 @@ describe('buildView', () => {
     expect(v.groups[0].key).toBe('/r/p0');
   });
 });
+
+describe('rosterOrder', () => {
+  it('holds the order while the user looks, new sessions on top, and re-sorts on release', async () => {
+    const { rosterOrder } = await import('../src/lib/roster');
+    const a = session('a', { lastActivityAt: '2026-11-01T12:00:03.000Z' });
+    const b = session('b', { lastActivityAt: '2026-11-01T12:00:02.000Z' });
+    const held = new Map([
+      ['a', 0],
+      ['b', 1],
+    ]);
+    // b becomes the most recent, and c is new: a and b stay put, c comes first.
+    const b2 = { ...b, lastActivityAt: '2026-11-01T12:00:09.000Z' };
+    const c = session('c', { lastActivityAt: '2026-11-01T12:00:05.000Z' });
+    expect(rosterOrder([a, b2, c], held).map((s) => s.sessionId)).toEqual(['c', 'a', 'b']);
+    expect(rosterOrder([a, b2, c], null).map((s) => s.sessionId)).toEqual(['b', 'c', 'a']);
+  });
+});

@@ -70,6 +70,19 @@ export function byActivityDesc(a: TrackedSession, b: TrackedSession): number {
   return a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0;
 }
 
+/**
+ * The roster's order: most recent first, or — while the user holds it (the pointer is over
+ * the roster) — the order it had then, with sessions new since on top. Rows and groups do
+ * not jump under the pointer.
+ */
+export function rosterOrder(sessions: Iterable<TrackedSession>, held: ReadonlyMap<string, number> | null): TrackedSession[] {
+  const all = [...sessions];
+  if (!held) return all.sort(byActivityDesc);
+  const known = all.filter((s) => held.has(s.sessionId)).sort((a, b) => (held.get(a.sessionId) ?? 0) - (held.get(b.sessionId) ?? 0));
+  const fresh = all.filter((s) => !held.has(s.sessionId)).sort(byActivityDesc);
+  return [...fresh, ...known];
+}
+
 const haystacks = new WeakMap<TrackedSession, string>();
 function haystack(s: TrackedSession): string {
   let h = haystacks.get(s);

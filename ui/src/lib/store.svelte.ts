@@ -8,7 +8,7 @@ import {
   buildView,
   chainHead,
   newlySuperseded,
-  byActivityDesc,
+  rosterOrder,
   flatten,
   type Filters,
   type RosterLine,
@@ -50,9 +50,11 @@ export class RosterStore {
   /** The session whose timeline is shown. */
   openId = $state<string | null>(null);
 
+  /** The order held while the user looks at the roster (session id → position), or null. */
+  #held = $state.raw<ReadonlyMap<string, number> | null>(null);
   readonly sorted: TrackedSession[] = $derived.by(() => {
     void this.version;
-    return [...this.#sessions.values()].sort(byActivityDesc);
+    return rosterOrder(this.#sessions.values(), this.#held);
   });
   /** The window's title for the attention set, as the engine words it. */
   attentionTitle = $state('Mimesis');
@@ -98,6 +100,20 @@ export class RosterStore {
     this.#backend = backend;
   }
 
+  /** Holds the roster's order while the user looks at it (`true`), re-sorts on release. */
+  hold(on: boolean): void {
+    if (on === (this.#held !== null)) return;
+    // eslint-disable-next-line svelte/prefer-svelte-reactivity -- built once, never mutated
+    this.#held = on ? new Map(this.sorted.map((s, i) => [s.sessionId, i])) : null;
+  }
+
+  /** Re-sorts now (an explicit key), holding the new order if it was held. */
+  resort(): void {
+    const held = this.#held !== null;
+    this.#held = null;
+    if (held) this.hold(true);
+  }
+
   get seq(): number {
     return this.#seq;
   }
@@ -112,8 +128,8 @@ export class RosterStore {
       await this.#backend.on('store:events', (p) => this.receive(p.events)),
       await this.#backend.on('store:resync', () => void this.resync()),
       await this.#backend.on('store:progress', (p) => (this.progress = laterProgress(this.progress, p))),
-      // eslint-disable-next-line svelte/prefer-svelte-reactivity -- replaced, never mutated
       await this.#backend.on('attention:changed', (a) => {
+        // eslint-disable-next-line svelte/prefer-svelte-reactivity -- replaced, never mutated
         this.attention = new Set(a.sessionIds);
         this.attentionTitle = a.title ?? 'Mimesis';
       }),
