@@ -83,3 +83,20 @@ it('a first index in progress says how far it has come, never that there are no 
   b.fire('store:progress', { indexing: false, done: 2000, total: 2000 });
   await waitFor(() => expect(container.querySelector('[data-testid=indexing]')).toBeNull());
 });
+
+it('the timeline takes the keyboard on a click, and Home reaches its first item at once', async () => {
+  const b = createFakeBackend(new URLSearchParams('still&n=30'));
+  const { container } = render(App, { props: { connect: () => Promise.resolve(b) } });
+  await waitFor(() => expect(container.querySelectorAll('[data-testid=roster-row]').length).toBeGreaterThan(0));
+  await fireEvent.click(container.querySelector('[data-testid=roster-row]:not([data-supervised])') as HTMLElement);
+  const feed = await waitFor(() => {
+    const f = container.querySelector<HTMLElement>('[role=feed]');
+    expect(f).not.toBeNull();
+    return f as HTMLElement;
+  });
+  await fireEvent.pointerDown(feed);
+  expect(document.activeElement).toBe(feed);
+  feed.scrollTop = 5000;
+  await fireEvent.keyDown(feed, { key: 'Home' });
+  expect(feed.scrollTop).toBe(0);
+});

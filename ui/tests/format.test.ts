@@ -124,3 +124,14 @@ describe('countOf and indexingText', () => {
     expect(indexingText({ indexing: false, done: 2000, total: 2000 })).toBeNull();
   });
 });
+
+describe('newDay', () => {
+  it('marks the first item of a new day, not the first item nor one of the same day', async () => {
+    const { newDay } = await import('../src/lib/format');
+    const at = (iso: string) => ({ timestamp: iso });
+    expect(newDay(undefined, at('2026-11-24T10:00:00'))).toBeNull();
+    expect(newDay(at('2026-11-24T10:00:00'), at('2026-11-24T23:00:00'))).toBeNull();
+    expect(newDay(at('2026-11-24T23:00:00'), at('2026-11-25T09:00:00'))).toBe('Wednesday, 25 November 2026');
+    expect(newDay(at('2026-11-24T23:00:00'), { timestamp: null })).toBeNull();
+  });
+});

@@ -44,7 +44,7 @@ export function parseTime(iso: string | null | undefined): number | null {
   return Number.isNaN(t) ? null : t;
 }
 
-/** "just now", "12 s ago", "3 min ago", "2 h ago", "4 d ago", then a date. */
+/** "just now", "12 s ago", "3 min ago", "2 h ago", "4 d ago", "2 mo ago", "1 y ago". */
 export function relativeTime(iso: string | null, now: number): string {
   const t = parseTime(iso);
   if (t === null) return '—';
@@ -195,4 +195,16 @@ export function indexingText(p: { indexing: boolean; done: number; total: number
   if (!p.indexing) return null;
   if (p.total === 0) return 'Looking for sessions…';
   return `Reading ${p.done.toLocaleString('en-US')} of ${countOf(p.total, 'session')}…`;
+}
+
+/** The day `item` falls on ("Tuesday, 24 November 2026"), when it is not the day of `prev`
+ * (the item before it); null on the same day, or when either has no time. */
+export function newDay(prev: { timestamp: string | null } | undefined, item: { timestamp: string | null }): string | null {
+  const t = parseTime(item.timestamp);
+  if (t === null) return null;
+  const day = (ms: number) => new Date(ms).toDateString();
+  if (!prev) return null;
+  const p = parseTime(prev.timestamp);
+  if (p === null || day(p) === day(t)) return null;
+  return new Date(t).toLocaleDateString('en-GB', { weekday: 'long', day: 'numeric', month: 'long', year: 'numeric' });
 }
