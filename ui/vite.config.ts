@@ -44,5 +44,7 @@ export default defineConfig({
     environment: 'jsdom',
     include: ['tests/**/*.test.ts'],
     setupFiles: ['tests/setup.ts'],
+    // The theme's colours are read as text by the contrast test.
+    css: { include: [/app\.css/] },
   },
 });
