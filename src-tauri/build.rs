@@ -32,6 +32,7 @@ const COMMANDS: &[&str] = &[
     "focus_terminal",
     "set_viewing",
     "settings_in_effect",
+    "folder_check",
 ];
 
 fn main() {

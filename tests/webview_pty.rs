@@ -95,6 +95,11 @@ async fn start_session(app: &DesktopApp, cwd: &Path) -> Result<String> {
     let input = app.client.find(Locator::Css("[data-testid=new-session-cwd]")).await?;
     input.clear().await?;
     input.send_keys(&cwd.to_string_lossy()).await?;
+    // Start is offered once the folder was checked (it exists).
+    app.wait_for("the folder checked", Duration::from_secs(10), || async {
+        Ok(app.count("[data-testid=new-session-start]:not([disabled])").await? == 1)
+    })
+    .await?;
     app.client.find(Locator::Css("[data-testid=new-session-start]")).await?.click().await?;
     app.wait_for("the terminal to attach", Duration::from_secs(15), || async {
         Ok(app.count("[data-testid=terminal][data-attached=true]").await? == 1)

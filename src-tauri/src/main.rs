@@ -204,6 +204,7 @@ fn main() {
             commands::focus_terminal,
             commands::set_viewing,
             commands::settings_in_effect,
+            pty::folder_check,
             pty::pty_answer,
             pty::pty_dialog,
             pty::pty_create,

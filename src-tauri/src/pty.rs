@@ -158,6 +158,12 @@ pub async fn pty_create(state: tauri::State<'_, PtyState>, cwd: String, resume: 
     Ok(Created { session_id: id })
 }
 
+/// Why a folder cannot be a new session's folder, in a sentence; `null` when it can.
+#[tauri::command]
+pub async fn folder_check(path: String) -> CmdResult<Option<String>> {
+    Ok(tauri::async_runtime::spawn_blocking(move || mimesis_os::files::folder_problem(&path)).await.unwrap_or(None))
+}
+
 #[derive(Serialize)]
 pub struct Attached {
     cols: u16,

@@ -68,7 +68,7 @@ describe('hostile transcript text', () => {
 });
 
 // Supervision messages, session names and chain ids are engine/transcript text too.
-import { fireEvent } from '@testing-library/svelte';
+import { fireEvent, waitFor } from '@testing-library/svelte';
 import Banners from '../src/components/pty/Banners.svelte';
 import EventLog from '../src/components/pty/EventLog.svelte';
 import NewSessionDialog from '../src/components/pty/NewSessionDialog.svelte';
@@ -121,7 +121,7 @@ describe('hostile supervision text', () => {
     await store.start();
     const r = render(NewSessionDialog, { props: { store, initialCwd: '/p', oncreate: async () => {}, onclose: () => {} } });
     await fireEvent.input(r.container.querySelector('[data-testid=new-session-cwd]') as HTMLElement, { target: { value: '/p' } });
+    await waitFor(() => expect(r.container.textContent).toContain('Resume: <img src=x'));
     assertInert(r.container);
-    expect(r.container.textContent).toContain('Resume: <img src=x');
   });
 });

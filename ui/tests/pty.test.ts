@@ -142,10 +142,27 @@ describe('supervised sessions in the app', () => {
     await fireEvent.click(q('[data-testid=new-session-button]') as HTMLElement);
     await find('[data-testid=new-session-dialog]');
     await fireEvent.input(q('[data-testid=new-session-cwd]') as HTMLElement, { target: { value: '/nope/x' } });
+    // Start waits for the folder's check (the fake's says nothing), then the engine refuses.
+    await waitFor(() => expect((q('[data-testid=new-session-start]') as HTMLButtonElement).disabled).toBe(false));
     await fireEvent.click(q('[data-testid=new-session-start]') as HTMLElement);
     await waitFor(() => expect(q('[data-testid=new-session-dialog]')?.textContent).toContain('No such folder: /nope/x'));
     await fireEvent.keyDown(q('[data-testid=new-session-dialog]') as HTMLElement, { key: 'Escape' });
     await waitFor(() => expect(q('[data-testid=new-session-dialog]')).toBeNull());
+  });
+
+  it('New session: the folder is checked as the user types; no start and no resume for a folder that does not exist', async () => {
+    const { default: NewSessionDialog } = await import('../src/components/pty/NewSessionDialog.svelte');
+    const { RosterStore } = await import('../src/lib/store.svelte');
+    const { MockBackend, session } = await import('./helpers');
+    const b = new MockBackend({ roster_snapshot: () => ({ seq: 0, sessions: [session('x', { cwd: '/gone' })], roots: [], demo: false }) });
+    const store = new RosterStore(b);
+    await store.start();
+    const check = async (p: string) => (p === '/gone' ? 'This folder does not exist.' : null);
+    const r = render(NewSessionDialog, { props: { store, initialCwd: '/gone', check, oncreate: async () => {}, onclose: () => {} } });
+    await waitFor(() => expect(r.container.querySelector('[data-testid=new-session-problem]')?.textContent).toBe('This folder does not exist.'));
+    expect((r.container.querySelector('[data-testid=new-session-start]') as HTMLButtonElement | null)?.disabled ?? true).toBe(true);
+    expect(r.container.querySelector('[data-testid=new-session-resume-option]')).toBeNull();
+    r.unmount();
   });
 
   it('the needs-you indicator counts attention:changed and opens those sessions in turn', async () => {

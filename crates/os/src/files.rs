@@ -91,3 +91,42 @@ mod tests {
         assert_eq!(read_bounded(&small, 4096).unwrap(), b"ok");
     }
 }
+
+/// Why `path` cannot be a session's folder, in a sentence; `None` when it can (an absolute
+/// path to an existing folder this user can enter).
+pub fn folder_problem(path: &str) -> Option<String> {
+    let p = Path::new(path.trim());
+    if path.trim().is_empty() {
+        return Some("Choose a folder.".into());
+    }
+    if !p.is_absolute() {
+        return Some("Give the whole path, starting with /.".into());
+    }
+    match std::fs::metadata(p) {
+        Ok(m) if m.is_dir() => match std::fs::read_dir(p) {
+            Ok(_) => None,
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Some("You may not open this folder.".into()),
+            Err(e) => Some(format!("This folder cannot be read: {e}.")),
+        },
+        Ok(_) => Some("This is a file, not a folder.".into()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Some("This folder does not exist.".into()),
+        Err(e) => Some(format!("This folder cannot be read: {e}.")),
+    }
+}
+
+#[cfg(test)]
+mod folder_tests {
+    use super::folder_problem;
+
+    #[test]
+    fn a_session_folder_must_be_an_existing_absolute_folder() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().to_str().unwrap();
+        assert_eq!(folder_problem(dir), None);
+        assert_eq!(folder_problem(&format!("{dir}/nope")).as_deref(), Some("This folder does not exist."));
+        std::fs::write(d.path().join("f"), "x").unwrap();
+        assert_eq!(folder_problem(&format!("{dir}/f")).as_deref(), Some("This is a file, not a folder."));
+        assert_eq!(folder_problem("relative/path").as_deref(), Some("Give the whole path, starting with /."));
+        assert_eq!(folder_problem("  ").as_deref(), Some("Choose a folder."));
+    }
+}

@@ -363,6 +363,7 @@ export interface Commands {
   pty_dialog: { args: { sessionId: string }; ret: ScreenDialog | null };
   focus_terminal: { args: { sessionId: string }; ret: string };
   set_viewing: { args: { sessionId: string | null }; ret: null };
+  folder_check: { args: { path: string }; ret: string | null };
 }
 
 /** The dialog on a supervised session's screen, as the engine reads it (options by label). */
