@@ -8,6 +8,20 @@
 /// is serde_json's own recursion limit.
 pub const MAX_DEPTH: usize = 128;
 
+/// `v` with the keys of every object sorted (serde_json keeps the order keys came in).
+pub fn sorted(v: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
 /// Does the JSON text `bytes` nest arrays and objects deeper than `max`? Brackets inside
 /// strings do not count. Not a validator: anything else is left to the parser.
 pub fn too_deep(bytes: &[u8], max: usize) -> bool {

@@ -195,7 +195,8 @@ macro_rules! roster_row {
                         map.insert(camel!($field).to_owned(), serde_json::to_value(v).map_err(S::Error::custom)?);
                     }
                 )*
-                map.serialize(s)
+                // (serde_json keeps insertion order: sorted here, as always written.)
+                crate::json::sorted(serde_json::Value::Object(map)).serialize(s)
             }
         }
     };
