@@ -133,6 +133,19 @@ pub async fn forward_attention<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     }
 }
 
+/// Waits for the next change of `rx`. Once it has no sender (or when there is no `rx`: this
+/// face answers no permission requests) it never returns — rather than returning at once,
+/// forever, and spinning the loop that waits on it.
+pub async fn next_change<T>(rx: &mut Option<tokio::sync::watch::Receiver<T>>) {
+    if let Some(r) = rx
+        && r.changed().await.is_ok()
+    {
+        return;
+    }
+    *rx = None;
+    std::future::pending::<()>().await
+}
+
 /// How far the initial index has come (`store:progress`), after every part of it.
 pub async fn forward_progress<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     let mut rx = engine.subscribe_progress();

@@ -163,10 +163,7 @@ fn main() {
             tauri::async_runtime::spawn(notify::follow(handle.clone(), engine.clone(), mimesis.clone()));
             match tray::create(&handle) {
                 Ok(()) => {
-                    let requests = match mimesis.approvals() {
-                        Some(a) => a.subscribe(),
-                        None => tokio::sync::watch::channel(Vec::new()).1,
-                    };
+                    let requests = mimesis.approvals().map(|a| a.subscribe());
                     tauri::async_runtime::spawn(tray::follow(handle.clone(), engine.clone(), requests));
                 }
                 Err(e) => tracing::warn!(error = %e, "no tray icon"),

@@ -94,10 +94,7 @@ struct Shown {
 /// step with the requests waiting for an answer.
 pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mimesis: Mimesis) {
     let mut rx = engine.subscribe_notifications();
-    let mut requests = match mimesis.approvals() {
-        Some(a) => a.subscribe(),
-        None => tokio::sync::watch::channel(Vec::new()).1,
-    };
+    let mut requests = mimesis.approvals().map(|a| a.subscribe());
     let mut shown: HashMap<SessionId, Shown> = HashMap::new();
     let mut burst = Coalescer::new(BURST_WINDOW, BURST_ALONE);
     let mut summary: Option<i32> = None;
@@ -108,7 +105,7 @@ pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mimesis: Mime
                     tracing::debug!(session = %n.session_id, "not notified: the user is looking at it");
                 }
                 Ok(n) if n.kind == NotificationKind::WaitingForApproval => {
-                    let pending = requests.borrow().clone();
+                    let pending = requests.as_ref().map(|r| r.borrow().clone()).unwrap_or_default();
                     if let Some(old) = shown.remove(&n.session_id) {
                         close(&app, old.id);
                     }
@@ -131,12 +128,8 @@ pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mimesis: Mime
                 Err(RecvError::Lagged(missed)) => tracing::warn!(missed, "notifications fell behind; some were not shown"),
                 Err(RecvError::Closed) => return,
             },
-            changed = requests.changed() => {
-                if changed.is_err() {
-                    requests = tokio::sync::watch::channel(Vec::new()).1;
-                    continue;
-                }
-                let pending = requests.borrow_and_update().clone();
+            () = crate::events::next_change(&mut requests) => {
+                let pending = requests.as_mut().map(|r| r.borrow_and_update().clone()).unwrap_or_default();
                 shown.retain(|session, s| {
                     let open = pending.iter().find(|p| &p.request.session_id == session);
                     match (&s.request, open) {

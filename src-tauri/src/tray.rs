@@ -104,12 +104,16 @@ fn approval_item(id: &str) -> Option<(&str, Behavior)> {
 
 /// Keeps the tray in step with the attention set and the words of the sessions in it, and
 /// with the permission requests waiting for an answer.
-pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mut approvals: watch::Receiver<Vec<Pending>>) {
+pub async fn follow<R: Runtime>(
+    app: AppHandle<R>,
+    engine: Engine,
+    mut approvals: Option<watch::Receiver<Vec<Pending>>>,
+) {
     let mut attention = engine.subscribe_attention();
     let mut store = engine.subscribe();
     let mut notes = engine.subscribe_notifications();
     let mut current = attention.borrow_and_update().clone();
-    let requests = approvals.borrow_and_update().clone();
+    let requests = approvals.as_mut().map(|a| a.borrow_and_update().clone()).unwrap_or_default();
     refresh(&app, &engine, &current, &requests).await;
     loop {
         tokio::select! {
@@ -124,13 +128,7 @@ pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mut approvals
                 Err(RecvError::Lagged(_)) => {}
                 Err(RecvError::Closed) => return,
             },
-            changed = approvals.changed() => {
-                if changed.is_err() {
-                    // (This face answers no requests: the sender is a placeholder.)
-                    approvals = watch::channel(Vec::new()).1;
-                    continue;
-                }
-            }
+            () = crate::events::next_change(&mut approvals) => {}
             n = notes.recv() => {
                 match n {
                     Ok(n) => note_kind(&app, &n.session_id, n.kind),
@@ -148,7 +146,7 @@ pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mut approvals
             note_kind(&app, &n.session_id, n.kind);
         }
         current = attention.borrow_and_update().clone();
-        let requests = approvals.borrow_and_update().clone();
+        let requests = approvals.as_mut().map(|a| a.borrow_and_update().clone()).unwrap_or_default();
         refresh(&app, &engine, &current, &requests).await;
     }
 }
