@@ -310,3 +310,83 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
     ensure!(decision["updatedInput"]["questions"] == question["questions"], "{out}");
     Ok(())
 }
+
+/// Issue 12, end to end: the real Claude Code (the newest supported version) in its own
+/// terminal against the mock API, with Mimesis's hooks installed, asks to run a command;
+/// its request shows over the session's timeline in the window, and the click on Approve
+/// once lets the command run (the mock API receives its result).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_cli_is_approved_from_the_window() -> Result<()> {
+    use mimesis_tests::claude::CLAUDE_CODE_NEWEST;
+    use mimesis_tests::mock_api::{Reply, RequestKind};
+    use mimesis_tests::scenario::Scenario;
+    let data = tempfile::tempdir()?;
+    let mut s = tokio::task::spawn_blocking(|| Scenario::with_version(CLAUDE_CODE_NEWEST)).await??;
+    s.args = vec!["--permission-mode".into(), "default".into()];
+    let config = s.home.config_dir().to_owned();
+    let install = std::process::Command::new(mimesis_tests::supervised::mimesis()?)
+        .args(["hooks", "install"])
+        .env("CLAUDE_CONFIG_DIR", &config)
+        .env("MIMESIS_DATA_DIR", data.path())
+        .output()?;
+    ensure!(install.status.success(), "hooks install: {}", String::from_utf8_lossy(&install.stderr));
+    let env: Vec<(&str, OsString)> = vec![
+        ("MIMESIS_DATA_DIR", data.path().as_os_str().to_owned()),
+        ("CLAUDE_CONFIG_DIR", config.clone().into_os_string()),
+    ];
+    let app = DesktopApp::launch(&["--config-dir".into(), config.to_string_lossy().into_owned()], &env).await?;
+    let result = async {
+        app.wait_for("the app's permission socket", Duration::from_secs(20), || async {
+            Ok(std::os::unix::net::UnixStream::connect(data.path().join("approvals.sock")).is_ok())
+        })
+        .await?;
+        s.api.push(Reply::tool_use("Bash", json!({"command": "echo window > w.txt", "description": "w"})));
+        s.api.push(Reply::text("Ran it."));
+        let s = tokio::task::spawn_blocking(move || -> Result<Scenario> {
+            s.start()?;
+            s.type_line("write w")?;
+            Ok(s)
+        })
+        .await??;
+        // (The CLI's registry names the session; a quick read of its folder.)
+        let reg = s.files().session_for_pid(s.pid()?).cloned().context("the registry entry")?;
+        let id = reg["sessionId"].as_str().context("sessionId")?.to_owned();
+        let row = format!("[data-testid=roster-row][data-session-id='{id}']");
+        app.wait_for("the session in the roster", Duration::from_secs(20), || async {
+            Ok(app.count(&row).await? == 1)
+        })
+        .await?;
+        app.client.find(Locator::Css(&row)).await?.click().await?;
+        app.wait_for("its request over the timeline", Duration::from_secs(20), || async {
+            Ok(app.count("[data-testid=approval-bar] [data-testid=approve-once]").await? == 1
+                && app
+                    .js("return document.querySelector('[data-testid=approval-bar]')?.textContent ?? '';")
+                    .await?
+                    .as_str()
+                    .is_some_and(|t| t.contains("echo window > w.txt")))
+        })
+        .await?;
+        let t0 = std::time::Instant::now();
+        app.client.find(Locator::Css("[data-testid=approve-once]")).await?.click().await?;
+        let s = tokio::task::spawn_blocking(move || -> Result<Scenario> {
+            s.api.wait_for_request(Duration::from_secs(30), |q| {
+                q.kind == RequestKind::Main && !q.tool_results().is_empty()
+            })?;
+            Ok(s)
+        })
+        .await??;
+        eprintln!("[approvals] real CLI: click → the tool's result at the API in {} ms", t0.elapsed().as_millis());
+        ensure!(s.home.project_dir().join("w.txt").exists(), "approved from the window: the command ran");
+        let s = tokio::task::spawn_blocking(move || -> Result<Scenario> {
+            s.wait_until("the reply", |screen, _| screen.contains("Ran it."))?;
+            Ok(s)
+        })
+        .await??;
+        drop(s);
+        Ok::<(), anyhow::Error>(())
+    }
+    .await;
+    let _ = app.screenshot(&workspace_root().join("target/e2e/approval-real-cli.png")).await;
+    app.close().await?;
+    result
+}
