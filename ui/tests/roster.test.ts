@@ -133,3 +133,16 @@ describe('rosterOrder', () => {
     expect(rosterOrder([a, b2, c], null).map((s) => s.sessionId)).toEqual(['b', 'c', 'a']);
   });
 });
+
+describe('highlight', () => {
+  it('marks every term of the search, case-insensitively', async () => {
+    const { highlight } = await import('../src/lib/roster');
+    expect(highlight('Fix the Parser now', 'parser fix')).toEqual([
+      { text: 'Fix', hit: true },
+      { text: ' the ', hit: false },
+      { text: 'Parser', hit: true },
+      { text: ' now', hit: false },
+    ]);
+    expect(highlight('abc', '')).toEqual([{ text: 'abc', hit: false }]);
+  });
+});

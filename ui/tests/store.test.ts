@@ -130,3 +130,21 @@ describe('RosterStore', () => {
     expect(b.calls.map((c) => c.cmd)).toEqual(['roster_snapshot', 'start_demo', 'roster_snapshot']);
   });
 });
+
+describe('search', () => {
+  it('a new search lands on its first match', async () => {
+    const b = new MockBackend({
+      roster_snapshot: () => ({
+        seq: 0,
+        sessions: [session('a', { goal: 'alpha', lastActivityAt: '2026-11-01T12:00:02.000Z' }), session('b', { goal: 'beta' })],
+        roots: [],
+        demo: false,
+      }),
+    });
+    const store = new RosterStore(b);
+    await store.start();
+    store.select('a');
+    store.setFilter('query', 'beta');
+    expect(store.selectedId).toBe('b');
+  });
+});

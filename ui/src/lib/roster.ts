@@ -103,6 +103,24 @@ export function matchesQuery(s: TrackedSession, query: string): boolean {
   return q.split(/\s+/).every((term) => h.includes(term));
 }
 
+/** `text` split around the search's terms (case-insensitive), for highlighting. */
+export function highlight(text: string, query: string): { text: string; hit: boolean }[] {
+  const terms = query.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  if (!terms.length || !text) return [{ text, hit: false }];
+  const lower = text.toLowerCase();
+  const hit = new Array<boolean>(text.length).fill(false);
+  for (const t of terms) {
+    for (let i = lower.indexOf(t); i >= 0; i = lower.indexOf(t, i + 1)) hit.fill(true, i, i + t.length);
+  }
+  const out: { text: string; hit: boolean }[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const last = out[out.length - 1];
+    if (last && last.hit === hit[i]) last.text += text[i];
+    else out.push({ text: text[i], hit: hit[i] });
+  }
+  return out;
+}
+
 /** `attention`: the engine's attention set (session ids), the one meaning of "needs you". */
 export function matchesStatus(s: TrackedSession, f: StatusFilter, attention: ReadonlySet<string>): boolean {
   if (f === 'all') return true;

@@ -200,6 +200,8 @@ export class RosterStore {
 
   setFilter<K extends keyof Filters>(key: K, value: Filters[K]): void {
     this.filters[key] = value;
+    // A new search lands on its first match (the roster scrolls to the selection).
+    if (key === 'query' && String(value).trim()) this.selectedId = this.view.order[0]?.sessionId ?? this.selectedId;
   }
 
   toggleGroup(key: string): void {
