@@ -221,11 +221,7 @@ async fn permission_dialogs(v: &str, args: &[&str], auto: bool) -> Result<()> {
         Ok(())
     }
     .await;
-    if result.is_err() {
-        eprintln!("{}", diagnose(&s, &id).await);
-    }
-    s.shutdown().await;
-    result
+    finish(s, &id, result).await
 }
 
 /// Plan mode's exit: "keep planning" (an option beginning with No), then approved (the
@@ -258,8 +254,13 @@ async fn plan_dialog(v: &str) -> Result<()> {
         Ok(())
     }
     .await;
+    finish(s, &id, result).await
+}
+
+/// Ends a supervised run: what a failure leaves to read, then the supervisor's shutdown.
+async fn finish(s: Supervised, id: &SessionId, result: Result<()>) -> Result<()> {
     if result.is_err() {
-        eprintln!("{}", diagnose(&s, &id).await);
+        eprintln!("{}", diagnose(&s, id).await);
     }
     s.shutdown().await;
     result

@@ -126,6 +126,25 @@ impl Run {
     }
 }
 
+/// Claude Code `version` with Mimesis's hooks installed for a fresh data dir and — with
+/// `face` — a running face (`mimesis watch`) that answers its permission requests; `body`
+/// gets the run and the data dir. A failure comes with the run's diagnostics.
+fn with_hooked(
+    version: &str,
+    name: &'static str,
+    args: &[&str],
+    face: bool,
+    body: impl FnOnce(&mut Run, &Path) -> Result<()>,
+) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let mut run = Run::start_hooked(version, name, args, Some(data.path()))?;
+    let result = (|| {
+        let _face = if face { Some(Face::start(run.s.home.config_dir(), data.path())?) } else { None };
+        body(&mut run, data.path())
+    })();
+    result.map_err(|e| run.fail(e))
+}
+
 /// Runs `scenario` for every version; all are tried, failures reported together.
 fn each_version(name: &'static str, scenario: impl Fn(&str) -> Result<()>) -> Result<()> {
     let mut failed = Vec::new();
@@ -391,10 +410,7 @@ fn spooled(data: &Path) -> Vec<(String, String)> {
 #[test]
 fn hooks_installed_for_every_version() -> Result<()> {
     each_version("hooks", |v| {
-        let data = tempfile::tempdir()?;
-        let mut run = Run::start_hooked(v, "hooks", &["--permission-mode", "default"], Some(data.path()))?;
-        let r = &mut run;
-        let result = (|| -> Result<()> {
+        with_hooked(v, "hooks", &["--permission-mode", "default"], false, |r, data| {
             ensure!(
                 !r.s.pty()?.screen().text().contains("Settings Error"),
                 "the CLI complained about the settings: {}",
@@ -407,8 +423,8 @@ fn hooks_installed_for_every_version() -> Result<()> {
             r.status_is(&id, "waiting_for_approval")?;
             if r.newer() {
                 let deadline = Instant::now() + NOTICE;
-                while !spooled(data.path()).iter().any(|(e, _)| e == "PermissionRequest") {
-                    ensure!(Instant::now() < deadline, "no PermissionRequest hook: {:?}", spooled(data.path()));
+                while !spooled(data).iter().any(|(e, _)| e == "PermissionRequest") {
+                    ensure!(Instant::now() < deadline, "no PermissionRequest hook: {:?}", spooled(data));
                     std::thread::sleep(Duration::from_millis(50));
                 }
             }
@@ -417,19 +433,18 @@ fn hooks_installed_for_every_version() -> Result<()> {
             r.status_is(&id, "waiting_for_input")?;
             r.s.exit()?;
             let deadline = Instant::now() + NOTICE;
-            while !spooled(data.path()).iter().any(|(e, _)| e == "SessionEnd") {
-                ensure!(Instant::now() < deadline, "no SessionEnd hook: {:?}", spooled(data.path()));
+            while !spooled(data).iter().any(|(e, _)| e == "SessionEnd") {
+                ensure!(Instant::now() < deadline, "no SessionEnd hook: {:?}", spooled(data));
                 std::thread::sleep(Duration::from_millis(50));
             }
-            let events = spooled(data.path());
+            let events = spooled(data);
             eprintln!("[hooks] {v}: {events:?}");
             for want in ["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"] {
                 ensure!(events.iter().any(|(e, _)| e == want), "no {want} hook: {events:?}");
             }
             r.wait("ended", |st| st.field(&id, "live") == Some(&json!(false)))?;
             Ok(())
-        })();
-        result.map_err(|e| run.fail(e))
+        })
     })
 }
 
@@ -627,38 +642,33 @@ fn a_permission_request_is_answered_from_mimesis() -> Result<()> {
 }
 
 fn answered_from_mimesis(v: &str) -> Result<()> {
-    let data = tempfile::tempdir()?;
-    let mut run = Run::start_hooked(v, "answered from mimesis", &["--permission-mode", "default"], Some(data.path()))?;
-    let face = Face::start(run.s.home.config_dir(), data.path());
-    let r = &mut run;
-    let result = (|| -> Result<()> {
-        let _face = face?;
+    with_hooked(v, "answered from mimesis", &["--permission-mode", "default"], true, |r, data| {
         r.s.api.push(Reply::tool_use("Bash", json!({"command": "echo approved > a.txt", "description": "a"})));
         r.s.api.push(Reply::text("Approved it."));
         r.s.type_line("write a")?;
         let id = r.session()?;
-        let pending = wait_pending(data.path(), "the request", |p| p.len() == 1)?;
+        let pending = wait_pending(data, "the request", |p| p.len() == 1)?;
         ensure!(pending[0]["sessionId"] == json!(id), "{pending:?}");
         ensure!(
             pending[0]["tool"] == json!("Bash") && pending[0]["target"] == json!("echo approved > a.txt"),
             "{pending:?}"
         );
         let t0 = Instant::now();
-        mimesis_cli(data.path(), &["approve", &id[..8]])?;
+        mimesis_cli(data, &["approve", &id[..8]])?;
         r.s.api
             .wait_for_request(NOTICE, |q| q.kind == RequestKind::Main && !q.tool_results().is_empty())
             .context("approved from Mimesis: the tool ran and its result went back")?;
         eprintln!("[approvals] {v}: approve → the tool's result at the API in {} ms", t0.elapsed().as_millis());
         r.s.wait_until("the reply", |screen, _| screen.contains("Approved it."))?;
         ensure!(r.s.home.project_dir().join("a.txt").exists(), "the command ran");
-        ensure!(wait_pending(data.path(), "nothing open", <[Value]>::is_empty)?.is_empty());
+        ensure!(wait_pending(data, "nothing open", <[Value]>::is_empty)?.is_empty());
 
         r.s.api.push(Reply::tool_use("Bash", json!({"command": "rm -rf build", "description": "clean"})));
         r.s.api.push(Reply::text("Understood."));
         r.s.type_line("clean up")?;
-        let pending = wait_pending(data.path(), "the second request", |p| p.len() == 1)?;
+        let pending = wait_pending(data, "the second request", |p| p.len() == 1)?;
         let rid = pending[0]["id"].as_str().context("id")?.to_owned();
-        mimesis_cli(data.path(), &["deny", &rid, "--message", "keep the build folder"])?;
+        mimesis_cli(data, &["deny", &rid, "--message", "keep the build folder"])?;
         let q = r.s.api.wait_for_request(NOTICE, |q| {
             q.kind == RequestKind::Main && q.tool_results().iter().any(|t| t["is_error"] == json!(true))
         })?;
@@ -666,7 +676,7 @@ fn answered_from_mimesis(v: &str) -> Result<()> {
         ensure!(denied.to_string().contains("keep the build folder"), "Claude gets the message: {denied}");
         let again = std::process::Command::new(mimesis_tests::supervised::mimesis()?)
             .args(["approve", &rid])
-            .env("MIMESIS_DATA_DIR", data.path())
+            .env("MIMESIS_DATA_DIR", data)
             .output()?;
         ensure!(!again.status.success(), "a request is answered once");
         ensure!(String::from_utf8_lossy(&again.stderr).contains("no open permission request"), "{again:?}");
@@ -675,13 +685,12 @@ fn answered_from_mimesis(v: &str) -> Result<()> {
         r.s.api.push(Reply::text("Wrote t."));
         r.s.wait_until("the denial's reply", |screen, _| screen.contains("Understood."))?;
         r.s.type_line("write t")?;
-        wait_pending(data.path(), "the third request", |p| p.len() == 1)?;
+        wait_pending(data, "the third request", |p| p.len() == 1)?;
         r.s.choose("Yes")?;
-        wait_pending(data.path(), "the request gone once answered in the terminal", <[Value]>::is_empty)?;
+        wait_pending(data, "the request gone once answered in the terminal", <[Value]>::is_empty)?;
         r.s.wait_until("the reply", |screen, _| screen.contains("Wrote t."))?;
         Ok(())
-    })();
-    result.map_err(|e| run.fail(e))
+    })
 }
 
 /// Issue 12, external sessions: AskUserQuestion and plan mode's exit reach Mimesis through
@@ -715,12 +724,7 @@ fn answer_items(r: &Run, data: &Path, id: &str) -> Result<Vec<Value>> {
 }
 
 fn question_answered(v: &str) -> Result<()> {
-    let data = tempfile::tempdir()?;
-    let mut run = Run::start_hooked(v, "a question", &["--permission-mode", "default"], Some(data.path()))?;
-    let face = Face::start(run.s.home.config_dir(), data.path());
-    let r = &mut run;
-    let result = (|| -> Result<()> {
-        let _face = face?;
+    with_hooked(v, "a question", &["--permission-mode", "default"], true, |r, data| {
         let question = json!({"questions": [{
             "question": "Which database should the cache use?",
             "header": "Database",
@@ -734,18 +738,18 @@ fn question_answered(v: &str) -> Result<()> {
         r.s.api.push(Reply::text("SQLite it is."));
         r.s.type_line("pick a database")?;
         let id = r.session()?;
-        let pending = wait_pending(data.path(), "the question", |p| p.len() == 1)?;
+        let pending = wait_pending(data, "the question", |p| p.len() == 1)?;
         let detail = &pending[0]["detail"];
         ensure!(pending[0]["tool"] == json!("AskUserQuestion") && detail["kind"] == json!("questions"), "{pending:?}");
         ensure!(detail["questions"][0]["options"][1]["label"] == json!("SQLite"), "{pending:?}");
         let t0 = Instant::now();
-        mimesis_cli(data.path(), &["approve", &id[..8], "--answer", "SQLite"])?;
+        mimesis_cli(data, &["approve", &id[..8], "--answer", "SQLite"])?;
         let q = r.s.api.wait_for_request(NOTICE, |q| q.kind == RequestKind::Main && !q.tool_results().is_empty())?;
         let answer = q.tool_results().into_iter().next().context("the question's result")?;
         eprintln!("[approvals] {v}: answer → the question's result at the API in {} ms", t0.elapsed().as_millis());
         ensure!(answer.to_string().contains("SQLite") && answer["is_error"] != json!(true), "{answer}");
         r.s.wait_until("the reply", |screen, _| screen.contains("SQLite it is."))?;
-        let answers = answer_items(r, data.path(), &id)?;
+        let answers = answer_items(r, data, &id)?;
         ensure!(
             answers.len() == 1
                 && answers[0]["text"]
@@ -753,44 +757,38 @@ fn question_answered(v: &str) -> Result<()> {
             "the answer in the timeline: {answers:?}"
         );
         Ok(())
-    })();
-    result.map_err(|e| run.fail(e))
+    })
 }
 
 fn plan_answered(v: &str) -> Result<()> {
-    let data = tempfile::tempdir()?;
-    let mut run = Run::start_hooked(v, "a plan", &["--permission-mode", "plan"], Some(data.path()))?;
-    let face = Face::start(run.s.home.config_dir(), data.path());
-    let r = &mut run;
-    let result = (|| -> Result<()> {
-        let _face = face?;
+    with_hooked(v, "a plan", &["--permission-mode", "plan"], true, |r, data| {
         r.s.api.push(Reply::tool_use("ExitPlanMode", json!({"plan": PLAN})));
         r.s.api.push(Reply::tool_use("ExitPlanMode", json!({"plan": PLAN})));
         r.s.api.push(Reply::text("Plan approved, starting."));
         r.s.type_line("plan a cache")?;
         let id = r.session()?;
-        let pending = wait_pending(data.path(), "the plan", |p| p.len() == 1)?;
+        let pending = wait_pending(data, "the plan", |p| p.len() == 1)?;
         ensure!(pending[0]["tool"] == json!("ExitPlanMode"), "{pending:?}");
         // 2.1.330 keeps the plan in its plan file and hands the hook an empty input.
         let detail = pending[0].get("detail").cloned().unwrap_or_default();
         let oldest = v == mimesis_tests::claude::CLAUDE_CODE_VERSION;
         ensure!(detail == json!({"kind": "plan", "plan": PLAN}) || (detail.is_null() && !oldest), "{pending:?}");
         // Keep planning: a denial whose message Claude reads.
-        mimesis_cli(data.path(), &["deny", &id[..8], "--message", "add a rollback step"])?;
+        mimesis_cli(data, &["deny", &id[..8], "--message", "add a rollback step"])?;
         r.s.api.wait_for_request(NOTICE, |q| {
             q.kind == RequestKind::Main
                 && q.tool_results().iter().any(|t| t.to_string().contains("add a rollback step"))
         })?;
-        let pending = wait_pending(data.path(), "the plan again", |p| p.len() == 1)?;
+        let pending = wait_pending(data, "the plan again", |p| p.len() == 1)?;
         if oldest {
-            mimesis_cli(data.path(), &["approve", pending[0]["id"].as_str().context("id")?])?;
+            mimesis_cli(data, &["approve", pending[0]["id"].as_str().context("id")?])?;
         } else {
             r.s.choose("Yes")?;
         }
         r.s.wait_until("the reply after the plan", |screen, _| screen.contains("Plan approved, starting."))?;
         let last = r.s.api.requests().last().and_then(|q| q.tool_results().pop()).context("the plan's result")?;
         ensure!(last["is_error"] != json!(true), "the plan was approved: {last}");
-        let answers = answer_items(r, data.path(), &id)?;
+        let answers = answer_items(r, data, &id)?;
         let texts: Vec<&Value> = answers.iter().map(|a| &a["text"]).collect();
         let mut expected = vec![json!("Denied from the command line, telling Claude: “add a rollback step”")];
         if oldest {
@@ -798,8 +796,7 @@ fn plan_answered(v: &str) -> Result<()> {
         }
         ensure!(texts.iter().copied().eq(expected.iter()), "the answers in the timeline: {texts:?}");
         Ok(())
-    })();
-    result.map_err(|e| run.fail(e))
+    })
 }
 
 /// Issue 12: with no Mimesis running to answer, the `PermissionRequest` hook returns at once
@@ -808,21 +805,18 @@ fn plan_answered(v: &str) -> Result<()> {
 #[test]
 fn with_no_face_the_dialog_stays_in_the_terminal() -> Result<()> {
     each_version("no face", |v| {
-        let data = tempfile::tempdir()?;
-        let mut run = Run::start_hooked(v, "no face", &["--permission-mode", "default"], Some(data.path()))?;
-        let r = &mut run;
-        let result = (|| -> Result<()> {
+        with_hooked(v, "no face", &["--permission-mode", "default"], false, |r, data| {
             r.s.api.push(Reply::tool_use("Bash", json!({"command": "echo t > t.txt", "description": "t"})));
             r.s.api.push(Reply::text("Wrote t."));
             r.s.type_line("write t")?;
             // The hook spools the event first thing; from then on it must be gone at once.
             let spooled = || -> bool {
-                std::fs::read_dir(data.path().join("hooks")).into_iter().flatten().flatten().any(|e| {
+                std::fs::read_dir(data.join("hooks")).into_iter().flatten().flatten().any(|e| {
                     std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("\"event\":\"PermissionRequest\""))
                 })
             };
             let hooks_running = || -> bool {
-                let needle = data.path().to_string_lossy().into_owned();
+                let needle = data.to_string_lossy().into_owned();
                 std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|e| {
                     std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
                         let c = String::from_utf8_lossy(&c);
@@ -846,7 +840,6 @@ fn with_no_face_the_dialog_stays_in_the_terminal() -> Result<()> {
             r.s.wait_until("the reply", |screen, _| screen.contains("Wrote t."))?;
             ensure!(r.s.home.project_dir().join("t.txt").exists(), "answered in the terminal, the command ran");
             Ok(())
-        })();
-        result.map_err(|e| run.fail(e))
+        })
     })
 }

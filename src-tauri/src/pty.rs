@@ -149,10 +149,11 @@ pub struct Created {
 #[tauri::command]
 pub async fn pty_create(state: tauri::State<'_, PtyState>, cwd: String, resume: Option<String>) -> CmdResult<Created> {
     let resume = resume.as_deref().map(session_id).transpose()?;
-    let cwd = PathBuf::from(cwd);
-    if !cwd.is_absolute() {
-        return Err(format!("{} is not an absolute path; choose a folder starting with /", cwd.display()));
+    // The same check the dialog makes as the user types.
+    if let Some(problem) = mimesis_os::files::folder_problem(&cwd) {
+        return Err(format!("{cwd}: {problem}"));
     }
+    let cwd = PathBuf::from(cwd);
     let sup = state.sup().await?;
     let id = sup.create(&cwd, resume).await.map_err(|e| e.to_string())?;
     Ok(Created { session_id: id })
