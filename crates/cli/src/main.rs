@@ -311,6 +311,8 @@ fn show(roots: &[PathBuf], data_dir: &std::path::Path, query: &str, json: bool) 
 }
 
 async fn watch(roots: Vec<PathBuf>, data_dir: PathBuf, json: bool) -> anyhow::Result<()> {
+    // Before the first line is printed: whoever reads the snapshot may send SIGTERM at once.
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mimesis = Mimesis::start(Options::watching(roots, data_dir)).await;
     let engine = mimesis.engine().clone();
     let mut events = engine.subscribe();
@@ -334,7 +336,6 @@ async fn watch(roots: Vec<PathBuf>, data_dir: PathBuf, json: bool) -> anyhow::Re
         out.flush()?;
     }
     let mut last_seq = snapshot.seq;
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     loop {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => break,
@@ -528,13 +529,13 @@ fn metrics_cmd(data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
 
 async fn demo(dir: Option<PathBuf>, speed: f64) -> anyhow::Result<()> {
     let dir = dir.unwrap_or_else(|| roots::data_dir().join("demo"));
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let _demo = mimesis_wiring::demo::start(&dir, speed)
         .with_context(|| format!("cannot write demo sessions into {}", dir.display()))?;
     eprintln!(
         "Writing generated live sessions into {d}. In another terminal: mimesis --config-dir {d} watch\nCtrl-C stops.",
         d = dir.display()
     );
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = sigterm.recv() => {}
