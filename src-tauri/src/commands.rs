@@ -23,6 +23,8 @@ pub struct AppState {
     pub viewing: Mutex<Option<SessionId>>,
     pub demo: Mutex<Option<demo::Demo>>,
     pub demo_root: PathBuf,
+    /// Sends the page the store events after its last snapshot (`events::forward_store`).
+    pub store_forwarder: Mutex<Option<tauri::async_runtime::JoinHandle<()>>>,
 }
 
 type CmdResult<T> = Result<T, String>;
@@ -63,7 +65,14 @@ pub struct RosterSnapshot {
 
 #[tauri::command]
 pub async fn roster_snapshot(app: tauri::AppHandle, state: tauri::State<'_, AppState>) -> CmdResult<RosterSnapshot> {
-    let snapshot = state.mimesis.engine().snapshot().await.map_err(|e| e.to_string())?;
+    let engine = state.mimesis.engine();
+    // Subscribed before the snapshot: every later event reaches the page, none twice.
+    let rx = engine.subscribe();
+    let snapshot = engine.snapshot().await.map_err(|e| e.to_string())?;
+    let forwarder = tauri::async_runtime::spawn(crate::events::forward_store(app.clone(), rx, snapshot.seq));
+    if let Some(old) = state.store_forwarder.lock().map_err(|_| "poisoned".to_owned())?.replace(forwarder) {
+        old.abort();
+    }
     let demo = state.demo.lock().map(|d| d.is_some()).unwrap_or(false);
     // The UI listens for `attention:changed` before it asks for the roster: the set as it
     // is now reaches it even when it last changed before the page had loaded.

@@ -57,11 +57,19 @@ fn ipc_indexed(i: &IndexedItem) -> IpcIndexed {
     IpcIndexed { index: i.index, item: serde_json::to_value(IpcItem::new(&i.item)).unwrap_or_default() }
 }
 
-/// Forwards store events to the webview, batching whatever is queued.
-pub async fn forward_store<R: Runtime>(app: AppHandle<R>, engine: Engine) {
-    let mut rx = engine.subscribe();
+/// Forwards the store events after `after` (the seq of the snapshot the page was given) to
+/// the webview, batching whatever is queued. Started by `roster_snapshot`, with a receiver
+/// subscribed before that snapshot was taken: nothing falls between the two, and nothing is
+/// sent before the page asked (a page that is still loading would parse it for nothing: on a
+/// warm start the engine's first events are one per session).
+pub async fn forward_store<R: Runtime>(
+    app: AppHandle<R>,
+    mut rx: tokio::sync::broadcast::Receiver<Arc<mimesis_watch::Envelope>>,
+    after: u64,
+) {
     loop {
         let first = match rx.recv().await {
+            Ok(e) if e.seq <= after => continue,
             Ok(e) => e,
             Err(RecvError::Lagged(n)) => {
                 tracing::warn!(missed = n, "the webview fell behind; asking it to resync");
@@ -77,6 +85,7 @@ pub async fn forward_store<R: Runtime>(app: AppHandle<R>, engine: Engine) {
                 Err(_) => break,
             }
         }
+        tracing::debug!(events = events.len(), "store:events");
         if let Err(e) = app.emit("store:events", StoreBatch { events }) {
             tracing::warn!(error = %e, "cannot emit store events");
         }

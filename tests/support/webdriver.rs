@@ -256,6 +256,26 @@ impl DesktopApp {
         }
     }
 
+    /// The app's processes: the app binary started by the driver and everything it started
+    /// (WebKit's web and network processes), found through `/proc`.
+    pub fn app_processes(&self) -> Vec<u32> {
+        let Ok(app) = app_binary() else { return Vec::new() };
+        let app = app.canonicalize().unwrap_or(app);
+        let stats = mimesis_os::procs::all();
+        let is_app = |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).ok().as_deref() == Some(app.as_path());
+        let mut found: Vec<u32> =
+            stats.iter().filter(|s| s.pgrp == self.driver.id() && is_app(s.pid)).map(|s| s.pid).collect();
+        let mut i = 0;
+        while i < found.len() {
+            let parent = found[i];
+            let children: Vec<u32> =
+                stats.iter().filter(|s| s.ppid == parent && !found.contains(&s.pid)).map(|s| s.pid).collect();
+            found.extend(children);
+            i += 1;
+        }
+        found
+    }
+
     /// Saves a PNG screenshot of the window.
     pub async fn screenshot(&self, path: &Path) -> Result<()> {
         let png = self.client.screenshot().await?;

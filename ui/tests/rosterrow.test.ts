@@ -25,3 +25,31 @@ it('shows no branch for a detached or unknown HEAD', () => {
   const { container } = render(RosterRow, { props: { session: session('d', { branch: 'HEAD' }), selected: false, open: false, onpick: () => {} } });
   expect(container.textContent).not.toContain('HEAD');
 });
+
+it('relative times tick every second only while one is shown to the second; older ones every 30 s', async () => {
+  const { vi } = await import('vitest');
+  const { flushSync } = await import('svelte');
+  vi.useFakeTimers({ now: Date.parse('2026-11-25T12:00:00.000Z') });
+  try {
+    const at = (ago: number) => new Date(Date.now() - ago).toISOString();
+    const row = (ago: number) => render(RosterRow, { props: { session: session('t', { lastActivityAt: at(ago) }), selected: false, open: false, onpick: () => {} } });
+    const recent = row(10_000);
+    expect(recent.container.textContent).toContain('10 s ago');
+    vi.advanceTimersByTime(1000);
+    flushSync();
+    expect(recent.container.textContent).toContain('11 s ago');
+    recent.unmount();
+    expect(vi.getTimerCount()).toBe(0);
+
+    const old = row(3 * 86_400_000);
+    expect(old.container.textContent).toContain('3 d ago');
+    expect(vi.getTimerCount()).toBe(1);
+    // The one timer is the 30-second one: nothing runs in the next 29 s.
+    expect(vi.advanceTimersToNextTimer()).toBeDefined();
+    expect(Date.now() - Date.parse('2026-11-25T12:00:01.000Z')).toBe(30_000);
+    old.unmount();
+    expect(vi.getTimerCount()).toBe(0);
+  } finally {
+    vi.useRealTimers();
+  }
+});

@@ -283,3 +283,18 @@ mod tests {
         assert_eq!(tty_name(4 << 8 | 2), Some("tty2".into()));
     }
 }
+
+/// Gives the memory the allocator holds but no longer uses back to the system (glibc keeps
+/// freed heap in its arenas: after the first index, megabytes of it). Returns whether any
+/// was given back.
+pub fn release_free_memory() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: malloc_trim has no preconditions; it only returns free pages.
+        unsafe { libc::malloc_trim(0) == 1 }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}

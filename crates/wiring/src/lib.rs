@@ -269,6 +269,14 @@ impl Mimesis {
         if let Some(a) = &approvals {
             tokio::spawn(cancel_answered_elsewhere(engine.subscribe(), a.clone()));
         }
+        if opts.follow == Follow::Everything {
+            // The first index allocates and frees a lot: give the freed memory back once.
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                engine.ready().await;
+                mimesis_os::procs::release_free_memory();
+            });
+        }
         let mimesis = Mimesis {
             inner: Arc::new(Inner {
                 engine: engine.clone(),

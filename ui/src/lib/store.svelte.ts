@@ -2,6 +2,7 @@
 // Components read it; they change it only through its methods.
 
 import type { Backend, Unlisten } from './backend';
+import { SNAPSHOT } from './marks';
 import {
   DEFAULT_FILTERS,
   applyEvents,
@@ -146,7 +147,9 @@ export class RosterStore {
   async resync(): Promise<void> {
     this.#buffer ??= [];
     try {
+      performance.mark('mimesis:snapshot-asked');
       const snap = await this.#backend.call('roster_snapshot');
+      performance.mark(SNAPSHOT);
       this.applySnapshot(snap);
       this.error = null;
     } catch (e) {

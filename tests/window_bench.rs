@@ -1,0 +1,198 @@
+//! The window's figures at scale (issue 14 §5), through the real webview: a benchmark, not a
+//! test (every case is `#[ignore]`; `scripts/bench window` runs them on a release build).
+//!
+//! On a corpus (`$MIMESIS_BENCH_CORPUS`, a config dir with `projects/`), `$MIMESIS_BENCH_RUNS`
+//! times (default 3), alternating:
+//! - **first launch**: an empty data dir; from the app process's start to the page's
+//!   `mimesis:roster-first` mark (rows on screen) and `mimesis:roster-complete` (the index
+//!   finished: final numbers, nothing provisional);
+//! - **second launch**: the same data dir again, the same two marks.
+//!
+//! Then, in one more second launch: after `$MIMESIS_BENCH_IDLE_SECS` (default 60) of idling,
+//! the memory of the whole app (its process and every process it started: WebKit's web and
+//! network processes), as PSS from `smaps_rollup`, and its CPU over the next 30 s.
+//!
+//! The marks are User Timing entries the page sets on the frame after the rows render
+//! (`ui/src/lib/marks.ts`); the page's `performance.timeOrigin` and the process's start time
+//! (from `/proc`) are both on the wall clock, so the difference is the launch as a user sees
+//! it (the display server and WebDriver add nothing: the app starts before the session).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail, ensure};
+use mimesis_tests::webdriver::DesktopApp;
+
+fn corpus() -> Result<PathBuf> {
+    let dir = PathBuf::from(
+        std::env::var_os("MIMESIS_BENCH_CORPUS")
+            .context("set MIMESIS_BENCH_CORPUS to a corpus (scripts/bench window)")?,
+    );
+    ensure!(dir.join("projects").is_dir(), "{} has no projects/ folder", dir.display());
+    Ok(dir.canonicalize()?)
+}
+
+fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// Milliseconds since the epoch at which `pid` started, to the clock tick.
+fn started_at_ms(pid: u32) -> Result<f64> {
+    let stat = mimesis_os::procs::stat(pid).context("the app's /proc entry")?;
+    let hz = mimesis_os::procs::ticks_per_second() as f64;
+    // Uptime and the wall clock read together: /proc/stat's btime is whole seconds only.
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")?
+        .split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .context("/proc/uptime")?;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs_f64() * 1000.0;
+    Ok(now - (uptime - stat.start_ticks as f64 / hz) * 1000.0)
+}
+
+struct Launch {
+    first_rows: f64,
+    complete: f64,
+    sessions: String,
+}
+
+async fn launch(corpus: &std::path::Path, data: &std::path::Path) -> Result<(DesktopApp, Launch)> {
+    let args = vec!["--config-dir".to_owned(), corpus.to_string_lossy().into_owned()];
+    let env: Vec<(&str, OsString)> = vec![("MIMESIS_DATA_DIR", data.as_os_str().to_owned())];
+    let app = DesktopApp::launch(&args, &env).await?;
+    let pid = *app.app_processes().first().context("the app's process")?;
+    let start = started_at_ms(pid)?;
+    let script = "const at = (n) => { const m = performance.getEntriesByName(n, 'mark'); \
+                    return m.length ? performance.timeOrigin + m[0].startTime : null; }; \
+                  const bar = document.querySelector('footer.bar > span'); \
+                  const nav = performance.getEntriesByType('navigation')[0]; \
+                  return [at('mimesis:roster-first'), at('mimesis:roster-complete'), bar ? bar.textContent : '', \
+                          performance.timeOrigin, nav ? nav.domContentLoadedEventEnd : null, \
+                          performance.getEntriesByType('mark').filter((m) => m.name.startsWith('mimesis:')) \
+                            .map((m) => [m.name.slice(8), Math.round(performance.timeOrigin + m.startTime)])];";
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let v = app.js(script).await?;
+        if let (Some(first), Some(done)) = (v[0].as_f64(), v[1].as_f64()) {
+            let sessions = v[2].as_str().unwrap_or_default().split('·').next().unwrap_or_default().trim().to_owned();
+            if std::env::var_os("MIMESIS_BENCH_VERBOSE").is_some() {
+                let origin = v[3].as_f64().unwrap_or(0.0);
+                let marks: Vec<String> = v[5]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|m| format!("{} {:.0}", m[0].as_str().unwrap_or("?"), m[1].as_f64().unwrap_or(0.0) - start))
+                    .collect();
+                eprintln!(
+                    "  page created {:.0} ms, its DOM ready {:.0} ms, then {}",
+                    origin - start,
+                    origin + v[4].as_f64().unwrap_or(0.0) - start,
+                    marks.join(", ")
+                );
+            }
+            return Ok((app, Launch { first_rows: first - start, complete: done - start, sessions }));
+        }
+        if Instant::now() > deadline {
+            bail!("no complete roster within 180 s: {v}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// PSS of `pids` in bytes (`/proc/<pid>/smaps_rollup`).
+fn pss(pids: &[u32]) -> u64 {
+    pids.iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).ok())
+        .filter_map(|t| {
+            let line = t.lines().find(|l| l.starts_with("Pss:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .sum::<u64>()
+        * 1024
+}
+
+fn cpu_ticks(pids: &[u32]) -> u64 {
+    pids.iter().filter_map(|p| mimesis_os::procs::stat(*p)).map(|s| s.cpu_ticks).sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: scripts/bench window"]
+async fn window_launch_memory_and_idle() -> Result<()> {
+    let corpus = corpus()?;
+    let runs = env_num("MIMESIS_BENCH_RUNS", 3).max(1);
+    let (mut first, mut second) = (Vec::new(), Vec::new());
+    let mut shown = String::new();
+    let keep = tempfile::Builder::new().prefix("mimesis-window-bench-").tempdir()?;
+    for run in 0..runs {
+        let data = keep.path().join(format!("data-{run}"));
+        std::fs::create_dir_all(&data)?;
+        let (app, a) = launch(&corpus, &data).await?;
+        app.close().await?;
+        let (app, b) = launch(&corpus, &data).await?;
+        app.close().await?;
+        eprintln!(
+            "run {}: first launch rows {:.0} ms, complete {:.0} ms · second launch rows {:.0} ms, complete {:.0} ms ({})",
+            run + 1,
+            a.first_rows,
+            a.complete,
+            b.first_rows,
+            b.complete,
+            b.sessions
+        );
+        shown.clone_from(&b.sessions);
+        first.push(a);
+        second.push(b);
+    }
+    let med = |v: &[Launch], f: fn(&Launch) -> f64| median(v.iter().map(f).collect());
+    eprintln!(
+        "window ({shown}), medians of {runs}: first launch: rows {:.0} ms, complete roster {:.0} ms · \
+         second launch: rows {:.0} ms, complete roster {:.0} ms",
+        med(&first, |l| l.first_rows),
+        med(&first, |l| l.complete),
+        med(&second, |l| l.first_rows),
+        med(&second, |l| l.complete),
+    );
+
+    // Memory and idle CPU of a second launch, left alone.
+    let (app, _) = launch(&corpus, &keep.path().join("data-0")).await?;
+    if std::env::var_os("MIMESIS_BENCH_VERBOSE").is_some() {
+        app.js("window.__muts = []; new MutationObserver((ms) => { for (const m of ms) window.__muts.push([Math.round(performance.now()), m.type, (m.target.className || m.target.nodeName || '') + '', (m.target.textContent || '').slice(0, 40)]); }).observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true}); return true;").await?;
+        tokio::time::sleep(Duration::from_secs(8)).await;
+        let v = app.js("return window.__muts.slice(0, 60);").await?;
+        eprintln!("  mutations: {v}");
+    }
+    let idle = Duration::from_secs(env_num("MIMESIS_BENCH_IDLE_SECS", 60));
+    tokio::time::sleep(idle).await;
+    if std::env::var_os("MIMESIS_BENCH_VERBOSE").is_some() {
+        let v = app
+            .js("return [document.getElementsByTagName('*').length, document.querySelectorAll('[data-testid=roster-row]').length, \
+                 document.getAnimations().map((a) => a.animationName + ' on ' + (a.effect && a.effect.target ? a.effect.target.className : '?'))];")
+            .await?;
+        eprintln!("  elements in the page {}, roster rows {}, running animations {}", v[0], v[1], v[2]);
+    }
+    let pids = app.app_processes();
+    let names: Vec<String> =
+        pids.iter().filter_map(|p| mimesis_os::procs::stat(*p)).map(|s| format!("{} {}", s.comm, s.pid)).collect();
+    let per: Vec<String> = pids.iter().map(|p| format!("{} MB", pss(&[*p]) / 1_000_000)).collect();
+    let total = pss(&pids);
+    let window = Duration::from_secs(30);
+    let (t0, c0) = (Instant::now(), cpu_ticks(&pids));
+    tokio::time::sleep(window).await;
+    let (c1, took) = (cpu_ticks(&pids), t0.elapsed());
+    let cpu = (c1 - c0) as f64 / mimesis_os::procs::ticks_per_second() as f64 / took.as_secs_f64() * 100.0;
+    eprintln!(
+        "after {} s idle: memory (PSS) {:.0} MB in {} processes ({}), CPU {cpu:.2} % over {} s",
+        idle.as_secs(),
+        total as f64 / 1e6,
+        pids.len(),
+        names.iter().zip(&per).map(|(n, m)| format!("{n}: {m}")).collect::<Vec<_>>().join(", "),
+        window.as_secs()
+    );
+    app.close().await
+}

@@ -1,0 +1,19 @@
+// User Timing marks of the window's milestones, read by the window benchmark
+// (`scripts/bench window`) through `performance.getEntriesByName`. Each is set once.
+
+export const ROSTER_FIRST = 'mimesis:roster-first';
+export const ROSTER_COMPLETE = 'mimesis:roster-complete';
+/** Each roster snapshot the page received (the first is the one of the launch). */
+export const SNAPSHOT = 'mimesis:snapshot';
+
+/** Marks `name` at the next frame (when the rows are painted), once per page. */
+export function markOnce(name: string): void {
+  if (performance.getEntriesByName(name, 'mark').length > 0 || pending.has(name)) return;
+  pending.add(name);
+  requestAnimationFrame(() => {
+    performance.mark(name);
+    pending.delete(name);
+  });
+}
+
+const pending = new Set<string>();
