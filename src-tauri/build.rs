@@ -33,6 +33,7 @@ const COMMANDS: &[&str] = &[
     "set_viewing",
     "settings_in_effect",
     "folder_check",
+    "pick_folder",
 ];
 
 fn main() {

@@ -110,6 +110,24 @@ async fn a_supervised_session_is_in_the_roster_as_pty_before_its_transcript_exis
     Ok(())
 }
 
+/// A session started from the window starts at the size of the terminal that shows it (its
+/// first screen is drawn for it), clamped to sane bounds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_session_starts_at_the_size_it_is_given() -> Result<()> {
+    let (dir, root, data, cwd) = temp_home(tempfile::tempdir()?)?;
+    let script = dir.path().join("size.sh");
+    std::fs::write(&script, "#!/bin/sh\necho \"size: $(stty size)\"\nexec sleep 60\n")?;
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let s = Supervised::start_in(dir, root, data, cwd, AgentCommand::new(script), Some(quick_limits()), false, |_| {})
+        .await?;
+    let id = s.sup.create_sized(&s.cwd, None, Some((97, 31))).await?;
+    s.wait_text(&id, "size: 31 97", T).await?;
+    let tiny = s.sup.create_sized(&s.cwd, None, Some((3, 1))).await?;
+    s.wait_text(&tiny, "size: 5 20", T).await?;
+    s.shutdown().await;
+    Ok(())
+}
+
 async fn wait_row(engine: &Engine, id: &SessionId, pred: impl Fn(&TrackedSession) -> bool) -> Result<TrackedSession> {
     let deadline = std::time::Instant::now() + T;
     loop {

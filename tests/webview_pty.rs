@@ -150,12 +150,19 @@ async fn pty_session_from_the_ui_with_duration_limit() -> Result<()> {
 }
 
 async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
-    // 1. New session → folder → Start: the agent runs in the embedded terminal.
+    // 1. New session → folder → Start: the agent runs in the embedded terminal, started at
+    //    the size of the terminal that shows it (its first screen does not wrap).
     let id = start_session(app, &fx.project).await?;
     app.wait_for("the agent's prompt in the terminal", Duration::from_secs(15), || async {
         Ok(terminal_text(app).await?.contains("? for shortcuts"))
     })
     .await?;
+    // The width decides whether its lines wrap: exact. (The rows are estimated, then the
+    // terminal's own size follows at once.)
+    let cols = app.js("return document.querySelector('[data-testid=terminal]').terminalSize().cols;").await?;
+    let started = format!("started at {cols}×");
+    let text = terminal_text(app).await?;
+    ensure!(text.contains(&started), "the agent started as wide as its terminal ({started}…): {text}");
 
     // 2. Keystrokes reach the agent; its answer shows in xterm.
     let textarea = app.client.find(Locator::Css("[data-testid=terminal] textarea")).await?;

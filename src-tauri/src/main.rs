@@ -89,6 +89,21 @@ fn quit_on_signals(app: tauri::AppHandle, signals: Option<QuitSignals>) {
     });
 }
 
+/// Without a GPU (no DRM render node: a VM, a remote desktop, Xvfb), WebKitGTK's
+/// accelerated compositing runs in software (llvmpipe): every repaint composites the whole
+/// window on the CPU, and the GL buffers cost about 100 MB. Its plain software path draws the
+/// same page at a fraction of both. Left alone when a GPU is there or the user chose.
+fn software_rendering_without_compositing() {
+    const VAR: &str = "WEBKIT_DISABLE_COMPOSITING_MODE";
+    let gpu = std::fs::read_dir("/dev/dri")
+        .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("renderD")))
+        .unwrap_or(false);
+    if !gpu && std::env::var_os(VAR).is_none() {
+        // SAFETY: the first thing `main` does, before any thread exists.
+        unsafe { std::env::set_var(VAR, "1") };
+    }
+}
+
 fn main() {
     // Claude Code runs this for every hook event: fast, silent, never failing.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -96,6 +111,8 @@ fn main() {
         mimesis_hooks::run_hook(&args[2..]);
         std::process::exit(0);
     }
+
+    software_rendering_without_compositing();
 
     let filter = tracing_subscriber::EnvFilter::try_from_env("MIMESIS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -131,6 +148,7 @@ fn main() {
                 .build(),
         )
         .plugin(tauri_plugin_notification::init())
+        .plugin(tauri_plugin_dialog::init())
         .manage(window::Placement::new(&data_dir))
         .setup(move |app| {
             let handle = app.handle().clone();
@@ -152,7 +170,6 @@ fn main() {
             }
             let mimesis = tauri::async_runtime::block_on(Mimesis::start(opts));
             let engine = mimesis.engine().clone();
-            tauri::async_runtime::spawn(events::forward_store(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_timeline(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_attention(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_progress(handle.clone(), engine.clone()));
@@ -170,7 +187,13 @@ fn main() {
             }
             pty::start(&handle, &mimesis);
             quit_on_signals(handle, signals);
-            app.manage(AppState { mimesis, viewing: Mutex::new(None), demo: Mutex::new(None), demo_root });
+            app.manage(AppState {
+                mimesis,
+                viewing: Mutex::new(None),
+                demo: Mutex::new(None),
+                demo_root,
+                store_forwarder: Mutex::new(None),
+            });
             Ok(())
         })
         .on_window_event(window::on_event)
@@ -202,6 +225,7 @@ fn main() {
             commands::set_viewing,
             commands::settings_in_effect,
             pty::folder_check,
+            pty::pick_folder,
             pty::pty_answer,
             pty::pty_dialog,
             pty::pty_create,

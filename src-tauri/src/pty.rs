@@ -146,8 +146,16 @@ pub struct Created {
     session_id: SessionId,
 }
 
+/// `cols`/`rows`: the size of the terminal that will show the session (its first screen is
+/// drawn for it); the default size when either is missing.
 #[tauri::command]
-pub async fn pty_create(state: tauri::State<'_, PtyState>, cwd: String, resume: Option<String>) -> CmdResult<Created> {
+pub async fn pty_create(
+    state: tauri::State<'_, PtyState>,
+    cwd: String,
+    resume: Option<String>,
+    cols: Option<u16>,
+    rows: Option<u16>,
+) -> CmdResult<Created> {
     let resume = resume.as_deref().map(session_id).transpose()?;
     // The same check the dialog makes as the user types.
     if let Some(problem) = mimesis_os::files::folder_problem(&cwd) {
@@ -155,7 +163,7 @@ pub async fn pty_create(state: tauri::State<'_, PtyState>, cwd: String, resume: 
     }
     let cwd = PathBuf::from(cwd);
     let sup = state.sup().await?;
-    let id = sup.create(&cwd, resume).await.map_err(|e| e.to_string())?;
+    let id = sup.create_sized(&cwd, resume, cols.zip(rows)).await.map_err(|e| e.to_string())?;
     Ok(Created { session_id: id })
 }
 
@@ -163,6 +171,23 @@ pub async fn pty_create(state: tauri::State<'_, PtyState>, cwd: String, resume: 
 #[tauri::command]
 pub async fn folder_check(path: String) -> CmdResult<Option<String>> {
     Ok(tauri::async_runtime::spawn_blocking(move || mimesis_os::files::folder_problem(&path)).await.unwrap_or(None))
+}
+
+/// The system's folder picker over the window, opened at `start` when it is a folder; the
+/// chosen folder, or `null` when the user cancelled.
+#[tauri::command]
+pub async fn pick_folder(window: tauri::WebviewWindow, start: Option<String>) -> CmdResult<Option<String>> {
+    use tauri_plugin_dialog::DialogExt;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let mut dialog = window.dialog().file().set_title("Folder for the new session").set_parent(&window);
+    if let Some(dir) = start.map(PathBuf::from).filter(|d| d.is_dir()) {
+        dialog = dialog.set_directory(dir);
+    }
+    dialog.pick_folder(move |chosen| {
+        let _ = tx.send(chosen);
+    });
+    let chosen = rx.await.map_err(|_| "the folder picker closed without an answer".to_owned())?;
+    Ok(chosen.and_then(|p| p.into_path().ok()).map(|p| p.to_string_lossy().into_owned()))
 }
 
 #[derive(Serialize)]

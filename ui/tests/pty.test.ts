@@ -165,6 +165,29 @@ describe('supervised sessions in the app', () => {
     r.unmount();
   });
 
+  it("New session: Browse… opens the system's folder picker at the typed folder and takes its choice", async () => {
+    const { default: NewSessionDialog } = await import('../src/components/pty/NewSessionDialog.svelte');
+    const { RosterStore } = await import('../src/lib/store.svelte');
+    const { MockBackend } = await import('./helpers');
+    const store = new RosterStore(new MockBackend({ roster_snapshot: () => ({ seq: 0, sessions: [], roots: [], demo: false }) }));
+    await store.start();
+    const asked: (string | null)[] = [];
+    let answer: string | null = '/home/dana/picked';
+    const pick = async (start: string | null) => (asked.push(start), answer);
+    const r = render(NewSessionDialog, { props: { store, initialCwd: '/home/dana', pick, oncreate: async () => {}, onclose: () => {} } });
+    const input = () => r.container.querySelector('[data-testid=new-session-cwd]') as HTMLInputElement;
+    const browse = r.getByRole('button', { name: 'Browse…' });
+    await fireEvent.click(browse);
+    await waitFor(() => expect(input().value).toBe('/home/dana/picked'));
+    expect(asked).toEqual(['/home/dana']);
+    // Cancelled: what was there stays.
+    answer = null;
+    await fireEvent.click(browse);
+    await waitFor(() => expect(asked).toHaveLength(2));
+    expect(input().value).toBe('/home/dana/picked');
+    r.unmount();
+  });
+
   it('the needs-you indicator counts attention:changed and opens those sessions in turn', async () => {
     const { find, q } = app('still');
     const button = await find('[data-testid=attention]');

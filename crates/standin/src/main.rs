@@ -307,7 +307,14 @@ impl Agent {
         let mut log = if plain {
             vec![format!("stand-in agent, session {id}, in {}", cwd.display())]
         } else {
-            vec!["✻ Welcome to the Claude Code stand-in".to_owned(), format!("  cwd: {}", cwd.display()), String::new()]
+            // The size it started at: what its first screen was drawn for.
+            let (rows, cols) = Agent::size();
+            vec![
+                "✻ Welcome to the Claude Code stand-in".to_owned(),
+                format!("  cwd: {}", cwd.display()),
+                format!("  started at {cols}×{rows}"),
+                String::new(),
+            ]
         };
         if resumed {
             log.push(format!("resumed {id}"));

@@ -220,11 +220,11 @@ impl SessionActor {
         first: Vec<Effect>,
         shared: Arc<dyn Host>,
         cwd: PathBuf,
+        (cols, rows): (u16, u16),
         rx: mpsc::UnboundedReceiver<SessionCmd>,
     ) -> SessionActor {
         let (io_tx, io_rx) = mpsc::channel(256);
         let (output, _) = broadcast::channel(1024);
-        let (cols, rows) = shared.config().size;
         let monitor = Monitor::new(rows, cols, &policy.limits().crash_patterns);
         let agent = shared.agent();
         let mut actor = SessionActor {
@@ -1151,7 +1151,7 @@ mod tests {
             Box::new(|| SessionId::parse("fresh").unwrap()),
         );
         let (tx, rx) = mpsc::unbounded_channel();
-        let actor = SessionActor::new(policy, first, host.clone(), cwd.to_owned(), rx);
+        let actor = SessionActor::new(policy, first, host.clone(), cwd.to_owned(), host.config.size, rx);
         tokio::spawn(actor.run());
         tx
     }

@@ -369,6 +369,18 @@ impl Supervisor {
     /// Starts a supervised session in `cwd`: a new one (Mimesis chooses its id and passes
     /// `--session-id`), or `resume` (`--resume <id>`). Returns its id.
     pub async fn create(&self, cwd: &Path, resume: Option<SessionId>) -> Result<SessionId, SupervisorError> {
+        self.create_sized(cwd, resume, None).await
+    }
+
+    /// [`Supervisor::create`] with the terminal size the agent starts at (columns, rows; the
+    /// configured size when `None`): the size of the terminal that will show it, so its first
+    /// screen is drawn for it. Clamped to 20–1000 columns and 5–500 rows.
+    pub async fn create_sized(
+        &self,
+        cwd: &Path,
+        resume: Option<SessionId>,
+        size: Option<(u16, u16)>,
+    ) -> Result<SessionId, SupervisorError> {
         let cwd = cwd
             .canonicalize()
             .ok()
@@ -415,7 +427,8 @@ impl Supervisor {
             s.clock.both(),
             Box::new(new_session_id),
         );
-        let actor = SessionActor::new(policy, first, s.clone(), cwd, rx);
+        let size = size.map_or(s.config().size, |(cols, rows)| (cols.clamp(20, 1000), rows.clamp(5, 500)));
+        let actor = SessionActor::new(policy, first, s.clone(), cwd, size, rx);
         let sup = actor.supervision();
         if sup.state == SupervisionState::Terminated && sup.pid.is_none() {
             // The first launch failed outright (no such program): say why, keep nothing.

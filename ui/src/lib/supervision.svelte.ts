@@ -166,8 +166,9 @@ export class SupervisionStore {
   }
 
   /** Starts a session in `cwd` (fresh, or resuming `resume`); returns its id. Throws the engine's sentence. */
-  async create(cwd: string, resume: string | null): Promise<string> {
-    const r = await this.#backend.call('pty_create', { cwd, resume });
+  /** Starts a session in `cwd`; `size`: its terminal's, when known (else the backend's default). */
+  async create(cwd: string, resume: string | null, size: { cols: number; rows: number } | null = null): Promise<string> {
+    const r = await this.#backend.call('pty_create', { cwd, resume, cols: size?.cols ?? null, rows: size?.rows ?? null });
     this.error = null;
     return r.sessionId;
   }

@@ -336,7 +336,9 @@ export interface Commands {
   close_timeline: { args: { sessionId: string }; ret: null };
   start_demo: { args: undefined; ret: null };
   stop_demo: { args: undefined; ret: null };
-  pty_create: { args: { cwd: string; resume: string | null }; ret: { sessionId: string } };
+  /** The system's folder picker; the chosen folder or null (cancelled). */
+  pick_folder: { args: { start: string | null }; ret: string | null };
+  pty_create: { args: { cwd: string; resume: string | null; cols: number | null; rows: number | null }; ret: { sessionId: string } };
   pty_attach: { args: { sessionId: string; onData: ByteChannel }; ret: { cols: number; rows: number; attachment: number } };
   pty_ack: { args: { sessionId: string; attachment: number; parsed: number }; ret: null };
   pty_detach: { args: { sessionId: string }; ret: null };

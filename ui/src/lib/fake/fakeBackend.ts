@@ -238,6 +238,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
     approvals_pending: () => [],
     set_viewing: () => null,
     folder_check: ({ path }) => (path.startsWith('/') ? null : 'Give the whole path, starting with /.'),
+    pick_folder: ({ start }) => start ?? '/tmp',
     focus_terminal: () => {
       throw new Error('the demo sessions have no terminal');
     },
