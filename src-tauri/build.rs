@@ -34,6 +34,7 @@ const COMMANDS: &[&str] = &[
     "settings_in_effect",
     "folder_check",
     "pick_folder",
+    "gpu_available",
 ];
 
 fn main() {

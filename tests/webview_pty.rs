@@ -445,7 +445,12 @@ async fn bench(app: &DesktopApp, fx: &Fixture, bytes: usize, marker: &str) -> Re
     start_session(app, &fx.project).await?;
     app.wait_for("the agent to be ready", Duration::from_secs(15), || async { terminal_tail_has(app, "ready").await })
         .await?;
-    let renderer = app.js("return document.querySelector('[data-testid=terminal]').dataset.renderer;").await?;
+    let renderer = app
+        .js("const gl = document.createElement('canvas').getContext('webgl2'); \
+             const info = gl && gl.getExtension('WEBGL_debug_renderer_info'); \
+             const name = gl ? String(info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER)) : 'none'; \
+             return document.querySelector('[data-testid=terminal]').dataset.renderer + ' on ' + name;")
+        .await?;
     // In the page: note when the flood's first byte arrives and when the marker shows.
     let before = stats(app).await?;
     let base_recv = before["received"].as_u64().unwrap_or(0);

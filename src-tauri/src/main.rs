@@ -95,10 +95,7 @@ fn quit_on_signals(app: tauri::AppHandle, signals: Option<QuitSignals>) {
 /// same page at a fraction of both. Left alone when a GPU is there or the user chose.
 fn software_rendering_without_compositing() {
     const VAR: &str = "WEBKIT_DISABLE_COMPOSITING_MODE";
-    let gpu = std::fs::read_dir("/dev/dri")
-        .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("renderD")))
-        .unwrap_or(false);
-    if !gpu && std::env::var_os(VAR).is_none() {
+    if !pty::gpu() && std::env::var_os(VAR).is_none() {
         // SAFETY: the first thing `main` does, before any thread exists.
         unsafe { std::env::set_var(VAR, "1") };
     }
@@ -226,6 +223,7 @@ fn main() {
             commands::settings_in_effect,
             pty::folder_check,
             pty::pick_folder,
+            pty::gpu_available,
             pty::pty_answer,
             pty::pty_dialog,
             pty::pty_create,

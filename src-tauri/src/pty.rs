@@ -190,6 +190,20 @@ pub async fn pick_folder(window: tauri::WebviewWindow, start: Option<String>) ->
     Ok(chosen.and_then(|p| p.into_path().ok()).map(|p| p.to_string_lossy().into_owned()))
 }
 
+/// Whether the machine has a GPU: a DRM render node. (WebKit names every WebGL renderer
+/// "Apple GPU", so the page cannot tell llvmpipe from hardware itself.)
+pub fn gpu() -> bool {
+    std::fs::read_dir("/dev/dri")
+        .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("renderD")))
+        .unwrap_or(false)
+}
+
+/// [`gpu`], for the terminal: without one it draws with the DOM, not WebGL in software.
+#[tauri::command]
+pub async fn gpu_available() -> CmdResult<bool> {
+    Ok(gpu())
+}
+
 #[derive(Serialize)]
 pub struct Attached {
     cols: u16,

@@ -239,6 +239,7 @@ export function createFakeBackend(params: URLSearchParams): Backend {
     set_viewing: () => null,
     folder_check: ({ path }) => (path.startsWith('/') ? null : 'Give the whole path, starting with /.'),
     pick_folder: ({ start }) => start ?? '/tmp',
+    gpu_available: () => true,
     focus_terminal: () => {
       throw new Error('the demo sessions have no terminal');
     },
