@@ -337,7 +337,7 @@ export interface Commands {
   start_demo: { args: undefined; ret: null };
   stop_demo: { args: undefined; ret: null };
   /** Whether the machine has a GPU (a DRM render node): else the terminal draws with the DOM, not WebGL in software. */
-  gpu_available: { args: Record<string, never>; ret: boolean };
+  gpu_available: { args: undefined; ret: boolean };
   /** The system's folder picker; the chosen folder or null (cancelled). */
   pick_folder: { args: { start: string | null }; ret: string | null };
   pty_create: { args: { cwd: string; resume: string | null; cols: number | null; rows: number | null }; ret: { sessionId: string } };
