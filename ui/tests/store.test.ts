@@ -110,6 +110,13 @@ describe('RosterStore', () => {
     store.setFilter('showSuperseded', true);
     store.setFilter('liveOnly', false);
     expect(store.view.order.map((s) => s.sessionId)).toEqual(['w', 'p', 'i', 's']);
+
+    // Running: a process owns it, or its turn is at work (the demo's sessions register none).
+    b.fire('store:events', { events: [{ seq: 6, type: 'updated', sessionId: 'w', changes: { live: false } }, { seq: 7, type: 'updated', sessionId: 'p', changes: { live: false } }] });
+    await flush();
+    expect(store.totals.live).toBe(1);
+    store.setFilter('liveOnly', true);
+    expect(store.view.order.map((s) => s.sessionId)).toEqual(['w', 's']);
   });
 
   it('opens a session and forgets it when it is removed', async () => {

@@ -5,6 +5,15 @@
 import { basename } from './format';
 import type { SeqEvent, Status, TrackedSession } from './types';
 
+/**
+ * Running now: a process of Claude Code owns the session (the engine's `live`: its registry,
+ * or a supervised process), or its transcript shows a turn at work (the writer of a working
+ * transcript is running, whether or not it registers; the demo's sessions do not).
+ */
+export function running(s: TrackedSession): boolean {
+  return s.live || (s.status === 'working' && !s.superseded);
+}
+
 export type StatusFilter = 'all' | 'needs_you' | Status;
 
 export interface Filters {
@@ -163,7 +172,7 @@ export function buildView(
   const groups = new Map<string, Group>();
   for (const s of sorted) {
     if (s.superseded && !f.showSuperseded) continue;
-    if (f.liveOnly && !s.live) continue;
+    if (f.liveOnly && !running(s)) continue;
     if (!matchesQuery(s, f.query)) continue;
     counts.all++;
     counts[s.status]++;

@@ -10,6 +10,7 @@ import {
   chainHead,
   newlySuperseded,
   rosterOrder,
+  running,
   flatten,
   type Filters,
   type RosterLine,
@@ -71,7 +72,7 @@ export class RosterStore {
     for (const s of this.sorted) {
       if (s.superseded) continue;
       t.sessions++;
-      if (s.live) t.live++;
+      if (running(s)) t.live++;
     }
     t.needsYou = this.attention.size;
     return t;
