@@ -41,6 +41,7 @@ pub struct IpcPage {
     start: usize,
     items: Vec<IpcItem>,
     waiting: bool,
+    seq: u64,
 }
 
 impl From<TimelinePage> for IpcPage {
@@ -51,6 +52,7 @@ impl From<TimelinePage> for IpcPage {
             start: p.start,
             items: p.items.iter().map(IpcItem::new).collect(),
             waiting: p.waiting,
+            seq: p.seq,
         }
     }
 }

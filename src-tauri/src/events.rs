@@ -45,6 +45,8 @@ struct IpcTimelineUpdate {
     total: usize,
     reset: bool,
     changed: Vec<IpcIndexed>,
+    seq: u64,
+    prev: u64,
 }
 
 #[derive(Serialize, Clone)]
@@ -102,15 +104,19 @@ pub async fn forward_timeline<R: Runtime>(app: AppHandle<R>, engine: Engine) {
                     total: u.total,
                     reset: u.reset,
                     changed: u.changed.iter().map(ipc_indexed).collect(),
+                    seq: u.seq,
+                    prev: u.prev,
                 };
                 let _ = app.emit("timeline:update", payload);
             }
             Err(RecvError::Lagged(n)) => {
                 // Updates were dropped: each open timeline starts over from the engine's
-                // state rather than keep a hole (a reset makes the page reopen it).
+                // state rather than keep a hole (a reset makes the page reopen it; the page
+                // would also see the hole in `prev` at the next update, if one came).
                 tracing::warn!(missed = n, "timeline updates fell behind; resyncing the open timelines");
                 for (session_id, total) in engine.open_timelines().await.unwrap_or_default() {
-                    let payload = IpcTimelineUpdate { session_id, total, reset: true, changed: Vec::new() };
+                    let payload =
+                        IpcTimelineUpdate { session_id, total, reset: true, changed: Vec::new(), seq: 0, prev: 0 };
                     let _ = app.emit("timeline:update", payload);
                 }
             }

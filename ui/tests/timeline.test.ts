@@ -52,6 +52,23 @@ describe('TimelineCache', () => {
     expect(c.total).toBe(11);
   });
 
+  it('numbered updates: older ones are ignored, a lost one makes the timeline read again', () => {
+    const c = new TimelineCache('s');
+    const up = (seq: number, prev: number, total: number) => ({ sessionId: 's', total, reset: false, changed: [{ index: total - 1, item: prompt(total - 1) }], seq, prev });
+    // One update arrives while the first page is on its way; the page was read after it.
+    expect(c.applyUpdate(up(7, 3, 11))).toBe(true);
+    c.applyPage({ ...pageOf('s', 11, 0, 11), seq: 7 });
+    expect(c.seq).toBe(7);
+    expect(c.applyUpdate(up(7, 3, 11))).toBe(true); // a duplicate: nothing changes
+    expect(c.applyUpdate(up(9, 7, 12))).toBe(true);
+    expect(c.total).toBe(12);
+    expect(c.seq).toBe(9);
+    // Update 12 follows 11, which never came: read again.
+    expect(c.applyUpdate(up(12, 11, 14))).toBe(false);
+    expect(c.items.size).toBe(0);
+    expect(c.seq).toBeNull();
+  });
+
   it('clears on reset and evicts far items past its budget', () => {
     const c = new TimelineCache('s', 300);
     for (let s = 0; s < 1000; s += 100) c.applyPage(pageOf('s', 1000, s, s + 100));

@@ -147,8 +147,15 @@ pub struct TimelinePage {
     /// The transcript does not exist yet (Claude Code writes it at the first prompt): the
     /// timeline follows it from its first byte once it appears.
     pub waiting: bool,
+    /// The timeline's last update so far ([`TimelineUpdate::seq`]): the first update after
+    /// this page has `prev == seq`.
+    pub seq: u64,
 }
 
+/// A change of an open timeline. Updates are numbered (one sequence for all timelines of an
+/// engine) and name the previous update of the same timeline: a reader that was given a
+/// page at `seq` applies the update whose `prev` is its last, ignores older ones, and
+/// reloads when `prev` is newer than what it has (an update was lost).
 #[derive(Serialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct TimelineUpdate {
@@ -156,6 +163,8 @@ pub struct TimelineUpdate {
     pub total: usize,
     pub reset: bool,
     pub changed: Vec<IndexedItem>,
+    pub seq: u64,
+    pub prev: u64,
 }
 
 #[derive(Serialize, Clone, Debug)]
@@ -279,6 +288,7 @@ impl Engine {
             seq: 0,
             clock: config.clock.clone(),
             timelines: HashMap::new(),
+            timeline_seq: 0,
             registry_dirty: config.roots.iter().cloned().collect(),
             indexing: true,
             ready: ready_tx,
@@ -451,7 +461,7 @@ impl Engine {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
                 Err(source) => return Err(EngineError::Transcript { path, source }),
             };
-            Ok::<_, EngineError>(OpenTimeline { prefix, view, waiting })
+            Ok::<_, EngineError>(OpenTimeline { prefix, view, waiting, last_seq: 0 })
         })
         .await
         .map_err(|_| EngineError::Stopped)??;
@@ -551,6 +561,8 @@ pub struct OpenTimeline {
     view: TimelineView,
     /// Its transcript did not exist when last read.
     waiting: bool,
+    /// Its last update (or its page, when installed).
+    last_seq: u64,
 }
 
 impl OpenTimeline {
@@ -626,6 +638,8 @@ struct Actor {
     seq: u64,
     clock: Arc<dyn Clock>,
     timelines: HashMap<SessionId, OpenTimeline>,
+    /// The last number given to a timeline update or page.
+    timeline_seq: u64,
     registry_dirty: HashSet<PathBuf>,
     indexing: bool,
     ready: watch::Sender<Phase>,
@@ -1038,7 +1052,16 @@ impl Actor {
                 let total = open.total();
                 let start = total.saturating_sub(tail);
                 let items = open.range(start, total);
-                let page = TimelinePage { session_id: id.clone(), total, start, items, waiting: open.waiting };
+                self.timeline_seq += 1;
+                open.last_seq = self.timeline_seq;
+                let page = TimelinePage {
+                    session_id: id.clone(),
+                    total,
+                    start,
+                    items,
+                    waiting: open.waiting,
+                    seq: open.last_seq,
+                };
                 self.timelines.insert(id, *open);
                 let _ = reply.send(page);
             }
@@ -1054,6 +1077,7 @@ impl Actor {
                             start,
                             items: v.range(start, end),
                             waiting: v.waiting,
+                            seq: v.last_seq,
                         })
                     }
                     None => Err(EngineError::TimelineNotOpen(id)),
@@ -1175,7 +1199,11 @@ impl Actor {
         match polled {
             Ok(delta) if delta.reset || !delta.changed.is_empty() => {
                 let offset = open.prefix.len();
+                self.timeline_seq += 1;
+                let prev = std::mem::replace(&mut open.last_seq, self.timeline_seq);
                 let update = TimelineUpdate {
+                    seq: self.timeline_seq,
+                    prev,
                     session_id: id.clone(),
                     total: open.total(),
                     reset: delta.reset,

@@ -296,15 +296,27 @@ async fn the_timeline_of_a_session_without_a_transcript_yet_waits_then_follows_i
     assert_eq!((page.total, page.waiting), (0, true));
 
     append(&path, &line(&prompt("the first prompt")));
+    // Updates are numbered: each names the one before it, the first names the page.
+    let mut last = page.seq;
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let u = tokio::time::timeout_at(deadline, updates.recv()).await.expect("an update in time").unwrap();
-        if u.session_id == id && u.total >= 1 {
+        if u.session_id != id {
+            continue;
+        }
+        assert_eq!(u.prev, last, "no update is skipped: {u:?}");
+        assert!(u.seq > u.prev);
+        last = u.seq;
+        if u.total >= 2 {
             break;
+        }
+        if u.total == 1 {
+            append(&path, &line(&prompt("the second prompt")));
         }
     }
     let page = engine.timeline_range(&id, 0, 10).await.unwrap();
-    assert!(!page.waiting && page.total >= 1, "{page:?}");
+    assert!(!page.waiting && page.total >= 2, "{page:?}");
+    assert_eq!(page.seq, last, "a page says which update it includes");
 }
 
 /// Issue 14 (first launch): the initial index reports how far it has come — the files found,

@@ -19,6 +19,13 @@ export class TimelineCache {
   readonly inFlight = new Set<number>();
   /** Bumped by every live update; a page fetched before an update must not undo it. */
   epoch = 0;
+  /**
+   * The last update this cache holds (`TimelineUpdate.seq`), or null before the first page:
+   * an update whose `prev` is newer means one was lost, and the timeline is read again.
+   */
+  seq: number | null = null;
+  /** The newest update applied before the first page came. */
+  #early = 0;
   readonly #writtenAt = new Map<number, number>();
 
   constructor(
@@ -33,6 +40,7 @@ export class TimelineCache {
   /** Stores a fetched page. `requestEpoch` is `epoch` when the request was sent. */
   applyPage(page: TimelinePage, requestEpoch = this.epoch): void {
     if (page.sessionId !== this.sessionId) return;
+    if (this.seq === null && page.seq !== undefined) this.seq = Math.max(page.seq, this.#early);
     // With no update since the request the page is the newest word on the length;
     // otherwise the updates may be newer than it.
     this.total = requestEpoch === this.epoch ? page.total : Math.max(this.total, page.total);
@@ -48,12 +56,21 @@ export class TimelineCache {
     }
   }
 
-  /** Applies a `timeline:update`. Returns false when it is a reset: the caller reopens. */
+  /**
+   * Applies a `timeline:update`. Returns false when the caller must read the timeline
+   * again: a reset, or an update that follows one this cache never got.
+   */
   applyUpdate(u: TimelineUpdate): boolean {
     if (u.sessionId !== this.sessionId) return true;
-    if (u.reset) {
+    if (u.reset || (this.seq !== null && u.prev !== undefined && u.prev > this.seq)) {
       this.clear();
       return false;
+    }
+    if (u.seq !== undefined) {
+      // Already in what this cache holds (an update older than its page).
+      if (this.seq !== null && u.seq <= this.seq) return true;
+      if (this.seq === null) this.#early = Math.max(this.#early, u.seq);
+      else this.seq = u.seq;
     }
     this.epoch++;
     if (u.total < this.total) {
@@ -82,6 +99,8 @@ export class TimelineCache {
     this.inFlight.clear();
     this.#writtenAt.clear();
     this.epoch++;
+    this.seq = null;
+    this.#early = 0;
   }
 
   /** Chunks holding a missing index in [start, end), not already requested. */

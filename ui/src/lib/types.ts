@@ -318,6 +318,8 @@ export interface TimelinePage {
   items: TimelineItem[];
   /** The transcript does not exist yet (it comes with the first prompt); followed from its first byte. */
   waiting?: boolean;
+  /** The timeline's last update so far: the next one has `prev` equal to it. */
+  seq?: number;
 }
 
 export interface TimelineUpdate {
@@ -325,6 +327,9 @@ export interface TimelineUpdate {
   total: number;
   reset: boolean;
   changed: { index: number; item: TimelineItem }[];
+  /** Numbered in one sequence for all timelines; `prev`: the previous update of this one. */
+  seq?: number;
+  prev?: number;
 }
 
 /** The commands of docs/ipc.md, with their argument and return types. */
