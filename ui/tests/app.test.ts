@@ -1,6 +1,6 @@
 // The whole app on the in-browser fake backend: test hooks, empty state, demo, opening a timeline.
 import { fireEvent, render, waitFor } from '@testing-library/svelte';
-import { expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import App from '../src/App.svelte';
 import { createFakeBackend } from '../src/lib/fake/fakeBackend';
 
@@ -99,4 +99,37 @@ it('the timeline takes the keyboard on a click, and Home reaches its first item 
   feed.scrollTop = 5000;
   await fireEvent.keyDown(feed, { key: 'Home' });
   expect(feed.scrollTop).toBe(0);
+});
+
+describe('keyboard and modal semantics', () => {
+  it('single-key shortcuts can be turned off; keys with modifiers and arrows still act', async () => {
+    const { prefs, letterShortcutOff } = await import('../src/lib/prefs.svelte');
+    const key = (k: string, mods: Partial<KeyboardEventInit> = {}) => new KeyboardEvent('keydown', { key: k, ...mods });
+    prefs.setLetterKeys(false);
+    try {
+      expect(letterShortcutOff(key('j'))).toBe(true);
+      expect(letterShortcutOff(key('/'))).toBe(true);
+      expect(letterShortcutOff(key('ArrowDown'))).toBe(false);
+      expect(letterShortcutOff(key('L', { ctrlKey: true, shiftKey: true }))).toBe(false);
+      expect(localStorage.getItem('mimesis.letter-keys')).toBe('off');
+    } finally {
+      prefs.setLetterKeys(true);
+    }
+    expect(letterShortcutOff(key('j'))).toBe(false);
+  });
+
+  it('the page behind a modal is inert while it is open', async () => {
+    const { render } = await import('@testing-library/svelte');
+    const { createRawSnippet } = await import('svelte');
+    const { default: Modal } = await import('../src/components/Modal.svelte');
+    const page = document.createElement('div');
+    page.dataset.page = '';
+    document.body.append(page);
+    const children = createRawSnippet(() => ({ render: () => '<p>body</p>' }));
+    const r = render(Modal, { props: { title: 'T', testid: 'm', onclose: () => {}, children } });
+    expect(page.inert).toBe(true);
+    r.unmount();
+    expect(page.inert).toBe(false);
+    page.remove();
+  });
 });

@@ -1,7 +1,7 @@
 // Supervision events -> banners, toasts, the terminated dialog, the queued-input note (U4, P2).
 import { describe, expect, it } from 'vitest';
 import { CRASH_DEFERRED_TEXT, actionsFor, applyEvent, countdown, emptyNotices, remainingAt, type SessionNotices } from '../src/lib/supervision';
-import { SupervisionStore, TOAST_LIMIT, TOAST_MS } from '../src/lib/supervision.svelte';
+import { SupervisionStore, TOAST_GRACE_MS, TOAST_LIMIT, TOAST_MS } from '../src/lib/supervision.svelte';
 import type { Supervision, SupervisionEvent } from '../src/lib/types';
 import { MockBackend, session } from './helpers';
 
@@ -121,6 +121,19 @@ describe('SupervisionStore', () => {
     expect(sup.toasts).toEqual([]);
     for (let i = 0; i < 10; i++) sup.receive(E.recovered);
     expect(sup.toasts).toHaveLength(TOAST_LIMIT);
+  });
+
+  it('a toast the pointer or the focus is on stays; it goes a moment after they leave', async () => {
+    const { b, sup, timers } = setup();
+    await sup.start();
+    b.fire('supervision:event', { ...E.restarting, sessionId: 'other' });
+    sup.holdToasts(true);
+    timers[0].fn(); // due while held
+    expect(sup.toasts).toHaveLength(1);
+    sup.holdToasts(false);
+    expect(timers.map((t) => t.ms)).toEqual([TOAST_MS, TOAST_GRACE_MS]);
+    timers[1].fn();
+    expect(sup.toasts).toEqual([]);
   });
 
   it('answers a permission dialog only on a click: through its hook request, else by label in the PTY', async () => {

@@ -17,6 +17,8 @@ export interface Toast {
 
 export const TOAST_MS = 6000;
 export const TOAST_LIMIT = 4;
+/** How long a toast stays after the pointer or the focus left it, when it was due to go. */
+export const TOAST_GRACE_MS = 2000;
 
 export interface SupervisionOptions {
   /** Schedules a toast's dismissal (tests pass their own). */
@@ -127,7 +129,19 @@ export class SupervisionStore {
   toast(t: Omit<Toast, 'id'>): void {
     const id = this.#nextToast++;
     this.toasts = [...this.toasts, { ...t, id }].slice(-TOAST_LIMIT);
-    this.#later(() => this.dismissToast(id), TOAST_MS);
+    this.#later(() => (this.#held ? this.#expired.add(id) : this.dismissToast(id)), TOAST_MS);
+  }
+
+  #held = false;
+  // eslint-disable-next-line svelte/prefer-svelte-reactivity -- bookkeeping, never rendered
+  #expired = new Set<number>();
+  /** While the pointer or the focus is on a toast, none goes by itself; after, those due go a moment later. */
+  holdToasts(held: boolean): void {
+    this.#held = held;
+    if (held || this.#expired.size === 0) return;
+    const due = [...this.#expired];
+    this.#expired.clear();
+    this.#later(() => (this.#held ? due.forEach((id) => this.#expired.add(id)) : due.forEach((id) => this.dismissToast(id))), TOAST_GRACE_MS);
   }
 
   dismissToast(id: number): void {
