@@ -16,6 +16,8 @@ use tokio::sync::broadcast::error::RecvError;
 const IPC_STRING_MAX: usize = 16 * 1024;
 /// At most this many store events per Tauri event.
 const BATCH_MAX: usize = 512;
+/// How long the store forwarder gathers events after the first of a batch: one frame.
+const COALESCE: std::time::Duration = std::time::Duration::from_millis(16);
 
 /// A timeline item as sent to the webview: possibly shortened.
 #[derive(Serialize)]
@@ -60,7 +62,7 @@ fn ipc_indexed(i: &IndexedItem) -> IpcIndexed {
 }
 
 /// Forwards the store events after `after` (the seq of the snapshot the page was given) to
-/// the webview, batching whatever is queued. Started by `roster_snapshot`, with a receiver
+/// the webview, batching what comes within a frame. Started by `roster_snapshot`, with a receiver
 /// subscribed before that snapshot was taken: nothing falls between the two, and nothing is
 /// sent before the page asked (a page that is still loading would parse it for nothing: on a
 /// warm start the engine's first events are one per session).
@@ -80,6 +82,9 @@ pub async fn forward_store<R: Runtime>(
             }
             Err(RecvError::Closed) => return,
         };
+        // Whatever else comes within a frame goes in the same batch: a burst (200 updates a
+        // second across a large roster) reaches the page as at most one batch per frame.
+        tokio::time::sleep(COALESCE).await;
         let mut events = vec![first];
         while events.len() < BATCH_MAX {
             match rx.try_recv() {
