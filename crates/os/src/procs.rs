@@ -232,6 +232,21 @@ pub fn become_subreaper() -> bool {
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 }
 }
 
+/// Gives the memory the allocator holds but no longer uses back to the system (glibc keeps
+/// freed heap in its arenas: after the first index, megabytes of it). Returns whether any
+/// was given back.
+pub fn release_free_memory() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: malloc_trim has no preconditions; it only returns free pages.
+        unsafe { libc::malloc_trim(0) == 1 }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,20 +296,5 @@ mod tests {
         assert_eq!(tty_name(0), None);
         assert_eq!(tty_name(136 << 8 | 3), Some("pts/3".into()));
         assert_eq!(tty_name(4 << 8 | 2), Some("tty2".into()));
-    }
-}
-
-/// Gives the memory the allocator holds but no longer uses back to the system (glibc keeps
-/// freed heap in its arenas: after the first index, megabytes of it). Returns whether any
-/// was given back.
-pub fn release_free_memory() -> bool {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: malloc_trim has no preconditions; it only returns free pages.
-        unsafe { libc::malloc_trim(0) == 1 }
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        false
     }
 }
