@@ -285,10 +285,14 @@ impl DesktopApp {
         std::fs::write(path, png).with_context(|| format!("cannot write {}", path.display()))
     }
 
-    /// Ends the WebDriver session (the app quits) and stops the driver.
+    /// Ends the WebDriver session (the app quits) and stops the driver. The session's end is
+    /// waited for 15 s at most (once, WebKitWebDriver never answered it): the driver's process
+    /// group is stopped either way.
     pub async fn close(mut self) -> Result<()> {
         let client = self.client.clone();
-        let _ = client.close().await;
+        if tokio::time::timeout(Duration::from_secs(15), client.close()).await.is_err() {
+            eprintln!("the WebDriver session did not end within 15 s; stopping the driver");
+        }
         kill_group(&mut self.driver);
         Ok(())
     }
