@@ -155,3 +155,21 @@ describe('search', () => {
     expect(store.selectedId).toBe('b');
   });
 });
+
+describe('RosterStore with a frame scheduler', () => {
+  it('applies the batches of a frame together: one roster rebuild per frame, whatever the burst', async () => {
+    const frames: (() => void)[] = [];
+    const b = new MockBackend({ roster_snapshot: () => ({ seq: 0, sessions: [session('a'), session('b')], roots: [], demo: false }) });
+    const store = new RosterStore(b, { schedule: (fn) => frames.push(fn) });
+    await store.start();
+    const version = store.version;
+    for (let i = 1; i <= 50; i++) b.fire('store:events', { events: [{ seq: i, type: 'updated', sessionId: i % 2 ? 'a' : 'b', changes: { goal: `g${i}` } }] });
+    expect(frames).toHaveLength(1);
+    expect(store.version).toBe(version);
+    frames[0]();
+    expect(store.version).toBe(version + 1);
+    expect(store.get('a')?.goal).toBe('g49');
+    expect(store.get('b')?.goal).toBe('g50');
+    expect(store.seq).toBe(50);
+  });
+});

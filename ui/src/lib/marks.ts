@@ -1,5 +1,6 @@
-// User Timing marks of the window's milestones, read by the window benchmark
-// (`scripts/bench window`) through `performance.getEntriesByName`. Each is set once.
+// Frames: User Timing marks of the window's milestones, read by the window benchmark
+// (`scripts/bench window`) through `performance.getEntriesByName` (each set once), and the
+// next frame as a scheduler.
 
 export const ROSTER_FIRST = 'mimesis:roster-first';
 export const ROSTER_COMPLETE = 'mimesis:roster-complete';
@@ -17,3 +18,15 @@ export function markOnce(name: string): void {
 }
 
 const pending = new Set<string>();
+
+/** Runs `fn` at the next frame, or within 100 ms when no frame comes (a hidden window). */
+export function nextFrame(fn: () => void): void {
+  let done = false;
+  const once = () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
+  requestAnimationFrame(once);
+  setTimeout(once, 100);
+}

@@ -98,9 +98,19 @@ export class RosterStore {
     return this.openId ? (this.#sessions.get(this.openId) ?? null) : null;
   });
 
-  constructor(backend: Backend) {
+  /**
+   * `schedule`: when to apply the event batches received meanwhile (the app: the next frame,
+   * so a burst re-sorts and re-counts the roster once per frame, not once per batch); none:
+   * at once.
+   */
+  constructor(backend: Backend, opts: { schedule?: (apply: () => void) => void } = {}) {
     this.#backend = backend;
+    this.#schedule = opts.schedule ?? null;
   }
+
+  #schedule: ((apply: () => void) => void) | null;
+  #queue: SeqEvent[] = [];
+  #scheduled = false;
 
   /** Holds the roster's order while the user looks at it (`true`), re-sorts on release. */
   hold(on: boolean): void {
@@ -180,6 +190,24 @@ export class RosterStore {
       this.#buffer.push(...events);
       return;
     }
+    if (!this.#schedule) {
+      this.#apply(events);
+      return;
+    }
+    this.#queue.push(...events);
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    this.#schedule(() => {
+      this.#scheduled = false;
+      const queued = this.#queue;
+      this.#queue = [];
+      // A snapshot may have come meanwhile: events it holds are skipped by their seq.
+      if (this.#buffer) this.#buffer.push(...queued);
+      else this.#apply(queued);
+    });
+  }
+
+  #apply(events: SeqEvent[]): void {
     const r = applyEvents(this.#sessions, this.#seq, events);
     if (r.gap) {
       // seq grows by one per event: a hole means we lost some. Start over from a snapshot.
