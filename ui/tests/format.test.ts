@@ -135,3 +135,15 @@ describe('newDay', () => {
     expect(newDay(at('2026-11-24T23:00:00'), { timestamp: null })).toBeNull();
   });
 });
+
+it('a session is named one way everywhere it is named, and headed one way in its row and header', async () => {
+  const { sessionHeading, sessionLabel } = await import('../src/lib/format');
+  const base = { sessionId: '1fd6d37e-900c-4885-9ddd-fa9b316768c3', title: null, goal: null, cwd: null };
+  expect(sessionLabel({ ...base, title: 'T', goal: 'G' })).toBe('T');
+  expect(sessionLabel({ ...base, goal: 'G' })).toBe('G');
+  expect(sessionLabel({ ...base, name: 'proj-73' })).toBe('proj-73');
+  expect(sessionLabel({ ...base, cwd: '/w/p' })).toBe('Session in /w/p');
+  expect(sessionLabel(base)).toBe('1fd6d37e');
+  expect(sessionLabel(undefined, 'abcdef0123')).toBe('abcdef01');
+  expect(sessionHeading({ title: null, goal: null })).toBe('(no prompt yet)');
+});

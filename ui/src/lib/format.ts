@@ -1,7 +1,7 @@
 // Pure formatting helpers: numbers, times, names. No DOM, no state.
 
 import { TOOL_TARGET_KEYS } from './generated/engine';
-import type { Cost, Status, Usage } from './types';
+import type { Cost, Status, TrackedSession, Usage } from './types';
 
 export function totalTokens(u: Usage): number {
   return u.inputTokens + u.outputTokens + u.cacheCreationInputTokens + u.cacheReadInputTokens;
@@ -207,4 +207,20 @@ export function newDay(prev: { timestamp: string | null } | undefined, item: { t
   const p = parseTime(prev.timestamp);
   if (p === null || day(p) === day(t)) return null;
   return new Date(t).toLocaleDateString('en-GB', { weekday: 'long', day: 'numeric', month: 'long', year: 'numeric' });
+}
+
+type Named = Pick<TrackedSession, 'sessionId' | 'title' | 'goal' | 'cwd'> & { name?: string | null };
+
+/**
+ * A session's name wherever it is named apart from its own row (toasts, dialogs, the
+ * resources table, labels for screen readers): its title, else its first prompt, else the
+ * name Claude Code gave it, else where it runs, else its short id.
+ */
+export function sessionLabel(s: Named | undefined, id = s?.sessionId ?? ''): string {
+  return s?.title ?? s?.goal ?? s?.name ?? (s?.cwd ? `Session in ${s.cwd}` : id.slice(0, 8));
+}
+
+/** A session's heading in its row and its header (its folder is shown beside it). */
+export function sessionHeading(s: Pick<TrackedSession, 'title' | 'goal'>): string {
+  return s.title ?? s.goal ?? '(no prompt yet)';
 }
