@@ -1,10 +1,11 @@
 import { mount } from 'svelte';
 import App from './App.svelte';
 import './app.css';
-import { loadTerminalFonts } from './lib/fonts';
+import { registerTerminalFonts } from './lib/fonts';
 
-// The bundled mono font, for the terminal and every monospace text (file paths, ids).
-void loadTerminalFonts();
+// The bundled mono font, for the terminal and every monospace text (file paths, ids); each
+// face loads when first needed.
+registerTerminalFonts();
 
 const target = document.getElementById('app');
 if (!target) throw new Error('index.html has no #app element');

@@ -11,22 +11,30 @@ export const TERMINAL_FONT = "'Mimesis Mono', 'Mimesis Symbols', monospace";
 /** What the terminal font's fallback adds; each a character Claude Code draws. */
 export const SYMBOL_RANGE = 'U+203B, U+23AF, U+23BF, U+23F5-23FA, U+29C9';
 
+let faces: FontFace[] | null = null;
 let loading: Promise<void> | null = null;
 
-/** Loads both faces once; resolves (never rejects) when they are ready or failed to load. */
+/**
+ * Makes both faces known to the page without loading them: each loads when text first needs
+ * it (the symbols only when one of their characters is drawn), as an @font-face would.
+ */
+export function registerTerminalFonts(): FontFace[] {
+  if (faces) return faces;
+  faces = [];
+  if (typeof FontFace === 'undefined' || !document.fonts) return faces;
+  faces = [new FontFace('Mimesis Mono', `url(${monoUrl}) format('woff2')`), new FontFace('Mimesis Symbols', `url(${symbolsUrl}) format('woff2')`, { unicodeRange: SYMBOL_RANGE })];
+  for (const f of faces) document.fonts.add(f);
+  return faces;
+}
+
+/** Loads both faces now (the terminal measures its cell once, with the font it has); resolves, never rejects. */
 export function loadTerminalFonts(): Promise<void> {
-  loading ??= (async () => {
-    if (typeof FontFace === 'undefined' || !document.fonts) return;
-    const faces = [new FontFace('Mimesis Mono', `url(${monoUrl}) format('woff2')`), new FontFace('Mimesis Symbols', `url(${symbolsUrl}) format('woff2')`, { unicodeRange: SYMBOL_RANGE })];
-    await Promise.all(
-      faces.map(async (f) => {
-        try {
-          document.fonts.add(await f.load());
-        } catch {
-          // A font that does not load: the system's monospace draws instead.
-        }
+  loading ??= Promise.all(
+    registerTerminalFonts().map((f) =>
+      f.load().catch(() => {
+        // A font that does not load: the system's monospace draws instead.
       }),
-    );
-  })();
+    ),
+  ).then(() => undefined);
   return loading;
 }
