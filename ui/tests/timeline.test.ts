@@ -196,3 +196,37 @@ describe('TimelineView', () => {
     expect((view.item(4) as { text: string }).text).toBe('the whole text');
   });
 });
+
+describe('the timeline feed', () => {
+  it('is busy exactly while a page is on its way, and numbers its articles over the whole transcript', async () => {
+    const { render, screen, waitFor, within } = await import('@testing-library/svelte');
+    const { default: Timeline } = await import('../src/components/Timeline.svelte');
+    const { session } = await import('./helpers');
+    const answers: (() => void)[] = [];
+    const later = (page: () => TimelinePage) => new Promise<TimelinePage>((r) => answers.push(() => r(page())));
+    const b = new MockBackend({
+      open_timeline: (a) => later(() => pageOf(a.sessionId, 1000, 800, 1000)),
+      timeline_range: (a) => later(() => pageOf(a.sessionId, 1000, a.start, a.end)),
+      close_timeline: () => null,
+    });
+    const view = new TimelineView(b);
+    render(Timeline, { props: { view, session: session('s1', { goal: 'tidy up' }) } });
+    const feed = screen.getByRole('feed', { name: 'Timeline of tidy up' });
+    expect(feed.getAttribute('aria-busy')).toBe('false');
+
+    void view.open('s1');
+    await waitFor(() => expect(feed.getAttribute('aria-busy')).toBe('true'));
+    // The tail arrives; the view (at the top: jsdom has no layout) asks for the first items.
+    answers.shift()?.();
+    await waitFor(() => expect(b.count('timeline_range')).toBeGreaterThan(0));
+    expect(feed.getAttribute('aria-busy')).toBe('true');
+    await waitFor(() => {
+      while (answers.length) answers.shift()?.();
+      expect(feed.getAttribute('aria-busy')).toBe('false');
+    });
+
+    const articles = within(feed).getAllByRole('article');
+    expect(articles.length).toBeGreaterThan(0);
+    expect(articles.map((a) => [a.getAttribute('aria-posinset'), a.getAttribute('aria-setsize')])).toEqual(articles.map((_, i) => [String(i + 1), '1000']));
+  });
+});

@@ -19,6 +19,8 @@ export class TimelineView {
   version = $state(0);
   total = $state(0);
   loading = $state(false);
+  /** Range requests on their way (pages further up the transcript). */
+  #fetching = $state(0);
   /** The session has no transcript yet: its first prompt is still to come. */
   waiting = $state(false);
   error = $state<string | null>(null);
@@ -40,6 +42,11 @@ export class TimelineView {
   stop(): void {
     this.#unlisten?.();
     this.#unlisten = null;
+  }
+
+  /** A page of items is on its way: the open's tail or a range further up (the feed's aria-busy). */
+  get busy(): boolean {
+    return this.loading || this.#fetching > 0;
   }
 
   item(index: number): TimelineItem | undefined {
@@ -67,6 +74,7 @@ export class TimelineView {
     this.expanded.clear();
     this.fetchingFull.clear();
     this.#cache = sessionId ? new TimelineCache(sessionId) : null;
+    this.#fetching = 0;
     this.total = 0;
     this.error = null;
     this.waiting = false;
@@ -124,6 +132,7 @@ export class TimelineView {
     const { start, end } = cache.chunkRange(chunk);
     if (end <= start) return;
     cache.inFlight.add(chunk);
+    this.#fetching++;
     const epoch = cache.epoch;
     try {
       const page = await this.#backend.call('timeline_range', { sessionId: cache.sessionId, start, end });
@@ -135,6 +144,8 @@ export class TimelineView {
       if (cache === this.#cache) this.error = `Could not read items ${start}–${end}: ${String(e)}`;
     } finally {
       cache.inFlight.delete(chunk);
+      // A request of a timeline since closed no longer counts (open() started over at 0).
+      if (cache === this.#cache) this.#fetching--;
     }
   }
 
