@@ -19,5 +19,6 @@ pub mod mimesis;
 pub mod mock_api;
 pub mod pty;
 pub mod scenario;
+pub mod sshd;
 pub mod supervised;
 pub mod webdriver;

@@ -2,6 +2,7 @@
 //! machine, in a terminal (also over SSH, with no display). A thin face on the engine;
 //! the JSON it prints is a contract (docs/ipc.md).
 
+mod remote_cmd;
 mod render;
 mod run;
 
@@ -47,20 +48,46 @@ enum Command {
         /// Include sessions superseded by a successor in their work chain.
         #[arg(long)]
         all: bool,
+        #[command(flatten)]
+        remote: remote_cmd::RemoteArgs,
     },
     /// The timeline of one session: prompts, replies, tool calls and their results.
     Show {
-        /// The session id, or an unambiguous prefix of it.
+        /// The session id, or an unambiguous prefix of it; `host:id` for a session on
+        /// another machine.
         session_id: String,
         /// Print one JSON array of timeline items.
         #[arg(long)]
         json: bool,
+        /// Copy this build of Mimesis to the host first if it has none.
+        #[arg(long = "install-helper")]
+        install_helper: bool,
     },
     /// Stay running and print every change to the roster as it happens.
     Watch {
         /// One JSON event per line: discovered, updated (changed fields only), removed.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        remote: remote_cmd::RemoteArgs,
+    },
+    /// Other machines whose sessions the window shows: their state now, or add/remove one.
+    Hosts {
+        #[command(subcommand)]
+        action: Option<remote_cmd::HostsAction>,
+        /// Print a JSON array of hosts.
+        #[arg(long)]
+        json: bool,
+        /// Copy this build of Mimesis to hosts that have none.
+        #[arg(long = "install-helper")]
+        install_helper: bool,
+    },
+    /// Serve this machine's roster and timelines to another Mimesis over stdin and stdout
+    /// (what `--host` runs on the far side of ssh). Stops when stdin closes.
+    Serve {
+        /// Speak the protocol on stdin/stdout (the only transport).
+        #[arg(long, required = true)]
+        stdio: bool,
     },
     /// Run by Claude Code's hooks: records the event read on stdin. Prints nothing, always exits 0
     /// (at a permission dialog: the decision made in a running Mimesis, if one is made).
@@ -166,7 +193,7 @@ fn main() -> ExitCode {
     init_logging();
     let roots = roots::from_env(&cli.config_dir);
     let data_dir = cli.data_dir.as_deref().map(roots::absolute).unwrap_or_else(roots::data_dir);
-    let command = cli.command.unwrap_or(Command::Ls { json: false, all: false });
+    let command = cli.command.unwrap_or(Command::Ls { json: false, all: false, remote: Default::default() });
     if let Command::Run(args) = command {
         return match run::run(*args, &cli.config_dir, &data_dir) {
             Ok(code) => code,
@@ -177,9 +204,15 @@ fn main() -> ExitCode {
         };
     }
     let result = match command {
-        Command::Ls { json, all } => ls(&roots, &data_dir, json, all),
-        Command::Show { session_id, json } => show(&roots, &data_dir, &session_id, json),
-        Command::Watch { json } => runtime().and_then(|rt| rt.block_on(watch(roots, data_dir, json))),
+        Command::Ls { json, all, remote } => ls(&roots, &data_dir, json, all, &remote),
+        Command::Show { session_id, json, install_helper } => {
+            show(&roots, &data_dir, &session_id, json, install_helper)
+        }
+        Command::Watch { json, remote } => runtime().and_then(|rt| rt.block_on(watch(roots, data_dir, json, remote))),
+        Command::Hosts { action, json, install_helper } => {
+            remote_cmd::hosts_cmd(&data_dir, action, json, install_helper)
+        }
+        Command::Serve { stdio: _ } => remote_cmd::serve(roots, data_dir),
         Command::Hook => {
             hooks::record_from_stdin(&data_dir);
             Ok(())
@@ -214,7 +247,7 @@ fn init_logging() {
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(io::stderr).with_ansi(ansi).with_target(false).init();
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -226,8 +259,19 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
 }
 
-fn ls(roots: &[PathBuf], data_dir: &std::path::Path, json: bool, all: bool) -> anyhow::Result<()> {
+fn ls(
+    roots: &[PathBuf],
+    data_dir: &std::path::Path,
+    json: bool,
+    all: bool,
+    remote: &remote_cmd::RemoteArgs,
+) -> anyhow::Result<()> {
     let now = SystemClock.now();
+    // Other machines first (they take longest), at the same time; their failures are
+    // said on stderr and make the exit status 1, after everything else is printed.
+    let (mut remote_rows, remote_failed) = remote_cmd::rosters(remote)?;
+    remote_rows.retain(|s| all || !s.superseded);
+    let local = !remote.no_local;
     let out = io::stdout();
     let mut out = io::BufWriter::new(out.lock());
     if json {
@@ -235,27 +279,39 @@ fn ls(roots: &[PathBuf], data_dir: &std::path::Path, json: bool, all: bool) -> a
         // is never all in memory.
         let mut written = Ok(0usize);
         out.write_all(b"[")?;
-        once::roster_each(roots, data_dir, now, |row| {
-            if row.superseded && !all {
-                return;
-            }
+        let mut write_row = |row: &TrackedSession| {
             if let Ok(n) = &mut written {
                 let sep: &[u8] = if *n == 0 { b"" } else { b"," };
                 written = out.write_all(sep).map_err(anyhow::Error::from).and_then(|_| {
-                    serde_json::to_writer(&mut out, &row)?;
+                    serde_json::to_writer(&mut out, row)?;
                     Ok(*n + 1)
                 });
             }
-        });
+        };
+        if local {
+            once::roster_each(roots, data_dir, now, |row| {
+                if all || !row.superseded {
+                    write_row(&row);
+                }
+            });
+        }
+        remote_rows.iter().for_each(&mut write_row);
         written?;
         out.write_all(b"]\n")?;
-        return Ok(out.flush()?);
+        out.flush()?;
+        return remote_outcome(remote_failed);
     }
-    let mut sessions = once::roster(roots, data_dir, now);
+    let mut sessions = if local { once::roster(roots, data_dir, now) } else { Vec::new() };
     if !all {
         sessions.retain(|s| !s.superseded);
     }
-    if sessions.is_empty() {
+    if !remote_rows.is_empty() {
+        sessions.extend(remote_rows);
+        sessions.sort_by_key(|s| std::cmp::Reverse(s.last_activity_at));
+    }
+    if sessions.is_empty() && !local {
+        writeln!(out, "No Claude Code sessions found on {}.", remote.hosts.join(", "))?;
+    } else if sessions.is_empty() {
         let searched: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
         writeln!(out, "No Claude Code sessions found in {}.", searched.join(", "))?;
         writeln!(out, "Try `mimesis demo` to generate some, or point --config-dir at a config folder.")?;
@@ -264,6 +320,14 @@ fn ls(roots: &[PathBuf], data_dir: &std::path::Path, json: bool, all: bool) -> a
         render::roster(&mut out, &sessions, now, &style)?;
     }
     out.flush()?;
+    remote_outcome(remote_failed)
+}
+
+/// Exit 1 when a host failed (its error is on stderr already); what the others had is printed.
+fn remote_outcome(failed: bool) -> anyhow::Result<()> {
+    if failed {
+        bail!("some machines could not be read (see above)");
+    }
     Ok(())
 }
 
@@ -290,13 +354,24 @@ fn find_session(roots: &[PathBuf], query: &str) -> anyhow::Result<PathBuf> {
     }
 }
 
-fn show(roots: &[PathBuf], data_dir: &std::path::Path, query: &str, json: bool) -> anyhow::Result<()> {
-    let path = find_session(roots, query)?;
-    // A session that continues others shows the whole chain, oldest first.
-    let mut items = once::chain_prefix(roots, data_dir, &path, SystemClock.now())
-        .context("cannot read an earlier segment of the chain")?;
-    items
-        .extend(once::read_timeline(&path, Some(data_dir)).with_context(|| format!("cannot read {}", path.display()))?);
+fn show(roots: &[PathBuf], data_dir: &std::path::Path, query: &str, json: bool, install: bool) -> anyhow::Result<()> {
+    let items = match mimesis_core::remote::split_host_id(query) {
+        (Some(host), id) => {
+            let args = remote_cmd::RemoteArgs { install_helper: install, ..Default::default() };
+            remote_cmd::timeline(&args, host, id)?
+        }
+        (None, _) => {
+            let path = find_session(roots, query)?;
+            // A session that continues others shows the whole chain, oldest first.
+            let mut items = once::chain_prefix(roots, data_dir, &path, SystemClock.now())
+                .context("cannot read an earlier segment of the chain")?;
+            items.extend(
+                once::read_timeline(&path, Some(data_dir))
+                    .with_context(|| format!("cannot read {}", path.display()))?,
+            );
+            items
+        }
+    };
     let out = io::stdout();
     let mut out = io::BufWriter::new(out.lock());
     if json {
@@ -310,14 +385,21 @@ fn show(roots: &[PathBuf], data_dir: &std::path::Path, query: &str, json: bool) 
     Ok(())
 }
 
-async fn watch(roots: Vec<PathBuf>, data_dir: PathBuf, json: bool) -> anyhow::Result<()> {
+async fn watch(
+    roots: Vec<PathBuf>,
+    data_dir: PathBuf,
+    json: bool,
+    remote: remote_cmd::RemoteArgs,
+) -> anyhow::Result<()> {
     // Before the first line is printed: whoever reads the snapshot may send SIGTERM at once.
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let mimesis = Mimesis::start(Options::watching(roots, data_dir)).await;
-    let engine = mimesis.engine().clone();
-    let mut events = engine.subscribe();
-    engine.ready().await;
-    let snapshot = engine.snapshot().await?;
+    // Other machines connect while this one indexes; their lines come as they arrive.
+    let (_feeds, mut from_hosts) = remote_cmd::start_feeds(&remote)?;
+    let mut hosts_open = !remote.hosts.is_empty();
+    let mimesis = match remote.no_local {
+        true => None,
+        false => Some(Mimesis::start(Options::watching(roots, data_dir)).await),
+    };
     let style = render::Style::detect(io::stdout().is_terminal());
     let stdout = io::stdout();
     let emit_discovered = |s: &TrackedSession, out: &mut dyn Write| -> io::Result<()> {
@@ -328,19 +410,60 @@ async fn watch(roots: Vec<PathBuf>, data_dir: PathBuf, json: bool) -> anyhow::Re
             render::event_discovered(out, s, &style)
         }
     };
-    {
+    let mut events = None;
+    let mut last_seq = 0;
+    if let Some(m) = &mimesis {
+        let engine = m.engine();
+        let rx = engine.subscribe();
+        engine.ready().await;
+        let snapshot = engine.snapshot().await?;
         let mut out = stdout.lock();
         for s in &snapshot.sessions {
             emit_discovered(s, &mut out)?;
         }
         out.flush()?;
+        last_seq = snapshot.seq;
+        // (Events queued while the snapshot was taken are skipped by their seq.)
+        events = Some(rx);
     }
-    let mut last_seq = snapshot.seq;
     loop {
+        let local_event = async {
+            match &mut events {
+                Some(rx) => rx.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        let host_msg = async { if hosts_open { from_hosts.recv().await } else { std::future::pending().await } };
         tokio::select! {
             _ = tokio::signal::ctrl_c() => break,
             _ = sigterm.recv() => break,
-            ev = events.recv() => match ev {
+            msg = host_msg => {
+                let Some((host, msg)) = msg else { hosts_open = false; continue };
+                let mut out = stdout.lock();
+                match msg {
+                    mimesis_wiring::remote::FeedMsg::Event(ev) if json => {
+                        serde_json::to_writer(&mut out, &remote_cmd::event_json(&ev, &host))?;
+                        writeln!(out)?;
+                    }
+                    mimesis_wiring::remote::FeedMsg::Event(ev) => {
+                        write!(out, "{} ", render::sanitize(&host, false))?;
+                        render::event(&mut out, &ev, &style)?;
+                    }
+                    mimesis_wiring::remote::FeedMsg::State(info) if json => {
+                        let mut v = serde_json::to_value(&info)?;
+                        if let Some(o) = v.as_object_mut() {
+                            o.insert("type".into(), "host".into());
+                        }
+                        serde_json::to_writer(&mut out, &v)?;
+                        writeln!(out)?;
+                    }
+                    mimesis_wiring::remote::FeedMsg::State(info) => {
+                        writeln!(out, "{}", render::sanitize(&remote_cmd::host_line(&info), false))?;
+                    }
+                }
+                out.flush()?;
+            }
+            ev = local_event => match ev {
                 Ok(env) => {
                     if env.seq <= last_seq {
                         continue;
@@ -359,7 +482,8 @@ async fn watch(roots: Vec<PathBuf>, data_dir: PathBuf, json: bool) -> anyhow::Re
                     // Fell behind: re-announce the whole roster (consumers treat
                     // `discovered` as "here is the full session").
                     tracing::warn!(missed = n, "fell behind the event stream; re-sending the roster");
-                    let snap = engine.snapshot().await?;
+                    let Some(m) = &mimesis else { continue };
+                    let snap = m.engine().snapshot().await?;
                     last_seq = snap.seq;
                     let mut out = stdout.lock();
                     for s in &snap.sessions {
@@ -371,7 +495,9 @@ async fn watch(roots: Vec<PathBuf>, data_dir: PathBuf, json: bool) -> anyhow::Re
             }
         }
     }
-    mimesis.shutdown().await;
+    if let Some(m) = mimesis {
+        m.shutdown().await;
+    }
     Ok(())
 }
 

@@ -102,8 +102,14 @@ fn short_model(m: Option<&str>) -> String {
     m.map(|m| m.trim_start_matches("claude-").to_owned()).unwrap_or_default()
 }
 
+/// The project a row belongs to (repo root, else cwd, else the project folder), behind
+/// its machine's name for a session on another machine (`devbox:/srv/api`).
 fn group_key(s: &TrackedSession) -> String {
-    s.repo_root.clone().or_else(|| s.cwd.clone()).unwrap_or_else(|| s.project_id.clone())
+    let project = s.repo_root.clone().or_else(|| s.cwd.clone()).unwrap_or_else(|| s.project_id.clone());
+    match &s.host {
+        Some(host) => format!("{host}:{project}"),
+        None => project,
+    }
 }
 
 fn pending(s: &TrackedSession) -> String {

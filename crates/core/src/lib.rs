@@ -38,6 +38,7 @@ pub mod permissions;
 pub mod persist;
 pub mod pricing;
 pub mod registry;
+pub mod remote;
 pub mod session;
 pub mod settings;
 pub mod status;

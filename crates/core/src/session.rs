@@ -326,6 +326,10 @@ roster_row! {
     /// (false) once the file was read in full, and in every row `mimesis ls` prints.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     provisional: bool,
+    /// The SSH destination of the machine the session runs on (issue 13), as the user
+    /// gave it; null for a session on this machine.
+    #[serde(default)]
+    host: Option<String>,
 }
 
 /// What the store tells its consumers (SPEC W7).

@@ -104,6 +104,14 @@ impl Default for NotificationSettings {
     }
 }
 
+/// Other machines whose sessions join the roster (issue 13).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MachineSettings {
+    /// SSH destinations (`crate::remote::Destination`), in the order the user added them.
+    pub hosts: Vec<String>,
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Settings {
@@ -111,6 +119,7 @@ pub struct Settings {
     pub limits: Limits,
     pub agent: AgentSettings,
     pub notifications: NotificationSettings,
+    pub machines: MachineSettings,
 }
 
 /// What `settings_set` answers: the stored document, and the errors (empty on success).
@@ -217,6 +226,8 @@ impl Settings {
         take(&n, "notifications", "crashed", &mut ns.crashed, &mut errors);
         take(&n, "notifications", "recovered", &mut ns.recovered, &mut errors);
         take(&n, "notifications", "terminated", &mut ns.terminated, &mut errors);
+        let m = section("machines", &mut errors);
+        take(&m, "machines", "hosts", &mut s.machines.hosts, &mut errors);
         // A field already reported as unreadable is not reported again as out of range.
         let unreadable: Vec<String> = errors.iter().map(|e| e.field.clone()).collect();
         errors.extend(s.validate().into_iter().filter(|e| !unreadable.contains(&e.field)));
@@ -264,6 +275,16 @@ impl Settings {
         }
         if a.args.iter().any(|arg| arg.len() > 4096) {
             errors.push(field("agent.args", "each must be at most 4096 characters"));
+        }
+        let hosts = &self.machines.hosts;
+        if hosts.len() > 50 {
+            errors.push(field("machines.hosts", "at most 50 machines"));
+        }
+        if let Some(e) = hosts.iter().find_map(|h| crate::remote::Destination::parse(h).err()) {
+            errors.push(FieldError { field: "machines.hosts".into(), message: e });
+        }
+        if hosts.iter().enumerate().any(|(i, h)| hosts[..i].iter().any(|o| o.trim() == h.trim())) {
+            errors.push(field("machines.hosts", "each machine only once"));
         }
         errors
     }

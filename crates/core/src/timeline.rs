@@ -7,13 +7,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::clock::Timestamp;
 use crate::text::clean_text;
 
-#[derive(Serialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResult {
     pub content: String,
@@ -22,7 +22,7 @@ pub struct ToolResult {
 }
 
 /// One entry of a timeline. The JSON shape is the `mimesis show --json` contract.
-#[derive(Serialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum TimelineItem {
     Prompt {

@@ -817,6 +817,7 @@ impl Store {
                 _ => 0,
             },
             provisional: entry.peeked,
+            host: None,
         };
         (row, derived.next_check)
     }

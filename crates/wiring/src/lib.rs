@@ -21,6 +21,7 @@ pub mod approvals;
 pub mod demo;
 pub mod doctor;
 pub mod once;
+pub mod remote;
 pub mod ui_contract;
 
 use std::path::{Path, PathBuf};
@@ -508,7 +509,7 @@ impl Mimesis {
 }
 
 /// The settings the app stored, or the defaults (no database, or unreadable).
-fn stored_settings(path: &Path) -> Settings {
+pub(crate) fn stored_settings(path: &Path) -> Settings {
     if !path.exists() {
         return Settings::default();
     }

@@ -1,0 +1,578 @@
+//! Sessions on other machines over the user's own SSH (issue 13): the wire protocol
+//! between a Mimesis and `mimesis serve --stdio` on another host, SSH destinations,
+//! quoting for the remote shell, ssh's failures in sentences, and each host's connection
+//! state with its reconnect back-off. Pure: the ssh process and its pipes live in
+//! `mimesis-wiring`'s `remote` module.
+//!
+//! The protocol is JSON Lines over ssh's stdin/stdout. The local side speaks first
+//! (`hello` with its protocol number); the remote answers `hello` (its protocol, version,
+//! OS and architecture), then `snapshot` once its first index is done, then one `event`
+//! per roster change; `show` requests are answered by `timeline` or `error` carrying the
+//! request's number. The remote stops when its stdin closes, so it never outlives the
+//! connection.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::{Mono, Timestamp};
+use crate::session::{StoreEvent, TrackedSession};
+use crate::timeline::TimelineItem;
+
+/// The protocol this build speaks. A remote that answers with another one is a helper of
+/// another version: the user is offered to install this build's.
+pub const PROTOCOL: u32 = 1;
+
+/// The longest line either side accepts (a 2,000-session snapshot is about 6 MB).
+pub const MAX_LINE: usize = 256 * 1024 * 1024;
+
+/// Local → remote.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum ToRemote {
+    Hello {
+        protocol: u32,
+    },
+    /// The timeline of one session (with the earlier segments of its chain).
+    Show {
+        req: u64,
+        session_id: String,
+    },
+}
+
+/// Remote → local.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum FromRemote {
+    Hello {
+        protocol: u32,
+        version: String,
+        os: String,
+        arch: String,
+    },
+    /// The whole roster, once the remote's first index is done.
+    Snapshot {
+        sessions: Vec<TrackedSession>,
+    },
+    Event {
+        event: StoreEvent,
+    },
+    Timeline {
+        req: u64,
+        items: Vec<TimelineItem>,
+    },
+    /// A request that failed (`req`), or the remote stopping (no `req`).
+    Error {
+        req: Option<u64>,
+        message: String,
+    },
+}
+
+impl FromRemote {
+    /// One line from the remote: untrusted. Depth-guarded; ids are validated by their
+    /// types (a bad session id fails the whole message).
+    pub fn parse(line: &[u8]) -> Result<FromRemote, String> {
+        crate::json::from_slice(line)
+    }
+}
+
+impl ToRemote {
+    pub fn parse(line: &[u8]) -> Result<ToRemote, String> {
+        crate::json::from_slice(line)
+    }
+}
+
+/// This machine's OS and architecture as `uname -sm` prints them ("Linux x86_64"), to
+/// compare with a remote before copying this build's binary there.
+pub fn uname_of(os: &str, arch: &str) -> String {
+    let os = match os {
+        "linux" => "Linux",
+        "macos" => "Darwin",
+        "freebsd" => "FreeBSD",
+        other => other,
+    };
+    let arch = match (os, arch) {
+        ("Darwin", "aarch64") => "arm64",
+        (_, a) => a,
+    };
+    format!("{os} {arch}")
+}
+
+/// An SSH destination as the user gave it: an alias from `~/.ssh/config`, `host`,
+/// `user@host`, or `ssh://[user@]host[:port]`. Passed to `ssh` as one argument after
+/// `--`, so it can never be read as an option; its characters are limited so it can
+/// never be read as anything but a destination either.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct Destination(String);
+
+impl Destination {
+    pub fn parse(s: &str) -> Result<Destination, String> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Err(
+                "an SSH destination is needed (an alias from ~/.ssh/config, user@host or ssh://user@host:port)".into(),
+            );
+        }
+        if s.len() > 255 {
+            return Err("that SSH destination is longer than 255 characters".into());
+        }
+        if s.starts_with('-') {
+            return Err(format!("{s:?} is not an SSH destination: it must not start with '-'"));
+        }
+        let rest = s.strip_prefix("ssh://").unwrap_or(s);
+        let (user, host) = match rest.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, rest),
+        };
+        let user_ok = |u: &str| !u.is_empty() && u.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+        if let Some(u) = user
+            && (!user_ok(u) || u.starts_with('-'))
+        {
+            return Err(format!(
+                "{s:?} is not an SSH destination: the user name may hold letters, digits, '.', '_' and '-'"
+            ));
+        }
+        // host, host:port (ssh:// only), [v6]:port
+        let host_ok = |h: &str| {
+            !h.is_empty()
+                && !h.starts_with('-')
+                && h.chars().all(|c| c.is_ascii_alphanumeric() || ".-_:[]%".contains(c))
+        };
+        let (name, port) = if s.starts_with("ssh://") {
+            match host.rsplit_once(':') {
+                Some((n, p)) if !n.ends_with(':') && p.chars().all(|c| c.is_ascii_digit()) && !p.is_empty() => {
+                    (n, Some(p))
+                }
+                _ => (host, None),
+            }
+        } else {
+            (host, None)
+        };
+        if !host_ok(name) || (s.starts_with("ssh://") && name.is_empty()) {
+            return Err(format!(
+                "{s:?} is not an SSH destination: use an alias from ~/.ssh/config, user@host or ssh://user@host:port"
+            ));
+        }
+        if let Some(p) = port
+            && !p.parse::<u16>().is_ok_and(|p| p > 0)
+        {
+            return Err(format!("{s:?}: the port must be a number from 1 to 65535"));
+        }
+        Ok(Destination(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Destination {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Destination::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl std::fmt::Display for Destination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A session on the command line: `id`, or `host:id` for a session on a remote host.
+/// Session ids hold no ':', so the id is what follows the last one.
+pub fn split_host_id(arg: &str) -> (Option<&str>, &str) {
+    match arg.rsplit_once(':') {
+        Some((host, id)) if !host.is_empty() => (Some(host), id),
+        _ => (None, arg),
+    }
+}
+
+/// One word for a POSIX shell: single-quoted, so nothing in it is expanded or run.
+pub fn sh_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        if c == '\'' {
+            out.push_str("'\\''");
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// A command line for the remote shell: every word quoted.
+pub fn sh_command<S: AsRef<str>>(words: &[S]) -> String {
+    words.iter().map(|w| sh_quote(w.as_ref())).collect::<Vec<_>>().join(" ")
+}
+
+/// Where the helper lives on the remote: `$MIMESIS_DATA_DIR`, else the XDG data dir, as
+/// the remote `mimesis` itself resolves its data dir. A shell expression.
+const REMOTE_BIN_DIR: &str = r#""${MIMESIS_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/mimesis}/bin""#;
+
+/// The exit status the remote script gives when no `mimesis` is there.
+pub const EXIT_HELPER_MISSING: i32 = 127;
+
+/// The remote command that runs `mimesis <args>` there: the helper Mimesis installed,
+/// else a `mimesis` on the remote's PATH; exit 127 with a line on stderr when neither
+/// exists. Run by `sh -c` whatever the user's login shell is.
+pub fn remote_mimesis(args: &[&str]) -> String {
+    let script = format!(
+        "d={REMOTE_BIN_DIR}; m=\"$d/mimesis\"; [ -x \"$m\" ] || m=$(command -v mimesis) || \
+         {{ echo \"mimesis-helper-missing $(uname -sm)\" >&2; exit {EXIT_HELPER_MISSING}; }}; exec \"$m\" {}",
+        sh_command(args)
+    );
+    sh_command(&["sh", "-c", &script])
+}
+
+/// The remote command that receives this build's binary on stdin and installs it as the
+/// helper: only into the helper's folder, only as the connecting user, readable by them
+/// alone; kept only when its SHA-256 is `sha256`. Prints `installed <path>`.
+pub fn remote_install(sha256: &str) -> String {
+    debug_assert!(sha256.chars().all(|c| c.is_ascii_hexdigit()));
+    let script = format!(
+        "set -e; umask 077; d={REMOTE_BIN_DIR}; mkdir -p \"$d\"; t=\"$d/.mimesis.part.$$\"; \
+         trap 'rm -f \"$t\"' EXIT; cat > \"$t\"; \
+         if command -v sha256sum >/dev/null; then s=$(sha256sum \"$t\"); else s=$(shasum -a 256 \"$t\"); fi; \
+         s=${{s%% *}}; if [ \"$s\" != {sha256} ]; then echo \"mimesis-checksum-mismatch $s\" >&2; exit 3; fi; \
+         chmod 700 \"$t\"; mv -f \"$t\" \"$d/mimesis\"; trap - EXIT; echo \"installed $d/mimesis\""
+    );
+    sh_command(&["sh", "-c", &script])
+}
+
+/// The remote command that prints `uname -sm`.
+pub fn remote_uname() -> String {
+    sh_command(&["uname", "-sm"])
+}
+
+/// Why a connection to a host failed, from ssh's exit status and what it wrote on
+/// stderr.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The host is not there, refuses, or the network fails: retried with back-off.
+    Unreachable(String),
+    /// SSH itself said no (key refused, host key changed): retried with back-off too (the
+    /// user may fix it meanwhile), and said plainly.
+    Refused(String),
+    /// No `mimesis` on the host (`uname -sm` of the host, when known).
+    HelperMissing { uname: Option<String> },
+    /// A `mimesis` that speaks another protocol (or knows no `serve`).
+    HelperMismatch(String),
+    /// The remote answered something that is not the protocol.
+    Protocol(String),
+}
+
+impl Failure {
+    /// From ssh's exit status (None: killed) and its stderr, for a connection that ended
+    /// before the remote said hello.
+    pub fn classify(exit: Option<i32>, stderr: &str) -> Failure {
+        let line = |needle: &str| stderr.lines().find(|l| l.contains(needle)).map(str::trim);
+        if let Some(l) = line("mimesis-helper-missing") {
+            let uname =
+                l.split_once("mimesis-helper-missing").map(|(_, u)| u.trim().to_owned()).filter(|u| !u.is_empty());
+            return Failure::HelperMissing { uname };
+        }
+        if stderr.contains("unrecognized subcommand") {
+            return Failure::HelperMismatch("the mimesis on the host is older and cannot serve this Mimesis".into());
+        }
+        if stderr.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") {
+            return Failure::Refused(
+                "the host's key has changed since you last connected: check it, then fix ~/.ssh/known_hosts yourself (Mimesis never accepts a host key)".into(),
+            );
+        }
+        if stderr.contains("Host key verification failed") || stderr.contains("No ED25519 host key is known") {
+            return Failure::Refused(
+                "the host's key is not known: connect once with ssh in a terminal to check and accept it (Mimesis never accepts a host key)".into(),
+            );
+        }
+        if stderr.contains("Permission denied") {
+            return Failure::Refused(
+                "the host refused the login: Mimesis connects with keys or the SSH agent only (it never asks for a password); add your key to the agent or to the host's authorized_keys".into(),
+            );
+        }
+        if let Some(l) = line("Could not resolve hostname") {
+            return Failure::Unreachable(format!("the host's name is unknown ({})", tail_of(l)));
+        }
+        if stderr.contains("Connection refused") {
+            return Failure::Unreachable("the host refused the connection (no SSH server on that port?)".into());
+        }
+        if stderr.contains("timed out") {
+            return Failure::Unreachable("the connection timed out".into());
+        }
+        if stderr.contains("No route to host") || stderr.contains("Network is unreachable") {
+            return Failure::Unreachable("there is no route to the host".into());
+        }
+        if stderr.contains("Connection closed") || stderr.contains("Connection reset") || stderr.contains("closed by") {
+            return Failure::Unreachable("the connection was closed".into());
+        }
+        if exit == Some(EXIT_HELPER_MISSING) {
+            return Failure::HelperMissing { uname: None };
+        }
+        let last = stderr.lines().map(str::trim).rfind(|l| !l.is_empty());
+        match (exit, last) {
+            (_, Some(l)) => Failure::Unreachable(format!("ssh failed: {}", crate::text::clean_text(l, 300))),
+            (Some(code), None) => Failure::Unreachable(format!("ssh exited with status {code}")),
+            (None, None) => Failure::Unreachable("ssh was stopped".into()),
+        }
+    }
+
+    /// The failure in a sentence for the user.
+    pub fn sentence(&self) -> String {
+        match self {
+            Failure::Unreachable(s) | Failure::Refused(s) | Failure::Protocol(s) | Failure::HelperMismatch(s) => {
+                s.clone()
+            }
+            Failure::HelperMissing { uname: Some(u) } => format!("Mimesis is not installed on the host ({u})"),
+            Failure::HelperMissing { uname: None } => "Mimesis is not installed on the host".into(),
+        }
+    }
+
+    /// Installing this build's binary would fix it.
+    pub fn wants_helper(&self) -> bool {
+        matches!(self, Failure::HelperMissing { .. } | Failure::HelperMismatch(_))
+    }
+}
+
+fn tail_of(l: &str) -> String {
+    let t = l.rsplit_once(": ").map(|(_, t)| t).unwrap_or(l);
+    crate::text::clean_text(t, 200)
+}
+
+/// What the user sees of a host (docs/ipc.md `hosts`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum HostState {
+    Connecting,
+    Live,
+    /// Was live; the connection dropped: its last roster is kept.
+    Stale,
+    Unreachable,
+    HelperMissing,
+}
+
+/// How long before the next attempt after `failures` failures in a row: 1 s, 2 s, 4 s …
+/// up to a minute. A host that stays away is asked once a minute, never more often.
+pub fn backoff(failures: u32) -> Duration {
+    let secs = 1u64 << failures.saturating_sub(1).min(6);
+    Duration::from_secs(secs.min(60))
+}
+
+/// One host's connection, as a state machine fed with what happened and when. Sans-IO:
+/// the wiring connects when [`HostLink::due`] says so and reports back.
+#[derive(Clone, Debug)]
+pub struct HostLink {
+    pub state: HostState,
+    /// The last failure, in a sentence (none while live).
+    pub message: Option<String>,
+    /// When the host last sent something (wall clock, for "last seen").
+    pub last_seen: Option<Timestamp>,
+    /// Failures since the host was last live.
+    pub failures: u32,
+    /// When to try again (None: connected, connecting, or waiting for the user).
+    pub retry_at: Option<Mono>,
+    /// Whether a roster from it is held (then a drop is `stale`, not `unreachable`).
+    pub has_data: bool,
+}
+
+impl Default for HostLink {
+    fn default() -> Self {
+        HostLink {
+            state: HostState::Connecting,
+            message: None,
+            last_seen: None,
+            failures: 0,
+            retry_at: None,
+            has_data: false,
+        }
+    }
+}
+
+impl HostLink {
+    /// A connection attempt starts.
+    pub fn connecting(&mut self) {
+        self.retry_at = None;
+        if !self.has_data {
+            self.state = HostState::Connecting;
+        }
+    }
+
+    /// The remote said hello and sent its roster.
+    pub fn live(&mut self, now: Timestamp) {
+        self.state = HostState::Live;
+        self.message = None;
+        self.failures = 0;
+        self.retry_at = None;
+        self.has_data = true;
+        self.last_seen = Some(now);
+    }
+
+    /// Something arrived from a live host.
+    pub fn heard(&mut self, now: Timestamp) {
+        self.last_seen = Some(now);
+    }
+
+    /// The attempt failed or the connection dropped. Returns when to try again, or None
+    /// when only the user can fix it (no helper: it waits for "Install").
+    pub fn failed(&mut self, failure: &Failure, now: Mono) -> Option<Mono> {
+        self.failures = self.failures.saturating_add(1);
+        self.message = Some(failure.sentence());
+        if failure.wants_helper() {
+            self.state = HostState::HelperMissing;
+            self.retry_at = None;
+            return None;
+        }
+        self.state = if self.has_data { HostState::Stale } else { HostState::Unreachable };
+        let at = now.plus(backoff(self.failures));
+        self.retry_at = Some(at);
+        Some(at)
+    }
+
+    /// The user asked to connect now (or installed the helper).
+    pub fn retry_now(&mut self, now: Mono) {
+        self.failures = 0;
+        self.retry_at = Some(now);
+    }
+
+    pub fn due(&self, now: Mono) -> bool {
+        self.retry_at.is_some_and(|at| at <= now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destinations_are_aliases_user_at_host_or_ssh_urls() {
+        for ok in ["devbox", "me@devbox", "ssh://me@devbox:2222", "ssh://devbox", "me@10.0.0.1", "me@[::1]", "a.b-c_d"]
+        {
+            assert_eq!(Destination::parse(ok).unwrap().as_str(), ok, "{ok}");
+        }
+        for bad in [
+            "",
+            "-oProxyCommand=touch /tmp/x",
+            "me@-oProxyCommand=x",
+            "host;rm -rf /",
+            "$(touch x)",
+            "a b",
+            "me@",
+            "@host",
+            "ssh://me@host:99999",
+            "ho`st`",
+            "host\nx",
+            "ssh://",
+        ] {
+            assert!(Destination::parse(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(serde_json::from_str::<Destination>("\"-oX\"").is_err());
+    }
+
+    #[test]
+    fn quoting_keeps_every_word_one_literal_word() {
+        assert_eq!(sh_quote("abc"), "'abc'");
+        assert_eq!(sh_quote("it's $(rm -rf ~) `x` ; | & \n"), "'it'\\''s $(rm -rf ~) `x` ; | & \n'");
+        assert_eq!(sh_command(&["mimesis", "run", "--resume", "a'b"]), "'mimesis' 'run' '--resume' 'a'\\''b'");
+    }
+
+    #[test]
+    fn host_and_id_split_at_the_last_colon() {
+        assert_eq!(split_host_id("abc-123"), (None, "abc-123"));
+        assert_eq!(split_host_id("devbox:abc"), (Some("devbox"), "abc"));
+        assert_eq!(split_host_id("ssh://me@h:22:abc"), (Some("ssh://me@h:22"), "abc"));
+        assert_eq!(split_host_id(":abc"), (None, ":abc"));
+    }
+
+    #[test]
+    fn ssh_failures_read_as_sentences() {
+        let f = Failure::classify(Some(255), "ssh: connect to host 127.0.0.1 port 2222: Connection refused\r\n");
+        assert!(matches!(&f, Failure::Unreachable(s) if s.contains("refused the connection")), "{f:?}");
+        let f = Failure::classify(Some(255), "root@127.0.0.1: Permission denied (publickey).\n");
+        assert!(matches!(&f, Failure::Refused(s) if s.contains("never asks for a password")));
+        let f = Failure::classify(Some(255), "Host key verification failed.\n");
+        assert!(matches!(&f, Failure::Refused(s) if s.contains("never accepts a host key")));
+        let f = Failure::classify(Some(127), "mimesis-helper-missing Linux x86_64\n");
+        assert_eq!(f, Failure::HelperMissing { uname: Some("Linux x86_64".into()) });
+        assert!(f.wants_helper());
+        let f = Failure::classify(Some(2), "error: unrecognized subcommand 'serve'\n");
+        assert!(f.wants_helper());
+        let f = Failure::classify(Some(255), "ssh: Could not resolve hostname nope: Name or service not known\n");
+        assert_eq!(f.sentence(), "the host's name is unknown (Name or service not known)");
+        let f = Failure::classify(Some(1), "\x1b[31mweird\x1b[0m\n");
+        assert!(!f.sentence().contains('\x1b'));
+    }
+
+    #[test]
+    fn a_host_that_stays_away_is_asked_at_most_once_a_minute() {
+        let mut l = HostLink::default();
+        let mut now = Mono::from_millis(0);
+        let drop = Failure::Unreachable("x".into());
+        let mut gaps = vec![];
+        for _ in 0..10 {
+            l.connecting();
+            let at = l.failed(&drop, now).unwrap();
+            gaps.push(at.since(now).as_secs());
+            assert!(!l.due(now));
+            assert!(l.due(at));
+            now = at;
+        }
+        assert_eq!(gaps, [1, 2, 4, 8, 16, 32, 60, 60, 60, 60]);
+        assert_eq!(l.state, HostState::Unreachable);
+    }
+
+    #[test]
+    fn a_drop_after_data_is_stale_and_keeps_last_seen() {
+        let mut l = HostLink::default();
+        l.connecting();
+        let seen = Timestamp::from_millis(5_000);
+        l.live(seen);
+        assert_eq!(l.state, HostState::Live);
+        l.failed(&Failure::Unreachable("the connection was closed".into()), Mono::from_millis(10));
+        assert_eq!(l.state, HostState::Stale);
+        assert_eq!(l.last_seen, Some(seen));
+        l.connecting();
+        assert_eq!(l.state, HostState::Stale, "reconnecting keeps showing the held roster");
+        l.live(Timestamp::from_millis(9_000));
+        assert_eq!((l.state, l.failures), (HostState::Live, 0));
+    }
+
+    #[test]
+    fn a_missing_helper_waits_for_the_user() {
+        let mut l = HostLink::default();
+        assert_eq!(l.failed(&Failure::HelperMissing { uname: None }, Mono::from_millis(0)), None);
+        assert_eq!(l.state, HostState::HelperMissing);
+        assert!(!l.due(Mono::from_millis(u64::MAX)));
+        l.retry_now(Mono::from_millis(7));
+        assert!(l.due(Mono::from_millis(7)));
+    }
+
+    #[test]
+    fn the_remote_scripts_quote_their_arguments() {
+        let c = remote_mimesis(&["serve", "--stdio"]);
+        assert!(c.starts_with("'sh' '-c' '"), "{c}");
+        assert!(c.contains("serve"));
+        let i = remote_install(&"ab".repeat(32));
+        assert!(i.contains(&"ab".repeat(32)));
+        assert_eq!(uname_of("linux", "x86_64"), "Linux x86_64");
+        assert_eq!(uname_of("macos", "aarch64"), "Darwin arm64");
+    }
+
+    #[test]
+    fn protocol_lines_round_trip_and_reject_bad_ids() {
+        let hello = FromRemote::Hello {
+            protocol: PROTOCOL,
+            version: "0.1.0".into(),
+            os: "linux".into(),
+            arch: "x86_64".into(),
+        };
+        let line = serde_json::to_vec(&hello).unwrap();
+        assert_eq!(FromRemote::parse(&line).unwrap(), hello);
+        assert!(FromRemote::parse(br#"{"type":"event","event":{"type":"removed","sessionId":"../../etc"}}"#).is_err());
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        assert!(FromRemote::parse(deep.as_bytes()).is_err());
+        let show = ToRemote::Show { req: 3, session_id: "abc".into() };
+        assert_eq!(ToRemote::parse(&serde_json::to_vec(&show).unwrap()).unwrap(), show);
+    }
+}

@@ -1,0 +1,781 @@
+//! Sessions on other machines (issue 13), over the user's own OpenSSH client: their
+//! `~/.ssh/config`, agent, keys, ProxyJump and ControlMaster all apply. Mimesis runs
+//! `ssh -T` in batch mode (it never answers a password or host-key prompt) with the same
+//! `mimesis` binary on the far side as `mimesis serve --stdio`, which does the reading
+//! there and sends only the roster and its changes (the protocol: `mimesis_core::remote`).
+//!
+//! - [`connect`]: one connection, its hello checked; [`Connection::recv`] / `send`.
+//! - [`serve`]: the far side of it.
+//! - [`install_helper`]: copies this build's binary to a host of the same OS and
+//!   architecture, into the helper folder of the user's data dir there, checksum verified.
+//! - [`HostFeed`]: one host kept connected (back-off on the injectable clock), its roster
+//!   held through drops and turned into store events that carry the host.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mimesis_core::clock::{Clock, Timestamp};
+use mimesis_core::ids::SessionId;
+use mimesis_core::remote::{self, Destination, Failure, FromRemote, HostLink, HostState, MAX_LINE, PROTOCOL, ToRemote};
+use mimesis_core::session::{StoreEvent, TrackedSession};
+use mimesis_core::timeline::TimelineItem;
+use serde::Serialize;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{Mimesis, Options, once};
+
+/// How long a connection may take to say hello (ssh's own connect timeout is shorter).
+const HELLO_WAIT: Duration = Duration::from_secs(60);
+
+/// The `ssh` this Mimesis runs: the one on PATH, or `$MIMESIS_SSH`; with `-F
+/// $MIMESIS_SSH_CONFIG` when that is set (else the user's `~/.ssh/config`, as ssh reads it).
+#[derive(Clone, Debug)]
+pub struct Ssh {
+    pub program: PathBuf,
+    pub config: Option<PathBuf>,
+}
+
+impl Ssh {
+    pub fn from_env() -> Ssh {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        Ssh { program: var("MIMESIS_SSH").unwrap_or_else(|| "ssh".into()), config: var("MIMESIS_SSH_CONFIG") }
+    }
+
+    /// The argv that runs `remote` (one command line for the remote shell, already quoted)
+    /// on `dest`; with a terminal when `tty` (an interactive `mimesis run` there).
+    pub fn argv(&self, dest: &Destination, remote: &str, tty: bool) -> Vec<String> {
+        let mut v = vec![self.program.to_string_lossy().into_owned()];
+        if let Some(c) = &self.config {
+            v.extend(["-F".to_owned(), c.to_string_lossy().into_owned()]);
+        }
+        v.push(if tty { "-t" } else { "-T" }.to_owned());
+        for o in ["BatchMode=yes", "ConnectTimeout=15", "ServerAliveInterval=15", "ServerAliveCountMax=3"] {
+            v.extend(["-o".to_owned(), o.to_owned()]);
+        }
+        v.extend(["--".to_owned(), dest.as_str().to_owned(), remote.to_owned()]);
+        v
+    }
+
+    fn command(&self, dest: &Destination, remote: &str) -> Command {
+        let argv = self.argv(dest, remote, false);
+        let mut c = Command::new(&argv[0]);
+        c.args(&argv[1..]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        // Its own process group: a Ctrl-C in the user's terminal reaches Mimesis, which
+        // then closes the connection, rather than ssh dying under it.
+        c.process_group(0);
+        c
+    }
+}
+
+/// What the remote said in its hello.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Hello {
+    pub protocol: u32,
+    pub version: String,
+    pub os: String,
+    pub arch: String,
+}
+
+/// One open connection to `mimesis serve --stdio` on a host.
+pub struct Connection {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    reader: BufReader<ChildStdout>,
+    stderr: Option<tokio::task::JoinHandle<String>>,
+    buf: Vec<u8>,
+    pub hello: Hello,
+}
+
+/// Connects to `dest` and checks that the remote speaks this protocol.
+pub async fn connect(ssh: &Ssh, dest: &Destination) -> Result<Connection, Failure> {
+    let mut child = ssh
+        .command(dest, &remote::remote_mimesis(&["serve", "--stdio"]))
+        .spawn()
+        .map_err(|e| Failure::Unreachable(format!("cannot run {}: {e}", ssh.program.display())))?;
+    let stdin = child.stdin.take();
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    let stderr = tokio::spawn(collect_stderr(stderr));
+    let mut conn = Connection {
+        child,
+        stdin,
+        reader: BufReader::new(stdout),
+        stderr: Some(stderr),
+        buf: Vec::new(),
+        hello: Hello { protocol: 0, version: String::new(), os: String::new(), arch: String::new() },
+    };
+    // Sent at once: the remote checks it while ssh still negotiates nothing more.
+    let _ = conn.send(&ToRemote::Hello { protocol: PROTOCOL }).await;
+    let first = tokio::time::timeout(HELLO_WAIT, conn.recv())
+        .await
+        .map_err(|_| Failure::Unreachable(format!("the host did not answer within {} s", HELLO_WAIT.as_secs())))??;
+    match first {
+        FromRemote::Hello { protocol, version, os, arch } if protocol == PROTOCOL => {
+            conn.hello = Hello { protocol, version, os, arch };
+            Ok(conn)
+        }
+        FromRemote::Hello { protocol, version, .. } => Err(Failure::HelperMismatch(format!(
+            "the host has Mimesis {version}, which speaks protocol {protocol}; this Mimesis speaks {PROTOCOL}"
+        ))),
+        _ => Err(Failure::Protocol("the host did not start with a hello".into())),
+    }
+}
+
+/// Keeps the last 8 KiB of what ssh writes on stderr (its errors, the remote's).
+async fn collect_stderr(mut r: impl AsyncRead + Unpin) -> String {
+    let mut kept = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while let Ok(n) = r.read(&mut chunk).await {
+        if n == 0 {
+            break;
+        }
+        kept.extend_from_slice(&chunk[..n]);
+        if kept.len() > 8192 {
+            kept.drain(..kept.len() - 8192);
+        }
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}
+
+impl Connection {
+    /// The next message. A connection that ends becomes the failure ssh's exit and stderr
+    /// describe.
+    pub async fn recv(&mut self) -> Result<FromRemote, Failure> {
+        match read_line(&mut self.reader, &mut self.buf, MAX_LINE).await {
+            Ok(true) => {
+                FromRemote::parse(&self.buf).map_err(|e| Failure::Protocol(format!("the host sent a bad message: {e}")))
+            }
+            Ok(false) => Err(self.ended().await),
+            Err(e) => {
+                let _ = self.child.start_kill();
+                Err(Failure::Protocol(format!("cannot read from the host: {e}")))
+            }
+        }
+    }
+
+    pub async fn send(&mut self, msg: &ToRemote) -> io::Result<()> {
+        let stdin = self.stdin.as_mut().ok_or_else(|| io::Error::from(io::ErrorKind::BrokenPipe))?;
+        let mut line = serde_json::to_vec(msg).map_err(io::Error::other)?;
+        line.push(b'\n');
+        stdin.write_all(&line).await?;
+        stdin.flush().await
+    }
+
+    async fn ended(&mut self) -> Failure {
+        self.stdin = None;
+        let status = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+        let code = match status {
+            Ok(Ok(s)) => s.code(),
+            _ => {
+                let _ = self.child.start_kill();
+                None
+            }
+        };
+        let stderr = match self.stderr.take() {
+            Some(h) => {
+                tokio::time::timeout(Duration::from_secs(2), h).await.ok().and_then(Result::ok).unwrap_or_default()
+            }
+            None => String::new(),
+        };
+        if stderr.trim().is_empty() && code == Some(0) {
+            return Failure::Unreachable("the connection was closed".into());
+        }
+        Failure::classify(code, &stderr)
+    }
+
+    /// Closes stdin (the remote stops) and waits a moment for ssh to exit; kills it after.
+    pub async fn close(mut self) {
+        self.stdin = None;
+        if tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await.is_err() {
+            let _ = self.child.kill().await;
+        }
+    }
+}
+
+/// Reads one line (without its newline) into `buf`; false at the end of input. A line
+/// longer than `max` is an error, never a growing buffer.
+async fn read_line(r: &mut (impl AsyncBufRead + Unpin), buf: &mut Vec<u8>, max: usize) -> io::Result<bool> {
+    buf.clear();
+    loop {
+        let available = r.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(!buf.is_empty());
+        }
+        let (take, done) = match memchr(available) {
+            Some(i) => (i + 1, true),
+            None => (available.len(), false),
+        };
+        if buf.len() + take > max + 1 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a line longer than {max} bytes")));
+        }
+        buf.extend_from_slice(&available[..take]);
+        r.consume(take);
+        if done {
+            buf.pop();
+            return Ok(true);
+        }
+    }
+}
+
+fn memchr(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'\n')
+}
+
+/// Copies this build's `exe` to `dest` as its helper: only when the host runs the same OS
+/// and architecture; into `<data dir>/bin/mimesis` there, as the user ssh logs in as;
+/// kept only when its SHA-256 matches. Returns where it went.
+pub async fn install_helper(ssh: &Ssh, dest: &Destination, exe: &Path) -> Result<String, String> {
+    let here = remote::uname_of(std::env::consts::OS, std::env::consts::ARCH);
+    let out = ssh.command(dest, &remote::remote_uname()).stdin(Stdio::null()).output().await;
+    let out = out.map_err(|e| format!("cannot run {}: {e}", ssh.program.display()))?;
+    if !out.status.success() {
+        return Err(Failure::classify(out.status.code(), &String::from_utf8_lossy(&out.stderr)).sentence());
+    }
+    let there = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    if there != here {
+        return Err(format!(
+            "the host runs {}, this machine {here}: install Mimesis there yourself (Mimesis only copies itself to a host of the same kind)",
+            mimesis_core::text::clean_text(&there, 80)
+        ));
+    }
+    let bytes = tokio::fs::read(exe).await.map_err(|e| format!("cannot read {}: {e}", exe.display()))?;
+    let sum = sha256_hex(&bytes);
+    let mut child = ssh
+        .command(dest, &remote::remote_install(&sum))
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", ssh.program.display()))?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let writer = tokio::spawn(async move {
+        let r = stdin.write_all(&bytes).await;
+        drop(stdin);
+        r
+    });
+    let out = child.wait_with_output().await.map_err(|e| format!("the copy failed: {e}"))?;
+    let _ = writer.await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.success()
+        && let Some(path) = stdout.lines().find_map(|l| l.strip_prefix("installed "))
+    {
+        return Ok(mimesis_core::text::clean_text(path, 300));
+    }
+    if stderr.contains("mimesis-checksum-mismatch") {
+        return Err("the copy arrived damaged (its checksum differs) and was removed; try again".into());
+    }
+    Err(format!("the copy failed: {}", Failure::classify(out.status.code(), &stderr).sentence()))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(bytes);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Marks rows as the host's.
+fn owned_by(mut s: TrackedSession, host: &Destination) -> TrackedSession {
+    s.host = Some(host.as_str().to_owned());
+    s
+}
+
+/// Connects, installing the helper first when `install` names this build's binary and
+/// the host lacks it (or has one of another protocol).
+pub async fn connect_or_install(ssh: &Ssh, dest: &Destination, install: Option<&Path>) -> Result<Connection, Failure> {
+    match connect(ssh, dest).await {
+        Err(f) if f.wants_helper() => match install {
+            Some(exe) => {
+                install_helper(ssh, dest, exe).await.map_err(Failure::Unreachable)?;
+                connect(ssh, dest).await
+            }
+            None => Err(f),
+        },
+        other => other,
+    }
+}
+
+/// The roster of `dest`, once (`mimesis ls --host`).
+pub async fn roster(ssh: &Ssh, dest: &Destination, install: Option<&Path>) -> Result<Vec<TrackedSession>, Failure> {
+    let mut conn = connect_or_install(ssh, dest, install).await?;
+    loop {
+        if let FromRemote::Snapshot { sessions } = conn.recv().await? {
+            conn.close().await;
+            return Ok(sessions.into_iter().map(|s| owned_by(s, dest)).collect());
+        }
+    }
+}
+
+/// The timeline of one session on `dest`, once (`mimesis show host:id`).
+pub async fn timeline(
+    ssh: &Ssh,
+    dest: &Destination,
+    id: &str,
+    install: Option<&Path>,
+) -> Result<Vec<TimelineItem>, Failure> {
+    let mut conn = connect_or_install(ssh, dest, install).await?;
+    conn.send(&ToRemote::Show { req: 1, session_id: id.to_owned() })
+        .await
+        .map_err(|e| Failure::Unreachable(format!("cannot write to the host: {e}")))?;
+    loop {
+        match conn.recv().await? {
+            FromRemote::Timeline { req: 1, items } => {
+                conn.close().await;
+                return Ok(items);
+            }
+            FromRemote::Error { req: Some(1), message } => {
+                conn.close().await;
+                return Err(Failure::Protocol(mimesis_core::text::clean_text(&message, 500)));
+            }
+            _ => {}
+        }
+    }
+}
+
+// ---- the far side ----------------------------------------------------------------------
+
+/// `mimesis serve --stdio`: says hello, indexes this machine's sessions, sends the roster
+/// and then every change, and answers `show` requests; stops when `input` ends (the
+/// connection closed), so it never outlives the one who asked.
+pub async fn serve(
+    roots: Vec<PathBuf>,
+    data_dir: PathBuf,
+    input: impl AsyncBufRead + Unpin + Send + 'static,
+    mut output: impl AsyncWrite + Unpin,
+) -> io::Result<()> {
+    let hello = FromRemote::Hello {
+        protocol: PROTOCOL,
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        os: std::env::consts::OS.to_owned(),
+        arch: std::env::consts::ARCH.to_owned(),
+    };
+    write_msg(&mut output, &hello).await?;
+    output.flush().await?;
+    let (req_tx, mut requests) = mpsc::channel::<Option<ToRemote>>(16);
+    tokio::spawn(read_requests(input, req_tx));
+    // The peer's hello first: one of another protocol is told so, and nothing is indexed.
+    match requests.recv().await.flatten() {
+        Some(ToRemote::Hello { protocol }) if protocol == PROTOCOL => {}
+        Some(ToRemote::Hello { protocol }) => {
+            let message = format!("this Mimesis speaks protocol {PROTOCOL}, not {protocol}");
+            write_msg(&mut output, &FromRemote::Error { req: None, message }).await?;
+            return output.flush().await;
+        }
+        _ => return Ok(()),
+    }
+    let mimesis = Mimesis::start(Options::watching(roots.clone(), data_dir.clone())).await;
+    let engine = mimesis.engine().clone();
+    let mut events = engine.subscribe();
+    let (done_tx, mut done) = mpsc::channel::<FromRemote>(16);
+    let result: io::Result<()> = async {
+        // Requests that arrive while the first index runs are answered after it.
+        engine.ready().await;
+        let snap = engine.snapshot().await.map_err(io::Error::other)?;
+        let mut last_seq = snap.seq;
+        write_msg(&mut output, &FromRemote::Snapshot { sessions: snap.sessions }).await?;
+        output.flush().await?;
+        loop {
+            tokio::select! {
+                req = requests.recv() => match req.flatten() {
+                    Some(ToRemote::Show { req, session_id }) => {
+                        let (roots, data_dir, done_tx) = (roots.clone(), data_dir.clone(), done_tx.clone());
+                        tokio::task::spawn_blocking(move || {
+                            let reply = match show_one(&roots, &data_dir, &session_id) {
+                                Ok(items) => FromRemote::Timeline { req, items },
+                                Err(message) => FromRemote::Error { req: Some(req), message },
+                            };
+                            let _ = done_tx.blocking_send(reply);
+                        });
+                    }
+                    Some(ToRemote::Hello { .. }) => {}
+                    None => return Ok(()),
+                },
+                reply = done.recv() => {
+                    if let Some(reply) = reply {
+                        write_msg(&mut output, &reply).await?;
+                        output.flush().await?;
+                    }
+                }
+                ev = events.recv() => {
+                    match ev {
+                        Ok(env) => {
+                            if env.seq > last_seq {
+                                last_seq = env.seq;
+                                write_msg(&mut output, &FromRemote::Event { event: env.event.clone() }).await?;
+                            }
+                            // Everything queued goes in one write.
+                            while let Ok(env) = events.try_recv() {
+                                if env.seq > last_seq {
+                                    last_seq = env.seq;
+                                    write_msg(&mut output, &FromRemote::Event { event: env.event.clone() }).await?;
+                                }
+                            }
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            let snap = engine.snapshot().await.map_err(io::Error::other)?;
+                            last_seq = snap.seq;
+                            write_msg(&mut output, &FromRemote::Snapshot { sessions: snap.sessions }).await?;
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                    }
+                    output.flush().await?;
+                }
+            }
+        }
+    }
+    .await;
+    mimesis.shutdown().await;
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+/// Lines from the peer, parsed; `None` once at the end (or on a line that is not the
+/// protocol: the peer is not a Mimesis, and the conversation ends).
+async fn read_requests(input: impl AsyncBufRead + Unpin, tx: mpsc::Sender<Option<ToRemote>>) {
+    let mut input = input;
+    let mut buf = Vec::new();
+    while let Ok(true) = read_line(&mut input, &mut buf, 1024 * 1024).await {
+        match ToRemote::parse(&buf) {
+            Ok(msg) => {
+                if tx.send(Some(msg)).await.is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                tracing::warn!("serve: a line that is not the protocol: {e}");
+                break;
+            }
+        }
+    }
+    let _ = tx.send(None).await;
+}
+
+fn show_one(roots: &[PathBuf], data_dir: &Path, query: &str) -> Result<Vec<TimelineItem>, String> {
+    let id = SessionId::parse(query).map_err(|_| "that is not a session id".to_owned())?;
+    let path = roots
+        .iter()
+        .flat_map(|r| once::discover(r))
+        .find(|l| l.session_id == id)
+        .map(|l| l.path)
+        .ok_or_else(|| format!("no session with id {id} on this host"))?;
+    let mut items = once::chain_prefix(roots, data_dir, &path, mimesis_core::clock::SystemClock.now())
+        .map_err(|e| format!("cannot read an earlier segment of the chain: {e}"))?;
+    items.extend(once::read_timeline(&path, Some(data_dir)).map_err(|e| format!("cannot read the transcript: {e}"))?);
+    Ok(items)
+}
+
+async fn write_msg(out: &mut (impl AsyncWrite + Unpin), msg: &FromRemote) -> io::Result<()> {
+    let mut line = serde_json::to_vec(msg).map_err(io::Error::other)?;
+    line.push(b'\n');
+    out.write_all(&line).await
+}
+
+// ---- one host, kept connected -------------------------------------------------------------
+
+/// What a [`HostFeed`] reports.
+#[derive(Clone, Debug)]
+pub enum FeedMsg {
+    /// The host's state changed (docs/ipc.md `HostInfo`).
+    State(HostInfo),
+    /// A change to the host's roster: sessions carry `host`; for `updated` and `removed`
+    /// the host is the feed's.
+    Event(StoreEvent),
+}
+
+/// A host as the user sees it (`mimesis hosts --json`, Settings › Machines).
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct HostInfo {
+    pub host: String,
+    pub state: HostState,
+    /// Why it is not live, in a sentence.
+    pub message: Option<String>,
+    pub last_seen: Option<Timestamp>,
+    pub sessions: usize,
+    /// Mimesis's version on the host, once it said hello.
+    pub version: Option<String>,
+    /// Seconds until the next attempt, when one is planned.
+    pub retry_in_secs: Option<u64>,
+}
+
+/// What the owner of a feed can ask of it.
+pub enum FeedCmd {
+    /// Connect now (the user asked, or installed the helper).
+    Retry,
+    /// Install this build's binary as the helper, then connect.
+    Install(PathBuf),
+    /// The timeline of one of the host's sessions.
+    Show(String, oneshot::Sender<Result<Vec<TimelineItem>, String>>),
+}
+
+/// One host kept connected: reconnects after a drop with back-off (1 s doubling to a
+/// minute, on the injectable clock), holds its last roster while away (stale), and waits
+/// for the user when the host has no helper. Dropping the feed closes the connection.
+pub struct HostFeed {
+    pub dest: Destination,
+    cmds: mpsc::Sender<FeedCmd>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for HostFeed {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl HostFeed {
+    pub fn start(
+        ssh: Ssh,
+        dest: Destination,
+        clock: Arc<dyn Clock>,
+        install: Option<PathBuf>,
+    ) -> (HostFeed, mpsc::Receiver<FeedMsg>) {
+        let (tx, rx) = mpsc::channel(1024);
+        let (cmds, cmd_rx) = mpsc::channel(16);
+        let task = tokio::spawn(feed(ssh, dest.clone(), clock, install, tx, cmd_rx));
+        (HostFeed { dest, cmds, task }, rx)
+    }
+
+    pub async fn send(&self, cmd: FeedCmd) -> bool {
+        self.cmds.send(cmd).await.is_ok()
+    }
+}
+
+struct FeedState {
+    dest: Destination,
+    link: HostLink,
+    rows: HashMap<SessionId, TrackedSession>,
+    version: Option<String>,
+    clock: Arc<dyn Clock>,
+    out: mpsc::Sender<FeedMsg>,
+}
+
+impl FeedState {
+    fn info(&self) -> HostInfo {
+        let now = self.clock.mono();
+        HostInfo {
+            host: self.dest.as_str().to_owned(),
+            state: self.link.state,
+            message: self.link.message.clone(),
+            last_seen: self.link.last_seen,
+            sessions: self.rows.len(),
+            version: self.version.clone(),
+            retry_in_secs: self.link.retry_at.map(|at| at.since(now).as_secs()),
+        }
+    }
+
+    async fn tell(&self) -> bool {
+        self.out.send(FeedMsg::State(self.info())).await.is_ok()
+    }
+
+    /// A (new) full roster: what changed since the held one becomes events.
+    async fn replace(&mut self, sessions: Vec<TrackedSession>) -> bool {
+        let mut fresh: HashMap<SessionId, TrackedSession> =
+            sessions.into_iter().map(|s| (s.session_id.clone(), owned_by(s, &self.dest))).collect();
+        let mut events = Vec::new();
+        for (id, old) in &self.rows {
+            match fresh.get(id) {
+                None => events.push(StoreEvent::Removed { session_id: id.clone() }),
+                Some(new) => {
+                    let changes = new.diff(old);
+                    if !changes.is_empty() {
+                        events.push(StoreEvent::Updated { session_id: id.clone(), changes: Box::new(changes) });
+                    }
+                }
+            }
+        }
+        for (id, s) in &fresh {
+            if !self.rows.contains_key(id) {
+                events.push(StoreEvent::Discovered { session: Box::new(s.clone()) });
+            }
+        }
+        std::mem::swap(&mut self.rows, &mut fresh);
+        for e in events {
+            if self.out.send(FeedMsg::Event(e)).await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
+    async fn apply(&mut self, event: StoreEvent) -> bool {
+        let event = match event {
+            StoreEvent::Discovered { session } => {
+                let s = owned_by(*session, &self.dest);
+                self.rows.insert(s.session_id.clone(), s.clone());
+                StoreEvent::Discovered { session: Box::new(s) }
+            }
+            StoreEvent::Updated { session_id, mut changes } => {
+                changes.host = None; // the host's own word on `host` is not taken
+                match self.rows.get_mut(&session_id) {
+                    Some(row) => row.apply((*changes).clone()),
+                    None => return true,
+                }
+                StoreEvent::Updated { session_id, changes }
+            }
+            StoreEvent::Removed { session_id } => {
+                if self.rows.remove(&session_id).is_none() {
+                    return true;
+                }
+                StoreEvent::Removed { session_id }
+            }
+        };
+        self.out.send(FeedMsg::Event(event)).await.is_ok()
+    }
+}
+
+async fn feed(
+    ssh: Ssh,
+    dest: Destination,
+    clock: Arc<dyn Clock>,
+    mut install: Option<PathBuf>,
+    out: mpsc::Sender<FeedMsg>,
+    mut cmds: mpsc::Receiver<FeedCmd>,
+) {
+    let mut st = FeedState { dest, link: HostLink::default(), rows: HashMap::new(), version: None, clock, out };
+    st.link.retry_now(st.clock.mono());
+    loop {
+        // Wait until an attempt is due, or the user asks.
+        while !st.link.due(st.clock.mono()) {
+            let wait = st.link.retry_at.map(|at| at.since(st.clock.mono()));
+            let cmd = match wait {
+                Some(w) => tokio::time::timeout(w, cmds.recv()).await.ok(),
+                None => Some(cmds.recv().await),
+            };
+            match cmd {
+                Some(None) => return,
+                Some(Some(FeedCmd::Retry)) => st.link.retry_now(st.clock.mono()),
+                Some(Some(FeedCmd::Install(exe))) => {
+                    install = Some(exe);
+                    st.link.retry_now(st.clock.mono());
+                }
+                Some(Some(FeedCmd::Show(_, reply))) => {
+                    let _ = reply.send(Err("the host is not connected".into()));
+                }
+                // The wait ran out: `due`, on the injectable clock, decides.
+                None => {}
+            }
+        }
+        st.link.connecting();
+        if !st.tell().await {
+            return;
+        }
+        let failure = match connect_or_install(&ssh, &st.dest, install.as_deref()).await {
+            Ok(mut conn) => {
+                install = None;
+                st.version = Some(mimesis_core::text::clean_text(&conn.hello.version, 40));
+                match run_connection(&mut st, &mut conn, &mut cmds).await {
+                    Some(f) => f,
+                    None => return,
+                }
+            }
+            Err(f) => f,
+        };
+        st.link.failed(&failure, st.clock.mono());
+        tracing::info!(host = %st.dest, "remote host: {}", failure.sentence());
+        if !st.tell().await {
+            return;
+        }
+    }
+}
+
+/// Serves one connection until it fails (Some) or the feed's owner is gone (None).
+async fn run_connection(
+    st: &mut FeedState,
+    conn: &mut Connection,
+    cmds: &mut mpsc::Receiver<FeedCmd>,
+) -> Option<Failure> {
+    let mut next_req = 0u64;
+    // Requests in flight; dropped with the connection, which answers them with an error.
+    let mut waiting: HashMap<u64, oneshot::Sender<Result<Vec<TimelineItem>, String>>> = HashMap::new();
+    loop {
+        tokio::select! {
+            msg = conn.recv() => {
+                let msg = match msg {
+                    Ok(m) => m,
+                    Err(f) => return Some(f),
+                };
+                st.link.heard(st.clock.now());
+                let alive = match msg {
+                    FromRemote::Snapshot { sessions } => {
+                        let ok = st.replace(sessions).await;
+                        st.link.live(st.clock.now());
+                        ok && st.tell().await
+                    }
+                    FromRemote::Event { event } => {
+                        let before = st.rows.len();
+                        let ok = st.apply(event).await;
+                        ok && (st.rows.len() == before || st.tell().await)
+                    }
+                    FromRemote::Timeline { req, items } => {
+                        if let Some(r) = waiting.remove(&req) { let _ = r.send(Ok(items)); }
+                        true
+                    }
+                    FromRemote::Error { req: Some(req), message } => {
+                        if let Some(r) = waiting.remove(&req) {
+                            let _ = r.send(Err(mimesis_core::text::clean_text(&message, 500)));
+                        }
+                        true
+                    }
+                    FromRemote::Error { req: None, message } => {
+                        return Some(Failure::HelperMismatch(mimesis_core::text::clean_text(&message, 300)));
+                    }
+                    FromRemote::Hello { .. } => true,
+                };
+                if !alive {
+                    return None;
+                }
+            }
+            cmd = cmds.recv() => match cmd {
+                None => return None,
+                Some(FeedCmd::Show(id, reply)) => {
+                    next_req += 1;
+                    match conn.send(&ToRemote::Show { req: next_req, session_id: id }).await {
+                        Ok(()) => { waiting.insert(next_req, reply); }
+                        Err(e) => { let _ = reply.send(Err(format!("cannot write to the host: {e}"))); }
+                    }
+                }
+                Some(FeedCmd::Retry | FeedCmd::Install(_)) => {}
+            },
+        }
+    }
+}
+
+// ---- configured hosts ---------------------------------------------------------------------
+
+/// The machines the user added (Settings › Machines, `mimesis hosts add`), as stored.
+pub fn configured(data_dir: &Path) -> Vec<Destination> {
+    crate::stored_settings(&data_dir.join(mimesis_fleetdb::FILE_NAME))
+        .machines
+        .hosts
+        .iter()
+        .filter_map(|h| Destination::parse(h).ok())
+        .collect()
+}
+
+/// Adds (`add`) or removes a machine in the stored settings. Returns the new list.
+pub fn change_configured(data_dir: &Path, dest: &Destination, add: bool) -> Result<Vec<Destination>, String> {
+    let path = data_dir.join(mimesis_fleetdb::FILE_NAME);
+    std::fs::create_dir_all(data_dir).map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
+    let db = mimesis_fleetdb::Db::open_shared(&path).map_err(|e| format!("cannot open the settings: {e}"))?;
+    let mut settings = db.settings();
+    let hosts = &mut settings.machines.hosts;
+    let had = hosts.iter().any(|h| h == dest.as_str());
+    match (add, had) {
+        (true, true) => return Err(format!("{dest} is already in the list")),
+        (false, false) => return Err(format!("{dest} is not in the list (`mimesis hosts` shows it)")),
+        (true, false) => hosts.push(dest.as_str().to_owned()),
+        (false, true) => hosts.retain(|h| h != dest.as_str()),
+    }
+    if let Some(e) = settings.validate().into_iter().find(|e| e.field.starts_with("machines")) {
+        return Err(e.message);
+    }
+    db.save_settings(&settings).map_err(|e| format!("cannot save the settings: {e}"))?;
+    Ok(settings.machines.hosts.iter().filter_map(|h| Destination::parse(h).ok()).collect())
+}

@@ -1,0 +1,290 @@
+//! Sessions on another machine over SSH (issue 13), against a real OpenSSH server on
+//! loopback (`support::sshd`) and the real `mimesis` binary on both sides: the helper is
+//! installed on first connect (and only with the user's word), `ls --host` and `show
+//! host:id` bring the remote's sessions with `host`, `watch --host` follows an append on
+//! the remote, a server that goes away leaves the host stale with its roster kept and it
+//! comes back by itself, and hostile values run nothing anywhere.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use mimesis_tests::sshd::Sshd;
+use mimesis_tests::supervised::mimesis;
+use serde_json::{Value, json};
+
+const T: Duration = Duration::from_secs(60);
+
+/// One local machine and one "remote" one, served by a real sshd.
+struct Rig {
+    _dir: tempfile::TempDir,
+    base: PathBuf,
+    sshd: Sshd,
+}
+
+impl Rig {
+    fn new() -> Result<Option<Rig>> {
+        if !Sshd::available() {
+            // scripts/setup.sh installs openssh-server; a bare `cargo test` elsewhere skips.
+            eprintln!("skipped: no {} (scripts/setup.sh installs it)", mimesis_tests::sshd::SSHD);
+            return Ok(None);
+        }
+        let dir = tempfile::tempdir()?;
+        let base = dir.path().canonicalize()?;
+        let sshd = Sshd::start(&base.join("sshd"))?;
+        let rig = Rig { _dir: dir, base, sshd };
+        std::fs::create_dir_all(rig.local_root())?;
+        rig.add_machine("devbox")?;
+        Ok(Some(rig))
+    }
+
+    fn add_machine(&self, alias: &str) -> Result<()> {
+        std::fs::create_dir_all(self.remote_root(alias).join("projects"))?;
+        self.sshd.add_alias(alias, &self.remote_root(alias), &self.remote_data(alias))
+    }
+
+    fn local_root(&self) -> PathBuf {
+        self.base.join("local/.claude")
+    }
+    fn remote_root(&self, alias: &str) -> PathBuf {
+        self.base.join(alias).join(".claude")
+    }
+    fn remote_data(&self, alias: &str) -> PathBuf {
+        self.base.join(alias).join("data")
+    }
+
+    fn command(&self) -> Result<Command> {
+        let mut c = Command::new(mimesis()?);
+        c.env("CLAUDE_CONFIG_DIR", self.local_root())
+            .env("MIMESIS_DATA_DIR", self.base.join("local/data"))
+            .env("MIMESIS_SSH_CONFIG", &self.sshd.client_config)
+            .env_remove("MIMESIS_LOG")
+            .stdin(Stdio::null());
+        Ok(c)
+    }
+
+    fn run(&self, args: &[&str]) -> Result<(i32, String, String)> {
+        let child = self.command()?.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        let out = wait_output(child)?;
+        Ok((
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        ))
+    }
+
+    fn json(&self, args: &[&str]) -> Result<Value> {
+        let (code, out, err) = self.run(args)?;
+        ensure!(code == 0, "mimesis {args:?} exited {code}: {err}\nsshd: {}", self.sshd.log());
+        serde_json::from_str(&out).with_context(|| format!("not JSON: {out}"))
+    }
+}
+
+fn id(n: u32) -> String {
+    format!("bbbbbbbb-0000-4000-8000-{n:012}")
+}
+
+/// A session shaped like what Claude Code 2.1.330 writes: a prompt, a reply, a pending
+/// tool call.
+fn write_session(root: &Path, project: &str, n: u32, prompt: &str, cwd: &str) -> Result<PathBuf> {
+    let dir = root.join("projects").join(project);
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{}.jsonl", id(n)));
+    let lines = [
+        json!({"type": "user", "uuid": format!("u{n}"), "parentUuid": null, "timestamp": "2026-11-25T10:00:00.000Z",
+            "cwd": cwd, "sessionId": id(n), "version": "2.1.330", "gitBranch": "main",
+            "message": {"role": "user", "content": prompt}}),
+        json!({"type": "assistant", "uuid": format!("a{n}"), "parentUuid": format!("u{n}"),
+            "timestamp": "2026-11-25T10:00:05.000Z", "cwd": cwd, "sessionId": id(n), "version": "2.1.330",
+            "message": {"role": "assistant", "model": "claude-opus-4-8", "id": format!("msg{n}"),
+                "content": [{"type": "text", "text": "Looking."}],
+                "usage": {"input_tokens": 10, "output_tokens": 20, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+fn append(path: &Path, line: &Value) -> Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).open(path)?;
+    writeln!(f, "{line}")?;
+    Ok(())
+}
+
+#[test]
+fn the_helper_is_installed_on_first_connect_and_ls_lists_the_remote_sessions() -> Result<()> {
+    let Some(rig) = Rig::new()? else { return Ok(()) };
+    write_session(&rig.remote_root("devbox"), "-srv-api", 1, "fix the flaky test", "/srv/api")?;
+    write_session(&rig.remote_root("devbox"), "-srv-web", 2, "add dark mode", "/srv/web")?;
+    write_session(&rig.local_root(), "-home-me-p", 3, "local work", "/home/me/p")?;
+
+    // No Mimesis there: said plainly, with what to do; nothing is copied without the word.
+    let (code, out, err) = rig.run(&["ls", "--json", "--host", "devbox", "--no-local"])?;
+    ensure!(code == 1, "exit {code}, stdout {out}, stderr {err}");
+    ensure!(err.contains("devbox") && err.contains("not installed") && err.contains("--install-helper"), "{err}");
+    assert_eq!(serde_json::from_str::<Value>(&out)?, json!([]));
+    let helper = rig.remote_data("devbox").join("bin/mimesis");
+    ensure!(!helper.exists(), "installed without being asked");
+
+    let rows = rig.json(&["ls", "--json", "--host", "devbox", "--install-helper"])?;
+    let meta = std::fs::metadata(&helper).context("the helper was not installed")?;
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(meta.permissions().mode() & 0o777, 0o700, "only the user may run it");
+    assert_eq!(std::fs::read(&helper)?, std::fs::read(mimesis()?)?, "the same build");
+    let rows = rows.as_array().context("an array")?;
+    assert_eq!(rows.len(), 3, "{rows:#?}");
+    let by_id = |n: u32| rows.iter().find(|r| r["sessionId"] == id(n)).cloned().unwrap_or_default();
+    assert_eq!(by_id(1)["host"], "devbox");
+    assert_eq!(by_id(1)["goal"], "fix the flaky test");
+    assert_eq!(by_id(1)["cwd"], "/srv/api");
+    assert_eq!(by_id(1)["usage"]["outputTokens"], 20);
+    assert_eq!(by_id(2)["host"], "devbox");
+    assert_eq!(by_id(3)["host"], Value::Null, "a local session has host null");
+
+    // Installed now: the next connection needs no word; `show host:id` reads there.
+    let items = rig.json(&["show", &format!("devbox:{}", id(1)), "--json"])?;
+    let items = items.as_array().context("an array")?;
+    assert_eq!(items[0]["kind"], "prompt");
+    assert_eq!(items[0]["text"], "fix the flaky test");
+    let (code, _, err) = rig.run(&["show", "devbox:cccccccc-0000-4000-8000-000000000009"])?;
+    ensure!(code == 1 && err.contains("no session with id"), "{code} {err}");
+
+    // The text roster groups the remote's rows under their host.
+    let (code, text, _) = rig.run(&["ls", "--host", "devbox"])?;
+    ensure!(code == 0 && text.contains("devbox") && text.contains("add dark mode"), "{text}");
+
+    // Configured machines and their state.
+    let (code, _, err) = rig.run(&["hosts", "add", "devbox"])?;
+    ensure!(code == 0, "{err}");
+    let hosts = rig.json(&["hosts", "--json"])?;
+    assert_eq!(hosts[0]["host"], "devbox");
+    assert_eq!(hosts[0]["state"], "live");
+    assert_eq!(hosts[0]["sessions"], 2);
+    Ok(())
+}
+
+#[test]
+fn hostile_destinations_ids_and_remote_values_run_nothing() -> Result<()> {
+    let Some(rig) = Rig::new()? else { return Ok(()) };
+    let marker = rig.base.join("pwned");
+    let evil = format!("$(touch {m}); `touch {m}` | touch {m} & touch {m}; '\"", m = marker.display());
+    write_session(&rig.remote_root("devbox"), "-srv-api", 1, &evil, &evil)?;
+
+    for dest in [format!("devbox;touch {}", marker.display()), format!("-oProxyCommand=touch {}", marker.display())] {
+        let (code, _, err) = rig.run(&["ls", "--json", &format!("--host={dest}")])?;
+        ensure!(code != 0 && err.contains("not an SSH destination"), "{dest}: {code} {err}");
+    }
+    let (code, _, err) = rig.run(&["show", &format!("devbox:$(touch {})", marker.display())])?;
+    ensure!(code != 0 && err.contains("not a session id"), "{code} {err}");
+
+    let rows = rig.json(&["ls", "--json", "--host", "devbox", "--no-local", "--install-helper"])?;
+    assert_eq!(rows[0]["goal"], evil.as_str(), "the value arrives as text");
+    let (code, text, _) = rig.run(&["ls", "--host", "devbox", "--no-local"])?;
+    ensure!(code == 0 && text.contains("touch"), "{text}");
+    let items = rig.json(&["show", &format!("devbox:{}", id(1)), "--json"])?;
+    assert_eq!(items[0]["text"], evil.as_str());
+    ensure!(!marker.exists(), "a hostile value ran a command");
+    Ok(())
+}
+
+/// `mimesis watch --json --host …`, its stdout read line by line on a thread.
+struct Watch {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Watch {
+    fn start(rig: &Rig, args: &[&str]) -> Result<Watch> {
+        let mut child = rig.command()?.arg("watch").args(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+        let stdout = child.stdout.take().context("stdout")?;
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Watch { child, lines })
+    }
+
+    fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Result<Value> {
+        let deadline = Instant::now() + T;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => {
+                    let v: Value = serde_json::from_str(&l).with_context(|| format!("not JSON: {l}"))?;
+                    if pred(&v) {
+                        return Ok(v);
+                    }
+                    seen.push(l);
+                }
+                Err(_) => bail!("no {what} within {T:?}; saw:\n{}", seen.join("\n")),
+            }
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn watch_follows_the_remote_and_a_host_that_drops_comes_back_by_itself() -> Result<()> {
+    let Some(mut rig) = Rig::new()? else { return Ok(()) };
+    let path = write_session(&rig.remote_root("devbox"), "-srv-api", 1, "fix the flaky test", "/srv/api")?;
+    let mut w = Watch::start(&rig, &["--json", "--host", "devbox", "--no-local", "--install-helper"])?;
+    w.wait_for("the remote session", |v| v["type"] == "discovered" && v["session"]["host"] == "devbox")?;
+    w.wait_for("the host live", |v| v["type"] == "host" && v["state"] == "live")?;
+
+    // An append there is an update here, carrying the host.
+    append(
+        &path,
+        &json!({"type": "user", "uuid": "u-late", "timestamp": "2026-11-25T10:01:00.000Z", "cwd": "/srv/api",
+            "sessionId": id(1), "message": {"role": "user", "content": "and the docs"}}),
+    )?;
+    w.wait_for("the update", |v| v["type"] == "updated" && v["host"] == "devbox" && v["sessionId"] == id(1))?;
+
+    // The machine goes away: stale, its roster kept (nothing removed).
+    rig.sshd.kill();
+    let stale = w.wait_for("the host stale", |v| v["type"] == "host" && v["state"] != "live")?;
+    assert_eq!(stale["state"], "stale", "{stale}");
+    assert_eq!(stale["sessions"], 1, "the last roster is kept: {stale}");
+    ensure!(stale["message"].as_str().is_some_and(|m| !m.is_empty()), "a reason: {stale}");
+
+    // It comes back: reconnects by itself, and what changed meanwhile arrives.
+    append(
+        &path,
+        &json!({"type": "user", "uuid": "u-later", "timestamp": "2026-11-25T10:02:00.000Z", "cwd": "/srv/api",
+            "sessionId": id(1), "message": {"role": "user", "content": "and the changelog"}}),
+    )?;
+    rig.sshd.restart()?;
+    w.wait_for("the host live again", |v| v["type"] == "host" && v["state"] == "live")?;
+    Ok(())
+}
+
+/// A command's output, or an error (and the command killed) when it hangs.
+fn wait_output(child: Child) -> Result<std::process::Output> {
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(T) {
+        Ok(out) => Ok(out?),
+        Err(_) => {
+            // SAFETY: signalling a child we started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            bail!("the command hung")
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! A real OpenSSH server on loopback for the remote-host tests (issue 13): Debian's
+//! `sshd` as a child, on a free port, with its own config, a throwaway host key and one
+//! authorized client key in a temp dir (`-D`, no PAM, keys only). Each "remote machine" is
+//! an alias in a temp ssh client config that sends the machine's config root and data dir
+//! (`SetEnv`, accepted by this server only), so one server serves many machines.
+
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+
+pub const SSHD: &str = "/usr/sbin/sshd";
+
+pub struct Sshd {
+    pub dir: PathBuf,
+    pub port: u16,
+    /// The ssh client config with every alias (`MIMESIS_SSH_CONFIG`).
+    pub client_config: PathBuf,
+    child: Option<Child>,
+}
+
+impl Sshd {
+    /// Whether this machine has an sshd (scripts/setup.sh installs it).
+    pub fn available() -> bool {
+        Path::new(SSHD).is_file()
+    }
+
+    pub fn start(dir: &Path) -> Result<Sshd> {
+        std::fs::create_dir_all(dir)?;
+        let dir = dir.canonicalize()?;
+        for key in ["host_key", "client_key"] {
+            let status = Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-C", "mimesis-test", "-f"])
+                .arg(dir.join(key))
+                .stdin(Stdio::null())
+                .status()
+                .context("run ssh-keygen")?;
+            ensure!(status.success(), "ssh-keygen failed");
+        }
+        std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys"))?;
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
+             PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nPermitRootLogin prohibit-password\n\
+             StrictModes no\nPidFile {d}/sshd.pid\nAcceptEnv CLAUDE_CONFIG_DIR MIMESIS_DATA_DIR MIMESIS_LOG\n\
+             PrintMotd no\nLogLevel ERROR\n",
+            d = dir.display()
+        );
+        std::fs::write(dir.join("sshd_config"), config)?;
+        let host_pub = std::fs::read_to_string(dir.join("host_key.pub"))?;
+        std::fs::write(dir.join("known_hosts"), format!("[127.0.0.1]:{port} {host_pub}"))?;
+        let client_config = dir.join("ssh_config");
+        std::fs::write(&client_config, "")?;
+        // Privilege separation needs this folder when sshd runs as root.
+        if unsafe { libc::geteuid() } == 0 {
+            let _ = std::fs::create_dir_all("/run/sshd");
+        }
+        let mut s = Sshd { dir, port, client_config, child: None };
+        s.restart()?;
+        Ok(s)
+    }
+
+    /// Adds a machine: `alias` logs in here with the machine's own config root and data dir.
+    pub fn add_alias(&self, alias: &str, config_root: &Path, data_dir: &Path) -> Result<()> {
+        let user = whoami();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&self.client_config)?;
+        write!(
+            f,
+            "Host {alias}\n  HostName 127.0.0.1\n  Port {port}\n  User {user}\n  IdentityFile {d}/client_key\n  \
+             IdentitiesOnly yes\n  UserKnownHostsFile {d}/known_hosts\n  StrictHostKeyChecking yes\n  \
+             SetEnv CLAUDE_CONFIG_DIR={root} MIMESIS_DATA_DIR={data}\n  LogLevel ERROR\n",
+            port = self.port,
+            d = self.dir.display(),
+            root = config_root.display(),
+            data = data_dir.display(),
+        )?;
+        Ok(())
+    }
+
+    /// Starts (again, on the same port) and waits until it accepts connections.
+    pub fn restart(&mut self) -> Result<()> {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("sshd.log"))?;
+        let child = Command::new(SSHD)
+            .args(["-D", "-e", "-f"])
+            .arg(self.dir.join("sshd_config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .context("start sshd")?;
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Some(c) = self.child.as_mut()
+                && let Ok(Some(st)) = c.try_wait()
+            {
+                bail!("sshd exited ({st}): {}", std::fs::read_to_string(self.dir.join("sshd.log")).unwrap_or_default());
+            }
+            ensure!(Instant::now() < deadline, "sshd did not listen on port {} within 20 s", self.port);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// Kills the server and every connection it serves (their processes are its
+    /// descendants), as a machine that goes away.
+    pub fn kill(&mut self) {
+        let Some(mut child) = self.child.take() else { return };
+        let leader = child.id();
+        let stats = mimesis_os::procs::all();
+        let mut tree: Vec<u32> = mimesis_os::procs::tree(leader, &stats).iter().map(|s| s.pid).collect();
+        tree.retain(|p| *p != leader);
+        let _ = child.kill();
+        let _ = child.wait();
+        for pid in tree {
+            mimesis_os::procs::signal(pid, libc::SIGKILL);
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("sshd.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn whoami() -> String {
+    // SAFETY: getpwuid returns a pointer into static storage, read at once.
+    unsafe {
+        let pw = libc::getpwuid(libc::geteuid());
+        if pw.is_null() {
+            return "root".into();
+        }
+        std::ffi::CStr::from_ptr((*pw).pw_name).to_string_lossy().into_owned()
+    }
+}
