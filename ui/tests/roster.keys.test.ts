@@ -121,6 +121,13 @@ describe('the roster listbox', () => {
 
     await fireEvent.keyDown(list, { key: 'Enter' });
     expect(onopen).toHaveBeenCalledWith('a2', true);
+
+    // A click opens the row; the focus stays on the listbox, not on the row (as a browser's mousedown puts it).
+    const row = within(list).getByRole('option', { name: /bump the deps/ });
+    row.focus();
+    await fireEvent.click(row);
+    expect(onopen).toHaveBeenLastCalledWith('b1', false);
+    expect(document.activeElement).toBe(list);
   });
 
   it('skips a collapsed group', async () => {
