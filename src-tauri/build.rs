@@ -35,6 +35,11 @@ const COMMANDS: &[&str] = &[
     "folder_check",
     "pick_folder",
     "gpu_available",
+    "hosts_list",
+    "host_retry",
+    "host_install",
+    "host_add",
+    "host_remove",
 ];
 
 fn main() {

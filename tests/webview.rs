@@ -390,3 +390,108 @@ async fn the_real_cli_is_approved_from_the_window() -> Result<()> {
     app.close().await?;
     result
 }
+
+// ------------------------------------------------ another machine over SSH (issue 13)
+
+/// A machine added in Settings › Machines (a real sshd on loopback): Mimesis is installed
+/// there on the user's click, the remote session joins the roster with its host badge, an
+/// append there changes its badge here within 1 s, its timeline opens, and a machine that
+/// goes away is stale with its rows kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_over_ssh_joins_the_roster() -> Result<()> {
+    use mimesis_tests::sshd::Sshd;
+    if !Sshd::available() {
+        eprintln!("skipped: no sshd (scripts/setup.sh installs it)");
+        return Ok(());
+    }
+    let fx = fixture()?;
+    let base = fx.data.parent().context("fixture dir")?.to_owned();
+    let sshd = Sshd::start(&base.join("sshd"))?;
+    let remote_root = base.join("devbox/.claude");
+    let remote_project = remote_root.join("projects/-srv-api");
+    std::fs::create_dir_all(&remote_project)?;
+    let remote_path = remote_project.join(format!("{REMOTE}.jsonl"));
+    write(&remote_path, &[prompt("Fix the flaky test on the dev box", 30), reply("Done.", 25), turn_done(25)])?;
+    sshd.add_alias("devbox", &remote_root, &base.join("devbox/data"))?;
+    let env: Vec<(&str, OsString)> = vec![
+        ("MIMESIS_DATA_DIR", fx.data.clone().into_os_string()),
+        ("CLAUDE_CONFIG_DIR", fx.config.clone().into_os_string()),
+        ("MIMESIS_SSH_CONFIG", sshd.client_config.clone().into_os_string()),
+    ];
+    let app = DesktopApp::launch(&["--config-dir".into(), fx.config.to_string_lossy().into_owned()], &env).await?;
+    let result = remote_machine(&app, sshd, &remote_path).await;
+    let shot = workspace_root().join("target/e2e/webview-remote.png");
+    let _ = app.screenshot(&shot).await;
+    app.close().await?;
+    result
+}
+
+const REMOTE: &str = "dddddddd-0000-4000-8000-000000000004";
+
+async fn machine_state(app: &DesktopApp) -> Result<Option<String>> {
+    let v = app
+        .js("return document.querySelector('[data-testid=machine][data-host=devbox]')?.dataset.state ?? null;")
+        .await?;
+    Ok(v.as_str().map(str::to_owned))
+}
+
+async fn remote_machine(app: &DesktopApp, mut sshd: mimesis_tests::sshd::Sshd, remote_path: &Path) -> Result<()> {
+    let t = Duration::from_secs(60);
+    app.wait_for("the roster", t, || async { Ok(app.count("[data-testid=page-settings]").await? == 1) }).await?;
+    app.client.find(Locator::Css("[data-testid=page-settings]")).await?.click().await.context("open Settings")?;
+    app.wait_for("Settings › Machines", t, || async { Ok(app.count("[data-testid=machine-dest]").await? == 1) })
+        .await?;
+    let input = app.client.find(Locator::Css("[data-testid=machine-dest]")).await?;
+    input.send_keys("devbox").await.context("type the destination")?;
+    app.client.find(Locator::Css("[data-testid=machine-add]")).await?.click().await.context("add")?;
+    // No Mimesis there: said, and copied only on the user's click.
+    app.wait_for("the machine to lack Mimesis", t, || async {
+        Ok(machine_state(app).await?.as_deref() == Some("helper_missing"))
+    })
+    .await
+    .with_context(|| format!("sshd log: {}", sshd.log()))?;
+    app.client.find(Locator::Css("[data-testid=machine-install]")).await?.click().await?;
+    app.wait_for("the machine live", t, || async { Ok(machine_state(app).await?.as_deref() == Some("live")) }).await?;
+
+    // Its session is in the roster, with its host badge, keyed host:id.
+    app.client.find(Locator::Css("[data-testid=page-sessions]")).await?.click().await?;
+    let key = format!("devbox:{REMOTE}");
+    // (A turn that ended 25 s ago waits for input.)
+    app.wait_for("the remote row", t, || async {
+        Ok(row_status(app, &key).await?.as_deref() == Some("waiting_for_input"))
+    })
+    .await?;
+    let badge = app
+        .js(&format!("return document.querySelector(\"{} [data-testid=host-badge]\")?.textContent ?? null;", row(&key)))
+        .await?;
+    ensure!(badge == json!("devbox"), "host badge: {badge}");
+
+    // An append there changes the badge here within 1 s.
+    write(remote_path, &[prompt("Now the docs", 0)])?;
+    let took = app
+        .wait_for("the remote badge to change", Duration::from_secs(10), || async {
+            Ok(row_status(app, &key).await?.as_deref() == Some("working"))
+        })
+        .await?;
+    eprintln!("remote append → badge: {took:?}");
+    ensure!(took <= Duration::from_secs(1), "the badge took {took:?}");
+
+    // Its timeline opens (read on the machine) and follows.
+    app.client.find(Locator::Css(&row(&key))).await?.click().await?;
+    app.wait_for("the remote timeline", t, || async {
+        let text = app.js("return document.querySelector('[data-testid=timeline]')?.textContent ?? '';").await?;
+        Ok(text.as_str().is_some_and(|t| t.contains("Fix the flaky test on the dev box") && t.contains("Now the docs")))
+    })
+    .await?;
+
+    // The machine goes away: stale, its row kept.
+    sshd.kill();
+    app.client.find(Locator::Css("[data-testid=page-settings]")).await?.click().await?;
+    app.wait_for("the machine stale", t, || async { Ok(machine_state(app).await?.as_deref() == Some("stale")) })
+        .await?;
+    app.client.find(Locator::Css("[data-testid=page-sessions]")).await?.click().await?;
+    ensure!(app.count(&row(&key)).await? == 1, "the stale machine's row was dropped");
+    let away = app.count(&format!("{} [data-testid=host-badge][data-away=true]", row(&key))).await?;
+    ensure!(away == 1, "the row does not say its machine is away");
+    Ok(())
+}

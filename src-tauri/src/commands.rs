@@ -15,6 +15,8 @@ use mimesis_wiring::doctor::DoctorReport;
 use mimesis_wiring::{Mimesis, demo};
 use serde::Serialize;
 
+use tauri::Manager;
+
 use crate::events::IpcItem;
 
 pub struct AppState {
@@ -36,7 +38,7 @@ fn session_id(s: &str) -> CmdResult<SessionId> {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IpcPage {
-    session_id: SessionId,
+    session_id: String,
     total: usize,
     start: usize,
     items: Vec<IpcItem>,
@@ -47,7 +49,7 @@ pub struct IpcPage {
 impl From<TimelinePage> for IpcPage {
     fn from(p: TimelinePage) -> Self {
         IpcPage {
-            session_id: p.session_id,
+            session_id: p.session_id.to_string(),
             total: p.total,
             start: p.start,
             items: p.items.iter().map(IpcItem::new).collect(),
@@ -63,6 +65,15 @@ pub struct RosterSnapshot {
     #[serde(flatten)]
     snapshot: Snapshot,
     demo: bool,
+    /// The rows of other machines (issue 13), keyed `host:id`.
+    remote: Vec<serde_json::Value>,
+    /// Every configured machine's state.
+    hosts: Vec<mimesis_wiring::remote::HostInfo>,
+}
+
+/// A page of a timeline of another machine's session (no `seq`: its updates carry none).
+fn remote_page(key: &str, total: usize, start: usize, items: Vec<IpcItem>) -> IpcPage {
+    IpcPage { session_id: key.to_owned(), total, start, items, waiting: false, seq: 0 }
 }
 
 #[tauri::command]
@@ -79,33 +90,54 @@ pub async fn roster_snapshot(app: tauri::AppHandle, state: tauri::State<'_, AppS
     // The UI listens for `attention:changed` before it asks for the roster: the set as it
     // is now reaches it even when it last changed before the page had loaded.
     crate::events::emit_attention(&app, state.mimesis.engine());
-    Ok(RosterSnapshot { snapshot, demo })
+    let remote = app.state::<crate::remote::RemoteState>();
+    Ok(RosterSnapshot { snapshot, demo, remote: remote.hub.rows(), hosts: remote.hub.hosts() })
 }
 
 #[tauri::command(rename_all = "camelCase")]
-pub async fn open_timeline(state: tauri::State<'_, AppState>, session_id: String, tail: usize) -> CmdResult<IpcPage> {
+pub async fn open_timeline(
+    app: tauri::AppHandle,
+    state: tauri::State<'_, AppState>,
+    session_id: String,
+    tail: usize,
+) -> CmdResult<IpcPage> {
+    if crate::remote::is_remote(&session_id) {
+        let (total, mut items) = crate::remote::open_timeline(&app, &session_id).await?;
+        let start = total.saturating_sub(tail.min(2_000));
+        items.drain(..start);
+        return Ok(remote_page(&session_id, total, start, items));
+    }
     let id = self::session_id(&session_id)?;
     state.mimesis.engine().open_timeline(&id, tail.min(2_000)).await.map(IpcPage::from).map_err(|e| e.to_string())
 }
 
 #[tauri::command(rename_all = "camelCase")]
 pub async fn timeline_range(
+    app: tauri::AppHandle,
     state: tauri::State<'_, AppState>,
     session_id: String,
     start: usize,
     end: usize,
 ) -> CmdResult<IpcPage> {
-    let id = self::session_id(&session_id)?;
     let end = end.min(start.saturating_add(2_000));
+    if crate::remote::is_remote(&session_id) {
+        let (total, items) = crate::remote::range(&app, &session_id, start, end)?;
+        return Ok(remote_page(&session_id, total, start.min(total), items));
+    }
+    let id = self::session_id(&session_id)?;
     state.mimesis.engine().timeline_range(&id, start, end).await.map(IpcPage::from).map_err(|e| e.to_string())
 }
 
 #[tauri::command(rename_all = "camelCase")]
 pub async fn timeline_item(
+    app: tauri::AppHandle,
     state: tauri::State<'_, AppState>,
     session_id: String,
     index: usize,
 ) -> CmdResult<TimelineItem> {
+    if crate::remote::is_remote(&session_id) {
+        return crate::remote::item(&app, &session_id, index);
+    }
     let id = self::session_id(&session_id)?;
     match state.mimesis.engine().timeline_item(&id, index).await {
         Ok(Some(item)) => Ok(item),
@@ -115,7 +147,11 @@ pub async fn timeline_item(
 }
 
 #[tauri::command(rename_all = "camelCase")]
-pub fn close_timeline(state: tauri::State<'_, AppState>, session_id: String) -> CmdResult<()> {
+pub fn close_timeline(app: tauri::AppHandle, state: tauri::State<'_, AppState>, session_id: String) -> CmdResult<()> {
+    if crate::remote::is_remote(&session_id) {
+        crate::remote::close(&app, &session_id);
+        return Ok(());
+    }
     state.mimesis.engine().close_timeline(&self::session_id(&session_id)?);
     Ok(())
 }
@@ -200,8 +236,18 @@ pub async fn settings_get(state: tauri::State<'_, AppState>) -> CmdResult<Settin
     Ok(state.mimesis.settings())
 }
 
+/// The settings form's document. Machines have their own commands (`host_add`,
+/// `host_remove`): a form that leaves them out keeps them as stored, so saving a form
+/// opened before a machine was added never removes it.
 #[tauri::command]
 pub async fn settings_set(state: tauri::State<'_, AppState>, settings: serde_json::Value) -> CmdResult<SetOutcome> {
+    let mut settings = settings;
+    if let Some(doc) = settings.as_object_mut()
+        && !doc.contains_key("machines")
+    {
+        let stored = serde_json::to_value(&state.mimesis.settings().machines).map_err(|e| e.to_string())?;
+        doc.insert("machines".into(), stored);
+    }
     Ok(state.mimesis.settings_set(&settings).await)
 }
 

@@ -20,7 +20,7 @@ const BATCH_MAX: usize = 512;
 const COALESCE: std::time::Duration = std::time::Duration::from_millis(16);
 
 /// A timeline item as sent to the webview: possibly shortened.
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 pub struct IpcItem {
     #[serde(flatten)]
     item: TimelineItem,

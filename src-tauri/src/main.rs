@@ -7,6 +7,7 @@
 //!   tray on this desktop at all);
 //! - [`notify`]: the engine's notification decisions as desktop notifications;
 //! - [`pty`]: supervised PTY sessions (the engine's supervisor), their terminals and events;
+//! - [`remote`]: other machines' sessions over SSH (issue 13), beside the local ones;
 //! - [`window`]: show/focus, close-to-tray, size and place kept across runs.
 //!
 //! `mimesis-desktop hook …` is Claude Code's hook command when no `mimesis` CLI sits next
@@ -19,6 +20,7 @@ mod commands;
 mod events;
 mod notify;
 mod pty;
+mod remote;
 mod tray;
 mod tray_host;
 mod window;
@@ -183,6 +185,7 @@ fn main() {
                 Err(e) => tracing::warn!(error = %e, "no tray icon"),
             }
             pty::start(&handle, &mimesis);
+            app.manage(remote::start(&handle, &mimesis));
             quit_on_signals(handle, signals);
             app.manage(AppState {
                 mimesis,
@@ -237,6 +240,11 @@ fn main() {
             pty::pty_restart,
             pty::pty_delete,
             pty::resources,
+            remote::hosts_list,
+            remote::host_retry,
+            remote::host_install,
+            remote::host_add,
+            remote::host_remove,
         ])
         .build(tauri::generate_context!());
     let app = match result {

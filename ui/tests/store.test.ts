@@ -138,6 +138,39 @@ describe('RosterStore', () => {
   });
 });
 
+describe('other machines (issue 13)', () => {
+  it('holds their rows beside the local ones, keyed host:id, grouped under the host, with no seq', async () => {
+    const remote = session('devbox:r1', { host: 'devbox', cwd: '/srv/api', repoRoot: '/srv/api', lastActivityAt: at(1) });
+    const { b, store } = setup({
+      sessions: [session('r1', { cwd: '/srv/api', repoRoot: '/srv/api', lastActivityAt: at(2) })],
+      remote: [remote],
+      hosts: [{ host: 'devbox', state: 'live', message: null, lastSeen: at(1), sessions: 1, version: '0.1.0', retryInSecs: null }],
+    });
+    await store.start();
+    // The same id on two machines: two rows, two groups.
+    expect(store.sorted.map((s) => s.sessionId)).toEqual(['r1', 'devbox:r1']);
+    expect(store.view.groups.map((g) => [g.key, g.label])).toEqual([
+      ['/srv/api', 'api'],
+      ['devbox:/srv/api', 'devbox · api'],
+    ]);
+    expect(store.hosts[0].state).toBe('live');
+
+    // Their events carry no seq and never make the local stream look holed.
+    const seq = store.seq;
+    b.fire('remote:events', { events: [{ type: 'updated', sessionId: 'devbox:r1', changes: { status: 'working', host: 'other' } }] });
+    expect(store.get('devbox:r1')?.status).toBe('working');
+    expect(store.get('devbox:r1')?.host).toBe('devbox');
+    expect(store.seq).toBe(seq);
+    b.fire('remote:events', { events: [{ type: 'discovered', session: session('devbox:r2', { host: 'devbox' }) }] });
+    b.fire('remote:events', { events: [{ type: 'removed', sessionId: 'devbox:r1' }] });
+    expect(store.sorted.map((s) => s.sessionId).sort()).toEqual(['devbox:r2', 'r1']);
+
+    b.fire('hosts:changed', { hosts: [{ host: 'devbox', state: 'stale', message: 'the connection was closed', lastSeen: at(3), sessions: 1, version: '0.1.0', retryInSecs: 2 }] });
+    expect(store.hosts[0].state).toBe('stale');
+    expect(store.get('devbox:r2')).toBeDefined();
+  });
+});
+
 describe('search', () => {
   it('a new search lands on its first match', async () => {
     const b = new MockBackend({

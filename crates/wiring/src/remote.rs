@@ -779,3 +779,226 @@ pub fn change_configured(data_dir: &Path, dest: &Destination, add: bool) -> Resu
     db.save_settings(&settings).map_err(|e| format!("cannot save the settings: {e}"))?;
     Ok(settings.machines.hosts.iter().filter_map(|h| Destination::parse(h).ok()).collect())
 }
+
+// ---- every configured host, for a window ---------------------------------------------------
+
+/// A row of another machine as a window keys it: `host:id`, the CLI's way of naming it,
+/// so ids that collide across machines stay apart (`sessionId` and `supersededBy`).
+pub fn face_row(s: &TrackedSession) -> serde_json::Value {
+    let mut v = serde_json::to_value(s).unwrap_or_default();
+    if let (Some(host), Some(o)) = (&s.host, v.as_object_mut()) {
+        for key in ["sessionId", "supersededBy"] {
+            if let Some(serde_json::Value::String(id)) = o.get(key) {
+                let keyed = format!("{host}:{id}");
+                o.insert(key.into(), keyed.into());
+            }
+        }
+    }
+    v
+}
+
+/// A remote store event as a window sees it (ids keyed as in [`face_row`]).
+fn face_event(host: &str, ev: &StoreEvent) -> serde_json::Value {
+    match ev {
+        StoreEvent::Discovered { session } => serde_json::json!({"type": "discovered", "session": face_row(session)}),
+        StoreEvent::Updated { session_id, changes } => {
+            let mut changes = serde_json::to_value(changes).unwrap_or_default();
+            if let Some(serde_json::Value::String(id)) = changes.get("supersededBy").cloned() {
+                changes["supersededBy"] = format!("{host}:{id}").into();
+            }
+            serde_json::json!({"type": "updated", "sessionId": format!("{host}:{session_id}"), "changes": changes})
+        }
+        StoreEvent::Removed { session_id } => {
+            serde_json::json!({"type": "removed", "sessionId": format!("{host}:{session_id}")})
+        }
+    }
+}
+
+/// What a [`Hub`] tells a window.
+#[derive(Clone, Debug)]
+pub enum HubEvent {
+    /// Every host's state, in the configured order.
+    Hosts(Vec<HostInfo>),
+    /// Roster changes of other machines, keyed as in [`face_row`].
+    Events(Vec<serde_json::Value>),
+}
+
+/// Every configured machine kept connected for a window: their rows held through drops,
+/// their states, their timelines on demand. Changing the list starts and stops feeds;
+/// a removed machine's rows are removed.
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<std::sync::Mutex<HubInner>>,
+    events: tokio::sync::broadcast::Sender<HubEvent>,
+    ssh: Ssh,
+    clock: Arc<dyn Clock>,
+}
+
+#[derive(Default)]
+struct HubInner {
+    order: Vec<Destination>,
+    feeds: HashMap<Destination, HostFeed>,
+    infos: HashMap<Destination, HostInfo>,
+    rows: HashMap<Destination, HashMap<SessionId, TrackedSession>>,
+}
+
+impl Hub {
+    pub fn new(ssh: Ssh, clock: Arc<dyn Clock>) -> Hub {
+        let (events, _) = tokio::sync::broadcast::channel(1024);
+        Hub { inner: Arc::default(), events, ssh, clock }
+    }
+
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<HubEvent> {
+        self.events.subscribe()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HubInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The machines to keep connected (from the settings). Call inside a tokio runtime.
+    pub fn set_hosts(&self, hosts: &[Destination]) {
+        let mut removed_events = Vec::new();
+        {
+            let mut inner = self.lock();
+            inner.order = hosts.to_vec();
+            let gone: Vec<Destination> = inner.feeds.keys().filter(|d| !hosts.contains(d)).cloned().collect();
+            for d in gone {
+                inner.feeds.remove(&d);
+                inner.infos.remove(&d);
+                for id in inner.rows.remove(&d).unwrap_or_default().into_keys() {
+                    removed_events.push(serde_json::json!({"type": "removed", "sessionId": format!("{d}:{id}")}));
+                }
+            }
+            for d in hosts {
+                if inner.feeds.contains_key(d) {
+                    continue;
+                }
+                let (feed, msgs) = HostFeed::start(self.ssh.clone(), d.clone(), self.clock.clone(), None);
+                inner.feeds.insert(d.clone(), feed);
+                inner.infos.insert(d.clone(), starting_info(d));
+                tokio::spawn(self.clone().pump(d.clone(), msgs));
+            }
+        }
+        if !removed_events.is_empty() {
+            let _ = self.events.send(HubEvent::Events(removed_events));
+        }
+        let _ = self.events.send(HubEvent::Hosts(self.hosts()));
+    }
+
+    /// One feed's messages into the held rows and out to the window.
+    async fn pump(self, dest: Destination, mut msgs: mpsc::Receiver<FeedMsg>) {
+        while let Some(first) = msgs.recv().await {
+            // What arrived together goes out together.
+            let mut batch = vec![first];
+            while let Ok(m) = msgs.try_recv() {
+                batch.push(m);
+                if batch.len() >= 512 {
+                    break;
+                }
+            }
+            let mut events = Vec::new();
+            let mut hosts_changed = false;
+            {
+                let mut inner = self.lock();
+                if !inner.feeds.contains_key(&dest) {
+                    return; // removed meanwhile
+                }
+                for m in batch {
+                    match m {
+                        FeedMsg::State(info) => {
+                            inner.infos.insert(dest.clone(), info);
+                            hosts_changed = true;
+                        }
+                        FeedMsg::Event(ev) => {
+                            let rows = inner.rows.entry(dest.clone()).or_default();
+                            match &ev {
+                                StoreEvent::Discovered { session } => {
+                                    rows.insert(session.session_id.clone(), (**session).clone());
+                                }
+                                StoreEvent::Updated { session_id, changes } => {
+                                    if let Some(r) = rows.get_mut(session_id) {
+                                        r.apply((**changes).clone());
+                                    }
+                                }
+                                StoreEvent::Removed { session_id } => {
+                                    rows.remove(session_id);
+                                }
+                            }
+                            events.push(face_event(dest.as_str(), &ev));
+                        }
+                    }
+                }
+            }
+            if !events.is_empty() {
+                let _ = self.events.send(HubEvent::Events(events));
+            }
+            if hosts_changed {
+                let _ = self.events.send(HubEvent::Hosts(self.hosts()));
+            }
+        }
+    }
+
+    /// Every machine's state, in the configured order.
+    pub fn hosts(&self) -> Vec<HostInfo> {
+        let inner = self.lock();
+        inner.order.iter().map(|d| inner.infos.get(d).cloned().unwrap_or_else(|| starting_info(d))).collect()
+    }
+
+    /// Every held row of every machine, keyed for a window ([`face_row`]).
+    pub fn rows(&self) -> Vec<serde_json::Value> {
+        let inner = self.lock();
+        inner.rows.values().flat_map(|r| r.values()).map(face_row).collect()
+    }
+
+    /// A held row by its window key `host:id`.
+    pub fn row(&self, key: &str) -> Option<TrackedSession> {
+        let (host, id) = remote::split_host_id(key);
+        let (dest, id) = (Destination::parse(host?).ok()?, SessionId::parse(id).ok()?);
+        self.lock().rows.get(&dest)?.get(&id).cloned()
+    }
+
+    async fn command(&self, dest: &Destination, cmd: FeedCmd) -> Result<(), String> {
+        let tx = {
+            let inner = self.lock();
+            inner
+                .feeds
+                .get(dest)
+                .map(|f| f.cmds.clone())
+                .ok_or_else(|| format!("{dest} is not in the list of machines"))?
+        };
+        tx.send(cmd).await.map_err(|_| format!("{dest} is not connected"))
+    }
+
+    /// Connect now, without waiting for the back-off.
+    pub async fn retry(&self, dest: &Destination) -> Result<(), String> {
+        self.command(dest, FeedCmd::Retry).await
+    }
+
+    /// Install this build (`exe`) as the host's helper, then connect (the user's word).
+    pub async fn install(&self, dest: &Destination, exe: PathBuf) -> Result<(), String> {
+        self.command(dest, FeedCmd::Install(exe)).await
+    }
+
+    /// The timeline of a session on another machine, by its window key `host:id`.
+    pub async fn timeline(&self, key: &str) -> Result<Vec<TimelineItem>, String> {
+        let (host, id) = remote::split_host_id(key);
+        let dest = Destination::parse(host.ok_or("not a session of another machine")?)?;
+        SessionId::parse(id).map_err(|_| "that is not a session id".to_owned())?;
+        let (tx, rx) = oneshot::channel();
+        self.command(&dest, FeedCmd::Show(id.to_owned(), tx)).await?;
+        rx.await.map_err(|_| "the connection to the host dropped".to_owned())?
+    }
+}
+
+fn starting_info(d: &Destination) -> HostInfo {
+    HostInfo {
+        host: d.as_str().to_owned(),
+        state: HostState::Connecting,
+        message: None,
+        last_seen: None,
+        sessions: 0,
+        version: None,
+        retry_in_secs: None,
+    }
+}

@@ -63,8 +63,16 @@ export function applyEvents(
   return { seq, changed, gap };
 }
 
+/** The project a row belongs to; behind its machine's name for another machine's (`devbox:/srv/api`). */
 export function groupKey(s: TrackedSession): string {
-  return s.repoRoot ?? s.cwd ?? s.projectId;
+  const project = s.repoRoot ?? s.cwd ?? s.projectId;
+  return s.host ? `${s.host}:${project}` : project;
+}
+
+/** A group's label: the project's folder name, after its machine's for another machine's. */
+export function groupLabel(s: TrackedSession): string {
+  const name = basename(s.repoRoot ?? s.cwd ?? s.projectId);
+  return s.host ? `${s.host} · ${name}` : name;
 }
 
 export function activityKey(s: TrackedSession): string {
@@ -182,7 +190,7 @@ export function buildView(
     const key = groupKey(s);
     let g = groups.get(key);
     if (!g) {
-      g = { key, label: basename(key), sessions: [], needsYou: 0 };
+      g = { key, label: groupLabel(s), sessions: [], needsYou: 0 };
       groups.set(key, g);
     }
     g.sessions.push(s);

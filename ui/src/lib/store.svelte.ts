@@ -16,7 +16,7 @@ import {
   type RosterLine,
   type RosterView,
 } from './roster';
-import type { IndexProgress, RootInfo, RosterSnapshot, SeqEvent, TrackedSession } from './types';
+import type { HostInfo, IndexProgress, RemoteEvent, RootInfo, RosterSnapshot, SeqEvent, TrackedSession } from './types';
 
 /** The later of two reports of the same index: more files read, or it ended. */
 export function laterProgress(a: IndexProgress, b: IndexProgress): IndexProgress {
@@ -60,6 +60,8 @@ export class RosterStore {
   });
   /** The window's title for the attention set, as the engine words it. */
   attentionTitle = $state('Mimesis');
+  /** Other machines and their connections (`hosts:changed`), in the configured order. */
+  hosts = $state.raw<HostInfo[]>([]);
   /** How far the engine's initial index has come (`store:progress`). */
   progress = $state<IndexProgress>({ indexing: true, done: 0, total: 0 });
   /** The engine's attention set (`attention:changed`): the one source of "needs you". */
@@ -138,6 +140,8 @@ export class RosterStore {
   async start(): Promise<void> {
     this.#unlisten.push(
       await this.#backend.on('store:events', (p) => this.receive(p.events)),
+      await this.#backend.on('remote:events', (p) => this.receiveRemote(p.events)),
+      await this.#backend.on('hosts:changed', (p) => (this.hosts = p.hosts)),
       await this.#backend.on('store:resync', () => void this.resync()),
       await this.#backend.on('store:progress', (p) => (this.progress = laterProgress(this.progress, p))),
       await this.#backend.on('attention:changed', (a) => {
@@ -174,6 +178,8 @@ export class RosterStore {
     this.#buffer = null;
     // eslint-disable-next-line svelte/prefer-svelte-reactivity -- see #sessions
     this.#sessions = new Map(snap.sessions.map((s) => [s.sessionId, s]));
+    for (const s of snap.remote ?? []) this.#sessions.set(s.sessionId, s);
+    if (snap.hosts) this.hosts = snap.hosts;
     this.#seq = snap.seq;
     this.roots = snap.roots;
     this.demo = snap.demo;
@@ -181,7 +187,22 @@ export class RosterStore {
     this.progress = laterProgress(this.progress, snap.progress ?? { indexing: false, done: 0, total: 0 });
     this.loaded = true;
     this.#seq = applyEvents(this.#sessions, this.#seq, held).seq;
+    // Other machines' changes that came meanwhile: the snapshot may hold them already,
+    // and applying one twice changes nothing.
+    applyRemote(this.#sessions, this.#remoteHeld);
+    this.#remoteHeld = [];
     this.version++;
+  }
+
+  #remoteHeld: RemoteEvent[] = [];
+
+  /** One `remote:events` batch: other machines' changes, in the order they came (no seq). */
+  receiveRemote(events: RemoteEvent[]): void {
+    if (this.#buffer) {
+      this.#remoteHeld.push(...events);
+      return;
+    }
+    if (applyRemote(this.#sessions, events)) this.version++;
   }
 
   /** One `store:events` batch. */
@@ -275,4 +296,24 @@ export class RosterStore {
     await this.#backend.call('stop_demo');
     await this.resync();
   }
+}
+
+/** Applies other machines' store events (keyed `host:id`); true when something changed. */
+export function applyRemote(sessions: Map<string, TrackedSession>, events: readonly RemoteEvent[]): boolean {
+  let changed = false;
+  for (const ev of events) {
+    if (ev.type === 'discovered') {
+      sessions.set(ev.session.sessionId, ev.session);
+      changed = true;
+    } else if (ev.type === 'updated') {
+      const old = sessions.get(ev.sessionId);
+      if (old) {
+        sessions.set(ev.sessionId, { ...old, ...ev.changes, sessionId: old.sessionId, host: old.host });
+        changed = true;
+      }
+    } else {
+      changed = sessions.delete(ev.sessionId) || changed;
+    }
+  }
+  return changed;
 }

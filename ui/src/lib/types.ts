@@ -55,6 +55,11 @@ export interface TrackedSession {
   name?: string | null;
   /** Sessions in the work chain (1 when alone). */
   chainLength: number;
+  /**
+   * The SSH destination of the machine it runs on, or null for this machine (issue 13). A row
+   * of another machine has `sessionId` `host:id` in the window, so ids never collide.
+   */
+  host?: string | null;
   /** Non-null exactly when Mimesis runs this session in a PTY (`source: "pty"`). */
   supervision: Supervision | null;
 }
@@ -217,7 +222,25 @@ export interface RosterSnapshot {
   demo: boolean;
   /** How far the initial index has come (absent from older backends: done). */
   progress?: IndexProgress;
+  /** The rows of other machines (keyed `host:id`), and every configured machine's state. */
+  remote?: TrackedSession[];
+  hosts?: HostInfo[];
 }
+
+/** A machine of Settings › Machines and its connection (docs/ipc.md `HostInfo`). */
+export interface HostInfo {
+  host: string;
+  state: 'connecting' | 'live' | 'stale' | 'unreachable' | 'helper_missing';
+  /** Why it is not live, in a sentence (untrusted text from ssh: shown as text). */
+  message: string | null;
+  lastSeen: string | null;
+  sessions: number;
+  version: string | null;
+  retryInSecs: number | null;
+}
+
+/** A store event of another machine: no `seq` (applied as it comes). */
+export type RemoteEvent = StoreEvent;
 
 export interface IndexProgress {
   indexing: boolean;
@@ -373,6 +396,11 @@ export interface Commands {
   focus_terminal: { args: { sessionId: string }; ret: string };
   set_viewing: { args: { sessionId: string | null }; ret: null };
   folder_check: { args: { path: string }; ret: string | null };
+  hosts_list: { args: undefined; ret: HostInfo[] };
+  host_retry: { args: { host: string }; ret: null };
+  host_install: { args: { host: string }; ret: null };
+  host_add: { args: { host: string }; ret: null };
+  host_remove: { args: { host: string }; ret: null };
 }
 
 /** The dialog on a supervised session's screen, as the engine reads it (options by label). */
@@ -430,6 +458,8 @@ export interface Events {
   'attention:changed': { count: number; sessionIds: string[]; title?: string };
   'approvals:changed': PermissionRequest[];
   'store:progress': IndexProgress;
+  'remote:events': { events: RemoteEvent[] };
+  'hosts:changed': { hosts: HostInfo[] };
 }
 
 /** How the UI shows a tool call that has no result yet, from the session's status. */

@@ -23,6 +23,7 @@ import type {
   ByteChannel,
   Commands,
   Events,
+  HostInfo,
   HookStatus,
   ResourceRow,
   RootInfo,
@@ -86,6 +87,8 @@ export function createFakeBackend(params: URLSearchParams): Backend {
       result: null,
     };
   }
+
+  let machines: HostInfo[] = [];
 
   function emit(event: string, payload: unknown): void {
     setTimeout(() => handlers.get(event)?.forEach((h) => h(payload)), 0);
@@ -238,6 +241,22 @@ export function createFakeBackend(params: URLSearchParams): Backend {
     approvals_pending: () => [],
     set_viewing: () => null,
     folder_check: ({ path }) => (path.startsWith('/') ? null : 'Give the whole path, starting with /.'),
+    // Machines: the preview connects to none; each added one says so.
+    hosts_list: () => machines,
+    host_retry: () => null,
+    host_install: () => null,
+    host_add: ({ host }) => {
+      if (!/^[A-Za-z0-9][A-Za-z0-9._@:/[\]-]*$/.test(host)) throw new Error(`"${host}" is not an SSH destination`);
+      if (machines.some((m) => m.host === host)) throw new Error(`${host} is already in the list`);
+      machines = [...machines, { host, state: 'unreachable', message: 'the in-browser preview connects to no machine', lastSeen: null, sessions: 0, version: null, retryInSecs: null }];
+      emit('hosts:changed', { hosts: machines });
+      return null;
+    },
+    host_remove: ({ host }) => {
+      machines = machines.filter((m) => m.host !== host);
+      emit('hosts:changed', { hosts: machines });
+      return null;
+    },
     pick_folder: ({ start }) => start ?? '/tmp',
     gpu_available: () => true,
     focus_terminal: () => {
