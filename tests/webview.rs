@@ -476,6 +476,14 @@ async fn remote_machine(app: &DesktopApp, mut sshd: mimesis_tests::sshd::Sshd, r
     eprintln!("remote append → badge: {took:?}");
     ensure!(took <= Duration::from_secs(1), "the badge took {took:?}");
 
+    // Its turn ends: it needs the user, counted with this machine's (the local one waits too).
+    write(remote_path, &[reply("Docs done.", 0), turn_done(0)])?;
+    app.wait_for("the remote session to need the user", t, || async {
+        Ok(app.js("return document.querySelector('[data-testid=attention]')?.dataset.count ?? null;").await?
+            == json!("2"))
+    })
+    .await?;
+
     // Its timeline opens (read on the machine) and follows.
     app.client.find(Locator::Css(&row(&key))).await?.click().await?;
     app.wait_for("the remote timeline", t, || async {

@@ -22,7 +22,8 @@ use crate::events::IpcItem;
 pub struct AppState {
     pub mimesis: Mimesis,
     /// The session open in the window (no notification for it while the window has focus).
-    pub viewing: Mutex<Option<SessionId>>,
+    /// (Its window key: an id, or `host:id` for another machine's session.)
+    pub viewing: Mutex<Option<String>>,
     pub demo: Mutex<Option<demo::Demo>>,
     pub demo_root: PathBuf,
     /// Sends the page the store events after its last snapshot (`events::forward_store`).
@@ -274,7 +275,11 @@ pub async fn approval_decide(
 /// The session the window shows now (`null`: none).
 #[tauri::command(rename_all = "camelCase")]
 pub async fn set_viewing(state: tauri::State<'_, AppState>, session_id: Option<String>) -> CmdResult<()> {
-    let id = session_id.map(|s| self::session_id(&s)).transpose()?;
+    let id = match session_id {
+        Some(s) if crate::remote::is_remote(&s) => Some(s),
+        Some(s) => Some(self::session_id(&s)?.to_string()),
+        None => None,
+    };
     *state.viewing.lock().map_err(|e| e.to_string())? = id;
     Ok(())
 }

@@ -132,7 +132,10 @@ pub async fn forward_timeline<R: Runtime>(app: AppHandle<R>, engine: Engine) {
 
 /// Sends the attention set as it is now (`attention:changed`).
 pub fn emit_attention<R: Runtime>(app: &AppHandle<R>, engine: &Engine) {
-    let set = engine.subscribe_attention().borrow().clone();
+    let set = crate::remote::with_remote(app, engine.subscribe_attention().borrow().clone());
+    if let Some(w) = app.get_webview_window(crate::window::MAIN) {
+        let _ = w.set_title(&set.title);
+    }
     if let Err(e) = app.emit("attention:changed", set) {
         tracing::warn!(error = %e, "cannot emit the attention set");
     }
@@ -142,14 +145,9 @@ pub fn emit_attention<R: Runtime>(app: &AppHandle<R>, engine: &Engine) {
 pub async fn forward_attention<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     let mut rx = engine.subscribe_attention();
     while rx.changed().await.is_ok() {
-        let set = rx.borrow_and_update().clone();
+        rx.borrow_and_update();
         // The window's title carries the count too (the taskbar, window switchers).
-        if let Some(w) = app.get_webview_window(crate::window::MAIN) {
-            let _ = w.set_title(&set.title);
-        }
-        if let Err(e) = app.emit("attention:changed", set) {
-            tracing::warn!(error = %e, "cannot emit the attention set");
-        }
+        emit_attention(&app, &engine);
     }
 }
 

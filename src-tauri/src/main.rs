@@ -169,6 +169,8 @@ fn main() {
             }
             let mimesis = tauri::async_runtime::block_on(Mimesis::start(opts));
             let engine = mimesis.engine().clone();
+            // Other machines first: the tray and the attention set count their sessions too.
+            app.manage(remote::start(&handle, &mimesis));
             tauri::async_runtime::spawn(events::forward_timeline(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_attention(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_progress(handle.clone(), engine.clone()));
@@ -185,7 +187,6 @@ fn main() {
                 Err(e) => tracing::warn!(error = %e, "no tray icon"),
             }
             pty::start(&handle, &mimesis);
-            app.manage(remote::start(&handle, &mimesis));
             quit_on_signals(handle, signals);
             app.manage(AppState {
                 mimesis,

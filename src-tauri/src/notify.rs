@@ -50,7 +50,11 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
     let _ = app.notification().on_action(move |performed| {
         let extra = performed.notification().map(|n| n.extra().clone()).unwrap_or_default();
         let text = |k: &str| extra.get(k).and_then(|v| v.as_str()).map(str::to_owned);
-        let Some(id) = text(SESSION_KEY).and_then(|s| SessionId::parse(&s).ok()) else { return };
+        let Some(key) = text(SESSION_KEY) else { return };
+        if performed.action_id() == "tap" && crate::remote::is_remote(&key) {
+            return window::open_key(&handle, &key);
+        }
+        let Some(id) = SessionId::parse(&key).ok() else { return };
         let behavior = match performed.action_id() {
             "tap" => return window::open_session(&handle, &id),
             APPROVE => Behavior::Allow,
@@ -101,7 +105,7 @@ pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mimesis: Mime
     loop {
         tokio::select! {
             n = rx.recv() => match n {
-                Ok(n) if !n.worth_showing(viewing(&app).as_ref(), window::focused(&app)) => {
+                Ok(n) if !n.worth_showing(viewing(&app).and_then(|v| SessionId::parse(&v).ok()).as_ref(), window::focused(&app)) => {
                     tracing::debug!(session = %n.session_id, "not notified: the user is looking at it");
                 }
                 Ok(n) if n.kind == NotificationKind::WaitingForApproval => {
@@ -115,14 +119,14 @@ pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mimesis: Mime
                 }
                 Ok(n) => match burst.admit(&n, mimesis.clock().mono()) {
                     Coalesced::Alone => {
-                        show(&app, &n.title, &body_of(&n.body), &n.session_id, None);
+                        show(&app, &n.title, &body_of(&n.body), n.session_id.as_str(), None);
                     }
                     // A burst: one summary, replaced as it grows; a click opens the latest.
                     Coalesced::Folded { title, body, .. } => {
                         if let Some(id) = summary.take() {
                             close(&app, id);
                         }
-                        summary = Some(show(&app, &title, &body_of(&body), &n.session_id, None));
+                        summary = Some(show(&app, &title, &body_of(&body), n.session_id.as_str(), None));
                     }
                 },
                 Err(RecvError::Lagged(missed)) => tracing::warn!(missed, "notifications fell behind; some were not shown"),
@@ -153,7 +157,7 @@ pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mimesis: Mime
 }
 
 /// The session open in the window, as the page said (`set_viewing`).
-fn viewing<R: Runtime>(app: &AppHandle<R>) -> Option<SessionId> {
+fn viewing<R: Runtime>(app: &AppHandle<R>) -> Option<String> {
     app.try_state::<AppState>()?.viewing.lock().ok()?.clone()
 }
 
@@ -181,7 +185,7 @@ fn show_approval<R: Runtime>(
         }
         None => body.to_owned(),
     };
-    let id = show(app, title, &body, session, answerable.then(|| request.map(|p| p.id.as_str())));
+    let id = show(app, title, &body, session.as_str(), answerable.then(|| request.map(|p| p.id.as_str())));
     Shown { id, request: request.map(|p| p.id.clone()), answerable, title: title.to_owned(), body }
 }
 
@@ -192,17 +196,11 @@ fn body_of(body: &str) -> String {
 
 /// Shows one notification; `answer: Some(request)` offers the approval actions (for the
 /// request, or the supervised session's dialog when `None` inside). Returns its id.
-fn show<R: Runtime>(
-    app: &AppHandle<R>,
-    title: &str,
-    body: &str,
-    session: &SessionId,
-    answer: Option<Option<&str>>,
-) -> i32 {
+fn show<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str, session: &str, answer: Option<Option<&str>>) -> i32 {
     static NEXT_ID: AtomicI32 = AtomicI32::new(1);
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let mut builder =
-        app.notification().builder().id(id).title(title).body(escape_markup(body)).extra(SESSION_KEY, session.as_str());
+        app.notification().builder().id(id).title(title).body(escape_markup(body)).extra(SESSION_KEY, session);
     if let Some(request) = answer {
         builder = builder.action_type_id(ANSWERABLE);
         if let Some(r) = request {
@@ -216,7 +214,17 @@ fn show<R: Runtime>(
 }
 
 fn show_text<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str, session: &SessionId) {
-    show(app, title, &body_of(body), session, None);
+    show(app, title, &body_of(body), session.as_str(), None);
+}
+
+/// A notification about another machine's session (`key`: `host:id`): none while the user
+/// looks at that session in the focused window; a click opens it. Never with answer
+/// actions (its requests are answered on its machine).
+pub fn show_remote<R: Runtime>(app: &AppHandle<R>, key: &str, title: &str, body: &str) {
+    if window::focused(app) && viewing(app).as_deref() == Some(key) {
+        return;
+    }
+    show(app, title, &body_of(body), key, None);
 }
 
 fn close<R: Runtime>(app: &AppHandle<R>, id: i32) {

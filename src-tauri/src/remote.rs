@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use mimesis_core::TimelineItem;
+use mimesis_core::attention::{AttentionSet, window_title};
 use mimesis_core::remote::{Destination, split_host_id};
 use mimesis_wiring::Mimesis;
 use mimesis_wiring::remote::{HostInfo, Hub, HubEvent, Ssh};
@@ -19,6 +20,24 @@ pub struct RemoteState {
     pub hub: Hub,
     /// The open timelines of other machines' sessions, as last read there.
     open: Arc<Mutex<HashMap<String, Arc<Vec<TimelineItem>>>>>,
+}
+
+/// The attention set as the window shows it: this machine's sessions and other machines'
+/// (`host:id`), one count, one title.
+#[derive(Serialize, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct WindowAttention {
+    pub count: usize,
+    pub session_ids: Vec<String>,
+    pub title: String,
+}
+
+pub fn with_remote<R: Runtime>(app: &AppHandle<R>, set: AttentionSet) -> WindowAttention {
+    let mut ids: Vec<String> = set.session_ids.iter().map(|i| i.to_string()).collect();
+    if let Some(r) = app.try_state::<RemoteState>() {
+        ids.extend(r.hub.needs_you());
+    }
+    WindowAttention { count: ids.len(), title: window_title(ids.len()), session_ids: ids }
 }
 
 /// Whether a window key names a session of another machine (`host:id`).
@@ -35,18 +54,21 @@ fn configured(mimesis: &Mimesis) -> Vec<Destination> {
 pub fn start<R: Runtime>(app: &AppHandle<R>, mimesis: &Mimesis) -> RemoteState {
     let _guard = tauri::async_runtime::handle().inner().enter();
     let hub = Hub::new(Ssh::from_env(), mimesis.clock().clone());
+    hub.set_notifications(mimesis.settings().notifications);
     hub.set_hosts(&configured(mimesis));
     let state = RemoteState { hub: hub.clone(), open: Arc::default() };
     let mut settings = mimesis.subscribe_settings();
     let follow = hub.clone();
     tauri::async_runtime::spawn(async move {
         while settings.changed().await.is_ok() {
+            let now = settings.borrow_and_update().clone();
             let hosts: Vec<Destination> =
-                settings.borrow().machines.hosts.iter().filter_map(|h| Destination::parse(h).ok()).collect();
+                now.machines.hosts.iter().filter_map(|h| Destination::parse(h).ok()).collect();
+            follow.set_notifications(now.notifications);
             follow.set_hosts(&hosts);
         }
     });
-    tauri::async_runtime::spawn(forward(app.clone(), hub, state.open.clone()));
+    tauri::async_runtime::spawn(forward(app.clone(), hub, state.open.clone(), mimesis.engine().clone()));
     state
 }
 
@@ -79,10 +101,12 @@ struct Changed {
 
 type Open = Arc<Mutex<HashMap<String, Arc<Vec<TimelineItem>>>>>;
 
-async fn forward<R: Runtime>(app: AppHandle<R>, hub: Hub, open: Open) {
+async fn forward<R: Runtime>(app: AppHandle<R>, hub: Hub, open: Open, engine: mimesis_watch::Engine) {
     let mut rx = hub.subscribe();
     loop {
         match rx.recv().await {
+            Ok(HubEvent::Attention(_)) => crate::events::emit_attention(&app, &engine),
+            Ok(HubEvent::Notify { key, title, body }) => crate::notify::show_remote(&app, &key, &title, &body),
             Ok(HubEvent::Hosts(hosts)) => {
                 let _ = app.emit("hosts:changed", HostsPayload { hosts });
             }

@@ -80,6 +80,8 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
         _ => {
             if let Some(sid) = id.strip_prefix(ID_OPEN).and_then(|s| SessionId::parse(s).ok()) {
                 window::open_session(app, &sid);
+            } else if let Some(key) = id.strip_prefix(ID_OPEN).filter(|k| crate::remote::is_remote(k)) {
+                window::open_key(app, key);
             } else if let Some((request, behavior)) = approval_item(id) {
                 // The user's click: the one way a request is answered from the tray.
                 let Some(state) = app.try_state::<crate::commands::AppState>() else { return };
@@ -114,9 +116,16 @@ pub async fn follow<R: Runtime>(
     let mut notes = engine.subscribe_notifications();
     let mut current = attention.borrow_and_update().clone();
     let requests = approvals.as_mut().map(|a| a.borrow_and_update().clone()).unwrap_or_default();
+    // Other machines' sessions that need the user count too.
+    let mut remote = app.try_state::<crate::remote::RemoteState>().map(|r| r.hub.subscribe());
     refresh(&app, &engine, &current, &requests).await;
     loop {
         tokio::select! {
+            ev = async { match remote.as_mut() { Some(r) => r.recv().await, None => std::future::pending().await } } => match ev {
+                Ok(mimesis_wiring::remote::HubEvent::Attention(_)) | Err(RecvError::Lagged(_)) => {}
+                Ok(_) => continue,
+                Err(RecvError::Closed) => { remote = None; continue }
+            },
             changed = attention.changed() => {
                 if changed.is_err() {
                     return;
@@ -183,7 +192,8 @@ fn touches(ev: &StoreEvent, set: &AttentionSet) -> bool {
 #[derive(Serialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
 struct Entry {
-    session_id: SessionId,
+    /// The window key: an id, or `host:id` for another machine's session.
+    session_id: String,
     label: String,
 }
 
@@ -235,11 +245,28 @@ async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, set: &Attentio
             let name = s.map(session_name).unwrap_or_else(|| id.short().to_owned());
             let at = s.map(|s| s.last_activity_at.millis()).unwrap_or(0);
             let label = format!("{} — {state}", clean_label(&name, LABEL_CHARS));
-            (rank, -at, Entry { session_id: id.clone(), label })
+            (rank, -at, Entry { session_id: id.to_string(), label })
         })
         .collect();
+    // Other machines' sessions, after this machine's of the same rank.
+    let remote: Vec<(String, Option<TrackedSession>)> = app
+        .try_state::<crate::remote::RemoteState>()
+        .map(|r| r.hub.needs_you().into_iter().map(|k| (k.clone(), r.hub.row(&k))).collect())
+        .unwrap_or_default();
+    for (key, s) in &remote {
+        let (rank, state) = match s.as_ref().map(|s| s.status) {
+            Some(Status::WaitingForApproval) => (0, "needs approval"),
+            Some(Status::WaitingForInput) => (2, "waiting for input"),
+            _ => (1, "needs you"),
+        };
+        let host = s.as_ref().and_then(|s| s.host.clone()).unwrap_or_default();
+        let name = s.as_ref().map(session_name).unwrap_or_else(|| key.clone());
+        let at = s.as_ref().map(|s| s.last_activity_at.millis()).unwrap_or(0);
+        let label = format!("{} — {state}", clean_label(&format!("{host}: {name}"), LABEL_CHARS));
+        rows.push((rank, -at, Entry { session_id: key.clone(), label }));
+    }
     rows.sort_by_key(|r| (r.0, r.1));
-    let count = set.count;
+    let count = set.count + remote.len();
     let entries: Vec<Entry> = rows.into_iter().take(MENU_SESSIONS).map(|r| r.2).collect();
     let more = count.saturating_sub(entries.len());
     let tooltip = match count {

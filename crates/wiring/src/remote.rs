@@ -18,10 +18,12 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mimesis_core::attention::Attention;
 use mimesis_core::clock::{Clock, Timestamp};
 use mimesis_core::ids::SessionId;
 use mimesis_core::remote::{self, Destination, Failure, FromRemote, HostLink, HostState, MAX_LINE, PROTOCOL, ToRemote};
 use mimesis_core::session::{StoreEvent, TrackedSession};
+use mimesis_core::settings::NotificationSettings;
 use mimesis_core::timeline::TimelineItem;
 use serde::Serialize;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -821,6 +823,11 @@ pub enum HubEvent {
     Hosts(Vec<HostInfo>),
     /// Roster changes of other machines, keyed as in [`face_row`].
     Events(Vec<serde_json::Value>),
+    /// The sessions of other machines that need the user now (keys `host:id`), by the same
+    /// policy as this machine's (`mimesis_core::attention`).
+    Attention(Vec<String>),
+    /// A notification the attention policy decided on (`key`: `host:id`).
+    Notify { key: String, title: String, body: String },
 }
 
 /// Every configured machine kept connected for a window: their rows held through drops,
@@ -840,6 +847,31 @@ struct HubInner {
     feeds: HashMap<Destination, HostFeed>,
     infos: HashMap<Destination, HostInfo>,
     rows: HashMap<Destination, HashMap<SessionId, TrackedSession>>,
+    attention: HashMap<Destination, Attention>,
+    notifications: NotificationSettings,
+    /// The attention set last told.
+    needs_you: Vec<String>,
+}
+
+impl HubInner {
+    fn needs_you(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .attention
+            .iter()
+            .flat_map(|(d, a)| a.set().session_ids.into_iter().map(move |id| format!("{d}:{id}")))
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    /// The attention set, when it changed since last told.
+    fn needs_you_changed(&mut self) -> Option<Vec<String>> {
+        let now = self.needs_you();
+        (now != self.needs_you).then(|| {
+            self.needs_you = now.clone();
+            now
+        })
+    }
 }
 
 impl Hub {
@@ -866,6 +898,7 @@ impl Hub {
             for d in gone {
                 inner.feeds.remove(&d);
                 inner.infos.remove(&d);
+                inner.attention.remove(&d);
                 for id in inner.rows.remove(&d).unwrap_or_default().into_keys() {
                     removed_events.push(serde_json::json!({"type": "removed", "sessionId": format!("{d}:{id}")}));
                 }
@@ -883,7 +916,25 @@ impl Hub {
         if !removed_events.is_empty() {
             let _ = self.events.send(HubEvent::Events(removed_events));
         }
+        let changed = self.lock().needs_you_changed();
+        if let Some(keys) = changed {
+            let _ = self.events.send(HubEvent::Attention(keys));
+        }
         let _ = self.events.send(HubEvent::Hosts(self.hosts()));
+    }
+
+    /// Which notifications the user wants (the settings' `notifications`).
+    pub fn set_notifications(&self, settings: NotificationSettings) {
+        let mut inner = self.lock();
+        for a in inner.attention.values_mut() {
+            a.set_settings(settings.clone());
+        }
+        inner.notifications = settings;
+    }
+
+    /// The sessions of other machines that need the user now (keys `host:id`).
+    pub fn needs_you(&self) -> Vec<String> {
+        self.lock().needs_you.clone()
     }
 
     /// One feed's messages into the held rows and out to the window.
@@ -898,9 +949,12 @@ impl Hub {
                 }
             }
             let mut events = Vec::new();
+            let mut notes = Vec::new();
             let mut hosts_changed = false;
+            let needs_you;
             {
                 let mut inner = self.lock();
+                let now = self.clock.now();
                 if !inner.feeds.contains_key(&dest) {
                     return; // removed meanwhile
                 }
@@ -925,13 +979,32 @@ impl Hub {
                                     rows.remove(session_id);
                                 }
                             }
+                            let settings = inner.notifications.clone();
+                            let policy = inner
+                                .attention
+                                .entry(dest.clone())
+                                .or_insert_with(|| Attention::new(settings, mimesis_core::attention::DEFAULT_DEBOUNCE));
+                            for n in policy.on_store_event(&ev, now) {
+                                notes.push(HubEvent::Notify {
+                                    key: format!("{dest}:{}", n.session_id),
+                                    title: n.title,
+                                    body: format!("{dest}: {}", n.body),
+                                });
+                            }
                             events.push(face_event(dest.as_str(), &ev));
                         }
                     }
                 }
+                needs_you = inner.needs_you_changed();
             }
             if !events.is_empty() {
                 let _ = self.events.send(HubEvent::Events(events));
+            }
+            if let Some(keys) = needs_you {
+                let _ = self.events.send(HubEvent::Attention(keys));
+            }
+            for n in notes {
+                let _ = self.events.send(n);
             }
             if hosts_changed {
                 let _ = self.events.send(HubEvent::Hosts(self.hosts()));
