@@ -843,3 +843,68 @@ fn with_no_face_the_dialog_stays_in_the_terminal() -> Result<()> {
         })
     })
 }
+
+/// Another machine's real session (issue 13): the real CLI's config root served by a real
+/// sshd on loopback. `ls --host` over ssh says of the session what `ls` says on the machine
+/// itself (status, goal, model, usage, cost, liveness, its registry name and mode), plus
+/// its host.
+#[test]
+fn a_real_cli_session_on_another_machine() -> Result<()> {
+    use mimesis_tests::sshd::Sshd;
+    if !Sshd::available() {
+        eprintln!("skipped: no sshd (scripts/setup.sh installs it)");
+        return Ok(());
+    }
+    each_version("a session over ssh", |v| {
+        with_run(v, "a session over ssh", &[], |r| {
+            r.s.api.push(Reply::text("Hello from afar."));
+            r.s.type_line("say hello from afar")?;
+            r.s.wait_until("the reply", |screen, _| screen.contains("Hello from afar."))?;
+            let id = r.session()?;
+            r.status_is(&id, "waiting_for_input")?;
+            let dir = tempfile::tempdir()?;
+            let base = dir.path().canonicalize()?;
+            let sshd = Sshd::start(&base.join("sshd"))?;
+            sshd.add_alias("real", r.s.home.config_dir(), &base.join("remote-data"))?;
+            let ls = |extra: &[&str]| -> Result<Vec<Value>> {
+                let out = std::process::Command::new(mimesis_tests::supervised::mimesis()?)
+                    .args(["ls", "--json"])
+                    .args(extra)
+                    .env("CLAUDE_CONFIG_DIR", r.s.home.config_dir())
+                    .env("MIMESIS_DATA_DIR", base.join("local-data"))
+                    .env("MIMESIS_SSH_CONFIG", &sshd.client_config)
+                    .stdin(std::process::Stdio::null())
+                    .output()?;
+                ensure!(out.status.success(), "ls {extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+                Ok(serde_json::from_slice::<Vec<Value>>(&out.stdout)?)
+            };
+            let here = ls(&[])?;
+            let there = ls(&["--no-local", "--host", "real", "--install-helper"])?;
+            let pick = |rows: &[Value]| rows.iter().find(|s| s["sessionId"] == json!(id)).cloned();
+            let (here, there) = (pick(&here).context("the local row")?, pick(&there).context("the remote row")?);
+            ensure!(
+                there["host"] == json!("real") && here["host"].is_null(),
+                "host: {} / {}",
+                here["host"],
+                there["host"]
+            );
+            for key in [
+                "status",
+                "goal",
+                "model",
+                "usage",
+                "cost",
+                "live",
+                "pid",
+                "name",
+                "permissionMode",
+                "cwd",
+                "lastActivityAt",
+            ] {
+                ensure!(here[key] == there[key], "{key} differs over ssh: here {} there {}", here[key], there[key]);
+            }
+            ensure!(there["live"] == json!(true), "the remote row is not live: {there}");
+            Ok(())
+        })
+    })
+}
