@@ -269,6 +269,28 @@ fn watch_follows_the_remote_and_a_host_that_drops_comes_back_by_itself() -> Resu
     )?;
     rig.sshd.restart()?;
     w.wait_for("the host live again", |v| v["type"] == "host" && v["state"] == "live")?;
+
+    // Mimesis killed outright: its ssh and the far side's `serve` end with it (the far side
+    // sees its input close), nothing of ours lives on.
+    let _ = w.child.kill();
+    let _ = w.child.wait();
+    let ours = |p: &mimesis_os::procs::Stat| {
+        mimesis_os::procs::cmdline(p.pid).is_some_and(|c| {
+            let c = c.join(" ");
+            c.contains(&*rig.sshd.client_config.to_string_lossy())
+                || c.contains(&*rig.remote_data("devbox").to_string_lossy())
+        })
+    };
+    let deadline = Instant::now() + T;
+    loop {
+        let left: Vec<u32> =
+            mimesis_os::procs::all().iter().filter(|p| p.state != 'Z' && ours(p)).map(|p| p.pid).collect();
+        if left.is_empty() {
+            break;
+        }
+        ensure!(Instant::now() < deadline, "processes of ours outlived Mimesis: {left:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     Ok(())
 }
 

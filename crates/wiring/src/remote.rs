@@ -292,7 +292,8 @@ pub async fn connect_or_install(ssh: &Ssh, dest: &Destination, install: Option<&
     match connect(ssh, dest).await {
         Err(f) if f.wants_helper() => match install {
             Some(exe) => {
-                install_helper(ssh, dest, exe).await.map_err(Failure::Unreachable)?;
+                // A copy that fails leaves the host without a helper, said with why.
+                install_helper(ssh, dest, exe).await.map_err(Failure::HelperMismatch)?;
                 connect(ssh, dest).await
             }
             None => Err(f),
@@ -668,9 +669,11 @@ async fn feed(
         if !st.tell().await {
             return;
         }
-        let failure = match connect_or_install(&ssh, &st.dest, install.as_deref()).await {
+        // The user's word to install holds for this one attempt: a copy that fails is said
+        // and waits for the user again, never retried on its own.
+        let exe = install.take();
+        let failure = match connect_or_install(&ssh, &st.dest, exe.as_deref()).await {
             Ok(mut conn) => {
-                install = None;
                 st.version = Some(mimesis_core::text::clean_text(&conn.hello.version, 40));
                 match run_connection(&mut st, &mut conn, &mut cmds).await {
                     Some(f) => f,
