@@ -238,14 +238,12 @@ pub async fn settings_get(state: tauri::State<'_, AppState>) -> CmdResult<Settin
 }
 
 /// The settings form's document. Machines have their own commands (`host_add`,
-/// `host_remove`): a form that leaves them out keeps them as stored, so saving a form
+/// `host_remove`) and keep their stored list here, whatever the form holds: saving a form
 /// opened before a machine was added never removes it.
 #[tauri::command]
 pub async fn settings_set(state: tauri::State<'_, AppState>, settings: serde_json::Value) -> CmdResult<SetOutcome> {
     let mut settings = settings;
-    if let Some(doc) = settings.as_object_mut()
-        && !doc.contains_key("machines")
-    {
+    if let Some(doc) = settings.as_object_mut() {
         let stored = serde_json::to_value(&state.mimesis.settings().machines).map_err(|e| e.to_string())?;
         doc.insert("machines".into(), stored);
     }
