@@ -1078,3 +1078,57 @@ fn starting_info(d: &Destination) -> HostInfo {
         retry_in_secs: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mimesis_core::session::SessionPatch;
+
+    fn row(id: &str, host: Option<&str>) -> TrackedSession {
+        let mut v = serde_json::json!({
+            "sessionId": id, "projectId": "-p", "cwd": null, "repoRoot": null, "branch": null, "goal": null,
+            "summary": null, "title": null, "status": "idle", "hasPendingToolUse": false, "pendingTool": null,
+            "lastActivityAt": "2026-11-25T10:00:00.000Z", "createdAt": null, "model": null,
+            "usage": {"inputTokens": 0, "outputTokens": 0, "cacheCreationInputTokens": 0, "cacheReadInputTokens": 0},
+            "apiError": false, "compactionCount": 0, "superseded": true, "supersededBy": "next", "supersededAt": null,
+            "workChainId": null, "workChainName": null, "chainLength": 1, "source": "watcher", "supervision": null,
+            "live": false, "pid": null, "transcriptPath": "/x.jsonl", "permissionMode": null, "malformedLines": 0,
+            "statusFile": null, "name": null
+        });
+        v["host"] = host.into();
+        serde_json::from_value(v).expect("a row")
+    }
+
+    #[test]
+    fn a_window_keys_another_machines_rows_by_host_and_id() {
+        let remote = face_row(&row("abc", Some("devbox")));
+        assert_eq!(remote["sessionId"], "devbox:abc");
+        assert_eq!(remote["supersededBy"], "devbox:next", "links stay on their machine");
+        assert_eq!(remote["host"], "devbox");
+        let local = face_row(&row("abc", None));
+        assert_eq!(local["sessionId"], "abc");
+        let patch = SessionPatch { superseded_by: Some(Some(SessionId::parse("n2").unwrap())), ..Default::default() };
+        let ev = face_event(
+            "devbox",
+            &StoreEvent::Updated { session_id: SessionId::parse("abc").unwrap(), changes: Box::new(patch) },
+        );
+        assert_eq!(ev["sessionId"], "devbox:abc");
+        assert_eq!(ev["changes"]["supersededBy"], "devbox:n2");
+        let gone = face_event("devbox", &StoreEvent::Removed { session_id: SessionId::parse("abc").unwrap() });
+        assert_eq!(gone, serde_json::json!({"type": "removed", "sessionId": "devbox:abc"}));
+    }
+
+    #[tokio::test]
+    async fn lines_longer_than_the_limit_are_an_error_not_a_growing_buffer() {
+        let data = format!("short\n{}\nafter\n", "x".repeat(100));
+        let mut r = tokio::io::BufReader::with_capacity(8, data.as_bytes());
+        let mut buf = Vec::new();
+        assert!(read_line(&mut r, &mut buf, 50).await.unwrap());
+        assert_eq!(buf, b"short");
+        assert!(read_line(&mut r, &mut buf, 50).await.is_err());
+        let mut r = tokio::io::BufReader::new(&b"no newline at the end"[..]);
+        assert!(read_line(&mut r, &mut buf, 50).await.unwrap());
+        assert_eq!(buf, b"no newline at the end");
+        assert!(!read_line(&mut r, &mut buf, 50).await.unwrap());
+    }
+}
