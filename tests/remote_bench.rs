@@ -274,47 +274,50 @@ async fn ten_machines_at_once_in_the_window() -> Result<()> {
     let result = async {
         app.wait_for("the page", Duration::from_secs(60), || async { Ok(app.count("[data-testid=page-settings]").await? == 1) })
             .await?;
-        // Frame gaps from now on.
-        app.js("window.__gaps = []; let last = performance.now(); const tick = (t) => { window.__gaps.push(t - last); last = t; requestAnimationFrame(tick); }; requestAnimationFrame(tick); return null;").await?;
-        let start = Instant::now();
-        let names: Vec<String> = (0..hosts).map(|h| format!("\"m{h}\"")).collect();
-        app.js(&format!(
-            "const inv = window.__TAURI_INTERNALS__.invoke; for (const h of [{}]) inv('host_add', {{host: h}}); return null;",
-            names.join(",")
-        ))
-        .await?;
         let want = hosts * per_host as usize;
-        app.wait_for("every machine live with its rows", Duration::from_secs(600), || async {
-            let v = app
-                .js("return window.__TAURI_INTERNALS__.invoke('hosts_list').then(h => h.filter(x => x.state === 'live').reduce((n, x) => n + x.sessions, 0) + ':' + h.filter(x => x.state === 'live').length);")
+        let names: Vec<String> = (0..hosts).map(|h| format!("\"m{h}\"")).collect();
+        // Round 1: the machines' first index runs (on these same two cores); round 2: the
+        // same machines again, their indexes kept (what the window itself costs, mostly).
+        for round in ["cold (each machine indexes first)", "warm (their indexes kept)"] {
+            app.js("window.__gaps = []; let last = performance.now(); window.__tick = (t) => { window.__gaps.push(t - last); last = t; if (window.__gaps) requestAnimationFrame(window.__tick); }; requestAnimationFrame(window.__tick); return null;").await?;
+            let start = Instant::now();
+            app.js(&format!(
+                "const inv = window.__TAURI_INTERNALS__.invoke; for (const h of [{}]) inv('host_add', {{host: h}}); return null;",
+                names.join(",")
+            ))
+            .await?;
+            app.wait_for("every machine live with its rows", Duration::from_secs(600), || async {
+                let v = app
+                    .js("return window.__TAURI_INTERNALS__.invoke('hosts_list').then(h => h.filter(x => x.state === 'live').reduce((n, x) => n + x.sessions, 0) + ':' + h.filter(x => x.state === 'live').length);")
+                    .await?;
+                Ok(v.as_str().unwrap_or("0:0") == format!("{want}:{hosts}"))
+            })
+            .await?;
+            let live_after = start.elapsed();
+            app.wait_for("every row in the roster", Duration::from_secs(60), || async { Ok(roster_count(&app).await? == want as u64) })
                 .await?;
-            let s = v.as_str().unwrap_or("0:0").to_owned();
-            Ok(s == format!("{want}:{hosts}"))
-        })
-        .await?;
-        let live_after = start.elapsed();
-        // The roster has them all (the status bar's count).
-        app.wait_for("every row in the roster", Duration::from_secs(60), || async {
-            // The status bar: "N sessions · M superseded".
-            let v = app
-                .js("const t = document.querySelector('footer.bar')?.textContent ?? ''; const n = t.match(/(\\d+) sessions?/); const m = t.match(/(\\d+) superseded/); return (n ? +n[1] : 0) + (m ? +m[1] : 0);")
-                .await?;
-            Ok(v.as_u64() == Some(want as u64))
-        })
-        .await?;
-        let all_rows = start.elapsed();
-        let gaps = app.js("return window.__gaps;").await?;
-        let mut gaps: Vec<f64> = gaps.as_array().context("gaps")?.iter().filter_map(|g| g.as_f64()).collect();
-        ensure!(!gaps.is_empty(), "no frames");
-        let max = gaps.iter().cloned().fold(0.0, f64::max);
-        println!(
-            "{hosts} machines × {per_host} sessions added at once: all live in {:.2} s (rows in {:.2} s); frame gaps meanwhile p95 {:.1} ms, max {:.1} ms over {} frames",
-            live_after.as_secs_f64(),
-            all_rows.as_secs_f64(),
-            pct(&mut gaps, 0.95),
-            max,
-            gaps.len()
-        );
+            let all_rows = start.elapsed();
+            let gaps = app.js("const g = window.__gaps; window.__gaps = null; return g;").await?;
+            let mut gaps: Vec<f64> = gaps.as_array().context("gaps")?.iter().filter_map(|g| g.as_f64()).collect();
+            ensure!(!gaps.is_empty(), "no frames");
+            let max = gaps.iter().cloned().fold(0.0, f64::max);
+            println!(
+                "{round}: {hosts} machines × {per_host} sessions added at once: all live in {:.2} s, every row on screen in {:.2} s; frame gaps meanwhile median {:.1} ms, p95 {:.1} ms, max {:.1} ms over {} frames",
+                live_after.as_secs_f64(),
+                all_rows.as_secs_f64(),
+                median(&mut gaps.clone()),
+                pct(&mut gaps, 0.95),
+                max,
+                gaps.len()
+            );
+            // Remove them all for the next round.
+            app.js(&format!(
+                "const inv = window.__TAURI_INTERNALS__.invoke; (async () => {{ for (const h of [{}]) await inv('host_remove', {{host: h}}); }})(); return null;",
+                names.join(",")
+            ))
+            .await?;
+            app.wait_for("the rows gone", Duration::from_secs(60), || async { Ok(roster_count(&app).await? == 0) }).await?;
+        }
         // Responsive: a key press moves the cursor at once.
         let t = Instant::now();
         app.js("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowDown', bubbles: true})); return null;").await?;
@@ -325,6 +328,14 @@ async fn ten_machines_at_once_in_the_window() -> Result<()> {
     app.close().await?;
     drop(sshd);
     result
+}
+
+/// Sessions in the roster, as the status bar counts them (shown plus superseded).
+async fn roster_count(app: &DesktopApp) -> Result<u64> {
+    let v = app
+        .js("const t = document.querySelector('footer.bar')?.textContent ?? ''; const n = t.match(/(\\d+) sessions?/); const m = t.match(/(\\d+) superseded/); return (n ? +n[1] : 0) + (m ? +m[1] : 0);")
+        .await?;
+    Ok(v.as_u64().unwrap_or(0))
 }
 
 fn copy_dir(from: &Path, to: &Path) -> Result<()> {

@@ -205,4 +205,18 @@ describe('RosterStore with a frame scheduler', () => {
     expect(store.get('b')?.goal).toBe('g50');
     expect(store.seq).toBe(50);
   });
+
+  it('applies other machines\' batches of a frame together too', async () => {
+    const frames: (() => void)[] = [];
+    const b = new MockBackend({ roster_snapshot: () => ({ seq: 0, sessions: [], roots: [], demo: false }) });
+    const store = new RosterStore(b, { schedule: (fn) => frames.push(fn) });
+    await store.start();
+    const version = store.version;
+    for (let h = 0; h < 10; h++) b.fire('remote:events', { events: [{ type: 'discovered', session: session(`m${h}:s`, { host: `m${h}` }) }] });
+    expect(frames).toHaveLength(1);
+    expect(store.version).toBe(version);
+    frames[0]();
+    expect(store.version).toBe(version + 1);
+    expect(store.sorted).toHaveLength(10);
+  });
 });

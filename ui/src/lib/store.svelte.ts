@@ -202,8 +202,25 @@ export class RosterStore {
       this.#remoteHeld.push(...events);
       return;
     }
-    if (applyRemote(this.#sessions, events)) this.version++;
+    if (!this.#schedule) {
+      if (applyRemote(this.#sessions, events)) this.version++;
+      return;
+    }
+    // Ten machines connecting at once send many batches: one roster rebuild per frame.
+    this.#remoteQueue.push(...events);
+    if (this.#remoteScheduled) return;
+    this.#remoteScheduled = true;
+    this.#schedule(() => {
+      this.#remoteScheduled = false;
+      const queued = this.#remoteQueue;
+      this.#remoteQueue = [];
+      if (this.#buffer) this.#remoteHeld.push(...queued);
+      else if (applyRemote(this.#sessions, queued)) this.version++;
+    });
   }
+
+  #remoteQueue: RemoteEvent[] = [];
+  #remoteScheduled = false;
 
   /** One `store:events` batch. */
   receive(events: SeqEvent[]): void {
