@@ -165,6 +165,27 @@ describe('supervised sessions in the app', () => {
     r.unmount();
   });
 
+  it("New session: another machine's sessions in a folder of the same name are not offered to resume here", async () => {
+    const { default: NewSessionDialog } = await import('../src/components/pty/NewSessionDialog.svelte');
+    const { RosterStore } = await import('../src/lib/store.svelte');
+    const { MockBackend, session } = await import('./helpers');
+    const b = new MockBackend({
+      roster_snapshot: () => ({
+        seq: 0,
+        sessions: [session('here', { cwd: '/srv/api' })],
+        remote: [session('devbox:there', { cwd: '/srv/api', host: 'devbox' })],
+        roots: [],
+        demo: false,
+      }),
+    });
+    const store = new RosterStore(b);
+    await store.start();
+    const r = render(NewSessionDialog, { props: { store, initialCwd: '/srv/api', check: async () => null, oncreate: async () => {}, onclose: () => {} } });
+    await waitFor(() => expect(r.container.querySelectorAll('[data-testid=new-session-resume-option]').length).toBe(1));
+    expect((r.container.querySelector('[data-testid=new-session-resume-option]') as HTMLInputElement).value).toBe('here');
+    r.unmount();
+  });
+
   it("New session: Browse… opens the system's folder picker at the typed folder and takes its choice", async () => {
     const { default: NewSessionDialog } = await import('../src/components/pty/NewSessionDialog.svelte');
     const { RosterStore } = await import('../src/lib/store.svelte');
