@@ -40,6 +40,7 @@ const COMMANDS: &[&str] = &[
     "host_install",
     "host_add",
     "host_remove",
+    "open_link",
 ];
 
 fn main() {

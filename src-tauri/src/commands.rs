@@ -291,3 +291,12 @@ pub async fn focus_terminal(state: tauri::State<'_, AppState>, session_id: Strin
         .await
         .map_err(|e| e.to_string())?
 }
+
+/// Opens a link from a transcript or a terminal in the system's browser: only a plain web
+/// address (`mimesis_core::links`); anything else is refused with why.
+#[tauri::command]
+pub fn open_link(app: tauri::AppHandle, url: String) -> CmdResult<()> {
+    use tauri_plugin_opener::OpenerExt;
+    let url = mimesis_core::links::openable(&url)?;
+    app.opener().open_url(url, None::<&str>).map_err(|e| format!("cannot open {url}: {e}"))
+}

@@ -148,6 +148,7 @@ fn main() {
         )
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_opener::init())
         .manage(window::Placement::new(&data_dir))
         .setup(move |app| {
             let handle = app.handle().clone();
@@ -246,6 +247,7 @@ fn main() {
             remote::host_install,
             remote::host_add,
             remote::host_remove,
+            commands::open_link,
         ])
         .build(tauri::generate_context!());
     let app = match result {

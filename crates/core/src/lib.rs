@@ -34,6 +34,7 @@ pub mod hook_event;
 pub mod ids;
 pub mod json;
 pub mod layout;
+pub mod links;
 pub mod permissions;
 pub mod persist;
 pub mod pricing;

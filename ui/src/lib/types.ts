@@ -401,6 +401,8 @@ export interface Commands {
   host_install: { args: { host: string }; ret: null };
   host_add: { args: { host: string }; ret: null };
   host_remove: { args: { host: string }; ret: null };
+  /** Opens a plain web address in the system's browser (anything else is refused). */
+  open_link: { args: { url: string }; ret: null };
 }
 
 /** The dialog on a supervised session's screen, as the engine reads it (options by label). */

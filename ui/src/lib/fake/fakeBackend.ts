@@ -244,6 +244,8 @@ export function createFakeBackend(params: URLSearchParams): Backend {
     // Machines: the preview connects to none; each added one says so.
     hosts_list: () => machines,
     host_retry: () => null,
+    // The preview opens nothing: a browser tab of its own would be a surprise.
+    open_link: () => null,
     host_install: () => null,
     host_add: ({ host }) => {
       if (!/^[A-Za-z0-9][A-Za-z0-9._@:/[\]-]*$/.test(host)) throw new Error(`"${host}" is not an SSH destination`);
