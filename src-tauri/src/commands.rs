@@ -91,7 +91,7 @@ pub async fn roster_snapshot(app: tauri::AppHandle, state: tauri::State<'_, AppS
     // The UI listens for `attention:changed` before it asks for the roster: the set as it
     // is now reaches it even when it last changed before the page had loaded.
     crate::events::emit_attention(&app, state.mimesis.engine());
-    let remote = app.state::<crate::remote::RemoteState>();
+    let remote = app.state::<crate::hosts::RemoteState>();
     Ok(RosterSnapshot { snapshot, demo, remote: remote.hub.rows(), hosts: remote.hub.hosts() })
 }
 
@@ -102,11 +102,11 @@ pub async fn open_timeline(
     session_id: String,
     tail: usize,
 ) -> CmdResult<IpcPage> {
-    if crate::remote::is_remote(&session_id) {
-        let (total, mut items) = crate::remote::open_timeline(&app, &session_id).await?;
-        let start = total.saturating_sub(tail.min(2_000));
-        items.drain(..start);
-        return Ok(remote_page(&session_id, total, start, items));
+    if crate::hosts::is_remote(&session_id) {
+        let items = crate::hosts::open_timeline(&app, &session_id).await?;
+        let start = items.len().saturating_sub(tail.min(2_000));
+        let page = items[start..].iter().map(IpcItem::new).collect();
+        return Ok(remote_page(&session_id, items.len(), start, page));
     }
     let id = self::session_id(&session_id)?;
     state.mimesis.engine().open_timeline(&id, tail.min(2_000)).await.map(IpcPage::from).map_err(|e| e.to_string())
@@ -121,9 +121,12 @@ pub async fn timeline_range(
     end: usize,
 ) -> CmdResult<IpcPage> {
     let end = end.min(start.saturating_add(2_000));
-    if crate::remote::is_remote(&session_id) {
-        let (total, items) = crate::remote::range(&app, &session_id, start, end)?;
-        return Ok(remote_page(&session_id, total, start.min(total), items));
+    if crate::hosts::is_remote(&session_id) {
+        let items = crate::hosts::opened(&app, &session_id)?;
+        let (end, total) = (end.min(items.len()), items.len());
+        let start = start.min(end);
+        let page = items[start..end].iter().map(IpcItem::new).collect();
+        return Ok(remote_page(&session_id, total, start, page));
     }
     let id = self::session_id(&session_id)?;
     state.mimesis.engine().timeline_range(&id, start, end).await.map(IpcPage::from).map_err(|e| e.to_string())
@@ -136,8 +139,9 @@ pub async fn timeline_item(
     session_id: String,
     index: usize,
 ) -> CmdResult<TimelineItem> {
-    if crate::remote::is_remote(&session_id) {
-        return crate::remote::item(&app, &session_id, index);
+    if crate::hosts::is_remote(&session_id) {
+        let items = crate::hosts::opened(&app, &session_id)?;
+        return items.get(index).cloned().ok_or_else(|| format!("the timeline has no item {index}"));
     }
     let id = self::session_id(&session_id)?;
     match state.mimesis.engine().timeline_item(&id, index).await {
@@ -149,8 +153,8 @@ pub async fn timeline_item(
 
 #[tauri::command(rename_all = "camelCase")]
 pub fn close_timeline(app: tauri::AppHandle, state: tauri::State<'_, AppState>, session_id: String) -> CmdResult<()> {
-    if crate::remote::is_remote(&session_id) {
-        crate::remote::close(&app, &session_id);
+    if crate::hosts::is_remote(&session_id) {
+        crate::hosts::close(&app, &session_id);
         return Ok(());
     }
     state.mimesis.engine().close_timeline(&self::session_id(&session_id)?);
@@ -274,7 +278,7 @@ pub async fn approval_decide(
 #[tauri::command(rename_all = "camelCase")]
 pub async fn set_viewing(state: tauri::State<'_, AppState>, session_id: Option<String>) -> CmdResult<()> {
     let id = match session_id {
-        Some(s) if crate::remote::is_remote(&s) => Some(s),
+        Some(s) if crate::hosts::is_remote(&s) => Some(s),
         Some(s) => Some(self::session_id(&s)?.to_string()),
         None => None,
     };

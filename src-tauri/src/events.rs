@@ -132,7 +132,7 @@ pub async fn forward_timeline<R: Runtime>(app: AppHandle<R>, engine: Engine) {
 
 /// Sends the attention set as it is now (`attention:changed`).
 pub fn emit_attention<R: Runtime>(app: &AppHandle<R>, engine: &Engine) {
-    let set = crate::remote::with_remote(app, engine.subscribe_attention().borrow().clone());
+    let set = crate::hosts::with_remote(app, engine.subscribe_attention().borrow().clone());
     if let Some(w) = app.get_webview_window(crate::window::MAIN) {
         let _ = w.set_title(&set.title);
     }

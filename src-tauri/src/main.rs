@@ -7,7 +7,8 @@
 //!   tray on this desktop at all);
 //! - [`notify`]: the engine's notification decisions as desktop notifications;
 //! - [`pty`]: supervised PTY sessions (the engine's supervisor), their terminals and events;
-//! - [`remote`]: other machines' sessions over SSH (issue 13), beside the local ones;
+//! - [`remote`]: other machines' sessions over SSH (issue 13), beside the local ones
+//!   ([`hosts`]: their state, for the other modules);
 //! - [`window`]: show/focus, close-to-tray, size and place kept across runs.
 //!
 //! `mimesis-desktop hook …` is Claude Code's hook command when no `mimesis` CLI sits next
@@ -18,6 +19,7 @@
 
 mod commands;
 mod events;
+mod hosts;
 mod notify;
 mod pty;
 mod remote;

@@ -51,7 +51,7 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
         let extra = performed.notification().map(|n| n.extra().clone()).unwrap_or_default();
         let text = |k: &str| extra.get(k).and_then(|v| v.as_str()).map(str::to_owned);
         let Some(key) = text(SESSION_KEY) else { return };
-        if performed.action_id() == "tap" && crate::remote::is_remote(&key) {
+        if performed.action_id() == "tap" && crate::hosts::is_remote(&key) {
             return window::open_key(&handle, &key);
         }
         let Some(id) = SessionId::parse(&key).ok() else { return };

@@ -1,49 +1,20 @@
 //! Other machines in the window (issue 13): the machines of the settings kept connected
 //! by the wiring's [`Hub`], their rows beside the local ones (keyed `host:id`), their
 //! states (`hosts:changed`), their changes (`remote:events`) and their timelines, read on
-//! the host and followed while open.
+//! the host and followed while open; Settings › Machines' commands. The state the other
+//! modules read is in [`crate::hosts`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use mimesis_core::TimelineItem;
-use mimesis_core::attention::{AttentionSet, window_title};
-use mimesis_core::remote::{Destination, split_host_id};
+use mimesis_core::remote::Destination;
 use mimesis_wiring::Mimesis;
 use mimesis_wiring::remote::{HostInfo, Hub, HubEvent, Ssh};
 use serde::Serialize;
-use tauri::{AppHandle, Emitter, Manager, Runtime};
+use tauri::{AppHandle, Emitter, Runtime};
 
 use crate::events::IpcItem;
-
-pub struct RemoteState {
-    pub hub: Hub,
-    /// The open timelines of other machines' sessions, as last read there.
-    open: Arc<Mutex<HashMap<String, Arc<Vec<TimelineItem>>>>>,
-}
-
-/// The attention set as the window shows it: this machine's sessions and other machines'
-/// (`host:id`), one count, one title.
-#[derive(Serialize, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct WindowAttention {
-    pub count: usize,
-    pub session_ids: Vec<String>,
-    pub title: String,
-}
-
-pub fn with_remote<R: Runtime>(app: &AppHandle<R>, set: AttentionSet) -> WindowAttention {
-    let mut ids: Vec<String> = set.session_ids.iter().map(|i| i.to_string()).collect();
-    if let Some(r) = app.try_state::<RemoteState>() {
-        ids.extend(r.hub.needs_you());
-    }
-    WindowAttention { count: ids.len(), title: window_title(ids.len()), session_ids: ids }
-}
-
-/// Whether a window key names a session of another machine (`host:id`).
-pub fn is_remote(key: &str) -> bool {
-    split_host_id(key).0.is_some()
-}
+use crate::hosts::{Open, RemoteState};
 
 fn configured(mimesis: &Mimesis) -> Vec<Destination> {
     mimesis.settings().machines.hosts.iter().filter_map(|h| Destination::parse(h).ok()).collect()
@@ -56,7 +27,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, mimesis: &Mimesis) -> RemoteState {
     let hub = Hub::new(Ssh::from_env(), mimesis.clock().clone());
     hub.set_notifications(mimesis.settings().notifications);
     hub.set_hosts(&configured(mimesis));
-    let state = RemoteState { hub: hub.clone(), open: Arc::default() };
+    let state = RemoteState::new(hub.clone());
     let mut settings = mimesis.subscribe_settings();
     let follow = hub.clone();
     tauri::async_runtime::spawn(async move {
@@ -98,8 +69,6 @@ struct Changed {
     index: usize,
     item: IpcItem,
 }
-
-type Open = Arc<Mutex<HashMap<String, Arc<Vec<TimelineItem>>>>>;
 
 async fn forward<R: Runtime>(app: AppHandle<R>, hub: Hub, open: Open, engine: mimesis_watch::Engine) {
     let mut rx = hub.subscribe();
@@ -181,45 +150,6 @@ async fn follow_once<R: Runtime>(app: &AppHandle<R>, hub: &Hub, open: &Open, key
         return;
     }
     let _ = app.emit("timeline:update", RemoteTimelineUpdate { session_id: key, total: items.len(), reset, changed });
-}
-
-/// `open_timeline` of a session of another machine: read there, kept while open.
-pub async fn open_timeline<R: Runtime>(app: &AppHandle<R>, key: &str) -> Result<(usize, Vec<IpcItem>), String> {
-    let state = app.state::<RemoteState>();
-    let items = state.hub.timeline(key).await?;
-    let total = items.len();
-    let page = items.iter().map(IpcItem::new).collect();
-    state.open.lock().map_err(|_| "poisoned")?.insert(key.to_owned(), Arc::new(items));
-    Ok((total, page))
-}
-
-/// Items `[start, end)` of an open remote timeline.
-pub fn range<R: Runtime>(
-    app: &AppHandle<R>,
-    key: &str,
-    start: usize,
-    end: usize,
-) -> Result<(usize, Vec<IpcItem>), String> {
-    let state = app.state::<RemoteState>();
-    let open = state.open.lock().map_err(|_| "poisoned")?;
-    let items = open.get(key).ok_or("that timeline is not open")?;
-    let end = end.min(items.len());
-    let start = start.min(end);
-    Ok((items.len(), items[start..end].iter().map(IpcItem::new).collect()))
-}
-
-/// One whole item of an open remote timeline.
-pub fn item<R: Runtime>(app: &AppHandle<R>, key: &str, index: usize) -> Result<TimelineItem, String> {
-    let state = app.state::<RemoteState>();
-    let open = state.open.lock().map_err(|_| "poisoned")?;
-    let items = open.get(key).ok_or("that timeline is not open")?;
-    items.get(index).cloned().ok_or_else(|| format!("the timeline has no item {index}"))
-}
-
-pub fn close<R: Runtime>(app: &AppHandle<R>, key: &str) {
-    if let Ok(mut o) = app.state::<RemoteState>().open.lock() {
-        o.remove(key);
-    }
 }
 
 /// The machines and their states (Settings › Machines).

@@ -80,7 +80,7 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
         _ => {
             if let Some(sid) = id.strip_prefix(ID_OPEN).and_then(|s| SessionId::parse(s).ok()) {
                 window::open_session(app, &sid);
-            } else if let Some(key) = id.strip_prefix(ID_OPEN).filter(|k| crate::remote::is_remote(k)) {
+            } else if let Some(key) = id.strip_prefix(ID_OPEN).filter(|k| crate::hosts::is_remote(k)) {
                 window::open_key(app, key);
             } else if let Some((request, behavior)) = approval_item(id) {
                 // The user's click: the one way a request is answered from the tray.
@@ -117,7 +117,7 @@ pub async fn follow<R: Runtime>(
     let mut current = attention.borrow_and_update().clone();
     let requests = approvals.as_mut().map(|a| a.borrow_and_update().clone()).unwrap_or_default();
     // Other machines' sessions that need the user count too.
-    let mut remote = app.try_state::<crate::remote::RemoteState>().map(|r| r.hub.subscribe());
+    let mut remote = app.try_state::<crate::hosts::RemoteState>().map(|r| r.hub.subscribe());
     refresh(&app, &engine, &current, &requests).await;
     loop {
         tokio::select! {
@@ -250,7 +250,7 @@ async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, set: &Attentio
         .collect();
     // Other machines' sessions, after this machine's of the same rank.
     let remote: Vec<(String, Option<TrackedSession>)> = app
-        .try_state::<crate::remote::RemoteState>()
+        .try_state::<crate::hosts::RemoteState>()
         .map(|r| r.hub.needs_you().into_iter().map(|k| (k.clone(), r.hub.row(&k))).collect())
         .unwrap_or_default();
     for (key, s) in &remote {
