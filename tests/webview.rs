@@ -204,7 +204,47 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     let all_scripts = app.js("return [...document.scripts].filter(s => !s.src).length;").await?;
     ensure!(all_scripts.as_u64() == Some(0), "an inline script appeared in the page");
     ensure!(app.client.get_alert_text().await.is_err(), "an alert dialog opened");
+
+    // 5. Accessibility (issue 16): axe-core in the real webview, with its layout (contrast
+    //    included), on the roster with a timeline open, then on Settings.
+    let mut found = Vec::new();
+    found.extend(axe_violations(app, "roster and timeline").await?);
+    app.client.find(Locator::Css("[data-testid=page-settings]")).await?.click().await?;
+    app.wait_for("Settings", Duration::from_secs(10), || async {
+        Ok(app.count("[data-testid=settings-view]").await? == 1)
+    })
+    .await?;
+    found.extend(axe_violations(app, "settings").await?);
+    // Back to the roster (what the screenshot shows; WebKit takes a minute to shoot the long
+    // Settings page).
+    app.client.find(Locator::Css("[data-testid=page-sessions]")).await?.click().await?;
+    ensure!(found.is_empty(), "accessibility violations:\n{}", found.join("\n"));
     Ok(())
+}
+
+/// axe-core's violations on the page as it is, one line each (`view: rule (impact): help — targets`).
+async fn axe_violations(app: &DesktopApp, view: &str) -> Result<Vec<String>> {
+    let axe = std::fs::read_to_string(workspace_root().join("ui/node_modules/axe-core/axe.min.js"))
+        .context("axe-core (ui/package.json devDependencies; scripts/setup.sh installs it)")?;
+    // Run as the body of a WebDriver script, not as a <script> in the page.
+    app.client.execute(&format!("{axe}\n;window.axe = window.axe || axe; return null;"), vec![]).await?;
+    let found = app
+        .client
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; \
+             window.axe.run(document, {resultTypes: ['violations']}).then(r => done(r.violations.map(v => \
+               v.id + ' (' + v.impact + '): ' + v.help + ' — ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(', ')))) \
+             .catch(e => done(['axe failed: ' + e]));",
+            vec![],
+        )
+        .await?;
+    Ok(found
+        .as_array()
+        .context("violations")?
+        .iter()
+        .filter_map(Value::as_str)
+        .map(|v| format!("{view}: {v}"))
+        .collect())
 }
 
 /// Issue 12: a permission dialog of a session in the user's own terminal, answered from the

@@ -21,3 +21,35 @@ it('the primary button has a contrast of at least 4.5:1 in both themes', () => {
   expect(on.length).toBe(2);
   for (let i = 0; i < 2; i++) expect(contrast(accents[i], on[i])).toBeGreaterThanOrEqual(4.5);
 });
+
+/** `fg` at `alpha` over `bg` (#rrggbb both), as #rrggbb. */
+function blend(fg: string, alpha: number, bg: string): string {
+  const c = (hex: string, i: number) => parseInt(hex.slice(i, i + 2), 16);
+  return '#' + [1, 3, 5].map((i) => Math.round(c(fg, i) * alpha + c(bg, i) * (1 - alpha)).toString(16).padStart(2, '0')).join('');
+}
+
+it('status pills and secondary text read at 4.5:1 in both themes, on the selected row too (axe found them short)', () => {
+  const all = (name: string) => [...css.matchAll(new RegExp(`--${name}:\\s*(#[0-9a-fA-F]{6})`, 'g'))].map((m) => m[1]);
+  for (const ground of ['bg-pane', 'bg-open', 'bg-selected']) {
+    const grounds = all(ground);
+    expect(grounds.length, ground).toBe(2);
+    for (const name of ['working', 'idle', 'muted', 'faint']) {
+      const colours = all(name);
+      expect(colours.length, name).toBe(2);
+      // A pill is its colour at 13 % over the row; secondary text sits on the row.
+      for (let i = 0; i < 2; i++) {
+        const bg = name === 'working' || name === 'idle' ? blend(colours[i], 0.13, grounds[i]) : grounds[i];
+        expect(contrast(colours[i], bg), `${name} on ${ground} (${i ? 'light' : 'dark'})`).toBeGreaterThanOrEqual(4.5);
+      }
+    }
+  }
+});
+
+it('the prompt label and error tags read at 4.5:1 in both themes (axe found the light ones short)', () => {
+  const all = (name: string) => [...css.matchAll(new RegExp(`--${name}:\\s*(#[0-9a-fA-F]{6})`, 'g'))].map((m) => m[1]);
+  const [accent, promptBg, error, pane] = [all('accent'), all('prompt-bg'), all('error'), all('bg-pane')];
+  for (let i = 0; i < 2; i++) {
+    expect(contrast(accent[i], promptBg[i]), `accent on prompt (${i})`).toBeGreaterThanOrEqual(4.5);
+    expect(contrast(error[i], blend(error[i], 0.09, pane[i])), `error tag (${i})`).toBeGreaterThanOrEqual(4.5);
+  }
+});
