@@ -25,13 +25,20 @@ export interface Filters {
 
 export const DEFAULT_FILTERS: Filters = { query: '', status: 'all', liveOnly: false, showSuperseded: false };
 
+/** What `applyEvents` writes through: a session map, or the incremental index (rosterIndex.ts). */
+export interface SessionTable {
+  get(id: string): TrackedSession | undefined;
+  set(id: string, s: TrackedSession): unknown;
+  delete(id: string): boolean;
+}
+
 /**
  * Applies a batch of events in order. Events with `seq <= lastSeq` were already part of the
  * snapshot (or an earlier batch) and are skipped. Returns the new last seq and whether
  * anything changed. Sessions are replaced, never mutated, so views can compare by identity.
  */
 export function applyEvents(
-  sessions: Map<string, TrackedSession>,
+  sessions: SessionTable,
   lastSeq: number,
   events: readonly SeqEvent[],
 ): { seq: number; changed: boolean; gap: boolean } {
@@ -98,6 +105,23 @@ export function rosterOrder(sessions: Iterable<TrackedSession>, held: ReadonlyMa
   const known = all.filter((s) => held.has(s.sessionId)).sort((a, b) => (held.get(a.sessionId) ?? 0) - (held.get(b.sessionId) ?? 0));
   const fresh = all.filter((s) => !held.has(s.sessionId)).sort(byActivityDesc);
   return [...fresh, ...known];
+}
+
+/**
+ * `rosterOrder` for an order kept incrementally (`byActivityDesc`) and a held order whose
+ * keys are in their held positions (as `RosterStore.hold` builds it): two O(n) walks, no sort.
+ */
+export function heldOrder(
+  order: readonly TrackedSession[],
+  sessions: ReadonlyMap<string, TrackedSession>,
+  held: ReadonlyMap<string, number>,
+): TrackedSession[] {
+  const out = order.filter((s) => !held.has(s.sessionId));
+  for (const id of held.keys()) {
+    const s = sessions.get(id);
+    if (s) out.push(s);
+  }
+  return out;
 }
 
 const haystacks = new WeakMap<TrackedSession, string>();

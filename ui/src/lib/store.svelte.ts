@@ -8,14 +8,15 @@ import {
   applyEvents,
   buildView,
   chainHead,
+  heldOrder,
   newlySuperseded,
-  rosterOrder,
-  running,
   flatten,
+  type SessionTable,
   type Filters,
   type RosterLine,
   type RosterView,
 } from './roster';
+import { RosterIndex, type IndexWork } from './rosterIndex';
 import type { HostInfo, IndexProgress, RemoteEvent, RootInfo, RosterSnapshot, SeqEvent, TrackedSession } from './types';
 
 /** The later of two reports of the same index: more files read, or it ended. */
@@ -31,9 +32,9 @@ export interface Totals {
 }
 
 export class RosterStore {
-  // The map is mutated in place for speed; `version` tells the views it changed.
-  // eslint-disable-next-line svelte/prefer-svelte-reactivity -- mutated in place on purpose; `version` signals it
-  #sessions = new Map<string, TrackedSession>();
+  // The sessions, their order and counts, kept incrementally per event (rosterIndex.ts);
+  // mutated in place for speed, `version` tells the views it changed.
+  #index = new RosterIndex();
   #seq = 0;
   #buffer: SeqEvent[] | null = [];
   #unlisten: Unlisten[] = [];
@@ -54,9 +55,10 @@ export class RosterStore {
 
   /** The order held while the user looks at the roster (session id → position), or null. */
   #held = $state.raw<ReadonlyMap<string, number> | null>(null);
+  // No sort here: the index keeps the order as events come (a copy, so the views see a new array).
   readonly sorted: TrackedSession[] = $derived.by(() => {
     void this.version;
-    return rosterOrder(this.#sessions.values(), this.#held);
+    return this.#held ? heldOrder(this.#index.order, this.#index.sessions, this.#held) : this.#index.order.slice();
   });
   /** The window's title for the attention set, as the engine words it. */
   attentionTitle = $state('Mimesis');
@@ -69,35 +71,25 @@ export class RosterStore {
   attention = $state.raw<ReadonlySet<string>>(new Set());
   readonly view: RosterView = $derived(buildView(this.sorted, this.filters, this.collapsed, this.attention));
   readonly lines: RosterLine[] = $derived(flatten(this.view.groups, this.collapsed));
+  // Counted per event by the index: reading them is O(1) (O(roots) for the per-root counts).
   readonly totals: Totals = $derived.by(() => {
-    const t = { sessions: 0, live: 0, needsYou: 0 };
-    for (const s of this.sorted) {
-      if (s.superseded) continue;
-      t.sessions++;
-      if (running(s)) t.live++;
-    }
-    t.needsYou = this.attention.size;
-    return t;
+    void this.version;
+    return { sessions: this.#index.current, live: this.#index.live, needsYou: this.attention.size };
   });
   /** Sessions per root, counted live from transcript paths (the snapshot's count goes stale). */
   readonly rootCounts: Map<string, number> = $derived.by(() => {
-    // eslint-disable-next-line svelte/prefer-svelte-reactivity -- built once per derivation, never mutated after
-    const counts = new Map<string, number>();
-    for (const r of this.roots) {
-      const prefix = r.path.replace(/\/+$/, '') + '/';
-      let n = 0;
-      for (const s of this.sorted) if (s.transcriptPath.startsWith(prefix)) n++;
-      counts.set(r.path, n);
-    }
-    return counts;
+    void this.version;
+    void this.roots;
+    // eslint-disable-next-line svelte/prefer-svelte-reactivity -- a copy per derivation, never mutated after
+    return new Map(this.#index.rootCounts);
   });
   readonly selected: TrackedSession | null = $derived.by(() => {
     void this.version;
-    return this.selectedId ? (this.#sessions.get(this.selectedId) ?? null) : null;
+    return this.selectedId ? (this.#index.get(this.selectedId) ?? null) : null;
   });
   readonly open: TrackedSession | null = $derived.by(() => {
     void this.version;
-    return this.openId ? (this.#sessions.get(this.openId) ?? null) : null;
+    return this.openId ? (this.#index.get(this.openId) ?? null) : null;
   });
 
   /**
@@ -133,7 +125,12 @@ export class RosterStore {
   }
 
   get(id: string): TrackedSession | undefined {
-    return this.#sessions.get(id);
+    return this.#index.get(id);
+  }
+
+  /** The work the index has done so far (rows touched, comparisons): the benchmark diffs it per batch. */
+  get work(): Readonly<IndexWork> {
+    return this.#index.work;
   }
 
   /** Listens first, then fetches the snapshot, so no event falls between the two. */
@@ -176,9 +173,8 @@ export class RosterStore {
   applySnapshot(snap: RosterSnapshot): void {
     const held = this.#buffer ?? [];
     this.#buffer = null;
-    // eslint-disable-next-line svelte/prefer-svelte-reactivity -- see #sessions
-    this.#sessions = new Map(snap.sessions.map((s) => [s.sessionId, s]));
-    for (const s of snap.remote ?? []) this.#sessions.set(s.sessionId, s);
+    this.#index.setRoots(snap.roots.map((r) => r.path));
+    this.#index.reset([...snap.sessions, ...(snap.remote ?? [])]);
     if (snap.hosts) this.hosts = snap.hosts;
     this.#seq = snap.seq;
     this.roots = snap.roots;
@@ -186,10 +182,10 @@ export class RosterStore {
     // A progress event may have come first: never go back to an earlier state.
     this.progress = laterProgress(this.progress, snap.progress ?? { indexing: false, done: 0, total: 0 });
     this.loaded = true;
-    this.#seq = applyEvents(this.#sessions, this.#seq, held).seq;
+    this.#seq = applyEvents(this.#index, this.#seq, held).seq;
     // Other machines' changes that came meanwhile: the snapshot may hold them already,
     // and applying one twice changes nothing.
-    applyRemote(this.#sessions, this.#remoteHeld);
+    applyRemote(this.#index, this.#remoteHeld);
     this.#remoteHeld = [];
     this.version++;
   }
@@ -203,7 +199,7 @@ export class RosterStore {
       return;
     }
     if (!this.#schedule) {
-      if (applyRemote(this.#sessions, events)) this.version++;
+      if (applyRemote(this.#index, events)) this.version++;
       return;
     }
     // Ten machines connecting at once send many batches: one roster rebuild per frame.
@@ -215,7 +211,7 @@ export class RosterStore {
       const queued = this.#remoteQueue;
       this.#remoteQueue = [];
       if (this.#buffer) this.#remoteHeld.push(...queued);
-      else if (applyRemote(this.#sessions, queued)) this.version++;
+      else if (applyRemote(this.#index, queued)) this.version++;
     });
   }
 
@@ -246,7 +242,7 @@ export class RosterStore {
   }
 
   #apply(events: SeqEvent[]): void {
-    const r = applyEvents(this.#sessions, this.#seq, events);
+    const r = applyEvents(this.#index, this.#seq, events);
     if (r.gap) {
       // seq grows by one per event: a hole means we lost some. Start over from a snapshot.
       void this.resync();
@@ -262,10 +258,10 @@ export class RosterStore {
     const gone = newlySuperseded(events);
     if (gone.size === 0) return;
     if (this.openId && gone.has(this.openId)) {
-      const head = chainHead(this.#sessions, this.openId);
+      const head = chainHead(this.#index.sessions, this.openId);
       if (head !== this.openId) this.openSession(head);
     }
-    if (this.selectedId && gone.has(this.selectedId)) this.selectedId = chainHead(this.#sessions, this.selectedId);
+    if (this.selectedId && gone.has(this.selectedId)) this.selectedId = chainHead(this.#index.sessions, this.selectedId);
   }
 
   setFilter<K extends keyof Filters>(key: K, value: Filters[K]): void {
@@ -316,7 +312,7 @@ export class RosterStore {
 }
 
 /** Applies other machines' store events (keyed `host:id`); true when something changed. */
-export function applyRemote(sessions: Map<string, TrackedSession>, events: readonly RemoteEvent[]): boolean {
+export function applyRemote(sessions: SessionTable, events: readonly RemoteEvent[]): boolean {
   let changed = false;
   for (const ev of events) {
     if (ev.type === 'discovered') {
