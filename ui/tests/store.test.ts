@@ -60,6 +60,33 @@ describe('RosterStore', () => {
     expect(store.seq).toBe(4);
   });
 
+  it('holds the order while held: moved rows stay, new ones come on top, removed ones go; resort and release re-sort', async () => {
+    const { b, store } = setup({
+      sessions: [session('a', { lastActivityAt: at(3) }), session('b', { lastActivityAt: at(2) }), session('c', { lastActivityAt: at(1) })],
+    });
+    await store.start();
+    const ids = () => store.sorted.map((s) => s.sessionId);
+    store.hold(true);
+    b.fire('store:events', {
+      events: [
+        { type: 'updated', sessionId: 'c', changes: { lastActivityAt: at(9), status: 'working' }, seq: 6 },
+        { type: 'discovered', session: session('n', { lastActivityAt: at(8) }), seq: 7 },
+        { type: 'removed', sessionId: 'b', seq: 8 },
+      ],
+    });
+    expect(ids()).toEqual(['n', 'a', 'c']);
+    expect(store.get('c')?.status).toBe('working');
+    expect(store.sorted[2]).toBe(store.get('c'));
+    store.resort();
+    expect(ids()).toEqual(['c', 'n', 'a']);
+    b.fire('store:events', { events: [{ type: 'updated', sessionId: 'a', changes: { lastActivityAt: at(10) }, seq: 9 }] });
+    expect(ids()).toEqual(['c', 'n', 'a']);
+    store.hold(false);
+    expect(ids()).toEqual(['a', 'c', 'n']);
+    // Per-root counts follow transcript paths as sessions come and go.
+    expect(store.rootCounts.get('/home/me/.claude')).toBe(3);
+  });
+
   it('refetches the snapshot on store:resync and on a hole in seq', async () => {
     const { b, store, setSnapshot } = setup({ sessions: [session('a')] });
     await store.start();
