@@ -160,7 +160,7 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     eprintln!("append → badge: {took:?}");
 
     // 3. Clicking a row opens its timeline.
-    app.client.find(Locator::Css(&row(HOSTILE))).await?.click().await?;
+    app.click(&row(HOSTILE)).await?;
     let timeline = format!("[data-testid=timeline][data-session-id='{HOSTILE}']");
     app.wait_for("the timeline of the clicked session", Duration::from_secs(5), || async {
         Ok(app.count(&format!("{timeline} [data-testid=timeline-item]")).await? >= 3)
@@ -209,7 +209,7 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     //    included), on the roster with a timeline open, then on Settings.
     let mut found = Vec::new();
     found.extend(axe_violations(app, "roster and timeline").await?);
-    app.client.find(Locator::Css("[data-testid=page-settings]")).await?.click().await?;
+    app.click("[data-testid=page-settings]").await?;
     app.wait_for("Settings", Duration::from_secs(10), || async {
         Ok(app.count("[data-testid=settings-view]").await? == 1)
     })
@@ -217,7 +217,7 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     found.extend(axe_violations(app, "settings").await?);
     // Back to the roster (what the screenshot shows; WebKit takes a minute to shoot the long
     // Settings page).
-    app.client.find(Locator::Css("[data-testid=page-sessions]")).await?.click().await?;
+    app.click("[data-testid=page-sessions]").await?;
     ensure!(found.is_empty(), "accessibility violations:\n{}", found.join("\n"));
     Ok(())
 }
@@ -276,7 +276,7 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
         Ok(std::os::unix::net::UnixStream::connect(fx.data.join("approvals.sock")).is_ok())
     })
     .await?;
-    app.client.find(Locator::Css(&row(LIVE))).await?.click().await?;
+    app.click(&row(LIVE)).await?;
     let bar = "[data-testid=approval-bar]";
     let shows = |text: &'static str| async move {
         let t =
@@ -295,7 +295,7 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
     })
     .await?;
     let t0 = std::time::Instant::now();
-    app.client.find(Locator::Css("[data-testid=approve-once]")).await?.click().await?;
+    app.click("[data-testid=approve-once]").await?;
     let out = hook_output(hook).await?;
     eprintln!("[approvals] window: click → the hook's decision in {} ms", t0.elapsed().as_millis());
     ensure!(
@@ -312,7 +312,7 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
     let hook = permission_hook(&fx.data, LIVE, "Bash", json!({"command": "git push --force"}))?;
     app.wait_for("the second request", Duration::from_secs(10), || shows("git push --force")).await?;
     app.client.find(Locator::Css("[data-testid=deny-message]")).await?.send_keys("<b>use a branch</b>").await?;
-    app.client.find(Locator::Css("[data-testid=deny]")).await?.click().await?;
+    app.click("[data-testid=deny]").await?;
     let out = hook_output(hook).await?;
     ensure!(
         out["hookSpecificOutput"]["decision"] == json!({"behavior": "deny", "message": "<b>use a branch</b>"}),
@@ -329,7 +329,7 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
     .await?;
     ensure!(app.count("[data-testid=approval-bar] img").await? == 0, "markup from the edit became an element");
     app.screenshot(&workspace_root().join("target/e2e/approval-diff.png")).await?;
-    app.client.find(Locator::Css("[data-testid=deny]")).await?.click().await?;
+    app.click("[data-testid=deny]").await?;
     hook_output(hook).await?;
 
     // A question: its options by label, sent back as the answers Claude Code reads.
@@ -341,8 +341,8 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
     })
     .await?;
     ensure!(app.count("[data-testid=approve-once]").await? == 0, "a question is answered, not approved");
-    app.client.find(Locator::Css("[data-testid=question-option][data-label=SQLite]")).await?.click().await?;
-    app.client.find(Locator::Css("[data-testid=send-answers]")).await?.click().await?;
+    app.click("[data-testid=question-option][data-label=SQLite]").await?;
+    app.click("[data-testid=send-answers]").await?;
     let out = hook_output(hook).await?;
     let decision = &out["hookSpecificOutput"]["decision"];
     ensure!(decision["behavior"] == json!("allow"), "{out}");
@@ -396,7 +396,7 @@ async fn the_real_cli_is_approved_from_the_window() -> Result<()> {
             Ok(app.count(&row).await? == 1)
         })
         .await?;
-        app.client.find(Locator::Css(&row)).await?.click().await?;
+        app.click(&row).await?;
         app.wait_for("its request over the timeline", Duration::from_secs(20), || async {
             Ok(app.count("[data-testid=approval-bar] [data-testid=approve-once]").await? == 1
                 && app
@@ -407,7 +407,7 @@ async fn the_real_cli_is_approved_from_the_window() -> Result<()> {
         })
         .await?;
         let t0 = std::time::Instant::now();
-        app.client.find(Locator::Css("[data-testid=approve-once]")).await?.click().await?;
+        app.click("[data-testid=approve-once]").await?;
         let s = tokio::task::spawn_blocking(move || -> Result<Scenario> {
             s.api.wait_for_request(Duration::from_secs(30), |q| {
                 q.kind == RequestKind::Main && !q.tool_results().is_empty()
@@ -478,23 +478,23 @@ async fn machine_state(app: &DesktopApp) -> Result<Option<String>> {
 async fn remote_machine(app: &DesktopApp, mut sshd: mimesis_tests::sshd::Sshd, remote_path: &Path) -> Result<()> {
     let t = Duration::from_secs(60);
     app.wait_for("the roster", t, || async { Ok(app.count("[data-testid=page-settings]").await? == 1) }).await?;
-    app.client.find(Locator::Css("[data-testid=page-settings]")).await?.click().await.context("open Settings")?;
+    app.click("[data-testid=page-settings]").await.context("open Settings")?;
     app.wait_for("Settings › Machines", t, || async { Ok(app.count("[data-testid=machine-dest]").await? == 1) })
         .await?;
     let input = app.client.find(Locator::Css("[data-testid=machine-dest]")).await?;
     input.send_keys("devbox").await.context("type the destination")?;
-    app.client.find(Locator::Css("[data-testid=machine-add]")).await?.click().await.context("add")?;
+    app.click("[data-testid=machine-add]").await.context("add")?;
     // No Mimesis there: said, and copied only on the user's click.
     app.wait_for("the machine to lack Mimesis", t, || async {
         Ok(machine_state(app).await?.as_deref() == Some("helper_missing"))
     })
     .await
     .with_context(|| format!("sshd log: {}", sshd.log()))?;
-    app.client.find(Locator::Css("[data-testid=machine-install]")).await?.click().await?;
+    app.click("[data-testid=machine-install]").await?;
     app.wait_for("the machine live", t, || async { Ok(machine_state(app).await?.as_deref() == Some("live")) }).await?;
 
     // Its session is in the roster, with its host badge, keyed host:id.
-    app.client.find(Locator::Css("[data-testid=page-sessions]")).await?.click().await?;
+    app.click("[data-testid=page-sessions]").await?;
     let key = format!("devbox:{REMOTE}");
     // (A turn that ended 25 s ago waits for input.)
     app.wait_for("the remote row", t, || async {
@@ -525,7 +525,7 @@ async fn remote_machine(app: &DesktopApp, mut sshd: mimesis_tests::sshd::Sshd, r
     .await?;
 
     // Its timeline opens (read on the machine) and follows.
-    app.client.find(Locator::Css(&row(&key))).await?.click().await?;
+    app.click(&row(&key)).await?;
     app.wait_for("the remote timeline", t, || async {
         let text = app.js("return document.querySelector('[data-testid=timeline]')?.textContent ?? '';").await?;
         Ok(text.as_str().is_some_and(|t| t.contains("Fix the flaky test on the dev box") && t.contains("Now the docs")))
@@ -534,10 +534,10 @@ async fn remote_machine(app: &DesktopApp, mut sshd: mimesis_tests::sshd::Sshd, r
 
     // The machine goes away: stale, its row kept.
     sshd.kill();
-    app.client.find(Locator::Css("[data-testid=page-settings]")).await?.click().await?;
+    app.click("[data-testid=page-settings]").await?;
     app.wait_for("the machine stale", t, || async { Ok(machine_state(app).await?.as_deref() == Some("stale")) })
         .await?;
-    app.client.find(Locator::Css("[data-testid=page-sessions]")).await?.click().await?;
+    app.click("[data-testid=page-sessions]").await?;
     ensure!(app.count(&row(&key)).await? == 1, "the stale machine's row was dropped");
     let away = app.count(&format!("{} [data-testid=host-badge][data-away=true]", row(&key))).await?;
     ensure!(away == 1, "the row does not say its machine is away");

@@ -201,7 +201,7 @@ async fn clear_succession_moves_the_selection_and_shows_one_row_per_chain() -> R
 async fn clear_succession(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     let cwd = fx.cwd_str();
     wait_css(app, "three roster rows", "[data-testid=roster-row]", 3).await?;
-    app.client.find(Locator::Css(&row(A))).await?.click().await?;
+    app.click(&row(A)).await?;
     app.wait_for("A's timeline", WAIT, || async {
         Ok(app.count(&format!("{} [data-testid=timeline-item]", timeline(A))).await? >= 2)
     })
@@ -263,12 +263,12 @@ async fn clear_succession(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     );
 
     // The toggle reveals the superseded row.
-    app.client.find(Locator::Css("[data-testid=show-superseded]")).await?.click().await?;
+    app.click("[data-testid=show-superseded]").await?;
     wait_css(app, "A's row shown again", &row(A), 1).await?;
     let classes = app.js(&format!("return document.querySelector(\"{}\").className;", row(A))).await?;
     ensure!(classes.as_str().unwrap_or("").contains("superseded"), "A's row is marked superseded: {classes}");
     ensure!(app.count("[data-testid=roster-row]").await? == 4);
-    app.client.find(Locator::Css("[data-testid=show-superseded]")).await?.click().await?;
+    app.click("[data-testid=show-superseded]").await?;
     wait_css(app, "A's row hidden again", &row(A), 0).await?;
 
     // B ends its turn: a notification is due, and there is no notification server on this
@@ -380,7 +380,7 @@ async fn type_into_area(app: &DesktopApp, field: &str, text: &str) -> Result<()>
 
 async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path) -> Result<()> {
     wait_css(app, "the roster", "[data-testid=roster-row]", 1).await?;
-    app.client.find(Locator::Css("[data-testid=page-settings]")).await?.click().await?;
+    app.click("[data-testid=page-settings]").await?;
     app.wait_for("the stored settings in the view", WAIT, || async {
         Ok(field_value(app, "watch.approvalTimeoutSecs").await? == json!("7"))
     })
@@ -389,7 +389,7 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
     // A look-ahead passes the view's own check (JavaScript's RegExp has it) but not the
     // engine's (Rust's `regex` has no look-around): only the engine can refuse it.
     type_into_area(app, "limits.crashPatterns", "Maximum call stack(?= size)").await?;
-    app.client.find(Locator::Css("[data-testid=settings-save]")).await?.click().await?;
+    app.click("[data-testid=settings-save]").await?;
     let err = "[data-testid=field-error][data-field='limits.crashPatterns']";
     wait_css(app, "the engine's field error", err, 1).await?;
     let msg = app.client.find(Locator::Css(err)).await?.text().await?;
@@ -415,7 +415,7 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
     // A good value saves.
     type_into_area(app, "limits.crashPatterns", GOOD_PATTERN).await?;
     type_into(app, "watch.approvalTimeoutSecs", "9").await?;
-    app.client.find(Locator::Css("[data-testid=settings-save]")).await?.click().await?;
+    app.click("[data-testid=settings-save]").await?;
     app.wait_for("the save to be confirmed", WAIT, || async {
         Ok(app.client.find(Locator::Css(".savebar .state")).await?.text().await? == "Saved.")
     })
@@ -427,7 +427,7 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
     ensure!(
         app.js(&format!("return document.querySelector(\"{status}\").dataset.installed;")).await? == json!("false")
     );
-    app.client.find(Locator::Css("[data-testid=hooks-install]")).await?.click().await?;
+    app.click("[data-testid=hooks-install]").await?;
     wait_css(app, "hooks installed", &format!("{status}[data-installed=true]"), 1).await?;
     let installed: Value = serde_json::from_str(&std::fs::read_to_string(settings_json)?)?;
     // The small CLI built next to the app runs the hooks, not the desktop binary.
@@ -472,7 +472,7 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
         mimesis_core::hook_event::spool_dir(&fx.data).read_dir()?.next().is_some(),
         "the hook recorded nothing in the spool"
     );
-    app.client.find(Locator::Css("[data-testid=doctor-run]")).await?.click().await?;
+    app.click("[data-testid=doctor-run]").await?;
     app.wait_for("the doctor report", WAIT, || async {
         Ok(app
             .client
@@ -486,7 +486,7 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
     // In words, not a JSON dump: the whole report is folded away.
     ensure!(app.count("[data-testid=doctor-report] details:not([open])").await? == 1);
 
-    app.client.find(Locator::Css("[data-testid=hooks-uninstall]")).await?.click().await?;
+    app.click("[data-testid=hooks-uninstall]").await?;
     wait_css(app, "hooks uninstalled", &format!("{status}[data-installed=false]"), 1).await?;
     let after: Value = serde_json::from_str(&std::fs::read_to_string(settings_json)?)?;
     let before: Value = serde_json::from_str(FOREIGN_SETTINGS)?;
@@ -550,7 +550,7 @@ fn read_probe(path: &Path) -> Value {
 async fn notification_and_tray(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Result<()> {
     let session = app.session.clone().context("a desktop session")?;
     wait_css(app, "two roster rows", "[data-testid=roster-row]", 2).await?;
-    app.client.find(Locator::Css(&row(DONE))).await?.click().await?;
+    app.click(&row(DONE)).await?;
     wait_css(app, "DONE's timeline", &timeline(DONE), 1).await?;
     // The finished session needs the user; the busy one does not (yet).
     app.wait_for("the tray to list one session", WAIT, || async {
@@ -629,7 +629,7 @@ async fn approved_from_a_notification(app: &DesktopApp, fx: &Fixture) -> Result<
     })
     .await?;
     // Looking at another session: BUSY's request is notified (the one on screen would not be).
-    app.client.find(Locator::Css(&row(DONE))).await?.click().await?;
+    app.click(&row(DONE)).await?;
     wait_css(app, "DONE's timeline", &timeline(DONE), 1).await?;
     let hook = permission_hook(&fx.data, BUSY, "Bash", json!({"command": "make deploy"}))?;
     app.wait_for("the request's notification", WAIT, || async {
@@ -642,7 +642,7 @@ async fn approved_from_a_notification(app: &DesktopApp, fx: &Fixture) -> Result<
     eprintln!("notification action → the hook's decision: {:?}", t0.elapsed());
     ensure!(out["hookSpecificOutput"]["decision"] == json!({"behavior": "allow"}), "{out}");
     // Opened afterwards, BUSY's timeline reads the answer back from the answers log.
-    app.client.find(Locator::Css(&row(BUSY))).await?.click().await?;
+    app.click(&row(BUSY)).await?;
     let answer = format!("{} [data-testid=answer-item][data-via=notification]", timeline(BUSY));
     app.wait_for("the answer in BUSY's timeline", WAIT, || async { Ok(app.count(&answer).await? == 1) }).await?;
     let text = app.js(&format!("return document.querySelector(\"{answer}\").textContent;")).await?;

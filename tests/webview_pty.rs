@@ -91,7 +91,7 @@ async fn start_session(app: &DesktopApp, cwd: &Path) -> Result<String> {
         Ok(app.count("[data-testid=new-session-button]").await? == 1)
     })
     .await?;
-    app.client.find(Locator::Css("[data-testid=new-session-button]")).await?.click().await?;
+    app.click("[data-testid=new-session-button]").await?;
     let input = app.client.find(Locator::Css("[data-testid=new-session-cwd]")).await?;
     input.clear().await?;
     input.send_keys(&cwd.to_string_lossy()).await?;
@@ -100,7 +100,7 @@ async fn start_session(app: &DesktopApp, cwd: &Path) -> Result<String> {
         Ok(app.count("[data-testid=new-session-start]:not([disabled])").await? == 1)
     })
     .await?;
-    app.client.find(Locator::Css("[data-testid=new-session-start]")).await?.click().await?;
+    app.click("[data-testid=new-session-start]").await?;
     app.wait_for("the terminal to attach", Duration::from_secs(15), || async {
         Ok(app.count("[data-testid=terminal][data-attached=true]").await? == 1)
     })
@@ -191,7 +191,7 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
         Ok(app.count("[data-testid=approval-bar] [data-testid=approve-once]").await? == 1)
     })
     .await?;
-    app.client.find(Locator::Css("[data-testid=approve-once]")).await?.click().await?;
+    app.click("[data-testid=approve-once]").await?;
     app.wait_for("the approved tool's result in the terminal", Duration::from_secs(10), || async {
         Ok(terminal_text(app).await?.contains("Done: said hi."))
     })
@@ -208,7 +208,7 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
         Ok(app.count("[data-testid=dialog-option]").await? == 3 && app.count(sqlite).await? == 1)
     })
     .await?;
-    app.client.find(Locator::Css(sqlite)).await?.click().await?;
+    app.click(sqlite).await?;
     app.wait_for("the answer in the terminal", Duration::from_secs(10), || async {
         Ok(terminal_text(app).await?.contains("You chose SQLite."))
     })
@@ -225,13 +225,13 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     })
     .await?;
     app.client.find(Locator::Css("[data-testid=reply]")).await?.send_keys("main please").await?;
-    app.client.find(Locator::Css("[data-testid=send-reply]")).await?.click().await?;
+    app.click("[data-testid=send-reply]").await?;
     app.wait_for("the reply reached the agent", Duration::from_secs(10), || async {
         Ok(terminal_text(app).await?.contains("Echo: main please"))
     })
     .await?;
     // The answers given from the window are in the session's timeline, marked so.
-    app.client.find(Locator::Css("[data-testid=pane-split]")).await?.click().await?;
+    app.click("[data-testid=pane-split]").await?;
     app.wait_for("the answers in the timeline", Duration::from_secs(10), || async {
         Ok(app.count("[data-testid=answer-item][data-via=window]").await? == 2)
     })
@@ -240,7 +240,7 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
         .js("return [...document.querySelectorAll('[data-testid=answer-item]')].map(e => e.textContent).join('|');")
         .await?;
     ensure!(texts.as_str().is_some_and(|t| t.contains("Chose “SQLite” from the window")), "{texts}");
-    app.client.find(Locator::Css("[data-testid=pane-terminal]")).await?.click().await?;
+    app.click("[data-testid=pane-terminal]").await?;
 
     // 4. The duration limit: the seeds' warning, then the dialog.
     let banner = "[data-testid=banner][data-kind=session_warning]";
@@ -276,7 +276,7 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
 
     // 5. "Start New Session" runs a fresh agent in the same folder; it is still running
     // when the app quits, so the quit must stop it.
-    app.client.find(Locator::Css("[data-testid=terminated-new]")).await?.click().await?;
+    app.click("[data-testid=terminated-new]").await?;
     app.wait_for("a new session's terminal", Duration::from_secs(15), || async {
         let v = app
             .js("const t = document.querySelector('[data-testid=terminal][data-attached=true]'); \

@@ -233,6 +233,28 @@ impl DesktopApp {
         Ok(self.client.find_all(Locator::Css(css)).await?.len())
     }
 
+    /// Finds the element `css` names and clicks it. The page may replace the node between
+    /// the find and the click (a row that moved to another group, a bar re-rendered by an
+    /// update); a user's click lands on whatever is there, so the click is tried again on
+    /// the new node, a few times.
+    pub async fn click(&self, css: &str) -> Result<()> {
+        let mut last = None;
+        for _ in 0..10 {
+            let el = self.client.find(Locator::Css(css)).await.with_context(|| format!("finding {css}"))?;
+            match el.click().await {
+                Ok(()) => return Ok(()),
+                // Only a node that went away before the click is tried again (the click did
+                // not happen); any other error is the test's to see.
+                Err(e) if e.to_string().contains("was not found") || e.to_string().contains("stale") => {
+                    last = Some(anyhow::Error::from(e))
+                }
+                Err(e) => return Err(anyhow::Error::from(e).context(format!("clicking {css}"))),
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("no click")).context(format!("clicking {css}")))
+    }
+
     /// Runs a script in the page and returns its value.
     pub async fn js(&self, script: &str) -> Result<Value> {
         Ok(self.client.execute(script, vec![]).await?)
