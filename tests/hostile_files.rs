@@ -60,7 +60,7 @@ impl Home {
         let mut child =
             self.command()?.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
         child.stdin.take().context("stdin")?.write_all(stdin)?;
-        let out = wait_output(child)?;
+        let out = mimesis_tests::mimesis::wait_output(child, T)?;
         Ok((
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into(),
@@ -71,22 +71,6 @@ impl Home {
 
 fn id(n: u32) -> String {
     format!("aaaaaaaa-0000-4000-8000-{n:012}")
-}
-
-fn wait_output(child: Child) -> Result<std::process::Output> {
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(T) {
-        Ok(out) => Ok(out?),
-        Err(_) => {
-            // SAFETY: signalling a child we started.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            bail!("the command hung")
-        }
-    }
 }
 
 /// `mimesis watch --json`, its stdout read line by line on a thread.

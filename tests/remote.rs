@@ -68,7 +68,7 @@ impl Rig {
 
     fn run(&self, args: &[&str]) -> Result<(i32, String, String)> {
         let child = self.command()?.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
-        let out = wait_output(child)?;
+        let out = mimesis_tests::mimesis::wait_output(child, T)?;
         Ok((
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into(),
@@ -292,21 +292,4 @@ fn watch_follows_the_remote_and_a_host_that_drops_comes_back_by_itself() -> Resu
         std::thread::sleep(Duration::from_millis(50));
     }
     Ok(())
-}
-
-/// A command's output, or an error (and the command killed) when it hangs.
-fn wait_output(child: Child) -> Result<std::process::Output> {
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(T) {
-        Ok(out) => Ok(out?),
-        Err(_) => {
-            // SAFETY: signalling a child we started.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            bail!("the command hung")
-        }
-    }
 }

@@ -200,9 +200,9 @@ fn bytes_per_line(sshd: &Sshd, base: &Path, corpus: &Path) -> Result<()> {
             }
         }
         lat.push(start.elapsed().as_secs_f64() * 1000.0);
-        // Anything else queued for this append (its usage, its cost) counts too.
-        std::thread::sleep(Duration::from_millis(30));
-        wire += drain(&mut out)?;
+        // Anything else this append causes (its usage, its cost) counts too: whatever
+        // arrives until the wire has been quiet for 30 ms.
+        wire += drain(&mut out, 30)?;
     }
     drop(stdin);
     let _ = child.wait();
@@ -221,15 +221,15 @@ fn bytes_per_line(sshd: &Sshd, base: &Path, corpus: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Reads what is already buffered or arrives within a moment, without blocking on more.
-fn drain(out: &mut BufReader<impl Read + std::os::fd::AsRawFd>) -> Result<usize> {
+/// Reads what is buffered and whatever arrives until nothing has for `quiet_ms`.
+fn drain(out: &mut BufReader<impl Read + std::os::fd::AsRawFd>, quiet_ms: i32) -> Result<usize> {
     let fd = out.get_ref().as_raw_fd();
     let mut total = out.buffer().len();
     out.consume(total);
     loop {
         let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
         // SAFETY: one pollfd on a descriptor we own.
-        let ready = unsafe { libc::poll(&mut pfd, 1, 0) };
+        let ready = unsafe { libc::poll(&mut pfd, 1, quiet_ms) };
         if ready <= 0 {
             return Ok(total);
         }

@@ -30,3 +30,21 @@ pub fn mimesis_bin() -> Result<PathBuf> {
     *memo = Some(bin.clone());
     Ok(bin)
 }
+
+/// A started command's output, or an error (and the command killed) when it has not ended
+/// within `limit`: a hung command fails the test instead of hanging it.
+pub fn wait_output(child: std::process::Child, limit: std::time::Duration) -> Result<std::process::Output> {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => Ok(out?),
+        Err(_) => {
+            // SAFETY: signalling a child we started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            anyhow::bail!("the command hung for {limit:?}")
+        }
+    }
+}
