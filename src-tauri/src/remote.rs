@@ -192,14 +192,7 @@ pub async fn host_remove(state: tauri::State<'_, crate::commands::AppState>, hos
 async fn change(mimesis: &Mimesis, host: &str, add: bool) -> Result<(), String> {
     let dest = Destination::parse(host)?;
     let mut settings = mimesis.settings();
-    let hosts = &mut settings.machines.hosts;
-    let had = hosts.iter().any(|h| h == dest.as_str());
-    match (add, had) {
-        (true, true) => return Err(format!("{dest} is already in the list")),
-        (false, false) => return Err(format!("{dest} is not in the list")),
-        (true, false) => hosts.push(dest.as_str().to_owned()),
-        (false, true) => hosts.retain(|h| h != dest.as_str()),
-    }
+    settings.machines.change(&dest, add)?;
     let doc = serde_json::to_value(&settings).map_err(|e| e.to_string())?;
     let outcome = mimesis.settings_set(&doc).await;
     if let Some(e) = outcome.errors.first() {

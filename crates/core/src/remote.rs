@@ -549,6 +549,18 @@ mod tests {
     }
 
     #[test]
+    fn a_machine_is_added_once_and_removed_once() {
+        let mut m = crate::settings::MachineSettings::default();
+        let d = Destination::parse("devbox").unwrap();
+        assert!(m.change(&d, true).is_ok());
+        assert!(m.change(&d, true).unwrap_err().contains("already"));
+        assert_eq!(m.hosts, ["devbox"]);
+        assert!(m.change(&d, false).is_ok());
+        assert!(m.change(&d, false).unwrap_err().contains("not in the list"));
+        assert!(m.hosts.is_empty());
+    }
+
+    #[test]
     fn the_remote_scripts_quote_their_arguments() {
         let c = remote_mimesis(&["serve", "--stdio"]);
         assert!(c.starts_with("'sh' '-c' '"), "{c}");

@@ -112,6 +112,27 @@ pub struct MachineSettings {
     pub hosts: Vec<String>,
 }
 
+impl MachineSettings {
+    /// Adds (`add`) or removes `dest`; a sentence when it is already there, or not there.
+    /// The CLI (`mimesis hosts add|remove`) and the window (`host_add`/`host_remove`) both
+    /// change the list through this.
+    pub fn change(&mut self, dest: &crate::remote::Destination, add: bool) -> Result<(), String> {
+        let had = self.hosts.iter().any(|h| h == dest.as_str());
+        match (add, had) {
+            (true, true) => Err(format!("{dest} is already in the list")),
+            (false, false) => Err(format!("{dest} is not in the list of machines")),
+            (true, false) => {
+                self.hosts.push(dest.as_str().to_owned());
+                Ok(())
+            }
+            (false, true) => {
+                self.hosts.retain(|h| h != dest.as_str());
+                Ok(())
+            }
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Settings {

@@ -770,14 +770,7 @@ pub fn change_configured(data_dir: &Path, dest: &Destination, add: bool) -> Resu
     std::fs::create_dir_all(data_dir).map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
     let db = mimesis_fleetdb::Db::open_shared(&path).map_err(|e| format!("cannot open the settings: {e}"))?;
     let mut settings = db.settings();
-    let hosts = &mut settings.machines.hosts;
-    let had = hosts.iter().any(|h| h == dest.as_str());
-    match (add, had) {
-        (true, true) => return Err(format!("{dest} is already in the list")),
-        (false, false) => return Err(format!("{dest} is not in the list (`mimesis hosts` shows it)")),
-        (true, false) => hosts.push(dest.as_str().to_owned()),
-        (false, true) => hosts.retain(|h| h != dest.as_str()),
-    }
+    settings.machines.change(dest, add)?;
     if let Some(e) = settings.validate().into_iter().find(|e| e.field.starts_with("machines")) {
         return Err(e.message);
     }
