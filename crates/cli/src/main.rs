@@ -460,6 +460,15 @@ async fn watch(
                     mimesis_wiring::remote::FeedMsg::State(info) => {
                         writeln!(out, "{}", render::sanitize(&remote_cmd::host_line(&info), false))?;
                     }
+                    mimesis_wiring::remote::FeedMsg::Supervision(ev) if json => {
+                        let line = serde_json::json!({"type": "supervision", "host": host.as_str(), "event": ev});
+                        serde_json::to_writer(&mut out, &line)?;
+                        writeln!(out)?;
+                    }
+                    mimesis_wiring::remote::FeedMsg::Supervision(ev) => {
+                        let what = format!("{host} {} {}: {}", ev.session_id.short(), ev.type_name(), ev.message().unwrap_or(""));
+                        writeln!(out, "{}", render::sanitize(&what, false))?;
+                    }
                 }
                 out.flush()?;
             }

@@ -40,8 +40,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "PROGRAM")]
     agent: Option<PathBuf>,
     /// Resume this session instead of starting a new one.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", conflicts_with = "session_id")]
     resume: Option<String>,
+    /// Start the new session under this id (a UUID) instead of one Mimesis chooses.
+    #[arg(long = "session-id", value_name = "UUID")]
+    session_id: Option<String>,
     /// Append one JSON object per supervision event to FILE.
     #[arg(long = "events-json", value_name = "FILE")]
     events_json: Option<PathBuf>,
@@ -91,10 +94,10 @@ impl RunArgs {
 }
 
 pub fn run(args: RunArgs, config_dirs: &[PathBuf], data_dir: &Path) -> anyhow::Result<ExitCode> {
-    let resume = match args.resume.as_deref().map(SessionId::parse).transpose() {
-        Ok(r) => r,
+    let start = match start_of(&args) {
+        Ok(s) => s,
         Err(e) => {
-            eprintln!("mimesis run: --resume: {e}");
+            eprintln!("mimesis run: {e}");
             return Ok(ExitCode::from(2));
         }
     };
@@ -146,7 +149,7 @@ pub fn run(args: RunArgs, config_dirs: &[PathBuf], data_dir: &Path) -> anyhow::R
             mimesis.shutdown().await;
             return Ok(ExitCode::from(2));
         }
-        let result = session(&mimesis, cwd, resume, events_file, tty).await;
+        let result = session(&mimesis, cwd, start, events_file, tty).await;
         mimesis.shutdown().await;
         result
     });
@@ -155,16 +158,41 @@ pub fn run(args: RunArgs, config_dirs: &[PathBuf], data_dir: &Path) -> anyhow::R
     code
 }
 
+/// Which session `mimesis run` starts.
+enum Start {
+    New,
+    NewAs(SessionId),
+    Resume(SessionId),
+}
+
+fn start_of(args: &RunArgs) -> Result<Start, String> {
+    if let Some(id) = &args.resume {
+        return SessionId::parse(id).map(Start::Resume).map_err(|e| format!("--resume: {e}"));
+    }
+    match &args.session_id {
+        None => Ok(Start::New),
+        Some(id) => match SessionId::parse(id) {
+            Ok(id) if id.is_uuid() => Ok(Start::NewAs(id)),
+            _ => Err(format!("--session-id: {id:?} is not a UUID (8-4-4-4-12 hex digits)")),
+        },
+    }
+}
+
 async fn session(
     mimesis: &Mimesis,
     cwd: PathBuf,
-    resume: Option<SessionId>,
+    start: Start,
     mut events_file: Option<std::fs::File>,
     tty: bool,
 ) -> anyhow::Result<ExitCode> {
     let sup = mimesis.supervisor().await.context("the supervisor did not start")?;
     let mut events = sup.subscribe();
-    let id = match sup.create(&cwd, resume).await {
+    let created = match start {
+        Start::New => sup.create(&cwd, None).await,
+        Start::NewAs(id) => sup.create_new_as(&cwd, id, None).await,
+        Start::Resume(id) => sup.create(&cwd, Some(id)).await,
+    };
+    let id = match created {
         Ok(id) => id,
         Err(e) => {
             drain_events(&mut events, &mut events_file);

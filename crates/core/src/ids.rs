@@ -31,6 +31,17 @@ impl SessionId {
         &self.0
     }
 
+    /// A UUID in its usual form (8-4-4-4-12 hex digits), as Claude Code's `--session-id`
+    /// requires of a new session's id.
+    pub fn is_uuid(&self) -> bool {
+        let b = self.0.as_bytes();
+        b.len() == 36
+            && b.iter().enumerate().all(|(i, c)| match i {
+                8 | 13 | 18 | 23 => *c == b'-',
+                _ => c.is_ascii_hexdigit(),
+            })
+    }
+
     /// An id that sorts after every valid one (for range bounds in ordered indexes).
     pub fn greatest() -> SessionId {
         SessionId("z".repeat(128))
@@ -71,6 +82,19 @@ impl std::str::FromStr for SessionId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tells_uuids() {
+        assert!(SessionId::parse("0b6d3a8e-6f1c-4c39-9d3e-2a1f5e7c9b10").unwrap().is_uuid());
+        for not in [
+            "abc",
+            "0b6d3a8e-6f1c-4c39-9d3e-2a1f5e7c9b1",
+            "0b6d3a8e_6f1c-4c39-9d3e-2a1f5e7c9b10",
+            "zb6d3a8e-6f1c-4c39-9d3e-2a1f5e7c9b10",
+        ] {
+            assert!(!SessionId::parse(not).unwrap().is_uuid(), "{not}");
+        }
+    }
 
     #[test]
     fn accepts_uuids_and_rejects_paths() {

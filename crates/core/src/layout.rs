@@ -24,7 +24,7 @@ pub fn sessions_dir(root: &Path) -> PathBuf {
 }
 
 /// Where a transcript file sits: `<root>/projects/<project>/<id>.jsonl`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TranscriptLocation {
     pub root: PathBuf,
     pub project_id: String,

@@ -8,8 +8,9 @@
 //! (`hello` with its protocol number); the remote answers `hello` (its protocol, version,
 //! OS and architecture), then `snapshot` once its first index is done, then one `event`
 //! per roster change; `show` requests are answered by `timeline` or `error` carrying the
-//! request's number. The remote stops when its stdin closes, so it never outlives the
-//! connection.
+//! request's number, and one `supervision` per supervision event of the sessions its
+//! supervisors (each `mimesis run` there) run. The remote stops when its stdin closes, so
+//! it never outlives the connection.
 
 use std::time::Duration;
 
@@ -17,11 +18,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{Mono, Timestamp};
 use crate::session::{StoreEvent, TrackedSession};
+use crate::supervision::SupervisionEvent;
 use crate::timeline::TimelineItem;
 
 /// The protocol this build speaks. A remote that answers with another one is a helper of
 /// another version: the user is offered to install this build's.
-pub const PROTOCOL: u32 = 1;
+/// 2: `supervision` messages.
+pub const PROTOCOL: u32 = 2;
 
 /// The longest line either side accepts (a 2,000-session snapshot is about 6 MB).
 pub const MAX_LINE: usize = 256 * 1024 * 1024;
@@ -56,6 +59,11 @@ pub enum FromRemote {
     },
     Event {
         event: StoreEvent,
+    },
+    /// What a supervisor on the host said of one of its sessions (its row's `supervision`
+    /// has changed already: the event follows the state it describes).
+    Supervision {
+        event: SupervisionEvent,
     },
     Timeline {
         req: u64,

@@ -11,6 +11,7 @@
 //!   terminal-screen model (`vt100`) and the signals read from it.
 //! - [`cleanup`]: what earlier, dead Mimesis processes left running is killed at start.
 //! - [`metrics`]: each supervisor's metrics, published for `mimesis metrics` (P14).
+//! - [`plain`]: a terminal shown but not supervised (a session supervised on another machine).
 //!
 //! Layer: above `mimesis-core` and `mimesis-os`. It does not know the engine: the wiring
 //! shows each session's supervision in the roster through [`Roster`] and feeds what the
@@ -22,6 +23,7 @@ pub mod cleanup;
 mod host;
 pub mod metrics;
 pub mod monitor;
+pub mod plain;
 mod process;
 pub mod supervisor;
 

@@ -5,6 +5,13 @@
 //! [`collect`] adds up the snapshots of the supervisors still running (same PID, start
 //! time and boot as published) and sets aside those whose publisher is gone: a
 //! SIGKILLed supervisor's last numbers are never shown as if it were alive.
+//!
+//! Beside its snapshot, each supervisor appends its supervision events to
+//! `<pid>-<start ticks>.events.jsonl` (one [`SupervisionEvent`] per line), so a reader in
+//! another process (`mimesis serve` for a window on another machine) follows them as the
+//! face running the sessions sees them. That file outlives a clean exit by
+//! [`EVENTS_KEPT`] (its last events are read after the snapshot is withdrawn), then the next
+//! supervisor's start-up removes it.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -14,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use mimesis_core::clock::Timestamp;
 use mimesis_core::ids::SessionId;
+use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::supervision::ledger::Owner;
 use mimesis_core::supervision::view::{Metrics, Supervision};
 
@@ -22,6 +30,12 @@ pub const DIR_NAME: &str = "metrics";
 
 /// A supervisor re-publishes at least this often, even when nothing changed.
 pub const HEARTBEAT: Duration = Duration::from_secs(10);
+
+/// How long the events of a supervisor that has gone are kept.
+pub const EVENTS_KEPT: Duration = Duration::from_secs(600);
+
+/// The suffix of the events files.
+pub const EVENTS_SUFFIX: &str = ".events.jsonl";
 
 /// The snapshots' folder for a data dir.
 pub fn dir(data_dir: &Path) -> PathBuf {
@@ -55,6 +69,38 @@ pub struct Published {
 
 fn file_of(dir: &Path, owner: &Owner) -> PathBuf {
     dir.join(format!("{}-{}.json", owner.pid, owner.start_ticks))
+}
+
+/// The events file of `owner`.
+pub fn events_file(dir: &Path, owner: &Owner) -> PathBuf {
+    dir.join(format!("{}-{}{EVENTS_SUFFIX}", owner.pid, owner.start_ticks))
+}
+
+/// The snapshot file of the supervisor whose events file is `events`.
+pub fn snapshot_of_events(events: &Path) -> Option<PathBuf> {
+    let name = events.file_name()?.to_str()?.strip_suffix(EVENTS_SUFFIX)?;
+    Some(events.with_file_name(format!("{name}.json")))
+}
+
+/// Appends `events` to `owner`'s events file, each on one line written whole (readers
+/// in other processes may still see a line's first part and wait for its end).
+pub fn append_events(dir: &Path, owner: &Owner, events: &[SupervisionEvent]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if events.is_empty() {
+        return Ok(());
+    }
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    }
+    let mut buf = Vec::new();
+    for ev in events {
+        serde_json::to_writer(&mut buf, ev)?;
+        buf.push(b'\n');
+    }
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(events_file(dir, owner))?;
+    f.write_all(&buf)
 }
 
 /// Writes `snapshot` for its owner; a reader never sees half a file.
@@ -114,6 +160,12 @@ pub fn collect(dir: &Path, clean: bool) -> Collected {
             continue; // being written; its owner renames it in a moment
         }
         if !name.ends_with(".json") {
+        if name.ends_with(EVENTS_SUFFIX) {
+            if clean && events_gone(&path) {
+                let _ = std::fs::remove_file(&path);
+            }
+            continue;
+        }
             continue;
         }
         let snapshot = mimesis_os::files::read_bounded(&path, 16 << 20)
@@ -144,6 +196,18 @@ pub fn collect(dir: &Path, clean: bool) -> Collected {
 }
 
 #[cfg(test)]
+/// An events file whose supervisor withdrew its snapshot (or died) more than
+/// [`EVENTS_KEPT`] ago.
+fn events_gone(path: &Path) -> bool {
+    let published = snapshot_of_events(path).is_some_and(|s| s.exists());
+    let old = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age > EVENTS_KEPT);
+    !published && old
+}
+
 mod tests {
     use super::*;
 

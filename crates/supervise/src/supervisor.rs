@@ -137,7 +137,11 @@ impl Host for Shared {
             _ => 0,
         };
         tracing::info!(event = ev.type_name(), session = %ev.session_id, message = ev.message().unwrap_or(""), "supervision");
-        let _ = self.events.send(Arc::new(ev));
+        let ev = Arc::new(ev);
+        if self.config.metrics_dir.is_some() {
+            self.recorder.event(ev.clone());
+        }
+        let _ = self.events.send(ev);
         self.fleet(FleetMsg::Metrics);
     }
 
@@ -386,10 +390,34 @@ impl Supervisor {
             .ok()
             .filter(|c| c.is_dir())
             .ok_or_else(|| SupervisorError::NotAFolder(cwd.to_owned()))?;
-        let id = match &resume {
-            Some(id) => id.clone(),
-            None => new_session_id(),
-        };
+        let resuming = resume.is_some();
+        self.start_session(cwd, resume.unwrap_or_else(new_session_id), resuming, size).await
+    }
+
+    /// A new supervised session under an id chosen by the caller (a UUID, as
+    /// `--session-id` requires): a window that starts a session on another machine names
+    /// it before its row exists there.
+    pub async fn create_new_as(
+        &self,
+        cwd: &Path,
+        id: SessionId,
+        size: Option<(u16, u16)>,
+    ) -> Result<SessionId, SupervisorError> {
+        let cwd = cwd
+            .canonicalize()
+            .ok()
+            .filter(|c| c.is_dir())
+            .ok_or_else(|| SupervisorError::NotAFolder(cwd.to_owned()))?;
+        self.start_session(cwd, id, false, size).await
+    }
+
+    async fn start_session(
+        &self,
+        cwd: PathBuf,
+        id: SessionId,
+        resuming: bool,
+        size: Option<(u16, u16)>,
+    ) -> Result<SessionId, SupervisorError> {
         let (tx, rx) = mpsc::unbounded_channel();
         {
             let mut sessions = lock(&self.shared.sessions);
@@ -423,7 +451,7 @@ impl Supervisor {
             id.clone(),
             s.limits(),
             s.agent().kind,
-            resume.is_some(),
+            resuming,
             s.clock.both(),
             Box::new(new_session_id),
         );
@@ -783,6 +811,8 @@ async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMs
 enum RecordMsg {
     Processes(Vec<ProcessRecord>),
     Metrics(metrics::Snapshot),
+    /// Appended to the events file, every one.
+    Event(Arc<SupervisionEvent>),
     /// Forget the records, withdraw the metrics, and stop.
     Finish(oneshot::Sender<()>),
 }
@@ -818,13 +848,19 @@ impl Recorder {
                         Err(_) => return,
                     }
                 };
-                let (mut snapshot, mut finish) = (None, None);
+                let (mut snapshot, mut finish, mut events) = (None, None, Vec::new());
                 for msg in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
                     match msg {
                         RecordMsg::Processes(p) => processes = Some(p),
                         RecordMsg::Metrics(m) => snapshot = Some(m),
+                        RecordMsg::Event(e) => events.push((*e).clone()),
                         RecordMsg::Finish(ack) => finish = Some(ack),
                     }
+                }
+                if let Some(dir) = &metrics_dir
+                    && let Err(e) = metrics::append_events(dir, &me, &events)
+                {
+                    tracing::debug!(error = %e, "could not record the supervision events");
                 }
                 if let Some(ack) = finish {
                     if let Err(e) = ledger.forget(&me) {
@@ -868,6 +904,10 @@ impl Recorder {
 
     fn metrics(&self, snapshot: metrics::Snapshot) {
         let _ = self.tx.send(RecordMsg::Metrics(snapshot));
+    }
+
+    fn event(&self, ev: Arc<SupervisionEvent>) {
+        let _ = self.tx.send(RecordMsg::Event(ev));
     }
 
     /// Forgets this supervisor's records and withdraws its metrics, after every write

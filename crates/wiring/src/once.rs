@@ -43,11 +43,21 @@ pub fn roster_each(roots: &[PathBuf], data_dir: &Path, now: Timestamp, f: impl F
 
 /// The sessions the live supervisors of `data_dir` published, under one of `roots`.
 fn supervised(roots: &[PathBuf], data_dir: &Path) -> Vec<(TranscriptLocation, Supervision)> {
+    under_roots(
+        roots,
+        mimesis_supervise::metrics::collect(&mimesis_supervise::metrics::dir(data_dir), false).supervised,
+    )
+}
+
+/// The published sessions whose transcripts are under one of `roots`, where they are.
+pub(crate) fn under_roots(
+    roots: &[PathBuf],
+    published: Vec<mimesis_supervise::metrics::Published>,
+) -> Vec<(TranscriptLocation, Supervision)> {
     let same = |a: &Path, b: &Path| {
         a == b || std::fs::canonicalize(a).ok().is_some_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
     };
-    mimesis_supervise::metrics::collect(&mimesis_supervise::metrics::dir(data_dir), false)
-        .supervised
+    published
         .into_iter()
         .filter_map(|p| {
             let root = roots.iter().find(|r| same(r, &p.config_root))?;

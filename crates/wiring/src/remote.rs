@@ -18,12 +18,13 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mimesis_core::attention::Attention;
+use mimesis_core::attention::{Attention, SupervisionSignal};
 use mimesis_core::clock::{Clock, Timestamp};
 use mimesis_core::ids::SessionId;
 use mimesis_core::remote::{self, Destination, Failure, FromRemote, HostLink, HostState, MAX_LINE, PROTOCOL, ToRemote};
 use mimesis_core::session::{StoreEvent, TrackedSession};
 use mimesis_core::settings::NotificationSettings;
+use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::timeline::TimelineItem;
 use serde::Serialize;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -374,6 +375,10 @@ pub async fn serve(
     let engine = mimesis.engine().clone();
     let mut events = engine.subscribe();
     let (done_tx, mut done) = mpsc::channel::<FromRemote>(16);
+    // The sessions this machine's `mimesis run`s supervise: their supervision on the rows,
+    // then their events.
+    let (sup_tx, mut sup_events) = mpsc::channel::<Vec<SupervisionEvent>>(16);
+    let follower = tokio::spawn(follow_supervisors(roots.clone(), data_dir.clone(), engine.clone(), sup_tx));
     let result: io::Result<()> = async {
         // Requests that arrive while the first index runs are answered after it.
         engine.ready().await;
@@ -403,6 +408,14 @@ pub async fn serve(
                         output.flush().await?;
                     }
                 }
+                evs = sup_events.recv() => {
+                    // The row changes these events describe are queued already: out first.
+                    write_queued(&mut output, &mut events, &mut last_seq).await?;
+                    for event in evs.into_iter().flatten() {
+                        write_msg(&mut output, &FromRemote::Supervision { event }).await?;
+                    }
+                    output.flush().await?;
+                }
                 ev = events.recv() => {
                     match ev {
                         Ok(env) => {
@@ -411,12 +424,7 @@ pub async fn serve(
                                 write_msg(&mut output, &FromRemote::Event { event: env.event.clone() }).await?;
                             }
                             // Everything queued goes in one write.
-                            while let Ok(env) = events.try_recv() {
-                                if env.seq > last_seq {
-                                    last_seq = env.seq;
-                                    write_msg(&mut output, &FromRemote::Event { event: env.event.clone() }).await?;
-                                }
-                            }
+                            write_queued(&mut output, &mut events, &mut last_seq).await?;
                         }
                         Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                             let snap = engine.snapshot().await.map_err(io::Error::other)?;
@@ -431,10 +439,67 @@ pub async fn serve(
         }
     }
     .await;
+    follower.abort();
     mimesis.shutdown().await;
     match result {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
+    }
+}
+
+/// The store events queued now, written out (the caller flushes).
+async fn write_queued(
+    output: &mut (impl AsyncWrite + Unpin),
+    events: &mut tokio::sync::broadcast::Receiver<Arc<mimesis_watch::Envelope>>,
+    last_seq: &mut u64,
+) -> io::Result<()> {
+    while let Ok(env) = events.try_recv() {
+        if env.seq > *last_seq {
+            *last_seq = env.seq;
+            write_msg(output, &FromRemote::Event { event: env.event.clone() }).await?;
+        }
+    }
+    Ok(())
+}
+
+/// How often the supervisors of this machine are looked at (their snapshots settle within
+/// a quarter second of a change).
+const SUPERVISORS_POLL: Duration = Duration::from_millis(300);
+
+/// Follows the other supervisors of `data_dir` ([`crate::supervisors`]): sets their
+/// sessions' supervision on the engine's rows, and sends their events once those row
+/// changes are out (a round trip through the engine's queue).
+async fn follow_supervisors(
+    roots: Vec<PathBuf>,
+    data_dir: PathBuf,
+    engine: mimesis_watch::Engine,
+    out: mpsc::Sender<Vec<SupervisionEvent>>,
+) {
+    let mut followed = crate::supervisors::Supervisors::new(roots, &data_dir);
+    loop {
+        let Ok((back, found)) = tokio::task::spawn_blocking(move || {
+            let found = followed.poll();
+            (followed, found)
+        })
+        .await
+        else {
+            return;
+        };
+        followed = back;
+        let changed = !found.changed.is_empty() || !found.gone.is_empty();
+        for (location, supervision) in found.changed {
+            engine.set_supervision(location, Some(supervision));
+        }
+        for location in found.gone {
+            engine.set_supervision(location, None);
+        }
+        if changed || !found.events.is_empty() {
+            let _ = engine.attention().await;
+        }
+        if !found.events.is_empty() && out.send(found.events).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(SUPERVISORS_POLL).await;
     }
 }
 
@@ -489,6 +554,9 @@ pub enum FeedMsg {
     /// A change to the host's roster: sessions carry `host`; for `updated` and `removed`
     /// the host is the feed's.
     Event(StoreEvent),
+    /// A supervision event of one of the host's sessions (after the row change it
+    /// describes).
+    Supervision(SupervisionEvent),
 }
 
 /// A host as the user sees it (`mimesis hosts --json`, Settings › Machines).
@@ -719,6 +787,7 @@ async fn run_connection(
                         ok && (st.rows.len() == before || st.tell().await)
                     }
                     FromRemote::Timeline { req, items } => {
+                    FromRemote::Supervision { event } => st.out.send(FeedMsg::Supervision(event)).await.is_ok(),
                         if let Some(r) = waiting.remove(&req) { let _ = r.send(Ok(items)); }
                         true
                     }
@@ -813,6 +882,21 @@ fn face_event(host: &str, ev: &StoreEvent) -> serde_json::Value {
 }
 
 /// What a [`Hub`] tells a window.
+/// A remote supervision event as a window sees it (`sessionId` and `resumeSessionId`
+/// keyed as in [`face_row`]).
+pub fn face_supervision(host: &str, ev: &SupervisionEvent) -> serde_json::Value {
+    let mut v = serde_json::to_value(ev).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        for key in ["sessionId", "resumeSessionId"] {
+            if let Some(serde_json::Value::String(id)) = o.get(key) {
+                let keyed = format!("{host}:{id}");
+                o.insert(key.into(), keyed.into());
+            }
+        }
+    }
+    v
+}
+
 #[derive(Clone, Debug)]
 pub enum HubEvent {
     /// Every host's state, in the configured order.
@@ -820,6 +904,9 @@ pub enum HubEvent {
     /// Roster changes of other machines, keyed as in [`face_row`].
     Events(Vec<serde_json::Value>),
     /// The sessions of other machines that need the user now (keys `host:id`), by the same
+    /// Supervision events of other machines' sessions, keyed as in [`face_supervision`],
+    /// each after the roster change it describes.
+    Supervision(Vec<serde_json::Value>),
     /// policy as this machine's (`mimesis_core::attention`).
     Attention(Vec<String>),
     /// A notification the attention policy decided on (`key`: `host:id`).
@@ -946,6 +1033,7 @@ impl Hub {
             }
             let mut events = Vec::new();
             let mut notes = Vec::new();
+            let mut supervision = Vec::new();
             let mut hosts_changed = false;
             let needs_you;
             {
@@ -990,6 +1078,22 @@ impl Hub {
                             events.push(face_event(dest.as_str(), &ev));
                         }
                     }
+                        FeedMsg::Supervision(ev) => {
+                            if let Some(signal) = SupervisionSignal::from_event(&ev) {
+                                let settings = inner.notifications.clone();
+                                let policy = inner.attention.entry(dest.clone()).or_insert_with(|| {
+                                    Attention::new(settings, mimesis_core::attention::DEFAULT_DEBOUNCE)
+                                });
+                                for n in policy.on_supervision(&ev.session_id, signal, now) {
+                                    notes.push(HubEvent::Notify {
+                                        key: format!("{dest}:{}", n.session_id),
+                                        title: n.title,
+                                        body: format!("{dest}: {}", n.body),
+                                    });
+                                }
+                            }
+                            supervision.push(face_supervision(dest.as_str(), &ev));
+                        }
                 }
                 needs_you = inner.needs_you_changed();
             }
@@ -997,6 +1101,9 @@ impl Hub {
                 let _ = self.events.send(HubEvent::Events(events));
             }
             if let Some(keys) = needs_you {
+            if !supervision.is_empty() {
+                let _ = self.events.send(HubEvent::Supervision(supervision));
+            }
                 let _ = self.events.send(HubEvent::Attention(keys));
             }
             for n in notes {

@@ -5,13 +5,13 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
 use crate::ids::SessionId;
 
 /// Whether a respawned session continues its conversation or starts over (EC-007).
-#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum ReadyStatus {
     Resumed,
@@ -19,7 +19,7 @@ pub enum ReadyStatus {
 }
 
 /// What happened. Serialized with its fields beside `type`, `sessionId` and `at`.
-#[derive(Serialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum EventKind {
     SessionStarted {},
@@ -38,8 +38,8 @@ pub enum EventKind {
     SessionExited { exit_code: i32 },
 }
 
-/// One supervision event.
-#[derive(Serialize, Clone, Debug, PartialEq)]
+/// One supervision event. (Read back from another machine's Mimesis: untrusted there.)
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct SupervisionEvent {
     #[serde(flatten)]
