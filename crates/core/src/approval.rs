@@ -101,6 +101,7 @@ impl Via {
 }
 
 /// What Claude Code asks permission for, as the hook read it from its payload.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Request {
@@ -116,6 +117,7 @@ pub struct Request {
 
 /// The part of a tool's input a user reads before answering (cleaned text, each at most
 /// [`DETAIL_CHARS`] characters).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum Detail {
@@ -129,12 +131,14 @@ pub enum Detail {
     Questions { questions: Vec<Question> },
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Replacement {
     pub old: String,
     pub new: String,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Question {
@@ -146,6 +150,7 @@ pub struct Question {
     pub multi_select: bool,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct QuestionOption {
     pub label: String,
@@ -247,6 +252,7 @@ impl Answered {
 }
 
 /// An open request as faces and `mimesis pending --json` show it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Pending {

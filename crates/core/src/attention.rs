@@ -150,6 +150,7 @@ impl SupervisionSignal {
 }
 
 /// The tray's view: sessions that need the user (docs/ipc.md `attention:changed`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct AttentionSet {

@@ -93,6 +93,7 @@ pub fn parse_marker(bytes: &[u8], named: &SessionId, folder_cwd: &str) -> Result
 }
 
 /// The `status` values of a status file (seed 001).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Copy, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum ReportedStatus {
@@ -131,6 +132,7 @@ impl ReportedStatus {
 }
 
 /// A status file's content (docs/ipc.md `statusFile`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusReport {

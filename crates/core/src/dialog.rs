@@ -8,6 +8,7 @@
 //! would change the user's settings on their behalf.
 
 /// A dialog as the screen shows it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Dialog {
@@ -18,6 +19,7 @@ pub struct Dialog {
     pub options: Vec<DialogOption>,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DialogOption {

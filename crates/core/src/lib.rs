@@ -47,6 +47,8 @@ pub mod supervision;
 pub mod text;
 pub mod timeline;
 pub mod transcript;
+#[cfg(feature = "ts")]
+mod ts;
 
 pub use clock::{Clock, ManualClock, Mono, Now, SystemClock, Timestamp};
 pub use ids::SessionId;

@@ -350,6 +350,7 @@ fn tail_of(l: &str) -> String {
 }
 
 /// What the user sees of a host (docs/ipc.md `hosts`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum HostState {

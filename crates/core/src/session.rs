@@ -14,6 +14,7 @@ use crate::status::Status;
 use crate::supervision::view::Supervision;
 
 /// Token usage, each API message counted once.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Default, Clone, Copy, PartialEq, Eq, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
@@ -101,6 +102,7 @@ impl Usage {
 }
 
 /// What Claude Code says it billed for a session (its last `cost-state` record).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Billed {
@@ -110,6 +112,7 @@ pub struct Billed {
 }
 
 /// A session's cost (docs/ipc.md `cost`), worked out by `crate::pricing`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Cost {
@@ -123,6 +126,7 @@ pub struct Cost {
 }
 
 /// The tool call a session is blocked on, and what it acts on.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
 pub struct PendingTool {
     pub tool: String,
@@ -131,6 +135,7 @@ pub struct PendingTool {
 }
 
 /// Where the engine learned about a session.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Debug, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
@@ -146,6 +151,7 @@ pub enum Source {
 /// [`SessionPatch`] carries only what changed.
 macro_rules! roster_row {
     ($( $(#[$meta:meta])* $field:ident : $ty:ty, )*) => {
+        #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
         #[derive(Serialize, Deserialize, Clone, PartialEq, Debug)]
         #[serde(rename_all = "camelCase")]
         pub struct TrackedSession {
@@ -333,6 +339,7 @@ roster_row! {
 }
 
 /// What the store tells its consumers (SPEC W7).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum StoreEvent {

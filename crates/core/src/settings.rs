@@ -19,6 +19,7 @@ use crate::supervision::agent::AgentCommand;
 pub use crate::supervision::limits::FieldError;
 use crate::supervision::limits::Limits;
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct WatchSettings {
@@ -57,6 +58,7 @@ impl WatchSettings {
     }
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AgentSettings {
@@ -80,6 +82,7 @@ impl AgentSettings {
 }
 
 /// Which desktop notifications are shown (SPEC U5).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct NotificationSettings {
@@ -105,6 +108,7 @@ impl Default for NotificationSettings {
 }
 
 /// Other machines whose sessions join the roster (issue 13).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase", default)]
 pub struct MachineSettings {
@@ -133,6 +137,7 @@ impl MachineSettings {
     }
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Settings {
@@ -144,6 +149,7 @@ pub struct Settings {
 }
 
 /// What `settings_set` answers: the stored document, and the errors (empty on success).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct SetOutcome {
     pub settings: Settings,

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Timestamp;
 
 /// What the roster shows for a session.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::clock::Timestamp;
 use crate::text::clean_text;
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResult {
@@ -22,6 +23,7 @@ pub struct ToolResult {
 }
 
 /// One entry of a timeline. The JSON shape is the `mimesis show --json` contract.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum TimelineItem {
@@ -47,6 +49,7 @@ pub enum TimelineItem {
         timestamp: Option<Timestamp>,
         tool_use_id: String,
         tool: String,
+        #[cfg_attr(feature = "ts", ts(type = "unknown"))]
         input: Value,
         result: Option<ToolResult>,
     },

@@ -112,6 +112,7 @@ pub enum DbError {
 }
 
 /// The state of the database, for `doctor` and the logs.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug, PartialEq, Eq)]
 #[serde(tag = "state", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum DbHealth {
@@ -160,6 +161,7 @@ impl std::fmt::Display for DbHealth {
 }
 
 /// Counts for `doctor`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct DbStats {

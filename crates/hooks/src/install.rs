@@ -56,6 +56,7 @@ fn timeout_secs(event: &str) -> u64 {
 }
 
 /// One config root's hook state (docs/ipc.md `HookStatus`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(DeriveSerialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct HookStatus {

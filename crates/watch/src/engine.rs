@@ -99,6 +99,7 @@ impl Default for EngineConfig {
 }
 
 /// A store event with its sequence number (one more per event, from 1).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct Envelope {
     pub seq: u64,
@@ -106,6 +107,7 @@ pub struct Envelope {
     pub event: StoreEvent,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct RootInfo {
@@ -115,6 +117,7 @@ pub struct RootInfo {
 }
 
 /// The roster at one instant: events with `seq <= self.seq` are already in it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct Snapshot {
@@ -127,6 +130,7 @@ pub struct Snapshot {
 }
 
 /// How far the initial index has come (docs/ipc.md `store:progress`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct IndexProgress {

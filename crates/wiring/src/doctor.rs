@@ -24,6 +24,7 @@ use mimesis_watch::{scan, spool};
 /// `claude --version` is given this long.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(3);
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct RootReport {
@@ -33,6 +34,7 @@ pub struct RootReport {
     pub hooks: HookStatus,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct ClaudeCodeReport {
@@ -45,6 +47,7 @@ pub struct ClaudeCodeReport {
     pub error: Option<String>,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct WatcherReport {
@@ -54,6 +57,7 @@ pub struct WatcherReport {
     pub error: Option<String>,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct SpoolReport {
@@ -64,6 +68,7 @@ pub struct SpoolReport {
 }
 
 /// One Mimesis process with supervised processes on record.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct SupervisorReport {
@@ -75,6 +80,7 @@ pub struct SupervisorReport {
 }
 
 /// Supervised sessions: what the ledger records and who publishes metrics.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct SupervisionReport {
@@ -91,6 +97,7 @@ pub struct SupervisionReport {
 }
 
 /// The whole report (`mimesis doctor --json`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct DoctorReport {

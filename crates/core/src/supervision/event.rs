@@ -11,6 +11,7 @@ use crate::clock::Timestamp;
 use crate::ids::SessionId;
 
 /// Whether a respawned session continues its conversation or starts over (EC-007).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum ReadyStatus {
@@ -19,6 +20,7 @@ pub enum ReadyStatus {
 }
 
 /// What happened. Serialized with its fields beside `type`, `sessionId` and `at`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum EventKind {
@@ -39,6 +41,7 @@ pub enum EventKind {
 }
 
 /// One supervision event. (Read back from another machine's Mimesis: untrusted there.)
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct SupervisionEvent {

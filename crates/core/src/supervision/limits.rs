@@ -17,6 +17,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// How an idle session is suspended (P6).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum SuspendMode {
@@ -28,6 +29,7 @@ pub enum SuspendMode {
 }
 
 /// The `limits` settings. Durations are written as seconds (fractions allowed).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct Limits {
@@ -36,45 +38,57 @@ pub struct Limits {
     pub max_live_sessions: u32,
     /// P6: idle time after a finished turn before the session is suspended.
     #[serde(rename = "idleTimeoutSecs", with = "secs")]
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub idle_timeout: Duration,
     pub suspend_mode: SuspendMode,
     /// P8: the longest a supervised session runs (MAX_SESSION_DURATION_SECONDS).
     #[serde(rename = "maxDurationSecs", with = "secs")]
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub max_duration: Duration,
     #[serde(rename = "durationCheckSecs", with = "secs")]
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub duration_check: Duration,
     /// The warning is sent at this share of `max_duration`.
     pub duration_warn_percent: u8,
     /// P8/P9: how long an in-flight turn may finish before it is interrupted.
     #[serde(rename = "turnGraceSecs", with = "secs")]
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub turn_grace: Duration,
     /// P9: RSS of the session's process tree above which it is restarted (MAX_SESSION_RSS_MB).
     pub max_rss_mb: u64,
     #[serde(rename = "rssCheckSecs", with = "secs")]
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub rss_check: Duration,
     /// SIGTERM (or `/exit`) to SIGKILL.
     #[serde(rename = "killAfterSecs", with = "secs")]
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub kill_after: Duration,
     /// P10: disk usage of the config root's filesystem.
     #[serde(rename = "diskCheckSecs", with = "secs")]
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub disk_check: Duration,
     pub disk_warn_percent: u8,
     pub disk_cleanup_percent: u8,
     /// P13: liveness check of each session's process.
     #[serde(rename = "healthCheckSecs", with = "secs")]
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub health_check: Duration,
     /// P11: scan for orphaned processes and zombies.
     #[serde(rename = "orphanCheckSecs", with = "secs")]
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub orphan_check: Duration,
     /// P5: resume attempts after an abnormal exit before one-shot mode.
     pub recovery_retries: u32,
     #[serde(rename = "recoveryRetryDelaySecs", with = "secs")]
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub recovery_retry_delay: Duration,
     /// P4: crash detections are ignored this long after a successful recovery…
     #[serde(rename = "crashDebounceSuccessSecs", with = "secs")]
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub crash_debounce_success: Duration,
     /// …and this long after a failed one.
     #[serde(rename = "crashDebounceFailureSecs", with = "secs")]
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub crash_debounce_failure: Duration,
     /// P3: regular expressions that mean the harness crashed.
     pub crash_patterns: Vec<String>,
@@ -82,6 +96,7 @@ pub struct Limits {
     /// disk, crash recovery) within `restart_limit_window`; past it they stop, and say why.
     pub restart_limit_burst: u32,
     #[serde(rename = "restartLimitWindowSecs", with = "secs")]
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub restart_limit_window: Duration,
 }
 
@@ -122,6 +137,7 @@ impl Default for Limits {
 
 /// One invalid setting: `field` is its path in the settings document
 /// (`limits.idleTimeoutSecs`), or the environment variable / flag it came from.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FieldError {
     pub field: String,

@@ -10,6 +10,7 @@ use crate::clock::Timestamp;
 use crate::ids::SessionId;
 
 /// A session's supervision state, as the roster shows it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum SupervisionState {
@@ -22,6 +23,7 @@ pub enum SupervisionState {
 }
 
 /// Persistent process, or the P5 fallback where each message is its own process.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
@@ -30,6 +32,7 @@ pub enum Mode {
 }
 
 /// Why a session is `terminated`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum TerminatedReason {
@@ -47,6 +50,7 @@ pub enum TerminatedReason {
 
 /// Why automatic restarts stopped for a session (R2): shown until the user acts (a
 /// restart, a resume) or changes the limits.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum RestartHold {
@@ -58,6 +62,7 @@ pub enum RestartHold {
 }
 
 /// `TrackedSession.supervision`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Supervision {
@@ -152,6 +157,7 @@ impl<'de> serde::Deserialize<'de> for TerminatedReason {
 }
 
 /// One live supervised session in the resource view (P7).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceRow {
@@ -168,6 +174,7 @@ pub struct ResourceRow {
 }
 
 /// P14 counters and gauges.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, serde::Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Metrics {
@@ -181,6 +188,7 @@ pub struct Metrics {
 }
 
 /// The `resources` command's answer.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct Resources {
     pub rows: Vec<ResourceRow>,
