@@ -195,6 +195,8 @@ fn hostile_destinations_ids_and_remote_values_run_nothing() -> Result<()> {
 struct Watch {
     child: Child,
     lines: mpsc::Receiver<String>,
+    /// Every line read so far.
+    history: Vec<Value>,
 }
 
 impl Watch {
@@ -209,7 +211,7 @@ impl Watch {
                 }
             }
         });
-        Ok(Watch { child, lines })
+        Ok(Watch { child, lines, history: Vec::new() })
     }
 
     fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Result<Value> {
@@ -220,6 +222,7 @@ impl Watch {
             match self.lines.recv_timeout(left) {
                 Ok(l) => {
                     let v: Value = serde_json::from_str(&l).with_context(|| format!("not JSON: {l}"))?;
+                    self.history.push(v.clone());
                     if pred(&v) {
                         return Ok(v);
                     }
@@ -290,6 +293,86 @@ fn watch_follows_the_remote_and_a_host_that_drops_comes_back_by_itself() -> Resu
         }
         ensure!(Instant::now() < deadline, "processes of ours outlived Mimesis: {left:?}");
         std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// The terminal a window opens for a session on another machine, as the app opens it:
+/// `ssh -t host mimesis run --session-id …` in a pseudo-terminal of its own.
+fn remote_terminal(rig: &Rig, alias: &str, run_args: &[&str]) -> Result<mimesis_wiring::plain::PlainTerminal> {
+    use mimesis_core::remote::{Destination, remote_mimesis};
+    let ssh = mimesis_wiring::remote::Ssh { program: "ssh".into(), config: Some(rig.sshd.client_config.clone()) };
+    let mut args = vec!["run"];
+    args.extend_from_slice(run_args);
+    let argv = ssh.argv(&Destination::parse(alias).map_err(anyhow::Error::msg)?, &remote_mimesis(&args), true);
+    mimesis_wiring::plain::PlainTerminal::start(mimesis_wiring::plain::PlainSpec {
+        program: argv[0].clone().into(),
+        args: argv[1..].to_vec(),
+        cwd: rig.base.clone(),
+        cols: 100,
+        rows: 30,
+        scrollback: 1 << 20,
+    })
+    .map_err(anyhow::Error::msg)
+}
+
+/// What a terminal has shown so far, until it shows `needle`.
+fn screen_until(t: &mimesis_wiring::plain::PlainTerminal, needle: &str) -> Result<String> {
+    let deadline = Instant::now() + T;
+    loop {
+        let shown = String::from_utf8_lossy(&t.attach().scrollback).into_owned();
+        if shown.contains(needle) {
+            return Ok(shown);
+        }
+        ensure!(Instant::now() < deadline, "the terminal never showed {needle:?}; it shows:\n{shown}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_session_started_over_ssh_t_is_supervised_there_and_its_supervision_comes_through() -> Result<()> {
+    let Some(rig) = Rig::new()? else { return Ok(()) };
+    let standin = mimesis_tests::supervised::standin()?;
+    std::fs::create_dir_all(rig.remote_root("gpu").join("projects"))?;
+    rig.sshd.add_alias_with("gpu", &rig.remote_root("gpu"), &rig.remote_data("gpu"), Some(&standin))?;
+    let work = rig.base.join("gpu/work");
+    std::fs::create_dir_all(&work)?;
+    rig.json(&["ls", "--json", "--host", "gpu", "--no-local", "--install-helper"])?;
+
+    let mut w = Watch::start(&rig, &["--json", "--host", "gpu", "--no-local"])?;
+    w.wait_for("the host live", |v| v["type"] == "host" && v["state"] == "live")?;
+
+    // A new session under an id chosen here, so its row is known before it exists there.
+    let id = "cccccccc-1111-4222-8333-444444444444";
+    let work_s = work.to_string_lossy().into_owned();
+    let term = remote_terminal(&rig, "gpu", &["--cwd", &work_s, "--session-id", id])?;
+    screen_until(&term, "for shortcuts").context("the agent's screen through ssh -t")?;
+    let row = w.wait_for("the supervised row", |v| {
+        let s = if v["type"] == "discovered" { &v["session"] } else { v };
+        s["sessionId"] == id && v["host"].as_str().or(s["host"].as_str()) == Some("gpu")
+    })?;
+    let supervised = if row["type"] == "discovered" {
+        row["session"]["supervision"].clone()
+    } else {
+        row["changes"]["supervision"].clone()
+    };
+    ensure!(supervised.is_object() || row["type"] == "updated", "supervised on its machine: {row}");
+
+    // Typing in the terminal reaches the agent there; its transcript changes the row here.
+    term.write(b"rename the billing module\r").map_err(anyhow::Error::msg)?;
+    w.wait_for("the goal", |v| v["sessionId"] == id && v["changes"]["goal"] == "rename the billing module")?;
+
+    // Closing the terminal ends the session there (SIGHUP), and says so through the stream:
+    // the row first (no supervision once that run has gone), then the event.
+    term.close();
+    let ended = w.wait_for("the session's end", |v| {
+        v["type"] == "supervision" && v["host"] == "gpu" && v["event"]["type"] == "session_terminated"
+    })?;
+    assert_eq!(ended["event"]["sessionId"], id, "{ended}");
+    assert_eq!(ended["event"]["reason"], "signal", "{ended}");
+    let plain = |v: &Value| v["sessionId"] == id && v["changes"].get("supervision").is_some_and(Value::is_null);
+    if !w.history.iter().any(plain) {
+        w.wait_for("a plain row again", plain)?;
     }
     Ok(())
 }

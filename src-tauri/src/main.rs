@@ -23,6 +23,7 @@ mod hosts;
 mod notify;
 mod pty;
 mod remote;
+mod remote_pty;
 mod tray;
 mod tray_host;
 mod window;
@@ -264,6 +265,7 @@ fn main() {
             window::save_now(handle);
             if let Some(state) = handle.try_state::<pty::PtyState>() {
                 state.detach_all();
+                state.remote.close_all();
             }
             if let Some(state) = handle.try_state::<AppState>() {
                 if let Ok(mut d) = state.demo.lock() {

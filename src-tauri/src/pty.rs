@@ -25,6 +25,7 @@ use mimesis_core::approval::{Answered, Via};
 use mimesis_core::dialog::{Answer, Dialog};
 use mimesis_core::supervision::flow::{Flow, HIGH_WATER, LOW_WATER, RESET};
 use mimesis_core::supervision::{AgentCommand, Resources, SupervisionEvent};
+use mimesis_wiring::plain::PlainTerminal;
 use mimesis_wiring::{Attachment, Mimesis, Supervisor};
 use serde::Serialize;
 use tauri::ipc::{Channel, InvokeResponseBody};
@@ -32,6 +33,9 @@ use tauri::{AppHandle, Emitter, Manager, Runtime};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
+
+use crate::hosts::{RemoteState, is_remote};
+use crate::remote_pty::{RemoteTerminals, refused};
 
 /// Output is sent to the webview at most once per frame (a keystroke's echo right away,
 /// a flood as one message per frame)…
@@ -57,9 +61,12 @@ struct Forwarder {
 /// attachments.
 pub struct PtyState {
     mimesis: Mimesis,
-    /// Output forwarders per session, oldest first (`pty_detach` ends the oldest).
-    attachments: Mutex<HashMap<SessionId, Vec<Forwarder>>>,
+    /// Output forwarders per session (window key: an id, or `host:id` for a terminal on
+    /// another machine), oldest first (`pty_detach` ends the oldest).
+    attachments: Mutex<HashMap<String, Vec<Forwarder>>>,
     next_attachment: AtomicU64,
+    /// Terminals of other machines' sessions (`host:id`).
+    pub remote: RemoteTerminals,
 }
 
 type CmdResult<T> = Result<T, String>;
@@ -80,14 +87,32 @@ impl PtyState {
     pub fn detach_all(&self) {
         let all: Vec<_> = self.attachments.lock().map(|mut a| a.drain().collect()).unwrap_or_default();
         let sup = self.mimesis.supervisor_now();
-        for (id, forwarders) in all {
+        for (key, forwarders) in all {
             for f in forwarders {
                 f.task.abort();
-                if let Some(sup) = &sup {
+                if let (Some(sup), Ok(id)) = (&sup, SessionId::parse(&key)) {
                     sup.detach(&id, true);
                 }
             }
         }
+    }
+
+    fn add_forwarder(&self, key: String, f: Forwarder) -> CmdResult<()> {
+        self.attachments.lock().map_err(|_| "attachments poisoned".to_owned())?.entry(key).or_default().push(f);
+        Ok(())
+    }
+
+    /// Ends the oldest forwarder of `key`, if any; whether there was one.
+    fn end_oldest(&self, key: &str) -> CmdResult<bool> {
+        let handle = {
+            let mut all = self.attachments.lock().map_err(|_| "attachments poisoned".to_owned())?;
+            let h = all.get_mut(key).and_then(|l| (!l.is_empty()).then(|| l.remove(0)));
+            if all.get(key).is_some_and(Vec::is_empty) {
+                all.remove(key);
+            }
+            h
+        };
+        Ok(handle.map(|f| f.task.abort()).is_some())
     }
 }
 
@@ -98,6 +123,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, mimesis: &Mimesis) {
         mimesis: mimesis.clone(),
         attachments: Mutex::new(HashMap::new()),
         next_attachment: AtomicU64::new(1),
+        remote: RemoteTerminals::default(),
     });
     let (app, mimesis) = (app.clone(), mimesis.clone());
     tauri::async_runtime::spawn(async move {
@@ -143,19 +169,29 @@ async fn forward_events<R: Runtime>(
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Created {
-    session_id: SessionId,
+    /// The window key: the session's id, or `host:id` on another machine.
+    session_id: String,
 }
 
 /// `cols`/`rows`: the size of the terminal that will show the session (its first screen is
 /// drawn for it); the default size when either is missing.
 #[tauri::command]
-pub async fn pty_create(
+pub async fn pty_create<R: Runtime>(
+    app: AppHandle<R>,
     state: tauri::State<'_, PtyState>,
     cwd: String,
     resume: Option<String>,
     cols: Option<u16>,
     rows: Option<u16>,
+    host: Option<String>,
 ) -> CmdResult<Created> {
+    if let Some(host) = host.filter(|h| !h.is_empty()) {
+        // On another machine: `ssh -t host mimesis run …`, supervised there.
+        let hub = &app.state::<RemoteState>().hub;
+        let size = (cols.unwrap_or(120), rows.unwrap_or(40));
+        let key = state.remote.open(hub, &host, &cwd, resume.as_deref(), size)?;
+        return Ok(Created { session_id: key });
+    }
     let resume = resume.as_deref().map(session_id).transpose()?;
     // The same check the dialog makes as the user types.
     if let Some(problem) = mimesis_os::files::folder_problem(&cwd) {
@@ -164,7 +200,7 @@ pub async fn pty_create(
     let cwd = PathBuf::from(cwd);
     let sup = state.sup().await?;
     let id = sup.create_sized(&cwd, resume, cols.zip(rows)).await.map_err(|e| e.to_string())?;
-    Ok(Created { session_id: id })
+    Ok(Created { session_id: id.to_string() })
 }
 
 /// Why a folder cannot be a new session's folder, in a sentence; `null` when it can.
@@ -218,18 +254,21 @@ pub async fn pty_attach(
     session_id: String,
     on_data: Channel<InvokeResponseBody>,
 ) -> CmdResult<Attached> {
-    let id = self::session_id(&session_id)?;
-    let sup = state.sup().await?;
-    let att = sup.attach(&id, true).await.map_err(|e| e.to_string())?;
+    let (source, att) = if is_remote(&session_id) {
+        let term = state.remote.get(&session_id)?;
+        let att = term.attach();
+        (Source::Remote(term, session_id.clone()), att)
+    } else {
+        let id = self::session_id(&session_id)?;
+        let sup = state.sup().await?;
+        let att = sup.attach(&id, true).await.map_err(|e| e.to_string())?;
+        (Source::Local(sup, id), att)
+    };
     let attachment = state.next_attachment.fetch_add(1, Ordering::Relaxed);
     let attached = Attached { cols: att.cols, rows: att.rows, attachment };
     let (acked, acks) = watch::channel(0);
-    let task = tauri::async_runtime::spawn(forward_output(sup, id.clone(), att, on_data, acks));
-    state.attachments.lock().map_err(|_| "attachments poisoned".to_owned())?.entry(id).or_default().push(Forwarder {
-        id: attachment,
-        task,
-        acked,
-    });
+    let task = tauri::async_runtime::spawn(forward_output(source, att, on_data, acks));
+    state.add_forwarder(session_id, Forwarder { id: attachment, task, acked })?;
     Ok(attached)
 }
 
@@ -242,10 +281,9 @@ pub async fn pty_ack(
     attachment: u64,
     parsed: u64,
 ) -> CmdResult<()> {
-    let id = self::session_id(&session_id)?;
     let all = state.attachments.lock().map_err(|_| "attachments poisoned".to_owned())?;
     // A late ack of an attachment that has ended is no error: there is nothing to do.
-    if let Some(f) = all.get(&id).and_then(|l| l.iter().find(|f| f.id == attachment)) {
+    if let Some(f) = all.get(&session_id).and_then(|l| l.iter().find(|f| f.id == attachment)) {
         f.acked.send_if_modified(|a| {
             let more = parsed > *a;
             *a = (*a).max(parsed);
@@ -257,19 +295,12 @@ pub async fn pty_ack(
 
 #[tauri::command(rename_all = "camelCase")]
 pub async fn pty_detach(state: tauri::State<'_, PtyState>, session_id: String) -> CmdResult<()> {
+    if is_remote(&session_id) {
+        return state.end_oldest(&session_id).map(|_| ());
+    }
     let id = self::session_id(&session_id)?;
     let sup = state.sup().await?;
-    let handle = {
-        let mut all = state.attachments.lock().map_err(|_| "attachments poisoned".to_owned())?;
-        let list = all.get_mut(&id);
-        let h = list.and_then(|l| (!l.is_empty()).then(|| l.remove(0)));
-        if all.get(&id).is_some_and(Vec::is_empty) {
-            all.remove(&id);
-        }
-        h
-    };
-    if let Some(f) = handle {
-        f.task.abort();
+    if state.end_oldest(&session_id)? {
         sup.detach(&id, true);
     }
     Ok(())
@@ -282,6 +313,10 @@ pub struct InputResult {
 
 #[tauri::command(rename_all = "camelCase")]
 pub async fn pty_input(state: tauri::State<'_, PtyState>, session_id: String, data: String) -> CmdResult<InputResult> {
+    if is_remote(&session_id) {
+        state.remote.get(&session_id)?.write(data.as_bytes())?;
+        return Ok(InputResult { queued: false });
+    }
     let id = self::session_id(&session_id)?;
     let sup = state.sup().await?;
     let queued = sup.input(&id, data.as_bytes()).await.map_err(|e| e.to_string())?;
@@ -290,27 +325,43 @@ pub async fn pty_input(state: tauri::State<'_, PtyState>, session_id: String, da
 
 #[tauri::command(rename_all = "camelCase")]
 pub async fn pty_resize(state: tauri::State<'_, PtyState>, session_id: String, cols: u16, rows: u16) -> CmdResult<()> {
-    let id = self::session_id(&session_id)?;
     if cols == 0 || rows == 0 {
         return Err(format!("a terminal of {cols}×{rows} cannot be shown"));
     }
+    if is_remote(&session_id) {
+        return state.remote.get(&session_id)?.resize(cols, rows);
+    }
+    let id = self::session_id(&session_id)?;
     state.sup().await?.resize(&id, cols, rows).map_err(|e| e.to_string())
 }
 
 #[tauri::command(rename_all = "camelCase")]
 pub async fn pty_stop(state: tauri::State<'_, PtyState>, session_id: String) -> CmdResult<()> {
+    if is_remote(&session_id) {
+        return state.remote.stop(&session_id);
+    }
     let id = self::session_id(&session_id)?;
     state.sup().await?.stop(&id).map_err(|e| e.to_string())
 }
 
 #[tauri::command(rename_all = "camelCase")]
-pub async fn pty_resume(state: tauri::State<'_, PtyState>, session_id: String) -> CmdResult<()> {
+pub async fn pty_resume<R: Runtime>(
+    app: AppHandle<R>,
+    state: tauri::State<'_, PtyState>,
+    session_id: String,
+) -> CmdResult<()> {
+    if is_remote(&session_id) {
+        return state.remote.resume(&app.state::<RemoteState>().hub, &session_id);
+    }
     let id = self::session_id(&session_id)?;
     state.sup().await?.resume(&id).map_err(|e| e.to_string())
 }
 
 #[tauri::command(rename_all = "camelCase")]
 pub async fn pty_restart(state: tauri::State<'_, PtyState>, session_id: String) -> CmdResult<()> {
+    if is_remote(&session_id) {
+        return Err(refused("Restarting", &session_id));
+    }
     let id = self::session_id(&session_id)?;
     state.sup().await?.restart(&id).map_err(|e| e.to_string())
 }
@@ -318,6 +369,9 @@ pub async fn pty_restart(state: tauri::State<'_, PtyState>, session_id: String) 
 /// The dialog on a supervised session's screen (its question and options), if any.
 #[tauri::command(rename_all = "camelCase")]
 pub async fn pty_dialog(state: tauri::State<'_, PtyState>, session_id: String) -> CmdResult<Option<Dialog>> {
+    if is_remote(&session_id) {
+        return Ok(None); // answered in its terminal, or on its machine
+    }
     let id = self::session_id(&session_id)?;
     state.sup().await?.dialog(&id).await.map_err(|e| e.to_string())
 }
@@ -326,6 +380,9 @@ pub async fn pty_dialog(state: tauri::State<'_, PtyState>, session_id: String) -
 /// (`approve`, `deny`, or any label); returns the option chosen.
 #[tauri::command(rename_all = "camelCase")]
 pub async fn pty_answer(state: tauri::State<'_, PtyState>, session_id: String, answer: String) -> CmdResult<String> {
+    if is_remote(&session_id) {
+        return Err(refused("Answering", &session_id));
+    }
     let id = self::session_id(&session_id)?;
     answer_supervised(&state.mimesis, &state.sup().await?, id, &answer, Via::Window).await
 }
@@ -364,6 +421,9 @@ pub async fn answer_supervised(
 
 #[tauri::command(rename_all = "camelCase")]
 pub async fn pty_delete(state: tauri::State<'_, PtyState>, session_id: String) -> CmdResult<()> {
+    if is_remote(&session_id) {
+        return state.remote.delete(&session_id);
+    }
     let id = self::session_id(&session_id)?;
     state.sup().await?.delete(&id).map_err(|e| e.to_string())
 }
@@ -391,11 +451,38 @@ fn next(r: Result<Arc<[u8]>, RecvError>) -> Next {
     }
 }
 
+/// Where a terminal's output comes from: a session supervised here, or the terminal of a
+/// session on another machine.
+enum Source {
+    Local(Supervisor, SessionId),
+    Remote(PlainTerminal, String),
+}
+
+impl Source {
+    fn name(&self) -> &str {
+        match self {
+            Source::Local(_, id) => id.as_str(),
+            Source::Remote(_, key) => key,
+        }
+    }
+
+    /// A fresh attachment, kept only for its scrollback and stream.
+    async fn reattach(&self) -> Option<Attachment> {
+        match self {
+            Source::Local(sup, id) => {
+                let again = sup.attach(id, true).await.ok()?;
+                sup.detach(id, true);
+                Some(again)
+            }
+            Source::Remote(term, _) => Some(term.attach()),
+        }
+    }
+}
+
 /// A fresh attachment (its scrollback and its stream start at the same byte), as the
 /// message that resets the terminal and shows that scrollback.
-async fn resync(sup: &Supervisor, id: &SessionId) -> Option<(Vec<u8>, broadcast::Receiver<Arc<[u8]>>)> {
-    let again = sup.attach(id, true).await.ok()?;
-    sup.detach(id, true);
+async fn resync(source: &Source) -> Option<(Vec<u8>, broadcast::Receiver<Arc<[u8]>>)> {
+    let again = source.reattach().await?;
     let mut msg = Vec::with_capacity(RESET.len() + again.scrollback.len());
     msg.extend_from_slice(RESET);
     msg.extend_from_slice(&again.scrollback);
@@ -407,8 +494,7 @@ async fn resync(sup: &Supervisor, id: &SessionId) -> Option<(Vec<u8>, broadcast:
 /// terminal is reset and gets the scrollback as it is now, so what it shows is never
 /// missing a piece in the middle.
 async fn forward_output(
-    sup: Supervisor,
-    id: SessionId,
+    source: Source,
     att: Attachment,
     channel: Channel<InvokeResponseBody>,
     mut acks: watch::Receiver<u64>,
@@ -432,8 +518,8 @@ async fn forward_output(
                 return;
             }
             if flow.ack(*acks.borrow_and_update()) {
-                tracing::debug!(session = %id, "the terminal caught up; re-sending the scrollback");
-                let Some((msg, stream)) = resync(&sup, &id).await else { return };
+                tracing::debug!(session = source.name(), "the terminal caught up; re-sending the scrollback");
+                let Some((msg, stream)) = resync(&source).await else { return };
                 output = stream;
                 flow.resynced(msg.len());
                 if !send(msg) {
@@ -475,20 +561,20 @@ async fn forward_output(
         }
         flow.ack(*acks.borrow_and_update());
         if lagged {
-            tracing::debug!(session = %id, "terminal output fell behind; re-sending the scrollback");
+            tracing::debug!(session = source.name(), "terminal output fell behind; re-sending the scrollback");
             buf.clear();
             // At once when the page has room, else when it has caught up.
             if !flow.hold() {
                 continue;
             }
-            let Some((msg, stream)) = resync(&sup, &id).await else { return };
+            let Some((msg, stream)) = resync(&source).await else { return };
             output = stream;
             flow.resynced(msg.len());
             buf = msg;
         } else if buf.is_empty() {
             continue;
         } else if !flow.offer(buf.len()) {
-            tracing::debug!(session = %id, "the terminal is behind; holding output back");
+            tracing::debug!(session = source.name(), "the terminal is behind; holding output back");
             buf.clear();
             continue;
         }

@@ -81,6 +81,12 @@ async fn forward<R: Runtime>(app: AppHandle<R>, hub: Hub, open: Open, engine: mi
             }
             Ok(HubEvent::Events(events)) => {
                 let touched: Vec<String> = events
+            Ok(HubEvent::Supervision(events)) => {
+                // (Each after the row change it describes, which went out before it.)
+                for ev in events {
+                    let _ = app.emit("supervision:event", ev);
+                }
+            }
                     .iter()
                     .filter_map(|e| e.get("sessionId").or_else(|| e.get("session")?.get("sessionId")))
                     .filter_map(|v| v.as_str().map(str::to_owned))

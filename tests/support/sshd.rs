@@ -45,7 +45,7 @@ impl Sshd {
         let config = format!(
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
              PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nPermitRootLogin prohibit-password\n\
-             StrictModes no\nPidFile {d}/sshd.pid\nAcceptEnv CLAUDE_CONFIG_DIR MIMESIS_DATA_DIR MIMESIS_LOG\n\
+             StrictModes no\nPidFile {d}/sshd.pid\nAcceptEnv CLAUDE_CONFIG_DIR MIMESIS_DATA_DIR MIMESIS_LOG MIMESIS_AGENT\n\
              PrintMotd no\nLogLevel ERROR\n",
             d = dir.display()
         );
@@ -65,13 +65,19 @@ impl Sshd {
 
     /// Adds a machine: `alias` logs in here with the machine's own config root and data dir.
     pub fn add_alias(&self, alias: &str, config_root: &Path, data_dir: &Path) -> Result<()> {
+        self.add_alias_with(alias, config_root, data_dir, None)
+    }
+
+    /// [`Sshd::add_alias`], with the agent `mimesis run` starts there (`$MIMESIS_AGENT`).
+    pub fn add_alias_with(&self, alias: &str, config_root: &Path, data_dir: &Path, agent: Option<&Path>) -> Result<()> {
+        let agent = agent.map(|a| format!(" MIMESIS_AGENT={}", a.display())).unwrap_or_default();
         let user = whoami();
         let mut f = std::fs::OpenOptions::new().append(true).open(&self.client_config)?;
         write!(
             f,
             "Host {alias}\n  HostName 127.0.0.1\n  Port {port}\n  User {user}\n  IdentityFile {d}/client_key\n  \
              IdentitiesOnly yes\n  UserKnownHostsFile {d}/known_hosts\n  StrictHostKeyChecking yes\n  \
-             SetEnv CLAUDE_CONFIG_DIR={root} MIMESIS_DATA_DIR={data}\n  LogLevel ERROR\n",
+             SetEnv CLAUDE_CONFIG_DIR={root} MIMESIS_DATA_DIR={data}{agent}\n  LogLevel ERROR\n",
             port = self.port,
             d = self.dir.display(),
             root = config_root.display(),

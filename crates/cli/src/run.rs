@@ -35,7 +35,7 @@ pub struct RunArgs {
     /// The folder to run the session in (default: the current folder).
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
-    /// The agent program (default: the desktop app's setting, else claude). Only
+    /// The agent program (default: $MIMESIS_AGENT, else the desktop app's setting, else claude). Only
     /// claude-like agents are resumed and recovered.
     #[arg(long, value_name = "PROGRAM")]
     agent: Option<PathBuf>,
@@ -125,7 +125,9 @@ pub fn run(args: RunArgs, config_dirs: &[PathBuf], data_dir: &Path) -> anyhow::R
     let mut supervise = SuperviseOptions::new(config_root.clone());
     supervise.env = limits_env_of_process();
     supervise.flags = args.flags();
-    supervise.agent = args.agent.as_ref().map(AgentCommand::new);
+    // `--agent`, else `$MIMESIS_AGENT` (as the app reads it), else the stored setting.
+    let env_agent = std::env::var_os("MIMESIS_AGENT").filter(|a| !a.is_empty()).map(PathBuf::from);
+    supervise.agent = args.agent.clone().or(env_agent).map(AgentCommand::new);
     if args.agent.is_some() || !args.agent_args.is_empty() {
         supervise.agent_args = Some(args.agent_args.clone());
     }

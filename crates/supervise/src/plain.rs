@@ -171,6 +171,12 @@ impl PlainTerminal {
         self.inner.process.resize(cols, rows)
     }
 
+    /// Its size now (columns, rows).
+    pub fn size(&self) -> (u16, u16) {
+        let s = lock(&self.inner.screen);
+        (s.cols, s.rows)
+    }
+
     /// The program's exit code, once it has ended.
     pub fn exit_code(&self) -> Option<i32> {
         *self.inner.exit.borrow()

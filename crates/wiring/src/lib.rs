@@ -49,7 +49,7 @@ use mimesis_watch::{Engine, EngineConfig};
 use tokio::sync::{broadcast, watch};
 
 pub use mimesis_fleetdb::FILE_NAME as DATABASE_FILE;
-pub use mimesis_supervise::{Attachment, Supervisor, metrics};
+pub use mimesis_supervise::{Attachment, Supervisor, metrics, new_session_id, plain};
 pub use mimesis_watch::engine::Follow;
 
 /// How Mimesis should run.
@@ -199,6 +199,7 @@ pub struct Override {
     pub field: String,
     pub value: serde_json::Value,
     /// Where it comes from, in words.
+    #[cfg_attr(feature = "ts", ts(type = "unknown"))]
     pub source: String,
 }
 
