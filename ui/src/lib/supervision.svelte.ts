@@ -181,8 +181,9 @@ export class SupervisionStore {
 
   /** Starts a session in `cwd` (fresh, or resuming `resume`); returns its id. Throws the engine's sentence. */
   /** Starts a session in `cwd`; `size`: its terminal's, when known (else the backend's default). */
-  async create(cwd: string, resume: string | null, size: { cols: number; rows: number } | null = null): Promise<string> {
-    const r = await this.#backend.call('pty_create', { cwd, resume, cols: size?.cols ?? null, rows: size?.rows ?? null });
+  /** `host`: another machine of Settings › Machines (the id returned is then `host:id`). */
+  async create(cwd: string, resume: string | null, size: { cols: number; rows: number } | null = null, host: string | null = null): Promise<string> {
+    const r = await this.#backend.call('pty_create', { cwd, resume, cols: size?.cols ?? null, rows: size?.rows ?? null, host });
     this.error = null;
     return r.sessionId;
   }
