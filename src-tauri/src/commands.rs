@@ -36,8 +36,10 @@ fn session_id(s: &str) -> CmdResult<SessionId> {
     SessionId::parse(s).map_err(|e| e.to_string())
 }
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, ts(rename = "TimelinePage"))]
 pub struct IpcPage {
     session_id: String,
     total: usize,
@@ -60,6 +62,7 @@ impl From<TimelinePage> for IpcPage {
     }
 }
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RosterSnapshot {
@@ -67,6 +70,7 @@ pub struct RosterSnapshot {
     snapshot: Snapshot,
     demo: bool,
     /// The rows of other machines (issue 13), keyed `host:id`.
+    #[cfg_attr(test, ts(as = "Vec<mimesis_core::TrackedSession>"))]
     remote: Vec<serde_json::Value>,
     /// Every configured machine's state.
     hosts: Vec<mimesis_wiring::remote::HostInfo>,
@@ -223,6 +227,7 @@ pub async fn doctor(state: tauri::State<'_, AppState>) -> CmdResult<DoctorView> 
 
 /// The doctor's report for the window: in words (the lines `mimesis doctor` prints, and
 /// the problems to act on), and whole.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(serde::Serialize)]
 pub struct DoctorView {
     lines: Vec<String>,

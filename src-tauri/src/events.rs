@@ -20,11 +20,13 @@ const BATCH_MAX: usize = 512;
 const COALESCE: std::time::Duration = std::time::Duration::from_millis(16);
 
 /// A timeline item as sent to the webview: possibly shortened.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Clone)]
 pub struct IpcItem {
     #[serde(flatten)]
     item: TimelineItem,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(test, ts(as = "Option<bool>", optional))]
     truncated: bool,
 }
 
@@ -35,14 +37,17 @@ impl IpcItem {
     }
 }
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Clone)]
-struct StoreBatch {
+pub(crate) struct StoreBatch {
     events: Vec<Arc<mimesis_watch::Envelope>>,
 }
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Clone)]
 #[serde(rename_all = "camelCase")]
-struct IpcTimelineUpdate {
+#[cfg_attr(test, ts(rename = "TimelineUpdate"))]
+pub(crate) struct IpcTimelineUpdate {
     session_id: SessionId,
     total: usize,
     reset: bool,
@@ -51,9 +56,11 @@ struct IpcTimelineUpdate {
     prev: u64,
 }
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Clone)]
-struct IpcIndexed {
+pub(crate) struct IpcIndexed {
     index: usize,
+    #[cfg_attr(test, ts(as = "IpcItem"))]
     item: serde_json::Value,
 }
 

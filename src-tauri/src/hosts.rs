@@ -33,6 +33,7 @@ pub fn is_remote(key: &str) -> bool {
 
 /// The attention set as the window shows it: this machine's sessions and other machines'
 /// (`host:id`), one count, one title.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct WindowAttention {

@@ -166,6 +166,7 @@ async fn forward_events<R: Runtime>(
 
 // ---- commands (docs/ipc.md) ----
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Created {
@@ -240,6 +241,7 @@ pub async fn gpu_available() -> CmdResult<bool> {
     Ok(gpu())
 }
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize)]
 pub struct Attached {
     cols: u16,
@@ -306,6 +308,7 @@ pub async fn pty_detach(state: tauri::State<'_, PtyState>, session_id: String) -
     Ok(())
 }
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize)]
 pub struct InputResult {
     queued: bool,

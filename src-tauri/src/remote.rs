@@ -43,29 +43,34 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, mimesis: &Mimesis) -> RemoteState {
     state
 }
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Clone)]
-struct HostsPayload {
+pub(crate) struct HostsPayload {
     hosts: Vec<HostInfo>,
 }
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Clone)]
-struct EventsPayload {
+pub(crate) struct EventsPayload {
+    #[cfg_attr(test, ts(as = "Vec<mimesis_core::StoreEvent>"))]
     events: Vec<serde_json::Value>,
 }
 
 /// A `timeline:update` for another machine's session: no `seq` (the page applies it as it
 /// comes); `changed` holds what differs from what was last read.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Clone)]
 #[serde(rename_all = "camelCase")]
-struct RemoteTimelineUpdate {
+pub(crate) struct RemoteTimelineUpdate {
     session_id: String,
     total: usize,
     reset: bool,
     changed: Vec<Changed>,
 }
 
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Clone)]
-struct Changed {
+pub(crate) struct Changed {
     index: usize,
     item: IpcItem,
 }
@@ -76,17 +81,17 @@ async fn forward<R: Runtime>(app: AppHandle<R>, hub: Hub, open: Open, engine: mi
         match rx.recv().await {
             Ok(HubEvent::Attention(_)) => crate::events::emit_attention(&app, &engine),
             Ok(HubEvent::Notify { key, title, body }) => crate::notify::show_remote(&app, &key, &title, &body),
-            Ok(HubEvent::Hosts(hosts)) => {
-                let _ = app.emit("hosts:changed", HostsPayload { hosts });
-            }
-            Ok(HubEvent::Events(events)) => {
-                let touched: Vec<String> = events
             Ok(HubEvent::Supervision(events)) => {
                 // (Each after the row change it describes, which went out before it.)
                 for ev in events {
                     let _ = app.emit("supervision:event", ev);
                 }
             }
+            Ok(HubEvent::Hosts(hosts)) => {
+                let _ = app.emit("hosts:changed", HostsPayload { hosts });
+            }
+            Ok(HubEvent::Events(events)) => {
+                let touched: Vec<String> = events
                     .iter()
                     .filter_map(|e| e.get("sessionId").or_else(|| e.get("session")?.get("sessionId")))
                     .filter_map(|v| v.as_str().map(str::to_owned))

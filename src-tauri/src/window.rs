@@ -42,14 +42,17 @@ pub fn open_session<R: Runtime>(app: &AppHandle<R>, id: &SessionId) {
     open_key(app, id.as_str());
 }
 
+/// `app:open-session`: the page shows this session.
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[derive(Serialize, Clone)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct OpenSession<'a> {
+    session_id: &'a str,
+}
+
 /// Shows the window on a session by its window key (an id, or `host:id` for another machine's).
 pub fn open_key<R: Runtime>(app: &AppHandle<R>, id: &str) {
     show_main(app);
-    #[derive(Serialize, Clone)]
-    #[serde(rename_all = "camelCase")]
-    struct OpenSession<'a> {
-        session_id: &'a str,
-    }
     if let Err(e) = app.emit("app:open-session", OpenSession { session_id: id }) {
         tracing::warn!(error = %e, "cannot ask the window to open a session");
     }

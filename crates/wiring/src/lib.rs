@@ -185,6 +185,7 @@ impl SupervisionFixed {
 }
 
 /// Settings whose value in force is not the stored one ([`Mimesis::settings_in_effect`]).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct InEffect {
@@ -193,13 +194,14 @@ pub struct InEffect {
     pub not_applied: Vec<String>,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Override {
     /// The settings path (`limits.maxDurationSecs`).
     pub field: String,
+    #[cfg_attr(feature = "ts", ts(type = "unknown"))]
     pub value: serde_json::Value,
     /// Where it comes from, in words.
-    #[cfg_attr(feature = "ts", ts(type = "unknown"))]
     pub source: String,
 }
 
