@@ -2,7 +2,23 @@
 // elsewhere, held in a Fenwick tree so offsets and "which item is at y" are O(log n)
 // even for hundreds of thousands of items.
 
-export class Heights {
+/**
+ * What the virtual list (components/VirtualList.svelte) asks of its item heights. `Heights`
+ * keeps one per item; a list whose items are of a few fixed kinds can keep one per kind
+ * (lib/rosterLines.ts), so that moving items costs nothing here.
+ */
+export interface Sizes {
+  readonly count: number;
+  /** Sum of the heights of items [0, index). */
+  offset(index: number): number;
+  total(): number;
+  /** The item covering pixel `y` (clamped to [0, count-1]); 0 when empty. */
+  indexAt(y: number): number;
+  /** Records a measured height; returns how much the total changed (0: nothing moved). */
+  set(index: number, height: number): number;
+}
+
+export class Heights implements Sizes {
   #n = 0;
   #values = new Float64Array(0);
   #tree = new Float64Array(1);

@@ -3,20 +3,9 @@
 
 import type { Backend, Unlisten } from './backend';
 import { SNAPSHOT } from './marks';
-import {
-  DEFAULT_FILTERS,
-  applyEvents,
-  buildView,
-  chainHead,
-  heldOrder,
-  newlySuperseded,
-  flatten,
-  type SessionTable,
-  type Filters,
-  type RosterLine,
-  type RosterView,
-} from './roster';
+import { DEFAULT_FILTERS, applyEvents, byActivityDesc, chainHead, heldOrder, newlySuperseded, type SessionTable, type Filters, type RosterView } from './roster';
 import { RosterIndex, type IndexWork } from './rosterIndex';
+import { RosterLines, heldCompare, type LinesWork } from './rosterLines';
 import type { HostInfo, IndexProgress, RemoteEvent, RootInfo, RosterSnapshot, SeqEvent, TrackedSession } from './types';
 
 /** The later of two reports of the same index: more files read, or it ended. */
@@ -35,12 +24,34 @@ export class RosterStore {
   // The sessions, their order and counts, kept incrementally per event (rosterIndex.ts);
   // mutated in place for speed, `version` tells the views it changed.
   #index = new RosterIndex();
+  // What the roster shows (counts, groups, lines), kept per event too (rosterLines.ts);
+  // `shown` tells the views it changed.
+  #lines = new RosterLines(byActivityDesc);
+  /** Every session change goes to both: the index (order, totals) and the lines (the view). */
+  #table: SessionTable = {
+    get: (id) => this.#index.get(id),
+    set: (id, s) => {
+      const old = this.#index.get(id);
+      this.#index.set(id, s);
+      this.#lines.change(old, s);
+      return this.#table;
+    },
+    delete: (id) => {
+      const old = this.#index.get(id);
+      if (!old) return false;
+      this.#index.delete(id);
+      this.#lines.change(old, undefined);
+      return true;
+    },
+  };
   #seq = 0;
   #buffer: SeqEvent[] | null = [];
   #unlisten: Unlisten[] = [];
   #backend: Backend;
 
   version = $state(0);
+  /** Bumped whenever `lines` (and so `view`) changed. */
+  shown = $state(0);
   roots = $state.raw<RootInfo[]>([]);
   demo = $state(false);
   loaded = $state(false);
@@ -69,8 +80,19 @@ export class RosterStore {
   /** The engine's attention set (`attention:changed`): the one source of "needs you". */
   // eslint-disable-next-line svelte/prefer-svelte-reactivity -- replaced, never mutated
   attention = $state.raw<ReadonlySet<string>>(new Set());
-  readonly view: RosterView = $derived(buildView(this.sorted, this.filters, this.collapsed, this.attention));
-  readonly lines: RosterLine[] = $derived(flatten(this.view.groups, this.collapsed));
+  /** What the chips count and the roster groups; `order` is built when read (O(n)). */
+  readonly view: RosterView = $derived.by(() => {
+    void this.shown;
+    const lines = this.#lines;
+    let order: RosterView['order'] | undefined;
+    return {
+      counts: { ...lines.counts },
+      groups: lines.groups.slice(),
+      get order() {
+        return (order ??= lines.order());
+      },
+    };
+  });
   // Counted per event by the index: reading them is O(1) (O(roots) for the per-root counts).
   readonly totals: Totals = $derived.by(() => {
     void this.version;
@@ -109,15 +131,53 @@ export class RosterStore {
   /** Holds the roster's order while the user looks at it (`true`), re-sorts on release. */
   hold(on: boolean): void {
     if (on === (this.#held !== null)) return;
-    // eslint-disable-next-line svelte/prefer-svelte-reactivity -- built once, never mutated
-    this.#held = on ? new Map(this.sorted.map((s, i) => [s.sessionId, i])) : null;
+    if (on) {
+      // eslint-disable-next-line svelte/prefer-svelte-reactivity -- built once, never mutated
+      const held = new Map(this.sorted.map((s, i) => [s.sessionId, i]));
+      this.#held = held;
+      // The lines are in this order already: only later changes follow the held one.
+      this.#lines.setOrder(heldCompare(held, byActivityDesc));
+    } else {
+      this.#held = null;
+      this.#rebuild();
+    }
+  }
+
+  /** The lines' source: the whole view again, from the kept order. O(n): user actions and snapshots only. */
+  #rebuild(): void {
+    const held = this.#held;
+    const sorted = held ? heldOrder(this.#index.order, this.#index.sessions, held) : this.#index.order;
+    this.#lines.rebuild(sorted, {
+      filters: { ...this.filters },
+      collapsed: this.collapsed,
+      attention: this.attention,
+      order: held ? heldCompare(held, byActivityDesc) : byActivityDesc,
+    });
+    this.shown++;
+  }
+
+  /** The roster's lines, for its virtual list. Not reactive: read `shown` to follow it. */
+  get lines(): RosterLines {
+    return this.#lines;
+  }
+
+  /** The view's work so far (sessions put or taken, comparisons, groups passed): the benchmark diffs it. */
+  get linesWork(): Readonly<LinesWork> {
+    return this.#lines.work;
+  }
+
+  /** How many sessions there are, superseded ones included (O(1), unlike `sorted.length`). */
+  get size(): number {
+    void this.version;
+    return this.#index.sessions.size;
   }
 
   /** Re-sorts now (an explicit key), holding the new order if it was held. */
   resort(): void {
-    const held = this.#held !== null;
+    if (this.#held === null) return;
     this.#held = null;
-    if (held) this.hold(true);
+    this.#rebuild();
+    this.hold(true);
   }
 
   get seq(): number {
@@ -141,13 +201,19 @@ export class RosterStore {
       await this.#backend.on('hosts:changed', (p) => (this.hosts = p.hosts)),
       await this.#backend.on('store:resync', () => void this.resync()),
       await this.#backend.on('store:progress', (p) => (this.progress = laterProgress(this.progress, p))),
-      await this.#backend.on('attention:changed', (a) => {
-        // eslint-disable-next-line svelte/prefer-svelte-reactivity -- replaced, never mutated
-        this.attention = new Set(a.sessionIds);
-        this.attentionTitle = a.title ?? 'Mimesis';
-      }),
+      await this.#backend.on('attention:changed', (a) => this.setAttention(a.sessionIds, a.title ?? undefined)),
     );
     await this.resync();
+  }
+
+  /** The engine's attention set (`attention:changed`); only the sessions that came in or left it move in the view. */
+  setAttention(ids: readonly string[], title = 'Mimesis'): void {
+    // eslint-disable-next-line svelte/prefer-svelte-reactivity -- replaced, never mutated
+    const next = new Set(ids);
+    this.#lines.setAttention(next, (id) => this.#index.get(id));
+    this.attention = next;
+    this.attentionTitle = title;
+    this.shown++;
   }
 
   stop(): void {
@@ -188,6 +254,7 @@ export class RosterStore {
     applyRemote(this.#index, this.#remoteHeld);
     this.#remoteHeld = [];
     this.version++;
+    this.#rebuild();
   }
 
   #remoteHeld: RemoteEvent[] = [];
@@ -199,7 +266,7 @@ export class RosterStore {
       return;
     }
     if (!this.#schedule) {
-      if (applyRemote(this.#index, events)) this.version++;
+      if (applyRemote(this.#table, events)) this.#changed();
       return;
     }
     // Ten machines connecting at once send many batches: one roster rebuild per frame.
@@ -211,7 +278,7 @@ export class RosterStore {
       const queued = this.#remoteQueue;
       this.#remoteQueue = [];
       if (this.#buffer) this.#remoteHeld.push(...queued);
-      else if (applyRemote(this.#index, queued)) this.version++;
+      else if (applyRemote(this.#table, queued)) this.#changed();
     });
   }
 
@@ -242,15 +309,20 @@ export class RosterStore {
   }
 
   #apply(events: SeqEvent[]): void {
-    const r = applyEvents(this.#index, this.#seq, events);
+    const r = applyEvents(this.#table, this.#seq, events);
     if (r.gap) {
       // seq grows by one per event: a hole means we lost some. Start over from a snapshot.
       void this.resync();
       return;
     }
     this.#seq = r.seq;
-    if (r.changed) this.version++;
+    if (r.changed) this.#changed();
     this.#followChains(events);
+  }
+
+  #changed(): void {
+    this.version++;
+    this.shown++;
   }
 
   /** C6: when the selected or open session is superseded, the selection moves to its successor by itself. */
@@ -266,8 +338,9 @@ export class RosterStore {
 
   setFilter<K extends keyof Filters>(key: K, value: Filters[K]): void {
     this.filters[key] = value;
+    this.#rebuild();
     // A new search lands on its first match (the roster scrolls to the selection).
-    if (key === 'query' && String(value).trim()) this.selectedId = this.view.order[0]?.sessionId ?? this.selectedId;
+    if (key === 'query' && String(value).trim() && this.#lines.options > 0) this.selectedId = this.#lines.optionAt(0).sessionId;
   }
 
   toggleGroup(key: string): void {
@@ -275,6 +348,8 @@ export class RosterStore {
     const next = new Set(this.collapsed);
     if (!next.delete(key)) next.add(key);
     this.collapsed = next;
+    this.#lines.setCollapsed(next);
+    this.shown++;
   }
 
   select(id: string | null): void {
@@ -283,16 +358,17 @@ export class RosterStore {
 
   /** Moves the cursor by `delta` rows among the visible ones (clamped). */
   move(delta: number): void {
-    const order = this.view.order;
-    if (order.length === 0) return;
-    const i = this.selectedId ? order.findIndex((s) => s.sessionId === this.selectedId) : -1;
-    const next = i < 0 ? (delta > 0 ? 0 : order.length - 1) : Math.min(order.length - 1, Math.max(0, i + delta));
-    this.selectedId = order[next].sessionId;
+    const n = this.#lines.options;
+    if (n === 0) return;
+    const s = this.selectedId ? this.#index.get(this.selectedId) : undefined;
+    const i = s ? this.#lines.optionOf(s) : -1;
+    const next = i < 0 ? (delta > 0 ? 0 : n - 1) : Math.min(n - 1, Math.max(0, i + delta));
+    this.selectedId = this.#lines.optionAt(next).sessionId;
   }
 
   moveTo(edge: 'first' | 'last'): void {
-    const order = this.view.order;
-    if (order.length) this.selectedId = order[edge === 'first' ? 0 : order.length - 1].sessionId;
+    const n = this.#lines.options;
+    if (n) this.selectedId = this.#lines.optionAt(edge === 'first' ? 0 : n - 1).sessionId;
   }
 
   openSession(id: string | null): void {
