@@ -12,12 +12,19 @@
 //! the memory of the whole app (its process and every process it started: WebKit's web and
 //! network processes), as PSS from `smaps_rollup`, and its CPU over the next 30 s.
 //!
+//! `window_roster_under_load` (no corpus needed) writes its own: `$MIMESIS_BENCH_SESSIONS`
+//! sessions (default 2,000) in 50 projects; once the roster is complete, a writer appends to
+//! random transcripts at `$MIMESIS_BENCH_RATE` records a second (default 200) for 10 s, each
+//! one new activity (the row moves to the top), while the page records the time between its
+//! animation frames: the frame time p50/p95/p99 and the longest, under the engine's batches.
+//!
 //! The marks are User Timing entries the page sets on the frame after the rows render
 //! (`ui/src/lib/marks.ts`); the page's `performance.timeOrigin` and the process's start time
 //! (from `/proc`) are both on the wall clock, so the difference is the launch as a user sees
 //! it (the display server and WebDriver add nothing: the app starts before the session).
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -190,4 +197,144 @@ async fn window_launch_memory_and_idle() -> Result<()> {
         window.as_secs()
     );
     app.close().await
+}
+
+/// `n` sessions in 50 projects, one turn each, a minute apart (the first is the most recent).
+fn load_corpus(root: &std::path::Path, n: u64) -> Result<Vec<PathBuf>> {
+    use mimesis_core::Clock;
+    let now = mimesis_core::SystemClock.now().millis();
+    let mut files = Vec::new();
+    for k in 0..n {
+        let cwd = format!("/home/dev/src/proj{}", k % 50);
+        let dir = root.join("projects").join(cwd.replace('/', "-"));
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join(format!("{k:08x}-0000-4000-8000-{k:012x}.jsonl"));
+        let at = now - (k as i64 + 1) * 60_000;
+        let mut f = std::fs::File::create(&path)?;
+        for r in turn(&path, &cwd, at) {
+            writeln!(f, "{r}")?;
+        }
+        files.push(path);
+    }
+    Ok(files)
+}
+
+/// A turn ending at `at` ms: a prompt (the session works), a reply and the turn's end (it is idle).
+fn turn(path: &std::path::Path, cwd: &str, at: i64) -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    let ts = |ms: i64| mimesis_core::Timestamp::from_millis(ms).to_iso();
+    let base = |kind: &str, ms: i64| {
+        json!({"type": kind, "uuid": uuid::Uuid::new_v4().to_string(), "timestamp": ts(ms), "sessionId": id,
+               "cwd": cwd, "gitBranch": "main", "version": "2.1.197"})
+    };
+    let with = |mut v: serde_json::Value, extra: serde_json::Value| {
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        v
+    };
+    let prompt = with(base("user", at - 1000), json!({"message": {"role": "user", "content": "Tidy the parser"}}));
+    let reply = with(
+        base("assistant", at),
+        json!({"requestId": format!("req_{}", uuid::Uuid::new_v4()), "message": {
+            "id": format!("msg_{}", uuid::Uuid::new_v4()), "model": "claude-opus-4-8", "stop_reason": "end_turn",
+            "content": [{"type": "text", "text": "Done."}],
+            "usage": {"input_tokens": 12, "output_tokens": 340, "cache_read_input_tokens": 9000}}}),
+    );
+    let done = with(base("system", at), json!({"subtype": "turn_duration", "durationMs": 4200}));
+    vec![prompt, reply, done]
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((p / 100.0) * sorted.len() as f64).floor().min(sorted.len() as f64 - 1.0) as usize]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: scripts/bench window"]
+async fn window_roster_under_load() -> Result<()> {
+    let n = env_num("MIMESIS_BENCH_SESSIONS", 2000);
+    let rate = env_num("MIMESIS_BENCH_RATE", 200).max(1);
+    let secs = 10;
+    let keep = tempfile::Builder::new().prefix("mimesis-roster-load-").tempdir()?;
+    let config = keep.path().join("claude");
+    let files = load_corpus(&config, n)?;
+    let data = keep.path().join("data");
+    std::fs::create_dir_all(&data)?;
+    let (app, l) = launch(&config, &data).await?;
+    ensure!(l.sessions.starts_with(&n.to_string()), "the roster shows {} instead of {n} sessions", l.sessions);
+
+    // The page records the gap between its animation frames until told to stop: first for 3 s
+    // with nothing happening (what this display gives at best), then under the load.
+    let record = "window.__gaps = []; window.__recording = true; let last = null; \
+                  const frame = (t) => { if (last !== null) window.__gaps.push(t - last); last = t; \
+                                         if (window.__recording) requestAnimationFrame(frame); }; \
+                  requestAnimationFrame(frame); return true;";
+    let stop = "window.__recording = false; return window.__gaps;";
+    app.js(record).await?;
+    // The idle period is what is measured, not a wait for a state.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let idle = frame_times(app.js(stop).await?)?;
+    app.js(record).await?;
+    let first_row =
+        "const r = document.querySelector('[data-testid=roster-row]'); return r ? r.dataset.sessionId : null;";
+    let top_before = app.js(first_row).await?;
+
+    // The load: one record every 1/rate s (paced by the clock, not by sleeps adding up).
+    let writer = std::thread::spawn(move || -> Result<u64> {
+        use mimesis_core::Clock;
+        let (start, mut seed, mut written) = (Instant::now(), 42u64, 0u64);
+        let total = rate * secs;
+        while written < total {
+            let due = start + Duration::from_secs_f64(written as f64 / rate as f64);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let k = (seed >> 33) as usize % files.len();
+            let at = mimesis_core::SystemClock.now().millis();
+            let records = turn(&files[k], &format!("/home/dev/src/proj{}", k % 50), at);
+            // Every other one a prompt (the session works), else the reply and the turn's end (idle).
+            let part = if written % 2 == 0 { &records[..1] } else { &records[1..] };
+            let mut f = std::fs::OpenOptions::new().append(true).open(&files[k])?;
+            for r in part {
+                writeln!(f, "{r}")?;
+            }
+            written += 1;
+        }
+        Ok(written)
+    });
+    let written =
+        tokio::task::spawn_blocking(move || writer.join().map_err(|_| anyhow::anyhow!("the writer panicked")))
+            .await???;
+    let gaps = frame_times(app.js(stop).await?)?;
+    let top_after = app.js(first_row).await?;
+    app.close().await?;
+
+    ensure!(top_before != top_after, "the roster's first row did not change under the load ({top_after})");
+    let figures = |g: &[f64]| {
+        let over = |ms: f64| g.iter().filter(|x| **x > ms).count();
+        format!(
+            "{} frames, frame time p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms, longest {:.1} ms; over 33 ms: {}, over 50 ms: {}",
+            g.len(),
+            percentile(g, 50.0),
+            percentile(g, 95.0),
+            percentile(g, 99.0),
+            g[g.len() - 1],
+            over(33.4),
+            over(50.0)
+        )
+    };
+    eprintln!("roster of {n} sessions, idle for 3 s: {}", figures(&idle));
+    eprintln!(
+        "roster of {n} sessions under load ({written} appends in {secs} s, {rate}/s, each moving its row to the top): {}",
+        figures(&gaps)
+    );
+    Ok(())
+}
+
+/// The page's frame gaps, sorted.
+fn frame_times(v: serde_json::Value) -> Result<Vec<f64>> {
+    let mut gaps: Vec<f64> = v.as_array().context("the frame gaps")?.iter().filter_map(|g| g.as_f64()).collect();
+    ensure!(gaps.len() > 10, "only {} frames recorded", gaps.len());
+    gaps.sort_by(f64::total_cmp);
+    Ok(gaps)
 }
