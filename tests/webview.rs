@@ -452,14 +452,17 @@ async fn a_machine_over_ssh_joins_the_roster() -> Result<()> {
     std::fs::create_dir_all(&remote_project)?;
     let remote_path = remote_project.join(format!("{REMOTE}.jsonl"));
     write(&remote_path, &[prompt("Fix the flaky test on the dev box", 30), reply("Done.", 25), turn_done(25)])?;
-    sshd.add_alias("devbox", &remote_root, &base.join("devbox/data"))?;
+    // `mimesis run` there starts the stand-in agent (New session on devbox, below).
+    let standin = mimesis_tests::supervised::standin()?;
+    std::fs::create_dir_all(base.join("devbox/work"))?;
+    sshd.add_alias_with("devbox", &remote_root, &base.join("devbox/data"), Some(&standin))?;
     let env: Vec<(&str, OsString)> = vec![
         ("MIMESIS_DATA_DIR", fx.data.clone().into_os_string()),
         ("CLAUDE_CONFIG_DIR", fx.config.clone().into_os_string()),
         ("MIMESIS_SSH_CONFIG", sshd.client_config.clone().into_os_string()),
     ];
     let app = DesktopApp::launch(&["--config-dir".into(), fx.config.to_string_lossy().into_owned()], &env).await?;
-    let result = remote_machine(&app, sshd, &remote_path).await;
+    let result = remote_machine(&app, sshd, &remote_path, &base.join("devbox/work")).await;
     let shot = workspace_root().join("target/e2e/webview-remote.png");
     let _ = app.screenshot(&shot).await;
     app.close().await?;
@@ -468,6 +471,75 @@ async fn a_machine_over_ssh_joins_the_roster() -> Result<()> {
 
 const REMOTE: &str = "dddddddd-0000-4000-8000-000000000004";
 
+/// New session on devbox: the terminal runs `ssh -t devbox mimesis run …` (the stand-in agent
+/// there); its row comes through devbox's stream, supervised there; typing reaches the agent;
+/// Stop ends it there and the row says so.
+async fn new_session_there(app: &DesktopApp, work: &Path) -> Result<()> {
+    use fantoccini::key::Key;
+    let t = Duration::from_secs(60);
+    app.click("[data-testid=new-session-button]").await?;
+    app.wait_for("the dialog's machines", t, || async {
+        Ok(app.count("[data-testid=new-session-host] option[value=devbox]:not([disabled])").await? == 1)
+    })
+    .await?;
+    app.js("const s = document.querySelector('[data-testid=new-session-host]'); s.value = 'devbox'; \
+            s.dispatchEvent(new Event('change', {bubbles: true})); return null;")
+        .await?;
+    ensure!(app.count("[data-testid=new-session-browse]").await? == 0, "no local folder picker for another machine");
+    let input = app.client.find(Locator::Css("[data-testid=new-session-cwd]")).await?;
+    input.clear().await?;
+    // A folder that is not there: said in the dialog, from devbox's own words.
+    input.send_keys("/nowhere/at/all").await?;
+    app.click("[data-testid=new-session-start]").await?;
+    app.wait_for("devbox's word on the folder", t, || async {
+        let e = app.js("return document.querySelector('#new-session-error')?.textContent ?? '';").await?;
+        Ok(e.as_str().is_some_and(|e| e.contains("/nowhere/at/all is not a folder")))
+    })
+    .await?;
+    input.clear().await?;
+    input.send_keys(&work.to_string_lossy()).await?;
+    app.wait_for("Start enabled", t, || async {
+        Ok(app.js("return !document.querySelector('[data-testid=new-session-start]').disabled;").await? == json!(true))
+    })
+    .await?;
+    app.click("[data-testid=new-session-start]").await?;
+
+    // The terminal opens on the session's key, host:id, and shows the agent there.
+    let screen = "const t = document.querySelector('[data-testid=terminal]'); \
+                  return t && t.terminalText ? t.terminalText() : '';";
+    app.wait_for("the agent's screen over ssh -t", t, || async {
+        Ok(app.js(screen).await?.as_str().is_some_and(|s| s.contains("? for shortcuts")))
+    })
+    .await?;
+    let key = app.js("return document.querySelector('[data-testid=terminal]').dataset.sessionId;").await?;
+    let key = key.as_str().context("the terminal names no session")?.to_owned();
+    ensure!(key.starts_with("devbox:"), "keyed host:id: {key}");
+    app.wait_for("its row, supervised on devbox", t, || async {
+        Ok(app.count(&format!("{}[data-supervised=true] [data-testid=host-badge]", row(&key))).await? == 1)
+    })
+    .await?;
+    ensure!(app.count("[data-testid=pty-restart]").await? == 0, "restart is devbox's to do");
+
+    // Typing reaches the agent there; its transcript names the row here.
+    let textarea = app.client.find(Locator::Css("[data-testid=terminal] textarea")).await?;
+    textarea.send_keys("tidy the release notes").await?;
+    textarea.send_keys(&char::from(Key::Enter).to_string()).await?;
+    app.wait_for("the goal from devbox", t, || async {
+        let text = app.js(&format!("return document.querySelector(\"{}\")?.textContent ?? '';", row(&key))).await?;
+        Ok(text.as_str().is_some_and(|s| s.contains("tidy the release notes")))
+    })
+    .await?;
+
+    // Stop: the terminal closes, the session ends there, the row is plain again.
+    app.click("[data-testid=pty-stop]").await?;
+    app.wait_for("the session ended on devbox", t, || async {
+        Ok(app.count(&format!("{}[data-supervised=true]", row(&key))).await? == 0)
+    })
+    .await?;
+    app.screenshot(&workspace_root().join("target/e2e/webview-remote-session.png")).await?;
+    Ok(())
+}
+
 async fn machine_state(app: &DesktopApp) -> Result<Option<String>> {
     let v = app
         .js("return document.querySelector('[data-testid=machine][data-host=devbox]')?.dataset.state ?? null;")
@@ -475,7 +547,12 @@ async fn machine_state(app: &DesktopApp) -> Result<Option<String>> {
     Ok(v.as_str().map(str::to_owned))
 }
 
-async fn remote_machine(app: &DesktopApp, mut sshd: mimesis_tests::sshd::Sshd, remote_path: &Path) -> Result<()> {
+async fn remote_machine(
+    app: &DesktopApp,
+    mut sshd: mimesis_tests::sshd::Sshd,
+    remote_path: &Path,
+    work: &Path,
+) -> Result<()> {
     let t = Duration::from_secs(60);
     app.wait_for("the roster", t, || async { Ok(app.count("[data-testid=page-settings]").await? == 1) }).await?;
     app.click("[data-testid=page-settings]").await.context("open Settings")?;
@@ -531,6 +608,8 @@ async fn remote_machine(app: &DesktopApp, mut sshd: mimesis_tests::sshd::Sshd, r
         Ok(text.as_str().is_some_and(|t| t.contains("Fix the flaky test on the dev box") && t.contains("Now the docs")))
     })
     .await?;
+
+    new_session_there(app, work).await?;
 
     // The machine goes away: stale, its row kept.
     sshd.kill();

@@ -190,7 +190,8 @@ pub async fn pty_create<R: Runtime>(
         // On another machine: `ssh -t host mimesis run …`, supervised there.
         let hub = &app.state::<RemoteState>().hub;
         let size = (cols.unwrap_or(120), rows.unwrap_or(40));
-        let key = state.remote.open(hub, &host, &cwd, resume.as_deref(), size)?;
+        let (key, term) = state.remote.open(hub, &host, &cwd, resume.as_deref(), size)?;
+        crate::remote_pty::started(hub, &term, &key).await?;
         return Ok(Created { session_id: key });
     }
     let resume = resume.as_deref().map(session_id).transpose()?;
@@ -354,7 +355,7 @@ pub async fn pty_resume<R: Runtime>(
     session_id: String,
 ) -> CmdResult<()> {
     if is_remote(&session_id) {
-        return state.remote.resume(&app.state::<RemoteState>().hub, &session_id);
+        return state.remote.resume(&app.state::<RemoteState>().hub, &session_id).await;
     }
     let id = self::session_id(&session_id)?;
     state.sup().await?.resume(&id).map_err(|e| e.to_string())

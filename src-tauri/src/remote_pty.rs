@@ -69,8 +69,16 @@ impl RemoteTerminals {
     }
 
     /// Opens `ssh -t host mimesis run …` for a new session (under an id chosen here, so its
-    /// row is known before it exists there) or to resume `resume`. Returns the window key.
-    pub fn open(&self, hub: &Hub, host: &str, cwd: &str, resume: Option<&str>, size: (u16, u16)) -> CmdResult<String> {
+    /// row is known before it exists there) or to resume `resume`. Returns the window key
+    /// and the terminal.
+    pub fn open(
+        &self,
+        hub: &Hub,
+        host: &str,
+        cwd: &str,
+        resume: Option<&str>,
+        size: (u16, u16),
+    ) -> CmdResult<(String, PlainTerminal)> {
         let dest = Destination::parse(host)?;
         if !hub.hosts().iter().any(|h| h.host == dest.as_str()) {
             return Err(format!("{dest} is not in Settings › Machines"));
@@ -97,14 +105,23 @@ impl RemoteTerminals {
             scrollback: SCROLLBACK,
         })?;
         tracing::info!(key = %key, pid = term.pid(), "opened a terminal on another machine");
-        if let Some(old) = self.lock().insert(key.clone(), term) {
+        let (mut exited, watched, k) = (term.exited(), term.clone(), key.clone());
+        tauri::async_runtime::spawn(async move {
+            if let Ok(code) = exited.wait_for(Option::is_some).await.map(|c| *c) {
+                let shown = watched.attach().scrollback;
+                let tail = String::from_utf8_lossy(&shown[shown.len().saturating_sub(400)..]).into_owned();
+                tracing::info!(key = %k, code = ?code, "the terminal on another machine ended");
+                tracing::debug!(key = %k, "its last output: {tail:?}");
+            }
+        });
+        if let Some(old) = self.lock().insert(key.clone(), term.clone()) {
             old.close();
         }
-        Ok(key)
+        Ok((key, term))
     }
 
     /// Resume: a new terminal that resumes the session, in the folder its row names.
-    pub fn resume(&self, hub: &Hub, key: &str) -> CmdResult<()> {
+    pub async fn resume(&self, hub: &Hub, key: &str) -> CmdResult<()> {
         let (Some(host), _) = split_host_id(key) else { return Err("not a session of another machine".into()) };
         let row = hub.row(key).ok_or_else(|| format!("{host} has no such session (is it connected?)"))?;
         let cwd = row
@@ -114,7 +131,8 @@ impl RemoteTerminals {
             .or(row.cwd.clone())
             .ok_or_else(|| "that session's folder is not known, so it cannot be resumed".to_owned())?;
         let size = self.get(key).map(|t| t.size()).unwrap_or((120, 40));
-        self.open(hub, host, &cwd, Some(key), size).map(|_| ())
+        let (key, term) = self.open(hub, host, &cwd, Some(key), size)?;
+        started(hub, &term, &key).await
     }
 
     /// Stop: the terminal closes; the far side ends the session (it can be resumed).
@@ -140,6 +158,44 @@ impl RemoteTerminals {
             t.close();
         }
     }
+}
+
+/// How long a new terminal has to bring its session's row before `pty_create` returns
+/// anyway (the terminal then says what is happening).
+const START_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Waits until the session of a terminal just opened is in the host's roster, or the
+/// terminal ended first: then its last line (ssh's or `mimesis run`'s error) is the error.
+pub async fn started(hub: &Hub, term: &PlainTerminal, key: &str) -> CmdResult<()> {
+    let mut events = hub.subscribe();
+    let mut exited = term.exited();
+    let wait = async {
+        loop {
+            if let Some(code) = *exited.borrow() {
+                return Err(ended_with(term, code));
+            }
+            if hub.row(key).is_some() {
+                return Ok(());
+            }
+            tokio::select! {
+                _ = exited.changed() => {}
+                ev = events.recv() => if let Err(tokio::sync::broadcast::error::RecvError::Closed) = ev {
+                    return Ok(());
+                },
+            }
+        }
+    };
+    tokio::time::timeout(START_WAIT, wait).await.unwrap_or(Ok(()))
+}
+
+/// A terminal that ended at once, in a sentence: its last line of output (cleaned: it is
+/// the other machine's text).
+fn ended_with(term: &PlainTerminal, code: i32) -> String {
+    let shown = term.attach().scrollback;
+    let text = String::from_utf8_lossy(&shown[shown.len().saturating_sub(2000)..]).into_owned();
+    let last = text.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("");
+    let last = mimesis_core::text::clean_text(last, 300);
+    if last.is_empty() { format!("the session ended at once (exit code {code})") } else { last }
 }
 
 /// What the window cannot do to another machine's session, said.

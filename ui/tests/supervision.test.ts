@@ -195,6 +195,18 @@ describe('SupervisionStore', () => {
     expect(sup.notices.has('s')).toBe(false);
   });
 
+  it('the end of a session the user stopped opens no dialog, whatever the far side calls it', async () => {
+    const { sup } = setup({ pty_stop: () => null });
+    const key = 'devbox:s';
+    await sup.stopSession(key);
+    // Another machine's session ends with "signal" when its terminal is closed.
+    sup.receive({ ...E.terminated, sessionId: key, reason: 'signal' });
+    expect(sup.of(key).terminated).toBeNull();
+    // The next end, not asked for, is news again.
+    sup.receive({ ...E.terminated, sessionId: key, reason: 'signal' });
+    expect(sup.of(key).terminated).toMatchObject({ reason: 'signal' });
+  });
+
   it('says when a command fails, and loses nothing', async () => {
     const { sup } = setup({ pty_stop: () => Promise.reject('no such session') });
     sup.receive(E.warning);

@@ -391,8 +391,14 @@ pub async fn serve(
                 req = requests.recv() => match req.flatten() {
                     Some(ToRemote::Show { req, session_id }) => {
                         let (roots, data_dir, done_tx) = (roots.clone(), data_dir.clone(), done_tx.clone());
+                        // A row whose transcript is not written yet (a session just started
+                        // there) has an empty timeline, not none.
+                        let known = match SessionId::parse(&session_id) {
+                            Ok(id) => engine.transcript_path(&id).await.ok(),
+                            Err(_) => None,
+                        };
                         tokio::task::spawn_blocking(move || {
-                            let reply = match show_one(&roots, &data_dir, &session_id) {
+                            let reply = match show_one(&roots, &data_dir, &session_id, known) {
                                 Ok(items) => FromRemote::Timeline { req, items },
                                 Err(message) => FromRemote::Error { req: Some(req), message },
                             };
@@ -524,14 +530,21 @@ async fn read_requests(input: impl AsyncBufRead + Unpin, tx: mpsc::Sender<Option
     let _ = tx.send(None).await;
 }
 
-fn show_one(roots: &[PathBuf], data_dir: &Path, query: &str) -> Result<Vec<TimelineItem>, String> {
+/// `known`: where the engine's row of that session says its transcript is (it may not be
+/// written yet).
+fn show_one(
+    roots: &[PathBuf],
+    data_dir: &Path,
+    query: &str,
+    known: Option<PathBuf>,
+) -> Result<Vec<TimelineItem>, String> {
     let id = SessionId::parse(query).map_err(|_| "that is not a session id".to_owned())?;
-    let path = roots
-        .iter()
-        .flat_map(|r| once::discover(r))
-        .find(|l| l.session_id == id)
-        .map(|l| l.path)
-        .ok_or_else(|| format!("no session with id {id} on this host"))?;
+    let found = roots.iter().flat_map(|r| once::discover(r)).find(|l| l.session_id == id).map(|l| l.path);
+    let path = match (found, known) {
+        (Some(p), _) => p,
+        (None, Some(p)) if !p.exists() => return Ok(Vec::new()),
+        _ => return Err(format!("no session with id {id} on this host")),
+    };
     let mut items = once::chain_prefix(roots, data_dir, &path, mimesis_core::clock::SystemClock.now())
         .map_err(|e| format!("cannot read an earlier segment of the chain: {e}"))?;
     items.extend(once::read_timeline(&path, Some(data_dir)).map_err(|e| format!("cannot read the transcript: {e}"))?);
@@ -786,8 +799,8 @@ async fn run_connection(
                         let ok = st.apply(event).await;
                         ok && (st.rows.len() == before || st.tell().await)
                     }
-                    FromRemote::Timeline { req, items } => {
                     FromRemote::Supervision { event } => st.out.send(FeedMsg::Supervision(event)).await.is_ok(),
+                    FromRemote::Timeline { req, items } => {
                         if let Some(r) = waiting.remove(&req) { let _ = r.send(Ok(items)); }
                         true
                     }
@@ -881,7 +894,6 @@ fn face_event(host: &str, ev: &StoreEvent) -> serde_json::Value {
     }
 }
 
-/// What a [`Hub`] tells a window.
 /// A remote supervision event as a window sees it (`sessionId` and `resumeSessionId`
 /// keyed as in [`face_row`]).
 pub fn face_supervision(host: &str, ev: &SupervisionEvent) -> serde_json::Value {
@@ -897,16 +909,17 @@ pub fn face_supervision(host: &str, ev: &SupervisionEvent) -> serde_json::Value 
     v
 }
 
+/// What a [`Hub`] tells a window.
 #[derive(Clone, Debug)]
 pub enum HubEvent {
     /// Every host's state, in the configured order.
     Hosts(Vec<HostInfo>),
     /// Roster changes of other machines, keyed as in [`face_row`].
     Events(Vec<serde_json::Value>),
-    /// The sessions of other machines that need the user now (keys `host:id`), by the same
     /// Supervision events of other machines' sessions, keyed as in [`face_supervision`],
     /// each after the roster change it describes.
     Supervision(Vec<serde_json::Value>),
+    /// The sessions of other machines that need the user now (keys `host:id`), by the same
     /// policy as this machine's (`mimesis_core::attention`).
     Attention(Vec<String>),
     /// A notification the attention policy decided on (`key`: `host:id`).
@@ -1032,8 +1045,8 @@ impl Hub {
                 }
             }
             let mut events = Vec::new();
-            let mut notes = Vec::new();
             let mut supervision = Vec::new();
+            let mut notes = Vec::new();
             let mut hosts_changed = false;
             let needs_you;
             {
@@ -1077,7 +1090,6 @@ impl Hub {
                             }
                             events.push(face_event(dest.as_str(), &ev));
                         }
-                    }
                         FeedMsg::Supervision(ev) => {
                             if let Some(signal) = SupervisionSignal::from_event(&ev) {
                                 let settings = inner.notifications.clone();
@@ -1094,16 +1106,17 @@ impl Hub {
                             }
                             supervision.push(face_supervision(dest.as_str(), &ev));
                         }
+                    }
                 }
                 needs_you = inner.needs_you_changed();
             }
             if !events.is_empty() {
                 let _ = self.events.send(HubEvent::Events(events));
             }
-            if let Some(keys) = needs_you {
             if !supervision.is_empty() {
                 let _ = self.events.send(HubEvent::Supervision(supervision));
             }
+            if let Some(keys) = needs_you {
                 let _ = self.events.send(HubEvent::Attention(keys));
             }
             for n in notes {

@@ -120,7 +120,13 @@ export class SupervisionStore {
     return this.notices.get(sessionId) ?? emptyNotices();
   }
 
+  // eslint-disable-next-line svelte/prefer-svelte-reactivity -- bookkeeping, never rendered
+  #stopping = new Set<string>();
+
   receive(ev: SupervisionEvent): void {
+    // The end of a session the user stopped is no news (another machine's says "signal":
+    // its terminal was closed).
+    if (ev.type === 'session_terminated' && this.#stopping.delete(ev.sessionId)) ev = { ...ev, reason: 'user' };
     this.notices.set(ev.sessionId, applyEvent(this.of(ev.sessionId), ev));
     const t = toastFor(ev);
     if (t) this.toast({ sessionId: ev.sessionId, type: ev.type, tone: t.tone, text: t.text });
@@ -202,7 +208,9 @@ export class SupervisionStore {
   }
 
   async stopSession(sessionId: string): Promise<void> {
-    await this.#run('stop the session', () => this.#backend.call('pty_stop', { sessionId }));
+    this.#stopping.add(sessionId);
+    const r = await this.#run('stop the session', () => this.#backend.call('pty_stop', { sessionId }));
+    if (!r.ok) this.#stopping.delete(sessionId);
   }
 
   async resume(sessionId: string): Promise<void> {
