@@ -1,11 +1,11 @@
 // An accessibility check of the four views (issue 16): axe-core on the whole app rendered on
-// the in-browser fake backend. jsdom has no layout, so rules that need one (colour contrast)
+// a recording of the real app. jsdom has no layout, so rules that need one (colour contrast)
 // are left to tests/contrast.test.ts.
 import { fireEvent, render, waitFor } from '@testing-library/svelte';
 import axe from 'axe-core';
 import { expect, it } from 'vitest';
 import App from '../src/App.svelte';
-import { createFakeBackend } from '../src/lib/fake/fakeBackend';
+import { recorded } from './recorded';
 
 async function violations(root: Element): Promise<string[]> {
   const r = await axe.run(root, { rules: { 'color-contrast': { enabled: false } }, resultTypes: ['violations'] });
@@ -13,13 +13,13 @@ async function violations(root: Element): Promise<string[]> {
 }
 
 it('the roster, a timeline, Settings and New session have no accessibility violations', async () => {
-  const b = createFakeBackend(new URLSearchParams('still&n=30'));
+  const b = recorded('demo', { load: 2 });
   const { container } = render(App, { props: { connect: () => Promise.resolve(b) } });
   await waitFor(() => expect(container.querySelectorAll('[data-testid=roster-row]').length).toBeGreaterThan(0));
   const found: Record<string, string[]> = {};
   found.roster = await violations(document.body);
 
-  const row = container.querySelector<HTMLElement>('[data-testid=roster-row][data-status=waiting_for_approval]') as HTMLElement;
+  const row = container.querySelector<HTMLElement>('[data-testid=roster-row]') as HTMLElement;
   await fireEvent.click(row);
   await waitFor(() => expect(container.querySelectorAll('[data-testid=timeline-item]').length).toBeGreaterThan(0));
   found.timeline = await violations(document.body);

@@ -3,13 +3,13 @@
 import { waitFor } from '@testing-library/svelte';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AppController, type Engine } from '../src/lib/app.svelte';
-import { createFakeBackend } from '../src/lib/fake/fakeBackend';
+import { PROJECT, recorded } from './recorded';
 
 let app: AppController | null = null;
 afterEach(() => app?.stop());
 
 async function started(): Promise<{ a: AppController; e: Engine }> {
-  const b = createFakeBackend(new URLSearchParams('still&n=30'));
+  const b = recorded('demo', { load: 2 });
   const a = new AppController(() => Promise.resolve(b));
   app = a;
   await a.start();
@@ -23,7 +23,7 @@ describe('AppController', () => {
     expect(a.fatal).toBeNull();
     expect(a.fake).toBe(true);
     expect(e.store.loaded).toBe(true);
-    expect(e.store.sorted.length).toBe(30);
+    expect(e.store.sorted.length).toBe(8);
   });
 
   it('an engine that cannot be reached is fatal, and nothing else is there', async () => {
@@ -33,21 +33,30 @@ describe('AppController', () => {
     expect(app.engine).toBeNull();
   });
 
-  it('showing a session, or the next that needs the user, goes back to the Sessions page', async () => {
+  it('showing a session goes back to the Sessions page', async () => {
     const { a, e } = await started();
     a.page = 'settings';
     const id = e.store.sorted[3].sessionId;
     a.showSession(id);
     expect(a.page).toBe('sessions');
     expect(e.store.openId).toBe(id);
+  });
 
+  it('the next session that needs the user is shown, on the Sessions page', async () => {
+    // The pty recording: the session started in the shop soon asks for a permission.
+    const a = new AppController(() => Promise.resolve(recorded('pty')));
+    app = a;
+    await a.start();
+    const e = a.engine as Engine;
+    expect(a.nextAttention()).toBeNull();
+    const id = await e.sup.create(PROJECT, null);
     await waitFor(() => expect(e.sup.attention.count).toBeGreaterThan(0));
     a.page = 'resources';
     const next = a.nextAttention();
-    expect(next).not.toBeNull();
+    expect(next).toBe(id);
     expect(a.page).toBe('sessions');
     expect(e.store.openId).toBe(next);
-    expect(e.store.get(next as string)?.status).toMatch(/^waiting_for_(approval|input)$/);
+    expect(e.store.get(id)?.status).toMatch(/^waiting_for_(approval|input)$/);
   });
 
   it('the new-session dialog starts in the open session’s folder unless told another', async () => {

@@ -1,13 +1,13 @@
-// The app's key map, where the focus goes between pages, and the modal's focus trap, on the
-// fake backend; elements are found by role and accessible name.
+// The app's key map, where the focus goes between pages, and the modal's focus trap, on
+// recordings of the real app; elements are found by role and accessible name.
 import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import { afterEach, describe, expect, it } from 'vitest';
 import App from '../src/App.svelte';
-import { createFakeBackend } from '../src/lib/fake/fakeBackend';
+import { PROJECT, recorded } from './recorded';
 import { prefs } from '../src/lib/prefs.svelte';
 
 async function app() {
-  const b = createFakeBackend(new URLSearchParams('still&n=30'));
+  const b = recorded('demo', { load: 2 });
   render(App, { props: { connect: () => Promise.resolve(b) } });
   const roster = await waitFor(() => screen.getByRole('listbox', { name: 'Sessions' }));
   await waitFor(() => expect(within(roster).queryAllByRole('option').length).toBeGreaterThan(0));
@@ -49,14 +49,25 @@ describe('the key map', () => {
     await fireEvent.keyDown(dialog, { key: 'Escape' });
     await waitFor(() => expect(screen.queryByRole('dialog')).toBeNull());
 
+  });
+
+  it('n opens the next session that needs you, from any page', async () => {
+    // The pty recording: a session started in the shop, asking for a permission.
+    const b = recorded('pty');
+    render(App, { props: { connect: () => Promise.resolve(b) } });
+    await fireEvent.click(await waitFor(() => screen.getByRole('button', { name: /New session/ })));
+    const dialog = await waitFor(() => screen.getByRole('dialog', { name: 'New session' }));
+    await fireEvent.input(within(dialog).getByRole('textbox', { name: 'Folder' }), { target: { value: PROJECT } });
+    const start = within(dialog).getByRole('button', { name: 'Start' });
+    await waitFor(() => expect((start as HTMLButtonElement).disabled).toBe(false));
+    await fireEvent.click(start);
     const needsYou = screen.getByRole('button', { name: /needs you/ });
     await waitFor(() => expect((needsYou as HTMLButtonElement).disabled).toBe(false));
+    const id = b.recorded('attention:changed').find((a) => a.count > 0)?.sessionIds[0];
+    await fireEvent.click(within(screen.getByRole('navigation', { name: 'Views' })).getByRole('button', { name: 'Settings' }));
     await press('n');
     const opened = await waitFor(() => screen.getByRole('region', { name: /^(Timeline|Supervised session)$/ }));
-    const id = opened.dataset.sessionId as string;
-    const row = within(roster).getByRole('option', { selected: true });
-    expect(row.dataset.sessionId).toBe(id);
-    expect(row.dataset.status).toMatch(/^waiting_for_(approval|input)$/);
+    expect(opened.dataset.sessionId).toBe(id);
   });
 
   it('with single-key shortcuts off, letters do nothing and the arrows still work', async () => {

@@ -573,6 +573,7 @@ pub enum FeedMsg {
 }
 
 /// A host as the user sees it (`mimesis hosts --json`, Settings › Machines).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct HostInfo {

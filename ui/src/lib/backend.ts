@@ -1,13 +1,13 @@
 // The one door to the engine: the Tauri commands and events of docs/ipc.md.
 // Inside Tauri it is `invoke` / `listen`; in a plain browser (development, screenshots)
-// it is the in-browser fake in ./fake, which speaks the same contract.
+// it is a replay of what the real app recorded (./preview, ./replay).
 
 import type { ByteChannel, Commands, Events } from './types';
 
 export type Unlisten = () => void;
 
 export interface Backend {
-  /** True when this is the generated in-browser fake, not the engine. */
+  /** True when this is not the engine (a replay of a recording, a test's mock). */
   readonly fake: boolean;
   call<K extends keyof Commands>(
     cmd: K,
@@ -24,12 +24,15 @@ export function insideTauri(): boolean {
 
 async function tauriBackend(): Promise<Backend> {
   const [{ invoke, Channel }, { listen }] = await Promise.all([import('@tauri-apps/api/core'), import('@tauri-apps/api/event')]);
-  return {
+  const b: Backend = {
     fake: false,
     call: (cmd, ...args) => invoke(cmd, args[0]),
     on: (event, handler) => listen(event, (e) => handler(e.payload as Events[typeof event])),
     channel: (onmessage) => new Channel<ArrayBuffer>(onmessage),
   };
+  // A build with the recorder (the `record` feature) notes what the page meets, for ./replay.
+  const { recording, recorded } = await import('./record');
+  return recording() ? recorded(b, (entries) => invoke('record_write', { entries })) : b;
 }
 
 let current: Promise<Backend> | null = null;
@@ -38,7 +41,7 @@ let current: Promise<Backend> | null = null;
 export function backend(): Promise<Backend> {
   current ??= insideTauri()
     ? tauriBackend()
-    : import('./fake/fakeBackend').then((m) => m.createFakeBackend(new URLSearchParams(location.search)));
+    : import('./preview').then((m) => m.previewBackend(new URLSearchParams(location.search)));
   return current;
 }
 
