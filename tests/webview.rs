@@ -536,6 +536,12 @@ async fn new_session_there(app: &DesktopApp, work: &Path) -> Result<()> {
         Ok(app.count(&format!("{}[data-supervised=true]", row(&key))).await? == 0)
     })
     .await?;
+    // Its timeline, opened before the transcript existed there, followed it from its first line.
+    app.wait_for("the remote session's timeline", t, || async {
+        let text = app.js("return document.querySelector('[data-testid=timeline]')?.textContent ?? '';").await?;
+        Ok(text.as_str().is_some_and(|s| s.contains("tidy the release notes") && !s.contains("Could not open")))
+    })
+    .await?;
     app.screenshot(&workspace_root().join("target/e2e/webview-remote-session.png")).await?;
     Ok(())
 }

@@ -193,7 +193,9 @@ pub async fn started(hub: &Hub, term: &PlainTerminal, key: &str) -> CmdResult<()
 fn ended_with(term: &PlainTerminal, code: i32) -> String {
     let shown = term.attach().scrollback;
     let text = String::from_utf8_lossy(&shown[shown.len().saturating_sub(2000)..]).into_owned();
-    let last = text.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("");
+    // (ssh's own "Connection to … closed." says nothing about why.)
+    let ssh_bye = |l: &str| l.starts_with("Connection to ") && l.ends_with(" closed.");
+    let last = text.lines().map(str::trim).rfind(|l| !l.is_empty() && !ssh_bye(l)).unwrap_or("");
     let last = mimesis_core::text::clean_text(last, 300);
     if last.is_empty() { format!("the session ended at once (exit code {code})") } else { last }
 }

@@ -20,6 +20,9 @@ use tokio::sync::{broadcast, watch};
 use crate::actor::Attachment;
 use crate::process::{AgentProcess, OsTerminals, StartSpec, Started, Terminals};
 
+/// How long the exit waits for the program's last output to be read.
+const DRAIN_WAIT: Duration = Duration::from_millis(500);
+
 /// Between SIGTERM and SIGKILL when a terminal is closed.
 const GRACE: Duration = Duration::from_secs(3);
 
@@ -121,7 +124,11 @@ impl PlainTerminal {
         });
         let pid = process.pid();
         let weak = Arc::downgrade(&inner);
-        spawn(format!("plain-read-{pid}"), move || read_loop(output, weak));
+        let (drained_tx, drained) = std::sync::mpsc::channel::<()>();
+        spawn(format!("plain-read-{pid}"), move || {
+            read_loop(output, weak);
+            let _ = drained_tx.send(());
+        });
         spawn(format!("plain-write-{pid}"), move || {
             let mut input = input;
             while let Ok(b) = irx.recv() {
@@ -133,6 +140,10 @@ impl PlainTerminal {
         let weak = Arc::downgrade(&inner);
         spawn(format!("plain-wait-{pid}"), move || {
             let code = process.wait();
+            // What it printed last is shown before its end is told (a reader of the exit
+            // reads the scrollback for why); a descendant holding the terminal open does
+            // not hold the exit back for long.
+            let _ = drained.recv_timeout(DRAIN_WAIT);
             if let Some(inner) = weak.upgrade() {
                 inner.exit.send_replace(Some(code));
             }
@@ -201,8 +212,15 @@ fn spawn(name: String, f: impl FnOnce() + Send + 'static) {
 
 fn read_loop(mut reader: Box<dyn Read + Send>, inner: std::sync::Weak<Inner>) {
     let mut buf = vec![0u8; 64 * 1024];
+    // Linux may report the hang-up (EIO) while the program's last bytes are still on their
+    // way through the terminal layer: a few more tries, a moment apart, before giving up.
+    let mut tries = 0;
     loop {
         match reader.read(&mut buf) {
+            Ok(0) | Err(_) if tries < 3 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
             Ok(0) | Err(_) => return,
             Ok(n) => match inner.upgrade() {
                 Some(i) => i.show(&buf[..n]),
@@ -244,10 +262,11 @@ mod tests {
     async fn echoes_input_keeps_output_and_tells_the_exit() {
         let t = sh("stty -echo; read line; echo \"got:$line\"; exit 7");
         t.write(b"hello\n").unwrap();
-        until_contains(&t, "got:hello").await;
         let mut exited = t.exited();
         let code = *exited.wait_for(Option::is_some).await.unwrap();
         assert_eq!(code, Some(7));
+        // Its last words are there by the time its end is told.
+        assert!(String::from_utf8_lossy(&t.attach().scrollback).contains("got:hello"));
         // A later attachment gets what was shown.
         assert!(String::from_utf8_lossy(&t.attach().scrollback).contains("got:hello"));
         assert!(t.write(b"more").is_err(), "an ended terminal takes no input");
