@@ -542,6 +542,24 @@ async fn new_session_there(app: &DesktopApp, work: &Path) -> Result<()> {
         Ok(text.as_str().is_some_and(|s| s.contains("tidy the release notes") && !s.contains("Could not open")))
     })
     .await?;
+    // Resume it from the dialog: that machine's sessions in that folder are the choices.
+    app.click("[data-testid=new-session-button]").await?;
+    app.wait_for("the dialog", t, || async { Ok(app.count("[data-testid=new-session-host]").await? == 1) }).await?;
+    app.js("const s = document.querySelector('[data-testid=new-session-host]'); s.value = 'devbox'; \
+            s.dispatchEvent(new Event('change', {bubbles: true})); return null;")
+        .await?;
+    let input = app.client.find(Locator::Css("[data-testid=new-session-cwd]")).await?;
+    input.clear().await?;
+    input.send_keys(&work.to_string_lossy()).await?;
+    let option = format!("[data-testid=new-session-resume-option][value='{key}']");
+    app.wait_for("the session as a resume choice", t, || async { Ok(app.count(&option).await? == 1) }).await?;
+    app.click(&option).await?;
+    app.click("[data-testid=new-session-start]").await?;
+    app.wait_for("the resumed session, supervised on devbox again", t, || async {
+        Ok(app.count(&format!("{}[data-supervised=true]", row(&key))).await? == 1
+            && app.count(&format!("[data-testid=terminal][data-session-id='{key}'][data-attached=true]")).await? == 1)
+    })
+    .await?;
     app.screenshot(&workspace_root().join("target/e2e/webview-remote-session.png")).await?;
     Ok(())
 }
