@@ -385,11 +385,6 @@ impl Supervisor {
         resume: Option<SessionId>,
         size: Option<(u16, u16)>,
     ) -> Result<SessionId, SupervisorError> {
-        let cwd = cwd
-            .canonicalize()
-            .ok()
-            .filter(|c| c.is_dir())
-            .ok_or_else(|| SupervisorError::NotAFolder(cwd.to_owned()))?;
         let resuming = resume.is_some();
         self.start_session(cwd, resume.unwrap_or_else(new_session_id), resuming, size).await
     }
@@ -403,21 +398,21 @@ impl Supervisor {
         id: SessionId,
         size: Option<(u16, u16)>,
     ) -> Result<SessionId, SupervisorError> {
-        let cwd = cwd
-            .canonicalize()
-            .ok()
-            .filter(|c| c.is_dir())
-            .ok_or_else(|| SupervisorError::NotAFolder(cwd.to_owned()))?;
         self.start_session(cwd, id, false, size).await
     }
 
     async fn start_session(
         &self,
-        cwd: PathBuf,
+        cwd: &Path,
         id: SessionId,
         resuming: bool,
         size: Option<(u16, u16)>,
     ) -> Result<SessionId, SupervisorError> {
+        let cwd = cwd
+            .canonicalize()
+            .ok()
+            .filter(|c| c.is_dir())
+            .ok_or_else(|| SupervisorError::NotAFolder(cwd.to_owned()))?;
         let (tx, rx) = mpsc::unbounded_channel();
         {
             let mut sessions = lock(&self.shared.sessions);
