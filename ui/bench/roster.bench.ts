@@ -3,11 +3,15 @@
 // the time to apply it in the store; the time to apply it and read what a frame of the UI
 // reads (the chips' counts, totals, per-root counts, the roster's length and the ~20 lines in
 // view); the store's work (index: rows, comparisons; view: rows, comparisons, groups passed).
+// Then the same with the Roster component mounted: per batch, the store and the DOM update
+// (jsdom lays nothing out: a window of rows as at a 600-pixel view, none measured).
 // For comparison, "from scratch": what each batch cost before the view was kept per event
 // (a sorted copy, buildView and flatten over every session, and the roster's key map).
 // Run: npx vitest bench --run bench/roster.bench.ts  (jsdom, as the tests)
 
+import { flushSync, mount, unmount } from 'svelte';
 import { bench, describe } from 'vitest';
+import Roster from '../src/components/Roster.svelte';
 import { buildView, flatten } from '../src/lib/roster';
 import { loadedStore, updateBatches } from '../tests/rosterLoad';
 
@@ -65,6 +69,42 @@ describe('roster: 200 updates/s for 10 s', () => {
         report(
           `${String(n).padStart(6)} | ${ms(pct(apply, 50))} ${ms(pct(apply, 95))} | ${ms(pct(frame, 50))} ${ms(pct(frame, 95))} | ${ms(pct(scratch, 50))} ${ms(pct(scratch, 95))} |` +
             ` ${mean(w.rows)} ${max(w.rows)} | ${mean(w.compares)} ${max(w.compares)} | ${mean(w.vrows)} ${max(w.vrows)} | ${mean(w.vcompares)} ${max(w.vcompares)} | ${mean(w.groups)} ${max(w.groups)}`,
+        );
+      },
+      { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 },
+    );
+  }
+});
+
+describe('the Roster component: 200 updates/s for 10 s', () => {
+  for (const n of SIZES) {
+    bench(
+      `${n} sessions, mounted`,
+      async () => {
+        const store = await loadedStore(n);
+        const target = document.createElement('div');
+        document.body.append(target);
+        const roster = mount(Roster, { target, props: { store, onopen: () => {} } });
+        flushSync();
+        const took: number[] = [];
+        const changes: number[] = [];
+        let rows = 0;
+        // The DOM's work, counted: nodes added or removed, attributes and text changed.
+        const observer = new MutationObserver(() => {});
+        observer.observe(target, { subtree: true, childList: true, attributes: true, characterData: true });
+        for (const batch of updateBatches(n)) {
+          const t0 = performance.now();
+          store.receive(batch);
+          flushSync();
+          took.push(performance.now() - t0);
+          changes.push(observer.takeRecords().reduce((a, r) => a + Math.max(1, r.addedNodes.length + r.removedNodes.length), 0));
+          rows = Math.max(rows, target.querySelectorAll('[role=option]').length);
+        }
+        observer.disconnect();
+        unmount(roster);
+        target.remove();
+        console.log(
+          `${String(n).padStart(6)} sessions, Roster mounted | batch + DOM update ms p50 ${ms(pct(took, 50))} p95 ${ms(pct(took, 95))} | DOM changes per batch mean ${mean(changes)} max ${max(changes)} | rows in the DOM ${rows}`,
         );
       },
       { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 },
