@@ -186,6 +186,19 @@ export class RosterLines implements Sizes {
     return i < 0 ? -1 : this.#layout().starts[g.at] + 1 + i;
   }
 
+  /** The header line of the group `key` (`groupKey`), or -1. */
+  groupIndexOf(key: string): number {
+    const g = this.#byKey.get(key);
+    return g ? this.#layout().starts[g.at] : -1;
+  }
+
+  /** The line of a `RosterLine` key (a header's `g:…`, a row's session id), or -1. */
+  indexOfKey(key: string, get: (id: string) => TrackedSession | undefined): number {
+    if (key.startsWith('g:') && this.#byKey.has(key.slice(2))) return this.groupIndexOf(key.slice(2));
+    const s = get(key);
+    return s ? this.indexOf(s) : -1;
+  }
+
   /** `s`'s 0-based place among the options, or -1. */
   optionOf(s: TrackedSession): number {
     const line = this.indexOf(s);

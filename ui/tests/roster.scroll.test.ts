@@ -1,0 +1,83 @@
+// The roster while the engine moves its rows: where the view stays, and the cursor row.
+// jsdom lays nothing out: the scroller's geometry is given.
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
+import { describe, expect, it } from 'vitest';
+import Roster from '../src/components/Roster.svelte';
+import { RosterStore } from '../src/lib/store.svelte';
+import { MockBackend, session } from './helpers';
+
+/** The listbox's scroller, a view `height` tall over `content` pixels; `top` is where it is. */
+function geometry(list: HTMLElement, height: number, content: number) {
+  const scroller = list.parentElement?.parentElement as HTMLElement;
+  let top = 0;
+  Object.defineProperty(scroller, 'clientHeight', { configurable: true, get: () => height });
+  Object.defineProperty(scroller, 'scrollHeight', { configurable: true, get: () => content });
+  Object.defineProperty(scroller, 'scrollTop', {
+    configurable: true,
+    get: () => top,
+    set: (v: number) => (top = Math.max(0, Math.min(v, content - height))),
+  });
+  return {
+    get top() {
+      return top;
+    },
+    /** The user scrolls to `y`. */
+    scroll: async (y: number) => {
+      top = y;
+      await fireEvent.scroll(scroller);
+    },
+  };
+}
+
+describe('the roster under the engine\'s batches', () => {
+  const at = (i: number) => new Date(Date.UTC(2026, 10, 1, 12, 0, 200 - i)).toISOString();
+
+  /** alpha (s0…s99), then beta (s100…s199), most recent first. */
+  function mount() {
+    const store = new RosterStore(new MockBackend());
+    const many = Array.from({ length: 200 }, (_, i) => session(`s${i}`, { repoRoot: i < 100 ? '/r/alpha' : '/r/beta', goal: `task ${i}`, lastActivityAt: at(i) }));
+    // (Spread: the snapshot's other fields are optional or not, depending on the engine's version.)
+    const rest = { seq: 0, demo: false, roots: [], remote: [], hosts: [], indexing: false, progress: { indexing: false, done: 0, total: 0 } };
+    store.applySnapshot({ ...rest, sessions: many });
+    render(Roster, { props: { store, onopen: () => {} } });
+    const list = screen.getByRole('listbox', { name: 'Sessions' });
+    // Two headers of 30 pixels and 200 rows of 58.
+    return { store, list, g: geometry(list, 300, 60 + 200 * 58) };
+  }
+
+  it('rows moving above the view leave it on the row the user reads; at the very top it stays at the top', async () => {
+    const { store, list, g } = mount();
+    const top = () => within(list).getAllByRole('option')[0].textContent;
+    // At the top, new activity comes into view there.
+    store.receive([{ type: 'updated', seq: 1, sessionId: 's60', changes: { lastActivityAt: at(-1), goal: 'moved up' } }]);
+    await waitFor(() => expect(top()).toContain('moved up'));
+    expect(g.top).toBe(0);
+
+    // Scrolled down to s50's row (alpha's header, s60 now first, s0…s49 before it).
+    await g.scroll(30 + 51 * 58);
+    store.receive([{ type: 'updated', seq: 2, sessionId: 's70', changes: { lastActivityAt: at(-2) } }]);
+    await waitFor(() => expect(g.top).toBe(30 + 52 * 58));
+    // A whole group moving above it: still on the same row.
+    store.receive([{ type: 'updated', seq: 3, sessionId: 's150', changes: { lastActivityAt: at(-3) } }]);
+    await waitFor(() => expect(g.top).toBe(30 + 100 * 58 + 30 + 52 * 58));
+  });
+
+  it('the cursor row in view stays in view when rows move; one the user scrolled away from does not pull the view back', async () => {
+    const { store, list, g } = mount();
+    list.focus();
+    await fireEvent.keyDown(list, { key: 'Home' });
+    for (let i = 0; i < 3; i++) await fireEvent.keyDown(list, { key: 'j' });
+    expect(list.getAttribute('aria-activedescendant')).toBe('row-s3');
+    expect(g.top).toBe(0);
+    // Beta goes on top: alpha's s3 would be far below; the view follows it (its bottom at the view's).
+    store.receive([{ type: 'updated', seq: 1, sessionId: 's150', changes: { lastActivityAt: at(-1) } }]);
+    await waitFor(() => expect(g.top).toBe(30 + 100 * 58 + 30 + 4 * 58 - 300));
+    expect(list.getAttribute('aria-activedescendant')).toBe('row-s3');
+
+    await g.scroll(0);
+    store.receive([{ type: 'updated', seq: 2, sessionId: 's151', changes: { lastActivityAt: at(-2) } }]);
+    await waitFor(() => expect(within(list).getAllByRole('option')[0].getAttribute('data-session-id')).toBe('s151'));
+    expect(g.top).toBe(0);
+  });
+
+});
