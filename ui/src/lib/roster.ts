@@ -192,7 +192,8 @@ export interface RosterView {
 
 /**
  * Filters, counts and groups `sorted` (already most-recent-first). Groups come out ordered
- * by their most recent session because the input is. O(n).
+ * by their most recent session because the input is. O(n): the view from scratch, which the
+ * app keeps per event instead (rosterLines.ts); the reference that is tested against.
  */
 export function buildView(
   sorted: readonly TrackedSession[],
