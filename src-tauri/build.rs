@@ -41,6 +41,9 @@ const COMMANDS: &[&str] = &[
     "host_add",
     "host_remove",
     "open_link",
+    // Only with the `record` feature, and granted at run time only while recording
+    // (src/record.rs): default.json does not name it.
+    "record_write",
 ];
 
 fn main() {

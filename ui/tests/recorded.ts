@@ -6,14 +6,18 @@
 //   pty:  the stand-in agent with a 30-second limit: New session (a missing folder, then
 //         /home/user/src/shop), a turn, a permission approved from the window, the warning and
 //         the end, Resume, the end again, Start New Session, a crash recovered, Delete.
+//   faults: the stand-in agent in /home/user/src/shop: a crash while working (recovered after
+//         the turn), over the memory limit (restarted with --resume), crashes in a row until
+//         unhealthy, Retry.
 import { fireEvent, render, waitFor } from '@testing-library/svelte';
 import { expect } from 'vitest';
 import App from '../src/App.svelte';
 import { ReplayBackend, parseRecording, type ReplayOptions } from '../src/lib/replay';
 import demo from './recordings/demo.jsonl?raw';
+import faults from './recordings/faults.jsonl?raw';
 import pty from './recordings/pty.jsonl?raw';
 
-const TEXT = { demo, pty };
+const TEXT = { demo, pty, faults };
 
 export function recorded(name: keyof typeof TEXT, opts: ReplayOptions = {}): ReplayBackend {
   return new ReplayBackend(parseRecording(TEXT[name]), { name: `recordings/${name}.jsonl`, ...opts });
