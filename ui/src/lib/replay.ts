@@ -69,7 +69,7 @@ export interface ReplayOptions {
   name?: string;
   /** Which page load of the recording to replay, from 1 (a recording may reload the page). */
   load?: number;
-  /** Play the events by themselves (the default); when false, only `step` and `flush` do. */
+  /** Play the events by themselves (the default); when false, only `step`, `play` and `flush` do. */
   auto?: boolean;
   /** 0: as fast as timers allow (tests, the default); 1: at the recorded pace. */
   pace?: number;
@@ -119,7 +119,7 @@ export class ReplayBackend implements Backend {
   get next(): { cmd: string; args: unknown } | null {
     for (let i = this.#cursor; i < this.#entries.length; i++) {
       const e = this.#entries[i];
-      if ('call' in e && !READS.has(e.call) && !TERMINAL.has(e.call) && !this.#used.has(i)) return { cmd: e.call, args: e.args };
+      if ('call' in e && this.#isAction(i)) return { cmd: e.call, args: e.args };
     }
     return null;
   }
