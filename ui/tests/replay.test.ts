@@ -66,7 +66,7 @@ describe('ReplayBackend', () => {
     const b = new ReplayBackend(lines, { auto: false });
     const before = Date.now();
     const page = await b.call('open_timeline', { sessionId: 's', tail: 200 });
-    const at = Date.parse(page.items[0].timestamp);
+    const at = Date.parse(String(page.items[0].timestamp));
     // Recorded 50 ms after the load, at the load's own time: 50 ms before "now".
     expect(at).toBeGreaterThanOrEqual(before - 50 - 5);
     expect(at).toBeLessThanOrEqual(Date.now() - 50 + 5);
