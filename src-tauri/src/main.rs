@@ -9,7 +9,9 @@
 //! - [`pty`]: supervised PTY sessions (the engine's supervisor), their terminals and events;
 //! - [`remote`]: other machines' sessions over SSH (issue 13), beside the local ones
 //!   ([`hosts`]: their state, for the other modules);
-//! - [`window`]: show/focus, close-to-tray, size and place kept across runs.
+//! - [`window`]: show/focus, close-to-tray, size and place kept across runs;
+//! - `record` (cargo feature `record` only): notes the page's commands and events for the
+//!   UI's replay tests.
 //!
 //! `mimesis-desktop hook …` is Claude Code's hook command when no `mimesis` CLI sits next
 //! to the app: it is handled before anything else, with no toolkit loaded, and always exits 0.
@@ -20,8 +22,12 @@
 mod commands;
 mod events;
 mod hosts;
+#[cfg(test)]
+mod ipc_types;
 mod notify;
 mod pty;
+#[cfg(feature = "record")]
+mod record;
 mod remote;
 mod remote_pty;
 mod tray;
@@ -141,14 +147,17 @@ fn main() {
     }
     let demo_root = data_dir.join("demo");
     let engine_data_dir = data_dir.clone();
-    let result = tauri::Builder::default()
+    let app = tauri::Builder::default()
         // First: a second instance must leave before anything else starts.
         .plugin(
             tauri_plugin_single_instance::Builder::new()
                 .dbus_id(instance_id(&data_dir))
                 .callback(|app, _argv, _cwd| window::show_main(app))
                 .build(),
-        )
+        );
+    #[cfg(feature = "record")]
+    let app = record::install(app);
+    let result = app
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_opener::init())
@@ -171,7 +180,9 @@ fn main() {
                     "no Claude Code config folder (HOME and CLAUDE_CONFIG_DIR unset): no supervised sessions"
                 ),
             }
+            let t0 = std::time::Instant::now();
             let mimesis = tauri::async_runtime::block_on(Mimesis::start(opts));
+            tracing::debug!(took = ?t0.elapsed(), "the engine started");
             let engine = mimesis.engine().clone();
             // Other machines first: the tray and the attention set count their sessions too.
             app.manage(remote::start(&handle, &mimesis));
@@ -192,6 +203,7 @@ fn main() {
             }
             pty::start(&handle, &mimesis);
             quit_on_signals(handle, signals);
+            tracing::debug!(took = ?t0.elapsed(), "set up");
             app.manage(AppState {
                 mimesis,
                 viewing: Mutex::new(None),
@@ -251,6 +263,8 @@ fn main() {
             remote::host_add,
             remote::host_remove,
             commands::open_link,
+            #[cfg(feature = "record")]
+            record::record_write,
         ])
         .build(tauri::generate_context!());
     let app = match result {

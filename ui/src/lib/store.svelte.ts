@@ -193,15 +193,18 @@ export class RosterStore {
     return this.#index.work;
   }
 
-  /** Listens first, then fetches the snapshot, so no event falls between the two. */
+  /** Listens first, then fetches the snapshot, so no event falls between the two. (The
+   *  listeners are asked for side by side: each is a round trip, and a launch waits for them.) */
   async start(): Promise<void> {
     this.#unlisten.push(
-      await this.#backend.on('store:events', (p) => this.receive(p.events)),
-      await this.#backend.on('remote:events', (p) => this.receiveRemote(p.events)),
-      await this.#backend.on('hosts:changed', (p) => (this.hosts = p.hosts)),
-      await this.#backend.on('store:resync', () => void this.resync()),
-      await this.#backend.on('store:progress', (p) => (this.progress = laterProgress(this.progress, p))),
-      await this.#backend.on('attention:changed', (a) => this.setAttention(a.sessionIds, a.title ?? undefined)),
+      ...(await Promise.all([
+        this.#backend.on('store:events', (p) => this.receive(p.events)),
+        this.#backend.on('remote:events', (p) => this.receiveRemote(p.events)),
+        this.#backend.on('hosts:changed', (p) => (this.hosts = p.hosts)),
+        this.#backend.on('store:resync', () => void this.resync()),
+        this.#backend.on('store:progress', (p) => (this.progress = laterProgress(this.progress, p))),
+        this.#backend.on('attention:changed', (a) => this.setAttention(a.sessionIds, a.title ?? undefined)),
+      ])),
     );
     await this.resync();
   }

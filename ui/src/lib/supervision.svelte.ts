@@ -50,10 +50,12 @@ export class SupervisionStore {
 
   async start(): Promise<void> {
     this.#unlisten.push(
-      await this.#backend.on('supervision:event', (ev) => this.receive(ev)),
-      await this.#backend.on('attention:changed', (a) => (this.attention = { count: a.count, sessionIds: [...a.sessionIds] })),
-      await this.#backend.on('app:open-session', (p) => this.#onopen(p.sessionId)),
-      await this.#backend.on('approvals:changed', (list) => (this.approvals = list)),
+      ...(await Promise.all([
+        this.#backend.on('supervision:event', (ev) => this.receive(ev)),
+        this.#backend.on('attention:changed', (a) => (this.attention = { count: a.count, sessionIds: [...a.sessionIds] })),
+        this.#backend.on('app:open-session', (p) => this.#onopen(p.sessionId)),
+        this.#backend.on('approvals:changed', (list) => (this.approvals = list)),
+      ])),
     );
     try {
       this.approvals = await this.#backend.call('approvals_pending');
