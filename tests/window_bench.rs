@@ -114,10 +114,15 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// PSS of `pids` in bytes (`/proc/<pid>/smaps_rollup`).
 fn pss(pids: &[u32]) -> u64 {
+    pss_field(pids, "Pss:")
+}
+
+/// One `smaps_rollup` field (`Pss:`, `Pss_Anon:`, `Pss_File:`, …) of `pids`, added up, in bytes.
+fn pss_field(pids: &[u32], field: &str) -> u64 {
     pids.iter()
         .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).ok())
         .filter_map(|t| {
-            let line = t.lines().find(|l| l.starts_with("Pss:"))?;
+            let line = t.lines().find(|l| l.starts_with(field))?;
             line.split_whitespace().nth(1)?.parse::<u64>().ok()
         })
         .sum::<u64>()
@@ -170,7 +175,30 @@ async fn window_launch_memory_and_idle() -> Result<()> {
     let (app, _) = launch(&corpus, &keep.path().join("data-0")).await?;
     // The idle period and the CPU window below are what is measured, not waits for a state.
     let idle = Duration::from_secs(env_num("MIMESIS_BENCH_IDLE_SECS", 60));
-    tokio::time::sleep(idle).await;
+    if std::env::var_os("MIMESIS_BENCH_VERBOSE").is_some() {
+        // Where the memory goes while idle: each process's PSS every 5 s.
+        let t0 = Instant::now();
+        while t0.elapsed() < idle {
+            let per: Vec<String> = app
+                .app_processes()
+                .iter()
+                .map(|p| {
+                    let mb = |f| pss_field(&[*p], f) / 1_000_000;
+                    format!(
+                        "{} (anon {}, file {}, shmem {})",
+                        mb("Pss:"),
+                        mb("Pss_Anon:"),
+                        mb("Pss_File:"),
+                        mb("Pss_Shmem:")
+                    )
+                })
+                .collect();
+            eprintln!("  {:>3} s: PSS MB {}", t0.elapsed().as_secs(), per.join(" / "));
+            tokio::time::sleep(Duration::from_secs(5).min(idle.saturating_sub(t0.elapsed()))).await;
+        }
+    } else {
+        tokio::time::sleep(idle).await;
+    }
     if std::env::var_os("MIMESIS_BENCH_VERBOSE").is_some() {
         let v = app
             .js("return [document.getElementsByTagName('*').length, document.querySelectorAll('[data-testid=roster-row]').length, \
@@ -263,11 +291,18 @@ async fn window_roster_under_load() -> Result<()> {
     ensure!(l.sessions.starts_with(&n.to_string()), "the roster shows {} instead of {n} sessions", l.sessions);
 
     // The page records the gap between its animation frames until told to stop: first for 3 s
-    // with nothing happening (what this display gives at best), then under the load.
-    let record = "window.__gaps = []; window.__recording = true; let last = null; \
+    // with nothing happening (what this display gives at best), then under the load. It also
+    // times the page's own frame callbacks (the store applying a batch) up to the end of the
+    // DOM update they cause (Svelte flushes in a microtask queued during the callback).
+    app.js("const raf = window.requestAnimationFrame.bind(window); window.__raf = raf; window.__scripts = []; \
+         window.requestAnimationFrame = (cb) => raf((t) => { const t0 = performance.now(); cb(t); \
+           queueMicrotask(() => { if (window.__recording) window.__scripts.push(performance.now() - t0); }); }); \
+         return true;")
+        .await?;
+    let record = "window.__gaps = []; window.__scripts = []; window.__recording = true; let last = null; \
                   const frame = (t) => { if (last !== null) window.__gaps.push(t - last); last = t; \
-                                         if (window.__recording) requestAnimationFrame(frame); }; \
-                  requestAnimationFrame(frame); return true;";
+                                         if (window.__recording) window.__raf(frame); }; \
+                  window.__raf(frame); return true;";
     let stop = "window.__recording = false; return window.__gaps;";
     app.js(record).await?;
     // The idle period is what is measured, not a wait for a state.
@@ -277,6 +312,9 @@ async fn window_roster_under_load() -> Result<()> {
     let first_row =
         "const r = document.querySelector('[data-testid=roster-row]'); return r ? r.dataset.sessionId : null;";
     let top_before = app.js(first_row).await?;
+    // Where the CPU goes meanwhile: the app (the engine and the shell) and WebKit's processes.
+    let pids = app.app_processes();
+    let (t0, cpu0): (Instant, Vec<u64>) = (Instant::now(), pids.iter().map(|p| cpu_ticks(&[*p])).collect());
 
     // The load: one record every 1/rate s (paced by the clock, not by sleeps adding up).
     let writer = std::thread::spawn(move || -> Result<u64> {
@@ -306,6 +344,17 @@ async fn window_roster_under_load() -> Result<()> {
         tokio::task::spawn_blocking(move || writer.join().map_err(|_| anyhow::anyhow!("the writer panicked")))
             .await???;
     let gaps = frame_times(app.js(stop).await?)?;
+    let took = t0.elapsed().as_secs_f64();
+    let cpu: Vec<String> = pids
+        .iter()
+        .zip(&cpu0)
+        .filter_map(|(p, c0)| {
+            let name = mimesis_os::procs::stat(*p)?.comm;
+            let used = (cpu_ticks(&[*p]) - c0) as f64 / mimesis_os::procs::ticks_per_second() as f64;
+            Some(format!("{name} {:.0} %", used / took * 100.0))
+        })
+        .collect();
+    let scripts = frame_times(app.js("return window.__scripts;").await?)?;
     let top_after = app.js(first_row).await?;
     app.close().await?;
 
@@ -328,6 +377,14 @@ async fn window_roster_under_load() -> Result<()> {
         "roster of {n} sessions under load ({written} appends in {secs} s, {rate}/s, each moving its row to the top): {}",
         figures(&gaps)
     );
+    eprintln!(
+        "  the page's frame callbacks (a batch applied and the DOM updated): {} calls, p50 {:.1} ms, p95 {:.1} ms, longest {:.1} ms",
+        scripts.len(),
+        percentile(&scripts, 50.0),
+        percentile(&scripts, 95.0),
+        scripts[scripts.len() - 1]
+    );
+    eprintln!("  CPU under the load (of one core): {}", cpu.join(", "));
     Ok(())
 }
 
