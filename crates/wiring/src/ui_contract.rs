@@ -1,5 +1,5 @@
 //! What the UI must say and offer exactly as the engine does, written out as TypeScript
-//! (`ui/src/lib/generated/engine.ts`): the settings' ranges, units and defaults, the keys
+//! (`ui/src/lib/generated/engine.ts`): the settings' defaults, ranges and units, the keys
 //! that name a tool's target, and the wording of supervision events. The UI and its
 //! browser preview both read that file, so neither keeps a copy that can drift; a test
 //! (`tests/ui_contract.rs`) fails when the file is stale and rewrites it with
@@ -24,10 +24,18 @@ pub fn typescript() -> String {
     let mut out = String::new();
     out.push_str(
         "// Generated from the Rust engine (crates/wiring/src/ui_contract.rs); do not edit.\n\
-         // Refresh: MIMESIS_BLESS=1 cargo test -p mimesis-tests --test ui_contract\n\n",
+         // Refresh: MIMESIS_BLESS=1 cargo test -p mimesis-tests --test ui_contract\n\n\
+         import type { Settings } from './ipc';\n\n",
     );
 
     let defaults = serde_json::to_value(Settings::default()).unwrap_or_default();
+    // The whole document as the engine's defaults (ipc.ts declares its shape).
+    out.push_str("/** The settings document as the engine makes it when there is none. */\n");
+    let _ = writeln!(
+        out,
+        "export const DEFAULT_SETTINGS: Settings = {};\n",
+        serde_json::to_string(&defaults).unwrap_or_default()
+    );
     out.push_str("/** Every number of the Settings document: the range the view offers, its unit and default. */\n");
     out.push_str("export const SETTINGS_NUMBERS = {\n");
     for f in NUMBER_FIELDS {

@@ -30,9 +30,6 @@ const n = (path: SettingsNumberPath, label: string, help?: string): NumberField 
   return { path, label, min, max, unit, help };
 };
 
-/** The engine's default of a number of the document. */
-const d = (path: SettingsNumberPath): number => SETTINGS_NUMBERS[path].default;
-
 export const NUMBER_SECTIONS: Section[] = [
   {
     key: 'watch',
@@ -187,38 +184,5 @@ export function humanSeconds(v: number): string {
   return parts.join(' ');
 }
 
-export const DEFAULT_SETTINGS: Settings = {
-  watch: {
-    approvalTimeoutSecs: d('watch.approvalTimeoutSecs'),
-    staleTimeoutSecs: d('watch.staleTimeoutSecs'),
-    idleTimeoutSecs: d('watch.idleTimeoutSecs'),
-    statusFileTtlSecs: d('watch.statusFileTtlSecs'),
-    answerWaitSecs: d('watch.answerWaitSecs'),
-  },
-  limits: {
-    maxLiveSessions: d('limits.maxLiveSessions'),
-    idleTimeoutSecs: d('limits.idleTimeoutSecs'),
-    suspendMode: 'terminate',
-    maxDurationSecs: d('limits.maxDurationSecs'),
-    durationCheckSecs: d('limits.durationCheckSecs'),
-    durationWarnPercent: d('limits.durationWarnPercent'),
-    turnGraceSecs: d('limits.turnGraceSecs'),
-    maxRssMb: d('limits.maxRssMb'),
-    rssCheckSecs: d('limits.rssCheckSecs'),
-    killAfterSecs: d('limits.killAfterSecs'),
-    diskCheckSecs: d('limits.diskCheckSecs'),
-    diskWarnPercent: d('limits.diskWarnPercent'),
-    diskCleanupPercent: d('limits.diskCleanupPercent'),
-    healthCheckSecs: d('limits.healthCheckSecs'),
-    orphanCheckSecs: d('limits.orphanCheckSecs'),
-    recoveryRetries: d('limits.recoveryRetries'),
-    recoveryRetryDelaySecs: d('limits.recoveryRetryDelaySecs'),
-    crashDebounceSuccessSecs: d('limits.crashDebounceSuccessSecs'),
-    crashDebounceFailureSecs: d('limits.crashDebounceFailureSecs'),
-    restartLimitBurst: d('limits.restartLimitBurst'),
-    restartLimitWindowSecs: d('limits.restartLimitWindowSecs'),
-    crashPatterns: ['RangeError: Maximum call stack size exceeded'],
-  },
-  agent: { command: 'claude', args: [] },
-  notifications: { enabled: true, waitingForApproval: true, waitingForInput: true, crashed: true, recovered: true, terminated: true },
-};
+/** The engine's defaults, generated from `Settings::default()`. */
+export { DEFAULT_SETTINGS } from './generated/engine';

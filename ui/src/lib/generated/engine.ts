@@ -1,6 +1,11 @@
 // Generated from the Rust engine (crates/wiring/src/ui_contract.rs); do not edit.
 // Refresh: MIMESIS_BLESS=1 cargo test -p mimesis-tests --test ui_contract
 
+import type { Settings } from './ipc';
+
+/** The settings document as the engine makes it when there is none. */
+export const DEFAULT_SETTINGS: Settings = {"watch":{"approvalTimeoutSecs":5,"staleTimeoutSecs":60,"idleTimeoutSecs":600,"statusFileTtlSecs":300,"answerWaitSecs":300},"limits":{"maxLiveSessions":3,"idleTimeoutSecs":600,"suspendMode":"terminate","maxDurationSecs":14400,"durationCheckSecs":60,"durationWarnPercent":90,"turnGraceSecs":30,"maxRssMb":4096,"rssCheckSecs":30,"killAfterSecs":5,"diskCheckSecs":300,"diskWarnPercent":80,"diskCleanupPercent":95,"healthCheckSecs":60,"orphanCheckSecs":60,"recoveryRetries":2,"recoveryRetryDelaySecs":2,"crashDebounceSuccessSecs":30,"crashDebounceFailureSecs":5,"crashPatterns":["RangeError: Maximum call stack size exceeded"],"restartLimitBurst":5,"restartLimitWindowSecs":1800},"agent":{"command":"claude","args":[]},"notifications":{"enabled":true,"waitingForApproval":true,"waitingForInput":true,"crashed":true,"recovered":true,"terminated":true},"machines":{"hosts":[]}};
+
 /** Every number of the Settings document: the range the view offers, its unit and default. */
 export const SETTINGS_NUMBERS = {
   "watch.approvalTimeoutSecs": { min: 1, max: 120, unit: "s", default: 5 },

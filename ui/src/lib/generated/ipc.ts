@@ -1,0 +1,697 @@
+// Generated from the Rust types (src-tauri/src/ipc_types.rs); do not edit.
+// Refresh: MIMESIS_BLESS=1 cargo test -p mimesis-desktop ipc_types
+
+/**
+ * What the roster shows for a session.
+ */
+export type Status = "idle" | "working" | "waiting_for_approval" | "waiting_for_input";
+
+/**
+ * Token usage, each API message counted once.
+ */
+export type Usage = { inputTokens: number, outputTokens: number, cacheCreationInputTokens: number, cacheReadInputTokens: number, };
+
+/**
+ * What Claude Code says it billed for a session (its last `cost-state` record).
+ */
+export type Billed = { costUsd: number, 
+/**
+ * Summed over its models; includes calls the transcript does not show (compaction).
+ */
+usage: Usage, };
+
+/**
+ * A session's cost (docs/ipc.md `cost`), worked out by `crate::pricing`.
+ */
+export type Cost = { 
+/**
+ * From the transcript's tokens and the price table; null when no model is priced.
+ */
+estimatedUsd: number | null, 
+/**
+ * Models the session used that the table does not price (their tokens are left out).
+ */
+unknownModels: Array<string>, pricesAsOf: string, 
+/**
+ * What Claude Code says it billed (2.1.330's `cost-state`), else null.
+ */
+billed: Billed | null, };
+
+/**
+ * The tool call a session is blocked on, and what it acts on.
+ */
+export type PendingTool = { tool: string, 
+/**
+ * The input's file_path, command, pattern or url ("" when it has none).
+ */
+target: string, };
+
+/**
+ * Where the engine learned about a session.
+ */
+export type Source = "watcher" | "pty";
+
+/**
+ * The `status` values of a status file (seed 001).
+ */
+export type ReportedStatus = "working" | "waiting_for_approval" | "waiting_for_input" | "completed" | "error" | "blocked" | "idle";
+
+/**
+ * A status file's content (docs/ipc.md `statusFile`).
+ */
+export type StatusReport = { status: ReportedStatus, updated: string, task: string | null, summary: string | null, };
+
+export type TrackedSession = { sessionId: string, projectId: string, cwd: string | null, repoRoot: string | null, branch: string | null, goal: string | null, summary: string | null, title: string | null, status: Status, hasPendingToolUse: boolean, pendingTool: PendingTool | null, lastActivityAt: string, createdAt: string | null, model: string | null, usage: Usage, apiError: boolean, compactionCount: number, superseded: boolean, supersededBy: string | null, supersededAt: string | null, workChainId: string | null, workChainName: string | null, 
+/**
+ * Sessions in the work chain (1 when alone).
+ */
+chainLength: number, source: Source, 
+/**
+ * Present for a session Mimesis runs in a PTY (`source: pty`), else null.
+ */
+supervision: Supervision | null, live: boolean, pid: number | null, transcriptPath: string, permissionMode: string | null, malformedLines: number, 
+/**
+ * Values in well-formed lines that cannot be right (e.g. a token count of `1.5e300`
+ * or `-3`), counted and taken as absent. (Absent in rows from older versions.)
+ */
+malformedFields: number, 
+/**
+ * The session's status file (`<cwd>/.claude/status.<id>.md`) while it is trusted
+ * (SPEC W6), else null.
+ */
+statusFile: StatusReport | null, 
+/**
+ * The name Claude Code gave the session (2.1.330's registry: `proj-73`), else null.
+ */
+name: string | null, 
+/**
+ * What the session cost: estimated from its tokens and the price table, and what
+ * Claude Code says it billed (docs/ipc.md `cost`).
+ */
+cost: Cost, 
+/**
+ * Subagents working for the session right now, as its SubagentStart/SubagentStop
+ * hooks (2.1.330) tell; 0 without hooks or when the turn is over.
+ */
+subagents: number, 
+/**
+ * The row comes from a first quick read of its file's ends while the initial index
+ * runs: its usage and cost may still grow and it shows no pending tool yet. Absent
+ * (false) once the file was read in full, and in every row `mimesis ls` prints.
+ */
+provisional?: boolean, 
+/**
+ * The SSH destination of the machine the session runs on (issue 13), as the user
+ * gave it; null for a session on this machine.
+ */
+host: string | null, };
+
+/** What changed in a roster row: the changed fields only, null included. */
+export type SessionPatch = Partial<TrackedSession>;
+
+/**
+ * What the store tells its consumers (SPEC W7).
+ */
+export type StoreEvent = { "type": "discovered", session: TrackedSession, } | { "type": "updated", sessionId: string, changes: SessionPatch, } | { "type": "removed", sessionId: string, };
+
+/**
+ * A store event with its sequence number (one more per event, from 1).
+ */
+export type Envelope = { seq: number, } & ({ "type": "discovered", session: TrackedSession, } | { "type": "updated", sessionId: string, changes: SessionPatch, } | { "type": "removed", sessionId: string, });
+
+export type RootInfo = { path: string, exists: boolean, sessionCount: number, };
+
+/**
+ * How far the initial index has come (docs/ipc.md `store:progress`).
+ */
+export type IndexProgress = { 
+/**
+ * Still reading: rows may be provisional and more may come.
+ */
+indexing: boolean, 
+/**
+ * Transcripts read in full so far, of `total` found.
+ */
+done: number, total: number, };
+
+export type RosterSnapshot = { demo: boolean, 
+/**
+ * The rows of other machines (issue 13), keyed `host:id`.
+ */
+remote: Array<TrackedSession>, 
+/**
+ * Every configured machine's state.
+ */
+hosts: Array<HostInfo>, seq: number, sessions: Array<TrackedSession>, roots: Array<RootInfo>, 
+/**
+ * The initial index is still running: more sessions will be discovered.
+ */
+indexing: boolean, progress: IndexProgress, };
+
+export type ToolResult = { content: string, isError: boolean, timestamp: string | null, };
+
+/**
+ * One entry of a timeline. The JSON shape is the `mimesis show --json` contract.
+ */
+export type TimelineItem = { "kind": "prompt", uuid: string, timestamp: string | null, text: string, } | { "kind": "assistant_text", uuid: string, timestamp: string | null, text: string, model: string | null, } | { "kind": "thinking", uuid: string, timestamp: string | null, text: string, redacted: boolean, } | { "kind": "tool_call", uuid: string, timestamp: string | null, toolUseId: string, tool: string, input: unknown, result: ToolResult | null, } | { "kind": "compaction", uuid: string, timestamp: string | null, trigger: string | null, preTokens: number | null, summary: string | null, } | { "kind": "api_error", uuid: string, timestamp: string | null, text: string, status: number | null, retrying: boolean, } | { "kind": "system", uuid: string, timestamp: string | null, subtype: string, text: string, } | { "kind": "segment", uuid: string, timestamp: string | null, sessionId: string, previousSessionId: string, 
+/**
+ * clear | compact | rollover
+ */
+reason: string, } | { "kind": "answer", uuid: string, timestamp: string | null, tool: string | null, target: string | null, 
+/**
+ * allow | deny | choose
+ */
+behavior: string, 
+/**
+ * The option chosen, by its label (`choose`).
+ */
+choice: string | null, 
+/**
+ * The message to Claude with a denial.
+ */
+message: string | null, 
+/**
+ * AskUserQuestion's answers: question → answer.
+ */
+answers: { [key in string]: string } | null, 
+/**
+ * window | tray | notification | cli
+ */
+via: string, 
+/**
+ * The answer in a sentence ("Approved once from the window").
+ */
+text: string, };
+
+/**
+ * A timeline item as sent to the webview: possibly shortened.
+ */
+export type IpcItem = { truncated?: boolean, } & ({ "kind": "prompt", uuid: string, timestamp: string | null, text: string, } | { "kind": "assistant_text", uuid: string, timestamp: string | null, text: string, model: string | null, } | { "kind": "thinking", uuid: string, timestamp: string | null, text: string, redacted: boolean, } | { "kind": "tool_call", uuid: string, timestamp: string | null, toolUseId: string, tool: string, input: unknown, result: ToolResult | null, } | { "kind": "compaction", uuid: string, timestamp: string | null, trigger: string | null, preTokens: number | null, summary: string | null, } | { "kind": "api_error", uuid: string, timestamp: string | null, text: string, status: number | null, retrying: boolean, } | { "kind": "system", uuid: string, timestamp: string | null, subtype: string, text: string, } | { "kind": "segment", uuid: string, timestamp: string | null, sessionId: string, previousSessionId: string, 
+/**
+ * clear | compact | rollover
+ */
+reason: string, } | { "kind": "answer", uuid: string, timestamp: string | null, tool: string | null, target: string | null, 
+/**
+ * allow | deny | choose
+ */
+behavior: string, 
+/**
+ * The option chosen, by its label (`choose`).
+ */
+choice: string | null, 
+/**
+ * The message to Claude with a denial.
+ */
+message: string | null, 
+/**
+ * AskUserQuestion's answers: question → answer.
+ */
+answers: { [key in string]: string } | null, 
+/**
+ * window | tray | notification | cli
+ */
+via: string, 
+/**
+ * The answer in a sentence ("Approved once from the window").
+ */
+text: string, });
+
+export type TimelinePage = { sessionId: string, total: number, start: number, items: Array<IpcItem>, waiting: boolean, seq: number, };
+
+export type IpcIndexed = { index: number, item: IpcItem, };
+
+export type TimelineUpdate = { sessionId: string, total: number, reset: boolean, changed: Array<IpcIndexed>, seq: number, prev: number, };
+
+/**
+ * A session's supervision state, as the roster shows it.
+ */
+export type SupervisionState = "running" | "restart_pending" | "recovering" | "suspended" | "unhealthy" | "terminated";
+
+/**
+ * Persistent process, or the P5 fallback where each message is its own process.
+ */
+export type Mode = "persistent" | "one_shot";
+
+/**
+ * Why a session is `terminated`.
+ */
+export type TerminatedReason = "duration_limit" | "user" | "deleted" | "exited" | "failed_to_start" | "shutdown" | "signal";
+
+/**
+ * Why automatic restarts stopped for a session (R2): shown until the user acts (a
+ * restart, a resume) or changes the limits.
+ */
+export type RestartHold = "memory_baseline" | "rate_limit";
+
+/**
+ * `TrackedSession.supervision`.
+ */
+export type Supervision = { state: SupervisionState, mode: Mode, agent: string, cwd: string, pid: number | null, processStartedAt: string | null, createdAt: string, recoveryCount: number, restartCount: number, consecutiveCrashes: number, pendingCrashRecovery: boolean, awaitingPermission: boolean, idleDeadline: string | null, durationDeadline: string | null, queuedInputs: number, lastExitCode: number | null, terminatedReason: TerminatedReason | null, 
+/**
+ * Automatic restarts are stopped, and why (`memory_baseline`: the memory limit is
+ * below what the agent needs at rest; `rate_limit`: too many within the window).
+ */
+restartsHeld: RestartHold | null, };
+
+/**
+ * Whether a respawned session continues its conversation or starts over (EC-007).
+ */
+export type ReadyStatus = "resumed" | "new";
+
+/**
+ * What happened. Serialized with its fields beside `type`, `sessionId` and `at`.
+ */
+export type EventKind = { "type": "session_started", } | { "type": "session_warning", reason: string, remainingSeconds: number | null, message: string, } | { "type": "session_terminated", reason: string, message: string, resumeSessionId: string, } | { "type": "session_restarting", reason: string, message: string, } | { "type": "session_ready", status: ReadyStatus, message: string, } | { "type": "crash_detected", deferred: boolean, } | { "type": "session_recovered", message: string, } | { "type": "recovery_failed", message: string, } | { "type": "session_unhealthy", message: string, } | { "type": "session_suspended", message: string, } | { "type": "session_resumed", message: string, } | { "type": "mode_change", mode: string, message: string, } | { "type": "error", exitCode: number, message: string, } | { "type": "session_exited", exitCode: number, };
+
+/**
+ * One supervision event. (Read back from another machine's Mimesis: untrusted there.)
+ */
+export type SupervisionEvent = { sessionId: string, at: string, } & ({ "type": "session_started", } | { "type": "session_warning", reason: string, remainingSeconds: number | null, message: string, } | { "type": "session_terminated", reason: string, message: string, resumeSessionId: string, } | { "type": "session_restarting", reason: string, message: string, } | { "type": "session_ready", status: ReadyStatus, message: string, } | { "type": "crash_detected", deferred: boolean, } | { "type": "session_recovered", message: string, } | { "type": "recovery_failed", message: string, } | { "type": "session_unhealthy", message: string, } | { "type": "session_suspended", message: string, } | { "type": "session_resumed", message: string, } | { "type": "mode_change", mode: string, message: string, } | { "type": "error", exitCode: number, message: string, } | { "type": "session_exited", exitCode: number, });
+
+/**
+ * One live supervised session in the resource view (P7).
+ */
+export type ResourceRow = { sessionId: string, cwd: string, pid: number | null, startedAt: string | null, uptimeSecs: number, rssBytes: number, cpuPercent: number, state: SupervisionState, idleRemainingSecs: number | null, recoveryCount: number, };
+
+/**
+ * P14 counters and gauges.
+ */
+export type Metrics = { rssBytes: { [key in string]: number }, zombieProcessesCleanedTotal: number, orphansKilledTotal: number, recoveriesTotal: number, suspensionsTotal: number, terminationsTotal: number, restartsTotal: number, };
+
+/**
+ * The `resources` command's answer.
+ */
+export type Resources = { rows: Array<ResourceRow>, metrics: Metrics, };
+
+export type WatchSettings = { approvalTimeoutSecs: number, staleTimeoutSecs: number, idleTimeoutSecs: number, statusFileTtlSecs: number, 
+/**
+ * How long a permission request from an external session waits for an answer from
+ * Mimesis (Claude Code's own dialog stays usable all along).
+ */
+answerWaitSecs: number, };
+
+/**
+ * How an idle session is suspended (P6).
+ */
+export type SuspendMode = "terminate" | "stop";
+
+/**
+ * The `limits` settings. Durations are written as seconds (fractions allowed).
+ */
+export type Limits = { 
+/**
+ * P7: at most this many sessions have a live process; over it the least recently
+ * used idle one is suspended.
+ */
+maxLiveSessions: number, 
+/**
+ * P6: idle time after a finished turn before the session is suspended.
+ */
+idleTimeoutSecs: number, suspendMode: SuspendMode, 
+/**
+ * P8: the longest a supervised session runs (MAX_SESSION_DURATION_SECONDS).
+ */
+maxDurationSecs: number, durationCheckSecs: number, 
+/**
+ * The warning is sent at this share of `max_duration`.
+ */
+durationWarnPercent: number, 
+/**
+ * P8/P9: how long an in-flight turn may finish before it is interrupted.
+ */
+turnGraceSecs: number, 
+/**
+ * P9: RSS of the session's process tree above which it is restarted (MAX_SESSION_RSS_MB).
+ */
+maxRssMb: number, rssCheckSecs: number, 
+/**
+ * SIGTERM (or `/exit`) to SIGKILL.
+ */
+killAfterSecs: number, 
+/**
+ * P10: disk usage of the config root's filesystem.
+ */
+diskCheckSecs: number, diskWarnPercent: number, diskCleanupPercent: number, 
+/**
+ * P13: liveness check of each session's process.
+ */
+healthCheckSecs: number, 
+/**
+ * P11: scan for orphaned processes and zombies.
+ */
+orphanCheckSecs: number, 
+/**
+ * P5: resume attempts after an abnormal exit before one-shot mode.
+ */
+recoveryRetries: number, recoveryRetryDelaySecs: number, 
+/**
+ * P4: crash detections are ignored this long after a successful recovery…
+ */
+crashDebounceSuccessSecs: number, 
+/**
+ * …and this long after a failed one.
+ */
+crashDebounceFailureSecs: number, 
+/**
+ * P3: regular expressions that mean the harness crashed.
+ */
+crashPatterns: Array<string>, 
+/**
+ * R2, like systemd's start limit: at most this many automatic restarts (memory,
+ * disk, crash recovery) within `restart_limit_window`; past it they stop, and say why.
+ */
+restartLimitBurst: number, restartLimitWindowSecs: number, };
+
+export type AgentSettings = { command: string, args: Array<string>, };
+
+/**
+ * Which desktop notifications are shown (SPEC U5).
+ */
+export type NotificationSettings = { enabled: boolean, waitingForApproval: boolean, waitingForInput: boolean, crashed: boolean, recovered: boolean, terminated: boolean, };
+
+/**
+ * Other machines whose sessions join the roster (issue 13).
+ */
+export type MachineSettings = { 
+/**
+ * SSH destinations (`crate::remote::Destination`), in the order the user added them.
+ */
+hosts: Array<string>, };
+
+export type Settings = { watch: WatchSettings, limits: Limits, agent: AgentSettings, notifications: NotificationSettings, machines: MachineSettings, };
+
+/**
+ * One invalid setting: `field` is its path in the settings document
+ * (`limits.idleTimeoutSecs`), or the environment variable / flag it came from.
+ */
+export type FieldError = { field: string, message: string, };
+
+/**
+ * What `settings_set` answers: the stored document, and the errors (empty on success).
+ */
+export type SetOutcome = { settings: Settings, errors: Array<FieldError>, };
+
+export type Override = { 
+/**
+ * The settings path (`limits.maxDurationSecs`).
+ */
+field: string, value: unknown, 
+/**
+ * Where it comes from, in words.
+ */
+source: string, };
+
+/**
+ * Settings whose value in force is not the stored one ([`Mimesis::settings_in_effect`]).
+ */
+export type InEffect = { overrides: Array<Override>, 
+/**
+ * Overrides that were given but could not be applied, in words.
+ */
+notApplied: Array<string>, };
+
+/**
+ * One config root's hook state (docs/ipc.md `HookStatus`).
+ */
+export type HookStatus = { root: string, settingsPath: string, 
+/**
+ * Every hook of [`WANTED`] is there, as this version installs it.
+ */
+installed: boolean, 
+/**
+ * Some, not all, are there, or one is outdated (installing again fixes either).
+ */
+partial: boolean, 
+/**
+ * Why the file could not be read, if it could not.
+ */
+error: string | null, };
+
+export type RootReport = { path: string, exists: boolean, sessionCount: number, hooks: HookStatus, };
+
+export type ClaudeCodeReport = { 
+/**
+ * The `claude` found on PATH.
+ */
+path: string | null, 
+/**
+ * What `claude --version` printed.
+ */
+version: string | null, 
+/**
+ * The version the newest session was written by (registry or transcript).
+ */
+seenVersion: string | null, error: string | null, };
+
+export type WatcherReport = { ok: boolean, 
+/**
+ * `/proc/sys/fs/inotify/max_user_watches`.
+ */
+maxUserWatches: number | null, error: string | null, };
+
+/**
+ * The state of the database, for `doctor` and the logs.
+ */
+export type DbHealth = { "state": "ok" } | { "state": "rebuilt", reason: string, movedTo: string | null, } | { "state": "in_memory", reason: string, } | { "state": "broken", reason: string, } | { "state": "missing" } | { "state": "read_only", reason: string, };
+
+/**
+ * Counts for `doctor`.
+ */
+export type DbStats = { path: string | null, health: DbHealth, sizeBytes: number, sessions: number, chainLinks: number, supervisedProcesses: number, schemaVersion: number, };
+
+export type SpoolReport = { path: string, files: number, events: number, lastEventAt: string | null, };
+
+/**
+ * One Mimesis process with supervised processes on record.
+ */
+export type SupervisorReport = { pid: number, 
+/**
+ * Still running; else the next start of a supervisor cleans up after it (P11).
+ */
+alive: boolean, processes: number, sessions: Array<string>, };
+
+/**
+ * A supervisor that published metrics.
+ */
+export type Publisher = { pid: number, startTicks: number, updatedAt: string, sessions: number, path: string, };
+
+/**
+ * Supervised sessions: what the ledger records and who publishes metrics.
+ */
+export type SupervisionReport = { 
+/**
+ * Agent processes recorded, over every supervisor (database and fallback files).
+ */
+recordedProcesses: number, 
+/**
+ * Distinct sessions those processes run.
+ */
+recordedSessions: number, supervisors: Array<SupervisorReport>, 
+/**
+ * Running supervisors publishing metrics (`mimesis metrics` adds them up).
+ */
+metricsPublishers: Array<Publisher>, 
+/**
+ * Snapshots left by supervisors that are gone (removed by `mimesis metrics`).
+ */
+staleMetrics: number, error: string | null, };
+
+/**
+ * The whole report (`mimesis doctor --json`).
+ */
+export type DoctorReport = { mimesisVersion: string, roots: Array<RootReport>, claudeCode: ClaudeCodeReport, watcher: WatcherReport, dataDir: string, database: DbStats, 
+/**
+ * A running process that still has the database file open after it was deleted.
+ */
+databaseDeletedUnder: number | null, hookSpool: SpoolReport, supervision: SupervisionReport, };
+
+/**
+ * The doctor's report for the window: in words (the lines `mimesis doctor` prints, and
+ * the problems to act on), and whole.
+ */
+export type DoctorView = { lines: Array<string>, problems: Array<string>, report: DoctorReport, };
+
+export type Replacement = { old: string, new: string, };
+
+export type QuestionOption = { label: string, description?: string | null, };
+
+export type Question = { question: string, header?: string | null, options: Array<QuestionOption>, multiSelect: boolean, };
+
+/**
+ * The part of a tool's input a user reads before answering (cleaned text, each at most
+ * [`DETAIL_CHARS`] characters).
+ */
+export type Detail = { "kind": "edit", file: string, edits: Array<Replacement>, } | { "kind": "write", file: string, content: string, } | { "kind": "plan", plan: string, } | { "kind": "questions", questions: Array<Question>, };
+
+/**
+ * An open request as faces and `mimesis pending --json` show it.
+ */
+export type Pending = { 
+/**
+ * Unguessable and single-use.
+ */
+id: string, since: string, sessionId: string, tool: string, 
+/**
+ * The command, the file, the URL… (cleaned, at most 300 characters).
+ */
+target: string | null, cwd: string | null, 
+/**
+ * What to read before answering: the edit, the file, the plan, the questions.
+ */
+detail?: Detail | null, };
+
+export type DialogOption = { 
+/**
+ * Its number when the options are numbered ("4. No").
+ */
+number: number | null, label: string, 
+/**
+ * Marked `❯`: what Enter would choose.
+ */
+selected: boolean, };
+
+/**
+ * A dialog as the screen shows it.
+ */
+export type Dialog = { 
+/**
+ * Its question row ("Do you want to proceed?").
+ */
+question: string, 
+/**
+ * The rows just above the question (the tool and its target), at most three.
+ */
+context: Array<string>, options: Array<DialogOption>, };
+
+/**
+ * The tray's view: sessions that need the user (docs/ipc.md `attention:changed`).
+ */
+export type AttentionSet = { count: number, sessionIds: Array<string>, 
+/**
+ * The window's title for this count ("Mimesis — 2 need you").
+ */
+title: string, };
+
+/**
+ * The attention set as the window shows it: this machine's sessions and other machines'
+ * (`host:id`), one count, one title.
+ */
+export type WindowAttention = { count: number, sessionIds: Array<string>, title: string, };
+
+/**
+ * What the user sees of a host (docs/ipc.md `hosts`).
+ */
+export type HostState = "connecting" | "live" | "stale" | "unreachable" | "helper_missing";
+
+/**
+ * A host as the user sees it (`mimesis hosts --json`, Settings › Machines).
+ */
+export type HostInfo = { host: string, state: HostState, 
+/**
+ * Why it is not live, in a sentence.
+ */
+message: string | null, lastSeen: string | null, sessions: number, 
+/**
+ * Mimesis's version on the host, once it said hello.
+ */
+version: string | null, 
+/**
+ * Seconds until the next attempt, when one is planned.
+ */
+retryInSecs: number | null, };
+
+export type HostsPayload = { hosts: Array<HostInfo>, };
+
+export type EventsPayload = { events: Array<StoreEvent>, };
+
+export type Changed = { index: number, item: IpcItem, };
+
+/**
+ * A `timeline:update` for another machine's session: no `seq` (the page applies it as it
+ * comes); `changed` holds what differs from what was last read.
+ */
+export type RemoteTimelineUpdate = { sessionId: string, total: number, reset: boolean, changed: Array<Changed>, };
+
+export type StoreBatch = { events: Array<Envelope>, };
+
+/**
+ * `app:open-session`: the page shows this session.
+ */
+export type OpenSession = { sessionId: string, };
+
+export type Created = { 
+/**
+ * The window key: the session's id, or `host:id` on another machine.
+ */
+sessionId: string, };
+
+export type Attached = { cols: number, rows: number, 
+/**
+ * Names this attachment in `pty_ack`.
+ */
+attachment: number, };
+
+export type InputResult = { queued: boolean, };
+
+/** Where `pty_attach` streams terminal bytes: a Tauri `Channel` on the page's side. */
+export interface ByteChannel {
+  onmessage: (data: ArrayBuffer) => void;
+}
+
+/** The commands of docs/ipc.md: their arguments (none: `undefined`) and replies. */
+export interface Commands {
+  roster_snapshot: { args: undefined; ret: RosterSnapshot };
+  open_timeline: { args: { sessionId: string; tail: number }; ret: TimelinePage };
+  timeline_range: { args: { sessionId: string; start: number; end: number }; ret: TimelinePage };
+  timeline_item: { args: { sessionId: string; index: number }; ret: TimelineItem };
+  close_timeline: { args: { sessionId: string }; ret: null };
+  start_demo: { args: undefined; ret: null };
+  stop_demo: { args: undefined; ret: null };
+  hooks_status: { args: undefined; ret: Array<HookStatus> };
+  hooks_install: { args: undefined; ret: Array<HookStatus> };
+  hooks_uninstall: { args: undefined; ret: Array<HookStatus> };
+  doctor: { args: undefined; ret: DoctorView };
+  settings_get: { args: undefined; ret: Settings };
+  settings_set: { args: { settings: Settings }; ret: SetOutcome };
+  settings_in_effect: { args: undefined; ret: InEffect };
+  approvals_pending: { args: undefined; ret: Array<Pending> };
+  approval_decide: { args: { id: string; allow: boolean; message?: string | null; answers?: { [key in string]: string } | null }; ret: Pending };
+  focus_terminal: { args: { sessionId: string }; ret: string };
+  set_viewing: { args: { sessionId?: string | null }; ret: null };
+  open_link: { args: { url: string }; ret: null };
+  folder_check: { args: { path: string }; ret: string | null };
+  pick_folder: { args: { start?: string | null }; ret: string | null };
+  gpu_available: { args: undefined; ret: boolean };
+  pty_create: { args: { cwd: string; resume?: string | null; cols?: number | null; rows?: number | null; host?: string | null }; ret: Created };
+  pty_attach: { args: { sessionId: string; onData: ByteChannel }; ret: Attached };
+  pty_ack: { args: { sessionId: string; attachment: number; parsed: number }; ret: null };
+  pty_detach: { args: { sessionId: string }; ret: null };
+  pty_input: { args: { sessionId: string; data: string }; ret: InputResult };
+  pty_resize: { args: { sessionId: string; cols: number; rows: number }; ret: null };
+  pty_stop: { args: { sessionId: string }; ret: null };
+  pty_resume: { args: { sessionId: string }; ret: null };
+  pty_restart: { args: { sessionId: string }; ret: null };
+  pty_delete: { args: { sessionId: string }; ret: null };
+  pty_dialog: { args: { sessionId: string }; ret: Dialog | null };
+  pty_answer: { args: { sessionId: string; answer: string }; ret: string };
+  resources: { args: undefined; ret: Resources };
+  hosts_list: { args: undefined; ret: Array<HostInfo> };
+  host_retry: { args: { host: string }; ret: null };
+  host_install: { args: { host: string }; ret: null };
+  host_add: { args: { host: string }; ret: null };
+  host_remove: { args: { host: string }; ret: null };
+}
+
+/** The events of docs/ipc.md and their payloads. */
+export interface Events {
+  "store:events": StoreBatch;
+  "store:resync": Record<string, never>;
+  "store:progress": IndexProgress;
+  "timeline:update": TimelineUpdate | RemoteTimelineUpdate;
+  "supervision:event": SupervisionEvent;
+  "attention:changed": WindowAttention;
+  "approvals:changed": Array<Pending>;
+  "app:open-session": OpenSession;
+  "remote:events": EventsPayload;
+  "hosts:changed": HostsPayload;
+}
