@@ -1,40 +1,45 @@
-// The whole app on the in-browser fake backend: test hooks, empty state, demo, opening a timeline.
+// The whole app on a recording of the real app (tests/recorded.ts): test hooks, the empty
+// state, the demo, opening a timeline, filters.
 import { fireEvent, render, waitFor } from '@testing-library/svelte';
 import { describe, expect, it } from 'vitest';
 import App from '../src/App.svelte';
-import { createFakeBackend } from '../src/lib/fake/fakeBackend';
+import { app, recorded } from './recorded';
 
-it('shows the roster with its test hooks and opens a timeline', async () => {
-  const b = createFakeBackend(new URLSearchParams('still&n=30'));
-  const { container } = render(App, { props: { connect: () => Promise.resolve(b) } });
-  await waitFor(() => expect(container.querySelectorAll('[data-testid=roster-row]').length).toBeGreaterThan(0));
-  const row = container.querySelector<HTMLElement>('[data-testid=roster-row][data-status=waiting_for_approval]');
-  expect(row?.dataset.sessionId).toBeTruthy();
+const rows = (c: HTMLElement) => [...c.querySelectorAll<HTMLElement>('[data-testid=roster-row]')];
+
+it('shows the roster with its test hooks and opens a timeline with what the engine sent', async () => {
+  const b = recorded('demo', { load: 2 });
+  const { container } = app(b);
+  await waitFor(() => expect(rows(container).length).toBeGreaterThan(0));
   expect(container.querySelector('[data-testid=search]')).not.toBeNull();
-
-  await fireEvent.click(row as HTMLElement);
-  await waitFor(() => expect(container.querySelector('[data-testid=timeline]')?.getAttribute('data-session-id')).toBe(row?.dataset.sessionId));
+  // A row on screen whose timeline the recording opened: its page is the engine's.
+  const pages = b.replies('open_timeline');
+  const row = rows(container).find((r) => pages.some((p) => p.args.sessionId === r.dataset.sessionId)) as HTMLElement;
+  const id = row.dataset.sessionId as string;
+  const page = pages.filter((p) => p.args.sessionId === id).pop();
+  await fireEvent.click(row);
+  await waitFor(() => expect(container.querySelector('[data-testid=timeline]')?.getAttribute('data-session-id')).toBe(id));
   await waitFor(() => expect(container.querySelectorAll('[data-testid=timeline-item]').length).toBeGreaterThan(0));
-  const kinds = new Set([...container.querySelectorAll('[data-testid=timeline-item]')].map((e) => e.getAttribute('data-kind')));
-  expect(kinds.has('tool_call')).toBe(true);
+  const sent = new Set(page?.ok?.items.map((i) => i.kind));
+  const shown = new Set([...container.querySelectorAll('[data-testid=timeline-item]')].map((e) => e.getAttribute('data-kind')));
+  for (const k of shown) expect(sent.has(k as never), `shown ${k}`).toBe(true);
   expect(container.querySelector('img, script')).toBeNull();
 });
 
 it('says plainly where it looked when there are no sessions, and runs the demo', async () => {
-  const b = createFakeBackend(new URLSearchParams('still&empty'));
-  const { container } = render(App, { props: { connect: () => Promise.resolve(b) } });
+  const { container } = app(recorded('demo', { load: 1 }));
   const empty = await waitFor(() => {
     const e = container.querySelector('[data-testid=empty-state]');
     expect(e).not.toBeNull();
     return e as HTMLElement;
   });
-  expect(empty.textContent).toContain('/home/dana/.claude');
+  expect(empty.textContent).toContain('/home/user/.claude');
   expect(empty.textContent).toContain('does not exist');
 
   await fireEvent.click(container.querySelector('[data-testid=demo-button]') as HTMLElement);
   // jsdom has no layout, so the virtual roster renders only a few rows: count in the status bar.
   await waitFor(() => expect(container.querySelector('footer')?.textContent).toContain('8 sessions'));
-  expect(container.querySelectorAll('[data-testid=roster-row]').length).toBeGreaterThan(0);
+  expect(rows(container).length).toBeGreaterThan(0);
   expect(container.textContent).toContain('Demo mode');
 
   const stop = await waitFor(() => {
@@ -46,19 +51,26 @@ it('says plainly where it looked when there are no sessions, and runs the demo',
   await waitFor(() => expect(container.querySelector('[data-testid=empty-state]')).not.toBeNull());
 });
 
-it('filters with the search box and the Needs you chip', async () => {
-  const b = createFakeBackend(new URLSearchParams('still&n=30'));
-  const { container } = render(App, { props: { connect: () => Promise.resolve(b) } });
-  await waitFor(() => expect(container.querySelectorAll('[data-testid=roster-row]').length).toBeGreaterThan(0));
-  const needs = [...container.querySelectorAll('button')].find((x) => x.textContent?.startsWith('Needs you')) as HTMLElement;
-  await fireEvent.click(needs);
+it('filters with the search box and the status chips', async () => {
+  const b = recorded('demo', { load: 2 });
+  const { container } = app(b);
+  await waitFor(() => expect(rows(container).length).toBeGreaterThan(0));
+  const idle = [...container.querySelectorAll('button')].find((x) => x.textContent?.startsWith('Idle')) as HTMLElement;
+  await fireEvent.click(idle);
   await waitFor(() => {
-    const statuses = [...container.querySelectorAll('[data-testid=roster-row]')].map((r) => r.getAttribute('data-status'));
+    const statuses = rows(container).map((r) => r.getAttribute('data-status'));
     expect(statuses.length).toBeGreaterThan(0);
-    expect(statuses.every((s) => s === 'waiting_for_approval' || s === 'waiting_for_input')).toBe(true);
+    expect(statuses.every((s) => s === 'idle')).toBe(true);
   });
+  const all = [...container.querySelectorAll('button')].find((x) => x.textContent?.startsWith('All')) as HTMLElement;
+  await fireEvent.click(all);
+  // A word of one recorded goal finds that session.
+  const session = b.replies('roster_snapshot')[0].ok?.sessions.find((s) => s.goal?.includes('Postgres'));
+  expect(session).toBeDefined();
+  await fireEvent.input(container.querySelector('[data-testid=search]') as HTMLInputElement, { target: { value: 'Postgres' } });
+  await waitFor(() => expect(rows(container).map((r) => r.dataset.sessionId)).toContain(session?.sessionId));
   await fireEvent.input(container.querySelector('[data-testid=search]') as HTMLInputElement, { target: { value: 'zzz-no-match' } });
-  await waitFor(() => expect(container.querySelectorAll('[data-testid=roster-row]').length).toBe(0));
+  await waitFor(() => expect(rows(container).length).toBe(0));
 });
 
 it('a first index in progress says how far it has come, never that there are no sessions', async () => {
@@ -85,10 +97,9 @@ it('a first index in progress says how far it has come, never that there are no 
 });
 
 it('the timeline takes the keyboard on a click, and Home reaches its first item at once', async () => {
-  const b = createFakeBackend(new URLSearchParams('still&n=30'));
-  const { container } = render(App, { props: { connect: () => Promise.resolve(b) } });
-  await waitFor(() => expect(container.querySelectorAll('[data-testid=roster-row]').length).toBeGreaterThan(0));
-  await fireEvent.click(container.querySelector('[data-testid=roster-row]:not([data-supervised])') as HTMLElement);
+  const { container } = app(recorded('demo', { load: 2 }));
+  await waitFor(() => expect(rows(container).length).toBeGreaterThan(0));
+  await fireEvent.click(rows(container)[0]);
   const feed = await waitFor(() => {
     const f = container.querySelector<HTMLElement>('[role=feed]');
     expect(f).not.toBeNull();

@@ -1,153 +1,187 @@
-// The supervised-session UI on the in-browser fake backend: the stories behind its URL switches.
+// The supervised-session UI on recordings of real supervised sessions (tests/recorded.ts,
+// `pty` and `faults`): the stand-in agent under the real supervisor. Each test takes the
+// recording as far as it needs, doing what the recording's user did.
 import { fireEvent, render, waitFor } from '@testing-library/svelte';
 import { describe, expect, it } from 'vitest';
-import App from '../src/App.svelte';
 import Banners from '../src/components/pty/Banners.svelte';
-import { createFakeBackend } from '../src/lib/fake/fakeBackend';
 import { emptyNotices } from '../src/lib/supervision';
+import { PROJECT, app, recorded, startSession, supervised, supervision } from './recorded';
 
-function app(query: string) {
-  const b = createFakeBackend(new URLSearchParams(query));
-  const r = render(App, { props: { connect: () => Promise.resolve(b) } });
-  const q = (sel: string) => r.container.querySelector<HTMLElement>(sel);
-  const find = (sel: string, timeout = 3000) =>
-    waitFor(
-      () => {
-        const el = document.querySelector<HTMLElement>(sel);
-        expect(el).not.toBeNull();
-        return el as HTMLElement;
-      },
-      { timeout },
-    );
-  return { b, ...r, q, find };
+/**
+ * The recording, played by the test: the session started and its permission approved; the
+ * replay then waits before the warning.
+ */
+async function approved() {
+  const b = recorded('pty', { auto: false });
+  const a = app(b);
+  await b.play();
+  const view = await startSession(b);
+  await b.play();
+  await fireEvent.click(await a.find('[data-testid=approval-bar] [data-testid=approve-once]'));
+  return { ...a, b, view, id: view.dataset.sessionId as string };
 }
 
+/** Then to the end of the session by its duration limit. */
+async function terminated() {
+  const a = await approved();
+  expect(await a.b.play(supervision('session_terminated'))).toBe(true);
+  expect(await a.b.play(supervised('terminated'))).toBe(true);
+  await a.find('[data-testid=terminated-dialog]');
+  return a;
+}
+
+/** Then Resume, the end again, and Start New Session. */
+async function startedAgain() {
+  const a = await terminated();
+  await fireEvent.click(a.q('[data-testid=terminated-resume]') as HTMLElement);
+  expect(await a.b.play(supervision('session_terminated'))).toBe(true);
+  await fireEvent.click(await a.find('[data-testid=terminated-new]'));
+  const fresh = await waitFor(() => {
+    const v = a.q('[data-testid=session-view]');
+    if (v?.dataset.sessionId === a.id) a.b.step();
+    expect(v?.dataset.sessionId).toBeTruthy();
+    expect(v?.dataset.sessionId).not.toBe(a.id);
+    return v as HTMLElement;
+  });
+  return { ...a, fresh };
+}
+
+const badge = (state: string) => `[data-testid=session-view] [data-testid=supervision-badge][data-state=${state}]`;
+
 describe('supervised sessions in the app', () => {
-  it('opens the session asked for by app:open-session, with its terminal, badge and actions', async () => {
-    const { find, q } = app('still&pty');
-    const view = await find('[data-testid=session-view]');
+  it('a started session shows its terminal, badge and actions', async () => {
+    const b = recorded('pty');
+    const { q, find } = app(b);
+    const view = await startSession(b);
+    expect(view.textContent).toContain(PROJECT);
     expect(q('[data-testid=terminal]')?.getAttribute('data-session-id')).toBe(view.dataset.sessionId);
-    expect(q('[data-testid=session-view] [data-testid=supervision-badge]')?.getAttribute('data-state')).toBe('running');
+    await find(badge('running'));
     for (const id of ['pty-stop', 'pty-resume', 'pty-restart', 'pty-delete']) expect(q(`[data-testid=${id}]`)).not.toBeNull();
     expect((q('[data-testid=pty-resume]') as HTMLButtonElement).disabled).toBe(true);
   });
 
-  it('shows the duration warning banner with the engine’s message', async () => {
-    const { find } = app('still&warning');
+  it('its permission dialog is answered from the window, by the dialog’s own answer', async () => {
+    const { b, q } = await approved();
+    await waitFor(() => expect(q('[data-testid=approval-bar]')).toBeNull());
+    const asked = b.calls.filter((c) => c.cmd === 'pty_answer' || c.cmd === 'approval_decide');
+    expect(asked).toHaveLength(1);
+    expect(asked[0].args).toEqual(b.replies(asked[0].cmd as 'pty_answer')[0].args);
+  });
+
+  it('shows the duration warning banner with the engine’s message, then the end', async () => {
+    const { b, find, q } = await approved();
+    expect(await b.play(supervision('session_warning'))).toBe(true);
     const banner = await find('[data-testid=banner][data-kind=session_warning]');
     // The engine's sentence, with the time left as it is now: one number, never two.
-    expect(banner.textContent).toMatch(/Session will end in 2[34] min( \d+ s)?\. Save your work\./);
+    expect(banner.textContent).toMatch(/Session will end in \d+ s(ec(ond)?s?)?\. Save your work\./);
     expect(banner.textContent).not.toContain('left');
-  });
-
-  it('terminated: the dialog offers exactly Start New Session and Resume; Resume runs it again', async () => {
-    const { find, q } = app('still&terminated');
+    expect(await b.play(supervision('session_terminated'))).toBe(true);
     const dialog = await find('[data-testid=terminated-dialog]');
-    expect(dialog.textContent).toContain('Session ended (4-hour limit reached).');
+    expect(dialog.textContent).toContain('Session ended (30-second limit reached).');
     expect(q('[data-testid=terminated-new]')?.textContent?.trim()).toBe('Start New Session');
     expect(q('[data-testid=terminated-resume]')?.textContent?.trim()).toBe('Resume');
-    await waitFor(() => expect(document.querySelector('[data-testid=session-view] [data-testid=supervision-badge]')?.getAttribute('data-state')).toBe('terminated'));
+    // The roster learns it after the event, in the store's next batch.
+    expect(await b.play(supervised('terminated'))).toBe(true);
+    await find(badge('terminated'));
+  });
+
+  it('terminated: Resume runs it again', async () => {
+    const { b, find, q, id } = await terminated();
     await fireEvent.click(q('[data-testid=terminated-resume]') as HTMLElement);
     await waitFor(() => expect(q('[data-testid=terminated-dialog]')).toBeNull());
-    await waitFor(() => expect(q('[data-testid=session-view] [data-testid=supervision-badge]')?.getAttribute('data-state')).toBe('running'));
+    expect(await b.play(supervised('running'))).toBe(true);
+    await find(badge('running'));
+    expect(q('[data-testid=session-view]')?.dataset.sessionId).toBe(id);
   });
 
-  it('terminated: Start New Session starts a fresh one in the same folder and shows it', async () => {
-    const { find, q } = app('still&terminated');
-    await find('[data-testid=terminated-dialog]');
-    const old = q('[data-testid=session-view]')?.dataset.sessionId;
-    await fireEvent.click(q('[data-testid=terminated-new]') as HTMLElement);
-    const fresh = await waitFor(() => {
-      const v = q('[data-testid=session-view]');
-      expect(v?.dataset.sessionId).toBeTruthy();
-      expect(v?.dataset.sessionId).not.toBe(old);
-      return v as HTMLElement;
-    });
+  it('terminated again: Start New Session starts a fresh one in the same folder and shows it', async () => {
+    const { fresh, find, q } = await startedAgain();
     expect(q('[data-testid=terminated-dialog]')).toBeNull();
-    expect(fresh.textContent).toContain('/home/dana/src/mimesis');
-    expect(fresh.querySelector('[data-testid=supervision-badge]')?.getAttribute('data-state')).toBe('running');
+    expect(fresh.textContent).toContain(PROJECT);
+    await find(badge('running'));
   });
 
-  it('unhealthy: an error banner whose Retry restarts the session', async () => {
-    const { find, q } = app('still&unhealthy');
-    const banner = await find('[data-testid=banner][data-kind=session_unhealthy]');
-    expect(banner.textContent).toContain('Automatic recovery is off');
-    await waitFor(() => expect(q('[data-testid=supervision-badge][data-state=unhealthy]')).not.toBeNull());
-    expect(q('[data-testid=supervision-badge]')?.textContent).toContain('one-shot');
-    await fireEvent.click([...banner.querySelectorAll('button')].find((x) => x.textContent === 'Retry') as HTMLElement);
-    await waitFor(() => expect(q('[data-testid=banner][data-kind=session_unhealthy]')).toBeNull());
-    await find('[data-testid=toast][data-kind=session_restarting]');
+  it('a crash is recovered by itself, and the event log says so', async () => {
+    const { b, q } = await startedAgain();
+    expect(await b.play(supervision('session_recovered'))).toBe(true);
+    await fireEvent.click(q('[data-testid=event-log-toggle]') as HTMLElement);
+    await waitFor(() => expect(q('[data-testid=event-log]')?.textContent).toContain('Session recovered automatically.'));
   });
 
-  it('a deferred crash shows the info banner', async () => {
-    const { find } = app('still&crash');
+  it('Delete asks first, then forgets the supervision and shows the plain timeline', async () => {
+    const { b, find, q } = await startedAgain();
+    await b.play();
+    await fireEvent.click(q('[data-testid=pty-delete]') as HTMLElement);
+    const confirm = await find('[data-testid=pty-delete-dialog]');
+    expect(confirm.textContent).toContain('The transcript stays');
+    await fireEvent.click(q('[data-testid=pty-delete-confirm]') as HTMLElement);
+    expect(await b.play((ev, p) => ev === 'store:events' && JSON.stringify(p).includes('"supervision":null'))).toBe(true);
+    await waitFor(() => expect(q('[data-testid=session-view]')).toBeNull());
+    expect(q('[data-testid=timeline]')).not.toBeNull();
+  });
+
+  it('a crash while working shows the info banner; recovery waits for the turn to end', async () => {
+    const b = recorded('faults', { auto: false });
+    const { find, q } = app(b);
+    await b.play();
+    await startSession(b);
+    expect(await b.play(supervision('crash_detected'))).toBe(true);
     const banner = await find('[data-testid=banner][data-kind=crash_detected]');
     expect(banner.textContent).toContain('Crash detected; recovery will run when the current turn ends');
+    expect(await b.play(supervision('session_recovered'))).toBe(true);
+    await waitFor(() => expect(q('[data-testid=banner][data-kind=crash_detected]')).toBeNull());
   });
 
   it('a memory restart shows the restarting and ready toasts and logs them', async () => {
-    const { find, q } = app('still&toasts');
+    const b = recorded('faults', { auto: false });
+    const { find, q } = app(b);
+    await b.play();
+    await startSession(b);
+    expect(await b.play(supervision('session_restarting'))).toBe(true);
     await find('[data-testid=toast][data-kind=session_restarting]');
+    expect(await b.play(supervision('session_ready'))).toBe(true);
     const ready = await find('[data-testid=toast][data-kind=session_ready]');
     expect(ready.textContent).toContain('Session restored. You can continue.');
     await fireEvent.click(q('[data-testid=event-log-toggle]') as HTMLElement);
     expect(q('[data-testid=event-log]')?.textContent).toContain('Session restarting to maintain performance.');
   });
 
-  it('a /clear moves the selection to the successor, whose timeline shows the boundary', async () => {
-    const { b, find, q } = app('still&chain');
-    const view = await find('[data-testid=session-view]');
-    const first = view.dataset.sessionId;
-    await waitFor(() => expect(q('[data-testid=session-view]')?.dataset.sessionId).not.toBe(first), { timeout: 4000 });
-    const next = q('[data-testid=session-view]')?.dataset.sessionId as string;
-    await fireEvent.click(q('[data-testid=pane-timeline]') as HTMLElement);
-    await find('[data-testid=timeline][data-session-id="' + next + '"] [data-testid=timeline-item]');
-    expect(q('[data-testid=session-view]')?.textContent).toContain('3 sessions');
-    // jsdom lays nothing out, so the list shows its first items: read the boundary from the page instead.
-    const page = await b.call('open_timeline', { sessionId: next, tail: 3 });
-    expect(page.items.map((i) => i.kind)).toContain('segment');
-    expect(page.items.find((i) => i.kind === 'segment')).toMatchObject({ sessionId: next, previousSessionId: first, reason: 'clear' });
-  }, 10_000);
-
-  it('Delete asks first, then forgets the supervision and shows the plain timeline', async () => {
-    const { find, q } = app('still&pty');
-    await find('[data-testid=session-view]');
-    await fireEvent.click(q('[data-testid=pty-delete]') as HTMLElement);
-    const confirm = await find('[data-testid=pty-delete-dialog]');
-    expect(confirm.textContent).toContain('The transcript stays');
-    await fireEvent.click(q('[data-testid=pty-delete-confirm]') as HTMLElement);
-    await waitFor(() => expect(q('[data-testid=session-view]')).toBeNull());
-    expect(q('[data-testid=timeline]')).not.toBeNull();
+  it('unhealthy: an error banner whose Retry restarts the session', async () => {
+    const b = recorded('faults', { auto: false });
+    const { find, q } = app(b);
+    await b.play();
+    await startSession(b);
+    expect(await b.play(supervision('session_unhealthy'))).toBe(true);
+    const banner = await find('[data-testid=banner][data-kind=session_unhealthy]');
+    expect(banner.textContent).toContain('Automatic recovery is off');
+    expect(await b.play(supervised('unhealthy'))).toBe(true);
+    await find(badge('unhealthy'));
+    await fireEvent.click([...banner.querySelectorAll('button')].find((x) => x.textContent === 'Retry') as HTMLElement);
+    await waitFor(() => expect(b.calls.map((c) => c.cmd)).toContain('pty_restart'));
+    await waitFor(() => expect(q('[data-testid=banner][data-kind=session_unhealthy]')).toBeNull());
+    expect(await b.play(supervised('running'))).toBe(true);
+    await find(badge('running'));
   });
 
-  it('New session: pick a recent folder, see its sessions, start fresh', async () => {
-    const { find, q } = app('still');
-    await find('[data-testid=roster-row]');
-    await fireEvent.click(q('[data-testid=new-session-button]') as HTMLElement);
-    const dialog = await find('[data-testid=new-session-dialog]');
-    expect(document.activeElement?.getAttribute('data-testid')).toBe('new-session-cwd');
-    const chip = [...dialog.querySelectorAll('button')].find((x) => x.textContent === '/home/dana/src/ledger-api') as HTMLElement;
-    await fireEvent.click(chip);
-    expect((q('[data-testid=new-session-cwd]') as HTMLInputElement).value).toBe('/home/dana/src/ledger-api');
-    await waitFor(() => expect(dialog.querySelectorAll('[data-testid=new-session-resume-option]').length).toBeGreaterThan(0));
-    await fireEvent.click(q('[data-testid=new-session-start]') as HTMLElement);
-    await waitFor(() => expect(q('[data-testid=new-session-dialog]')).toBeNull());
-    const view = await find('[data-testid=session-view]');
-    expect(view.textContent).toContain('/home/dana/src/ledger-api');
-  });
-
-  it('New session: a bad folder is refused with the engine’s sentence and the dialog stays', async () => {
-    const { find, q } = app('still');
-    await find('[data-testid=roster-row]');
-    await fireEvent.click(q('[data-testid=new-session-button]') as HTMLElement);
+  it('New session: a folder that does not exist is refused with the engine’s sentence, before Start', async () => {
+    const { find, q } = app(recorded('pty'));
+    await fireEvent.click(await find('[data-testid=new-session-button]'));
     await find('[data-testid=new-session-dialog]');
     await fireEvent.input(q('[data-testid=new-session-cwd]') as HTMLElement, { target: { value: '/nope/x' } });
-    // Start waits for the folder's check (the fake's says nothing), then the engine refuses.
-    await waitFor(() => expect((q('[data-testid=new-session-start]') as HTMLButtonElement).disabled).toBe(false));
-    await fireEvent.click(q('[data-testid=new-session-start]') as HTMLElement);
-    await waitFor(() => expect(q('[data-testid=new-session-dialog]')?.textContent).toContain('No such folder: /nope/x'));
+    await waitFor(() => expect(q('[data-testid=new-session-problem]')?.textContent).toBe('This folder does not exist.'));
+    expect((q('[data-testid=new-session-start]') as HTMLButtonElement | null)?.disabled ?? true).toBe(true);
     await fireEvent.keyDown(q('[data-testid=new-session-dialog]') as HTMLElement, { key: 'Escape' });
     await waitFor(() => expect(q('[data-testid=new-session-dialog]')).toBeNull());
+  });
+
+  it('Resources lists the running session', async () => {
+    const { find, q, id } = await approved();
+    await fireEvent.click(q('[data-testid=page-resources]') as HTMLElement);
+    const row = await find('[data-testid=resource-view] [data-testid=resource-row]');
+    expect(row.textContent).toContain(PROJECT);
+    expect(row.outerHTML).toContain(id);
+    await fireEvent.click(q('[data-testid=page-sessions]') as HTMLElement);
+    await find('[data-testid=session-view]');
   });
 
   it('New session: the folder is checked as the user types; no start and no resume for a folder that does not exist', async () => {
@@ -209,30 +243,6 @@ describe('supervised sessions in the app', () => {
     r.unmount();
   });
 
-  it('the needs-you indicator counts attention:changed and opens those sessions in turn', async () => {
-    const { find, q } = app('still');
-    const button = await find('[data-testid=attention]');
-    await waitFor(() => expect(Number(button.dataset.count)).toBeGreaterThan(0));
-    await fireEvent.click(button);
-    const first = await waitFor(() => {
-      const id = q('[data-testid=timeline], [data-testid=session-view]')?.dataset.sessionId;
-      expect(id).toBeTruthy();
-      return id;
-    });
-    await fireEvent.keyDown(document.body, { key: 'n' });
-    await waitFor(() => expect(q('[data-testid=timeline], [data-testid=session-view]')?.dataset.sessionId).not.toBe(first));
-  });
-
-  it('Resources and Settings are views of their own', async () => {
-    const { find, q } = app('still');
-    await find('[data-testid=roster-row]');
-    await fireEvent.click(q('[data-testid=page-resources]') as HTMLElement);
-    await waitFor(() => expect(q('[data-testid=resource-view] [data-testid=resource-row]')).not.toBeNull());
-    await fireEvent.click(q('[data-testid=page-settings]') as HTMLElement);
-    await find('[data-testid=settings-view] [data-field="limits.maxDurationSecs"]');
-    await fireEvent.click(q('[data-testid=page-sessions]') as HTMLElement);
-    await find('[data-testid=roster-row]');
-  });
 });
 
 describe('Banners', () => {

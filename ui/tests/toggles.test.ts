@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import ApprovalBar from '../src/components/ApprovalBar.svelte';
 import Toolbar from '../src/components/Toolbar.svelte';
 import App from '../src/App.svelte';
-import { createFakeBackend } from '../src/lib/fake/fakeBackend';
+import { recorded, startSession } from './recorded';
 import { radioStep } from '../src/lib/radiogroup';
 import { RosterStore } from '../src/lib/store.svelte';
 import type { SupervisionStore } from '../src/lib/supervision.svelte';
@@ -114,8 +114,9 @@ describe("a question's answers", () => {
 });
 
 it("a supervised session's panes are a radio group: arrows switch the pane and move the focus with the check", async () => {
-  const b = createFakeBackend(new URLSearchParams('still&pty'));
+  const b = recorded('pty');
   render(App, { props: { connect: () => Promise.resolve(b) } });
+  await startSession(b);
   const group = await waitFor(() => screen.getByRole('radiogroup', { name: 'Show' }));
   const terminal = within(group).getByRole('radio', { name: 'Terminal', checked: true });
   expect(radios(group).tabStops).toEqual(['Terminal']);
