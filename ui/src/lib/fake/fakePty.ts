@@ -1,6 +1,7 @@
-// A pretend terminal for the in-browser fake backend: it echoes what is typed, answers each
-// line like Claude Code would (a "●" reply, then a fresh prompt), keeps a scrollback that is
-// replayed on attach, and streams bytes to the attached channel like `pty_attach` does.
+// A pretend terminal for the replay backend (../replay.ts), which has no terminal bytes to
+// replay: it echoes what is typed, answers each line like Claude Code would (a "●" reply, then
+// a fresh prompt), keeps a scrollback that is replayed on attach, and streams bytes to the
+// attached channel like `pty_attach` does.
 
 import type { ByteChannel } from '../types';
 
@@ -18,14 +19,6 @@ const REPLIES = [
   'Sure — I updated the docs and the changelog.',
 ];
 
-export interface FakePtyHooks {
-  /** A line was submitted with Enter (the fake appends it to the transcript). */
-  onLine?: (line: string) => void;
-  /** The reply was printed (the turn ended). */
-  onReply?: (line: string, reply: string) => void;
-  later?: (fn: () => void, ms: number) => void;
-}
-
 export class FakePty {
   cols = 100;
   rows = 30;
@@ -35,18 +28,8 @@ export class FakePty {
   #line = '';
   #replies = 0;
   #enc = new TextEncoder();
-  #hooks: FakePtyHooks;
 
-  constructor(
-    readonly cwd: string,
-    hooks: FakePtyHooks = {},
-  ) {
-    this.#hooks = hooks;
-  }
-
-  get attached(): boolean {
-    return this.#channel !== null;
-  }
+  constructor(readonly cwd: string) {}
 
   /** The welcome box Claude Code draws at start. */
   welcome(resumed: boolean): void {
@@ -68,10 +51,6 @@ export class FakePty {
 
   prompt(): void {
     this.print(`\r\n${BOLD}>${RESET} `);
-  }
-
-  notice(text: string): void {
-    this.print(`\r\n${DIM}${text}${RESET}\r\n`);
   }
 
   print(text: string): void {
@@ -168,13 +147,10 @@ export class FakePty {
       this.prompt();
       return;
     }
-    this.#hooks.onLine?.(line);
     this.print(`\r\n\r\n${DIM}✻ Thinking…${RESET}`);
-    const later = this.#hooks.later ?? ((fn, ms) => void setTimeout(fn, ms));
-    later(() => {
+    setTimeout(() => {
       const reply = REPLIES[this.#replies++ % REPLIES.length];
       this.print(`\r\x1b[2K${ORANGE}●${RESET} ${reply}\r\n  ${DIM}└${RESET}  ${GREEN}Read${RESET} ${DIM}3 files (ctrl+r to expand)${RESET}\r\n`);
-      this.#hooks.onReply?.(line, reply);
       this.prompt();
     }, 450);
   }
