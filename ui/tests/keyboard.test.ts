@@ -26,7 +26,7 @@ const tabStops = (dialog: HTMLElement) =>
 describe('the key map', () => {
   afterEach(() => prefs.setLetterKeys(true));
 
-  it('j, k and the arrows land in the roster; / goes to the search; c opens a new session; n opens the next that needs you', async () => {
+  it('j, k and the arrows land in the roster; / goes to the search; c opens a new session', async () => {
     const { roster } = await app();
     expect(document.activeElement).toBe(document.body);
     await press('j');
