@@ -12,7 +12,8 @@
 //
 // What no recording can hold, and a small fake stands in for:
 // - the terminal's bytes (`pty_attach`'s channel is not recorded): ./fake/fakePty.ts draws
-//   one, and `pty_input`, `pty_resize`, `pty_ack` and `pty_detach` go to it;
+//   one, and `pty_input`, `pty_resize`, `pty_ack` and `pty_detach` go to it (so typing is
+//   never answered `queued: true`: input kept for a suspended session is not replayed);
 // - the system's folder picker (`pick_folder`) and the system's browser (`open_link`).
 
 import type { Backend, Unlisten } from './backend';
