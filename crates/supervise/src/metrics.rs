@@ -159,13 +159,13 @@ pub fn collect(dir: &Path, clean: bool) -> Collected {
         if name.ends_with(".json.tmp") {
             continue; // being written; its owner renames it in a moment
         }
-        if !name.ends_with(".json") {
         if name.ends_with(EVENTS_SUFFIX) {
             if clean && events_gone(&path) {
                 let _ = std::fs::remove_file(&path);
             }
             continue;
         }
+        if !name.ends_with(".json") {
             continue;
         }
         let snapshot = mimesis_os::files::read_bounded(&path, 16 << 20)
@@ -195,7 +195,6 @@ pub fn collect(dir: &Path, clean: bool) -> Collected {
     out
 }
 
-#[cfg(test)]
 /// An events file whose supervisor withdrew its snapshot (or died) more than
 /// [`EVENTS_KEPT`] ago.
 fn events_gone(path: &Path) -> bool {
@@ -208,6 +207,7 @@ fn events_gone(path: &Path) -> bool {
     !published && old
 }
 
+#[cfg(test)]
 mod tests {
     use super::*;
 
