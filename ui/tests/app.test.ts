@@ -74,8 +74,8 @@ it('filters with the search box and the status chips', async () => {
 });
 
 it('a first index in progress says how far it has come, never that there are no sessions', async () => {
-  const { MockBackend, session } = await import('./helpers');
-  const snap = { seq: 0, sessions: [], roots: [{ path: '/home/me/.claude', exists: true, sessionCount: 0 }], demo: false };
+  const { MockBackend, session, snapshot } = await import('./helpers');
+  const snap = snapshot({ seq: 0, sessions: [], roots: [{ path: '/home/me/.claude', exists: true, sessionCount: 0 }], demo: false });
   const b = new MockBackend({
     roster_snapshot: () => ({ ...snap, progress: { indexing: true, done: 0, total: 2000 } }),
     settings_get: () => {

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_FILTERS, buildView, chainHead } from '../src/lib/roster';
 import { RosterStore } from '../src/lib/store.svelte';
 import type { TrackedSession } from '../src/lib/types';
-import { MockBackend, session } from './helpers';
+import { MockBackend, session, snapshot } from './helpers';
 
 const at = (m: number) => `2026-11-01T12:${String(m).padStart(2, '0')}:00.000Z`;
 
@@ -36,7 +36,7 @@ describe('chains in the roster', () => {
 describe('RosterStore follows a superseded selection', () => {
   async function setup() {
     const backend = new MockBackend({
-      roster_snapshot: () => ({ seq: 1, sessions: [session('A', { lastActivityAt: at(1) }), session('X', { lastActivityAt: at(0) })], roots: [], demo: false }),
+      roster_snapshot: () => snapshot({ seq: 1, sessions: [session('A', { lastActivityAt: at(1) }), session('X', { lastActivityAt: at(0) })], roots: [], demo: false }),
     });
     const store = new RosterStore(backend);
     await store.start();

@@ -1,5 +1,5 @@
 import type { Backend } from '../src/lib/backend';
-import type { ByteChannel, Commands, Events, SeqEvent, TimelineItem, TrackedSession } from '../src/lib/types';
+import type { ByteChannel, Commands, DoctorReport, Events, RosterSnapshot, SeqEvent, TimelineItem, TrackedSession } from '../src/lib/types';
 
 export function session(id: string, over: Partial<TrackedSession> = {}): TrackedSession {
   return {
@@ -34,6 +34,43 @@ export function session(id: string, over: Partial<TrackedSession> = {}): Tracked
     malformedFields: 0,
     chainLength: 1,
     supervision: null,
+    statusFile: null,
+    name: null,
+    cost: { estimatedUsd: null, unknownModels: [], pricesAsOf: '2026-11-01', billed: null },
+    subagents: 0,
+    host: null,
+    ...over,
+  };
+}
+
+/** A roster snapshot as `roster_snapshot` answers: this machine only, indexed, unless told. */
+export function snapshot(over: Partial<RosterSnapshot> = {}): RosterSnapshot {
+  return {
+    seq: 0,
+    sessions: [],
+    roots: [],
+    demo: false,
+    remote: [],
+    hosts: [],
+    indexing: false,
+    progress: { indexing: false, done: 0, total: 0 },
+    ...over,
+  };
+}
+
+/** A doctor's report of one config root with hooks installed, nothing wrong. */
+export function doctorReport(over: Partial<DoctorReport> = {}): DoctorReport {
+  const hooks = { root: '/x/.claude', settingsPath: '/x/.claude/settings.json', installed: true, partial: false, error: null };
+  return {
+    mimesisVersion: '0.1.0',
+    roots: [{ path: '/x/.claude', exists: true, sessionCount: 3, hooks }],
+    claudeCode: { path: '/usr/bin/claude', version: '2.1.197 (Claude Code)', seenVersion: '2.1.197', error: null },
+    watcher: { ok: true, maxUserWatches: 65536, error: null },
+    dataDir: '/x/mimesis',
+    database: { path: '/x/mimesis/fleet.db', health: { state: 'ok' }, sizeBytes: 12_288, sessions: 3, chainLinks: 0, supervisedProcesses: 0, schemaVersion: 1 },
+    databaseDeletedUnder: null,
+    hookSpool: { path: '/x/mimesis/hooks', files: 0, events: 0, lastEventAt: null },
+    supervision: { recordedProcesses: 0, recordedSessions: 0, supervisors: [], metricsPublishers: [], staleMetrics: 0, error: null },
     ...over,
   };
 }

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import RosterRow from '../src/components/RosterRow.svelte';
 import TimelineItem from '../src/components/TimelineItem.svelte';
 import type { TimelineItem as Item } from '../src/lib/types';
-import { session } from './helpers';
+import { session, snapshot } from './helpers';
 
 const EVIL = '<img src=x onerror="globalThis.pwned=1"> <script>globalThis.pwned=2</script> <a href="javascript:alert(1)">x</a>';
 const base = { uuid: 'u1', timestamp: '2026-11-01T12:00:00.000Z' };
@@ -116,7 +116,7 @@ describe('hostile supervision text', () => {
     expect(container.querySelector('[data-testid=segment-boundary]')).not.toBeNull();
     unmount();
 
-    const b = new MockBackend({ roster_snapshot: () => ({ seq: 0, sessions: [session('x', { cwd: '/p', title: EVIL, goal: EVIL })], roots: [], demo: false }) });
+    const b = new MockBackend({ roster_snapshot: () => snapshot({ seq: 0, sessions: [session('x', { cwd: '/p', title: EVIL, goal: EVIL })], roots: [], demo: false }) });
     const store = new RosterStore(b);
     await store.start();
     const r = render(NewSessionDialog, { props: { store, initialCwd: '/p', oncreate: async () => {}, onclose: () => {} } });

@@ -187,8 +187,8 @@ describe('supervised sessions in the app', () => {
   it('New session: the folder is checked as the user types; no start and no resume for a folder that does not exist', async () => {
     const { default: NewSessionDialog } = await import('../src/components/pty/NewSessionDialog.svelte');
     const { RosterStore } = await import('../src/lib/store.svelte');
-    const { MockBackend, session } = await import('./helpers');
-    const b = new MockBackend({ roster_snapshot: () => ({ seq: 0, sessions: [session('x', { cwd: '/gone' })], roots: [], demo: false }) });
+    const { MockBackend, session, snapshot } = await import('./helpers');
+    const b = new MockBackend({ roster_snapshot: () => snapshot({ seq: 0, sessions: [session('x', { cwd: '/gone' })], roots: [], demo: false }) });
     const store = new RosterStore(b);
     await store.start();
     const check = async (p: string) => (p === '/gone' ? 'This folder does not exist.' : null);
@@ -202,15 +202,16 @@ describe('supervised sessions in the app', () => {
   it("New session: another machine's sessions in a folder of the same name are not offered to resume here", async () => {
     const { default: NewSessionDialog } = await import('../src/components/pty/NewSessionDialog.svelte');
     const { RosterStore } = await import('../src/lib/store.svelte');
-    const { MockBackend, session } = await import('./helpers');
+    const { MockBackend, session, snapshot } = await import('./helpers');
     const b = new MockBackend({
-      roster_snapshot: () => ({
-        seq: 0,
-        sessions: [session('here', { cwd: '/srv/api' })],
-        remote: [session('devbox:there', { cwd: '/srv/api', host: 'devbox' })],
-        roots: [],
-        demo: false,
-      }),
+      roster_snapshot: () =>
+        snapshot({
+          seq: 0,
+          sessions: [session('here', { cwd: '/srv/api' })],
+          remote: [session('devbox:there', { cwd: '/srv/api', host: 'devbox' })],
+          roots: [],
+          demo: false,
+        }),
     });
     const store = new RosterStore(b);
     await store.start();
@@ -223,8 +224,8 @@ describe('supervised sessions in the app', () => {
   it("New session: Browse… opens the system's folder picker at the typed folder and takes its choice", async () => {
     const { default: NewSessionDialog } = await import('../src/components/pty/NewSessionDialog.svelte');
     const { RosterStore } = await import('../src/lib/store.svelte');
-    const { MockBackend } = await import('./helpers');
-    const store = new RosterStore(new MockBackend({ roster_snapshot: () => ({ seq: 0, sessions: [], roots: [], demo: false }) }));
+    const { MockBackend, snapshot } = await import('./helpers');
+    const store = new RosterStore(new MockBackend({ roster_snapshot: () => snapshot({ seq: 0, sessions: [], roots: [], demo: false }) }));
     await store.start();
     const asked: (string | null)[] = [];
     let answer: string | null = '/home/dana/picked';

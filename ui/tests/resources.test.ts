@@ -5,7 +5,7 @@ import ResourceView from '../src/components/ResourceView.svelte';
 import { formatBytes, formatCpu, formatSecs, formatStart, idleLeft } from '../src/lib/resources';
 import { RosterStore } from '../src/lib/store.svelte';
 import type { Resources } from '../src/lib/types';
-import { MockBackend, flush, session } from './helpers';
+import { MockBackend, flush, session, snapshot } from './helpers';
 
 describe('resource formatting', () => {
   it('bytes in binary units', () => {
@@ -53,7 +53,7 @@ describe('ResourceView', () => {
         reads++;
         return data;
       },
-      roster_snapshot: () => ({ seq: 0, sessions: [session('s1', { title: 'Fix the parser' })], roots: [], demo: false }),
+      roster_snapshot: () => snapshot({ seq: 0, sessions: [session('s1', { title: 'Fix the parser' })], roots: [], demo: false }),
     });
     const store = new RosterStore(b);
     await store.start();

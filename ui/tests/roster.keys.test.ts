@@ -4,23 +4,22 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import Roster from '../src/components/Roster.svelte';
 import { prefs } from '../src/lib/prefs.svelte';
 import { RosterStore } from '../src/lib/store.svelte';
-import { MockBackend, session } from './helpers';
+import { MockBackend, session, snapshot } from './helpers';
 
 const at = (m: number) => `2026-11-01T12:${String(m).padStart(2, '0')}:00.000Z`;
 
 /** Two groups, most recent first: alpha (a1, a2), then beta (b1). */
 function mount() {
   const store = new RosterStore(new MockBackend());
-  store.applySnapshot({
-    seq: 0,
-    demo: false,
-    roots: [],
-    sessions: [
-      session('a1', { repoRoot: '/r/alpha', goal: 'fix the parser', lastActivityAt: at(50) }),
-      session('a2', { repoRoot: '/r/alpha', goal: 'write the docs', lastActivityAt: at(30) }),
-      session('b1', { repoRoot: '/r/beta', goal: 'bump the deps', lastActivityAt: at(40) }),
-    ],
-  });
+  store.applySnapshot(
+    snapshot({
+      sessions: [
+        session('a1', { repoRoot: '/r/alpha', goal: 'fix the parser', lastActivityAt: at(50) }),
+        session('a2', { repoRoot: '/r/alpha', goal: 'write the docs', lastActivityAt: at(30) }),
+        session('b1', { repoRoot: '/r/beta', goal: 'bump the deps', lastActivityAt: at(40) }),
+      ],
+    }),
+  );
   const onopen = vi.fn();
   render(Roster, { props: { store, onopen } });
   return { store, onopen, list: screen.getByRole('listbox', { name: 'Sessions' }) };
@@ -65,7 +64,7 @@ describe('the roster listbox', () => {
     const many = Array.from({ length: 200 }, (_, i) =>
       session(`s${i}`, { repoRoot: i < 100 ? '/r/alpha' : '/r/beta', lastActivityAt: new Date(Date.UTC(2026, 10, 1, 12, 0, 200 - i)).toISOString() }),
     );
-    store.applySnapshot({ seq: 0, demo: false, roots: [], sessions: many });
+    store.applySnapshot(snapshot({ seq: 0, demo: false, roots: [], sessions: many }));
     render(Roster, { props: { store, onopen: () => {} } });
     const list = screen.getByRole('listbox', { name: 'Sessions' });
     const places = () =>

@@ -16,7 +16,7 @@ describe('RosterIndex', () => {
     const ref = new Map<string, TrackedSession>();
     const make = (id: string) =>
       session(id, {
-        lastActivityAt: rand(5) === 0 ? null : iso(rand(30)),
+        lastActivityAt: iso(rand(5) === 0 ? 0 : rand(30)),
         createdAt: iso(rand(30)),
         superseded: rand(4) === 0,
         live: rand(2) === 0,

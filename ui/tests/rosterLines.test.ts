@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { buildView, flatten, type RosterLine } from '../src/lib/roster';
 import { RosterStore } from '../src/lib/store.svelte';
 import type { SeqEvent, Status, TrackedSession } from '../src/lib/types';
-import { MockBackend, session } from './helpers';
+import { MockBackend, session, snapshot } from './helpers';
 import { loadedStore, updateBatches } from './rosterLoad';
 
 const STATUSES: Status[] = ['working', 'idle', 'waiting_for_input', 'waiting_for_approval'];
@@ -34,7 +34,7 @@ describe('the roster view kept per event', () => {
     const start = Array.from({ length: 60 }, (_, i) =>
       session(`s${i}`, { repoRoot: `/r/p${i % 7}`, lastActivityAt: iso(i), status: pick(STATUSES), live: rand() < 0.5, superseded: rand() < 0.1 }),
     );
-    store.applySnapshot({ seq: 0, demo: false, roots: [], sessions: start });
+    store.applySnapshot(snapshot({ sessions: start }));
     let seq = 0;
     let next = 60;
     let clock = 100;
@@ -86,12 +86,11 @@ describe('the roster view kept per event', () => {
 
   it('lays the lines out one height per kind: offsets, the line at a pixel, a measured kind', () => {
     const store = new RosterStore(new MockBackend());
-    store.applySnapshot({
-      seq: 0,
-      demo: false,
-      roots: [],
-      sessions: [session('a1', { repoRoot: '/r/a', lastActivityAt: iso(9) }), session('a2', { repoRoot: '/r/a', lastActivityAt: iso(8) }), session('b1', { repoRoot: '/r/b', lastActivityAt: iso(7) })],
-    });
+    store.applySnapshot(
+      snapshot({
+        sessions: [session('a1', { repoRoot: '/r/a', lastActivityAt: iso(9) }), session('a2', { repoRoot: '/r/a', lastActivityAt: iso(8) }), session('b1', { repoRoot: '/r/b', lastActivityAt: iso(7) })],
+      }),
+    );
     const l = store.lines;
     // [a] a1 a2 [b] b1
     expect([0, 1, 2, 3, 4, 5].map((i) => l.offset(i))).toEqual([0, 30, 88, 146, 176, 234]);

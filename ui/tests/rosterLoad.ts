@@ -2,7 +2,7 @@
 // n sessions in 50 projects under two roots, and a stream of `updated` events as the app gets
 // them, one batch per 16 ms frame.
 
-import { MockBackend, session } from './helpers';
+import { MockBackend, session, snapshot } from './helpers';
 import { RosterStore } from '../src/lib/store.svelte';
 import type { SeqEvent, Status, TrackedSession } from '../src/lib/types';
 
@@ -34,7 +34,7 @@ export function sessions(n: number): TrackedSession[] {
 /** A store (applying each batch at once) loaded with `n` sessions. */
 export async function loadedStore(n: number): Promise<RosterStore> {
   const b = new MockBackend({
-    roster_snapshot: () => ({ seq: 0, sessions: sessions(n), roots: ROOTS.map((path) => ({ path, exists: true, sessionCount: 0 })), demo: false }),
+    roster_snapshot: () => snapshot({ seq: 0, sessions: sessions(n), roots: ROOTS.map((path) => ({ path, exists: true, sessionCount: 0 })), demo: false }),
   });
   const store = new RosterStore(b);
   await store.resync();

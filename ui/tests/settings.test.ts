@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import SettingsView from '../src/components/settings/SettingsView.svelte';
 import { DEFAULT_SETTINGS, NUMBER_SECTIONS, errorsByField, humanSeconds, linesOf, patternProblem, setPath, validateSettings } from '../src/lib/settings';
 import type { InEffect, Settings } from '../src/lib/types';
-import { MockBackend } from './helpers';
+import { MockBackend, doctorReport } from './helpers';
 
 const clone = (): Settings => structuredClone(DEFAULT_SETTINGS);
 
@@ -66,7 +66,7 @@ describe('SettingsView', () => {
       doctor: () => ({
         lines: ['Claude Code: 2.1.197 (newest session written by 2.1.197)', 'database /x/fleet.db: ok, 3 sessions, 0 chain links, 12 KB'],
         problems: ['hooks are not installed in /x/.claude/settings.json (run `mimesis hooks install` for exact statuses and work chains)'],
-        report: { claudeCode: { version: '2.1.197' } },
+        report: doctorReport(),
       }),
     });
     const r = render(SettingsView, { props: { backend: b } });
@@ -122,8 +122,10 @@ describe('SettingsView', () => {
     const doctor = container.querySelector('[data-testid=doctor-report]');
     expect(doctor?.querySelector('[data-testid=doctor-problem]')?.textContent).toContain('hooks are not installed');
     expect(doctor?.textContent).toContain('Claude Code: 2.1.197 (newest session written by 2.1.197)');
-    // The whole report is there for whoever wants it, folded away.
-    expect(doctor?.querySelector('details:not([open]) pre')?.textContent).toContain('"version": "2.1.197"');
+    // The report part by part is there for whoever wants it, folded away.
+    const details = doctor?.querySelector('details:not([open]) [data-testid=doctor-details]');
+    expect(details?.textContent).toContain('2.1.197 (Claude Code) at /usr/bin/claude; newest session written by 2.1.197');
+    expect(details?.textContent).toContain('/x/mimesis/fleet.db: ok, 3 sessions, 0 chain links, 12 KB, schema 1');
   });
 
   it('shows the value in effect and where it comes from when the environment overrides the stored one', async () => {

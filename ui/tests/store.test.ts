@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { RosterStore } from '../src/lib/store.svelte';
 import type { RosterSnapshot } from '../src/lib/types';
-import { MockBackend, flush, session } from './helpers';
+import { MockBackend, flush, session, snapshot } from './helpers';
 
 const at = (m: number) => `2026-11-01T12:${String(m).padStart(2, '0')}:00.000Z`;
 
 function setup(snap: Partial<RosterSnapshot> = {}) {
-  let snapshot: RosterSnapshot = { seq: 5, sessions: [], roots: [{ path: '/home/me/.claude', exists: true, sessionCount: 0 }], demo: false, ...snap };
-  const b = new MockBackend({ roster_snapshot: () => snapshot, start_demo: () => null, stop_demo: () => null });
+  let current: RosterSnapshot = snapshot({ seq: 5, sessions: [], roots: [{ path: '/home/me/.claude', exists: true, sessionCount: 0 }], demo: false, ...snap });
+  const b = new MockBackend({ roster_snapshot: () => current, start_demo: () => null, stop_demo: () => null });
   const store = new RosterStore(b);
-  return { b, store, setSnapshot: (s: RosterSnapshot) => (snapshot = s) };
+  return { b, store, setSnapshot: (s: RosterSnapshot) => (current = s) };
 }
 
 describe('RosterStore', () => {
@@ -54,7 +54,7 @@ describe('RosterStore', () => {
         { type: 'discovered', session: session('y'), seq: 4 },
       ],
     });
-    release({ seq: 3, sessions: [session('x')], roots: [], demo: false });
+    release(snapshot({ seq: 3, sessions: [session('x')], roots: [], demo: false }));
     await started;
     expect(store.sorted.map((s) => s.sessionId).sort()).toEqual(['x', 'y']);
     expect(store.seq).toBe(4);
@@ -90,7 +90,7 @@ describe('RosterStore', () => {
   it('refetches the snapshot on store:resync and on a hole in seq', async () => {
     const { b, store, setSnapshot } = setup({ sessions: [session('a')] });
     await store.start();
-    setSnapshot({ seq: 20, sessions: [session('fresh')], roots: [], demo: true });
+    setSnapshot(snapshot({ seq: 20, sessions: [session('fresh')], roots: [], demo: true }));
     b.fire('store:resync', {});
     await flush();
     await flush();
@@ -116,7 +116,7 @@ describe('RosterStore', () => {
     await store.start();
     // "Needs you" is the engine's attention set, sent as `attention:changed`.
     expect(store.totals.needsYou).toBe(0);
-    b.fire('attention:changed', { count: 2, sessionIds: ['p', 'i'] });
+    b.fire('attention:changed', { count: 2, sessionIds: ['p', 'i'], title: 'Mimesis — 2 need you' });
     await flush();
     expect(store.totals).toEqual({ sessions: 3, live: 2, needsYou: 2 });
     expect(store.view.counts.needs_you).toBe(2);
@@ -158,7 +158,7 @@ describe('RosterStore', () => {
   it('re-reads the snapshot after starting and stopping the demo', async () => {
     const { b, store, setSnapshot } = setup();
     await store.start();
-    setSnapshot({ seq: 9, sessions: [session('demo-1')], roots: [], demo: true });
+    setSnapshot(snapshot({ seq: 9, sessions: [session('demo-1')], roots: [], demo: true }));
     await store.startDemo();
     expect(store.demo).toBe(true);
     expect(b.calls.map((c) => c.cmd)).toEqual(['roster_snapshot', 'start_demo', 'roster_snapshot']);
@@ -201,12 +201,13 @@ describe('other machines (issue 13)', () => {
 describe('search', () => {
   it('a new search lands on its first match', async () => {
     const b = new MockBackend({
-      roster_snapshot: () => ({
-        seq: 0,
-        sessions: [session('a', { goal: 'alpha', lastActivityAt: '2026-11-01T12:00:02.000Z' }), session('b', { goal: 'beta' })],
-        roots: [],
-        demo: false,
-      }),
+      roster_snapshot: () =>
+        snapshot({
+          seq: 0,
+          sessions: [session('a', { goal: 'alpha', lastActivityAt: '2026-11-01T12:00:02.000Z' }), session('b', { goal: 'beta' })],
+          roots: [],
+          demo: false,
+        }),
     });
     const store = new RosterStore(b);
     await store.start();
@@ -219,7 +220,7 @@ describe('search', () => {
 describe('RosterStore with a frame scheduler', () => {
   it('applies the batches of a frame together: one roster rebuild per frame, whatever the burst', async () => {
     const frames: (() => void)[] = [];
-    const b = new MockBackend({ roster_snapshot: () => ({ seq: 0, sessions: [session('a'), session('b')], roots: [], demo: false }) });
+    const b = new MockBackend({ roster_snapshot: () => snapshot({ seq: 0, sessions: [session('a'), session('b')], roots: [], demo: false }) });
     const store = new RosterStore(b, { schedule: (fn) => frames.push(fn) });
     await store.start();
     const version = store.version;
@@ -235,7 +236,7 @@ describe('RosterStore with a frame scheduler', () => {
 
   it('applies other machines\' batches of a frame together too', async () => {
     const frames: (() => void)[] = [];
-    const b = new MockBackend({ roster_snapshot: () => ({ seq: 0, sessions: [], roots: [], demo: false }) });
+    const b = new MockBackend({ roster_snapshot: () => snapshot({ seq: 0, sessions: [], roots: [], demo: false }) });
     const store = new RosterStore(b, { schedule: (fn) => frames.push(fn) });
     await store.start();
     const version = store.version;

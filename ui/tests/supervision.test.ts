@@ -219,7 +219,7 @@ describe('SupervisionStore', () => {
     const { b, sup, opened } = setup();
     await sup.start();
     expect(sup.nextAttention(null)).toBeNull();
-    b.fire('attention:changed', { count: 3, sessionIds: ['a', 'b', 'c'] });
+    b.fire('attention:changed', { count: 3, sessionIds: ['a', 'b', 'c'], title: 'Mimesis — 3 need you' });
     expect(sup.attention.count).toBe(3);
     expect(sup.nextAttention(null)).toBe('a');
     expect(sup.nextAttention('a')).toBe('b');

@@ -8,7 +8,7 @@ import { MockBackend, flush, prompt } from './helpers';
 function pageOf(sessionId: string, total: number, start: number, end: number, text = (i: number) => `prompt ${i}`): TimelinePage {
   const items: TimelineItem[] = [];
   for (let i = start; i < Math.min(end, total); i++) items.push(prompt(i, text(i)));
-  return { sessionId, total, start, items };
+  return { sessionId, total, start, items, waiting: false, seq: 0 };
 }
 
 describe('TimelineCache', () => {
@@ -134,7 +134,7 @@ describe('TimelineView', () => {
 
   it('waits for the first prompt of a session without a transcript, then follows it', async () => {
     const b = new MockBackend({
-      open_timeline: ({ sessionId }) => ({ sessionId, total: 0, start: 0, items: [], waiting: true }),
+      open_timeline: ({ sessionId }) => ({ sessionId, total: 0, start: 0, items: [], waiting: true, seq: 0 }),
       close_timeline: () => null,
     });
     const view = new TimelineView(b);

@@ -10,7 +10,7 @@ import { radioStep } from '../src/lib/radiogroup';
 import { RosterStore } from '../src/lib/store.svelte';
 import type { SupervisionStore } from '../src/lib/supervision.svelte';
 import type { PermissionRequest } from '../src/lib/types';
-import { MockBackend, session } from './helpers';
+import { MockBackend, session, snapshot } from './helpers';
 
 /** The radios of a group, and which one is checked and which one Tab reaches. */
 function radios(group: HTMLElement) {
@@ -34,7 +34,7 @@ it('arrows step through a radio group and wrap; other keys do not', () => {
 describe('the status filter', () => {
   function mount() {
     const store = new RosterStore(new MockBackend());
-    store.applySnapshot({ seq: 0, demo: false, roots: [], sessions: [session('a')] });
+    store.applySnapshot(snapshot({ seq: 0, demo: false, roots: [], sessions: [session('a')] }));
     const noop = () => {};
     render(Toolbar, { props: { store, page: 'sessions', attention: 0, onescape: noop, onleave: noop, onpage: noop, onnew: noop, onattention: noop } });
     return { store, group: screen.getByRole('radiogroup', { name: 'Filter by status' }) };

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import Roster from '../src/components/Roster.svelte';
 import { RosterStore } from '../src/lib/store.svelte';
 import FeedHarness from './fixtures/FeedHarness.svelte';
-import { MockBackend, session } from './helpers';
+import { MockBackend, session, snapshot } from './helpers';
 
 /** The scroller of `inner` (a feed is its own scroller), with a view `height` tall and the given content height. */
 function geometry(inner: HTMLElement, height: number, content: () => number) {
@@ -149,7 +149,7 @@ describe('the list as the roster', () => {
   function mount() {
     const store = new RosterStore(new MockBackend());
     const many = Array.from({ length: 200 }, (_, i) => session(`s${i}`, { repoRoot: i < 100 ? '/r/alpha' : '/r/beta', goal: `task ${i}`, lastActivityAt: at(i) }));
-    store.applySnapshot({ seq: 0, demo: false, roots: [], sessions: many });
+    store.applySnapshot(snapshot({ sessions: many }));
     render(Roster, { props: { store, onopen: () => {} } });
     const list = screen.getByRole('listbox', { name: 'Sessions' });
     // Two headers of 30 pixels and 200 rows of 58.

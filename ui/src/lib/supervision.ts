@@ -124,7 +124,7 @@ export function applyEvent(n: SessionNotices, ev: SupervisionEvent): SessionNoti
   }
   switch (ev.type) {
     case 'session_warning':
-      banners = setBanner(banners, { type: ev.type, tone: 'warning', message: ev.message, at: ev.at, remainingSeconds: ev.remainingSeconds, retry: false });
+      banners = setBanner(banners, { type: ev.type, tone: 'warning', message: ev.message, at: ev.at, remainingSeconds: ev.remainingSeconds ?? undefined, retry: false });
       break;
     case 'session_terminated':
       // The dialog takes over from every banner.

@@ -62,15 +62,17 @@ export class TimelineCache {
    */
   applyUpdate(u: TimelineUpdate): boolean {
     if (u.sessionId !== this.sessionId) return true;
-    if (u.reset || (this.seq !== null && u.prev !== undefined && u.prev > this.seq)) {
+    // Another machine's updates carry no numbers: applied as they come.
+    const [seq, prev] = 'seq' in u ? [u.seq, u.prev] : [undefined, undefined];
+    if (u.reset || (this.seq !== null && prev !== undefined && prev > this.seq)) {
       this.clear();
       return false;
     }
-    if (u.seq !== undefined) {
+    if (seq !== undefined) {
       // Already in what this cache holds (an update older than its page).
-      if (this.seq !== null && u.seq <= this.seq) return true;
-      if (this.seq === null) this.#early = Math.max(this.#early, u.seq);
-      else this.seq = u.seq;
+      if (this.seq !== null && seq <= this.seq) return true;
+      if (this.seq === null) this.#early = Math.max(this.#early, seq);
+      else this.seq = seq;
     }
     this.epoch++;
     if (u.total < this.total) {
