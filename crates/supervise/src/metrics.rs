@@ -124,6 +124,7 @@ pub fn withdraw(dir: &Path, owner: &Owner) -> io::Result<()> {
 }
 
 /// A supervisor that published metrics.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Publisher {
