@@ -60,12 +60,11 @@ pub(crate) struct IpcTimelineUpdate {
 #[derive(Serialize, Clone)]
 pub(crate) struct IpcIndexed {
     index: usize,
-    #[cfg_attr(test, ts(as = "IpcItem"))]
-    item: serde_json::Value,
+    item: IpcItem,
 }
 
 fn ipc_indexed(i: &IndexedItem) -> IpcIndexed {
-    IpcIndexed { index: i.index, item: serde_json::to_value(IpcItem::new(&i.item)).unwrap_or_default() }
+    IpcIndexed { index: i.index, item: IpcItem::new(&i.item) }
 }
 
 /// Forwards the store events after `after` (the seq of the snapshot the page was given) to
