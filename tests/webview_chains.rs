@@ -483,8 +483,14 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
             .contains("hooks installed"))
     })
     .await?;
-    // In words, not a JSON dump: the whole report is folded away.
+    // In words, not a JSON dump: the report, part by part, is folded away; read from the
+    // engine's typed report (generated types), one row per part and per config folder.
     ensure!(app.count("[data-testid=doctor-report] details:not([open])").await? == 1);
+    let parts = app.count("[data-testid=doctor-details] dt").await?;
+    ensure!(
+        parts == 7,
+        "the doctor's details have {parts} parts, not Mimesis, a config folder, Claude Code, file watching, database, hook events and supervision"
+    );
 
     app.click("[data-testid=hooks-uninstall]").await?;
     wait_css(app, "hooks uninstalled", &format!("{status}[data-installed=false]"), 1).await?;
