@@ -247,6 +247,22 @@ pub fn release_free_memory() -> bool {
     }
 }
 
+/// Caps glibc's malloc arenas at `n` (it makes up to 8 per core, one per thread that
+/// contends: a long-lived process with a thread pool keeps each one's freed memory). Call it
+/// first thing, before threads exist. Returns whether the cap was set.
+pub fn cap_malloc_arenas(n: i32) -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallopt with an integer setting; called before other threads allocate.
+        unsafe { libc::mallopt(libc::M_ARENA_MAX, n) == 1 }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        let _ = n;
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
