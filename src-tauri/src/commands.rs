@@ -67,13 +67,13 @@ impl From<TimelinePage> for IpcPage {
 #[serde(rename_all = "camelCase")]
 pub struct RosterSnapshot {
     #[serde(flatten)]
-    snapshot: Snapshot,
-    demo: bool,
+    pub(crate) snapshot: Snapshot,
+    pub(crate) demo: bool,
     /// The rows of other machines (issue 13), keyed `host:id`.
     #[cfg_attr(test, ts(as = "Vec<mimesis_core::TrackedSession>"))]
-    remote: Vec<serde_json::Value>,
+    pub(crate) remote: Vec<serde_json::Value>,
     /// Every configured machine's state.
-    hosts: Vec<mimesis_wiring::remote::HostInfo>,
+    pub(crate) hosts: Vec<mimesis_wiring::remote::HostInfo>,
 }
 
 /// A page of a timeline of another machine's session (no `seq`: its updates carry none).

@@ -48,19 +48,19 @@ pub(crate) struct StoreBatch {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, ts(rename = "TimelineUpdate"))]
 pub(crate) struct IpcTimelineUpdate {
-    session_id: SessionId,
-    total: usize,
-    reset: bool,
-    changed: Vec<IpcIndexed>,
-    seq: u64,
-    prev: u64,
+    pub(crate) session_id: SessionId,
+    pub(crate) total: usize,
+    pub(crate) reset: bool,
+    pub(crate) changed: Vec<IpcIndexed>,
+    pub(crate) seq: u64,
+    pub(crate) prev: u64,
 }
 
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Clone)]
 pub(crate) struct IpcIndexed {
-    index: usize,
-    item: IpcItem,
+    pub(crate) index: usize,
+    pub(crate) item: IpcItem,
 }
 
 fn ipc_indexed(i: &IndexedItem) -> IpcIndexed {

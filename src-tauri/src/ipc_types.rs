@@ -750,6 +750,19 @@ fn samples() -> Vec<Sample> {
     let cut: Vec<IpcItem> = items.iter().map(IpcItem::new).collect();
     sample(&mut out, "pageItems", "IpcItem[]", &cut);
     sample(&mut out, "supervisionEvents", "SupervisionEvent[]", &sample_supervision_events());
+    // Another machine's, keyed `host:id` by the hub.
+    let remote: Vec<serde_json::Value> =
+        sample_supervision_events().iter().map(|e| mimesis_wiring::remote::face_supervision("devbox", e)).collect();
+    sample(&mut out, "remoteSupervisionEvents", "SupervisionEvent[]", &remote);
+    let update = IpcTimelineUpdate {
+        session_id: id("s1"),
+        total: items.len(),
+        reset: false,
+        changed: items.iter().enumerate().map(|(index, i)| IpcIndexed { index, item: IpcItem::new(i) }).collect(),
+        seq: 4,
+        prev: 3,
+    };
+    sample(&mut out, "timelineUpdate", "TimelineUpdate", &update);
     sample(&mut out, "settings", "Settings", &Settings::default());
     sample(&mut out, "pending", "Pending[]", &sample_pending());
     sample(&mut out, "doctor", "DoctorReport", &sample_doctor());
@@ -766,6 +779,20 @@ fn samples() -> Vec<Sample> {
         })
         .collect();
     sample(&mut out, "hosts", "HostInfo[]", &hosts);
+    // The snapshot flattens the engine's; another machine's rows are keyed by the hub.
+    let roster = RosterSnapshot {
+        snapshot: mimesis_watch::Snapshot {
+            seq: 9,
+            sessions: vec![bare.clone()],
+            roots: vec![RootInfo { path: "/r".into(), exists: true, session_count: 1 }],
+            indexing: true,
+            progress: IndexProgress { indexing: true, done: 1, total: 2 },
+        },
+        demo: false,
+        remote: vec![mimesis_wiring::remote::face_row(&full)],
+        hosts,
+    };
+    sample(&mut out, "rosterSnapshot", "RosterSnapshot", &roster);
     out
 }
 
