@@ -123,7 +123,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, mimesis: &Mimesis) {
         mimesis: mimesis.clone(),
         attachments: Mutex::new(HashMap::new()),
         next_attachment: AtomicU64::new(1),
-        remote: RemoteTerminals::default(),
+        remote: RemoteTerminals::new(SCROLLBACK),
     });
     let (app, mimesis) = (app.clone(), mimesis.clone());
     tauri::async_runtime::spawn(async move {

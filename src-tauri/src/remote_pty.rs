@@ -21,14 +21,13 @@ use mimesis_core::remote::{Destination, remote_mimesis, split_host_id};
 use mimesis_wiring::plain::{PlainSpec, PlainTerminal};
 use mimesis_wiring::remote::{Hub, Ssh};
 
-use crate::pty::SCROLLBACK;
-
 type CmdResult<T> = Result<T, String>;
 
 /// The terminals of other machines' sessions this window opened, by window key `host:id`.
-#[derive(Default)]
 pub struct RemoteTerminals {
     terms: Mutex<HashMap<String, PlainTerminal>>,
+    /// Output kept per terminal (as for the sessions supervised here).
+    scrollback: usize,
 }
 
 /// A folder on another machine, as given: an absolute path (the remote shell gets it as one
@@ -56,6 +55,10 @@ fn id_on(host: &Destination, key: &str) -> CmdResult<SessionId> {
 }
 
 impl RemoteTerminals {
+    pub fn new(scrollback: usize) -> RemoteTerminals {
+        RemoteTerminals { terms: Mutex::default(), scrollback }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, PlainTerminal>> {
         self.terms.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -102,7 +105,7 @@ impl RemoteTerminals {
             cwd: std::env::temp_dir(),
             cols: size.0,
             rows: size.1,
-            scrollback: SCROLLBACK,
+            scrollback: self.scrollback,
         })?;
         tracing::info!(key = %key, pid = term.pid(), "opened a terminal on another machine");
         let (mut exited, watched, k) = (term.exited(), term.clone(), key.clone());
