@@ -267,31 +267,54 @@ async fn demo_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "makes a recording: run by scripts/record-ui"]
 async fn pty() -> Result<()> {
-    let fx = Fixture::new()?;
-    let project = fx.path("src/shop");
-    std::fs::create_dir_all(fx.path(".claude/projects"))?;
-    std::fs::create_dir_all(&project)?;
-    let agent = standin()?;
     // Warned halfway through a 30 s session, checked every second; the in-flight turn may
     // finish for 2 s; the agent gets 1 s between SIGTERM and SIGKILL.
-    let limits: Vec<(&'static str, OsString)> = [
+    let limits = [
         ("MAX_SESSION_DURATION_SECONDS", "30"),
         ("DURATION_WARN_PERCENT", "50"),
         ("DURATION_CHECK_INTERVAL_SECONDS", "1"),
         ("TURN_GRACE_SECONDS", "2"),
         ("KILL_AFTER_SECONDS", "1"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k, OsString::from(v)))
-    .chain([("MIMESIS_AGENT", agent.clone().into_os_string())])
-    .collect();
-    let app = DesktopApp::launch(&fx.args(), &fx.env(&limits)).await?;
-    let result = pty_flow(&app, &fx, &project).await;
-    app.close().await?;
-    fx.keep_on_failure(&result, "pty");
-    result?;
-    fx.save("pty", &[(agent.to_string_lossy().into_owned(), "/usr/local/bin/claude")])?;
-    Ok(())
+    ];
+    let run = AgentRun::launch(&limits).await?;
+    let result = pty_flow(&run.app, &run.fx, &run.project).await;
+    run.finish(result, "pty").await
+}
+
+/// A fixture with a project folder, the app launched on it with the stand-in agent and
+/// these limits (environment overrides).
+struct AgentRun {
+    fx: Fixture,
+    project: PathBuf,
+    agent: PathBuf,
+    app: DesktopApp,
+}
+
+impl AgentRun {
+    async fn launch(limits: &[(&'static str, &str)]) -> Result<AgentRun> {
+        let fx = Fixture::new()?;
+        let project = fx.path("src/shop");
+        std::fs::create_dir_all(fx.path(".claude/projects"))?;
+        std::fs::create_dir_all(&project)?;
+        let agent = standin()?;
+        let env: Vec<(&'static str, OsString)> = limits
+            .iter()
+            .map(|(k, v)| (*k, OsString::from(v)))
+            .chain([("MIMESIS_AGENT", agent.clone().into_os_string())])
+            .collect();
+        let app = DesktopApp::launch(&fx.args(), &fx.env(&env)).await?;
+        Ok(AgentRun { fx, project, agent, app })
+    }
+
+    /// Closes the app; keeps the fixture when the flow failed, else saves the recording
+    /// (the agent's path written as the real CLI's).
+    async fn finish(self, result: Result<()>, name: &str) -> Result<()> {
+        self.app.close().await?;
+        self.fx.keep_on_failure(&result, name);
+        result?;
+        self.fx.save(name, &[(self.agent.to_string_lossy().into_owned(), "/usr/local/bin/claude")])?;
+        Ok(())
+    }
 }
 
 async fn terminal_text(app: &DesktopApp) -> Result<String> {
@@ -425,29 +448,16 @@ async fn pty_flow(app: &DesktopApp, fx: &Fixture, project: &Path) -> Result<()> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "makes a recording: run by scripts/record-ui"]
 async fn faults() -> Result<()> {
-    let fx = Fixture::new()?;
-    let project = fx.path("src/shop");
-    std::fs::create_dir_all(fx.path(".claude/projects"))?;
-    std::fs::create_dir_all(&project)?;
-    let agent = standin()?;
     // Restarted above 60 MB, checked every second.
-    let limits: Vec<(&'static str, OsString)> = [
+    let limits = [
         ("MAX_SESSION_RSS_MB", "60"),
         ("RSS_CHECK_INTERVAL_SECONDS", "1"),
         ("TURN_GRACE_SECONDS", "2"),
         ("KILL_AFTER_SECONDS", "1"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k, OsString::from(v)))
-    .chain([("MIMESIS_AGENT", agent.clone().into_os_string())])
-    .collect();
-    let app = DesktopApp::launch(&fx.args(), &fx.env(&limits)).await?;
-    let result = faults_flow(&app, &fx, &project).await;
-    app.close().await?;
-    fx.keep_on_failure(&result, "faults");
-    result?;
-    fx.save("faults", &[(agent.to_string_lossy().into_owned(), "/usr/local/bin/claude")])?;
-    Ok(())
+    ];
+    let run = AgentRun::launch(&limits).await?;
+    let result = faults_flow(&run.app, &run.fx, &run.project).await;
+    run.finish(result, "faults").await
 }
 
 fn recorded_count(fx: &Fixture, what: &str) -> usize {
