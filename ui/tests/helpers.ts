@@ -1,3 +1,4 @@
+import { fireEvent } from '@testing-library/svelte';
 import type { Backend } from '../src/lib/backend';
 import type { ByteChannel, Commands, DoctorReport, Events, RosterSnapshot, SeqEvent, TimelineItem, TrackedSession } from '../src/lib/types';
 
@@ -126,3 +127,26 @@ export class MockBackend implements Backend {
 }
 
 export const flush = () => new Promise((r) => setTimeout(r, 0));
+
+/** jsdom lays nothing out: the scroller of `inner` (a feed is its own scroller), with a view `height` tall and the given content height. */
+export function scrollerGeometry(inner: HTMLElement, height: number, content: () => number) {
+  const scroller = inner.getAttribute('role') === 'feed' ? inner : (inner.parentElement?.parentElement as HTMLElement);
+  let top = 0;
+  Object.defineProperty(scroller, 'clientHeight', { configurable: true, get: () => height });
+  Object.defineProperty(scroller, 'scrollHeight', { configurable: true, get: content });
+  Object.defineProperty(scroller, 'scrollTop', {
+    configurable: true,
+    get: () => top,
+    set: (v: number) => (top = Math.max(0, Math.min(v, content() - height))),
+  });
+  return {
+    get top() {
+      return top;
+    },
+    /** The user scrolls to `y`. */
+    scroll: async (y: number) => {
+      top = y;
+      await fireEvent.scroll(scroller);
+    },
+  };
+}

@@ -4,30 +4,7 @@ import { fireEvent, render, screen, waitFor, within } from '@testing-library/sve
 import { describe, expect, it } from 'vitest';
 import Roster from '../src/components/Roster.svelte';
 import { RosterStore } from '../src/lib/store.svelte';
-import { MockBackend, session } from './helpers';
-
-/** The listbox's scroller, a view `height` tall over `content` pixels; `top` is where it is. */
-function geometry(list: HTMLElement, height: number, content: number) {
-  const scroller = list.parentElement?.parentElement as HTMLElement;
-  let top = 0;
-  Object.defineProperty(scroller, 'clientHeight', { configurable: true, get: () => height });
-  Object.defineProperty(scroller, 'scrollHeight', { configurable: true, get: () => content });
-  Object.defineProperty(scroller, 'scrollTop', {
-    configurable: true,
-    get: () => top,
-    set: (v: number) => (top = Math.max(0, Math.min(v, content - height))),
-  });
-  return {
-    get top() {
-      return top;
-    },
-    /** The user scrolls to `y`. */
-    scroll: async (y: number) => {
-      top = y;
-      await fireEvent.scroll(scroller);
-    },
-  };
-}
+import { MockBackend, scrollerGeometry as geometry, session, snapshot } from './helpers';
 
 describe('the roster under the engine\'s batches', () => {
   const at = (i: number) => new Date(Date.UTC(2026, 10, 1, 12, 0, 200 - i)).toISOString();
@@ -36,13 +13,11 @@ describe('the roster under the engine\'s batches', () => {
   function mount() {
     const store = new RosterStore(new MockBackend());
     const many = Array.from({ length: 200 }, (_, i) => session(`s${i}`, { repoRoot: i < 100 ? '/r/alpha' : '/r/beta', goal: `task ${i}`, lastActivityAt: at(i) }));
-    // (Spread: the snapshot's other fields are optional or not, depending on the engine's version.)
-    const rest = { seq: 0, demo: false, roots: [], remote: [], hosts: [], indexing: false, progress: { indexing: false, done: 0, total: 0 } };
-    store.applySnapshot({ ...rest, sessions: many });
+    store.applySnapshot(snapshot({ sessions: many }));
     render(Roster, { props: { store, onopen: () => {} } });
     const list = screen.getByRole('listbox', { name: 'Sessions' });
     // Two headers of 30 pixels and 200 rows of 58.
-    return { store, list, g: geometry(list, 300, 60 + 200 * 58) };
+    return { store, list, g: geometry(list, 300, () => 60 + 200 * 58) };
   }
 
   it('rows moving above the view leave it on the row the user reads; at the very top it stays at the top', async () => {

@@ -6,30 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import Roster from '../src/components/Roster.svelte';
 import { RosterStore } from '../src/lib/store.svelte';
 import FeedHarness from './fixtures/FeedHarness.svelte';
-import { MockBackend, session, snapshot } from './helpers';
-
-/** The scroller of `inner` (a feed is its own scroller), with a view `height` tall and the given content height. */
-function geometry(inner: HTMLElement, height: number, content: () => number) {
-  const scroller = inner.getAttribute('role') === 'feed' ? inner : (inner.parentElement?.parentElement as HTMLElement);
-  let top = 0;
-  Object.defineProperty(scroller, 'clientHeight', { configurable: true, get: () => height });
-  Object.defineProperty(scroller, 'scrollHeight', { configurable: true, get: content });
-  Object.defineProperty(scroller, 'scrollTop', {
-    configurable: true,
-    get: () => top,
-    set: (v: number) => (top = Math.max(0, Math.min(v, content() - height))),
-  });
-  return {
-    get top() {
-      return top;
-    },
-    /** The user scrolls to `y`. */
-    scroll: async (y: number) => {
-      top = y;
-      await fireEvent.scroll(scroller);
-    },
-  };
-}
+import { MockBackend, scrollerGeometry as geometry, session, snapshot } from './helpers';
 
 /** Stands in for the browser's ResizeObserver: the test says what size an observed element has. */
 class Observer {
