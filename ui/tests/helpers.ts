@@ -1,4 +1,6 @@
-import { fireEvent } from '@testing-library/svelte';
+import { fireEvent, render, screen } from '@testing-library/svelte';
+import Roster from '../src/components/Roster.svelte';
+import { RosterStore } from '../src/lib/store.svelte';
 import type { Backend } from '../src/lib/backend';
 import type { ByteChannel, Commands, DoctorReport, Events, RosterSnapshot, SeqEvent, TimelineItem, TrackedSession } from '../src/lib/types';
 
@@ -149,4 +151,20 @@ export function scrollerGeometry(inner: HTMLElement, height: number, content: ()
       await fireEvent.scroll(scroller);
     },
   };
+}
+
+/** The last activity of the `i`-th most recent session of `mountTwoGroups` (negative: newer than all). */
+export const twoGroupsTime = (i: number) => new Date(Date.UTC(2026, 10, 1, 12, 0, 200 - i)).toISOString();
+
+/** The roster of 200 sessions in two groups, alpha (s0…s99) then beta (s100…s199), most
+ *  recent first, mounted, with its listbox's scroller 300 pixels tall (two headers of 30
+ *  pixels and 200 rows of 58). */
+export function mountTwoGroups() {
+  const at = twoGroupsTime;
+  const store = new RosterStore(new MockBackend());
+  const many = Array.from({ length: 200 }, (_, i) => session(`s${i}`, { repoRoot: i < 100 ? '/r/alpha' : '/r/beta', goal: `task ${i}`, lastActivityAt: at(i) }));
+  store.applySnapshot(snapshot({ sessions: many }));
+  render(Roster, { props: { store, onopen: () => {} } });
+  const list = screen.getByRole('listbox', { name: 'Sessions' });
+  return { store, list, g: scrollerGeometry(list, 300, () => 60 + 200 * 58) };
 }

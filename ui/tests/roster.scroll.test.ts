@@ -1,27 +1,12 @@
 // The roster while the engine moves its rows: where the view stays, and the cursor row.
 // jsdom lays nothing out: the scroller's geometry is given.
-import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
+import { fireEvent, waitFor, within } from '@testing-library/svelte';
 import { describe, expect, it } from 'vitest';
-import Roster from '../src/components/Roster.svelte';
-import { RosterStore } from '../src/lib/store.svelte';
-import { MockBackend, scrollerGeometry as geometry, session, snapshot } from './helpers';
+import { mountTwoGroups, twoGroupsTime as at } from './helpers';
 
 describe('the roster under the engine\'s batches', () => {
-  const at = (i: number) => new Date(Date.UTC(2026, 10, 1, 12, 0, 200 - i)).toISOString();
-
-  /** alpha (s0…s99), then beta (s100…s199), most recent first. */
-  function mount() {
-    const store = new RosterStore(new MockBackend());
-    const many = Array.from({ length: 200 }, (_, i) => session(`s${i}`, { repoRoot: i < 100 ? '/r/alpha' : '/r/beta', goal: `task ${i}`, lastActivityAt: at(i) }));
-    store.applySnapshot(snapshot({ sessions: many }));
-    render(Roster, { props: { store, onopen: () => {} } });
-    const list = screen.getByRole('listbox', { name: 'Sessions' });
-    // Two headers of 30 pixels and 200 rows of 58.
-    return { store, list, g: geometry(list, 300, () => 60 + 200 * 58) };
-  }
-
   it('rows moving above the view leave it on the row the user reads; at the very top it stays at the top', async () => {
-    const { store, list, g } = mount();
+    const { store, list, g } = mountTwoGroups();
     const top = () => within(list).getAllByRole('option')[0].textContent;
     // At the top, new activity comes into view there.
     store.receive([{ type: 'updated', seq: 1, sessionId: 's60', changes: { lastActivityAt: at(-1), goal: 'moved up' } }]);
@@ -38,7 +23,7 @@ describe('the roster under the engine\'s batches', () => {
   });
 
   it('the cursor row in view stays in view when rows move; one the user scrolled away from does not pull the view back', async () => {
-    const { store, list, g } = mount();
+    const { store, list, g } = mountTwoGroups();
     list.focus();
     await fireEvent.keyDown(list, { key: 'Home' });
     for (let i = 0; i < 3; i++) await fireEvent.keyDown(list, { key: 'j' });

@@ -3,10 +3,8 @@
 // is given (`geometry`), and item sizes are reported through a ResizeObserver the test drives.
 import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import Roster from '../src/components/Roster.svelte';
-import { RosterStore } from '../src/lib/store.svelte';
 import FeedHarness from './fixtures/FeedHarness.svelte';
-import { MockBackend, scrollerGeometry as geometry, session, snapshot } from './helpers';
+import { mountTwoGroups, twoGroupsTime as at, scrollerGeometry as geometry } from './helpers';
 
 /** Stands in for the browser's ResizeObserver: the test says what size an observed element has. */
 class Observer {
@@ -121,20 +119,8 @@ describe('the list as a feed', () => {
 });
 
 describe('the list as the roster', () => {
-  const at = (i: number) => new Date(Date.UTC(2026, 10, 1, 12, 0, 200 - i)).toISOString();
-
-  function mount() {
-    const store = new RosterStore(new MockBackend());
-    const many = Array.from({ length: 200 }, (_, i) => session(`s${i}`, { repoRoot: i < 100 ? '/r/alpha' : '/r/beta', goal: `task ${i}`, lastActivityAt: at(i) }));
-    store.applySnapshot(snapshot({ sessions: many }));
-    render(Roster, { props: { store, onopen: () => {} } });
-    const list = screen.getByRole('listbox', { name: 'Sessions' });
-    // Two headers of 30 pixels and 200 rows of 58.
-    return { store, list, g: geometry(list, 300, () => 60 + 200 * 58) };
-  }
-
   it('pins a copy of the header of the group whose rows are under it', async () => {
-    const { g } = mount();
+    const { g } = mountTwoGroups();
     expect(screen.queryByRole('button', { name: /alpha/, hidden: true })).toBeTruthy();
     await g.scroll(30 + 100 * 58 + 30 + 40 * 58);
     // Only beta's rows are rendered, beta's own header is far above: its copy is pinned, for
@@ -145,7 +131,7 @@ describe('the list as the roster', () => {
   });
 
   it('End and Home bring the last and the first row into view at once, the header over the first too', async () => {
-    const { list, g } = mount();
+    const { list, g } = mountTwoGroups();
     list.focus();
     await fireEvent.keyDown(list, { key: 'End' });
     await waitFor(() => expect(within(list).getByRole('option', { selected: true }).textContent).toContain('task 199'));
@@ -162,7 +148,7 @@ describe('the list as the roster', () => {
   });
 
   it('a batch of the engine re-renders the rows in view, not the list; a moved row keeps its numbering right', async () => {
-    const { store, list } = mount();
+    const { store, list } = mountTwoGroups();
     const before = within(list).getAllByRole('option');
     store.receive([{ type: 'updated', seq: 1, sessionId: 's50', changes: { lastActivityAt: at(-1), goal: 'moved up' } }]);
     await waitFor(() => expect(within(list).getAllByRole('option')[0].textContent).toContain('moved up'));
