@@ -167,8 +167,9 @@ impl RemoteTerminals {
 /// anyway (the terminal then says what is happening).
 const START_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
-/// Waits until the session of a terminal just opened is in the host's roster, or the
-/// terminal ended first: then its last line (ssh's or `mimesis run`'s error) is the error.
+/// Waits until the session of a terminal just opened is in the host's roster, supervised
+/// there, or the terminal ended first: then its last line (ssh's or `mimesis run`'s error)
+/// is the error.
 pub async fn started(hub: &Hub, term: &PlainTerminal, key: &str) -> CmdResult<()> {
     let mut events = hub.subscribe();
     let mut exited = term.exited();
@@ -177,7 +178,8 @@ pub async fn started(hub: &Hub, term: &PlainTerminal, key: &str) -> CmdResult<()
             if let Some(code) = *exited.borrow() {
                 return Err(ended_with(term, code));
             }
-            if hub.row(key).is_some() {
+            // Supervised there: the row of a resumed session may be there already, plain.
+            if hub.row(key).is_some_and(|r| r.supervision.is_some()) {
                 return Ok(());
             }
             tokio::select! {
