@@ -465,7 +465,9 @@ fn clear_without_flicker() -> Result<()> {
             ensure!(new != old, "/clear starts a new session");
             r.wait("the new session in the roster", |st| st.field(&new, "status").is_some())?;
             // A barrier: a prompt in the new session shows, so the old one's changes are in.
-            r.s.api.push(Reply::text("After the clear."));
+            // (Slow enough that the turn is seen working: a reply at once can go from the
+            // prompt to waiting for input between two reads.)
+            r.s.api.push(Reply::text("After the clear.").with_delay(Duration::from_millis(600)));
             r.s.type_line("second task")?;
             r.wait("the new session's turn", |st| {
                 st.statuses.get(&new).is_some_and(|h| h.iter().any(|s| s == "working"))

@@ -19,7 +19,7 @@ use tokio::sync::{oneshot, watch};
 use mimesis_core::approval::{
     self, Answered, Behavior, Decided, Decision, MAX_LINE, Pending, PendingList, ToFace, Via,
 };
-use mimesis_core::clock::{Clock, Mono};
+use mimesis_core::clock::{Clock, Mono, Timestamp};
 use mimesis_core::ids::SessionId;
 
 /// How long a client has to send its one line.
@@ -230,12 +230,15 @@ impl Approvals {
         (self.on_answer)(answered);
     }
 
-    /// The session's dialog was answered somewhere else (its terminal): its requests end
-    /// with no decision.
-    pub fn cancel_session(&self, id: &SessionId) {
+    /// The session's dialog was answered somewhere else (its terminal): it wrote a record
+    /// at `moved_on_at`, after its requests opened before then were asked. Those end with
+    /// no decision; a request opened after it (the next dialog, asked before the record
+    /// that ended the last one was read) stays.
+    pub fn cancel_session(&self, id: &SessionId, moved_on_at: Timestamp) {
         let gone: Vec<Open> = {
             let mut open = self.lock();
-            let (gone, keep) = open.drain(..).partition(|o| &o.pending.request.session_id == id);
+            let (gone, keep) =
+                open.drain(..).partition(|o| &o.pending.request.session_id == id && o.pending.since < moved_on_at);
             *open = keep;
             gone
         };
@@ -423,7 +426,13 @@ mod tests {
         let data = dir.path().to_owned();
         let hook = tokio::task::spawn_blocking(move || ask(&data, &request("s-term"), Duration::from_secs(30)));
         wait_open(&a, 1).await;
-        a.cancel_session(&SessionId::parse("s-term").unwrap());
+        let asked = a.pending()[0].since;
+        // A record the session wrote before this request was asked (the end of the last
+        // dialog, read late) does not end it; one written after it does.
+        a.cancel_session(&SessionId::parse("s-term").unwrap(), asked);
+        a.cancel_session(&SessionId::parse("s-term").unwrap(), Timestamp::from_millis(asked.millis() - 5));
+        assert_eq!(a.pending().len(), 1, "a request asked after the record stays open");
+        a.cancel_session(&SessionId::parse("s-term").unwrap(), Timestamp::from_millis(asked.millis() + 1));
         assert_eq!(hook.await.unwrap(), Decision::default());
         wait_open(&a, 0).await;
     }

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mimesis_core::attention::SupervisionSignal;
-use mimesis_core::clock::{Clock, SystemClock};
+use mimesis_core::clock::{Clock, SystemClock, Timestamp};
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::persist::SessionArchive;
@@ -530,23 +530,61 @@ pub(crate) fn stored_settings(path: &Path) -> Settings {
 /// A session that moves on (working again, or ended) had its dialog answered (in its
 /// terminal, or by a rule): its open requests end with no decision, and the hooks return.
 async fn cancel_answered_elsewhere(mut rx: broadcast::Receiver<Arc<Envelope>>, approvals: approvals::Approvals) {
+    let mut sessions: std::collections::HashMap<SessionId, MovedOn> = std::collections::HashMap::new();
     loop {
         match rx.recv().await {
-            Ok(env) => {
-                // Moved on (working again, or ended): its dialog was answered elsewhere. Not
-                // "waiting for input": a question (AskUserQuestion) reads as that while its
-                // request waits here. (A dialog answered in the terminal also ends its hook,
-                // which takes the request with it.)
-                if let StoreEvent::Updated { session_id, changes } = &env.event
-                    && changes.status.is_some_and(|s| matches!(s, Status::Working | Status::Idle))
-                {
-                    approvals.cancel_session(session_id);
+            Ok(env) => match &env.event {
+                StoreEvent::Updated { session_id, changes } => {
+                    let s = sessions.entry(session_id.clone()).or_default();
+                    if let Some(at) = s.update(changes.status, changes.last_activity_at) {
+                        approvals.cancel_session(session_id, at);
+                    }
                 }
-            }
+                StoreEvent::Discovered { session } => {
+                    let mut s = MovedOn::default();
+                    s.update(Some(session.status), Some(session.last_activity_at));
+                    sessions.insert(session.session_id.clone(), s);
+                }
+                StoreEvent::Removed { session_id } => {
+                    sessions.remove(session_id);
+                }
+            },
             // (A missed change only leaves a request open until its hook gives up.)
             Err(broadcast::error::RecvError::Lagged(_)) => {}
             Err(broadcast::error::RecvError::Closed) => return,
         }
+    }
+}
+
+/// Whether a session moved on from its dialog, and by a record written when: its requests
+/// asked before that record end (it was answered elsewhere); one asked after it stays.
+///
+/// "Moved on" is a status of working or idle (working again, or ended) since the session
+/// last waited for an approval — not "waiting for input": a question (AskUserQuestion)
+/// reads as that while its request waits here. The record behind it is the latest activity
+/// known, which the store may tell before or after the status: the record that ended one
+/// dialog can be read after the next one was asked (a denial, then at once the next call),
+/// and is older than that request. (A dialog answered in the terminal also ends its hook in
+/// newer versions, which takes the request with it.)
+#[derive(Default)]
+struct MovedOn {
+    moved_on: bool,
+    last_activity: Option<Timestamp>,
+}
+
+impl MovedOn {
+    /// Takes a change in; the time before which requests end, if any.
+    fn update(&mut self, status: Option<Status>, last_activity: Option<Timestamp>) -> Option<Timestamp> {
+        match status {
+            Some(Status::Working | Status::Idle) => self.moved_on = true,
+            Some(Status::WaitingForApproval) => self.moved_on = false,
+            _ => {}
+        }
+        if last_activity.is_some() {
+            self.last_activity = last_activity;
+        }
+        let told = status.is_some_and(|s| matches!(s, Status::Working | Status::Idle)) || last_activity.is_some();
+        if told && self.moved_on { self.last_activity } else { None }
     }
 }
 
@@ -593,4 +631,36 @@ async fn forward_agent_reports(
 /// A session id from the command line or the UI.
 pub fn session_id(s: &str) -> Result<SessionId, String> {
     SessionId::parse(s).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: i64) -> Option<Timestamp> {
+        Some(Timestamp::from_millis(ms))
+    }
+
+    /// Traces of the store's changes as the real CLIs gave them; the request was asked at
+    /// 1,000 ms.
+    #[test]
+    fn a_request_ends_when_its_session_moved_on_by_a_record_written_after_it_was_asked() {
+        // 2.1.197, answered in the terminal: working (from the registry) and waiting for
+        // input come before the records; the record after the answer ends the request.
+        let mut s = MovedOn::default();
+        assert_eq!(s.update(Some(Status::WaitingForApproval), None), None);
+        assert_eq!(s.update(None, at(990)), None, "the tool call itself");
+        assert!(s.update(Some(Status::Working), None).is_some_and(|t| t < Timestamp::from_millis(1_000)));
+        assert_eq!(s.update(Some(Status::WaitingForInput), None), None);
+        assert_eq!(s.update(None, at(1_900)), at(1_900), "the answer's records end requests asked before them");
+
+        // 2.1.330, a plan denied from Mimesis and asked again at once: the denial's record
+        // (older than the new request) is read after the new request was asked.
+        let mut s = MovedOn::default();
+        s.update(Some(Status::WaitingForApproval), at(900));
+        assert_eq!(s.update(Some(Status::Working), None), at(900), "the old activity: only older requests end");
+        assert_eq!(s.update(None, at(950)), at(950));
+        assert_eq!(s.update(Some(Status::WaitingForApproval), None), None);
+        assert_eq!(s.update(None, at(990)), None, "the new call, waiting: nothing ends");
+    }
 }
