@@ -23,7 +23,7 @@ use std::time::Duration;
 use mimesis_core::SessionId;
 use mimesis_core::approval::{Answered, Via};
 use mimesis_core::dialog::{Answer, Dialog};
-use mimesis_core::supervision::flow::{Flow, HIGH_WATER, LOW_WATER, RESET};
+use mimesis_core::supervision::flow::{Flow, HIGH_WATER, LOW_WATER, RESET, visible_tail};
 use mimesis_core::supervision::{AgentCommand, Resources, SupervisionEvent};
 use mimesis_wiring::plain::PlainTerminal;
 use mimesis_wiring::{Attachment, Mimesis, Supervisor};
@@ -487,9 +487,10 @@ impl Source {
 /// message that resets the terminal and shows that scrollback.
 async fn resync(source: &Source) -> Option<(Vec<u8>, broadcast::Receiver<Arc<[u8]>>)> {
     let again = source.reattach().await?;
-    let mut msg = Vec::with_capacity(RESET.len() + again.scrollback.len());
+    let tail = visible_tail(&again.scrollback);
+    let mut msg = Vec::with_capacity(RESET.len() + tail.len());
     msg.extend_from_slice(RESET);
-    msg.extend_from_slice(&again.scrollback);
+    msg.extend_from_slice(tail);
     Some((msg, again.output))
 }
 
@@ -507,8 +508,11 @@ async fn forward_output(
     let mut flow = Flow::default();
     let mut output = att.output;
     if !att.scrollback.is_empty() {
-        flow.resynced(att.scrollback.len());
-        if !send(att.scrollback) {
+        let mut scrollback = att.scrollback;
+        let cut = scrollback.len() - visible_tail(&scrollback).len();
+        scrollback.drain(..cut);
+        flow.resynced(scrollback.len());
+        if !send(scrollback) {
             return;
         }
     }

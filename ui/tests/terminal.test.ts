@@ -1,6 +1,6 @@
 // Terminal output is batched per frame and never outruns xterm's parser.
 import { describe, expect, it } from 'vitest';
-import { ACK_BYTES, ACK_DELAY_MS, OutputBatcher, ParseAcker, toBytes } from '../src/lib/terminal';
+import { ACK_BYTES, ACK_DELAY_MS, MAX_WRITE, OutputBatcher, ParseAcker, toBytes } from '../src/lib/terminal';
 
 function setup() {
   const frames: (() => void)[] = [];
@@ -46,15 +46,18 @@ describe('OutputBatcher', () => {
     const chunk = new Uint8Array(64 * 1024).fill(65);
     for (let i = 0; i < 100; i++) b.push(chunk);
     frame();
-    // One batch, handed to xterm in pieces it can parse between yields.
-    expect(writes).toHaveLength(100);
-    expect(writes.every((w) => w.bytes.length === 64 * 1024)).toBe(true);
+    // One batch, handed to xterm in pieces small enough that it yields often (it yields
+    // only between writes).
+    const pieces = (100 * 64 * 1024) / MAX_WRITE;
+    expect(MAX_WRITE).toBeLessThanOrEqual(8 * 1024);
+    expect(writes).toHaveLength(pieces);
+    expect(writes.every((w) => w.bytes.length === MAX_WRITE)).toBe(true);
     expect(b.writes).toBe(1);
     b.dispose();
     b.push('late');
-    writes[99].done();
+    writes[pieces - 1].done();
     frame();
-    expect(writes).toHaveLength(100);
+    expect(writes).toHaveLength(pieces);
   });
 
   it('accepts the shapes a bridge may deliver', () => {

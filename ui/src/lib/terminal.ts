@@ -15,8 +15,12 @@ export function toBytes(data: unknown): Uint8Array | null {
 
 export type Schedule = (fn: () => void) => void;
 
-/** xterm parses each write in one go and yields only between writes: keep them small. */
-export const MAX_WRITE = 64 * 1024;
+/**
+ * xterm parses each write in one go and yields only between writes (after 12 ms of them):
+ * keep them small. With 64 KB, one write could hold the page for 20–60 ms during a flood
+ * (the DOM renderer on a software-rendered screen); 8 KB keeps its tasks near 12 ms.
+ */
+export const MAX_WRITE = 8 * 1024;
 
 export class OutputBatcher {
   #chunks: Uint8Array[] = [];

@@ -16,6 +16,27 @@ pub const HIGH_WATER: u64 = 4 * 1024 * 1024;
 /// When the page has caught up to this, a paused forwarder resyncs.
 pub const LOW_WATER: u64 = 1024 * 1024;
 
+/// Lines the page's terminal keeps: its scrollback (`scrollback` in the UI's
+/// `TerminalPane.svelte`) and a screen of at most 500 rows.
+pub const TERMINAL_LINES: usize = 10_000 + 500;
+
+/// The end of `scrollback` that the page's terminal can still show: from the start of the
+/// last [`TERMINAL_LINES`] lines (all of it when it has fewer). The rest would be parsed
+/// and scrolled out of the terminal unseen — with 100-column lines, half of a 2 MB
+/// scrollback. (A line that wraps takes more rows, so this is never less than fits.)
+pub fn visible_tail(scrollback: &[u8]) -> &[u8] {
+    let mut lines = 0;
+    for (i, b) in scrollback.iter().enumerate().rev() {
+        if *b == b'\n' {
+            lines += 1;
+            if lines > TERMINAL_LINES {
+                return &scrollback[i + 1..];
+            }
+        }
+    }
+    scrollback
+}
+
 /// Flow control of one attachment, sans IO: the bytes sent on its channel and those the
 /// page's xterm has parsed (its acks). While more than [`HIGH_WATER`] would be in flight,
 /// live output is not sent (it stays in the session's scrollback; the xterm would have
@@ -81,6 +102,22 @@ impl Flow {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_resync_sends_only_the_lines_the_terminal_keeps() {
+        let line = [b'x'; 99];
+        let mut back = Vec::new();
+        for _ in 0..(TERMINAL_LINES + 100) {
+            back.extend_from_slice(&line);
+            back.extend_from_slice(b"\r\n");
+        }
+        let tail = super::visible_tail(&back);
+        assert_eq!(tail.len(), TERMINAL_LINES * 101, "from the start of a line, the last lines only");
+        assert!(tail.starts_with(&line) && tail.ends_with(b"\r\n"));
+        let short = b"partial line\r\nand the prompt";
+        assert_eq!(super::visible_tail(short), short, "fewer lines: all of it");
+        assert_eq!(super::visible_tail(b""), b"");
+    }
+
     use super::*;
 
     const MB: usize = 1024 * 1024;
