@@ -414,7 +414,7 @@ mod tests {
                     a.on_store_event(&StoreEvent::Updated { session_id: id, changes: Box::new(changes) }, now);
                 }
                 2 => {
-                    let changes = SessionPatch { superseded: Some((x >> 20) % 2 == 0), ..Default::default() };
+                    let changes = SessionPatch { superseded: Some((x >> 20).is_multiple_of(2)), ..Default::default() };
                     a.on_store_event(&StoreEvent::Updated { session_id: id, changes: Box::new(changes) }, now);
                 }
                 3 => {
