@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use mimesis_core::attention::{Attention, AttentionSet, DEFAULT_DEBOUNCE, Notification, SupervisionSignal};
 use mimesis_core::chain::Link;
-use mimesis_core::clock::{Clock, SystemClock, Timestamp};
+use mimesis_core::clock::{Clock, Mono, SystemClock, Timestamp};
 use mimesis_core::cwd_files::{self, CwdFile, STATUS_FILE_TTL};
 use mimesis_core::hook_event::{self as hooks, HookEvent};
 use mimesis_core::ids::SessionId;
@@ -301,6 +301,7 @@ impl Engine {
             data_dir: config.data_dir.clone(),
             spool_tails: HashMap::new(),
             cwd_dirs: HashMap::new(),
+            cwd_checked: None,
             attention: Attention::new(config.notifications.clone(), DEFAULT_DEBOUNCE),
             armed: false,
             notifications: notifications.clone(),
@@ -656,6 +657,9 @@ struct Actor {
     spool_tails: HashMap<PathBuf, FileTail>,
     /// Watched `<cwd>/.claude` folders and their cwd.
     cwd_dirs: HashMap<PathBuf, String>,
+    /// When the recent cwds were last looked at for a `.claude/` to watch: the seq of the
+    /// roster then, and the time.
+    cwd_checked: Option<(u64, Mono)>,
     attention: Attention,
     /// The initial roster is the attention baseline; decisions start after it.
     armed: bool,
@@ -669,6 +673,18 @@ struct Actor {
 const CWD_WATCH_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
 /// At most this many `<cwd>/.claude/` folders are watched (the most recent cwds).
 const CWD_WATCH_MAX: usize = 256;
+/// The recent cwds are looked at again (for a `.claude/` to watch) when the roster changed
+/// (a session that starts or works there), and at least this often (a folder made with no
+/// session activity). Not every poll: walking the sessions is cheap while their memory is
+/// warm, but an idle app's is not (on a VM, 10–40 ms for 2,000 sessions after 30 s idle):
+/// that walk each second was most of the idle app's CPU.
+const CWD_RECHECK: Duration = Duration::from_secs(600);
+
+/// Whether the recent cwds are due a look: never looked at, the roster changed since (its
+/// seq), or [`CWD_RECHECK`] went by.
+fn cwd_check_due(last: Option<(u64, Mono)>, seq: u64, now: Mono) -> bool {
+    last.is_none_or(|(at_seq, at)| at_seq != seq || now.since(at) >= CWD_RECHECK)
+}
 /// How often the store's changes are written to the fleet database.
 const PERSIST_INTERVAL: Duration = Duration::from_millis(500);
 /// Sessions copied out for the database per batch (shutdown writes all that is left).
@@ -740,7 +756,11 @@ impl Actor {
                         self.registry_dirty.extend(self.roots.iter().cloned());
                         self.poll_registry();
                         self.ensure_coverage();
-                        self.ensure_cwd_watches();
+                        let now = self.clock.mono();
+                        if cwd_check_due(self.cwd_checked, self.seq, now) {
+                            self.ensure_cwd_watches();
+                            self.cwd_checked = Some((self.seq, now));
+                        }
                     }
                 }
                 _ = persist_timer.tick() => {
@@ -1422,4 +1442,20 @@ pub fn chain_of(
             Some(ChainSegment { session_id, path: path?, reason, at })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_recent_cwds_are_looked_at_when_the_roster_changed_or_rarely() {
+        let t0 = Mono::from_millis(1_000);
+        assert!(cwd_check_due(None, 0, t0), "first of all");
+        let last = Some((2_000, t0));
+        assert!(!cwd_check_due(last, 2_000, t0.plus(Duration::from_secs(1))), "idle: not each poll");
+        assert!(!cwd_check_due(last, 2_000, t0.plus(CWD_RECHECK - Duration::from_millis(1))));
+        assert!(cwd_check_due(last, 2_001, t0.plus(Duration::from_secs(1))), "a session changed");
+        assert!(cwd_check_due(last, 2_000, t0.plus(CWD_RECHECK)), "now and then");
+    }
 }
