@@ -10,7 +10,8 @@
 //!
 //! Then, in one more second launch: after `$MIMESIS_BENCH_IDLE_SECS` (default 60) of idling,
 //! the memory of the whole app (its process and every process it started: WebKit's web and
-//! network processes), as PSS from `smaps_rollup`, and its CPU over the next 30 s.
+//! network processes), as PSS from `smaps_rollup`, and its CPU (in all and per process) over
+//! the next `$MIMESIS_BENCH_CPU_SECS` (default 30).
 //!
 //! `window_roster_under_load` (no corpus needed) writes its own: `$MIMESIS_BENCH_SESSIONS`
 //! sessions (default 2,000) in 50 projects; once the roster is complete, a writer appends to
@@ -211,18 +212,22 @@ async fn window_launch_memory_and_idle() -> Result<()> {
         pids.iter().filter_map(|p| mimesis_os::procs::stat(*p)).map(|s| format!("{} {}", s.comm, s.pid)).collect();
     let per: Vec<String> = pids.iter().map(|p| format!("{} MB", pss(&[*p]) / 1_000_000)).collect();
     let total = pss(&pids);
-    let window = Duration::from_secs(30);
-    let (t0, c0) = (Instant::now(), cpu_ticks(&pids));
+    let window = Duration::from_secs(env_num("MIMESIS_BENCH_CPU_SECS", 30));
+    let each = |pids: &[u32]| pids.iter().map(|p| cpu_ticks(&[*p])).collect::<Vec<u64>>();
+    let (t0, c0) = (Instant::now(), each(&pids));
     tokio::time::sleep(window).await;
-    let (c1, took) = (cpu_ticks(&pids), t0.elapsed());
-    let cpu = (c1 - c0) as f64 / mimesis_os::procs::ticks_per_second() as f64 / took.as_secs_f64() * 100.0;
+    let (c1, took) = (each(&pids), t0.elapsed());
+    let percent = |ticks: u64| ticks as f64 / mimesis_os::procs::ticks_per_second() as f64 / took.as_secs_f64() * 100.0;
+    let ticks: Vec<u64> = c1.iter().zip(&c0).map(|(b, a)| b.saturating_sub(*a)).collect();
+    let cpu = percent(ticks.iter().sum());
     eprintln!(
-        "after {} s idle: memory (PSS) {:.0} MB in {} processes ({}), CPU {cpu:.2} % over {} s",
+        "after {} s idle: memory (PSS) {:.0} MB in {} processes ({}), CPU {cpu:.2} % over {} s ({})",
         idle.as_secs(),
         total as f64 / 1e6,
         pids.len(),
         names.iter().zip(&per).map(|(n, m)| format!("{n}: {m}")).collect::<Vec<_>>().join(", "),
-        window.as_secs()
+        window.as_secs(),
+        names.iter().zip(&ticks).map(|(n, t)| format!("{n}: {:.2} %", percent(*t))).collect::<Vec<_>>().join(", "),
     );
     app.close().await
 }
