@@ -677,7 +677,7 @@ const CWD_WATCH_MAX: usize = 256;
 /// (a session that starts or works there), and at least this often (a folder made with no
 /// session activity). Not every poll: walking the sessions is cheap while their memory is
 /// warm, but an idle app's is not (on a VM, 10–40 ms for 2,000 sessions after 30 s idle):
-/// that walk each second was most of the idle app's CPU.
+/// that walk each second was a third of the idle app's CPU profile.
 const CWD_RECHECK: Duration = Duration::from_secs(600);
 
 /// Whether the recent cwds are due a look: never looked at, the roster changed since (its
