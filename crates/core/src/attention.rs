@@ -192,6 +192,13 @@ struct Tracked {
     last_sent: HashMap<NotificationKind, (Timestamp, Option<String>)>,
 }
 
+impl Tracked {
+    /// In the attention set: crashed or terminated, or waiting and not replaced by a successor.
+    fn needs_user(&self) -> bool {
+        self.flag.is_some() || (self.status.needs_user() && !self.superseded)
+    }
+}
+
 /// The attention policy.
 pub struct Attention {
     sessions: HashMap<SessionId, Tracked>,
@@ -231,7 +238,7 @@ impl Attention {
 
     /// Whether `id` is in the set, as its state is now.
     fn refresh(&mut self, id: &SessionId) {
-        let needs = self.sessions.get(id).is_some_and(|t| t.flag.is_some() || (t.status.needs_user() && !t.superseded));
+        let needs = self.sessions.get(id).is_some_and(Tracked::needs_user);
         if needs {
             if !self.needing.contains(id) {
                 self.needing.insert(id.clone());
@@ -434,7 +441,7 @@ mod tests {
             let walked: Vec<SessionId> = a
                 .sessions
                 .iter()
-                .filter(|(_, t)| t.flag.is_some() || (t.status.needs_user() && !t.superseded))
+                .filter(|(_, t)| t.needs_user())
                 .map(|(id, _)| id.clone())
                 .collect::<BTreeSet<_>>()
                 .into_iter()
