@@ -396,16 +396,25 @@ async fn the_real_cli_is_approved_from_the_window() -> Result<()> {
             Ok(app.count(&row).await? == 1)
         })
         .await?;
-        app.click(&row).await?;
-        app.wait_for("its request over the timeline", Duration::from_secs(20), || async {
-            Ok(app.count("[data-testid=approval-bar] [data-testid=approve-once]").await? == 1
-                && app
-                    .js("return document.querySelector('[data-testid=approval-bar]')?.textContent ?? '';")
-                    .await?
-                    .as_str()
-                    .is_some_and(|t| t.contains("echo window > w.txt")))
-        })
-        .await?;
+        let shown = async {
+            app.click(&row).await?;
+            app.wait_for("its request over the timeline", Duration::from_secs(20), || async {
+                Ok(app.count("[data-testid=approval-bar] [data-testid=approve-once]").await? == 1
+                    && app
+                        .js("return document.querySelector('[data-testid=approval-bar]')?.textContent ?? '';")
+                        .await?
+                        .as_str()
+                        .is_some_and(|t| t.contains("echo window > w.txt")))
+            })
+            .await
+        }
+        .await;
+        if let Err(e) = shown {
+            // While the CLI still runs: what the window and the CLI showed.
+            let _ = app.screenshot(&workspace_root().join("target/e2e/approval-real-cli-failed.png")).await;
+            let page = app.js("return document.body.innerText;").await.unwrap_or_default();
+            return Err(e.context(format!("{}\n=== the window ===\n{}", s.diagnostics(), page.as_str().unwrap_or(""))));
+        }
         let t0 = std::time::Instant::now();
         app.click("[data-testid=approve-once]").await?;
         let s = tokio::task::spawn_blocking(move || -> Result<Scenario> {

@@ -302,6 +302,7 @@ impl Approvals {
                 let (tx, rx) = oneshot::channel();
                 let id = approval::new_id(random());
                 let pending = Pending { id: id.clone(), request, since: self.clock.now() };
+                tracing::debug!(session = %pending.request.session_id, since = ?pending.since, "a permission request is open");
                 self.lock().push(Open { pending, since: self.clock.mono(), reply: tx });
                 self.publish();
                 let mut probe = [0u8; 1];

@@ -272,7 +272,7 @@ impl Mimesis {
             a.set_wait(Duration::from_secs(stored.watch.answer_wait_secs));
         }
         if let Some(a) = &approvals {
-            tokio::spawn(cancel_answered_elsewhere(engine.subscribe(), a.clone()));
+            tokio::spawn(cancel_answered_elsewhere(engine.subscribe(), a.clone(), opts.clock.clone()));
         }
         if opts.follow == Follow::Everything {
             // The first index allocates and frees a lot: give the freed memory back once.
@@ -529,20 +529,25 @@ pub(crate) fn stored_settings(path: &Path) -> Settings {
 /// Supervision events become attention (the tray's count, notifications), for every face.
 /// A session that moves on (working again, or ended) had its dialog answered (in its
 /// terminal, or by a rule): its open requests end with no decision, and the hooks return.
-async fn cancel_answered_elsewhere(mut rx: broadcast::Receiver<Arc<Envelope>>, approvals: approvals::Approvals) {
+async fn cancel_answered_elsewhere(
+    mut rx: broadcast::Receiver<Arc<Envelope>>,
+    approvals: approvals::Approvals,
+    clock: Arc<dyn Clock>,
+) {
     let mut sessions: std::collections::HashMap<SessionId, MovedOn> = std::collections::HashMap::new();
     loop {
         match rx.recv().await {
             Ok(env) => match &env.event {
                 StoreEvent::Updated { session_id, changes } => {
                     let s = sessions.entry(session_id.clone()).or_default();
-                    if let Some(at) = s.update(changes.status, changes.last_activity_at) {
-                        approvals.cancel_session(session_id, at);
+                    if let Some(before) = s.update(changes.status, changes.last_activity_at, clock.now()) {
+                        tracing::debug!(session = %session_id, status = ?changes.status, last_activity = ?changes.last_activity_at, "moved on: its requests asked before {before:?} end");
+                        approvals.cancel_session(session_id, before);
                     }
                 }
                 StoreEvent::Discovered { session } => {
                     let mut s = MovedOn::default();
-                    s.update(Some(session.status), Some(session.last_activity_at));
+                    s.update(Some(session.status), Some(session.last_activity_at), clock.now());
                     sessions.insert(session.session_id.clone(), s);
                 }
                 StoreEvent::Removed { session_id } => {
@@ -557,34 +562,49 @@ async fn cancel_answered_elsewhere(mut rx: broadcast::Receiver<Arc<Envelope>>, a
 }
 
 /// Whether a session moved on from its dialog, and by a record written when: its requests
-/// asked before that record end (it was answered elsewhere); one asked after it stays.
+/// asked before that record, and before the move was seen here, end (it was answered
+/// elsewhere); one asked after either stays.
 ///
 /// "Moved on" is a status of working or idle (working again, or ended) since the session
 /// last waited for an approval — not "waiting for input": a question (AskUserQuestion)
 /// reads as that while its request waits here. The record behind it is the latest activity
 /// known, which the store may tell before or after the status: the record that ended one
 /// dialog can be read after the next one was asked (a denial, then at once the next call),
-/// and is older than that request. (A dialog answered in the terminal also ends its hook in
-/// newer versions, which takes the request with it.)
+/// and is older than that request. And the store may read the records that open a dialog
+/// (2.1.330 writes the turn's records when its dialog shows) before it reads that the
+/// session waits: they are newer than the request, but the "working" before them was seen
+/// before the request was asked, so it did not answer it. (A dialog answered in the
+/// terminal also ends its hook in newer versions, which takes the request with it.)
 #[derive(Default)]
 struct MovedOn {
-    moved_on: bool,
+    /// When (by the face's clock) the session was first seen moved on, since it last waited.
+    seen: Option<Timestamp>,
     last_activity: Option<Timestamp>,
 }
 
 impl MovedOn {
-    /// Takes a change in; the time before which requests end, if any.
-    fn update(&mut self, status: Option<Status>, last_activity: Option<Timestamp>) -> Option<Timestamp> {
+    /// Takes a change in, seen at `now`; the time before which requests end, if any.
+    fn update(
+        &mut self,
+        status: Option<Status>,
+        last_activity: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Option<Timestamp> {
         match status {
-            Some(Status::Working | Status::Idle) => self.moved_on = true,
-            Some(Status::WaitingForApproval) => self.moved_on = false,
+            Some(Status::Working | Status::Idle) => {
+                self.seen.get_or_insert(now);
+            }
+            Some(Status::WaitingForApproval) => self.seen = None,
             _ => {}
         }
         if last_activity.is_some() {
             self.last_activity = last_activity;
         }
         let told = status.is_some_and(|s| matches!(s, Status::Working | Status::Idle)) || last_activity.is_some();
-        if told && self.moved_on { self.last_activity } else { None }
+        match (told, self.seen, self.last_activity) {
+            (true, Some(seen), Some(record)) => Some(seen.min(record)),
+            _ => None,
+        }
     }
 }
 
@@ -641,26 +661,47 @@ mod tests {
         Some(Timestamp::from_millis(ms))
     }
 
-    /// Traces of the store's changes as the real CLIs gave them; the request was asked at
-    /// 1,000 ms.
+    /// Traces of the store's changes as the real CLIs gave them, each with when it was
+    /// read; the request was asked at 1,000 ms.
     #[test]
     fn a_request_ends_when_its_session_moved_on_by_a_record_written_after_it_was_asked() {
+        let now = |ms| Timestamp::from_millis(ms);
+        let ends = |r: Option<Timestamp>| r.is_some_and(|t| t > Timestamp::from_millis(1_000));
         // 2.1.197, answered in the terminal: working (from the registry) and waiting for
         // input come before the records; the record after the answer ends the request.
         let mut s = MovedOn::default();
-        assert_eq!(s.update(Some(Status::WaitingForApproval), None), None);
-        assert_eq!(s.update(None, at(990)), None, "the tool call itself");
-        assert!(s.update(Some(Status::Working), None).is_some_and(|t| t < Timestamp::from_millis(1_000)));
-        assert_eq!(s.update(Some(Status::WaitingForInput), None), None);
-        assert_eq!(s.update(None, at(1_900)), at(1_900), "the answer's records end requests asked before them");
+        assert_eq!(s.update(Some(Status::WaitingForApproval), None, now(995)), None);
+        assert_eq!(s.update(None, at(990), now(996)), None, "the tool call itself");
+        assert!(!ends(s.update(Some(Status::Working), None, now(1_500))));
+        assert_eq!(s.update(Some(Status::WaitingForInput), None, now(1_600)), None);
+        assert_eq!(
+            s.update(None, at(1_900), now(1_910)),
+            at(1_500),
+            "the answer's records end requests asked before them"
+        );
 
         // 2.1.330, a plan denied from Mimesis and asked again at once: the denial's record
         // (older than the new request) is read after the new request was asked.
         let mut s = MovedOn::default();
-        s.update(Some(Status::WaitingForApproval), at(900));
-        assert_eq!(s.update(Some(Status::Working), None), at(900), "the old activity: only older requests end");
-        assert_eq!(s.update(None, at(950)), at(950));
-        assert_eq!(s.update(Some(Status::WaitingForApproval), None), None);
-        assert_eq!(s.update(None, at(990)), None, "the new call, waiting: nothing ends");
+        s.update(Some(Status::WaitingForApproval), at(900), now(905));
+        assert_eq!(
+            s.update(Some(Status::Working), None, now(1_010)),
+            at(900),
+            "the old activity: only older requests end"
+        );
+        assert_eq!(s.update(None, at(950), now(1_020)), at(950));
+        assert_eq!(s.update(Some(Status::WaitingForApproval), None, now(1_030)), None);
+        assert_eq!(s.update(None, at(990), now(1_040)), None, "the new call, waiting: nothing ends");
+
+        // 2.1.330, a Bash call asked while busy: the turn's records (written as the dialog
+        // shows, newer than the request) are read before "waiting" is; the "working" seen
+        // before the request was asked did not answer it.
+        let mut s = MovedOn::default();
+        s.update(Some(Status::WaitingForInput), at(100), now(110));
+        assert!(!ends(s.update(Some(Status::Working), at(800), now(820))), "the prompt");
+        assert!(!ends(s.update(None, at(1_021), now(1_025))), "the dialog's own records do not end it");
+        assert_eq!(s.update(Some(Status::WaitingForApproval), None, now(1_030)), None);
+        // Then answered in the terminal: it moves on, seen after the request was asked.
+        assert!(ends(s.update(Some(Status::Working), None, now(1_400))));
     }
 }
