@@ -238,15 +238,22 @@ impl DesktopApp {
     /// update); a user's click lands on whatever is there, so the click is tried again on
     /// the new node, a few times.
     pub async fn click(&self, css: &str) -> Result<()> {
+        use fantoccini::error::{CmdError, ErrorStatus};
         let mut last = None;
         for _ in 0..10 {
             let el = self.client.find(Locator::Css(css)).await.with_context(|| format!("finding {css}"))?;
             match el.click().await {
                 Ok(()) => return Ok(()),
                 // Only a node that went away before the click is tried again (the click did
-                // not happen); any other error is the test's to see.
-                Err(e) if e.to_string().contains("was not found") || e.to_string().contains("stale") => {
-                    last = Some(anyhow::Error::from(e))
+                // not happen); any other error is the test's to see. WebKitWebDriver sends
+                // some errors with an empty message: the status says what happened.
+                Err(CmdError::Standard(w))
+                    if matches!(w.error, ErrorStatus::StaleElementReference | ErrorStatus::NoSuchElement) =>
+                {
+                    last = Some(anyhow::anyhow!("{:?}: {}", w.error, w.message))
+                }
+                Err(CmdError::Standard(w)) => {
+                    bail!("clicking {css}: the webdriver said {:?}: {:?}", w.error, w.message)
                 }
                 Err(e) => return Err(anyhow::Error::from(e).context(format!("clicking {css}"))),
             }
