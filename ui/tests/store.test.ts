@@ -196,6 +196,26 @@ describe('other machines (issue 13)', () => {
     expect(store.hosts[0].state).toBe('stale');
     expect(store.get('devbox:r2')).toBeDefined();
   });
+
+  it('a machine\'s state that changed while the snapshot was read is not taken back by it', async () => {
+    const host = (state: 'live' | 'helper_missing') => ({ host: 'devbox', state, message: null, lastSeen: at(1), sessions: 0, version: null, retryInSecs: null });
+    let answer: (s: RosterSnapshot) => void = () => {};
+    const b = new MockBackend({ roster_snapshot: () => new Promise<RosterSnapshot>((r) => (answer = r)) });
+    const store = new RosterStore(b);
+    const started = store.start();
+    await flush();
+    b.fire('hosts:changed', { hosts: [host('live')] });
+    // Read before the change, answered after its event.
+    answer(snapshot({ seq: 1, sessions: [], roots: [], demo: false, hosts: [host('helper_missing')] }));
+    await started;
+    expect(store.hosts[0].state).toBe('live');
+    // A later snapshot, with nothing heard meanwhile, is taken.
+    const again = store.resync();
+    await flush();
+    answer(snapshot({ seq: 2, sessions: [], roots: [], demo: false, hosts: [host('helper_missing')] }));
+    await again;
+    expect(store.hosts[0].state).toBe('helper_missing');
+  });
 });
 
 describe('search', () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { CRASH_DEFERRED_TEXT, actionsFor, applyEvent, countdown, emptyNotices, remainingAt, type SessionNotices } from '../src/lib/supervision';
 import { SupervisionStore, TOAST_GRACE_MS, TOAST_LIMIT, TOAST_MS } from '../src/lib/supervision.svelte';
 import type { Supervision, SupervisionEvent } from '../src/lib/types';
-import { MockBackend, session } from './helpers';
+import { MockBackend, flush, session } from './helpers';
 
 const at = '2026-11-01T12:00:00.000Z';
 const E = {
@@ -153,6 +153,20 @@ describe('SupervisionStore', () => {
     };
     expect(await sup.answer(session('pty-1'), true, null)).toBe(false);
     expect(sup.error).toContain("no dialog is on the session's screen");
+  });
+
+  it('a request that came while the list was being read is kept (the event is newer than the answer)', async () => {
+    const request = { id: 'r2', sessionId: 'ext', tool: 'Bash', target: 'echo window > w.txt', cwd: null, since: '2026-11-27T12:00:00.000Z' };
+    let read: (list: never[]) => void = () => {};
+    const { sup, b } = setup({ approvals_pending: () => new Promise<never[]>((r) => (read = r)) });
+    const started = sup.start();
+    await flush();
+    b.fire('approvals:changed', [request]);
+    read([]); // read before the request came, answered after its event
+    await started;
+    expect(sup.requestOf('ext')).toEqual(request);
+    b.fire('approvals:changed', []);
+    expect(sup.requestOf('ext')).toBeUndefined();
   });
 
   it('opens a session\'s terminal and says what it did, or why not', async () => {

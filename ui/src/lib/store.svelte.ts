@@ -200,7 +200,11 @@ export class RosterStore {
       ...(await Promise.all([
         this.#backend.on('store:events', (p) => this.receive(p.events)),
         this.#backend.on('remote:events', (p) => this.receiveRemote(p.events)),
-        this.#backend.on('hosts:changed', (p) => (this.hosts = p.hosts)),
+        this.#backend.on('hosts:changed', (p) => {
+          // (Newer than the snapshot being read, if one is: that one's hosts are dropped.)
+          if (this.#buffer) this.#hostsHeard = true;
+          this.hosts = p.hosts;
+        }),
         this.#backend.on('store:resync', () => void this.resync()),
         this.#backend.on('store:progress', (p) => (this.progress = laterProgress(this.progress, p))),
         this.#backend.on('attention:changed', (a) => this.setAttention(a.sessionIds, a.title ?? undefined)),
@@ -236,6 +240,7 @@ export class RosterStore {
     } catch (e) {
       this.error = `Could not read the session list: ${String(e)}`;
       this.#buffer = null;
+      this.#hostsHeard = false;
     }
   }
 
@@ -244,7 +249,8 @@ export class RosterStore {
     this.#buffer = null;
     this.#index.setRoots(snap.roots.map((r) => r.path));
     this.#index.reset([...snap.sessions, ...(snap.remote ?? [])]);
-    if (snap.hosts) this.hosts = snap.hosts;
+    if (snap.hosts && !this.#hostsHeard) this.hosts = snap.hosts;
+    this.#hostsHeard = false;
     this.#seq = snap.seq;
     this.roots = snap.roots;
     this.demo = snap.demo;
@@ -261,6 +267,8 @@ export class RosterStore {
   }
 
   #remoteHeld: RemoteEvent[] = [];
+  /** A `hosts:changed` came while a snapshot was being read: it is newer than the snapshot's hosts. */
+  #hostsHeard = false;
 
   /** One `remote:events` batch: other machines' changes, in the order they came (no seq). */
   receiveRemote(events: RemoteEvent[]): void {

@@ -49,16 +49,24 @@ export class SupervisionStore {
   }
 
   async start(): Promise<void> {
+    // Each change of the list comes as an event with the whole list. The list asked for
+    // below may be read before a request came and answered after its event: once an event
+    // came, it is the newer word, and the answer is dropped.
+    let heard = false;
     this.#unlisten.push(
       ...(await Promise.all([
         this.#backend.on('supervision:event', (ev) => this.receive(ev)),
         this.#backend.on('attention:changed', (a) => (this.attention = { count: a.count, sessionIds: [...a.sessionIds] })),
         this.#backend.on('app:open-session', (p) => this.#onopen(p.sessionId)),
-        this.#backend.on('approvals:changed', (list) => (this.approvals = list)),
+        this.#backend.on('approvals:changed', (list) => {
+          heard = true;
+          this.approvals = list;
+        }),
       ])),
     );
     try {
-      this.approvals = await this.#backend.call('approvals_pending');
+      const list = await this.#backend.call('approvals_pending');
+      if (!heard) this.approvals = list;
     } catch {
       // (Another face answers them: none here.)
     }
