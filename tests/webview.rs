@@ -373,6 +373,8 @@ async fn the_real_cli_is_approved_from_the_window() -> Result<()> {
     let env: Vec<(&str, OsString)> = vec![
         ("MIMESIS_DATA_DIR", data.path().as_os_str().to_owned()),
         ("CLAUDE_CONFIG_DIR", config.clone().into_os_string()),
+        // The requests' lives, in the output of a failed run.
+        ("MIMESIS_LOG", "warn,mimesis_wiring=debug".into()),
     ];
     let app = DesktopApp::launch(&["--config-dir".into(), config.to_string_lossy().into_owned()], &env).await?;
     let result = async {
@@ -413,7 +415,12 @@ async fn the_real_cli_is_approved_from_the_window() -> Result<()> {
             // While the CLI still runs: what the window and the CLI showed.
             let _ = app.screenshot(&workspace_root().join("target/e2e/approval-real-cli-failed.png")).await;
             let page = app.js("return document.body.innerText;").await.unwrap_or_default();
-            return Err(e.context(format!("{}\n=== the window ===\n{}", s.diagnostics(), page.as_str().unwrap_or(""))));
+            let hook_log = std::fs::read_to_string(mimesis_core::hook_event::log_file(data.path())).unwrap_or_default();
+            return Err(e.context(format!(
+                "{}\n=== the window ===\n{}\n=== the hook's log ===\n{hook_log}",
+                s.diagnostics(),
+                page.as_str().unwrap_or("")
+            )));
         }
         let t0 = std::time::Instant::now();
         app.click("[data-testid=approve-once]").await?;
@@ -469,9 +476,23 @@ async fn a_machine_over_ssh_joins_the_roster() -> Result<()> {
         ("MIMESIS_DATA_DIR", fx.data.clone().into_os_string()),
         ("CLAUDE_CONFIG_DIR", fx.config.clone().into_os_string()),
         ("MIMESIS_SSH_CONFIG", sshd.client_config.clone().into_os_string()),
+        // What the connection did, in the output of a failed run.
+        ("MIMESIS_LOG", "warn,mimesis_wiring::remote=debug,mimesis_desktop::remote_pty=debug".into()),
     ];
     let app = DesktopApp::launch(&["--config-dir".into(), fx.config.to_string_lossy().into_owned()], &env).await?;
     let result = remote_machine(&app, sshd, &remote_path, &base.join("devbox/work")).await;
+    let result = match result {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let hosts = app
+                .js("return [...document.querySelectorAll('[data-testid=host-badge]')].map(b => b.title).join('\\n') \
+                     + ' · stop buttons: ' + JSON.stringify([...document.querySelectorAll('[data-testid=pty-stop]')] \
+                     .map(b => ({disabled: b.disabled, session: b.closest('[data-session-id]')?.dataset.sessionId ?? null})));")
+                .await
+                .unwrap_or_default();
+            Err(e.context(format!("the host badges say: {}", hosts.as_str().unwrap_or(""))))
+        }
+    };
     let shot = workspace_root().join("target/e2e/webview-remote.png");
     let _ = app.screenshot(&shot).await;
     app.close().await?;

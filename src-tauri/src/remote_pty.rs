@@ -140,7 +140,9 @@ impl RemoteTerminals {
 
     /// Stop: the terminal closes; the far side ends the session (it can be resumed).
     pub fn stop(&self, key: &str) -> CmdResult<()> {
-        self.get(key)?.close();
+        let term = self.get(key)?;
+        tracing::info!(key = %key, pid = term.pid(), ended = ?term.exit_code(), "stopping a terminal on another machine");
+        term.close();
         Ok(())
     }
 
