@@ -230,7 +230,7 @@ impl DesktopApp {
 
     /// Number of elements matching `css`.
     pub async fn count(&self, css: &str) -> Result<usize> {
-        Ok(self.client.find_all(Locator::Css(css)).await?.len())
+        Ok(bounded("counting elements", self.client.find_all(Locator::Css(css))).await??.len())
     }
 
     /// Finds the element `css` names and clicks it. The page may replace the node between
@@ -241,8 +241,10 @@ impl DesktopApp {
         use fantoccini::error::{CmdError, ErrorStatus};
         let mut last = None;
         for _ in 0..10 {
-            let el = self.client.find(Locator::Css(css)).await.with_context(|| format!("finding {css}"))?;
-            match el.click().await {
+            let el = bounded("finding an element", self.client.find(Locator::Css(css)))
+                .await?
+                .with_context(|| format!("finding {css}"))?;
+            match bounded("a click", el.click()).await? {
                 Ok(()) => return Ok(()),
                 // Only a node that went away before the click is tried again (the click did
                 // not happen); any other error is the test's to see. WebKitWebDriver sends
@@ -264,7 +266,7 @@ impl DesktopApp {
 
     /// Runs a script in the page and returns its value.
     pub async fn js(&self, script: &str) -> Result<Value> {
-        Ok(self.client.execute(script, vec![]).await?)
+        Ok(bounded("a script in the page", self.client.execute(script, vec![])).await??)
     }
 
     /// Polls `cond` every 25 ms until it holds or `timeout` passes.
@@ -306,8 +308,10 @@ impl DesktopApp {
     }
 
     /// Saves a PNG screenshot of the window.
+    /// Bounded: WebKitWebDriver once never answered a screenshot (taken after a test, it
+    /// held the run until it was killed).
     pub async fn screenshot(&self, path: &Path) -> Result<()> {
-        let png = self.client.screenshot().await?;
+        let png = bounded("the screenshot", self.client.screenshot()).await??;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -331,6 +335,16 @@ impl Drop for DesktopApp {
     fn drop(&mut self) {
         kill_group(&mut self.driver);
     }
+}
+
+/// How long one WebDriver command may take: the page answers in milliseconds, and a
+/// command WebKitWebDriver never answers must fail the test, not hold the run.
+const COMMAND_BOUND: Duration = Duration::from_secs(30);
+
+async fn bounded<T>(what: &str, f: impl std::future::Future<Output = T>) -> Result<T> {
+    tokio::time::timeout(COMMAND_BOUND, f)
+        .await
+        .map_err(|_| anyhow::anyhow!("{what}: the WebDriver gave no answer within {COMMAND_BOUND:?}"))
 }
 
 /// Owns the driver until the WebDriver session exists, so a failed start leaves nothing.
