@@ -399,7 +399,7 @@ async fn the_real_cli_is_approved_from_the_window() -> Result<()> {
         })
         .await?;
         let shown = async {
-            app.click(&row).await?;
+            app.open_row(&row).await?;
             app.wait_for("its request over the timeline", Duration::from_secs(20), || async {
                 Ok(app.count("[data-testid=approval-bar] [data-testid=approve-once]").await? == 1
                     && app
@@ -561,9 +561,9 @@ async fn new_session_there(app: &DesktopApp, work: &Path) -> Result<()> {
     .await?;
 
     // Stop: the terminal closes, the session ends there, the row is plain again.
-    app.click("[data-testid=pty-stop]").await?;
-    app.wait_for("the session ended on devbox", t, || async {
-        Ok(app.count(&format!("{}[data-supervised=true]", row(&key))).await? == 0)
+    let supervised = format!("{}[data-supervised=true]", row(&key));
+    app.click_until("[data-testid=pty-stop]", "the session ended on devbox", || async {
+        Ok(app.count(&supervised).await? == 0)
     })
     .await?;
     // Its timeline, opened before the transcript existed there, followed it from its first line.

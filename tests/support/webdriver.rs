@@ -264,6 +264,41 @@ impl DesktopApp {
         Err(last.unwrap_or_else(|| anyhow::anyhow!("no click")).context(format!("clicking {css}")))
     }
 
+    /// Clicks the roster row `css` names until it is the open one (see [`Self::click_until`]).
+    pub async fn open_row(&self, css: &str) -> Result<()> {
+        let open = format!("{css}.open");
+        self.click_until(css, "the row open", || async { Ok(self.count(&open).await? == 1) }).await
+    }
+
+    /// Clicks `css` until `done` holds (5 s after each click), three clicks at most. A click
+    /// is pressed and released at the element's place, read just before: an element that
+    /// has just appeared may still be laid out (a row measured and placed under its group, a
+    /// header that grows with the text it just got) and the click lands beside it. A user
+    /// clicks again, and so does this, saying so in the test's output.
+    pub async fn click_until<F, Fut>(&self, css: &str, what: &str, mut done: F) -> Result<()>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<bool>>,
+    {
+        let rect = format!(
+            "const r = document.querySelector({css:?})?.getBoundingClientRect(); \
+             return r ? [Math.round(r.x), Math.round(r.y), Math.round(r.width), Math.round(r.height)] : null;"
+        );
+        let mut before = Value::Null;
+        for n in 1..=3 {
+            if n > 1 {
+                let now = self.js(&rect).await.unwrap_or_default();
+                eprintln!("{css}: not {what} after click {}; clicking again (it was at {before}, is at {now})", n - 1);
+            }
+            before = self.js(&rect).await.unwrap_or_default();
+            self.click(css).await?;
+            if self.wait_for(what, Duration::from_secs(5), &mut done).await.is_ok() {
+                return Ok(());
+            }
+        }
+        bail!("{css} was clicked three times and still not {what}")
+    }
+
     /// Runs a script in the page and returns its value.
     pub async fn js(&self, script: &str) -> Result<Value> {
         Ok(bounded("a script in the page", self.client.execute(script, vec![])).await??)
