@@ -111,6 +111,56 @@ pub struct DesktopApp {
     /// Set by [`DesktopApp::launch_in_session`].
     pub session: Option<DesktopSession>,
     _session_dir: Option<tempfile::TempDir>,
+    _watchdog: Watchdog,
+}
+
+/// Longer than any one app of a test or benchmark runs (`$MIMESIS_TEST_APP_LIMIT_SECS`).
+const APP_LIMIT: Duration = Duration::from_secs(600);
+
+/// Stops the driver's process group (WebKitWebDriver and the app) once the app has run
+/// longer than any test needs: a WebDriver command that is never answered (the client has
+/// no timeout of its own) then fails with the connection, instead of holding the run.
+struct Watchdog {
+    alive: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Watchdog {
+    fn start(pgid: i32) -> Watchdog {
+        use std::sync::atomic::Ordering;
+        let alive = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let flag = alive.clone();
+        let limit = std::env::var("MIMESIS_TEST_APP_LIMIT_SECS")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .map_or(APP_LIMIT, Duration::from_secs);
+        let watch = move || {
+            let deadline = Instant::now() + limit;
+            while Instant::now() < deadline {
+                if !flag.load(Ordering::Acquire) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            if flag.load(Ordering::Acquire) {
+                eprintln!("the app ran for over {limit:?}: stopping it and its WebDriver");
+                // SAFETY: signalling our own child's process group, which is still ours
+                // (the flag is cleared before it is reaped).
+                unsafe {
+                    libc::kill(-pgid, libc::SIGKILL);
+                }
+            }
+        };
+        if let Err(e) = std::thread::Builder::new().name("app-watchdog".into()).spawn(watch) {
+            eprintln!("no watchdog for the app: {e}");
+        }
+        Watchdog { alive }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.alive.store(false, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// Keeps dunst's notifications on screen until the test acts on them, and leaves the
@@ -225,7 +275,9 @@ impl DesktopApp {
             }
             None => None,
         };
-        Ok(DesktopApp { client, driver: this.driver.take().expect("driver"), session, _session_dir: session_dir })
+        let driver = this.driver.take().expect("driver");
+        let watchdog = Watchdog::start(driver.id() as i32);
+        Ok(DesktopApp { client, driver, session, _session_dir: session_dir, _watchdog: watchdog })
     }
 
     /// Number of elements matching `css`.
@@ -343,10 +395,21 @@ impl DesktopApp {
     }
 
     /// Saves a PNG screenshot of the window.
-    /// Bounded: WebKitWebDriver once never answered a screenshot (taken after a test, it
-    /// held the run until it was killed).
+    ///
+    /// A screenshot is a picture for people, never what a test asserts: WebKitWebDriver now
+    /// and then never answers one (taken at the end of a test, it held the run until it was
+    /// killed, and the session's end after it), so one that gives no answer within 20 s is
+    /// said and skipped. The page is changed just before (an attribute on `<html>`), so a
+    /// rendering update is on its way when the picture is asked for.
     pub async fn screenshot(&self, path: &Path) -> Result<()> {
-        let png = bounded("the screenshot", self.client.screenshot()).await??;
+        let _ = self.js("document.documentElement.dataset.shot = String(Date.now()); return null;").await;
+        let png = match tokio::time::timeout(Duration::from_secs(20), self.client.screenshot()).await {
+            Ok(png) => png?,
+            Err(_) => {
+                eprintln!("no screenshot {}: the WebDriver gave no answer within 20 s", path.display());
+                return Ok(());
+            }
+        };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -358,6 +421,8 @@ impl DesktopApp {
     /// group is stopped either way.
     pub async fn close(mut self) -> Result<()> {
         let client = self.client.clone();
+        // (The driver is reaped below: the watchdog must not signal its group after.)
+        self._watchdog.alive.store(false, std::sync::atomic::Ordering::Release);
         if tokio::time::timeout(Duration::from_secs(15), client.close()).await.is_err() {
             eprintln!("the WebDriver session did not end within 15 s; stopping the driver");
         }
@@ -368,6 +433,7 @@ impl DesktopApp {
 
 impl Drop for DesktopApp {
     fn drop(&mut self) {
+        self._watchdog.alive.store(false, std::sync::atomic::Ordering::Release);
         kill_group(&mut self.driver);
     }
 }
