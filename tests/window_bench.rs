@@ -208,6 +208,19 @@ async fn window_launch_memory_and_idle() -> Result<()> {
         eprintln!("  elements in the page {}, roster rows {}, running animations {}", v[0], v[1], v[2]);
     }
     let pids = app.app_processes();
+    // PSS splits a shared page among the processes that map it: another app's WebKit
+    // (a test left running, another WebKit program) makes this app's figure look smaller.
+    let others: Vec<String> = mimesis_os::procs::all()
+        .into_iter()
+        .filter(|s| ["WebKitWebProces", "WebKitNetworkPr"].contains(&s.comm.as_str()) && !pids.contains(&s.pid))
+        .map(|s| format!("{} {}", s.comm, s.pid))
+        .collect();
+    if !others.is_empty() {
+        eprintln!(
+            "warning: other WebKit processes run here ({}): they share WebKit's libraries, so the PSS below is lower than this app's alone",
+            others.join(", ")
+        );
+    }
     let names: Vec<String> =
         pids.iter().filter_map(|p| mimesis_os::procs::stat(*p)).map(|s| format!("{} {}", s.comm, s.pid)).collect();
     let per: Vec<String> = pids.iter().map(|p| format!("{} MB", pss(&[*p]) / 1_000_000)).collect();
