@@ -111,7 +111,7 @@ pub struct DesktopApp {
     /// Set by [`DesktopApp::launch_in_session`].
     pub session: Option<DesktopSession>,
     _session_dir: Option<tempfile::TempDir>,
-    _watchdog: Watchdog,
+    watchdog: Watchdog,
 }
 
 /// Longer than any one app of a test or benchmark runs (`$MIMESIS_TEST_APP_LIMIT_SECS`).
@@ -120,31 +120,23 @@ const APP_LIMIT: Duration = Duration::from_secs(600);
 /// Stops the driver's process group (WebKitWebDriver and the app) once the app has run
 /// longer than any test needs: a WebDriver command that is never answered (the client has
 /// no timeout of its own) then fails with the connection, instead of holding the run.
+/// Disarmed (its channel closed, which wakes its thread at once) before the group is reaped.
 struct Watchdog {
-    alive: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    disarm: Option<std::sync::mpsc::Sender<()>>,
 }
 
 impl Watchdog {
     fn start(pgid: i32) -> Watchdog {
-        use std::sync::atomic::Ordering;
-        let alive = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let flag = alive.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
         let limit = std::env::var("MIMESIS_TEST_APP_LIMIT_SECS")
             .ok()
             .and_then(|s| s.trim().parse().ok())
             .map_or(APP_LIMIT, Duration::from_secs);
         let watch = move || {
-            let deadline = Instant::now() + limit;
-            while Instant::now() < deadline {
-                if !flag.load(Ordering::Acquire) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(500));
-            }
-            if flag.load(Ordering::Acquire) {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
                 eprintln!("the app ran for over {limit:?}: stopping it and its WebDriver");
-                // SAFETY: signalling our own child's process group, which is still ours
-                // (the flag is cleared before it is reaped).
+                // SAFETY: signalling our own child's process group, not reaped yet (the
+                // watchdog is disarmed before it is).
                 unsafe {
                     libc::kill(-pgid, libc::SIGKILL);
                 }
@@ -153,13 +145,11 @@ impl Watchdog {
         if let Err(e) = std::thread::Builder::new().name("app-watchdog".into()).spawn(watch) {
             eprintln!("no watchdog for the app: {e}");
         }
-        Watchdog { alive }
+        Watchdog { disarm: Some(tx) }
     }
-}
 
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        self.alive.store(false, std::sync::atomic::Ordering::Release);
+    fn disarm(&mut self) {
+        self.disarm.take();
     }
 }
 
@@ -277,7 +267,7 @@ impl DesktopApp {
         };
         let driver = this.driver.take().expect("driver");
         let watchdog = Watchdog::start(driver.id() as i32);
-        Ok(DesktopApp { client, driver, session, _session_dir: session_dir, _watchdog: watchdog })
+        Ok(DesktopApp { client, driver, session, _session_dir: session_dir, watchdog })
     }
 
     /// Number of elements matching `css`.
@@ -422,7 +412,7 @@ impl DesktopApp {
     pub async fn close(mut self) -> Result<()> {
         let client = self.client.clone();
         // (The driver is reaped below: the watchdog must not signal its group after.)
-        self._watchdog.alive.store(false, std::sync::atomic::Ordering::Release);
+        self.watchdog.disarm();
         if tokio::time::timeout(Duration::from_secs(15), client.close()).await.is_err() {
             eprintln!("the WebDriver session did not end within 15 s; stopping the driver");
         }
@@ -433,7 +423,7 @@ impl DesktopApp {
 
 impl Drop for DesktopApp {
     fn drop(&mut self) {
-        self._watchdog.alive.store(false, std::sync::atomic::Ordering::Release);
+        self.watchdog.disarm();
         kill_group(&mut self.driver);
     }
 }
