@@ -154,10 +154,13 @@ mod tests {
             .unwrap();
         let mut out = [0u8; 8];
         std::io::Read::read_exact(agent.stdout.as_mut().unwrap(), &mut out).unwrap();
-        // The background `sleep` may still be a forked shell a moment after the echo.
+        // The background `sleep` may still be a forked shell a moment after the echo, and
+        // an exec shows its new name before its new environment (the kernel sets the
+        // name first), so wait for both.
         let deadline = Instant::now() + Duration::from_secs(5);
         let child = loop {
-            if let Some(p) = procs::all().into_iter().find(|p| p.ppid == agent.id() && p.comm == "sleep") {
+            let sleeping = procs::all().into_iter().find(|p| p.ppid == agent.id() && p.comm == "sleep");
+            if let Some(p) = sleeping.filter(|p| procs::env_var(p.pid, fleet::OWNER_ENV).is_some()) {
                 break p.pid;
             }
             assert!(Instant::now() < deadline, "the script's child never showed");
