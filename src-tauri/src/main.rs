@@ -105,11 +105,30 @@ fn quit_on_signals(app: tauri::AppHandle, signals: Option<QuitSignals>) {
 /// window on the CPU, and the GL buffers cost about 100 MB. Its plain software path draws the
 /// same page at a fraction of both. Left alone when a GPU is there or the user chose.
 fn software_rendering_without_compositing() {
-    const VAR: &str = "WEBKIT_DISABLE_COMPOSITING_MODE";
-    if !pty::gpu() && std::env::var_os(VAR).is_none() {
-        // SAFETY: the first thing `main` does, before any thread exists.
-        unsafe { std::env::set_var(VAR, "1") };
+    if pty::gpu() {
+        return;
     }
+    for (var, value) in without_gpu(|var| std::env::var_os(var).is_some()) {
+        // SAFETY: the first thing `main` does, before any thread exists.
+        unsafe { std::env::set_var(var, value) };
+    }
+}
+
+/// What WebKit and GTK are told on a machine without a GPU, but for what the user set:
+/// - no accelerated compositing (above);
+/// - no GL in the app's own process: GTK's GL (`GDK_GL`), the DMA-BUF renderer, and the
+///   render node WebKit would otherwise find by starting EGL here. Each of them loads Mesa's
+///   software driver and with it LLVM (about 25 MB of the app's memory with nothing to draw:
+///   the window bench, 2,000 sessions). The web process still starts its own EGL; it needs it.
+fn without_gpu(is_set: impl Fn(&str) -> bool) -> Vec<(&'static str, &'static str)> {
+    const SETTINGS: [(&str, &str); 4] = [
+        ("WEBKIT_DISABLE_COMPOSITING_MODE", "1"),
+        ("WEBKIT_DISABLE_DMABUF_RENDERER", "1"),
+        ("GDK_GL", "disable"),
+        // There is none; named so WebKit does not look for one (its only use of EGL here).
+        ("WEBKIT_WEB_RENDER_DEVICE_FILE", "/dev/dri/none"),
+    ];
+    SETTINGS.into_iter().filter(|(var, _)| !is_set(var)).collect()
 }
 
 /// When `main` began: the launch's milestones in the log (debug) count from here.
@@ -304,4 +323,26 @@ fn main() {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_gpu;
+
+    #[test]
+    fn without_a_gpu_no_gl_is_started_but_what_the_user_set_stands() {
+        let all = without_gpu(|_| false);
+        let vars: Vec<&str> = all.iter().map(|(v, _)| *v).collect();
+        assert_eq!(
+            vars,
+            [
+                "WEBKIT_DISABLE_COMPOSITING_MODE",
+                "WEBKIT_DISABLE_DMABUF_RENDERER",
+                "GDK_GL",
+                "WEBKIT_WEB_RENDER_DEVICE_FILE"
+            ]
+        );
+        let kept = without_gpu(|v| v == "GDK_GL" || v == "WEBKIT_WEB_RENDER_DEVICE_FILE");
+        assert_eq!(kept, [("WEBKIT_DISABLE_COMPOSITING_MODE", "1"), ("WEBKIT_DISABLE_DMABUF_RENDERER", "1")]);
+    }
 }
