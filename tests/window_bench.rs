@@ -11,7 +11,9 @@
 //! Then, in one more second launch: after `$MIMESIS_BENCH_IDLE_SECS` (default 60) of idling,
 //! the memory of the whole app (its process and every process it started: WebKit's web and
 //! network processes), as PSS from `smaps_rollup`, and its CPU (in all and per process) over
-//! the next `$MIMESIS_BENCH_CPU_SECS` (default 30).
+//! the next `$MIMESIS_BENCH_CPU_SECS` (default 30); then the same for a launch without the
+//! WebDriver (the app alone on a display, as a user starts it): the automation's own scripts
+//! in the page cost the web process a few megabytes that a user's window does not have.
 //!
 //! `window_roster_under_load` (no corpus needed) writes its own: `$MIMESIS_BENCH_SESSIONS`
 //! sessions (default 2,000) in 50 projects; once the roster is complete, a writer appends to
@@ -26,6 +28,7 @@
 
 use std::ffi::OsString;
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -176,30 +179,7 @@ async fn window_launch_memory_and_idle() -> Result<()> {
     let (app, _) = launch(&corpus, &keep.path().join("data-0")).await?;
     // The idle period and the CPU window below are what is measured, not waits for a state.
     let idle = Duration::from_secs(env_num("MIMESIS_BENCH_IDLE_SECS", 60));
-    if std::env::var_os("MIMESIS_BENCH_VERBOSE").is_some() {
-        // Where the memory goes while idle: each process's PSS every 5 s.
-        let t0 = Instant::now();
-        while t0.elapsed() < idle {
-            let per: Vec<String> = app
-                .app_processes()
-                .iter()
-                .map(|p| {
-                    let mb = |f| pss_field(&[*p], f) / 1_000_000;
-                    format!(
-                        "{} (anon {}, file {}, shmem {})",
-                        mb("Pss:"),
-                        mb("Pss_Anon:"),
-                        mb("Pss_File:"),
-                        mb("Pss_Shmem:")
-                    )
-                })
-                .collect();
-            eprintln!("  {:>3} s: PSS MB {}", t0.elapsed().as_secs(), per.join(" / "));
-            tokio::time::sleep(Duration::from_secs(5).min(idle.saturating_sub(t0.elapsed()))).await;
-        }
-    } else {
-        tokio::time::sleep(idle).await;
-    }
+    idle_for(&app.app_processes(), idle).await;
     if std::env::var_os("MIMESIS_BENCH_VERBOSE").is_some() {
         let v = app
             .js("return [document.getElementsByTagName('*').length, document.querySelectorAll('[data-testid=roster-row]').length, \
@@ -208,6 +188,122 @@ async fn window_launch_memory_and_idle() -> Result<()> {
         eprintln!("  elements in the page {}, roster rows {}, running animations {}", v[0], v[1], v[2]);
     }
     let pids = app.app_processes();
+    report_memory_and_cpu("under WebDriver", &pids, idle).await;
+    app.close().await?;
+
+    // The same launch as a user makes it: the app alone on a display, without the WebDriver,
+    // whose automation runs its own scripts in the page (about 7 MB of the web process).
+    let (mut direct, pids) = launch_direct(&corpus, &keep.path().join("data-0"))?;
+    idle_for(&pids, idle).await;
+    report_memory_and_cpu("launched directly", &pids, idle).await;
+    direct.stop();
+    Ok(())
+}
+
+/// Waits `idle`; verbose, prints where the memory goes meanwhile (each process's PSS every 5 s).
+async fn idle_for(pids: &[u32], idle: Duration) {
+    if std::env::var_os("MIMESIS_BENCH_VERBOSE").is_none() {
+        tokio::time::sleep(idle).await;
+        return;
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < idle {
+        let per: Vec<String> = pids
+            .iter()
+            .map(|p| {
+                let mb = |f| pss_field(&[*p], f) / 1_000_000;
+                format!(
+                    "{} (anon {}, file {}, shmem {})",
+                    mb("Pss:"),
+                    mb("Pss_Anon:"),
+                    mb("Pss_File:"),
+                    mb("Pss_Shmem:")
+                )
+            })
+            .collect();
+        eprintln!("  {:>3} s: PSS MB {}", t0.elapsed().as_secs(), per.join(" / "));
+        tokio::time::sleep(Duration::from_secs(5).min(idle.saturating_sub(t0.elapsed()))).await;
+    }
+}
+
+/// The app started without a WebDriver (on `$DISPLAY`, else a private Xvfb of the same
+/// size as the WebDriver's), in its own process group, and its processes once WebKit's
+/// web process is there.
+fn launch_direct(corpus: &std::path::Path, data: &std::path::Path) -> Result<(Group, Vec<u32>)> {
+    let app = mimesis_tests::webdriver::app_binary()?;
+    let dir = tempfile::tempdir()?;
+    let pidfile = dir.path().join("pid");
+    let mut argv: Vec<OsString> = Vec::new();
+    if std::env::var_os("DISPLAY").is_none() {
+        argv.extend(["xvfb-run", "-a", "-s", "-screen 0 1440x900x24 -nolisten tcp"].map(OsString::from));
+    }
+    argv.extend(["sh", "-c", "echo $$ > \"$0\"; exec \"$@\""].map(OsString::from));
+    argv.push(pidfile.clone().into());
+    argv.push(app.clone().into());
+    argv.extend(["--config-dir".into(), corpus.as_os_str().to_owned()]);
+    let child = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .env("MIMESIS_DATA_DIR", data)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .context("cannot start the app (xvfb-run)")?;
+    let group = Group { child, _dir: dir };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let pid = std::fs::read_to_string(&pidfile).ok().and_then(|p| p.trim().parse::<u32>().ok());
+        if let Some(pid) = pid {
+            let stats = mimesis_os::procs::all();
+            let mut found = vec![pid];
+            let mut i = 0;
+            while i < found.len() {
+                let parent = found[i];
+                found.extend(stats.iter().filter(|s| s.ppid == parent).map(|s| s.pid));
+                i += 1;
+            }
+            if stats.iter().any(|s| found.contains(&s.pid) && s.comm == "WebKitWebProces") {
+                return Ok((group, found));
+            }
+        }
+        ensure!(Instant::now() < deadline, "the app started directly has no web process after 60 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A process group stopped when dropped: the app asked to quit (SIGTERM), then everything.
+struct Group {
+    child: std::process::Child,
+    /// Holds the file the app's PID is written to.
+    _dir: tempfile::TempDir,
+}
+
+impl Group {
+    fn stop(&mut self) {
+        let pgid = self.child.id() as i32;
+        // SAFETY: signals to the process group this bench started.
+        unsafe { libc::kill(-pgid, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.stop();
+        }
+    }
+}
+
+/// One line: the PSS of `pids` now, and their CPU over the next `$MIMESIS_BENCH_CPU_SECS`.
+async fn report_memory_and_cpu(how: &str, pids: &[u32], idle: Duration) {
     // PSS splits a shared page among the processes that map it: another app's WebKit
     // (a test left running, another WebKit program) makes this app's figure look smaller.
     let others: Vec<String> = mimesis_os::procs::all()
@@ -224,17 +320,17 @@ async fn window_launch_memory_and_idle() -> Result<()> {
     let names: Vec<String> =
         pids.iter().filter_map(|p| mimesis_os::procs::stat(*p)).map(|s| format!("{} {}", s.comm, s.pid)).collect();
     let per: Vec<String> = pids.iter().map(|p| format!("{} MB", pss(&[*p]) / 1_000_000)).collect();
-    let total = pss(&pids);
+    let total = pss(pids);
     let window = Duration::from_secs(env_num("MIMESIS_BENCH_CPU_SECS", 30));
     let each = |pids: &[u32]| pids.iter().map(|p| cpu_ticks(&[*p])).collect::<Vec<u64>>();
-    let (t0, c0) = (Instant::now(), each(&pids));
+    let (t0, c0) = (Instant::now(), each(pids));
     tokio::time::sleep(window).await;
-    let (c1, took) = (each(&pids), t0.elapsed());
+    let (c1, took) = (each(pids), t0.elapsed());
     let percent = |ticks: u64| ticks as f64 / mimesis_os::procs::ticks_per_second() as f64 / took.as_secs_f64() * 100.0;
     let ticks: Vec<u64> = c1.iter().zip(&c0).map(|(b, a)| b.saturating_sub(*a)).collect();
     let cpu = percent(ticks.iter().sum());
     eprintln!(
-        "after {} s idle: memory (PSS) {:.0} MB in {} processes ({}), CPU {cpu:.2} % over {} s ({})",
+        "{how}, after {} s idle: memory (PSS) {:.0} MB in {} processes ({}), CPU {cpu:.2} % over {} s ({})",
         idle.as_secs(),
         total as f64 / 1e6,
         pids.len(),
@@ -242,7 +338,6 @@ async fn window_launch_memory_and_idle() -> Result<()> {
         window.as_secs(),
         names.iter().zip(&ticks).map(|(n, t)| format!("{n}: {:.2} %", percent(*t))).collect::<Vec<_>>().join(", "),
     );
-    app.close().await
 }
 
 /// `n` sessions in 50 projects, one turn each, a minute apart (the first is the most recent).
