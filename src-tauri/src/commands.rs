@@ -86,10 +86,16 @@ pub async fn roster_snapshot(app: tauri::AppHandle, state: tauri::State<'_, AppS
     let engine = state.mimesis.engine();
     // Subscribed before the snapshot: every later event reaches the page, none twice.
     let rx = engine.subscribe();
+    let progress = engine.subscribe_progress();
     let t0 = std::time::Instant::now();
     let snapshot = engine.snapshot().await.map_err(|e| e.to_string())?;
     tracing::debug!(took = ?t0.elapsed(), sessions = snapshot.sessions.len(), "the roster's snapshot");
-    let forwarder = tauri::async_runtime::spawn(crate::events::forward_store(app.clone(), rx, snapshot.seq));
+    let forwarder = tauri::async_runtime::spawn(crate::events::forward_store(
+        app.clone(),
+        rx,
+        progress,
+        (snapshot.seq, snapshot.progress),
+    ));
     if let Some(old) = state.store_forwarder.lock().map_err(|_| "poisoned".to_owned())?.replace(forwarder) {
         old.abort();
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use mimesis_core::{SessionId, TimelineItem};
 use mimesis_watch::Engine;
-use mimesis_watch::engine::IndexedItem;
+use mimesis_watch::engine::{IndexProgress, IndexedItem};
 use serde::Serialize;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 use tokio::sync::broadcast::error::RecvError;
@@ -67,40 +67,112 @@ fn ipc_indexed(i: &IndexedItem) -> IpcIndexed {
     IpcIndexed { index: i.index, item: IpcItem::new(&i.item) }
 }
 
-/// Forwards the store events after `after` (the seq of the snapshot the page was given) to
+/// Forwards the store events after the seq of the snapshot the page was given to
 /// the webview, batching what comes within a frame. Started by `roster_snapshot`, with a receiver
 /// subscribed before that snapshot was taken: nothing falls between the two, and nothing is
 /// sent before the page asked (a page that is still loading would parse it for nothing: on a
 /// warm start the engine's first events are one per session).
+///
+/// The end of the first index (`store:progress` with `indexing: false`) goes this way too,
+/// after the events that complete the index: sent on its own, it overtook the last batch,
+/// and the page called its roster complete while a thousand sessions were still on their way.
 pub async fn forward_store<R: Runtime>(
     app: AppHandle<R>,
-    mut rx: tokio::sync::broadcast::Receiver<Arc<mimesis_watch::Envelope>>,
-    after: u64,
+    rx: tokio::sync::broadcast::Receiver<Arc<mimesis_watch::Envelope>>,
+    progress: tokio::sync::watch::Receiver<IndexProgress>,
+    snapshot: (u64, IndexProgress),
 ) {
+    let (after, indexing) = (snapshot.0, snapshot.1.indexing);
+    store_stream(rx, progress, after, indexing, |out| {
+        let sent = match out {
+            Out::Events(events) => {
+                tracing::debug!(events = events.len(), "store:events");
+                app.emit("store:events", StoreBatch { events })
+            }
+            Out::Indexed(p) => app.emit("store:progress", p),
+            Out::Resync => app.emit("store:resync", serde_json::json!({})),
+        };
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, "cannot emit a store event");
+        }
+    })
+    .await
+}
+
+/// What the store forwarder sends the page, in this order.
+#[derive(Debug)]
+pub(crate) enum Out {
+    Events(Vec<Arc<mimesis_watch::Envelope>>),
+    /// The first index ended: sent once, after every event published before it.
+    Indexed(IndexProgress),
+    /// The page fell behind: it must read a new snapshot.
+    Resync,
+}
+
+/// [`forward_store`] without the webview: `send` gets each batch, and the end of the index.
+/// `progress` was subscribed before the snapshot (of seq `after`) was taken, and `indexing`
+/// is what that snapshot said: the end is still to be said only then, and a change made
+/// since the subscription (even before this starts) is seen.
+pub(crate) async fn store_stream(
+    mut rx: tokio::sync::broadcast::Receiver<Arc<mimesis_watch::Envelope>>,
+    mut progress: tokio::sync::watch::Receiver<IndexProgress>,
+    after: u64,
+    mut indexing: bool,
+    mut send: impl FnMut(Out),
+) {
+    let mut pending: Vec<Arc<mimesis_watch::Envelope>> = Vec::new();
     loop {
-        let first = match rx.recv().await {
-            Ok(e) if e.seq <= after => continue,
-            Ok(e) => e,
-            Err(RecvError::Lagged(n)) => {
-                tracing::warn!(missed = n, "the webview fell behind; asking it to resync");
-                let _ = app.emit("store:resync", serde_json::json!({}));
+        tokio::select! {
+            biased;
+            got = rx.recv() => match got {
+                Ok(e) if e.seq <= after => continue,
+                Ok(e) => pending.push(e),
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "the webview fell behind; asking it to resync");
+                    pending.clear();
+                    send(Out::Resync);
+                    continue;
+                }
+                Err(RecvError::Closed) => return,
+            },
+            changed = progress.changed(), if indexing => {
+                let p = *progress.borrow_and_update();
+                if changed.is_err() || p.indexing {
+                    indexing = changed.is_ok();
+                    continue;
+                }
+                // The engine published the index's last events before it said so: they
+                // are in the channel now, and go first.
+                drain(&mut rx, after, &mut pending);
+                while !pending.is_empty() {
+                    let rest = pending.split_off(pending.len().min(BATCH_MAX));
+                    send(Out::Events(std::mem::replace(&mut pending, rest)));
+                }
+                send(Out::Indexed(p));
+                indexing = false;
                 continue;
             }
-            Err(RecvError::Closed) => return,
-        };
+        }
         // Whatever else comes within a frame goes in the same batch: a burst (200 updates a
         // second across a large roster) reaches the page as at most one batch per frame.
         tokio::time::sleep(COALESCE).await;
-        let mut events = vec![first];
-        while events.len() < BATCH_MAX {
-            match rx.try_recv() {
-                Ok(e) => events.push(e),
-                Err(_) => break,
-            }
-        }
-        tracing::debug!(events = events.len(), "store:events");
-        if let Err(e) = app.emit("store:events", StoreBatch { events }) {
-            tracing::warn!(error = %e, "cannot emit store events");
+        drain(&mut rx, after, &mut pending);
+        let rest = pending.split_off(pending.len().min(BATCH_MAX));
+        send(Out::Events(std::mem::replace(&mut pending, rest)));
+    }
+}
+
+/// Moves what the channel holds now (after `after`) to `into`, up to a batch.
+fn drain(
+    rx: &mut tokio::sync::broadcast::Receiver<Arc<mimesis_watch::Envelope>>,
+    after: u64,
+    into: &mut Vec<Arc<mimesis_watch::Envelope>>,
+) {
+    while into.len() < BATCH_MAX {
+        match rx.try_recv() {
+            Ok(e) if e.seq <= after => {}
+            Ok(e) => into.push(e),
+            Err(_) => break,
         }
     }
 }
@@ -170,15 +242,20 @@ pub async fn next_change<T>(rx: &mut Option<tokio::sync::watch::Receiver<T>>) {
     std::future::pending::<()>().await
 }
 
-/// How far the initial index has come (`store:progress`), after every part of it.
+/// How far the initial index has come (`store:progress`), after every part of it. Its end
+/// (`indexing: false`) is the store forwarder's to send, after the events that complete it
+/// (or the snapshot's to say, when the page asks later).
 pub async fn forward_progress<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     let mut rx = engine.subscribe_progress();
     loop {
         let p = *rx.borrow_and_update();
+        if !p.indexing {
+            return;
+        }
         if let Err(e) = app.emit("store:progress", p) {
             tracing::debug!(error = %e, "cannot emit store:progress");
         }
-        if !p.indexing || rx.changed().await.is_err() {
+        if rx.changed().await.is_err() {
             return;
         }
     }
@@ -198,5 +275,99 @@ pub async fn forward_approvals<R: Runtime>(
         if rx.changed().await.is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mimesis_core::session::StoreEvent;
+
+    fn removed(seq: u64) -> Arc<mimesis_watch::Envelope> {
+        let session_id = SessionId::parse(&format!("00000000-0000-4000-8000-{seq:012}")).unwrap();
+        Arc::new(mimesis_watch::Envelope { seq, event: StoreEvent::Removed { session_id } })
+    }
+
+    fn seqs(out: &[Out]) -> Vec<String> {
+        out.iter()
+            .map(|o| match o {
+                Out::Events(e) => format!("events {:?}", e.iter().map(|e| e.seq).collect::<Vec<_>>()),
+                Out::Indexed(p) => format!("indexed {}", p.done),
+                Out::Resync => "resync".to_owned(),
+            })
+            .collect()
+    }
+
+    /// The engine publishes the index's last events, then says the index ended: the page
+    /// gets them in that order, however the two channels are polled.
+    #[tokio::test(start_paused = true)]
+    async fn the_end_of_the_index_comes_after_the_events_that_complete_it() {
+        let (tx, rx) = tokio::sync::broadcast::channel(4096);
+        let (ptx, prx) = tokio::sync::watch::channel(IndexProgress { indexing: true, done: 0, total: 3 });
+        let out = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = out.clone();
+        let forwarder = tokio::spawn(store_stream(rx, prx, 1, true, move |o| sink.lock().unwrap().push(o)));
+        tx.send(removed(1)).unwrap(); // in the snapshot already
+        tx.send(removed(2)).unwrap();
+        tokio::time::sleep(COALESCE * 2).await;
+        // More than a batch, then the end, at once.
+        for seq in 3..(BATCH_MAX as u64 + 10) {
+            tx.send(removed(seq)).unwrap();
+        }
+        ptx.send(IndexProgress { indexing: false, done: 3, total: 3 }).unwrap();
+        tokio::time::sleep(COALESCE * 10).await; // (paused time: no real wait)
+        // Later events still come, and the end is not said twice.
+        ptx.send(IndexProgress { indexing: false, done: 3, total: 3 }).unwrap();
+        tx.send(removed(BATCH_MAX as u64 + 10)).unwrap();
+        tokio::time::sleep(COALESCE * 2).await;
+        drop(tx);
+        forwarder.await.unwrap();
+        let out = out.lock().unwrap();
+        let said = seqs(&out);
+        assert_eq!(said.first().map(String::as_str), Some("events [2]"));
+        let end = said.iter().position(|s| s == "indexed 3").expect("the end is said");
+        assert_eq!(said.iter().filter(|s| s.starts_with("indexed")).count(), 1, "{said:?}");
+        let before: Vec<u64> = out[..end]
+            .iter()
+            .flat_map(|o| match o {
+                Out::Events(e) => e.iter().map(|e| e.seq).collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        assert_eq!(before, (2..(BATCH_MAX as u64 + 10)).collect::<Vec<_>>(), "every event published before the end");
+        assert!(out[..end].iter().all(|o| matches!(o, Out::Events(e) if e.len() <= BATCH_MAX)));
+        assert_eq!(said.last().map(String::as_str), Some(format!("events [{}]", BATCH_MAX + 10).as_str()));
+    }
+
+    /// A page that asked after the index ended learns it from its snapshot: nothing more.
+    #[tokio::test(start_paused = true)]
+    async fn an_index_that_had_ended_is_not_said_again() {
+        let (tx, rx) = tokio::sync::broadcast::channel(16);
+        let (ptx, prx) = tokio::sync::watch::channel(IndexProgress { indexing: false, done: 3, total: 3 });
+        let out = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = out.clone();
+        let forwarder = tokio::spawn(store_stream(rx, prx, 0, false, move |o| sink.lock().unwrap().push(o)));
+        ptx.send(IndexProgress { indexing: false, done: 3, total: 3 }).unwrap();
+        tx.send(removed(1)).unwrap();
+        tokio::time::sleep(COALESCE * 2).await;
+        drop(tx);
+        forwarder.await.unwrap();
+        assert_eq!(seqs(&out.lock().unwrap()), ["events [1]"]);
+    }
+
+    /// The index ended between the snapshot (which said it ran) and the forwarder's start.
+    #[tokio::test(start_paused = true)]
+    async fn an_end_that_came_before_the_forwarder_started_is_said() {
+        let (tx, rx) = tokio::sync::broadcast::channel(16);
+        let (ptx, prx) = tokio::sync::watch::channel(IndexProgress { indexing: true, done: 0, total: 3 });
+        tx.send(removed(1)).unwrap();
+        ptx.send(IndexProgress { indexing: false, done: 3, total: 3 }).unwrap();
+        let out = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = out.clone();
+        let forwarder = tokio::spawn(store_stream(rx, prx, 0, true, move |o| sink.lock().unwrap().push(o)));
+        tokio::time::sleep(COALESCE * 4).await;
+        drop(tx);
+        forwarder.await.unwrap();
+        assert_eq!(seqs(&out.lock().unwrap()), ["events [1]", "indexed 3"]);
     }
 }

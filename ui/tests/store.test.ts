@@ -254,6 +254,23 @@ describe('RosterStore with a frame scheduler', () => {
     expect(store.seq).toBe(50);
   });
 
+  it('calls the index finished only once the events that came before its end are applied', async () => {
+    const frames: (() => void)[] = [];
+    const b = new MockBackend({ roster_snapshot: () => snapshot({ seq: 0, sessions: [session('a')], roots: [], demo: false, progress: { indexing: true, done: 0, total: 3 } }) });
+    const store = new RosterStore(b, { schedule: (fn) => frames.push(fn) });
+    await store.start();
+    b.fire('store:events', { events: [{ seq: 1, type: 'discovered', session: session('b') }, { seq: 2, type: 'discovered', session: session('c') }] });
+    b.fire('store:progress', { indexing: false, done: 3, total: 3 });
+    expect(store.progress.indexing).toBe(true);
+    expect(store.size).toBe(1);
+    frames.splice(0).forEach((f) => f());
+    expect(store.size).toBe(3);
+    expect(store.progress).toEqual({ indexing: false, done: 3, total: 3 });
+    // With nothing waiting, an end (said again) applies at once; it never goes back.
+    b.fire('store:progress', { indexing: true, done: 2, total: 3 });
+    expect(store.progress.indexing).toBe(false);
+  });
+
   it('applies other machines\' batches of a frame together too', async () => {
     const frames: (() => void)[] = [];
     const b = new MockBackend({ roster_snapshot: () => snapshot({ seq: 0, sessions: [], roots: [], demo: false }) });

@@ -206,7 +206,7 @@ export class RosterStore {
           this.hosts = p.hosts;
         }),
         this.#backend.on('store:resync', () => void this.resync()),
-        this.#backend.on('store:progress', (p) => (this.progress = laterProgress(this.progress, p))),
+        this.#backend.on('store:progress', (p) => this.receiveProgress(p)),
         this.#backend.on('attention:changed', (a) => this.setAttention(a.sessionIds, a.title ?? undefined)),
       ])),
     );
@@ -262,6 +262,7 @@ export class RosterStore {
     // and applying one twice changes nothing.
     applyRemote(this.#index, this.#remoteHeld);
     this.#remoteHeld = [];
+    this.#releaseProgress();
     this.version++;
     this.#rebuild();
   }
@@ -296,6 +297,28 @@ export class RosterStore {
   #remoteQueue: RemoteEvent[] = [];
   #remoteScheduled = false;
 
+  /** The end of the first index, held until the events that came before it are applied. */
+  #progressHeld: IndexProgress | null = null;
+
+  /**
+   * One `store:progress`. Its end (`indexing: false`) comes after the index's last events;
+   * while those wait for the next frame (or for a snapshot being read), so does the end:
+   * the roster is never called complete with sessions still on their way.
+   */
+  receiveProgress(p: IndexProgress): void {
+    if (!p.indexing && (this.#buffer || this.#scheduled)) {
+      this.#progressHeld = laterProgress(this.#progressHeld ?? p, p);
+      return;
+    }
+    this.progress = laterProgress(this.progress, p);
+  }
+
+  #releaseProgress(): void {
+    if (!this.#progressHeld) return;
+    this.progress = laterProgress(this.progress, this.#progressHeld);
+    this.#progressHeld = null;
+  }
+
   /** One `store:events` batch. */
   receive(events: SeqEvent[]): void {
     if (this.#buffer) {
@@ -316,6 +339,7 @@ export class RosterStore {
       // A snapshot may have come meanwhile: events it holds are skipped by their seq.
       if (this.#buffer) this.#buffer.push(...queued);
       else this.#apply(queued);
+      if (!this.#buffer) this.#releaseProgress();
     });
   }
 
