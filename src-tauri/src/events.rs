@@ -298,15 +298,27 @@ mod tests {
             .collect()
     }
 
+    type Said = Arc<std::sync::Mutex<Vec<Out>>>;
+
+    /// A store forwarder on these channels, its output collected.
+    fn forwarder(
+        rx: tokio::sync::broadcast::Receiver<Arc<mimesis_watch::Envelope>>,
+        prx: tokio::sync::watch::Receiver<IndexProgress>,
+        after: u64,
+        indexing: bool,
+    ) -> (tokio::task::JoinHandle<()>, Said) {
+        let out: Said = Arc::default();
+        let sink = out.clone();
+        (tokio::spawn(store_stream(rx, prx, after, indexing, move |o| sink.lock().unwrap().push(o))), out)
+    }
+
     /// The engine publishes the index's last events, then says the index ended: the page
     /// gets them in that order, however the two channels are polled.
     #[tokio::test(start_paused = true)]
     async fn the_end_of_the_index_comes_after_the_events_that_complete_it() {
         let (tx, rx) = tokio::sync::broadcast::channel(4096);
         let (ptx, prx) = tokio::sync::watch::channel(IndexProgress { indexing: true, done: 0, total: 3 });
-        let out = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = out.clone();
-        let forwarder = tokio::spawn(store_stream(rx, prx, 1, true, move |o| sink.lock().unwrap().push(o)));
+        let (forwarder, out) = forwarder(rx, prx, 1, true);
         tx.send(removed(1)).unwrap(); // in the snapshot already
         tx.send(removed(2)).unwrap();
         tokio::time::sleep(COALESCE * 2).await;
@@ -344,9 +356,7 @@ mod tests {
     async fn an_index_that_had_ended_is_not_said_again() {
         let (tx, rx) = tokio::sync::broadcast::channel(16);
         let (ptx, prx) = tokio::sync::watch::channel(IndexProgress { indexing: false, done: 3, total: 3 });
-        let out = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = out.clone();
-        let forwarder = tokio::spawn(store_stream(rx, prx, 0, false, move |o| sink.lock().unwrap().push(o)));
+        let (forwarder, out) = forwarder(rx, prx, 0, false);
         ptx.send(IndexProgress { indexing: false, done: 3, total: 3 }).unwrap();
         tx.send(removed(1)).unwrap();
         tokio::time::sleep(COALESCE * 2).await;
@@ -362,9 +372,7 @@ mod tests {
         let (ptx, prx) = tokio::sync::watch::channel(IndexProgress { indexing: true, done: 0, total: 3 });
         tx.send(removed(1)).unwrap();
         ptx.send(IndexProgress { indexing: false, done: 3, total: 3 }).unwrap();
-        let out = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = out.clone();
-        let forwarder = tokio::spawn(store_stream(rx, prx, 0, true, move |o| sink.lock().unwrap().push(o)));
+        let (forwarder, out) = forwarder(rx, prx, 0, true);
         tokio::time::sleep(COALESCE * 4).await;
         drop(tx);
         forwarder.await.unwrap();
