@@ -142,11 +142,13 @@ pub(crate) async fn store_stream(
                     continue;
                 }
                 // The engine published the index's last events before it said so: they
-                // are in the channel now, and go first.
-                drain(&mut rx, after, &mut pending);
-                while !pending.is_empty() {
-                    let rest = pending.split_off(pending.len().min(BATCH_MAX));
-                    send(Out::Events(std::mem::replace(&mut pending, rest)));
+                // are in the channel now (however many), and go first.
+                loop {
+                    drain(&mut rx, after, &mut pending);
+                    if pending.is_empty() {
+                        break;
+                    }
+                    send(Out::Events(std::mem::take(&mut pending)));
                 }
                 send(Out::Indexed(p));
                 indexing = false;
@@ -349,6 +351,33 @@ mod tests {
         assert_eq!(before, (2..(BATCH_MAX as u64 + 10)).collect::<Vec<_>>(), "every event published before the end");
         assert!(out[..end].iter().all(|o| matches!(o, Out::Events(e) if e.len() <= BATCH_MAX)));
         assert_eq!(said.last().map(String::as_str), Some(format!("events [{}]", BATCH_MAX + 10).as_str()));
+    }
+
+    /// The index's last part (more than a batch) and its end land while the forwarder waits
+    /// on both channels: all of it goes before the end.
+    #[tokio::test(start_paused = true)]
+    async fn a_last_part_larger_than_a_batch_goes_whole_before_the_end() {
+        let (tx, rx) = tokio::sync::broadcast::channel(4096);
+        let (ptx, prx) = tokio::sync::watch::channel(IndexProgress { indexing: true, done: 0, total: 3 });
+        let last = 2 * BATCH_MAX as u64 + 5;
+        let (forwarder, out) = forwarder(rx, prx, 0, true);
+        tokio::task::yield_now().await; // the forwarder now waits on both
+        for seq in 1..=last {
+            tx.send(removed(seq)).unwrap();
+        }
+        ptx.send(IndexProgress { indexing: false, done: 3, total: 3 }).unwrap();
+        tokio::time::sleep(COALESCE * 10).await;
+        drop(tx);
+        forwarder.await.unwrap();
+        let out = out.lock().unwrap();
+        let said = seqs(&out);
+        assert_eq!(said.last().map(String::as_str), Some("indexed 3"), "{said:?}");
+        let sent: Vec<u64> = out
+            .iter()
+            .flat_map(|o| if let Out::Events(e) = o { e.iter().map(|e| e.seq).collect() } else { Vec::new() })
+            .collect();
+        assert_eq!(sent, (1..=last).collect::<Vec<_>>());
+        assert!(out.iter().all(|o| !matches!(o, Out::Events(e) if e.len() > BATCH_MAX)));
     }
 
     /// A page that asked after the index ended learns it from its snapshot: nothing more.
