@@ -416,6 +416,8 @@ pub struct SessionPolicy {
     restart_count: u32,
     consecutive_crashes: u32,
     pending_crash: bool,
+    /// "Retry" came while a one-shot answer was still running: done when it ends.
+    retry_after_one_shot: bool,
     /// The last recovery attempt: when, and whether it succeeded (debounce).
     last_recovery: Option<(Mono, bool)>,
     retry: Option<Retry>,
@@ -477,6 +479,7 @@ impl SessionPolicy {
             restart_count: 0,
             consecutive_crashes: 0,
             pending_crash: false,
+            retry_after_one_shot: false,
             last_recovery: None,
             retry: None,
             resume_rejected: false,
@@ -857,6 +860,10 @@ impl SessionPolicy {
     }
 
     fn next_one_shot(&mut self) {
+        if std::mem::take(&mut self.retry_after_one_shot) {
+            // The persistent session comes back first; what was typed waits for it.
+            return self.user_resume(true);
+        }
         if let Some(prompt) = self.queue.pop_front() {
             let prompt = String::from_utf8_lossy(&prompt).into_owned();
             self.spawn(Launch::OneShot { prompt }, Purpose::OneShot);
@@ -1551,6 +1558,11 @@ impl SessionPolicy {
                 self.begin_stop(StopWhy::Restart(RestartReason::User), how);
             }
             Proc::None => self.user_resume(true),
+            // A one-shot answer is finishing (its reply can show before its process ends):
+            // the retry is not dropped, it follows.
+            Proc::Live { purpose: Purpose::OneShot, .. } | Proc::Starting { purpose: Purpose::OneShot, .. } => {
+                self.retry_after_one_shot = true;
+            }
             _ => {}
         }
     }

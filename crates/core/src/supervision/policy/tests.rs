@@ -570,6 +570,25 @@ fn one_shot_mode_runs_each_line_as_its_own_process() {
 }
 
 #[test]
+fn a_retry_while_a_one_shot_answer_finishes_follows_it() {
+    // Seen in CI: the one-shot's reply was on screen, its process not yet gone, and the
+    // user's "Retry" was dropped.
+    let mut h = H::ready(Limits { recovery_retries: 0, ..limits() });
+    h.exit(1);
+    assert_eq!(h.p.mode(), Mode::OneShot);
+    let (_, e) = h.type_keys("one shot\r");
+    assert_eq!(spawn_of(&e).map(|(_, l)| l), Some(&Launch::OneShot { prompt: "one shot".into() }));
+    h.spawned();
+    let e = h.feed(Input::Restart);
+    assert!(spawn_of(&e).is_none(), "one process at a time");
+    let e = h.exit(0);
+    assert!(spawn_of(&e).is_some(), "the retry, once the one-shot ended: {e:?}");
+    let e = h.come_up();
+    assert_eq!(h.p.mode(), Mode::Persistent);
+    assert_eq!(events(&e), ["session_ready"]);
+}
+
+#[test]
 fn more_than_two_consecutive_crashes_mark_the_session_unhealthy() {
     let mut h = H::ready(limits());
     for i in 0..2 {
