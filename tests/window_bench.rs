@@ -12,8 +12,8 @@
 //! the memory of the whole app (its process and every process it started: WebKit's web and
 //! network processes), as PSS from `smaps_rollup`, and its CPU (in all and per process) over
 //! the next `$MIMESIS_BENCH_CPU_SECS` (default 30); then the same for a launch without the
-//! WebDriver (the app alone on a display, as a user starts it): the automation's own scripts
-//! in the page cost the web process a few megabytes that a user's window does not have.
+//! WebDriver (the app alone on a display, as a user starts it), whose page runs none of the
+//! automation's own scripts (the two have differed by 0–6 MB).
 //!
 //! `window_roster_under_load` (no corpus needed) writes its own: `$MIMESIS_BENCH_SESSIONS`
 //! sessions (default 2,000) in 50 projects; once the roster is complete, a writer appends to
@@ -192,7 +192,7 @@ async fn window_launch_memory_and_idle() -> Result<()> {
     app.close().await?;
 
     // The same launch as a user makes it: the app alone on a display, without the WebDriver,
-    // whose automation runs its own scripts in the page (about 7 MB of the web process).
+    // whose automation runs its own scripts in the page.
     let (mut direct, pids) = launch_direct(&corpus, &keep.path().join("data-0"))?;
     idle_for(&pids, idle).await;
     report_memory_and_cpu("launched directly", &pids, idle).await;
