@@ -1325,6 +1325,8 @@ impl SessionPolicy {
 
     fn begin_stop(&mut self, why: StopWhy, how: StopHow) {
         self.idle_deadline = None;
+        // A stop after a pending Retry (the user's Stop, a limit) is the later word.
+        self.retry_after_one_shot = false;
         let (generation, pid, since) = match &mut self.proc {
             Proc::None => return self.after_stop(why),
             Proc::Stopping { why: current, .. } => {

@@ -589,6 +589,19 @@ fn a_retry_while_a_one_shot_answer_finishes_follows_it() {
 }
 
 #[test]
+fn a_stop_after_a_pending_retry_wins() {
+    let mut h = H::ready(Limits { recovery_retries: 0, ..limits() });
+    h.exit(1);
+    h.type_keys("one shot\r");
+    h.spawned();
+    h.feed(Input::Restart);
+    h.feed(Input::Stop);
+    let e = h.exit(143);
+    assert!(spawn_of(&e).is_none(), "the Retry before the Stop is forgotten: {e:?}");
+    assert!(spawn_of(&h.to(h.now + 100.0)).is_none());
+}
+
+#[test]
 fn more_than_two_consecutive_crashes_mark_the_session_unhealthy() {
     let mut h = H::ready(limits());
     for i in 0..2 {
