@@ -569,10 +569,8 @@ fn one_shot_mode_runs_each_line_as_its_own_process() {
     assert_eq!(events(&e), ["session_ready"]);
 }
 
-#[test]
-fn a_retry_while_a_one_shot_answer_finishes_follows_it() {
-    // Seen in CI: the one-shot's reply was on screen, its process not yet gone, and the
-    // user's "Retry" was dropped.
+/// One-shot mode, with a one-shot answer running and "Retry" asked meanwhile.
+fn retry_asked_during_a_one_shot() -> (H, Vec<Effect>) {
     let mut h = H::ready(Limits { recovery_retries: 0, ..limits() });
     h.exit(1);
     assert_eq!(h.p.mode(), Mode::OneShot);
@@ -580,6 +578,14 @@ fn a_retry_while_a_one_shot_answer_finishes_follows_it() {
     assert_eq!(spawn_of(&e).map(|(_, l)| l), Some(&Launch::OneShot { prompt: "one shot".into() }));
     h.spawned();
     let e = h.feed(Input::Restart);
+    (h, e)
+}
+
+#[test]
+fn a_retry_while_a_one_shot_answer_finishes_follows_it() {
+    // Seen in CI: the one-shot's reply was on screen, its process not yet gone, and the
+    // user's "Retry" was dropped.
+    let (mut h, e) = retry_asked_during_a_one_shot();
     assert!(spawn_of(&e).is_none(), "one process at a time");
     let e = h.exit(0);
     assert!(spawn_of(&e).is_some(), "the retry, once the one-shot ended: {e:?}");
@@ -590,11 +596,7 @@ fn a_retry_while_a_one_shot_answer_finishes_follows_it() {
 
 #[test]
 fn a_stop_after_a_pending_retry_wins() {
-    let mut h = H::ready(Limits { recovery_retries: 0, ..limits() });
-    h.exit(1);
-    h.type_keys("one shot\r");
-    h.spawned();
-    h.feed(Input::Restart);
+    let (mut h, _) = retry_asked_during_a_one_shot();
     h.feed(Input::Stop);
     let e = h.exit(143);
     assert!(spawn_of(&e).is_none(), "the Retry before the Stop is forgotten: {e:?}");
