@@ -256,13 +256,7 @@ fn launch_direct(corpus: &std::path::Path, data: &std::path::Path) -> Result<(Gr
         let pid = std::fs::read_to_string(&pidfile).ok().and_then(|p| p.trim().parse::<u32>().ok());
         if let Some(pid) = pid {
             let stats = mimesis_os::procs::all();
-            let mut found = vec![pid];
-            let mut i = 0;
-            while i < found.len() {
-                let parent = found[i];
-                found.extend(stats.iter().filter(|s| s.ppid == parent).map(|s| s.pid));
-                i += 1;
-            }
+            let found = mimesis_tests::webdriver::with_descendants(vec![pid], &stats);
             if stats.iter().any(|s| found.contains(&s.pid) && s.comm == "WebKitWebProces") {
                 return Ok((group, found));
             }

@@ -159,8 +159,7 @@ pub(crate) async fn store_stream(
         // second across a large roster) reaches the page as at most one batch per frame.
         tokio::time::sleep(COALESCE).await;
         drain(&mut rx, after, &mut pending);
-        let rest = pending.split_off(pending.len().min(BATCH_MAX));
-        send(Out::Events(std::mem::replace(&mut pending, rest)));
+        send(Out::Events(std::mem::take(&mut pending)));
     }
 }
 

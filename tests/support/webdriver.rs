@@ -104,6 +104,20 @@ impl DesktopSession {
     }
 }
 
+/// `roots` and every process they started, and those started, from one snapshot of the table.
+pub fn with_descendants(roots: Vec<u32>, stats: &[mimesis_os::procs::Stat]) -> Vec<u32> {
+    let mut found = roots;
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        let children: Vec<u32> =
+            stats.iter().filter(|s| s.ppid == parent && !found.contains(&s.pid)).map(|s| s.pid).collect();
+        found.extend(children);
+        i += 1;
+    }
+    found
+}
+
 /// A running desktop app with a WebDriver session on it.
 pub struct DesktopApp {
     pub client: Client,
@@ -371,17 +385,8 @@ impl DesktopApp {
         let app = app.canonicalize().unwrap_or(app);
         let stats = mimesis_os::procs::all();
         let is_app = |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).ok().as_deref() == Some(app.as_path());
-        let mut found: Vec<u32> =
-            stats.iter().filter(|s| s.pgrp == self.driver.id() && is_app(s.pid)).map(|s| s.pid).collect();
-        let mut i = 0;
-        while i < found.len() {
-            let parent = found[i];
-            let children: Vec<u32> =
-                stats.iter().filter(|s| s.ppid == parent && !found.contains(&s.pid)).map(|s| s.pid).collect();
-            found.extend(children);
-            i += 1;
-        }
-        found
+        let apps = stats.iter().filter(|s| s.pgrp == self.driver.id() && is_app(s.pid)).map(|s| s.pid).collect();
+        with_descendants(apps, &stats)
     }
 
     /// Saves a PNG screenshot of the window.
