@@ -419,8 +419,8 @@ fn bench_bytes() -> usize {
 /// the flood (the UI stays responsive when those stay short): p50, p95, max.
 ///
 /// `MIMESIS_BENCH_MB=64 cargo test -p mimesis-tests --test webview_pty pty_throughput_bench -- --ignored --nocapture`
-/// (for release figures: `cargo build --release -p mimesis-desktop` after `npm run build` in
-/// ui/, and `MIMESIS_DESKTOP_BIN=target/release/mimesis-desktop`).
+/// (for release figures: `cargo build --profile app -p mimesis-desktop` after `npm run build` in
+/// ui/, and `MIMESIS_DESKTOP_BIN=target/app/mimesis-desktop`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a benchmark: run with --ignored --nocapture"]
 async fn pty_throughput_bench() -> Result<()> {
