@@ -203,3 +203,55 @@ fn a_first_schema_file_is_migrated_and_read_only_opens_still_read_it() {
     ProcessLedger::save(&db, &Owner { pid: 1, start_ticks: 1, boot_id: "b".into() }, &[record(5, "s")]).unwrap();
     assert_eq!(ProcessLedger::load(&db).unwrap()[0].1[0].cmdline, ["claude", "--resume", "s"]);
 }
+
+/// Bytes SQLite holds in its page cache for `db`'s connection.
+fn cache_used(db: &Db) -> i32 {
+    let conn = db.conn();
+    let (mut cur, mut high) = (0, 0);
+    // SAFETY: the handle is a live connection, held locked for the call.
+    let rc = unsafe {
+        rusqlite::ffi::sqlite3_db_status(
+            conn.handle(),
+            rusqlite::ffi::SQLITE_DBSTATUS_CACHE_USED,
+            &mut cur,
+            &mut high,
+            0,
+        )
+    };
+    assert_eq!(rc, rusqlite::ffi::SQLITE_OK);
+    cur
+}
+
+#[test]
+fn loading_and_saving_leave_no_page_cache_behind() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join(FILE_NAME);
+    let root = d.path().join(".claude");
+    let sessions: Vec<PersistedSession> = (0..2000)
+        .map(|i| {
+            let id = format!("{i:08x}-0000-4000-8000-000000000000");
+            let mut facts = SessionFacts::default();
+            facts.goal = Some(format!("{i} {}", "a goal of some length ".repeat(40)));
+            PersistedSession {
+                location: TranscriptLocation {
+                    root: root.clone(),
+                    project_id: "-p".into(),
+                    session_id: sid(&id),
+                    path: root.join(format!("projects/-p/{id}.jsonl")),
+                },
+                tail: TailState { offset: 0, dev: 1, ino: i, skipping: false, mtime_ms: None },
+                facts,
+                dedup: None,
+                row: None,
+            }
+        })
+        .collect();
+    let db = Db::open(&path, T0);
+    db.save(&Batch { sessions, removed: vec![], links: vec![] }, T0).unwrap();
+    assert!(cache_used(&db) < 256 * 1024, "after a save: {} bytes cached", cache_used(&db));
+    drop(db);
+
+    let db = Db::open(&path, T0);
+    assert_eq!(db.load_sessions(std::slice::from_ref(&root)).unwrap().len(), 2000);
+    assert!(cache_used(&db) < 256 * 1024, "after the load: {} bytes cached", cache_used(&db));
+}
