@@ -112,17 +112,34 @@ impl Sshd {
     }
 
     /// Kills the server and every connection it serves (their processes are its
-    /// descendants), as a machine that goes away.
+    /// descendants), as a machine that goes away. The connections are hung up first, as
+    /// sshd does when a connection drops, so their shells run their exit traps: a login
+    /// shell killed outright can leave a lock behind in the user's own files (pyenv's
+    /// `rehash`, run by a `.bashrc`, leaves `shims/.pyenv-shim`, and every later login on
+    /// the machine then waits 60 s for it). What outlives the hang-up is killed.
     pub fn kill(&mut self) {
+        use mimesis_os::procs;
         let Some(mut child) = self.child.take() else { return };
         let leader = child.id();
-        let stats = mimesis_os::procs::all();
-        let mut tree: Vec<u32> = mimesis_os::procs::tree(leader, &stats).iter().map(|s| s.pid).collect();
-        tree.retain(|p| *p != leader);
+        let stats = procs::all();
+        let mut tree: Vec<(u32, u64)> =
+            procs::tree(leader, &stats).iter().filter(|s| s.pid != leader).map(|s| (s.pid, s.start_ticks)).collect();
+        for &(pid, _) in &tree {
+            procs::signal(pid, libc::SIGHUP);
+        }
         let _ = child.kill();
         let _ = child.wait();
-        for pid in tree {
-            mimesis_os::procs::signal(pid, libc::SIGKILL);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let now = procs::all();
+            tree.retain(|&(pid, t)| now.iter().any(|s| s.pid == pid && s.start_ticks == t && s.state != 'Z'));
+            if tree.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for (pid, _) in tree {
+            procs::signal(pid, libc::SIGKILL);
         }
     }
 
