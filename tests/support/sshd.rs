@@ -131,8 +131,7 @@ impl Sshd {
         let _ = child.wait();
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            let now = procs::all();
-            tree.retain(|&(pid, t)| now.iter().any(|s| s.pid == pid && s.start_ticks == t && s.state != 'Z'));
+            tree.retain(|&(pid, t)| procs::stat(pid).is_some_and(|s| s.start_ticks == t && s.state != 'Z'));
             if tree.is_empty() || Instant::now() >= deadline {
                 break;
             }
