@@ -89,7 +89,7 @@ pub async fn roster_snapshot(app: tauri::AppHandle, state: tauri::State<'_, AppS
     let progress = engine.subscribe_progress();
     let t0 = std::time::Instant::now();
     let snapshot = engine.snapshot().await.map_err(|e| e.to_string())?;
-    tracing::debug!(took = ?t0.elapsed(), sessions = snapshot.sessions.len(), "the roster's snapshot");
+    tracing::debug!(at = ?crate::since_start(), took = ?t0.elapsed(), sessions = snapshot.sessions.len(), "the roster's snapshot");
     let forwarder = tauri::async_runtime::spawn(crate::events::forward_store(
         app.clone(),
         rx,

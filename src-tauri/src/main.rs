@@ -134,7 +134,7 @@ fn without_gpu(is_set: impl Fn(&str) -> bool) -> Vec<(&'static str, &'static str
 /// When `main` began: the launch's milestones in the log (debug) count from here.
 static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
-fn since_start() -> std::time::Duration {
+pub(crate) fn since_start() -> std::time::Duration {
     STARTED.get().map(|t| t.elapsed()).unwrap_or_default()
 }
 
@@ -218,6 +218,15 @@ fn main() {
             let mimesis = tauri::async_runtime::block_on(Mimesis::start(opts));
             tracing::debug!(took = ?t0.elapsed(), "the engine started");
             let engine = mimesis.engine().clone();
+            tauri::async_runtime::spawn({
+                let engine = engine.clone();
+                async move {
+                    engine.first_roster().await;
+                    tracing::debug!(at = ?since_start(), "a first roster");
+                    engine.ready().await;
+                    tracing::debug!(at = ?since_start(), "the first index is done");
+                }
+            });
             // Other machines first: the tray and the attention set count their sessions too.
             app.manage(remote::start(&handle, &mimesis));
             tauri::async_runtime::spawn(events::forward_timeline(handle.clone(), engine.clone()));
