@@ -148,12 +148,10 @@ fn main() {
     }
 
     software_rendering_without_compositing();
-    // Two arenas serve the app's few busy threads; glibc's default (8 per core) kept about
-    // 8 MB more of freed memory in a window showing 2,000 sessions (the window benchmark).
-    mimesis_os::procs::cap_malloc_arenas(2);
-    // And big blocks mapped apart from the heap, whatever was freed before: 3–5 MB less
-    // after the first index (the window benchmark).
-    mimesis_os::procs::fix_malloc_mmap_threshold(128 * 1024);
+    // Two arenas serve the app's few busy threads (glibc's default, 8 per core, kept about
+    // 8 MB more of freed memory in a window showing 2,000 sessions: the window benchmark),
+    // and big blocks are mapped apart from the heap whatever was freed before (3–5 MB less).
+    mimesis_os::procs::tune_malloc(2, 128 * 1024);
 
     let filter = tracing_subscriber::EnvFilter::try_from_env("MIMESIS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));

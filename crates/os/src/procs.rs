@@ -247,37 +247,27 @@ pub fn release_free_memory() -> bool {
     }
 }
 
-/// Caps glibc's malloc arenas at `n` (it makes up to 8 per core, one per thread that
-/// contends: a long-lived process with a thread pool keeps each one's freed memory). Call it
-/// first thing, before threads exist. Returns whether the cap was set.
-pub fn cap_malloc_arenas(n: i32) -> bool {
+/// Sets glibc's malloc up for a long-lived process that once did a lot of short-lived work
+/// (the first index). Call it first thing, before threads exist. Returns whether both were set.
+/// - At most `arenas` arenas: glibc makes up to 8 per core, one per thread that contends,
+///   and each keeps its freed memory (with a thread pool, many megabytes of it).
+/// - Blocks of `mmap_threshold` bytes and more mapped apart from the heap (and unmapped when
+///   freed). By default that size moves up to the largest block freed so far, so after the
+///   first index's big buffers have been freed, the next ones come from the heap and leave
+///   holes among the long-lived data there that no trim can give back (3–5 MB of a window
+///   showing 2,000 sessions).
+pub fn tune_malloc(arenas: i32, mmap_threshold: i32) -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        // SAFETY: mallopt with an integer setting; called before other threads allocate.
-        unsafe { libc::mallopt(libc::M_ARENA_MAX, n) == 1 }
+        // SAFETY: mallopt with integer settings; called before other threads allocate.
+        let (a, m) = unsafe {
+            (libc::mallopt(libc::M_ARENA_MAX, arenas), libc::mallopt(libc::M_MMAP_THRESHOLD, mmap_threshold))
+        };
+        a == 1 && m == 1
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     {
-        let _ = n;
-        false
-    }
-}
-
-/// Fixes the size from which glibc's malloc maps a block of its own (and unmaps it when
-/// freed) at `bytes`. By default that size moves up to the largest block freed so far, so
-/// after the first index's big read buffers have been freed, the next ones come from the heap
-/// and leave holes among the long-lived data there that no trim can give back (about 3 MB of
-/// a window showing 2,000 sessions). Call it first thing, before threads exist. Returns
-/// whether it was set.
-pub fn fix_malloc_mmap_threshold(bytes: i32) -> bool {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: mallopt with an integer setting; called before other threads allocate.
-        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, bytes) == 1 }
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        let _ = bytes;
+        let _ = (arenas, mmap_threshold);
         false
     }
 }
@@ -292,7 +282,7 @@ mod tests {
         // glibc marks a block it mapped on its own in the size word before it (IS_MMAPPED).
         // SAFETY: `p` is the start of a live malloc block, which always has that word.
         let mapped = |p: *const u8| unsafe { *p.cast::<usize>().sub(1) & 2 != 0 };
-        assert!(fix_malloc_mmap_threshold(128 * 1024));
+        assert!(tune_malloc(2, 128 * 1024));
         // By default, freeing this would move the threshold up to its size.
         drop(std::hint::black_box(vec![1u8; 8 << 20]));
         let block: Vec<u8> = Vec::with_capacity(256 * 1024);
