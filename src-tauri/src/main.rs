@@ -150,7 +150,7 @@ fn main() {
     software_rendering_without_compositing();
     // Two arenas serve the app's few busy threads (glibc's default, 8 per core, kept about
     // 8 MB more of freed memory in a window showing 2,000 sessions: the window benchmark),
-    // and big blocks are mapped apart from the heap whatever was freed before (3–5 MB less).
+    // and big blocks are mapped apart from the heap whatever was freed before (2–5 MB less).
     mimesis_os::procs::tune_malloc(2, 128 * 1024);
 
     let filter = tracing_subscriber::EnvFilter::try_from_env("MIMESIS_LOG")
@@ -216,15 +216,15 @@ fn main() {
             let mimesis = tauri::async_runtime::block_on(Mimesis::start(opts));
             tracing::debug!(took = ?t0.elapsed(), "the engine started");
             let engine = mimesis.engine().clone();
-            tauri::async_runtime::spawn({
+            if tracing::enabled!(tracing::Level::DEBUG) {
                 let engine = engine.clone();
-                async move {
+                tauri::async_runtime::spawn(async move {
                     engine.first_roster().await;
                     tracing::debug!(at = ?since_start(), "a first roster");
                     engine.ready().await;
                     tracing::debug!(at = ?since_start(), "the first index is done");
-                }
-            });
+                });
+            }
             // Other machines first: the tray and the attention set count their sessions too.
             app.manage(remote::start(&handle, &mimesis));
             tauri::async_runtime::spawn(events::forward_timeline(handle.clone(), engine.clone()));

@@ -254,7 +254,7 @@ pub fn release_free_memory() -> bool {
 /// - Blocks of `mmap_threshold` bytes and more mapped apart from the heap (and unmapped when
 ///   freed). By default that size moves up to the largest block freed so far, so after the
 ///   first index's big buffers have been freed, the next ones come from the heap and leave
-///   holes among the long-lived data there that no trim can give back (3–5 MB of a window
+///   holes among the long-lived data there that no trim can give back (2–5 MB of a window
 ///   showing 2,000 sessions).
 pub fn tune_malloc(arenas: i32, mmap_threshold: i32) -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
