@@ -277,8 +277,16 @@ async fn plain_sigkill_of_the_supervisor_leaves_nothing_and_the_session_resumes(
         .size(100, 30);
     let mut run = Pty::spawn(cmd)?;
     run.wait_for_text("stand-in agent", T)?;
-    let recs = ProcessLedger::load(&Db::open_read_only(&data.join(FILE_NAME))?)?;
-    let agent = recs.first().and_then(|r| r.1.first()).context("the agent is recorded")?.clone();
+    // The ledger is written on its own thread: the agent's screen can come first.
+    let deadline = Instant::now() + T;
+    let agent = loop {
+        let recs = ProcessLedger::load(&Db::open_read_only(&data.join(FILE_NAME))?)?;
+        if let Some(agent) = recs.first().and_then(|r| r.1.first()) {
+            break agent.clone();
+        }
+        ensure!(Instant::now() < deadline, "the agent is not recorded after {T:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
     let mut guard = ProcGuard::new();
     guard.watch(agent.pid);
     run.send("hello")?;
