@@ -716,7 +716,10 @@ fn focus_brings_a_sessions_tmux_pane_forward() -> Result<()> {
         ensure!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
     };
-    tmux(&["new-session", "-d", "-s", "t", "-x", "80", "-y", "20"])?;
+    // Each pane runs `cat`, not the user's shell: a shell's rc files run commands whose names
+    // tmux takes as the window's name, and a bare "t" target also matches a window-name prefix,
+    // so every target below names the session with its colon ("t:").
+    tmux(&["new-session", "-d", "-s", "t", "-x", "80", "-y", "20", "cat"])?;
     struct Server(PathBuf);
     impl Drop for Server {
         fn drop(&mut self) {
@@ -724,7 +727,7 @@ fn focus_brings_a_sessions_tmux_pane_forward() -> Result<()> {
         }
     }
     let _server = Server(sock.clone());
-    tmux(&["new-window", "-t", "t:1"])?;
+    tmux(&["new-window", "-t", "t:1", "cat"])?;
     let pane = tmux(&["display", "-p", "-t", "t:1", "#{pane_id}"])?;
     // The session's hook, as it runs inside that pane (tmux sets TMUX and TMUX_PANE).
     let mut hook = Command::new(mimesis()?)
@@ -738,7 +741,8 @@ fn focus_brings_a_sessions_tmux_pane_forward() -> Result<()> {
     hook.stdin.take().context("stdin")?.write_all(payload.to_string().as_bytes())?;
     ensure!(hook.wait()?.success());
     tmux(&["select-window", "-t", "t:0"])?;
-    ensure!(tmux(&["display", "-p", "-t", "t", "#{window_index}"])? == "0");
+    let shown = tmux(&["display", "-p", "-t", "t:", "#{window_index}"])?;
+    ensure!(shown == "0", "window 0 is current before focus: {shown}");
 
     let focus = |s: &str| {
         Command::new(mimesis().unwrap())
@@ -750,10 +754,8 @@ fn focus_brings_a_sessions_tmux_pane_forward() -> Result<()> {
     let out = focus(&id[..8])?;
     ensure!(out.status.success(), "focus: {}", String::from_utf8_lossy(&out.stderr));
     ensure!(String::from_utf8_lossy(&out.stdout).contains(&format!("tmux pane {pane}")), "{out:?}");
-    ensure!(
-        tmux(&["display", "-p", "-t", "t", "#{window_index} #{pane_id}"])? == format!("1 {pane}"),
-        "the pane is active"
-    );
+    let shown = tmux(&["display", "-p", "-t", "t:", "#{window_index} #{pane_id}"])?;
+    ensure!(shown == format!("1 {pane}"), "the pane is active: tmux shows {shown}, not 1 {pane}");
 
     let out = focus(other)?;
     ensure!(!out.status.success());
