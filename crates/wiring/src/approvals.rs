@@ -25,7 +25,8 @@ use mimesis_core::ids::SessionId;
 /// How long a client has to send its one line.
 const READ_LINE: Duration = Duration::from_secs(5);
 
-/// How often requests are checked against the wait (`watch.answerWaitSecs`).
+/// How often open requests are checked against the wait (`watch.answerWaitSecs`); with none
+/// open there is no check.
 const EXPIRY_CHECK: Duration = Duration::from_secs(1);
 
 /// Told of every answer given here (to log it and show it in the session's timeline).
@@ -99,8 +100,17 @@ impl Approvals {
         tokio::spawn(me.clone().accept(listener));
         let expiring = me.clone();
         tokio::spawn(async move {
+            let mut changes = expiring.subscribe();
             let mut every = tokio::time::interval(EXPIRY_CHECK);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
+                // Nothing open, nothing to expire: no timer wakes an idle face.
+                if changes.borrow_and_update().is_empty() {
+                    if changes.changed().await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
                 every.tick().await;
                 if !expiring.path.exists() {
                     return;
@@ -523,6 +533,24 @@ mod tests {
         assert_eq!(a.expire(), 1);
         assert_eq!(hook.await.unwrap(), Decision::default(), "the terminal's dialog decides");
         assert!(a.pending().is_empty());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_face_expires_requests_on_its_own_again_after_it_had_none_open() {
+        use mimesis_core::clock::{ManualClock, Timestamp};
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
+        let a = Approvals::serve(dir.path(), clock.clone(), Arc::new(|_| {})).expect("serving");
+        a.set_wait(Duration::from_secs(120));
+        for s in ["w-1", "w-2"] {
+            let data = dir.path().to_owned();
+            let hook = tokio::task::spawn_blocking(move || ask(&data, &request(s), Duration::from_secs(60)));
+            wait_open(&a, 1).await;
+            clock.advance(Duration::from_secs(120));
+            let decided = tokio::time::timeout(Duration::from_secs(20), hook).await;
+            assert_eq!(decided.expect("expired without a call").unwrap(), Decision::default(), "{s}");
+            wait_open(&a, 0).await;
+        }
     }
 
     #[test]
