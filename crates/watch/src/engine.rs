@@ -344,7 +344,14 @@ impl Engine {
                 });
                 let _ = index_tx.send(Command::Indexed(part));
             } else {
-                let first = persisted
+                // A file unchanged since the last run is ready as stored: it is in the first
+                // roster complete, and neither read nor copied again. The others are shown
+                // from the database (provisional) until they are read on.
+                let (unchanged, changed) = scan::split_unchanged(persisted);
+                let done: HashSet<PathBuf> = unchanged.iter().map(|f| f.location.path.clone()).collect();
+                // The provisional ones first: every session is known when the complete
+                // ones are adopted (and their chains considered).
+                let mut first: Vec<IndexedFile> = changed
                     .iter()
                     .map(|p| IndexedFile {
                         location: p.location.clone(),
@@ -354,8 +361,9 @@ impl Engine {
                         peeked: false,
                     })
                     .collect();
+                first.extend(unchanged);
                 let _ = index_tx.send(Command::Restored(first, links));
-                let _ = index_tx.send(Command::Indexed(scan::index_resuming(&roots, persisted)));
+                let _ = index_tx.send(Command::Indexed(scan::index_resuming(&roots, changed, &done)));
             }
         });
         tokio::spawn(actor.run(cmd_rx, fs_rx, config.poll_interval));
@@ -981,7 +989,12 @@ impl Actor {
             Command::Restored(files, links) => {
                 self.store.restore_links(links);
                 let total = files.len();
-                self.progress.send_modify(|p| p.total = p.total.max(total));
+                // Those found unchanged are complete already.
+                let complete = files.iter().filter(|f| !f.partial).count();
+                self.progress.send_modify(|p| {
+                    p.done += complete;
+                    p.total = p.total.max(total);
+                });
                 if !files.is_empty() {
                     let mut events = Vec::new();
                     for f in files {

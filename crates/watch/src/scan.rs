@@ -4,7 +4,7 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rayon::prelude::*;
 
@@ -145,13 +145,19 @@ fn read_logged(loc: TranscriptLocation) -> Option<IndexedFile> {
 }
 
 /// Like [`index`], but a file the fleet database knows is read on from where the last
-/// run stopped (only what was appended since); the others are read in full.
-pub fn index_resuming(roots: &[PathBuf], persisted: Vec<PersistedSession>) -> Vec<IndexedFile> {
+/// run stopped (only what was appended since); the others are read in full. The files in
+/// `done` are left out (found unchanged, they are ready already: [`split_unchanged`]).
+pub fn index_resuming(
+    roots: &[PathBuf],
+    persisted: Vec<PersistedSession>,
+    done: &HashSet<PathBuf>,
+) -> Vec<IndexedFile> {
     let mut known: HashMap<PathBuf, PersistedSession> =
         persisted.into_iter().map(|p| (p.location.path.clone(), p)).collect();
     let work: Vec<(TranscriptLocation, Option<PersistedSession>)> = roots
         .iter()
         .flat_map(|r| discover(r))
+        .filter(|l| !done.contains(&l.path))
         .map(|l| {
             let p = known.remove(&l.path).filter(|p| p.location.session_id == l.session_id);
             (l, p)
@@ -175,6 +181,20 @@ pub fn index_resuming(roots: &[PathBuf], persisted: Vec<PersistedSession>) -> Ve
             }
         })
         .collect()
+}
+
+/// A previous run's sessions, split into those whose file has not changed since (ready
+/// as they are: [`IndexedFile::unchanged`]) and those to read on. One `stat` per file.
+pub fn split_unchanged(persisted: Vec<PersistedSession>) -> (Vec<IndexedFile>, Vec<PersistedSession>) {
+    let mut ready = Vec::with_capacity(persisted.len());
+    let mut rest = Vec::new();
+    for p in persisted {
+        match IndexedFile::unchanged(p) {
+            Ok(f) => ready.push(f),
+            Err(p) => rest.push(*p),
+        }
+    }
+    (ready, rest)
 }
 
 /// Reads the given transcripts in parallel. Files that vanish meanwhile are skipped.

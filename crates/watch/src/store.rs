@@ -66,6 +66,26 @@ impl IndexedFile {
         Ok(IndexedFile { location, tail, facts: sink.facts, partial: false, peeked: false })
     }
 
+    /// A previous run's session as it stands, when its file has not changed since: the same
+    /// file (device and inode), exactly as long as the stored reading position. One `stat`,
+    /// no read. Any other session is given back, to be read on ([`IndexedFile::resume`]).
+    pub fn unchanged(mut p: PersistedSession) -> Result<IndexedFile, Box<PersistedSession>> {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(meta) = std::fs::metadata(&p.location.path) else { return Err(Box::new(p)) };
+        let same = meta.is_file() && (meta.dev(), meta.ino(), meta.len()) == (p.tail.dev, p.tail.ino, p.tail.offset);
+        if !same {
+            return Err(Box::new(p));
+        }
+        if let Some(d) = &p.dedup
+            && p.facts.restore_dedup(d).is_none()
+        {
+            return Err(Box::new(p));
+        }
+        let mut tail = FileTail::resume(&p.location.path, p.tail);
+        tail.mtime = meta.modified().ok();
+        Ok(IndexedFile { location: p.location, tail, facts: p.facts, partial: false, peeked: false })
+    }
+
     /// Reads on from where a previous run stopped (the fleet database): only what was
     /// appended since, or the whole file again if it was replaced or shrank.
     pub fn resume(p: PersistedSession) -> std::io::Result<IndexedFile> {
@@ -678,7 +698,7 @@ impl Store {
         let Some(entry) = self.entries.get(id) else { return };
         // A file with no complete line yet (created empty, or its first write still torn)
         // is not a session yet: it is announced with its first record, not before.
-        if !entry.shown && !entry.partial && entry.tail.stats.lines == 0 && !self.supervised.contains_key(id) {
+        if !entry.shown && !entry.partial && !entry.tail.has_lines() && !self.supervised.contains_key(id) {
             return;
         }
         if !self.keep_rows {

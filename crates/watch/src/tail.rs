@@ -74,6 +74,8 @@ pub struct FileTail {
     /// Modification time seen at the last read.
     pub mtime: Option<std::time::SystemTime>,
     pub stats: TailStats,
+    /// Resumed at the end of a complete line: the file has one, though none was read here.
+    resumed_past_a_line: bool,
 }
 
 impl FileTail {
@@ -91,6 +93,7 @@ impl FileTail {
             max_line,
             mtime: None,
             stats: TailStats::default(),
+            resumed_past_a_line: false,
         }
     }
 
@@ -105,6 +108,7 @@ impl FileTail {
         t.identity = Some(Identity { dev: state.dev, ino: state.ino });
         t.offset = state.offset;
         t.skipping = state.skipping;
+        t.resumed_past_a_line = state.offset > 0 && !state.skipping;
         t.mtime = state.mtime_ms.and_then(|ms| {
             u64::try_from(ms).ok().map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
         });
@@ -123,6 +127,11 @@ impl FileTail {
             skipping: self.skipping,
             mtime_ms: self.mtime.map(|m| mimesis_core::clock::Timestamp::from_system_time(m).millis()),
         })
+    }
+
+    /// Has the file a complete line (read here, or before the position it resumed from)?
+    pub fn has_lines(&self) -> bool {
+        self.stats.lines > 0 || self.resumed_past_a_line
     }
 
     /// Bytes consumed so far (including a held partial line).
@@ -159,6 +168,7 @@ impl FileTail {
             self.partial.clear();
             self.skipping = false;
             self.stats.resets += 1;
+            self.resumed_past_a_line = false;
             outcome = ReadOutcome::Reset;
             sink.reset();
         }
@@ -334,6 +344,25 @@ mod tests {
         std::fs::rename(&tmp, &p).unwrap();
         let mut r = FileTail::resume(&p, state);
         assert_eq!(collect(&mut r), (ReadOutcome::Reset, vec!["new".to_string()]));
+    }
+
+    #[test]
+    fn a_tail_resumed_past_a_line_knows_the_file_has_one_until_it_is_replaced() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        append(&p, b"a\n");
+        let mut t = FileTail::new(&p);
+        assert!(!t.has_lines());
+        collect(&mut t);
+        assert!(t.has_lines());
+        let state = t.state().unwrap();
+        let mut r = FileTail::resume(&p, state);
+        assert!(r.has_lines(), "nothing read here, but the file has a line");
+        assert!(!FileTail::resume(&p, TailState { offset: 0, ..state }).has_lines());
+        assert!(!FileTail::resume(&p, TailState { skipping: true, ..state }).has_lines(), "only a skipped line");
+        std::fs::write(&p, b"").unwrap();
+        assert_eq!(collect(&mut r).0, ReadOutcome::Reset);
+        assert!(!r.has_lines(), "emptied: no line any more");
     }
 
     #[test]

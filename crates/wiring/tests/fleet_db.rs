@@ -93,6 +93,12 @@ async fn a_warm_start_reads_only_what_was_appended() {
     );
     let goals: Vec<String> = first.sessions.iter().filter_map(|s| s.goal.clone()).collect();
     assert_eq!(goals.len(), SESSIONS);
+    // The sessions whose file did not change are complete in it already: only the grown one
+    // is still to be read on.
+    let progress = *engine.engine().subscribe_progress().borrow();
+    assert!(progress.done >= SESSIONS - 1, "{progress:?}");
+    let s0 = first.sessions.iter().find(|s| s.session_id.as_str() == "000000000-0000-4000-8000-000000000000").unwrap();
+    assert_eq!(s0.usage.output_tokens, 20 * 2);
     engine.engine().ready().await;
     let (bytes, lines) = engine.engine().read_stats().await.unwrap();
     assert_eq!((bytes, lines), (extra.len() as u64, 1), "only the appended line is read");
