@@ -414,6 +414,28 @@ impl DesktopApp {
     /// Ends the WebDriver session (the app quits) and stops the driver. The session's end is
     /// waited for 15 s at most (once, WebKitWebDriver never answered it): the driver's process
     /// group is stopped either way.
+    /// Quits the app as a user does (SIGTERM: the tray's Quit), waits up to `within` for it
+    /// to finish (it stores what it has not stored yet on the way out), then ends the
+    /// session as [`DesktopApp::close`] does. Without it the group's SIGKILL can cut that short.
+    pub async fn quit(self, within: Duration) -> Result<()> {
+        if let Some(&pid) = self.app_processes().first() {
+            // SAFETY: signalling the app this session started (a child of its driver).
+            unsafe {
+                libc::kill(pid as i32, libc::SIGTERM);
+            }
+            let deadline = Instant::now() + within;
+            // Gone, or a zombie its driver has not reaped yet.
+            while mimesis_os::procs::stat(pid).is_some_and(|s| s.state != 'Z') {
+                if Instant::now() > deadline {
+                    eprintln!("the app did not quit within {within:?} of SIGTERM");
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        }
+        self.close().await
+    }
+
     pub async fn close(mut self) -> Result<()> {
         let client = self.client.clone();
         // (The driver is reaped below: the watchdog must not signal its group after.)
