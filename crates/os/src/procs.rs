@@ -247,6 +247,78 @@ pub fn release_free_memory() -> bool {
     }
 }
 
+/// Which read-only file mappings [`trim_clean_file_pages`] unmaps.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Mapped {
+    /// The program's own file (its code and constants).
+    Program,
+    /// Every file: the program and the libraries.
+    AllFiles,
+}
+
+/// The mappings of `smaps` (the text of `/proc/<pid>/smaps`) whose pages are all clean copies
+/// of their file: mapped from a file named by an absolute path (`program`'s alone for
+/// [`Mapped::Program`]), not writable, and with no page of their own (`Anonymous: 0 kB`: a
+/// page written once, such as one a loader relocated before it made the mapping read-only,
+/// is not a copy of the file any more). As (start, length) pairs.
+pub fn clean_file_mappings(smaps: &str, program: &Path, which: Mapped) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut current: Option<(usize, usize)> = None;
+    for line in smaps.lines() {
+        let mut fields = line.split_ascii_whitespace();
+        let first = fields.next().unwrap_or_default();
+        if let Some((start, end)) = first.split_once('-')
+            && let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16))
+        {
+            // start-end perms offset dev inode [path]: the path may hold spaces.
+            let perms = fields.next().unwrap_or_default();
+            let path = line.splitn(6, |c: char| c.is_ascii_whitespace()).nth(5).unwrap_or_default().trim_start();
+            let file = path.starts_with('/') && !path.ends_with(" (deleted)");
+            let wanted = match which {
+                Mapped::Program => Path::new(path) == program,
+                Mapped::AllFiles => true,
+            };
+            current = (file && wanted && !perms.contains('w') && end > start).then_some((start, end - start));
+            continue;
+        }
+        if first == "Anonymous:"
+            && let Some(m) = current.take()
+            && fields.next() == Some("0")
+        {
+            out.push(m);
+        }
+    }
+    out
+}
+
+/// Unmaps the pages of this process's clean read-only file mappings ([`clean_file_mappings`]):
+/// the code that only a launch ran (start-up, the first index) no longer counts in this
+/// process's memory, and what runs again comes back from the page cache at its next touch.
+/// These are pages the kernel may take back at any time; this only does it now. Returns
+/// the bytes of the mappings so advised (not all of them were resident).
+pub fn trim_clean_file_pages(which: Mapped) -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else { return 0 };
+        let program = std::fs::read_link("/proc/self/exe").unwrap_or_default();
+        let mut advised = 0;
+        for (start, len) in clean_file_mappings(&smaps, &program, which) {
+            // SAFETY: each range is a whole mapping of this process that is not writable and
+            // holds no page of its own: dropping its pages loses nothing, since every page
+            // comes back from the file as it was. (A range unmapped meanwhile: EINVAL/ENOMEM.)
+            if unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_DONTNEED) } == 0 {
+                advised += len;
+            }
+        }
+        advised
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = which;
+        0
+    }
+}
+
 /// Sets glibc's malloc up for a long-lived process that once did a lot of short-lived work
 /// (the first index). Call it first thing, before threads exist. Returns whether both were set.
 /// - At most `arenas` arenas: glibc makes up to 8 per core, one per thread that contends,
@@ -275,6 +347,74 @@ pub fn tune_malloc(arenas: i32, mmap_threshold: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const SMAPS: &str = "\
+5600aa000000-5600aa200000 r--p 00000000 fe:00 11 /opt/mimesis/mimesis-desktop
+Rss:                 800 kB
+Anonymous:             0 kB
+5600aa200000-5600aa900000 r-xp 00200000 fe:00 11 /opt/mimesis/mimesis-desktop
+Anonymous:             0 kB
+5600aa900000-5600aa960000 r--p 00900000 fe:00 11 /opt/mimesis/mimesis-desktop
+Anonymous:           368 kB
+5600aa960000-5600aa968000 rw-p 00960000 fe:00 11 /opt/mimesis/mimesis-desktop
+Anonymous:            20 kB
+5600ab000000-5600ab100000 rw-p 00000000 00:00 0 [heap]
+Anonymous:          1024 kB
+7f0000000000-7f0000100000 r-xp 00000000 fe:00 22 /usr/lib/libgtk 3.so
+Anonymous:             0 kB
+7f0000100000-7f0000200000 r--p 00000000 00:01 33 /SYSV00000000 (deleted)
+Anonymous:             0 kB
+7f0000200000-7f0000201000 r-xp 00000000 00:00 0 [vdso]
+Anonymous:             0 kB
+";
+
+    #[test]
+    fn only_clean_read_only_file_mappings_are_trimmed() {
+        let program = Path::new("/opt/mimesis/mimesis-desktop");
+        // Not the relocated (written, then read-only) one, the writable one, the heap, a
+        // deleted file or the vdso.
+        assert_eq!(
+            clean_file_mappings(SMAPS, program, Mapped::Program),
+            [(0x5600aa000000, 0x200000), (0x5600aa200000, 0x700000)]
+        );
+        assert_eq!(
+            clean_file_mappings(SMAPS, program, Mapped::AllFiles),
+            [(0x5600aa000000, 0x200000), (0x5600aa200000, 0x700000), (0x7f0000000000, 0x100000)],
+            "a library's path may hold a space"
+        );
+        assert!(clean_file_mappings("", program, Mapped::AllFiles).is_empty());
+        assert!(clean_file_mappings("garbage\nAnonymous: 0 kB\n", program, Mapped::AllFiles).is_empty());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn trimmed_code_leaves_this_process_and_still_runs() {
+        let resident = || {
+            let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+            let program = std::fs::read_link("/proc/self/exe").unwrap();
+            let ranges = clean_file_mappings(&smaps, &program, Mapped::Program);
+            // The Rss line of each of those mappings, in kB.
+            let mut total = 0;
+            let mut inside = false;
+            for line in smaps.lines() {
+                if let Some((a, _)) = line.split_once('-')
+                    && let Ok(a) = usize::from_str_radix(a, 16)
+                {
+                    inside = ranges.iter().any(|(s, _)| *s == a);
+                } else if inside && line.starts_with("Rss:") {
+                    total += line.split_whitespace().nth(1).and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
+                }
+            }
+            total
+        };
+        let before = resident();
+        assert!(trim_clean_file_pages(Mapped::Program) > 0, "the test program has code of its own");
+        let after = resident();
+        assert!(after < before, "resident code of the program: {before} kB before, {after} kB after");
+        // And the code that was dropped runs as before.
+        assert_eq!(start_ticks(std::process::id()), start_ticks(std::process::id()));
+        assert!(alive(std::process::id()));
+    }
 
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
