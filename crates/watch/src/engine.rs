@@ -693,7 +693,8 @@ const CWD_RECHECK: Duration = Duration::from_secs(600);
 fn cwd_check_due(last: Option<(u64, Mono)>, seq: u64, now: Mono) -> bool {
     last.is_none_or(|(at_seq, at)| at_seq != seq || now.since(at) >= CWD_RECHECK)
 }
-/// How often the store's changes are written to the fleet database.
+/// How soon after the store changed its changes are written to the fleet database (in
+/// batches of at most [`PERSIST_BATCH_MAX`] sessions, one batch per interval).
 const PERSIST_INTERVAL: Duration = Duration::from_millis(500);
 /// Sessions copied out for the database per batch (shutdown writes all that is left).
 const PERSIST_BATCH_MAX: usize = 250;
@@ -710,9 +711,14 @@ impl Actor {
     ) {
         let mut poll_timer = tokio::time::interval(poll);
         poll_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut persist_timer = tokio::time::interval(PERSIST_INTERVAL);
-        persist_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Armed when there is something to store, so an idle engine has no timer for it.
+        let mut persist_at: Option<tokio::time::Instant> = None;
         loop {
+            if self.indexing || self.persist.is_none() || !self.store.has_batch() {
+                persist_at = None;
+            } else if persist_at.is_none() {
+                persist_at = Some(tokio::time::Instant::now() + PERSIST_INTERVAL);
+            }
             let deadline = self.store.next_deadline().map(|t| {
                 let wait = t.since(self.clock.now());
                 tokio::time::Instant::now() + wait.min(Duration::from_secs(3600))
@@ -771,10 +777,9 @@ impl Actor {
                         }
                     }
                 }
-                _ = persist_timer.tick() => {
-                    if !self.indexing
-                        && let Some(p) = &self.persist
-                    {
+                _ = sleep_until(persist_at) => {
+                    persist_at = None;
+                    if let Some(p) = &self.persist {
                         p.send(self.store.take_batch_of(PERSIST_BATCH_MAX));
                     }
                 }

@@ -110,6 +110,36 @@ async fn a_warm_start_reads_only_what_was_appended() {
     engine.shutdown().await;
 }
 
+/// What changes while Mimesis runs is stored soon after, with no shutdown to flush it (the
+/// store's timer is armed by a change, not ticking while nothing changes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_while_running_is_stored_without_a_shutdown() {
+    let fx = fx();
+    write_corpus(&fx.project);
+    let engine = start(&fx.root, &fx.data).await;
+    engine.engine().ready().await;
+    let stored_offset = |id: &str| {
+        let db = mimesis_fleetdb::Db::open_read_only(&fx.data.join(FILE_NAME)).ok()?;
+        let rows = db.load_sessions(std::slice::from_ref(&fx.root)).ok()?;
+        rows.into_iter().find(|p| p.location.session_id.as_str() == id).map(|p| p.tail.offset)
+    };
+    let id = "000000003-0000-4000-8000-000000000000";
+    let path = fx.project.join(format!("{id}.jsonl"));
+    let line = format!(
+        "{}\n",
+        json!({"type": "user", "uuid": "more", "timestamp": SystemClock.now().to_iso(), "cwd": "/work/p",
+               "message": {"role": "user", "content": "one more thing"}})
+    );
+    std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(line.as_bytes()).unwrap();
+    let len = std::fs::metadata(&path).unwrap().len();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while stored_offset(id) != Some(len) {
+        assert!(std::time::Instant::now() < deadline, "stored: {:?}, file: {len}", stored_offset(id));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    engine.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_database_is_rebuilt_from_the_transcripts() {
     let fx = fx();
