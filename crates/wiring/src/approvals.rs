@@ -386,6 +386,15 @@ mod tests {
         Approvals::serve(dir, Arc::new(SystemClock), Arc::new(|_| {}))
     }
 
+    /// A face on a manual clock whose requests wait 120 s for an answer.
+    fn face_waiting_120_s(dir: &Path) -> (Arc<mimesis_core::clock::ManualClock>, Approvals) {
+        use mimesis_core::clock::{ManualClock, Timestamp};
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
+        let a = Approvals::serve(dir, clock.clone(), Arc::new(|_| {})).expect("serving");
+        a.set_wait(Duration::from_secs(120));
+        (clock, a)
+    }
+
     async fn wait_open(a: &Approvals, n: usize) {
         let mut rx = a.subscribe();
         let _ = tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|p| p.len() == n)).await;
@@ -519,11 +528,8 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_request_ends_with_no_decision_once_it_waited_the_setting_by_the_faces_clock() {
-        use mimesis_core::clock::{ManualClock, Timestamp};
         let dir = tempfile::tempdir().unwrap();
-        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
-        let a = Approvals::serve(dir.path(), clock.clone(), Arc::new(|_| {})).expect("serving");
-        a.set_wait(Duration::from_secs(120));
+        let (clock, a) = face_waiting_120_s(dir.path());
         let data = dir.path().to_owned();
         let hook = tokio::task::spawn_blocking(move || ask(&data, &request("w-1"), Duration::from_secs(60)));
         wait_open(&a, 1).await;
@@ -537,11 +543,8 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_face_expires_requests_on_its_own_again_after_it_had_none_open() {
-        use mimesis_core::clock::{ManualClock, Timestamp};
         let dir = tempfile::tempdir().unwrap();
-        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
-        let a = Approvals::serve(dir.path(), clock.clone(), Arc::new(|_| {})).expect("serving");
-        a.set_wait(Duration::from_secs(120));
+        let (clock, a) = face_waiting_120_s(dir.path());
         for s in ["w-1", "w-2"] {
             let data = dir.path().to_owned();
             let hook = tokio::task::spawn_blocking(move || ask(&data, &request(s), Duration::from_secs(60)));
