@@ -4,6 +4,7 @@ import {
   formatDuration,
   formatTokens,
   relativeTime,
+  relativeTimeChangesAt,
   shortModel,
   toolTarget,
   formatUsd,
@@ -47,6 +48,21 @@ describe('relativeTime', () => {
     [90 * 86400_000, '2 mo ago'],
     [800 * 86400_000, '2 y ago'],
   ])('%d ms ago → %s', (ms, s) => expect(relativeTime(ago(ms), now)).toBe(s));
+  it('says when its text next changes: the same text until then, another one from then on', () => {
+    // A fixed pseudo-random walk over ages from 0 to 3 years, and a few times in the future.
+    let seed = 7;
+    const rand = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    for (let i = 0; i < 3000; i++) {
+      const age = i % 10 === 0 ? -rand() * 10_000 : Math.floor(rand() ** 4 * 3 * 365 * 86_400_000);
+      const iso = ago(age);
+      const at = relativeTimeChangesAt(iso, now) ?? NaN;
+      expect(at).toBeGreaterThan(now);
+      expect(relativeTime(iso, at - 1)).toBe(relativeTime(iso, now));
+      expect(relativeTime(iso, at)).not.toBe(relativeTime(iso, now));
+    }
+    expect(relativeTimeChangesAt(null, now)).toBeNull();
+    expect(relativeTimeChangesAt('not a date', now)).toBeNull();
+  });
   it('handles null and garbage', () => {
     expect(relativeTime(null, now)).toBe('—');
     expect(relativeTime('not a date', now)).toBe('—');

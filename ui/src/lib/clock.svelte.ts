@@ -1,9 +1,12 @@
-// One shared "now" for every relative time on screen. It ticks only while something on
-// screen reads it, and only as often as what is shown can change: every second for values
-// shown to the second ("12 s ago", countdowns), every 30 s for the rest ("3 min ago",
-// "22 d ago"). An idle window with old sessions wakes twice a minute, not every second.
+// One shared "now" for every relative time on screen. It wakes the page only while something
+// on screen reads it, and only when what is shown changes: every second for values shown to
+// the second ("12 s ago", countdowns); for a relative time ("3 min ago", "22 d ago") when its
+// text next changes (a roster of old sessions: not for hours). Each wake-up costs the web
+// process far more than its few lines of script (WebKit collects garbage after it: 80 ms with
+// 2,000 sessions, the window bench), so an idle window must not wake on a fixed beat.
 
 import { createSubscriber } from 'svelte/reactivity';
+import { relativeTimeChangesAt } from './format';
 
 function ticker(ms: number): () => void {
   return createSubscriber((update) => {
@@ -12,12 +15,30 @@ function ticker(ms: number): () => void {
   });
 }
 
-/** Within this long of a time, it is shown to the second. */
-const FINE_WITHIN_MS = 2 * 60_000;
+/** The longest one wait lasts: a machine that slept sees its times again within this (or at focus). */
+const LONGEST_WAIT_MS = 3_600_000;
 
 class Clock {
   #fine = ticker(1000);
   #coarse = ticker(30_000);
+  // The relative times' wake-up: one timer, for the earliest change any reader asked for.
+  #update: (() => void) | null = null;
+  #due = Infinity;
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #changes = createSubscriber((update) => {
+    this.#update = update;
+    this.#arm();
+    // Back from sleep or another window: the times may all be stale.
+    const refresh = () => update();
+    window.addEventListener('focus', refresh);
+    document.addEventListener('visibilitychange', refresh);
+    return () => {
+      window.removeEventListener('focus', refresh);
+      document.removeEventListener('visibilitychange', refresh);
+      this.#update = null;
+      this.#disarm();
+    };
+  });
 
   /** Now, for a value shown to the second: read again every second while it is on screen. */
   get now(): number {
@@ -31,10 +52,38 @@ class Clock {
     return Date.now();
   }
 
-  /** Now, as precise as a relative time of `iso` needs: to the second near it, else coarse. */
+  /** Now, for `relativeTime(iso, …)`: read again when that text next changes. */
   near(iso: string | null): number {
-    const t = iso ? Date.parse(iso) : NaN;
-    return Number.isFinite(t) && Math.abs(Date.now() - t) < FINE_WITHIN_MS ? this.now : this.coarse;
+    const now = Date.now();
+    const at = relativeTimeChangesAt(iso, now);
+    if (at === null) return now;
+    // Counting seconds: the shared one-second beat.
+    if (at - now <= 1000) return this.now;
+    this.#changes();
+    if (at < this.#due) {
+      this.#due = at;
+      this.#arm();
+    }
+    return now;
+  }
+
+  #arm(): void {
+    const update = this.#update;
+    if (!update || this.#due === Infinity) return;
+    if (this.#timer) clearTimeout(this.#timer);
+    const wait = Math.max(0, Math.min(this.#due - Date.now(), LONGEST_WAIT_MS));
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      // The readers run again and ask for their next change.
+      this.#due = Infinity;
+      update();
+    }, wait);
+  }
+
+  #disarm(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#due = Infinity;
   }
 }
 

@@ -63,6 +63,33 @@ export function relativeTime(iso: string | null, now: number): string {
   return `${Math.floor(d / 365.25)} y ago`;
 }
 
+const SECOND = 1000;
+const DAY = 86_400_000;
+
+/**
+ * When `relativeTime(iso, now)` next says something else: the first millisecond after `now`
+ * at which its text changes (null for no time). Each unit's label changes when its count
+ * does, so a roster of old sessions needs no update for hours (issue 14: idle CPU).
+ */
+export function relativeTimeChangesAt(iso: string | null, now: number): number | null {
+  const t = parseTime(iso);
+  if (t === null) return null;
+  const s = Math.max(0, Math.floor((now - t) / SECOND));
+  const after = (units: number, unit: number) => t + units * unit;
+  if (s < 5) return after(5, SECOND);
+  if (s < 60) return after(s + 1, SECOND);
+  const m = Math.floor(s / 60);
+  if (m < 60) return after(m + 1, 60 * SECOND);
+  const h = Math.floor(m / 60);
+  if (h < 24) return after(h + 1, 3600 * SECOND);
+  const d = Math.floor(h / 24);
+  if (d < 30) return after(d + 1, DAY);
+  // Months and years count whole days (see relativeTime): the next day whose count differs.
+  const mo = Math.floor(d / 30.44);
+  if (mo < 12) return after(Math.ceil((mo + 1) * 30.44), DAY);
+  return after(Math.ceil((Math.floor(d / 365.25) + 1) * 365.25), DAY);
+}
+
 /** "12 s", "1 min 5 s", "2 h 3 min". */
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms) || ms < 0) return '—';
