@@ -1,7 +1,8 @@
 //! Metrics of every running supervisor, for `mimesis metrics` (SPEC P14, X1). Each
 //! supervisor (the desktop app, each `mimesis run`) publishes a snapshot of its
 //! [`Metrics`] as `<data dir>/metrics/<pid>-<start ticks>.json`, written atomically when
-//! something changed and at least every [`HEARTBEAT`], and withdrawn on a clean exit.
+//! something changed (checked at least every [`HEARTBEAT`] while a process runs), again
+//! after [`REFRESH`] at the latest, and withdrawn on a clean exit.
 //! [`collect`] adds up the snapshots of the supervisors still running (same PID, start
 //! time and boot as published) and sets aside those whose publisher is gone: a
 //! SIGKILLed supervisor's last numbers are never shown as if it were alive.
@@ -28,8 +29,13 @@ use mimesis_core::supervision::view::{Metrics, Supervision};
 /// The folder of the snapshots, under the data dir.
 pub const DIR_NAME: &str = "metrics";
 
-/// A supervisor re-publishes at least this often, even when nothing changed.
+/// A supervisor with a process running re-publishes at least this often (its memory is
+/// sampled, not announced).
 pub const HEARTBEAT: Duration = Duration::from_secs(10);
+
+/// A snapshot is written again after this long even when nothing changed (a file someone
+/// removed comes back); sooner, an unchanged one is not written at all.
+pub const REFRESH: Duration = Duration::from_secs(600);
 
 /// How long the events of a supervisor that has gone are kept.
 pub const EVENTS_KEPT: Duration = Duration::from_secs(600);

@@ -716,6 +716,29 @@ fn which(program: &Path) -> Result<PathBuf, String> {
 /// a supervision timer: it only spaces out writes, like the monitor's screen reads.
 const METRICS_SETTLE: Duration = Duration::from_millis(250);
 
+/// What the fleet task does with the metrics snapshot at a look.
+#[derive(Debug, PartialEq)]
+struct MetricsPlan<I> {
+    /// Write it (it changed, or it was never written, or not for [`metrics::REFRESH`]).
+    write: bool,
+    /// When to look again (a change announced sooner is looked at sooner).
+    next: I,
+}
+
+/// The metrics snapshot at `now`, `last` the one written (and when). Unchanged, it is not
+/// written again before [`metrics::REFRESH`]. Only a process's memory changes unannounced
+/// (the resources view samples it): while one runs, the next look is a
+/// [`metrics::HEARTBEAT`] away; without, every change is a message, and an idle app does
+/// not wake for this.
+fn metrics_plan<I, S>(last: Option<(I, &S)>, state: &S, running: bool, now: I) -> MetricsPlan<I>
+where
+    I: Copy + PartialOrd + std::ops::Add<Duration, Output = I>,
+    S: PartialEq,
+{
+    let write = !last.is_some_and(|(at, s)| s == state && now < at + metrics::REFRESH);
+    MetricsPlan { write, next: now + if running { metrics::HEARTBEAT } else { metrics::REFRESH } }
+}
+
 /// The fleet task: the cap, disk and orphan checks, the ledger and the metrics.
 async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMsg>) {
     let mut records: Vec<ProcessRecord> = Vec::new();
@@ -728,6 +751,8 @@ async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMs
     // Published at once, so `mimesis metrics` sees this supervisor from its start; then
     // soon after each change, and at least every heartbeat.
     let mut publish_at = tokio::time::Instant::now();
+    // What was last written, and when.
+    let mut written: Option<(tokio::time::Instant, (Vec<metrics::Published>, Metrics))> = None;
     let soon = |at: tokio::time::Instant| at.min(tokio::time::Instant::now() + METRICS_SETTLE);
     loop {
         let wake = shared.instant_at(next_disk.min(next_orphans));
@@ -775,14 +800,22 @@ async fn fleet_task(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<FleetMs
                         supervision: e.supervision.clone(),
                     })
                     .collect();
-                shared.recorder.metrics(metrics::Snapshot {
-                    owner: shared.recorder.owner.clone(),
-                    updated_at: shared.clock.now(),
-                    sessions: supervised.len(),
-                    metrics: shared.metrics(),
-                    supervised,
-                });
-                publish_at = tokio::time::Instant::now() + metrics::HEARTBEAT;
+                let running = supervised.iter().any(|p| p.supervision.pid.is_some());
+                let state = (supervised, shared.metrics());
+                let now = tokio::time::Instant::now();
+                let plan = metrics_plan(written.as_ref().map(|(at, last)| (*at, last)), &state, running, now);
+                if plan.write {
+                    let (supervised, metrics) = state.clone();
+                    shared.recorder.metrics(metrics::Snapshot {
+                        owner: shared.recorder.owner.clone(),
+                        updated_at: shared.clock.now(),
+                        sessions: supervised.len(),
+                        metrics,
+                        supervised,
+                    });
+                    written = Some((now, state));
+                }
+                publish_at = plan.next;
                 continue;
             }
             _ = tokio::time::sleep_until(wake) => {}
@@ -1034,6 +1067,25 @@ async fn scan_orphans(shared: &Arc<Shared>, watch: &mut OrphanWatch) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unchanged_metrics_snapshot_is_not_written_again_and_an_idle_app_looks_rarely() {
+        let t0 = Duration::ZERO;
+        let plan = |last: Option<(Duration, &u32)>, state: u32, running: bool, now: Duration| {
+            metrics_plan(last, &state, running, now)
+        };
+        // The first look writes; with no process, the next look is a refresh away.
+        assert_eq!(plan(None, 1, false, t0), MetricsPlan { write: true, next: metrics::REFRESH });
+        // The same numbers, written a moment ago: nothing written.
+        let later = t0 + metrics::HEARTBEAT;
+        assert!(!plan(Some((t0, &1)), 1, false, later).write);
+        // Other numbers: written.
+        assert!(plan(Some((t0, &1)), 2, false, later).write);
+        // The same numbers after a refresh's time: written again (a removed file comes back).
+        assert!(plan(Some((t0, &1)), 1, false, t0 + metrics::REFRESH).write);
+        // A process runs: its memory is sampled, so the next look is a heartbeat away.
+        assert_eq!(plan(Some((t0, &1)), 1, true, later), MetricsPlan { write: false, next: later + metrics::HEARTBEAT });
+    }
 
     #[tokio::test]
     async fn a_replaced_sessions_agent_reports_go_nowhere() {
