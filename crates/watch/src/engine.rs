@@ -66,6 +66,9 @@ pub struct EngineConfig {
     /// How often the process registry and watch coverage are re-checked (they also
     /// react to file events at once).
     pub poll_interval: Duration,
+    /// How often while nothing calls for it ([`poll_wait`]): no process registered, every
+    /// root watched, nothing changed since the last poll.
+    pub idle_poll_interval: Duration,
     /// Store events kept for a slow subscriber before it has to resync.
     pub event_capacity: usize,
     /// How long a status file is trusted (SPEC W6).
@@ -88,6 +91,7 @@ impl Default for EngineConfig {
             timeouts: Timeouts::default(),
             clock: Arc::new(SystemClock),
             poll_interval: Duration::from_secs(2),
+            idle_poll_interval: IDLE_POLL,
             event_capacity: 16_384,
             status_file_ttl: STATUS_FILE_TTL,
             notifications: NotificationSettings::default(),
@@ -179,8 +183,18 @@ pub struct IndexedItem {
 
 type Reply<T> = oneshot::Sender<T>;
 
+/// The engine's polls of the registry and of its watches ([`Engine::polls`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PollState {
+    /// Polls done since the start.
+    pub done: u64,
+    /// How long until the next one.
+    pub next_in: Duration,
+}
+
 enum Command {
     Snapshot(Reply<Snapshot>),
+    Polls(Reply<PollState>),
     /// Bytes and lines read from transcripts so far.
     ReadStats(Reply<(u64, u64)>),
     ChainSegments(SessionId, Reply<Vec<ChainSegment>>),
@@ -294,6 +308,8 @@ impl Engine {
             timelines: HashMap::new(),
             timeline_seq: 0,
             registry_dirty: config.roots.iter().cloned().collect(),
+            polls: PollState::default(),
+            next_poll: tokio::time::Instant::now(),
             indexing: true,
             ready: ready_tx,
             progress: progress_tx,
@@ -366,7 +382,7 @@ impl Engine {
                 let _ = index_tx.send(Command::Indexed(scan::index_resuming(&roots, changed, &done)));
             }
         });
-        tokio::spawn(actor.run(cmd_rx, fs_rx, config.poll_interval));
+        tokio::spawn(actor.run(cmd_rx, fs_rx, config.poll_interval, config.idle_poll_interval));
         Engine {
             cmd: cmd_tx,
             events,
@@ -433,6 +449,11 @@ impl Engine {
 
     pub async fn snapshot(&self) -> Result<Snapshot, EngineError> {
         self.ask(Command::Snapshot).await
+    }
+
+    /// The engine's polls so far and when the next one comes (tests, diagnostics).
+    pub async fn polls(&self) -> Result<PollState, EngineError> {
+        self.ask(Command::Polls).await
     }
 
     /// Adds a config root (the demo uses this) and indexes it.
@@ -654,6 +675,9 @@ struct Actor {
     /// The last number given to a timeline update or page.
     timeline_seq: u64,
     registry_dirty: HashSet<PathBuf>,
+    /// Polls done, and when the next one comes.
+    polls: PollState,
+    next_poll: tokio::time::Instant,
     indexing: bool,
     ready: watch::Sender<Phase>,
     progress: watch::Sender<IndexProgress>,
@@ -693,6 +717,19 @@ const CWD_RECHECK: Duration = Duration::from_secs(600);
 fn cwd_check_due(last: Option<(u64, Mono)>, seq: u64, now: Mono) -> bool {
     last.is_none_or(|(at_seq, at)| at_seq != seq || now.since(at) >= CWD_RECHECK)
 }
+/// The poll's interval while nothing calls for a quicker one (see [`poll_wait`]). Each poll
+/// wakes the app; an idle window with no session running wakes for it twice a minute.
+pub const IDLE_POLL: Duration = Duration::from_secs(30);
+
+/// How long the engine waits before its next poll. `poll` while there is something only a
+/// poll can see: a registered process that may end without a word (its file stays), a root
+/// not watched (missing, or no watcher at all), or a change since the last poll (a new
+/// session's folder gets its watch at the next poll). Otherwise `idle`: every other change
+/// comes as a file event, which is handled at once.
+fn poll_wait(poll: Duration, idle: Duration, needs_poll: bool) -> Duration {
+    if needs_poll { poll } else { idle.max(poll) }
+}
+
 /// How soon after the store changed its changes are written to the fleet database (in
 /// batches of at most [`PERSIST_BATCH_MAX`] sessions, one batch per interval).
 const PERSIST_INTERVAL: Duration = Duration::from_millis(500);
@@ -708,12 +745,18 @@ impl Actor {
         mut cmd_rx: mpsc::UnboundedReceiver<Command>,
         mut fs_rx: mpsc::UnboundedReceiver<FsSignal>,
         poll: Duration,
+        idle_poll: Duration,
     ) {
-        let mut poll_timer = tokio::time::interval(poll);
-        poll_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        self.next_poll = tokio::time::Instant::now() + poll;
+        // The store's sequence at the end of the last poll: a change since calls for a poll.
+        let mut polled_seq = self.seq;
         // Armed when there is something to store, so an idle engine has no timer for it.
         let mut persist_at: Option<tokio::time::Instant> = None;
         loop {
+            // A change, or a process registered meanwhile: the next poll comes soon again.
+            if self.seq != polled_seq || self.store.has_live_registry() {
+                self.next_poll = self.next_poll.min(tokio::time::Instant::now() + poll);
+            }
             if self.indexing || self.persist.is_none() || !self.store.has_batch() {
                 persist_at = None;
             } else if persist_at.is_none() {
@@ -765,7 +808,8 @@ impl Actor {
                     self.publish(events);
                 }
                 _ = sleep_until(rescan_at) => self.rescan_new_dirs(),
-                _ = poll_timer.tick() => {
+                _ = tokio::time::sleep_until(self.next_poll) => {
+                    let changed = self.seq != polled_seq;
                     if !self.indexing {
                         self.registry_dirty.extend(self.roots.iter().cloned());
                         self.poll_registry();
@@ -776,6 +820,14 @@ impl Actor {
                             self.cwd_checked = Some((self.seq, now));
                         }
                     }
+                    let needs_poll = self.indexing
+                        || changed
+                        || self.seq != polled_seq
+                        || self.store.has_live_registry()
+                        || !self.watches_every_root();
+                    polled_seq = self.seq;
+                    self.polls.done += 1;
+                    self.next_poll = tokio::time::Instant::now() + poll_wait(poll, idle_poll, needs_poll);
                 }
                 _ = sleep_until(persist_at) => {
                     persist_at = None;
@@ -948,6 +1000,10 @@ impl Actor {
     fn command(&mut self, cmd: Command) {
         let now = self.clock.now();
         match cmd {
+            Command::Polls(reply) => {
+                let next_in = self.next_poll.saturating_duration_since(tokio::time::Instant::now());
+                let _ = reply.send(PollState { next_in, ..self.polls });
+            }
             Command::Snapshot(reply) => {
                 let sessions = self.store.snapshot();
                 let roots = self
@@ -1304,6 +1360,13 @@ impl Actor {
         }
     }
 
+    /// Is every root there and watched (its folder, `projects/` and `sessions/` when they
+    /// exist)? A root that does not exist yet is found only by polling.
+    fn watches_every_root(&self) -> bool {
+        let Some(w) = &self.watcher else { return false };
+        self.roots.iter().all(|r| r.is_dir() && w.covers(r))
+    }
+
     /// Folders that appeared after the watch began (a fresh install creating
     /// `projects/`) are picked up here if their creation event was missed.
     fn ensure_coverage(&mut self) {
@@ -1465,6 +1528,15 @@ pub fn chain_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_engine_with_nothing_to_poll_for_waits_the_idle_interval() {
+        let (poll, idle) = (Duration::from_secs(2), Duration::from_secs(30));
+        assert_eq!(poll_wait(poll, idle, true), poll);
+        assert_eq!(poll_wait(poll, idle, false), idle);
+        // A test's quick poll is never slowed below itself.
+        assert_eq!(poll_wait(Duration::from_secs(60), idle, false), Duration::from_secs(60));
+    }
 
     #[test]
     fn the_recent_cwds_are_looked_at_when_the_roster_changed_or_rarely() {

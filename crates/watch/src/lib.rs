@@ -32,4 +32,4 @@ pub mod tail;
 pub mod timeline_view;
 pub mod watcher;
 
-pub use engine::{Engine, EngineConfig, EngineError, Envelope, Snapshot, TimelinePage, TimelineUpdate};
+pub use engine::{Engine, EngineConfig, EngineError, Envelope, PollState, Snapshot, TimelinePage, TimelineUpdate};

@@ -324,6 +324,11 @@ impl Store {
 
     /// The cwds of sessions active since `since` (whose `.claude/` folders hold markers
     /// and status files), most recent first.
+    /// Does the registry name a process found alive (whose end only a poll can see)?
+    pub fn has_live_registry(&self) -> bool {
+        !self.live.is_empty()
+    }
+
     pub fn recent_cwds(&self, since: Timestamp) -> Vec<String> {
         let mut v: Vec<(Timestamp, &String)> = self
             .entries

@@ -251,6 +251,60 @@ async fn the_live_registry_marks_sessions_live_and_waiting() {
     engine.shutdown().await;
 }
 
+/// An idle engine polls rarely, but a registered process is polled for as usual: one that
+/// dies without removing its registry file (a crash) is seen within a poll or two, even
+/// with an idle interval of an hour.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registered_process_that_crashes_is_seen_even_by_an_idle_engine() {
+    const POLL: Duration = Duration::from_millis(200);
+    let r = root();
+    append(&r.project.join(format!("{ID}.jsonl")), &line(&prompt("crashes")));
+    let sessions = r.root.join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let engine = Engine::start(EngineConfig {
+        roots: vec![r.root.clone()],
+        poll_interval: POLL,
+        idle_poll_interval: Duration::from_secs(3600),
+        ..Default::default()
+    });
+    engine.ready().await;
+    wait_session(&engine, ID, "discovery", |s| s["live"] == false).await;
+    // Nothing to poll for: the engine goes idle (its next poll an hour away).
+    let polls = wait_polls(&engine, "idle", |p| p.next_in > Duration::from_secs(60)).await;
+    // The running `claude`: a child of this test, killed without a word.
+    let mut child = std::process::Command::new("sleep").arg("600").spawn().unwrap();
+    let pid = child.id();
+    let entry = json!({"pid": pid, "sessionId": ID, "cwd": "/work/proj", "status": "busy"});
+    std::fs::write(sessions.join(format!("{pid}.json")), entry.to_string()).unwrap();
+    wait_session(&engine, ID, "live", |s| s["live"] == true).await;
+    // Polled for again, and still after two polls with nothing else changing.
+    wait_polls(&engine, "two more polls", |p| p.done >= polls.done + 2).await;
+    let p = engine.polls().await.unwrap();
+    assert!(p.next_in <= POLL, "a registered process keeps the quick poll: {p:?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(sessions.join(format!("{pid}.json")).exists(), "the registry file stays, as after a crash");
+    wait_session(&engine, ID, "no longer live", |s| s["live"] == false).await;
+    engine.shutdown().await;
+}
+
+/// Waits until the engine's polls satisfy `cond`.
+async fn wait_polls(
+    engine: &Engine,
+    what: &str,
+    cond: impl Fn(&mimesis_watch::PollState) -> bool,
+) -> mimesis_watch::PollState {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let p = engine.polls().await.unwrap();
+        if cond(&p) {
+            return p;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}: {p:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeouts_run_on_the_injected_clock() {
     let r = root();
