@@ -1084,7 +1084,10 @@ mod tests {
         // The same numbers after a refresh's time: written again (a removed file comes back).
         assert!(plan(Some((t0, &1)), 1, false, t0 + metrics::REFRESH).write);
         // A process runs: its memory is sampled, so the next look is a heartbeat away.
-        assert_eq!(plan(Some((t0, &1)), 1, true, later), MetricsPlan { write: false, next: later + metrics::HEARTBEAT });
+        assert_eq!(
+            plan(Some((t0, &1)), 1, true, later),
+            MetricsPlan { write: false, next: later + metrics::HEARTBEAT }
+        );
     }
 
     #[tokio::test]

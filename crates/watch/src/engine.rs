@@ -717,6 +717,7 @@ const CWD_RECHECK: Duration = Duration::from_secs(600);
 fn cwd_check_due(last: Option<(u64, Mono)>, seq: u64, now: Mono) -> bool {
     last.is_none_or(|(at_seq, at)| at_seq != seq || now.since(at) >= CWD_RECHECK)
 }
+
 /// The poll's interval while nothing calls for a quicker one (see [`poll_wait`]). Each poll
 /// wakes the app; an idle window with no session running wakes for it twice a minute.
 pub const IDLE_POLL: Duration = Duration::from_secs(30);
