@@ -11,8 +11,9 @@
 //!
 //! Then, in one more second launch: after `$MIMESIS_BENCH_IDLE_SECS` (default 60) of idling,
 //! the memory of the whole app (its process and every process it started: WebKit's web and
-//! network processes), as PSS from `smaps_rollup`, and its CPU (in all and per process) over
-//! the next `$MIMESIS_BENCH_CPU_SECS` (default 30); then the same for a launch without the
+//! network processes), as PSS from `smaps_rollup`, and its CPU (in all and per process:
+//! each thread's exact run time and its wake-ups, [`ThreadMeter`]) over the next
+//! `$MIMESIS_BENCH_CPU_SECS` (default 30); then the same for a launch without the
 //! WebDriver (the app alone on a display, as a user starts it), whose page runs none of the
 //! automation's own scripts (the two have differed by 0–6 MB).
 //!
@@ -328,22 +329,76 @@ async fn report_memory_and_cpu(how: &str, pids: &[u32], idle: Duration) {
     let per: Vec<String> = pids.iter().map(|p| format!("{} MB", pss(&[*p]) / 1_000_000)).collect();
     let total = pss(pids);
     let window = Duration::from_secs(env_num("MIMESIS_BENCH_CPU_SECS", 30));
-    let each = |pids: &[u32]| pids.iter().map(|p| cpu_ticks(&[*p])).collect::<Vec<u64>>();
-    let (t0, c0) = (Instant::now(), each(pids));
-    tokio::time::sleep(window).await;
-    let (c1, took) = (each(pids), t0.elapsed());
-    let percent = |ticks: u64| ticks as f64 / mimesis_os::procs::ticks_per_second() as f64 / took.as_secs_f64() * 100.0;
-    let ticks: Vec<u64> = c1.iter().zip(&c0).map(|(b, a)| b.saturating_sub(*a)).collect();
-    let cpu = percent(ticks.iter().sum());
+    // Read every half second, so that a thread that ends meanwhile still counts.
+    let mut meter = ThreadMeter::default();
+    meter.read(pids);
+    let start = meter.clone();
+    let t0 = Instant::now();
+    while t0.elapsed() < window {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        meter.read(pids);
+    }
+    let took = t0.elapsed().as_secs_f64();
+    let used: Vec<(u64, u64)> = pids.iter().map(|p| meter.since(&start, *p)).collect();
+    let percent = |ns: u64| ns as f64 / 1e9 / took * 100.0;
+    let (ns, wakes) = used.iter().fold((0, 0), |(a, b), (n, w)| (a + n, b + w));
     eprintln!(
-        "{how}, after {} s idle: memory (PSS) {:.0} MB in {} processes ({}), CPU {cpu:.2} % over {} s ({})",
+        "{how}, after {} s idle: memory (PSS) {:.0} MB in {} processes ({}), CPU {:.3} % and {wakes} wake-ups over {:.0} s ({})",
         idle.as_secs(),
         total as f64 / 1e6,
         pids.len(),
         names.iter().zip(&per).map(|(n, m)| format!("{n}: {m}")).collect::<Vec<_>>().join(", "),
-        window.as_secs(),
-        names.iter().zip(&ticks).map(|(n, t)| format!("{n}: {:.2} %", percent(*t))).collect::<Vec<_>>().join(", "),
+        percent(ns),
+        took,
+        names
+            .iter()
+            .zip(&used)
+            .map(|(n, (ns, w))| format!("{n}: {:.3} %, {w} wake-ups", percent(*ns)))
+            .collect::<Vec<_>>()
+            .join(", "),
     );
+}
+
+/// The CPU time and the wake-ups of every thread of some processes, exactly: the time each
+/// thread ran (`/proc/<pid>/task/<tid>/schedstat`, in nanoseconds) and its context switches.
+/// (The clock-tick figures of `/proc/<pid>/stat` are statistical on a kernel that charges a
+/// whole tick to whatever runs when it comes: for a process that mostly sleeps they count
+/// its wake-ups more than its work.) A thread keeps its last reading after it ends.
+#[derive(Clone, Default)]
+struct ThreadMeter {
+    /// (pid, tid) → (nanoseconds run, context switches).
+    threads: std::collections::HashMap<(u32, u32), (u64, u64)>,
+}
+
+impl ThreadMeter {
+    fn read(&mut self, pids: &[u32]) {
+        for &pid in pids {
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
+            for task in tasks.flatten() {
+                let Some(tid) = task.file_name().to_str().and_then(|t| t.parse::<u32>().ok()) else { continue };
+                let ran = std::fs::read_to_string(task.path().join("schedstat"))
+                    .ok()
+                    .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok());
+                let switches = std::fs::read_to_string(task.path().join("status")).ok().map(|s| {
+                    s.lines()
+                        .filter(|l| l.contains("ctxt_switches"))
+                        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                        .sum::<u64>()
+                });
+                if let (Some(ran), Some(switches)) = (ran, switches) {
+                    self.threads.insert((pid, tid), (ran, switches));
+                }
+            }
+        }
+    }
+
+    /// What `pid`'s threads did since `before` (a thread started since counts from zero).
+    fn since(&self, before: &ThreadMeter, pid: u32) -> (u64, u64) {
+        self.threads.iter().filter(|((p, _), _)| *p == pid).fold((0, 0), |(ns, w), (k, (n, s))| {
+            let (n0, s0) = before.threads.get(k).copied().unwrap_or_default();
+            (ns + n.saturating_sub(n0), w + s.saturating_sub(s0))
+        })
+    }
 }
 
 /// `n` sessions in 50 projects, one turn each, a minute apart (the first is the most recent).
