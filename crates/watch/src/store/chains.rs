@@ -311,13 +311,13 @@ impl Store {
         }
     }
 
-    /// What changed since the last call, for the fleet database: every session whose
-    /// facts or reading position moved, the removed ones, and new links.
     /// Is there anything for [`Store::take_batch`] to take?
     pub fn has_batch(&self) -> bool {
         !self.dirty.is_empty() || !self.removed.is_empty() || !self.new_links.is_empty()
     }
 
+    /// What changed since the last call, for the fleet database: every session whose
+    /// facts or reading position moved, the removed ones, and new links.
     pub fn take_batch(&mut self) -> Batch {
         self.take_batch_of(usize::MAX)
     }
