@@ -125,11 +125,16 @@ fn release_when_sent() {
     static LAUNCH_TRIMMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     tauri::async_runtime::spawn(async {
         tokio::time::sleep(AFTER).await;
-        mimesis_os::procs::release_free_memory();
-        if !LAUNCH_TRIMMED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-            let bytes = mimesis_os::procs::trim_clean_file_pages(mimesis_os::procs::Mapped::AllFiles);
-            tracing::debug!(at = ?crate::since_start(), mapped_bytes = bytes, "the launch's code left the app's memory");
-        }
+        // Off the async workers: malloc_trim walks the heap, and the trim reads all of
+        // /proc/self/smaps (tens of milliseconds with WebKit's libraries mapped).
+        let _ = tauri::async_runtime::spawn_blocking(|| {
+            mimesis_os::procs::release_free_memory();
+            if !LAUNCH_TRIMMED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                let bytes = mimesis_os::procs::trim_clean_file_pages(mimesis_os::procs::Mapped::AllFiles);
+                tracing::debug!(at = ?crate::since_start(), mapped_bytes = bytes, "the launch's code left the app's memory");
+            }
+        })
+        .await;
     });
 }
 
