@@ -2,6 +2,8 @@
 // capabilities/default.json reach the webview (everything else is denied).
 const COMMANDS: &[&str] = &[
     "roster_snapshot",
+    "roster_snapshot_held",
+    "roster_listening",
     "open_timeline",
     "timeline_range",
     "timeline_item",

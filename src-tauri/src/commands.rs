@@ -28,6 +28,8 @@ pub struct AppState {
     pub demo_root: PathBuf,
     /// Sends the page the store events after its last snapshot (`events::forward_store`).
     pub store_forwarder: Mutex<Option<tauri::async_runtime::JoinHandle<()>>>,
+    /// What the page has not heard since a held snapshot, until it listens.
+    pub store_held: Mutex<Option<Held>>,
 }
 
 type CmdResult<T> = Result<T, String>;
@@ -83,27 +85,138 @@ fn remote_page(key: &str, total: usize, start: usize, items: Vec<IpcItem>) -> Ip
 
 #[tauri::command]
 pub async fn roster_snapshot(app: tauri::AppHandle, state: tauri::State<'_, AppState>) -> CmdResult<RosterSnapshot> {
+    snapshot_for_page(&app, &state, false).await
+}
+
+/// The roster's snapshot for a page that has no listeners yet: Mimesis's own page asks for it
+/// at document start ([`EARLY_ROSTER`]), so the engine reads it while the page loads its
+/// code. What changes after it waits here until the page says it listens
+/// ([`roster_listening`]).
+///
+/// The snapshot goes to the page as one script (`window.__MIMESIS_ROSTER_SENT__({…})`), not
+/// as the command's reply: WebKit hands a custom protocol's body (the reply) to the page in
+/// 8 kB reads on the app's main loop, a few hundred for 2,000 sessions, while the page is
+/// busy loading. A script is one message, and its JSON literal is read by the engine's JSON
+/// parser. (serde's JSON is a valid script: every string is escaped, nothing can end it.)
+#[tauri::command]
+pub async fn roster_snapshot_held(
+    app: tauri::AppHandle,
+    webview: tauri::Webview,
+    state: tauri::State<'_, AppState>,
+) -> CmdResult<()> {
+    let snapshot = snapshot_for_page(&app, &state, true).await?;
+    let script = roster_script(&snapshot).map_err(|e| e.to_string())?;
+    drop(snapshot);
+    webview.eval(script).map_err(|e| e.to_string())
+}
+
+/// The script that hands `snapshot` to the page: one call with its JSON as the argument.
+/// (U+2028 and U+2029, which JSON leaves as they are, can only be inside its strings: escaped
+/// there, they end no line of the script in an engine older than ES2019.)
+fn roster_script(snapshot: &impl Serialize) -> serde_json::Result<String> {
+    let json = serde_json::to_string(snapshot)?.replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029");
+    Ok(format!("window.__MIMESIS_ROSTER_SENT__({json})"))
+}
+
+/// The page listens now: the store's events held since [`roster_snapshot_held`] go out (and
+/// then the rest as they come), and what the page cannot have heard meanwhile follows: the
+/// attention set, other machines' states, and a `store:resync` when their rows changed.
+#[tauri::command]
+pub fn roster_listening(app: tauri::AppHandle, state: tauri::State<'_, AppState>) -> CmdResult<()> {
+    let held = state.store_held.lock().map_err(|_| "poisoned".to_owned())?.take();
+    let Some(mut held) = held else {
+        return Ok(());
+    };
+    let _ = held.release.send(());
+    crate::events::emit_attention(&app, state.mimesis.engine());
+    let missed = Missed::drain(&mut held.remote);
+    if missed.rows {
+        tracing::debug!("other machines' rows changed before the page listened: it reads its roster again");
+        let _ = tauri::Emitter::emit(&app, "store:resync", serde_json::json!({}));
+    } else if missed.hosts {
+        let hosts = app.state::<crate::hosts::RemoteState>().hub.hosts();
+        let _ = tauri::Emitter::emit(&app, "hosts:changed", crate::remote::HostsPayload { hosts });
+    }
+    Ok(())
+}
+
+/// What a page that was not listening missed of other machines' changes.
+#[derive(Debug, Default, PartialEq)]
+struct Missed {
+    /// Their rows changed (or some changes were lost): the roster is read again.
+    rows: bool,
+    /// Their states changed: the current ones are sent.
+    hosts: bool,
+}
+
+impl Missed {
+    fn drain(rx: &mut tokio::sync::broadcast::Receiver<mimesis_wiring::remote::HubEvent>) -> Missed {
+        use mimesis_wiring::remote::HubEvent;
+        use tokio::sync::broadcast::error::TryRecvError;
+        let mut m = Missed::default();
+        loop {
+            match rx.try_recv() {
+                Ok(HubEvent::Events(_)) | Err(TryRecvError::Lagged(_)) => m.rows = true,
+                Ok(HubEvent::Hosts(_)) => m.hosts = true,
+                // The attention set is sent anyway; supervision and notifications are not the roster's.
+                Ok(HubEvent::Attention(_) | HubEvent::Supervision(_) | HubEvent::Notify { .. }) => {}
+                Err(TryRecvError::Empty | TryRecvError::Closed) => return m,
+            }
+        }
+    }
+}
+
+/// What a held snapshot's page has not heard yet ([`roster_snapshot_held`]).
+pub struct Held {
+    /// Starts the store forwarder.
+    release: tokio::sync::oneshot::Sender<()>,
+    /// Other machines' changes since the snapshot.
+    remote: tokio::sync::broadcast::Receiver<mimesis_wiring::remote::HubEvent>,
+}
+
+/// Mimesis's page asks for its roster before its code has loaded (a script run at document
+/// start): the snapshot is read while the page parses its code. The page takes the promise
+/// (`window.__MIMESIS_ROSTER__`) when it starts, listens, then calls `roster_listening`.
+pub const EARLY_ROSTER: &str = "if (window.top === window && window.__TAURI_INTERNALS__) { \
+     performance.mark('mimesis:snapshot-asked'); \
+     window.__MIMESIS_ROSTER__ = new Promise((resolve, reject) => { \
+       window.__MIMESIS_ROSTER_SENT__ = resolve; \
+       window.__TAURI_INTERNALS__.invoke('roster_snapshot_held').catch(reject); }); \
+     window.__MIMESIS_ROSTER__.catch(() => {}); }";
+
+async fn snapshot_for_page(app: &tauri::AppHandle, state: &AppState, hold: bool) -> CmdResult<RosterSnapshot> {
     let engine = state.mimesis.engine();
+    let remote = app.state::<crate::hosts::RemoteState>();
     // Subscribed before the snapshot: every later event reaches the page, none twice.
     let rx = engine.subscribe();
     let progress = engine.subscribe_progress();
+    let remote_rx = remote.hub.subscribe();
     let t0 = std::time::Instant::now();
     let snapshot = engine.snapshot().await.map_err(|e| e.to_string())?;
-    tracing::debug!(at = ?crate::since_start(), took = ?t0.elapsed(), sessions = snapshot.sessions.len(), "the roster's snapshot");
-    let forwarder = tauri::async_runtime::spawn(crate::events::forward_store(
-        app.clone(),
-        rx,
-        progress,
-        (snapshot.seq, snapshot.progress),
-    ));
-    if let Some(old) = state.store_forwarder.lock().map_err(|_| "poisoned".to_owned())?.replace(forwarder) {
+    tracing::debug!(at = ?crate::since_start(), took = ?t0.elapsed(), sessions = snapshot.sessions.len(), hold, "the roster's snapshot");
+    let forward = crate::events::forward_store(app.clone(), rx, progress, (snapshot.seq, snapshot.progress));
+    let held = if hold {
+        let (release, released) = tokio::sync::oneshot::channel();
+        let forwarder = tauri::async_runtime::spawn(async move {
+            // (Dropped unsent: a newer snapshot replaced this one.)
+            if released.await.is_ok() {
+                forward.await;
+            }
+        });
+        (forwarder, Some(Held { release, remote: remote_rx }))
+    } else {
+        (tauri::async_runtime::spawn(forward), None)
+    };
+    if let Some(old) = state.store_forwarder.lock().map_err(|_| "poisoned".to_owned())?.replace(held.0) {
         old.abort();
     }
+    *state.store_held.lock().map_err(|_| "poisoned".to_owned())? = held.1;
     let demo = state.demo.lock().map(|d| d.is_some()).unwrap_or(false);
-    // The UI listens for `attention:changed` before it asks for the roster: the set as it
-    // is now reaches it even when it last changed before the page had loaded.
-    crate::events::emit_attention(&app, state.mimesis.engine());
-    let remote = app.state::<crate::hosts::RemoteState>();
+    if !hold {
+        // The UI listens for `attention:changed` before it asks for the roster: the set as it
+        // is now reaches it even when it last changed before the page had loaded.
+        crate::events::emit_attention(app, state.mimesis.engine());
+    }
     release_when_sent();
     Ok(RosterSnapshot { snapshot, demo, remote: remote.hub.rows(), hosts: remote.hub.hosts() })
 }
@@ -347,4 +460,53 @@ pub fn open_link(app: tauri::AppHandle, url: String) -> CmdResult<()> {
     use tauri_plugin_opener::OpenerExt;
     let url = mimesis_core::links::openable(&url)?;
     app.opener().open_url(url, None::<&str>).map_err(|e| format!("cannot open {url}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Missed;
+    use mimesis_wiring::remote::HubEvent;
+
+    fn missed(events: Vec<HubEvent>, capacity: usize) -> Missed {
+        let (tx, mut rx) = tokio::sync::broadcast::channel(capacity);
+        for e in events {
+            tx.send(e).unwrap();
+        }
+        Missed::drain(&mut rx)
+    }
+
+    #[test]
+    fn the_roster_script_is_one_call_whose_argument_is_the_snapshot_whatever_its_text() {
+        // Text from transcripts: quotes, a script's end, a call, line and paragraph separators
+        // (line ends in JavaScript strings before ES2019), control characters, a lone `\`.
+        let hostile =
+            "\"); alert(1); (\" </script><script>x()</script> \u{2028}\u{2029} \u{0}\u{1b}[31m \\ ${x} `y` */ //";
+        let snapshot = serde_json::json!({"seq": 7, "sessions": [{"sessionId": "a", "goal": hostile, hostile: 1}]});
+        let script = super::roster_script(&snapshot).unwrap();
+        let arg = script.strip_prefix("window.__MIMESIS_ROSTER_SENT__(").and_then(|s| s.strip_suffix(')')).unwrap();
+        // The argument is one JSON value (a JavaScript expression since ES2019), the snapshot
+        // itself, and nothing of the text is left outside a string.
+        let back: serde_json::Value = serde_json::from_str(arg).unwrap();
+        assert_eq!(back, snapshot);
+        assert!(!arg.contains('\u{2028}') && !arg.contains('\u{0}') && !arg.contains('\u{1b}'));
+    }
+
+    #[test]
+    fn a_page_that_was_not_listening_reads_again_only_what_other_machines_changed() {
+        assert_eq!(missed(vec![], 8), Missed::default());
+        // Their states alone: sent again, no new roster.
+        let states = missed(vec![HubEvent::Hosts(vec![]), HubEvent::Attention(vec![])], 8);
+        assert_eq!(states, Missed { rows: false, hosts: true });
+        // Their rows: the roster is read again.
+        let rows = missed(vec![HubEvent::Attention(vec![]), HubEvent::Events(vec![]), HubEvent::Hosts(vec![])], 8);
+        assert_eq!(rows, Missed { rows: true, hosts: true });
+        // Changes lost to a full channel count as rows changed, whatever they were.
+        let lost = missed((0..4).map(|_| HubEvent::Attention(vec![])).collect(), 2);
+        assert!(lost.rows);
+        let only_notes = vec![
+            HubEvent::Supervision(vec![]),
+            HubEvent::Notify { key: "h:1".into(), title: "t".into(), body: "b".into() },
+        ];
+        assert_eq!(missed(only_notes, 8), Missed::default());
+    }
 }

@@ -227,6 +227,8 @@ macro_rules! commands {
 // function writes them; the test compares both with the functions' source.
 commands! {
     roster_snapshot() -> RosterSnapshot;
+    roster_snapshot_held() -> ();
+    roster_listening() -> ();
     open_timeline(session_id: String, tail: usize) -> IpcPage;
     timeline_range(session_id: String, start: usize, end: usize) -> IpcPage;
     timeline_item(session_id: String, index: usize) -> TimelineItem;
@@ -356,7 +358,7 @@ fn src_dir() -> PathBuf {
 
 /// Types the page does not send: Tauri hands them to the command.
 fn injected(ty: &str) -> bool {
-    ["State<", "AppHandle", "WebviewWindow", "Window"].iter().any(|t| ty.contains(t))
+    ["State<", "AppHandle", "Webview", "Window"].iter().any(|t| ty.contains(t))
 }
 
 fn squash(s: &str) -> String {

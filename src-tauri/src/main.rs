@@ -189,6 +189,8 @@ fn main() {
     #[cfg(feature = "record")]
     let app = record::install(app);
     let result = app
+        // The page asks for its roster at document start (see `commands::EARLY_ROSTER`).
+        .plugin(tauri::plugin::Builder::<_, ()>::new("mimesis-early").js_init_script(commands::EARLY_ROSTER).build())
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_opener::init())
@@ -251,6 +253,7 @@ fn main() {
                 demo: Mutex::new(None),
                 demo_root,
                 store_forwarder: Mutex::new(None),
+                store_held: Mutex::new(None),
             });
             Ok(())
         })
@@ -266,6 +269,8 @@ fn main() {
         })
         .invoke_handler(tauri::generate_handler![
             commands::roster_snapshot,
+            commands::roster_snapshot_held,
+            commands::roster_listening,
             commands::open_timeline,
             commands::timeline_range,
             commands::timeline_item,

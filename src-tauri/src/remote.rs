@@ -46,7 +46,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, mimesis: &Mimesis) -> RemoteState {
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Clone)]
 pub(crate) struct HostsPayload {
-    hosts: Vec<HostInfo>,
+    pub(crate) hosts: Vec<HostInfo>,
 }
 
 #[cfg_attr(test, derive(ts_rs::TS))]

@@ -104,12 +104,25 @@ export class MockBackend implements Backend {
     return Promise.resolve().then(() => h(args));
   }) as Backend['call'];
 
+  /** The roster the page asked for at document start (`earlyRoster`), if any. */
+  early: Promise<RosterSnapshot> | null = null;
+  earlyRoster(): Promise<RosterSnapshot> | null {
+    const e = this.early;
+    this.early = null;
+    return e;
+  }
+
+  /** Listeners are there (their round trips answered) once this resolves. */
+  listening: Promise<unknown> = Promise.resolve();
+
   on<E extends keyof Events>(event: E, handler: (payload: Events[E]) => void): Promise<() => void> {
-    let set = this.#listeners.get(event);
-    if (!set) this.#listeners.set(event, (set = new Set()));
-    const h = handler as (p: unknown) => void;
-    set.add(h);
-    return Promise.resolve(() => set.delete(h));
+    return this.listening.then(() => {
+      let set = this.#listeners.get(event);
+      if (!set) this.#listeners.set(event, (set = new Set()));
+      const h = handler as (p: unknown) => void;
+      set.add(h);
+      return () => set.delete(h);
+    });
   }
 
   readonly channels: ByteChannel[] = [];

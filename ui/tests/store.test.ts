@@ -87,6 +87,60 @@ describe('RosterStore', () => {
     expect(store.rootCounts.get('/home/me/.claude')).toBe(3);
   });
 
+  it('shows the roster asked for at document start before its listeners are there, then says it listens', async () => {
+    const { b, store } = setup();
+    b.handlers.roster_listening = () => null;
+    b.early = Promise.resolve(snapshot({ seq: 5, sessions: [session('a', { lastActivityAt: at(1) })] }));
+    let listen: (v?: unknown) => void = () => {};
+    b.listening = new Promise((r) => (listen = r));
+    const started = store.start();
+    await flush();
+    // Rows on screen; the app holds what changed since until the page listens.
+    expect(store.loaded).toBe(true);
+    expect(store.sorted.map((s) => s.sessionId)).toEqual(['a']);
+    expect(b.count('roster_listening')).toBe(0);
+    listen();
+    await started;
+    expect(b.count('roster_listening')).toBe(1);
+    expect(b.count('roster_snapshot')).toBe(0);
+    // What was held comes after it: only the newer events count.
+    b.fire('store:events', { events: [{ type: 'discovered', session: session('b', { lastActivityAt: at(2) }), seq: 6 }] });
+    expect(store.sorted.map((s) => s.sessionId)).toEqual(['b', 'a']);
+  });
+
+  it('asks for the roster itself when the early one failed, or its events could not be released', async () => {
+    for (const fail of ['early', 'listening'] as const) {
+      const { b, store } = setup({ seq: 9, sessions: [session('now')] });
+      b.early = fail === 'early' ? Promise.reject(new Error('refused')) : Promise.resolve(snapshot({ seq: 5, sessions: [session('early')] }));
+      b.handlers.roster_listening = () => {
+        throw new Error('refused');
+      };
+      await store.start();
+      expect(b.count('roster_snapshot'), fail).toBe(1);
+      expect(store.sorted.map((s) => s.sessionId), fail).toEqual(['now']);
+      expect(store.error, fail).toBeNull();
+    }
+  });
+
+  it('a roster asked for again while the early one was on its way is not replaced by it', async () => {
+    const { b, store, setSnapshot } = setup();
+    b.handlers.roster_listening = () => null;
+    let early: (s: RosterSnapshot) => void = () => {};
+    b.early = new Promise((r) => (early = r));
+    const started = store.start();
+    await flush();
+    // The app asks the page to read its roster again before the early one arrived.
+    setSnapshot(snapshot({ seq: 20, sessions: [session('fresh')] }));
+    b.fire('store:resync', {});
+    await flush();
+    early(snapshot({ seq: 5, sessions: [session('stale')] }));
+    await started;
+    await flush();
+    expect(store.sorted.map((s) => s.sessionId)).toEqual(['fresh']);
+    expect(store.seq).toBe(20);
+    expect(b.count('roster_snapshot')).toBe(1);
+  });
+
   it('refetches the snapshot on store:resync and on a hole in seq', async () => {
     const { b, store, setSnapshot } = setup({ sessions: [session('a')] });
     await store.start();

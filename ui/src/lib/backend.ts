@@ -2,7 +2,10 @@
 // Inside Tauri it is `invoke` / `listen`; in a plain browser (development, screenshots)
 // it is a replay of what the real app recorded (./preview, ./replay).
 
-import type { ByteChannel, Commands, Events } from './types';
+// Imported with the page (4 kB): the first roster waits for no module fetched later.
+import { Channel, invoke } from '@tauri-apps/api/core';
+import { listen } from '@tauri-apps/api/event';
+import type { ByteChannel, Commands, Events, RosterSnapshot } from './types';
 
 export type Unlisten = () => void;
 
@@ -16,23 +19,43 @@ export interface Backend {
   on<E extends keyof Events>(event: E, handler: (payload: Events[E]) => void): Promise<Unlisten>;
   /** A channel for bulk bytes (`pty_attach`'s `onData`): a Tauri `Channel` inside the app. */
   channel(onmessage: (data: ArrayBuffer) => void): ByteChannel;
+  /**
+   * The roster the page asked for at document start (`roster_snapshot_held`), once: the
+   * engine read it while the page loaded its code. Its events wait in the app until the page
+   * calls `roster_listening`. Null when there is none (or it was taken).
+   */
+  earlyRoster?(): Promise<RosterSnapshot> | null;
 }
 
 export function insideTauri(): boolean {
   return typeof window !== 'undefined' && '__TAURI_INTERNALS__' in window;
 }
 
-async function tauriBackend(): Promise<Backend> {
-  const [{ invoke, Channel }, { listen }] = await Promise.all([import('@tauri-apps/api/core'), import('@tauri-apps/api/event')]);
+function tauriBackend(): Promise<Backend> {
   const b: Backend = {
     fake: false,
     call: (cmd, ...args) => invoke(cmd, args[0]),
     on: (event, handler) => listen(event, (e) => handler(e.payload as Events[typeof event])),
     channel: (onmessage) => new Channel<ArrayBuffer>(onmessage),
+    earlyRoster: takeEarlyRoster,
   };
   // A build with the recorder (the `record` feature) notes what the page meets, for ./replay.
-  const { recording, recorded } = await import('./record');
-  return recording() ? recorded(b, (entries) => invoke('record_write', { entries })) : b;
+  // (Its module is loaded only then: a launch waits for nothing it does not need.)
+  if (!recording()) return Promise.resolve(b);
+  return import('./record').then(({ recorded }) => recorded(b, (entries) => invoke('record_write', { entries })));
+}
+
+/** The app records (`MIMESIS_RECORD` set: its script set `window.__MIMESIS_RECORD__`), see ./record. */
+export function recording(): boolean {
+  return typeof window !== 'undefined' && (window as { __MIMESIS_RECORD__?: boolean }).__MIMESIS_RECORD__ === true;
+}
+
+/** `window.__MIMESIS_ROSTER__`, set by the app's script at document start; taken once. */
+function takeEarlyRoster(): Promise<RosterSnapshot> | null {
+  const w = window as { __MIMESIS_ROSTER__?: Promise<RosterSnapshot> };
+  const early = w.__MIMESIS_ROSTER__ ?? null;
+  w.__MIMESIS_ROSTER__ = undefined;
+  return early;
 }
 
 let current: Promise<Backend> | null = null;

@@ -14,9 +14,6 @@ import type { Commands, Events } from './types';
 
 export type Note = Record<string, unknown> & { t: number };
 
-export function recording(): boolean {
-  return typeof window !== 'undefined' && (window as { __MIMESIS_RECORD__?: boolean }).__MIMESIS_RECORD__ === true;
-}
 
 /** Arguments as JSON: a channel (`pty_attach`'s `onData`) is only named. */
 function plain(args: unknown): unknown {

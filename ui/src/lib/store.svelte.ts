@@ -194,23 +194,36 @@ export class RosterStore {
   }
 
   /** Listens first, then fetches the snapshot, so no event falls between the two. (The
-   *  listeners are asked for side by side: each is a round trip, and a launch waits for them.) */
+   *  listeners are asked for side by side: each is a round trip, and a launch waits for them.)
+   *  A snapshot the page asked for at document start (`Backend.earlyRoster`) is shown as soon
+   *  as it is there, before the listeners are: its events wait in the app until the page
+   *  says it listens (`roster_listening`). */
   async start(): Promise<void> {
-    this.#unlisten.push(
-      ...(await Promise.all([
-        this.#backend.on('store:events', (p) => this.receive(p.events)),
-        this.#backend.on('remote:events', (p) => this.receiveRemote(p.events)),
-        this.#backend.on('hosts:changed', (p) => {
-          // (Newer than the snapshot being read, if one is: that one's hosts are dropped.)
-          if (this.#buffer) this.#hostsHeard = true;
-          this.hosts = p.hosts;
-        }),
-        this.#backend.on('store:resync', () => void this.resync()),
-        this.#backend.on('store:progress', (p) => this.receiveProgress(p)),
-        this.#backend.on('attention:changed', (a) => this.setAttention(a.sessionIds, a.title ?? undefined)),
-      ])),
-    );
-    await this.resync();
+    const early = this.#backend.earlyRoster?.() ?? null;
+    const listening = Promise.all([
+      this.#backend.on('store:events', (p) => this.receive(p.events)),
+      this.#backend.on('remote:events', (p) => this.receiveRemote(p.events)),
+      this.#backend.on('hosts:changed', (p) => {
+        // (Newer than the snapshot being read, if one is: that one's hosts are dropped.)
+        if (this.#buffer) this.#hostsHeard = true;
+        this.hosts = p.hosts;
+      }),
+      this.#backend.on('store:resync', () => void this.resync()),
+      this.#backend.on('store:progress', (p) => this.receiveProgress(p)),
+      this.#backend.on('attention:changed', (a) => this.setAttention(a.sessionIds, a.title ?? undefined)),
+    ]);
+    const snap = early ? await early.catch(() => null) : null;
+    // (Not when a listener asked for a newer one meanwhile: `store:resync`.)
+    if (snap && !this.loaded && !this.#asked) {
+      performance.mark(SNAPSHOT);
+      this.applySnapshot(snap);
+      this.error = null;
+    }
+    this.#unlisten.push(...(await listening));
+    // (Refused: its events stay held; a snapshot asked for now starts them again.)
+    const released = snap ? await this.#backend.call('roster_listening').then(() => true, () => false) : false;
+    // No early snapshot, or it failed: asked for now, the listeners being there.
+    if (!this.#asked && (!this.loaded || (snap && !released))) await this.resync();
   }
 
   /** The engine's attention set (`attention:changed`); only the sessions that came in or left it move in the view. */
@@ -231,6 +244,7 @@ export class RosterStore {
   /** Fetches a fresh snapshot; events arriving meanwhile are held and applied after it. */
   async resync(): Promise<void> {
     this.#buffer ??= [];
+    this.#asked = true;
     try {
       performance.mark('mimesis:snapshot-asked');
       const snap = await this.#backend.call('roster_snapshot');
@@ -243,6 +257,9 @@ export class RosterStore {
       this.#hostsHeard = false;
     }
   }
+
+  /** A snapshot was asked for (newer than the page's early one, if any). */
+  #asked = false;
 
   applySnapshot(snap: RosterSnapshot): void {
     const held = this.#buffer ?? [];

@@ -641,6 +641,8 @@ export interface ByteChannel {
 /** The commands of docs/ipc.md: their arguments (none: `undefined`) and replies. */
 export interface Commands {
   roster_snapshot: { args: undefined; ret: RosterSnapshot };
+  roster_snapshot_held: { args: undefined; ret: null };
+  roster_listening: { args: undefined; ret: null };
   open_timeline: { args: { sessionId: string; tail: number }; ret: TimelinePage };
   timeline_range: { args: { sessionId: string; start: number; end: number }; ret: TimelinePage };
   timeline_item: { args: { sessionId: string; index: number }; ret: TimelineItem };
