@@ -1029,13 +1029,17 @@ async fn scan_orphans(shared: &Arc<Shared>, watch: &mut OrphanWatch) {
     let mut w = std::mem::take(watch);
     let me = mimesis_os::owner::me();
     let mark = fleet::owner_mark(me.pid, me.start_ticks);
-    let result = tokio::task::spawn_blocking(move || {
+    let agents = w.watches_agents();
+    let look = move || {
         let (scan, mut reaped) = {
             // Held from reading the table to the last reap: no agent can be spawned in
             // between, so a zombie not in the set is no agent.
             let guard = crate::process::waited_agents();
             let waited: HashSet<u32> = guard.iter().copied().collect();
-            let rows = procs::rows(&procs::all());
+            // With no agent of ours watched, only our own children matter (zombies we
+            // adopted): those few, not every process of the machine (10-40 ms a minute).
+            let table = if agents { None } else { procs::my_children() };
+            let rows = procs::rows(&table.unwrap_or_else(procs::all));
             let facts = ScanFacts { rows: &rows, me: me.pid, live: &live, waited: &waited, adopting };
             let scan = w.scan(&facts, |pid| procs::env_var(pid, fleet::OWNER_ENV).as_deref() == Some(mark.as_bytes()));
             let mut reaped = 0;
@@ -1055,9 +1059,11 @@ async fn scan_orphans(shared: &Arc<Shared>, watch: &mut OrphanWatch) {
             }
         }
         (w, scan.kill.len() as u64, reaped as u64)
-    })
-    .await;
-    if let Ok((w, killed, reaped)) = result {
+    };
+    // Without agents, a few reads of /proc and nothing to terminate (nothing waits): done
+    // here, rather than on a blocking thread started for it each minute and ended after.
+    let result = if agents { tokio::task::spawn_blocking(look).await.ok() } else { Some(look()) };
+    if let Some((w, killed, reaped)) = result {
         *watch = w;
         shared.counters.orphans.fetch_add(killed, Ordering::Relaxed);
         shared.counters.zombies.fetch_add(killed.max(reaped), Ordering::Relaxed);

@@ -154,6 +154,13 @@ impl OrphanWatch {
         self.ours.is_empty() && !adopting
     }
 
+    /// Whether any agent of ours (or what it left) is watched. When none is, a scan only
+    /// looks at this process's own children (adopted zombies): [`OrphanWatch::scan`] decides
+    /// the same from them alone as from the whole process table.
+    pub fn watches_agents(&self) -> bool {
+        !self.ours.is_empty()
+    }
+
     /// The session ids still watched.
     pub fn sessions(&self) -> Vec<u32> {
         let mut v: Vec<u32> = self.ours.keys().copied().collect();
@@ -438,6 +445,38 @@ mod tests {
         let mut w = OrphanWatch::default();
         scan(&mut w, &rows, &[], false, &[]);
         assert!(scan(&mut w, &rows, &[], false, &[]).reap.is_empty());
+    }
+
+    #[test]
+    fn with_no_agent_watched_our_children_alone_decide_what_the_whole_table_does() {
+        let me = 10;
+        // Zombies and live processes, ours and others', over two scans (a zombie is reaped
+        // once it lingered a whole interval); 700 and 701 carry our mark, of no agent.
+        let first = [
+            row(400, me, 400, 'Z'),
+            row(401, me, 400, 'S'),
+            row(500, 1, 500, 'Z'),
+            row(600, 77, 600, 'Z'),
+            row(700, 1, 700, 'S'),
+            row(701, me, 701, 'X'),
+            row(me, 1, me, 'S'),
+        ];
+        let second = [row(400, me, 400, 'Z'), row(402, me, 402, 'Z'), row(600, 77, 600, 'Z'), row(701, me, 701, 'X')];
+        let children = |rows: &[ProcRow]| rows.iter().filter(|r| r.ppid == me).cloned().collect::<Vec<_>>();
+        for adopting in [true, false] {
+            let (mut whole, mut ours) = (OrphanWatch::default(), OrphanWatch::default());
+            assert!(!whole.watches_agents());
+            for rows in [&first[..], &second[..]] {
+                let a = scan(&mut whole, rows, &[], adopting, &[700, 701]);
+                let b = scan(&mut ours, &children(rows), &[], adopting, &[700, 701]);
+                assert_eq!(a, b, "adopting {adopting}");
+            }
+            assert_eq!(scan(&mut whole, &second, &[], adopting, &[]).reap.is_empty(), !adopting);
+        }
+        // Once an agent was started, the whole table counts (its session's leftovers).
+        let mut w = OrphanWatch::default();
+        w.started(100, 100);
+        assert!(w.watches_agents());
     }
 
     fn rec() -> Recorded {
