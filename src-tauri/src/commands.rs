@@ -135,7 +135,7 @@ pub fn roster_listening(app: tauri::AppHandle, state: tauri::State<'_, AppState>
         let _ = tauri::Emitter::emit(&app, "store:resync", serde_json::json!({}));
     } else if missed.hosts {
         let hosts = app.state::<crate::hosts::RemoteState>().hub.hosts();
-        let _ = tauri::Emitter::emit(&app, "hosts:changed", crate::remote::HostsPayload { hosts });
+        let _ = tauri::Emitter::emit(&app, "hosts:changed", crate::hosts::HostsPayload { hosts });
     }
     Ok(())
 }

@@ -12,6 +12,13 @@ use mimesis_wiring::remote::Hub;
 use serde::Serialize;
 use tauri::{AppHandle, Manager, Runtime};
 
+/// `hosts:changed`: every configured machine's state, in the configured order.
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[derive(Serialize, Clone)]
+pub(crate) struct HostsPayload {
+    pub(crate) hosts: Vec<mimesis_wiring::remote::HostInfo>,
+}
+
 /// The open timelines of other machines' sessions, as last read there.
 pub type Open = Arc<Mutex<HashMap<String, Arc<Vec<TimelineItem>>>>>;
 

@@ -43,9 +43,10 @@ use mimesis_wiring::{InEffect, Override};
 
 use crate::commands::{DoctorView, IpcPage, RosterSnapshot};
 use crate::events::{IpcIndexed, IpcItem, IpcTimelineUpdate, StoreBatch};
+use crate::hosts::HostsPayload;
 use crate::hosts::WindowAttention;
 use crate::pty::{Attached, Created, InputResult};
-use crate::remote::{Changed, EventsPayload, HostsPayload, RemoteTimelineUpdate};
+use crate::remote::{Changed, EventsPayload, RemoteTimelineUpdate};
 use crate::window::OpenSession;
 
 /// Where the file lives, from the repository's root.

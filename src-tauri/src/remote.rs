@@ -45,12 +45,6 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, mimesis: &Mimesis) -> RemoteState {
 
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Clone)]
-pub(crate) struct HostsPayload {
-    pub(crate) hosts: Vec<HostInfo>,
-}
-
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[derive(Serialize, Clone)]
 pub(crate) struct EventsPayload {
     #[cfg_attr(test, ts(as = "Vec<mimesis_core::StoreEvent>"))]
     events: Vec<serde_json::Value>,
@@ -88,7 +82,7 @@ async fn forward<R: Runtime>(app: AppHandle<R>, hub: Hub, open: Open, engine: mi
                 }
             }
             Ok(HubEvent::Hosts(hosts)) => {
-                let _ = app.emit("hosts:changed", HostsPayload { hosts });
+                let _ = app.emit("hosts:changed", crate::hosts::HostsPayload { hosts });
             }
             Ok(HubEvent::Events(events)) => {
                 let touched: Vec<String> = events

@@ -14,7 +14,6 @@ import type { Commands, Events } from './types';
 
 export type Note = Record<string, unknown> & { t: number };
 
-
 /** Arguments as JSON: a channel (`pty_attach`'s `onData`) is only named. */
 function plain(args: unknown): unknown {
   if (args === undefined) return undefined;

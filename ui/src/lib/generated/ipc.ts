@@ -600,6 +600,9 @@ version: string | null,
  */
 retryInSecs: number | null, };
 
+/**
+ * `hosts:changed`: every configured machine's state, in the configured order.
+ */
 export type HostsPayload = { hosts: Array<HostInfo>, };
 
 export type EventsPayload = { events: Array<StoreEvent>, };
