@@ -322,13 +322,13 @@ impl Store {
         self.chains.links().cloned().collect()
     }
 
-    /// The cwds of sessions active since `since` (whose `.claude/` folders hold markers
-    /// and status files), most recent first.
     /// Does the registry name a process found alive (whose end only a poll can see)?
     pub fn has_live_registry(&self) -> bool {
         !self.live.is_empty()
     }
 
+    /// The cwds of sessions active since `since` (whose `.claude/` folders hold markers
+    /// and status files), most recent first.
     pub fn recent_cwds(&self, since: Timestamp) -> Vec<String> {
         let mut v: Vec<(Timestamp, &String)> = self
             .entries
