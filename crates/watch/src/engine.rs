@@ -810,7 +810,6 @@ impl Actor {
                 }
                 _ = sleep_until(rescan_at) => self.rescan_new_dirs(),
                 _ = tokio::time::sleep_until(self.next_poll) => {
-                    let changed = self.seq != polled_seq;
                     if !self.indexing {
                         self.registry_dirty.extend(self.roots.iter().cloned());
                         self.poll_registry();
@@ -821,8 +820,8 @@ impl Actor {
                             self.cwd_checked = Some((self.seq, now));
                         }
                     }
+                    // (The sequence only grows: a change before the poll or during it.)
                     let needs_poll = self.indexing
-                        || changed
                         || self.seq != polled_seq
                         || self.store.has_live_registry()
                         || !self.watches_every_root();
