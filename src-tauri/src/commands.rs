@@ -114,7 +114,11 @@ pub async fn roster_snapshot_held(
 /// (U+2028 and U+2029, which JSON leaves as they are, can only be inside its strings: escaped
 /// there, they end no line of the script in an engine older than ES2019.)
 fn roster_script(snapshot: &impl Serialize) -> serde_json::Result<String> {
-    let json = serde_json::to_string(snapshot)?.replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029");
+    let mut json = serde_json::to_string(snapshot)?;
+    // (Rare: the 2.9 MB of a launch are not copied again for nothing.)
+    if json.contains(['\u{2028}', '\u{2029}']) {
+        json = json.replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029");
+    }
     Ok(format!("window.__MIMESIS_ROSTER_SENT__({json})"))
 }
 
@@ -190,7 +194,8 @@ async fn snapshot_for_page(app: &tauri::AppHandle, state: &AppState, hold: bool)
     // Subscribed before the snapshot: every later event reaches the page, none twice.
     let rx = engine.subscribe();
     let progress = engine.subscribe_progress();
-    let remote_rx = remote.hub.subscribe();
+    // (A held page hears nothing meanwhile: what other machines change is noted for it.)
+    let remote_rx = hold.then(|| remote.hub.subscribe());
     let t0 = std::time::Instant::now();
     let snapshot = engine.snapshot().await.map_err(|e| e.to_string())?;
     tracing::debug!(at = ?crate::since_start(), took = ?t0.elapsed(), sessions = snapshot.sessions.len(), hold, "the roster's snapshot");
@@ -203,7 +208,7 @@ async fn snapshot_for_page(app: &tauri::AppHandle, state: &AppState, hold: bool)
                 forward.await;
             }
         });
-        (forwarder, Some(Held { release, remote: remote_rx }))
+        (forwarder, remote_rx.map(|remote| Held { release, remote }))
     } else {
         (tauri::async_runtime::spawn(forward), None)
     };
