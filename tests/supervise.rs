@@ -625,8 +625,16 @@ async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Resu
     // The agent is about to outlive the `mimesis run` this test kills: whatever happens
     // next, it and its grandchild die with the test.
     // The agent: the ledger in the fleet database names it, under its `mimesis run`.
+    // (Written by the run's ledger thread, which may come after the agent's first screen.)
     let db_path = data.join(FILE_NAME);
-    let recs = ProcessLedger::load(&Db::open_read_only(&db_path)?)?;
+    let deadline = std::time::Instant::now() + T;
+    let recs = loop {
+        let recs = ProcessLedger::load(&Db::open_read_only(&db_path)?)?;
+        if !recs.is_empty() && !recs[0].1.is_empty() || std::time::Instant::now() > deadline {
+            break recs;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     ensure!(recs.len() == 1 && recs[0].0.pid == run.pid(), "one owner, the run: {recs:?}");
     let agent = recs[0].1.first().context("the agent is recorded")?.clone();
     ensure!(!data.join("supervised").exists(), "no fallback files while the database works");
