@@ -205,7 +205,28 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     ensure!(all_scripts.as_u64() == Some(0), "an inline script appeared in the page");
     ensure!(app.client.get_alert_text().await.is_err(), "an alert dialog opened");
 
-    // 5. Accessibility (issue 16): axe-core in the real webview, with its layout (contrast
+    // 5. The page names the system's UI and monospace families before its first layout (a
+    //    generic family costs WebKitGTK a fontconfig search per size and weight), and the
+    //    roster draws with them: quoted CSS strings, the generic families after them.
+    let fonts = app
+        .js(&format!(
+            "const root = getComputedStyle(document.documentElement); \
+             return [root.getPropertyValue('--font-system').trim(), root.getPropertyValue('--font-system-mono').trim(), \
+                     getComputedStyle(document.querySelector(\"{} .title\")).fontFamily];",
+            row(OLD)
+        ))
+        .await?;
+    let fonts: Vec<&str> = fonts.as_array().context("fonts")?.iter().filter_map(Value::as_str).collect();
+    let [ui, mono, title] = fonts[..] else { anyhow::bail!("fonts: {fonts:?}") };
+    for family in [ui, mono] {
+        ensure!(family.len() > 2 && family.starts_with('"') && family.ends_with('"'), "a named family: {fonts:?}");
+    }
+    ensure!(
+        title.starts_with(ui) && title.ends_with("system-ui, sans-serif"),
+        "the row's font is the named family first: {fonts:?}"
+    );
+
+    // 6. Accessibility (issue 16): axe-core in the real webview, with its layout (contrast
     //    included), on the roster with a timeline open, then on Settings.
     let mut found = Vec::new();
     found.extend(axe_violations(app, "roster and timeline").await?);

@@ -21,6 +21,7 @@
 
 mod commands;
 mod events;
+mod fonts;
 mod hosts;
 #[cfg(test)]
 mod ipc_types;
@@ -176,6 +177,11 @@ fn main() {
     if let Err(e) = std::fs::create_dir_all(&data_dir) {
         tracing::error!(error = %e, dir = %data_dir.display(), "cannot create the data dir; nothing will be kept");
     }
+    // Before the window: the page has its fonts' names before its first layout (src/fonts.rs).
+    let (ui_font, mono_font) = fonts::system_families();
+    tracing::debug!(?ui_font, ?mono_font, at = ?since_start(), "the system's fonts");
+    let early_script =
+        format!("{}\n{}", fonts::init_script(ui_font.as_deref(), mono_font.as_deref()), commands::EARLY_ROSTER);
     let demo_root = data_dir.join("demo");
     let engine_data_dir = data_dir.clone();
     let app = tauri::Builder::default()
@@ -189,8 +195,9 @@ fn main() {
     #[cfg(feature = "record")]
     let app = record::install(app);
     let result = app
-        // The page asks for its roster at document start (see `commands::EARLY_ROSTER`).
-        .plugin(tauri::plugin::Builder::<_, ()>::new("mimesis-early").js_init_script(commands::EARLY_ROSTER).build())
+        // At document start the page learns the system's font families, and asks for its
+        // roster (see `fonts` and `commands::EARLY_ROSTER`).
+        .plugin(tauri::plugin::Builder::<_, ()>::new("mimesis-early").js_init_script(early_script).build())
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_opener::init())
