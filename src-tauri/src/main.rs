@@ -177,7 +177,7 @@ fn main() {
     if let Err(e) = std::fs::create_dir_all(&data_dir) {
         tracing::error!(error = %e, dir = %data_dir.display(), "cannot create the data dir; nothing will be kept");
     }
-    // Before the window: the page has its fonts' names before its first layout (src/fonts.rs).
+    // Before the window: the page has its fonts' names before its first layout (`fonts`).
     let (ui_font, mono_font) = fonts::system_families();
     tracing::debug!(?ui_font, ?mono_font, at = ?since_start(), "the system's fonts");
     let early_script =
