@@ -56,6 +56,51 @@ fn args(fx: &Fixture) -> Vec<String> {
     vec!["--config-dir".into(), fx.config.to_string_lossy().into_owned()]
 }
 
+/// A process's environment as it started.
+fn environ(pid: u32) -> Vec<(String, String)> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    raw.split(|b| *b == 0)
+        .filter_map(|kv| String::from_utf8_lossy(kv).split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
+        .collect()
+}
+
+/// What the app sets for its toolkit (src-tauri/src/toolkit.rs) reaches WebKit's processes,
+/// and not the agent: it starts with the environment the user gave Mimesis.
+fn toolkit_env_stays_with_the_app(app: &DesktopApp, fx: &Fixture) -> Result<()> {
+    const SET_FOR_THE_TOOLKIT: [&str; 5] = [
+        "LD_PRELOAD",
+        "WEBKIT_DISABLE_COMPOSITING_MODE",
+        "WEBKIT_DISABLE_DMABUF_RENDERER",
+        "GDK_GL",
+        "WEBKIT_WEB_RENDER_DEVICE_FILE",
+    ];
+    let agents = processes_in(&fx.project);
+    ensure!(!agents.is_empty(), "the agent runs in {}", fx.project.display());
+    for (pid, cmd) in &agents {
+        for (k, v) in environ(*pid) {
+            let ours = SET_FOR_THE_TOOLKIT.contains(&k.as_str()) && std::env::var_os(&k).is_none();
+            ensure!(!ours, "the agent ({cmd}) has {k}={v}, which the app set for its toolkit");
+        }
+    }
+    // Built where WebKit links the speech voice, the app links it too, and WebKit's web
+    // process preloads it (unless the user preloads something).
+    let processes = app.app_processes();
+    let app_pid = *processes.first().context("the app's process")?;
+    let maps = std::fs::read_to_string(format!("/proc/{app_pid}/maps")).unwrap_or_default();
+    if maps.contains("libflite_cmu_time_awb") && std::env::var_os("LD_PRELOAD").is_none() {
+        let web = processes.iter().find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.starts_with("WebKitWebProces"))
+        });
+        let web = *web.context("WebKit's web process among the app's")?;
+        let preload = environ(web).into_iter().find(|(k, _)| k == "LD_PRELOAD").map(|(_, v)| v);
+        ensure!(
+            preload.as_deref() == Some("libflite_cmu_time_awb.so.1"),
+            "WebKit's web process preloads the voice: LD_PRELOAD={preload:?}"
+        );
+    }
+    Ok(())
+}
+
 /// Processes whose working folder is `dir` (the agents Mimesis ran there).
 fn processes_in(dir: &Path) -> Vec<(u32, String)> {
     let mut found = Vec::new();
@@ -163,6 +208,7 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     let started = format!("started at {cols}×");
     let text = terminal_text(app).await?;
     ensure!(text.contains(&started), "the agent started as wide as its terminal ({started}…): {text}");
+    toolkit_env_stays_with_the_app(app, fx)?;
 
     // 2. Keystrokes reach the agent; its answer shows in xterm.
     let textarea = app.client.find(Locator::Css("[data-testid=terminal] textarea")).await?;

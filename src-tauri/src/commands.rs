@@ -461,10 +461,26 @@ pub async fn focus_terminal(state: tauri::State<'_, AppState>, session_id: Strin
 /// Opens a link from a transcript or a terminal in the system's browser: only a plain web
 /// address (`mimesis_core::links`); anything else is refused with why.
 #[tauri::command]
-pub fn open_link(app: tauri::AppHandle, url: String) -> CmdResult<()> {
-    use tauri_plugin_opener::OpenerExt;
+pub fn open_link(url: String) -> CmdResult<()> {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
     let url = mimesis_core::links::openable(&url)?;
-    app.opener().open_url(url, None::<&str>).map_err(|e| format!("cannot open {url}: {e}"))
+    let mut tried = Vec::new();
+    // The desktop's launchers, most common first (xdg-open), each with the user's
+    // environment, in its own process group: a signal to the app's leaves the browser be.
+    for mut launcher in open::commands(url) {
+        mimesis_os::child_env::restore(&mut launcher);
+        launcher.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0);
+        match launcher.spawn() {
+            Ok(mut child) => {
+                // (xdg-open without a desktop runs the browser itself: reaped when it ends.)
+                std::thread::spawn(move || child.wait());
+                return Ok(());
+            }
+            Err(e) => tried.push(format!("{}: {e}", launcher.get_program().to_string_lossy())),
+        }
+    }
+    Err(format!("cannot open {url}: no launcher could start ({})", tried.join("; ")))
 }
 
 #[cfg(test)]

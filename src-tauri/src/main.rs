@@ -10,6 +10,7 @@
 //! - [`remote`]: other machines' sessions over SSH (issue 13), beside the local ones
 //!   ([`hosts`]: their state, for the other modules);
 //! - [`window`]: show/focus, close-to-tray, size and place kept across runs;
+//! - [`toolkit`]: what GTK and WebKit are told through the environment before they start;
 //! - `record` (cargo feature `record` only): notes the page's commands and events for the
 //!   UI's replay tests.
 //!
@@ -31,6 +32,7 @@ mod pty;
 mod record;
 mod remote;
 mod remote_pty;
+mod toolkit;
 mod tray;
 mod tray_host;
 mod window;
@@ -101,37 +103,6 @@ fn quit_on_signals(app: tauri::AppHandle, signals: Option<QuitSignals>) {
     });
 }
 
-/// Without a GPU (no DRM render node: a VM, a remote desktop, Xvfb), WebKitGTK's
-/// accelerated compositing runs in software (llvmpipe): every repaint composites the whole
-/// window on the CPU, and the GL buffers cost about 100 MB. Its plain software path draws the
-/// same page at a fraction of both. Left alone when a GPU is there or the user chose.
-fn software_rendering_without_compositing() {
-    if pty::gpu() {
-        return;
-    }
-    for (var, value) in without_gpu(|var| std::env::var_os(var).is_some()) {
-        // SAFETY: the first thing `main` does, before any thread exists.
-        unsafe { std::env::set_var(var, value) };
-    }
-}
-
-/// What WebKit and GTK are told on a machine without a GPU, but for what the user set:
-/// - no accelerated compositing (above);
-/// - no GL in the app's own process: GTK's GL (`GDK_GL`), the DMA-BUF renderer, and the
-///   render node WebKit would otherwise find by starting EGL here. Each of them loads Mesa's
-///   software driver and with it LLVM (about 25 MB of the app's memory with nothing to draw:
-///   the window bench, 2,000 sessions). The web process still starts its own EGL; it needs it.
-fn without_gpu(is_set: impl Fn(&str) -> bool) -> Vec<(&'static str, &'static str)> {
-    const SETTINGS: [(&str, &str); 4] = [
-        ("WEBKIT_DISABLE_COMPOSITING_MODE", "1"),
-        ("WEBKIT_DISABLE_DMABUF_RENDERER", "1"),
-        ("GDK_GL", "disable"),
-        // There is none; named so WebKit does not look for one (its only use of EGL here).
-        ("WEBKIT_WEB_RENDER_DEVICE_FILE", "/dev/dri/none"),
-    ];
-    SETTINGS.into_iter().filter(|(var, _)| !is_set(var)).collect()
-}
-
 /// When `main` began: the launch's milestones in the log (debug) count from here.
 static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
@@ -148,7 +119,7 @@ fn main() {
         std::process::exit(0);
     }
 
-    software_rendering_without_compositing();
+    toolkit::prepare();
     // Two arenas serve the app's few busy threads (glibc's default, 8 per core, kept about
     // 8 MB more of freed memory in a window showing 2,000 sessions: the window benchmark),
     // and big blocks are mapped apart from the heap whatever was freed before (2–5 MB less).
@@ -200,7 +171,6 @@ fn main() {
         .plugin(tauri::plugin::Builder::<_, ()>::new("mimesis-early").js_init_script(early_script).build())
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
-        .plugin(tauri_plugin_opener::init())
         .manage(window::Placement::new(&data_dir))
         .setup(move |app| {
             let handle = app.handle().clone();
@@ -345,26 +315,4 @@ fn main() {
             }
         }
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::without_gpu;
-
-    #[test]
-    fn without_a_gpu_no_gl_is_started_but_what_the_user_set_stands() {
-        let all = without_gpu(|_| false);
-        let vars: Vec<&str> = all.iter().map(|(v, _)| *v).collect();
-        assert_eq!(
-            vars,
-            [
-                "WEBKIT_DISABLE_COMPOSITING_MODE",
-                "WEBKIT_DISABLE_DMABUF_RENDERER",
-                "GDK_GL",
-                "WEBKIT_WEB_RENDER_DEVICE_FILE"
-            ]
-        );
-        let kept = without_gpu(|v| v == "GDK_GL" || v == "WEBKIT_WEB_RENDER_DEVICE_FILE");
-        assert_eq!(kept, [("WEBKIT_DISABLE_COMPOSITING_MODE", "1"), ("WEBKIT_DISABLE_DMABUF_RENDERER", "1")]);
-    }
 }

@@ -1,12 +1,14 @@
 //! What Mimesis asks of the operating system (Linux), in one place: the process table
 //! read from `/proc` ([`procs`]: liveness, start times against PID reuse, process trees,
 //! RSS and CPU, terminals, signals to process groups, disk usage, reaping) and which
-//! Mimesis process owns a supervised agent ([`owner`]).
+//! Mimesis process owns a supervised agent ([`owner`]), and the environment of the programs
+//! it starts ([`child_env`]).
 //!
 //! Layer: above `mimesis-core` (whose plain types it fills in), below every crate that
 //! watches or supervises. It holds no policy: callers decide, this crate only looks and
 //! acts.
 
+pub mod child_env;
 pub mod files;
 pub mod owner;
 pub mod procs;

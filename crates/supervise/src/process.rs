@@ -85,6 +85,13 @@ impl Terminals for OsTerminals {
         let mut cmd = CommandBuilder::new(&spec.program);
         cmd.args(&spec.args);
         cmd.cwd(&spec.cwd);
+        // The user's environment, not what the desktop app set for its toolkit.
+        for (k, v) in mimesis_os::child_env::user_values() {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            }
+        }
         for (k, v) in &spec.env {
             cmd.env(k, v);
         }

@@ -327,7 +327,9 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 fn claude_on_path() -> ClaudeCodeReport {
     let Some(path) = find_on_path("claude") else { return ClaudeCodeReport::default() };
     let mut report = ClaudeCodeReport { path: Some(path.clone()), ..Default::default() };
-    let child = Command::new(&path)
+    let mut cmd = Command::new(&path);
+    mimesis_os::child_env::restore(&mut cmd);
+    let child = cmd
         .arg("--version")
         .env("DISABLE_AUTOUPDATER", "1")
         .stdin(Stdio::null())

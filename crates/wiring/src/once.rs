@@ -109,7 +109,9 @@ pub fn focus_terminal(roots: &[PathBuf], data_dir: &Path, id: &mimesis_core::Ses
     let plan = mimesis_core::focus::plan(ctx.as_ref(), registry_tmux.as_deref())?;
     for step in &plan.steps {
         let (program, args) = step.argv.split_first().ok_or("nothing to run")?;
-        let out = std::process::Command::new(program)
+        let mut cmd = std::process::Command::new(program);
+        mimesis_os::child_env::restore(&mut cmd);
+        let out = cmd
             .args(args)
             .stdin(std::process::Stdio::null())
             .output()

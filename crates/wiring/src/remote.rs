@@ -72,6 +72,7 @@ impl Ssh {
         // Its own process group: a Ctrl-C in the user's terminal reaches Mimesis, which
         // then closes the connection, rather than ssh dying under it.
         c.process_group(0);
+        mimesis_os::child_env::restore(c.as_std_mut());
         c
     }
 }
