@@ -3,14 +3,11 @@
 //! Each is set only when the user has not set it, and every program Mimesis starts gets the
 //! user's values back (`mimesis_os::child_env`).
 
-use std::ffi::OsStr;
-
 /// Sets the toolkit's environment. Call it before any other thread exists.
 pub fn prepare() {
     let is_set = |var: &str| std::env::var_os(var).is_some();
     let mut vars = if crate::pty::gpu() { Vec::new() } else { without_gpu(is_set) };
     vars.extend(preload_for_webkit(is_set));
-    let vars: Vec<(&str, &OsStr)> = vars.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
     // SAFETY: the first thing `main` does, before any thread exists.
     unsafe { mimesis_os::child_env::set_for_toolkit(&vars) };
 }

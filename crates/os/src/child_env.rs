@@ -7,28 +7,26 @@
 //! forward. Each program Mimesis starts gets those variables back as the user had them
 //! ([`restore`], [`user_values`]).
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::sync::OnceLock;
 
 static USER: OnceLock<Vec<(OsString, Option<OsString>)>> = OnceLock::new();
 
 /// Sets each of `vars` in this process's environment (for its toolkit and the processes
 /// the toolkit starts), noting what the user had for [`user_values`]. Only the first call
-/// sets anything; it returns whether it did.
+/// sets anything.
 ///
 /// # Safety
 /// As [`std::env::set_var`]: no other thread may read or write the environment meanwhile.
 /// Call it first thing in `main`.
-pub unsafe fn set_for_toolkit(vars: &[(&str, &OsStr)]) -> bool {
+pub unsafe fn set_for_toolkit(vars: &[(&str, &str)]) {
     let user = vars.iter().map(|(k, _)| (OsString::from(k), std::env::var_os(k))).collect();
-    if USER.set(user).is_err() {
-        return false;
+    if USER.set(user).is_ok() {
+        for (k, v) in vars {
+            // SAFETY: the caller's promise.
+            unsafe { std::env::set_var(k, v) };
+        }
     }
-    for (k, v) in vars {
-        // SAFETY: the caller's promise.
-        unsafe { std::env::set_var(k, v) };
-    }
-    true
 }
 
 /// Each variable [`set_for_toolkit`] set, with the user's value (`None`: it was unset).
@@ -54,6 +52,7 @@ fn restore_with(cmd: &mut std::process::Command, values: &[(OsString, Option<OsS
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::OsStr;
 
     #[test]
     fn a_child_gets_the_users_values_back() {
