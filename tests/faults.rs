@@ -163,9 +163,14 @@ async fn plain_a_crash_while_idle_in_the_first_seconds_is_recovered() -> Result<
 async fn plain_a_crash_mid_turn_is_recovered_when_the_turn_ends_and_a_kill_mid_turn_at_once() -> Result<()> {
     let s = plain(quick_limits()).await?;
     let (id, first) = started(&s).await?;
-    // A crash dump early in a turn that only ends when told: recovery waits for the end,
-    // which only the registry (and the transcript) can tell here.
-    s.type_line(&id, "crash-during-work 3600").await?;
+    // A crash dump in a turn that only ends when told: recovery waits for the end, which
+    // only the registry (and the transcript) can tell here. (The dump comes once the
+    // supervisor saw the turn start: it hears the registry on its own schedule.)
+    turn(&s, &id, "hello").await?;
+    s.wait_sup(&id, "the idle timer after a turn", T, |x| x.idle_deadline.is_some()).await?;
+    s.type_line(&id, "work 3600").await?;
+    s.wait_sup(&id, "the turn seen", T, |x| x.idle_deadline.is_none()).await?;
+    s.type_line(&id, "dump").await?;
     let ev = s.wait_event("crash_detected", T).await?;
     ensure!(matches!(ev.kind, EventKind::CrashDetected { deferred: true }), "{ev:?}");
     let sup = s.sup.supervision(&id).context("supervised")?;
@@ -174,7 +179,7 @@ async fn plain_a_crash_mid_turn_is_recovered_when_the_turn_ends_and_a_kill_mid_t
     s.type_line(&id, "finish").await?;
     s.wait_event("session_recovered", T).await?;
     let text = std::fs::read_to_string(s.transcript(&id))?;
-    ensure!(text.contains("Echo: crash-during-work 3600"), "the turn completed before the restart");
+    ensure!(text.contains("Echo: work 3600"), "the turn completed before the restart");
     let second = wait_registered(&s, &id).await?;
     // SIGKILL in the middle of the next turn: recovered at once (after the retry delay).
     s.type_line(&id, "work 3600").await?;
@@ -185,7 +190,7 @@ async fn plain_a_crash_mid_turn_is_recovered_when_the_turn_ends_and_a_kill_mid_t
     let third = wait_registered(&s, &id).await?;
     turn(&s, &id, "after the kill").await?;
     ensure!(
-        s.prompts(&id) == ["crash-during-work 3600", "work 3600", "after the kill"],
+        s.prompts(&id) == ["hello", "work 3600", "work 3600", "after the kill"],
         "one conversation: {:?}",
         s.prompts(&id)
     );

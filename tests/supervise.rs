@@ -54,6 +54,21 @@ async fn advance_until(s: &Supervised, clock: &ManualClock, ty: &str) -> Result<
     Ok(())
 }
 
+/// Waits until `path` exists (or, `exists` false, is gone).
+async fn wait_path(path: &std::path::Path, exists: bool) -> Result<()> {
+    let deadline = std::time::Instant::now() + T;
+    while path.exists() != exists {
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "{} never {}",
+            path.display(),
+            if exists { "appeared" } else { "went" }
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| s[s.rfind(')').map_or(0, |i| i + 1)..].split_whitespace().next() != Some("Z"))
@@ -150,8 +165,13 @@ async fn wait_row(engine: &Engine, id: &SessionId, pred: impl Fn(&TrackedSession
 async fn a_crash_while_working_is_recovered_only_after_the_turn_ends() -> Result<()> {
     let (s, clock) = Supervised::standin_on_manual_clock(quick_limits()).await?;
     let id = started(&s).await?;
-    // A turn that only ends when told (`finish`), with a crash dump early in it.
-    s.type_line(&id, "crash-during-work 3600").await?;
+    // A turn that only ends when told (`finish`), with a crash dump once the supervisor saw
+    // it start (it hears the agent's registry on its own schedule).
+    turn(&s, &id, "hello").await?;
+    s.wait_sup(&id, "the idle timer after a turn", T, |s| s.idle_deadline.is_some()).await?;
+    s.type_line(&id, "work 3600").await?;
+    s.wait_sup(&id, "the turn seen", T, |s| s.idle_deadline.is_none()).await?;
+    s.type_line(&id, "dump").await?;
     let ev = s.wait_event("crash_detected", T).await?;
     ensure!(matches!(ev.kind, EventKind::CrashDetected { deferred: true }), "{ev:?}");
     let before = s.sup.supervision(&id).context("supervised")?;
@@ -166,12 +186,12 @@ async fn a_crash_while_working_is_recovered_only_after_the_turn_ends() -> Result
     s.type_line(&id, "finish").await?;
     advance_until(&s, &clock, "session_recovered").await?;
     let text = std::fs::read_to_string(s.transcript(&id))?;
-    ensure!(text.contains("Echo: crash-during-work 3600"), "the turn completed before the restart");
+    ensure!(text.contains("Echo: work 3600"), "the turn completed before the restart");
     let sup = s.sup.supervision(&id).context("supervised")?;
     ensure!(sup.recovery_count == 1 && !sup.pending_crash_recovery, "{sup:?}");
     // Same session, same transcript.
     turn(&s, &id, "after recovery").await?;
-    ensure!(s.prompts(&id) == ["crash-during-work 3600", "after recovery"], "{:?}", s.prompts(&id));
+    ensure!(s.prompts(&id) == ["hello", "work 3600", "after recovery"], "{:?}", s.prompts(&id));
     s.shutdown().await;
     Ok(())
 }
@@ -253,6 +273,8 @@ async fn a_crash_at_a_permission_prompt_waits_for_the_answer() -> Result<()> {
     let id = started(&s).await?;
     s.type_line(&id, "ask").await?;
     s.wait_text(&id, "Do you want to proceed?", T).await?;
+    // The supervisor saw the dialog (the registry may tell it after the screen does).
+    s.wait_sup(&id, "the dialog seen", T, |s| s.awaiting_permission).await?;
     s.sup.input(&id, b"c").await?; // the harness crashes while the dialog shows
     let ev = s.wait_event("crash_detected", T).await?;
     ensure!(matches!(ev.kind, EventKind::CrashDetected { deferred: true }), "{ev:?}");
@@ -276,6 +298,8 @@ async fn a_crash_while_idle_is_recovered_at_once_and_a_second_dump_is_debounced(
     let (s, _clock) = Supervised::standin_on_manual_clock(quick_limits()).await?;
     let id = started(&s).await?;
     turn(&s, &id, "hello").await?;
+    // The supervisor knows the turn ended (it hears the registry on its own schedule).
+    s.wait_sup(&id, "the idle timer after a turn", T, |s| s.idle_deadline.is_some()).await?;
     s.type_line(&id, "crash").await?;
     let ev = s.wait_event("crash_detected", T).await?;
     ensure!(matches!(ev.kind, EventKind::CrashDetected { deferred: false }), "{ev:?}");
@@ -441,7 +465,8 @@ async fn rss_over_the_limit_restarts_with_resume_and_the_conversation_continues(
     ensure!(s.prompts(&id) == ["hello", "after restart"], "one file continues: {:?}", s.prompts(&id));
     let sup = s.sup.supervision(&id).unwrap();
     ensure!(sup.restart_count == 1, "{sup:?}");
-    ensure!(!stale.exists(), "the killed process's snapshot is deleted");
+    // (Deleted by a blocking task of its own, ordered after nothing the test sees.)
+    wait_path(&stale, false).await?;
     ensure!(old.exists(), "only snapshots of the dead process's lifetime");
     s.shutdown().await;
     Ok(())
@@ -484,10 +509,10 @@ async fn the_duration_limit_warns_then_ends_the_session_after_the_grace() -> Res
     let (s, clock) = Supervised::standin_on_manual_clock(limits).await?;
     let id = started(&s).await?;
     turn(&s, &id, "hello").await?;
-    wait_sup(&s, &id, "the idle timer after a turn", |s| s.idle_deadline.is_some()).await?;
+    s.wait_sup(&id, "the idle timer after a turn", T, |s| s.idle_deadline.is_some()).await?;
     s.type_line(&id, "work 3600").await?;
     // The supervisor saw the turn start: a working session has no idle timer.
-    wait_sup(&s, &id, "the turn seen", |s| s.idle_deadline.is_none()).await?;
+    s.wait_sup(&id, "the turn seen", T, |s| s.idle_deadline.is_none()).await?;
     s.advance(&clock, Duration::from_secs(90)).await;
     let w = s.wait_event("session_warning", T).await?;
     let EventKind::SessionWarning { reason, remaining_seconds, message } = &w.kind else { unreachable!() };
@@ -520,29 +545,12 @@ async fn the_duration_limit_warns_then_ends_the_session_after_the_grace() -> Res
     Ok(())
 }
 
-async fn wait_sup(
-    s: &Supervised,
-    id: &SessionId,
-    what: &str,
-    pred: impl Fn(&mimesis_core::supervision::Supervision) -> bool,
-) -> Result<()> {
-    let deadline = std::time::Instant::now() + T;
-    loop {
-        let sup = s.sup.supervision(id);
-        if sup.as_ref().is_some_and(&pred) {
-            return Ok(());
-        }
-        ensure!(std::time::Instant::now() < deadline, "timed out waiting for {what}: {sup:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_session_is_suspended_and_the_next_message_resumes_it() -> Result<()> {
     let (s, clock) = Supervised::standin_on_manual_clock(quick_limits()).await?;
     let id = started(&s).await?;
     turn(&s, &id, "first").await?;
-    wait_sup(&s, &id, "the idle timer after a turn", |s| s.idle_deadline.is_some()).await?;
+    s.wait_sup(&id, "the idle timer after a turn", T, |s| s.idle_deadline.is_some()).await?;
     let pid = s.sup.supervision(&id).and_then(|s| s.pid).context("pid")?;
     s.advance(&clock, quick_limits().idle_timeout).await;
     let ev = s.wait_event("session_suspended", T).await?;
@@ -651,7 +659,8 @@ async fn after_mimesis_is_killed_the_next_start_kills_its_orphans_only() -> Resu
     // The run publishes its metrics.
     let metrics_dir = mimesis_wiring::metrics::dir(&data);
     let snapshot = metrics_dir.join(format!("{}-{}.json", recs[0].0.pid, recs[0].0.start_ticks));
-    ensure!(snapshot.exists(), "{} is published", snapshot.display());
+    // (Written by the run's recorder thread, maybe in its next batch.)
+    wait_path(&snapshot, true).await?;
     // An unrelated process with the very same command line, started by someone else.
     let twin = Pty::spawn(env(PtyCommand::new(&agent.cmdline[0]).args(&agent.cmdline[1..])))?;
     twin.wait_for_text("? for shortcuts", T)?;
@@ -731,13 +740,13 @@ async fn settings_set_reaches_a_running_session_on_the_injected_clock() -> Resul
     turn(&s, &id, "first").await?;
     // The supervisor sees the turn end on its own schedule: wait for the idle timer.
     let first = Some(t0.plus(Duration::from_secs(600)));
-    wait_sup(&s, &id, "the idle timer after the turn", |x| x.idle_deadline == first).await?;
+    s.wait_sup(&id, "the idle timer after the turn", T, |x| x.idle_deadline == first).await?;
 
     // A shorter idle timeout: the running timer is shortened at once.
     let doc = serde_json::json!({"limits": {"maxLiveSessions": 5, "idleTimeoutSecs": 60}});
     ensure!(mimesis.settings_set(&doc).await.errors.is_empty());
     let shorter = Some(t0.plus(Duration::from_secs(60)));
-    wait_sup(&s, &id, "the shortened idle timer", |x| x.idle_deadline == shorter).await?;
+    s.wait_sup(&id, "the shortened idle timer", T, |x| x.idle_deadline == shorter).await?;
     // (`advance` returns once every session handled the tick: a suspension would show.)
     s.advance(&clock, Duration::from_secs(59)).await;
     let sup = s.sup.supervision(&id).context("supervised")?;

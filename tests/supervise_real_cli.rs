@@ -96,11 +96,7 @@ async fn the_real_cli_supervised_shows_the_dialog_and_restarts_gracefully() -> R
     api.push(Reply::text(REPLY_1));
     type_line(&s, &id, PROMPT_1).await?;
     s.wait_text(&id, "Do you want to proceed?", T).await?;
-    let deadline = std::time::Instant::now() + T;
-    while !s.sup.supervision(&id).is_some_and(|s| s.awaiting_permission) {
-        ensure!(std::time::Instant::now() < deadline, "the monitor never reported the dialog");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    s.wait_sup(&id, "the monitor to report the dialog", T, |x| x.awaiting_permission).await?;
     // The transcript is where Mimesis said it would be, under the id it chose.
     let transcript = s.transcript(&id);
     ensure!(transcript.is_file(), "{}", transcript.display());
@@ -110,7 +106,8 @@ async fn the_real_cli_supervised_shows_the_dialog_and_restarts_gracefully() -> R
     ensure!(chosen == "Yes", "{chosen}");
     s.wait_text(&id, REPLY_1, T).await?;
     s.wait_prompt(&id, T).await?;
-    ensure!(!s.sup.supervision(&id).unwrap().awaiting_permission);
+    // (The registry may still say "waiting" to the supervisor for a moment.)
+    s.wait_sup(&id, "the dialog answered", T, |x| !x.awaiting_permission).await?;
     ensure!(std::fs::read_to_string(home.project_dir().join("out.txt"))? == "hi\n");
 
     // Graceful restart: /exit, then --resume <id>.

@@ -277,6 +277,28 @@ impl Supervised {
         }
     }
 
+    /// Waits until the session's supervision satisfies `pred`: what the supervisor decides
+    /// follows the agent's registry, screen and transcript on its own schedule.
+    pub async fn wait_sup(
+        &self,
+        id: &SessionId,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&mimesis_core::supervision::Supervision) -> bool,
+    ) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let sup = self.sup.supervision(id);
+            if sup.as_ref().is_some_and(&pred) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                bail!("timed out waiting for {what}: {sup:?}; events {:?}", self.types());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Types a line: the text, a pause, Enter (as a person would).
     pub async fn type_line(&self, id: &SessionId, text: &str) -> Result<bool> {
         let queued = self.sup.input(id, text.as_bytes()).await?;

@@ -17,7 +17,8 @@
 //!
 //! Typed commands make it misbehave: `crash` (stack-overflow dump, survives),
 //! `crash-die [code]` (dump, then exit), `crash-during-work <secs>` (the dump within the
-//! first 300 ms), `work <secs>` (while working, `finish` ends the turn at once), `ask`
+//! first 300 ms), `work <secs>` (while working, `finish` ends the turn at once and `dump`
+//! prints a crash dump), `ask`
 //! (permission dialog), `ask-auto` (2.1.330's unnumbered "❯ No / Yes" dialog with No marked,
 //! deaf to keys for 300 ms), `question` (an AskUserQuestion dialog with numbered options),
 //! `exit <code>`, `hang`, `hang-hard` (also ignores SIGTERM),
@@ -566,6 +567,11 @@ impl Agent {
                         *crash_at = None;
                     }
                     self.timer();
+                }
+                // A crash dump in the middle of a turn, when the test has seen the turn start.
+                (Mode::Working { .. }, '\r' | '\n') if self.input.trim() == "dump" => {
+                    self.input.clear();
+                    self.log.extend(DUMP.iter().map(|s| s.to_string()));
                 }
                 (_, '\r' | '\n') => {}
                 (_, c) if !c.is_control() => self.input.push(c),
