@@ -375,6 +375,7 @@ impl Engine {
                         facts: p.facts.clone(),
                         partial: true,
                         peeked: false,
+                        as_stored: false,
                     })
                     .collect();
                 first.extend(unchanged);

@@ -248,7 +248,14 @@ pub fn peek_file(location: TranscriptLocation) -> std::io::Result<IndexedFile> {
         }
         window *= 4;
     }
-    Ok(IndexedFile { location, tail: FileTail::new(PathBuf::new()), facts, partial: true, peeked: true })
+    Ok(IndexedFile {
+        location,
+        tail: FileTail::new(PathBuf::new()),
+        facts,
+        partial: true,
+        peeked: true,
+        as_stored: false,
+    })
 }
 
 #[cfg(test)]

@@ -54,6 +54,10 @@ pub struct IndexedFile {
     /// The facts are a guess from the file's ends ([`crate::scan::peek`]), not a stored
     /// full read: its row is provisional.
     pub peeked: bool,
+    /// The file is exactly as the fleet database holds it ([`IndexedFile::unchanged`]): the
+    /// store neither opens it again nor writes it back. (Its folder is watched before the
+    /// `stat`, and changes wait for the end of the index: a later write is read on then.)
+    pub as_stored: bool,
 }
 
 impl IndexedFile {
@@ -63,7 +67,7 @@ impl IndexedFile {
         let mut sink = FactsSink { facts: SessionFacts::default(), scratch: String::new() };
         tail.read_into(&mut sink)?;
         sink.facts.shrink_to_fit();
-        Ok(IndexedFile { location, tail, facts: sink.facts, partial: false, peeked: false })
+        Ok(IndexedFile { location, tail, facts: sink.facts, partial: false, peeked: false, as_stored: false })
     }
 
     /// A previous run's session as it stands, when its file has not changed since: the same
@@ -83,7 +87,7 @@ impl IndexedFile {
         }
         let mut tail = FileTail::resume(&p.location.path, p.tail);
         tail.mtime = meta.modified().ok();
-        Ok(IndexedFile { location: p.location, tail, facts: p.facts, partial: false, peeked: false })
+        Ok(IndexedFile { location: p.location, tail, facts: p.facts, partial: false, peeked: false, as_stored: true })
     }
 
     /// Reads on from where a previous run stopped (the fleet database): only what was
@@ -103,7 +107,7 @@ impl IndexedFile {
             ReadOutcome::Missing => Err(std::io::Error::from(std::io::ErrorKind::NotFound)),
             _ => {
                 sink.facts.shrink_to_fit();
-                Ok(IndexedFile { location, tail, facts: sink.facts, partial: false, peeked: false })
+                Ok(IndexedFile { location, tail, facts: sink.facts, partial: false, peeked: false, as_stored: false })
             }
         }
     }
@@ -137,6 +141,9 @@ struct Entry {
     /// It is a session of the roster (a file with no complete line yet is not, unless
     /// supervised).
     shown: bool,
+    /// Adopted as the fleet database holds it, and not published since: its first row is
+    /// not a change to store (the row the database keeps is for other readers only).
+    as_stored: bool,
 }
 
 /// What hooks told about one session.
@@ -374,7 +381,10 @@ impl Store {
             // (Paths are looked up only when files change: a one-time read sees none.)
             self.by_path.insert(file.location.path.clone(), id.clone());
         }
-        let (published, shown) = self.entries.remove(&id).map_or((None, false), |e| (e.published, e.shown));
+        let existing = self.entries.remove(&id);
+        // (A file the store already follows changed while it was indexed: read on.)
+        let as_stored = file.as_stored && !file.partial && existing.is_none() && self.keep_rows;
+        let (published, shown) = existing.map_or((None, false), |e| (e.published, e.shown));
         let (partial, peeked) = (file.partial, file.peeked);
         if self.keep_rows && !partial && (file.tail.stats.bytes_read > 0 || file.tail.stats.resets > 0) {
             // Read by the index (in full, or on from a stored position): worth storing.
@@ -390,11 +400,16 @@ impl Store {
                 partial,
                 peeked,
                 published,
+                as_stored,
             }),
         );
         let mut events = Vec::new();
         if partial || !self.keep_rows {
             // (A one-time read reads no further than the index just did: no second open.)
+            self.refresh(&id, now, &mut events);
+        } else if as_stored {
+            // Unchanged since the `stat` that found it so: nothing to read.
+            self.consider_chain(&id, now, &mut events);
             self.refresh(&id, now, &mut events);
         } else {
             self.read_entry(&id, now, &mut events);
@@ -436,7 +451,16 @@ impl Store {
             let facts = SessionFacts::default();
             self.entries.insert(
                 id.clone(),
-                Box::new(Entry { location, tail, facts, partial: false, peeked: false, published: None, shown: false }),
+                Box::new(Entry {
+                    location,
+                    tail,
+                    facts,
+                    partial: false,
+                    peeked: false,
+                    published: None,
+                    shown: false,
+                    as_stored: false,
+                }),
             );
         }
         if self.entries.get(&id).is_some_and(|e| e.partial) {
@@ -626,6 +650,7 @@ impl Store {
                         peeked: false,
                         published: None,
                         shown: false,
+                        as_stored: false,
                     });
                     self.entries.insert(id.clone(), entry);
                     self.read_entry(&id, now, &mut events);
@@ -740,7 +765,7 @@ impl Store {
         }
         entry.published = Some(Box::new(row));
         entry.shown = true;
-        if !entry.partial {
+        if !entry.partial && !std::mem::take(&mut entry.as_stored) {
             self.dirty.insert(id.clone());
         }
     }

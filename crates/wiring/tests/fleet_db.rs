@@ -71,6 +71,7 @@ async fn a_warm_start_reads_only_what_was_appended() {
     assert_eq!(engine.engine().read_stats().await.unwrap().0, corpus);
     engine.shutdown().await;
     assert!(fx.data.join(FILE_NAME).is_file());
+    let written_cold = written(&fx.data);
 
     // While Mimesis is away, one session grows.
     let grown = fx.project.join("000000007-0000-4000-8000-000000000000.jsonl");
@@ -108,6 +109,17 @@ async fn a_warm_start_reads_only_what_was_appended() {
     let cold7 = cold.sessions.iter().find(|s| s.session_id == s7.session_id).unwrap();
     assert_eq!(s7.goal, cold7.goal);
     engine.shutdown().await;
+    // Only the session that grew was written again: the others are in the database as they are.
+    let rewritten: Vec<String> =
+        written(&fx.data).into_iter().filter(|(id, at)| written_cold.get(id) != Some(at)).map(|(id, _)| id).collect();
+    assert_eq!(rewritten, ["000000007-0000-4000-8000-000000000000"]);
+}
+
+/// When each session was last written to the fleet database.
+fn written(data: &Path) -> std::collections::BTreeMap<String, i64> {
+    let conn = rusqlite::Connection::open(data.join(FILE_NAME)).unwrap();
+    let mut stmt = conn.prepare("SELECT session_id, updated_at FROM sessions").unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
 }
 
 /// What changes while Mimesis runs is stored soon after, with no shutdown to flush it (the

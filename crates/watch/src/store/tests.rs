@@ -186,6 +186,33 @@ fn every_file_the_index_read_is_stored_once() {
     assert!(store.take_batch().is_empty(), "nothing changed since");
 }
 
+#[test]
+fn a_file_unchanged_since_it_was_stored_is_neither_read_nor_stored_again() {
+    let fx = Fixture::new();
+    fx.append(SID, &[prompt("go", 0)]);
+    let mut first = Store::new(Timeouts::default());
+    first.adopt(IndexedFile::read(fx.loc(SID)).unwrap(), at(1));
+    let stored = first.take_batch().sessions.remove(0);
+
+    // The next run: found unchanged by one `stat`, shown at once, nothing to write back.
+    let mut store = Store::new(Timeouts::default());
+    let file = IndexedFile::unchanged(stored).expect("unchanged");
+    assert!(file.as_stored);
+    let ev = store.adopt(file, at(2));
+    assert!(matches!(ev.as_slice(), [StoreEvent::Discovered { .. }]), "{ev:?}");
+    assert_eq!(store.read_stats(), (0, 0), "not read again");
+    assert!(!store.has_batch(), "nothing to store: the database holds it as it is");
+
+    // Then it grows: read on from the stored position, and stored.
+    fx.append(SID, &[tool_use("t1", 3)]);
+    let ev = store.file_changed(fx.loc(SID), at(3));
+    assert!(matches!(ev.as_slice(), [StoreEvent::Updated { .. }]), "{ev:?}");
+    assert_eq!(store.read_stats().1, 1, "only the new line");
+    let batch = store.take_batch();
+    assert_eq!(batch.sessions.len(), 1);
+    assert_eq!(batch.sessions[0].tail.offset, std::fs::metadata(fx.path(SID)).unwrap().len());
+}
+
 fn supervision(pid: Option<u32>) -> Supervision {
     Supervision { pid, process_started_at: Some(T0), ..Supervision::starting("claude", "/p", T0) }
 }
