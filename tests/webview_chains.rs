@@ -691,7 +691,8 @@ async fn single_instance(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     let other = fx.dir.path().join("other-data");
     std::fs::create_dir_all(&other)?;
     let mut third = launch(&other)?;
-    // A barrier: the fleet database is opened only after the single-instance check passed.
+    // A barrier: the fleet database is opened only by the app that holds its data dir (a
+    // second one hands over first), and it quits cleanly on SIGTERM from then on.
     let db = other.join("fleet.db");
     let started = Instant::now();
     while !db.exists() {

@@ -110,6 +110,37 @@ pub(crate) fn since_start() -> std::time::Duration {
     STARTED.get().map(|t| t.elapsed()).unwrap_or_default()
 }
 
+/// The engine, started before the window ([`EngineStart::Early`]) or to start in `setup`.
+enum EngineStart {
+    Early(tauri::async_runtime::JoinHandle<Mimesis>),
+    Later(Box<Options>),
+    Taken,
+}
+
+/// What the engine watches and supervises: every config root, and supervised sessions in the first.
+fn engine_options(
+    roots: Vec<PathBuf>,
+    data_dir: PathBuf,
+    config_root: Option<PathBuf>,
+    config_dirs: &[PathBuf],
+) -> Options {
+    let mut opts = Options::watching(roots, data_dir);
+    match config_root {
+        Some(root) => {
+            let mut s = SuperviseOptions::new(root);
+            s.config_root_env = !config_dirs.is_empty();
+            s.agent = pty::agent_override();
+            s.env = limits_env_of_process();
+            s.scrollback_bytes = pty::SCROLLBACK;
+            opts.supervise = Some(s);
+        }
+        None => {
+            tracing::warn!("no Claude Code config folder (HOME and CLAUDE_CONFIG_DIR unset): no supervised sessions")
+        }
+    }
+    opts
+}
+
 fn main() {
     STARTED.get_or_init(std::time::Instant::now);
     // Claude Code runs this for every hook event: fast, silent, never failing.
@@ -154,7 +185,26 @@ fn main() {
     let early_script =
         format!("{}\n{}", fonts::init_script(ui_font.as_deref(), mono_font.as_deref()), commands::EARLY_ROSTER);
     let demo_root = data_dir.join("demo");
-    let engine_data_dir = data_dir.clone();
+    let opts = engine_options(roots, data_dir.clone(), config_root, &config_dirs);
+    // The engine starts now, beside the toolkit's own start (until the window exists the app
+    // has one busy thread, and its warm start would otherwise share the cores with WebKit's
+    // processes loading the page), when no other desktop app holds this data directory.
+    // Else it starts in `setup`, after the single-instance check handed over to that one.
+    // Before the engine: a quit asked for from now on is a clean quit (`quit_on_signals`).
+    let signals = listen_for_quit();
+    let instance_lock = mimesis_os::instance::try_lock(&data_dir).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, dir = %data_dir.display(), "cannot lock the data dir; the engine starts with the window");
+        None
+    });
+    let mut engine = match &instance_lock {
+        Some(_) => EngineStart::Early(tauri::async_runtime::spawn(async move {
+            let t0 = std::time::Instant::now();
+            let mimesis = Mimesis::start(opts).await;
+            tracing::debug!(at = ?since_start(), took = ?t0.elapsed(), "the engine started");
+            mimesis
+        })),
+        None => EngineStart::Later(Box::new(opts)),
+    };
     let app = tauri::Builder::default()
         // First: a second instance must leave before anything else starts.
         .plugin(
@@ -174,26 +224,15 @@ fn main() {
         .manage(window::Placement::new(&data_dir))
         .setup(move |app| {
             let handle = app.handle().clone();
-            let signals = listen_for_quit();
             window::restore(&handle);
-            let mut opts = Options::watching(roots, engine_data_dir);
-            match config_root {
-                Some(root) => {
-                    let mut s = SuperviseOptions::new(root);
-                    s.config_root_env = !config_dirs.is_empty();
-                    s.agent = pty::agent_override();
-                    s.env = limits_env_of_process();
-                    s.scrollback_bytes = pty::SCROLLBACK;
-                    opts.supervise = Some(s);
-                }
-                None => tracing::warn!(
-                    "no Claude Code config folder (HOME and CLAUDE_CONFIG_DIR unset): no supervised sessions"
-                ),
-            }
             let t0 = std::time::Instant::now();
             tracing::debug!(at = ?since_start(), "setting up");
-            let mimesis = tauri::async_runtime::block_on(Mimesis::start(opts));
-            tracing::debug!(took = ?t0.elapsed(), "the engine started");
+            let mimesis = match std::mem::replace(&mut engine, EngineStart::Taken) {
+                EngineStart::Early(started) => tauri::async_runtime::block_on(started)?,
+                EngineStart::Later(opts) => tauri::async_runtime::block_on(Mimesis::start(*opts)),
+                EngineStart::Taken => return Err("the engine was started twice".into()),
+            };
+            tracing::debug!(took = ?t0.elapsed(), "the engine is there");
             let engine = mimesis.engine().clone();
             if tracing::enabled!(tracing::Level::DEBUG) {
                 let engine = engine.clone();
@@ -298,6 +337,7 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // (`instance_lock` is held until the process ends: `run` does not return.)
     app.run(|handle, event| {
         if let tauri::RunEvent::Exit = event {
             window::save_now(handle);

@@ -1,8 +1,8 @@
 //! What Mimesis asks of the operating system (Linux), in one place: the process table
 //! read from `/proc` ([`procs`]: liveness, start times against PID reuse, process trees,
-//! RSS and CPU, terminals, signals to process groups, disk usage, reaping) and which
-//! Mimesis process owns a supervised agent ([`owner`]), and the environment of the programs
-//! it starts ([`child_env`]).
+//! RSS and CPU, terminals, signals to process groups, disk usage, reaping), which Mimesis
+//! process owns a supervised agent ([`owner`]), the environment of the programs it starts
+//! ([`child_env`]), and the desktop app's lock on its data directory ([`instance`]).
 //!
 //! Layer: above `mimesis-core` (whose plain types it fills in), below every crate that
 //! watches or supervises. It holds no policy: callers decide, this crate only looks and
@@ -10,6 +10,7 @@
 
 pub mod child_env;
 pub mod files;
+pub mod instance;
 pub mod owner;
 pub mod procs;
 pub mod roots;
