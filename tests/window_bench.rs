@@ -23,6 +23,11 @@
 //! one new activity (the row moves to the top), while the page records the time between its
 //! animation frames: the frame time p50/p95/p99 and the longest, under the engine's batches.
 //!
+//! With `MIMESIS_BENCH_VERBOSE` each launch's steps are printed in the order they came, in ms
+//! from the process's start: the page's creation, its document (`doc-response`), the bundle
+//! evaluated (`module`, `mounted`), the roster's snapshot received, indexed, applied, its rows
+//! rendered (DOM) and painted (`roster-first`).
+//!
 //! The marks are User Timing entries the page sets on the frame after the rows render
 //! (`ui/src/lib/marks.ts`); the page's `performance.timeOrigin` and the process's start time
 //! (from `/proc`) are both on the wall clock, so the difference is the launch as a user sees
@@ -83,7 +88,8 @@ async fn launch(corpus: &std::path::Path, data: &std::path::Path) -> Result<(Des
                   return [at('mimesis:roster-first'), at('mimesis:roster-complete'), bar ? bar.textContent : '', \
                           performance.timeOrigin, nav ? nav.domContentLoadedEventEnd : null, \
                           performance.getEntriesByType('mark').filter((m) => m.name.startsWith('mimesis:')) \
-                            .map((m) => [m.name.slice(8), Math.round(performance.timeOrigin + m.startTime)])];";
+                            .map((m) => [m.name.slice(8), Math.round(performance.timeOrigin + m.startTime)]) \
+                            .concat(nav ? [['doc-response', Math.round(performance.timeOrigin + nav.responseEnd)], ['dom-interactive', Math.round(performance.timeOrigin + nav.domInteractive)]] : [])];";
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let v = app.js(script).await?;

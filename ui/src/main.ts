@@ -3,6 +3,8 @@ import App from './App.svelte';
 import './app.css';
 import { registerTerminalFonts } from './lib/fonts';
 
+performance.mark('mimesis:module');
+
 // The bundled mono font, for the terminal and every monospace text (file paths, ids); each
 // face loads when first needed.
 registerTerminalFonts();
@@ -10,4 +12,6 @@ registerTerminalFonts();
 const target = document.getElementById('app');
 if (!target) throw new Error('index.html has no #app element');
 
-export default mount(App, { target });
+const app = mount(App, { target });
+performance.mark('mimesis:mounted');
+export default app;

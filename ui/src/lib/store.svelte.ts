@@ -266,6 +266,7 @@ export class RosterStore {
     this.#buffer = null;
     this.#index.setRoots(snap.roots.map((r) => r.path));
     this.#index.reset([...snap.sessions, ...(snap.remote ?? [])]);
+    performance.mark('mimesis:indexed');
     if (snap.hosts && !this.#hostsHeard) this.hosts = snap.hosts;
     this.#hostsHeard = false;
     this.#seq = snap.seq;
@@ -282,6 +283,7 @@ export class RosterStore {
     this.#releaseProgress();
     this.version++;
     this.#rebuild();
+    performance.mark('mimesis:applied');
   }
 
   #remoteHeld: RemoteEvent[] = [];
