@@ -114,7 +114,6 @@ pub(crate) fn since_start() -> std::time::Duration {
 enum EngineStart {
     Early(tauri::async_runtime::JoinHandle<Mimesis>),
     Later(Box<Options>),
-    Taken,
 }
 
 /// What the engine watches and supervises: every config root, and supervised sessions in the first.
@@ -185,18 +184,18 @@ fn main() {
     let early_script =
         format!("{}\n{}", fonts::init_script(ui_font.as_deref(), mono_font.as_deref()), commands::EARLY_ROSTER);
     let demo_root = data_dir.join("demo");
-    let opts = engine_options(roots, data_dir.clone(), config_root, &config_dirs);
+    // Before the engine: a quit asked for from now on is a clean quit (`quit_on_signals`).
+    let signals = listen_for_quit();
     // The engine starts now, beside the toolkit's own start (until the window exists the app
     // has one busy thread, and its warm start would otherwise share the cores with WebKit's
     // processes loading the page), when no other desktop app holds this data directory.
     // Else it starts in `setup`, after the single-instance check handed over to that one.
-    // Before the engine: a quit asked for from now on is a clean quit (`quit_on_signals`).
-    let signals = listen_for_quit();
+    let opts = engine_options(roots, data_dir.clone(), config_root, &config_dirs);
     let instance_lock = mimesis_os::instance::try_lock(&data_dir).unwrap_or_else(|e| {
         tracing::warn!(error = %e, dir = %data_dir.display(), "cannot lock the data dir; the engine starts with the window");
         None
     });
-    let mut engine = match &instance_lock {
+    let engine = match &instance_lock {
         Some(_) => EngineStart::Early(tauri::async_runtime::spawn(async move {
             let t0 = std::time::Instant::now();
             let mimesis = Mimesis::start(opts).await;
@@ -227,10 +226,9 @@ fn main() {
             window::restore(&handle);
             let t0 = std::time::Instant::now();
             tracing::debug!(at = ?since_start(), "setting up");
-            let mimesis = match std::mem::replace(&mut engine, EngineStart::Taken) {
+            let mimesis = match engine {
                 EngineStart::Early(started) => tauri::async_runtime::block_on(started)?,
                 EngineStart::Later(opts) => tauri::async_runtime::block_on(Mimesis::start(*opts)),
-                EngineStart::Taken => return Err("the engine was started twice".into()),
             };
             tracing::debug!(took = ?t0.elapsed(), "the engine is there");
             let engine = mimesis.engine().clone();
