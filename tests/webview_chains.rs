@@ -687,6 +687,25 @@ async fn single_instance(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     eprintln!("second instance left after {:?}", started.elapsed());
     ensure!(app.count("[data-testid=roster-row]").await? == 2, "the first instance stopped answering");
 
+    // Same data dir with no session bus to hand over on: the data dir's lock says another app
+    // runs there, and this one leaves saying so, rather than run a second engine on it.
+    let mut no_bus = Command::new(app_binary()?);
+    no_bus
+        .args(fx.args())
+        .envs(session.env())
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .env("XDG_RUNTIME_DIR", fx.dir.path())
+        .env("MIMESIS_DATA_DIR", &fx.data)
+        .env("CLAUDE_CONFIG_DIR", &fx.config)
+        .stdin(Stdio::null());
+    let out = tokio::time::timeout(WAIT, tokio::task::spawn_blocking(move || no_bus.output()))
+        .await
+        .context("an instance without a session bus kept running")???;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(out.status.code() == Some(1), "without a session bus: {} ({stderr})", out.status);
+    ensure!(stderr.contains("Mimesis is already running on"), "{stderr}");
+    ensure!(app.count("[data-testid=roster-row]").await? == 2, "the first instance stopped answering");
+
     // Another data dir is another app: it runs, and SIGTERM quits it cleanly.
     let other = fx.dir.path().join("other-data");
     std::fs::create_dir_all(&other)?;

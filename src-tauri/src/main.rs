@@ -110,11 +110,17 @@ pub(crate) fn since_start() -> std::time::Duration {
     STARTED.get().map(|t| t.elapsed()).unwrap_or_default()
 }
 
-/// The engine, started before the window ([`EngineStart::Early`]) or to start in `setup`.
+/// The engine, started before the window ([`EngineStart::Early`], the data dir's lock held)
+/// or to start in `setup`: the lock could not be taken ([`EngineStart::Later`]: an error), or
+/// another desktop app holds it ([`EngineStart::Busy`]).
 enum EngineStart {
-    Early(tauri::async_runtime::JoinHandle<Mimesis>),
+    Early(tauri::async_runtime::JoinHandle<Mimesis>, std::fs::File),
     Later(Box<Options>),
+    Busy(Box<Options>),
 }
+
+/// The data dir's lock, kept for the app's life (`mimesis_os::instance`).
+struct InstanceLock(#[allow(dead_code)] std::fs::File);
 
 /// What the engine watches and supervises: every config root, and supervised sessions in the first.
 fn engine_options(
@@ -191,19 +197,23 @@ fn main() {
     // processes loading the page), when no other desktop app holds this data directory.
     // Else it starts in `setup`, after the single-instance check handed over to that one.
     let opts = engine_options(roots, data_dir.clone(), config_root, &config_dirs);
-    let instance_lock = mimesis_os::instance::try_lock(&data_dir).unwrap_or_else(|e| {
-        tracing::warn!(error = %e, dir = %data_dir.display(), "cannot lock the data dir; the engine starts with the window");
-        None
-    });
-    let engine = match &instance_lock {
-        Some(_) => EngineStart::Early(tauri::async_runtime::spawn(async move {
-            let t0 = std::time::Instant::now();
-            let mimesis = Mimesis::start(opts).await;
-            tracing::debug!(at = ?since_start(), took = ?t0.elapsed(), "the engine started");
-            mimesis
-        })),
-        None => EngineStart::Later(Box::new(opts)),
+    let engine = match mimesis_os::instance::try_lock(&data_dir) {
+        Ok(Some(lock)) => EngineStart::Early(
+            tauri::async_runtime::spawn(async move {
+                let t0 = std::time::Instant::now();
+                let mimesis = Mimesis::start(opts).await;
+                tracing::debug!(at = ?since_start(), took = ?t0.elapsed(), "the engine started");
+                mimesis
+            }),
+            lock,
+        ),
+        Ok(None) => EngineStart::Busy(Box::new(opts)),
+        Err(e) => {
+            tracing::warn!(error = %e, dir = %data_dir.display(), "cannot lock the data dir; the engine starts with the window");
+            EngineStart::Later(Box::new(opts))
+        }
     };
+    let setup_data_dir = data_dir.clone();
     let app = tauri::Builder::default()
         // First: a second instance must leave before anything else starts.
         .plugin(
@@ -226,10 +236,36 @@ fn main() {
             window::restore(&handle);
             let t0 = std::time::Instant::now();
             tracing::debug!(at = ?since_start(), "setting up");
-            let mimesis = match engine {
-                EngineStart::Early(started) => tauri::async_runtime::block_on(started)?,
-                EngineStart::Later(opts) => tauri::async_runtime::block_on(Mimesis::start(*opts)),
+            let (mimesis, lock) = match engine {
+                EngineStart::Early(started, lock) => (tauri::async_runtime::block_on(started)?, Some(lock)),
+                EngineStart::Later(opts) => (tauri::async_runtime::block_on(Mimesis::start(*opts)), None),
+                EngineStart::Busy(opts) => {
+                    // The single-instance check let this one through (no session bus to hand
+                    // over on), yet another desktop app holds the data dir. It may be leaving
+                    // (it handed over to this one); if not, two engines must not share it.
+                    let within = std::time::Duration::from_secs(2);
+                    let lock = match mimesis_os::instance::lock_within(&setup_data_dir, within) {
+                        Ok(Some(lock)) => Some(lock),
+                        Ok(None) => {
+                            eprintln!(
+                                "mimesis-desktop: Mimesis is already running on {} (its window is the one to use; \
+                                 without a session bus a second launch cannot bring it forward).\n\
+                                 Another data directory (MIMESIS_DATA_DIR) runs another Mimesis.",
+                                setup_data_dir.display()
+                            );
+                            std::process::exit(1);
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "cannot lock the data dir; starting anyway");
+                            None
+                        }
+                    };
+                    (tauri::async_runtime::block_on(Mimesis::start(*opts)), lock)
+                }
             };
+            if let Some(lock) = lock {
+                app.manage(InstanceLock(lock));
+            }
             tracing::debug!(took = ?t0.elapsed(), "the engine is there");
             let engine = mimesis.engine().clone();
             if tracing::enabled!(tracing::Level::DEBUG) {
@@ -335,7 +371,6 @@ fn main() {
             std::process::exit(1);
         }
     };
-    // (`instance_lock` is held until the process ends: `run` does not return.)
     app.run(|handle, event| {
         if let tauri::RunEvent::Exit = event {
             window::save_now(handle);

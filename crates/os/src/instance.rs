@@ -34,6 +34,21 @@ pub fn try_lock(data_dir: &Path) -> io::Result<Option<File>> {
     }
 }
 
+/// [`try_lock`] until `within` has passed: for an app that may be leaving (it handed its
+/// window over to this one). `Ok(None)` when it is still held then.
+pub fn lock_within(data_dir: &Path, within: std::time::Duration) -> io::Result<Option<File>> {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if let Some(lock) = try_lock(data_dir)? {
+            return Ok(Some(lock));
+        }
+        if std::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,6 +61,15 @@ mod tests {
         assert!(try_lock(dir.path()).unwrap().is_none(), "held");
         drop(first);
         assert!(try_lock(dir.path()).unwrap().is_some(), "free again");
+    }
+
+    #[test]
+    fn waiting_for_a_held_lock_gives_up_at_the_deadline_and_takes_a_free_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = try_lock(dir.path()).unwrap().expect("free");
+        assert!(lock_within(dir.path(), std::time::Duration::ZERO).unwrap().is_none());
+        drop(held);
+        assert!(lock_within(dir.path(), std::time::Duration::ZERO).unwrap().is_some());
     }
 
     #[test]
