@@ -110,16 +110,39 @@ pub async fn roster_snapshot_held(
     webview.eval(script).map_err(|e| e.to_string())
 }
 
-/// The script that hands `snapshot` to the page: one call with its JSON as the argument.
-/// (U+2028 and U+2029, which JSON leaves as they are, can only be inside its strings: escaped
-/// there, they end no line of the script in an engine older than ES2019.)
+/// The script that hands `snapshot` to the page: one call with its JSON as the argument, in
+/// ASCII: every other character is escaped (`\uXXXX`). One `…` would otherwise make WebKit
+/// convert the whole script to UTF-16 on the app's main thread (2.9 MB become 5.8 MB for
+/// 2,000 sessions, 347 ellipses of shortened titles) and parse it as such in the page; and
+/// U+2028 and U+2029, which JSON leaves as they are, end no line of the script in an engine
+/// older than ES2019.
 fn roster_script(snapshot: &impl Serialize) -> serde_json::Result<String> {
-    let mut json = serde_json::to_string(snapshot)?;
-    // (Rare: the 2.9 MB of a launch are not copied again for nothing.)
-    if json.contains(['\u{2028}', '\u{2029}']) {
-        json = json.replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029");
+    const CALL: &str = "window.__MIMESIS_ROSTER_SENT__(";
+    let mut out = Vec::with_capacity(64 * 1024);
+    out.extend_from_slice(CALL.as_bytes());
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, AsciiJson);
+    snapshot.serialize(&mut ser)?;
+    out.push(b')');
+    // (ASCII throughout: serde_json writes only valid UTF-8, and the formatter escapes the rest.)
+    String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
+}
+
+/// serde_json's compact output with every non-ASCII character escaped.
+struct AsciiJson;
+
+impl serde_json::ser::Formatter for AsciiJson {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(&mut self, w: &mut W, fragment: &str) -> std::io::Result<()> {
+        let mut rest = fragment;
+        while let Some(at) = rest.bytes().position(|b| !b.is_ascii()) {
+            w.write_all(&rest.as_bytes()[..at])?;
+            let c = rest[at..].chars().next().expect("a character starts at a non-ASCII byte of a str");
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                write!(w, "\\u{unit:04x}")?;
+            }
+            rest = &rest[at + c.len_utf8()..];
+        }
+        w.write_all(rest.as_bytes())
     }
-    Ok(format!("window.__MIMESIS_ROSTER_SENT__({json})"))
 }
 
 /// The page listens now: the store's events held since [`roster_snapshot_held`] go out (and
@@ -500,8 +523,8 @@ mod tests {
     fn the_roster_script_is_one_call_whose_argument_is_the_snapshot_whatever_its_text() {
         // Text from transcripts: quotes, a script's end, a call, line and paragraph separators
         // (line ends in JavaScript strings before ES2019), control characters, a lone `\`.
-        let hostile =
-            "\"); alert(1); (\" </script><script>x()</script> \u{2028}\u{2029} \u{0}\u{1b}[31m \\ ${x} `y` */ //";
+        let hostile = "\"); alert(1); (\" </script><script>x()</script> \u{2028}\u{2029} \u{0}\u{1b}[31m \\ ${x} `y` */ // \
+                       … é 𝄞 😀 \u{7f}";
         let snapshot = serde_json::json!({"seq": 7, "sessions": [{"sessionId": "a", "goal": hostile, hostile: 1}]});
         let script = super::roster_script(&snapshot).unwrap();
         let arg = script.strip_prefix("window.__MIMESIS_ROSTER_SENT__(").and_then(|s| s.strip_suffix(')')).unwrap();
@@ -510,6 +533,9 @@ mod tests {
         let back: serde_json::Value = serde_json::from_str(arg).unwrap();
         assert_eq!(back, snapshot);
         assert!(!arg.contains('\u{2028}') && !arg.contains('\u{0}') && !arg.contains('\u{1b}'));
+        // In ASCII: WebKit keeps it an 8-bit string, half the size, parsed as such.
+        assert!(script.is_ascii(), "{script}");
+        assert!(arg.contains("\\u2026") && arg.contains("\\ud834\\udd1e"), "{arg}");
     }
 
     #[test]
