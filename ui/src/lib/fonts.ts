@@ -16,13 +16,20 @@ let loading: Promise<void> | null = null;
 
 /**
  * Makes both faces known to the page without loading them: each loads when text first needs
- * it (the symbols only when one of their characters is drawn), as an @font-face would.
+ * it (the symbols only when one of their characters is drawn), as an @font-face would; the
+ * mono face from the system's DejaVu Sans Mono when it is installed.
  */
 export function registerTerminalFonts(): FontFace[] {
   if (faces) return faces;
   faces = [];
   if (typeof FontFace === 'undefined' || !document.fonts) return faces;
-  faces = [new FontFace('Mimesis Mono', `url(${monoUrl}) format('woff2')`), new FontFace('Mimesis Symbols', `url(${symbolsUrl}) format('woff2')`, { unicodeRange: SYMBOL_RANGE })];
+  faces = [
+    // The same face installed on the system is taken as it is (most Linux desktops have it):
+    // nothing to fetch and decode, and a launch's monospace text (the roster's folders) is
+    // drawn at once rather than hidden until the bundled file has loaded.
+    new FontFace('Mimesis Mono', `local('DejaVu Sans Mono'), local('DejaVuSansMono'), url(${monoUrl}) format('woff2')`),
+    new FontFace('Mimesis Symbols', `url(${symbolsUrl}) format('woff2')`, { unicodeRange: SYMBOL_RANGE }),
+  ];
   for (const f of faces) document.fonts.add(f);
   return faces;
 }
