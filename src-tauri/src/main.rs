@@ -304,7 +304,9 @@ fn main() {
                 demo_root,
                 store_forwarder: Mutex::new(None),
                 store_held: Mutex::new(None),
+                early_roster: commands::Early::default(),
             });
+            tauri::async_runtime::spawn(commands::prepare_roster(app.handle().clone()));
             Ok(())
         })
         .on_window_event(window::on_event)
@@ -315,6 +317,12 @@ fn main() {
                 && let Some(state) = webview.try_state::<pty::PtyState>()
             {
                 state.detach_all();
+            }
+            // A page that loaded without asking for the launch's roster never will.
+            if payload.event() == tauri::webview::PageLoadEvent::Finished
+                && let Some(state) = webview.try_state::<AppState>()
+            {
+                drop(state.early_roster.take());
             }
         })
         .invoke_handler(tauri::generate_handler![
