@@ -13,15 +13,18 @@ use serde_json::{Value, json};
 
 /// The oldest supported Claude Code version (the default of [`ensure_claude`]).
 pub const CLAUDE_CODE_VERSION: &str = "2.1.197";
-/// The newest: a native binary, auto permission mode by default.
-pub const CLAUDE_CODE_NEWEST: &str = "2.1.330";
-/// The versions the real-CLI suite runs against (SPEC X6): the oldest supported and the
-/// newest. `MIMESIS_CLAUDE_VERSIONS` (comma-separated) replaces the list, e.g. for
+/// The first native binary with auto permission mode by default.
+pub const CLAUDE_CODE_2_1_330: &str = "2.1.330";
+/// The newest: auto mode by default, Claude Code's own background service (`claude --bg`,
+/// `claude agents`, docs/claude-code-observed.md "The background service").
+pub const CLAUDE_CODE_NEWEST: &str = "2.1.332";
+/// The versions the real-CLI suite runs against (SPEC X6): the oldest supported, 2.1.330
+/// and the newest. `MIMESIS_CLAUDE_VERSIONS` (comma-separated) replaces the list, e.g. for
 /// `scripts/compat <version>`.
 pub fn versions() -> Vec<String> {
     match std::env::var("MIMESIS_CLAUDE_VERSIONS") {
         Ok(v) if !v.trim().is_empty() => v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect(),
-        _ => vec![CLAUDE_CODE_VERSION.to_owned(), CLAUDE_CODE_NEWEST.to_owned()],
+        _ => [CLAUDE_CODE_VERSION, CLAUDE_CODE_2_1_330, CLAUDE_CODE_NEWEST].map(str::to_owned).to_vec(),
     }
 }
 /// The npm package providing it.
