@@ -240,7 +240,7 @@ pub fn encode_project_dir(cwd: &Path) -> String {
 
 /// An isolated home for one `claude` run: a temporary `HOME`, `CLAUDE_CONFIG_DIR` at
 /// `<home>/.claude`, a pre-seeded `.claude.json` (onboarding done, API key approved,
-/// project trusted) and a project working directory `<home>/project`.
+/// project trusted), a project working directory `<home>/project` and `TMPDIR` at `<home>/tmp`.
 ///
 /// Everything is deleted on drop.
 pub struct ClaudeHome {
@@ -277,6 +277,7 @@ impl ClaudeHome {
         let project_dir = home.join("project");
         fs::create_dir_all(&config_dir)?;
         fs::create_dir_all(&project_dir)?;
+        fs::create_dir_all(home.join("tmp"))?;
         let this = Self {
             tmp,
             home,
@@ -398,7 +399,9 @@ impl ClaudeHome {
             ("LANG".to_owned(), "C.UTF-8".to_owned()),
             ("SHELL".to_owned(), "/bin/bash".to_owned()),
             ("PATH".to_owned(), system_path()),
-            ("TMPDIR".to_owned(), std::env::temp_dir().to_string_lossy().into_owned()),
+            // Inside the home, so what the CLI leaves in it goes with the home: since 2.1.330
+            // every session makes `$TMPDIR/cc-socks/<pid>.sock` and a killed one leaves it.
+            ("TMPDIR".to_owned(), s(&self.home.join("tmp"))),
         ];
         if let Some(proxy) = &self.proxy_url {
             for name in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] {
