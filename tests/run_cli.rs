@@ -770,3 +770,136 @@ fn focus_brings_a_sessions_tmux_pane_forward() -> Result<()> {
     ensure!(String::from_utf8_lossy(&out.stderr).contains("mimesis hooks install"), "{out:?}");
     Ok(())
 }
+
+// ---- issue 32: what Mimesis writes is the user's alone; no process of ours outlives it ------
+
+/// Every regular file under `dir` with a group or other bit, and every folder under it
+/// (not `dir` itself) that is not 0700: what another user could read.
+fn open_to_others(dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let (path, Ok(meta)) = (e.path(), e.path().symlink_metadata()) else { continue };
+            let mode = meta.permissions().mode() & 0o777;
+            if meta.is_dir() {
+                if mode != 0o700 {
+                    out.push(format!("{} (folder {mode:04o})", path.display()));
+                }
+                todo.push(path);
+            } else if meta.is_file() && mode & 0o077 != 0 {
+                out.push(format!("{} ({mode:04o})", path.display()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn mode(path: &Path) -> Result<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    Ok(std::fs::metadata(path).with_context(|| path.display().to_string())?.permissions().mode() & 0o777)
+}
+
+/// `c` runs under umask 022, as most users' shells do: what it creates without asking for
+/// a mode is readable by everyone.
+fn loose_umask(c: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: umask(2) is async-signal-safe and touches nothing else.
+    unsafe {
+        c.pre_exec(|| {
+            libc::umask(0o022);
+            Ok(())
+        })
+    }
+}
+
+/// Issue 32, item 5: in a data dir that already existed with mode 0755, `fleet.db` was
+/// created 0644 and other users could read goals and commands from it. Every file Mimesis
+/// writes there is 0600 now (the database and its -wal and -shm, the metrics, the hook
+/// spool and log, demo sessions) and every folder it makes 0700, whatever the umask; a
+/// database an older Mimesis left 0644 is tightened; the data dir keeps its mode, and
+/// `doctor` says it lets others in, in words and in JSON.
+#[test]
+fn what_mimesis_writes_in_an_open_data_dir_is_the_users_alone() -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Home::new()?;
+    std::fs::create_dir(&h.data)?;
+    std::fs::set_permissions(&h.data, std::fs::Permissions::from_mode(0o755))?;
+    let mut c = h.command()?;
+    c.arg("run").arg("--agent").arg(standin()?).arg("--events-json").arg(&h.events);
+    let mut run =
+        Run(loose_umask(&mut c).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?);
+    let id = h.wait_type("session_started")?["sessionId"].as_str().context("id")?.to_owned();
+    type_line(&mut run, "hello")?;
+    let transcript =
+        h.root.join("projects").join(mimesis_core::layout::project_dir_name(&h.cwd)).join(format!("{id}.jsonl"));
+    wait_file(&transcript, "turn_duration")?;
+    // The database, its WAL, the metrics snapshot of the running supervisor.
+    let deadline = Instant::now() + T;
+    let metrics = h.data.join("metrics");
+    while !(h.data.join("fleet.db-wal").exists()
+        && std::fs::read_dir(&metrics)
+            .is_ok_and(|mut d| d.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json")))))
+    {
+        ensure!(
+            Instant::now() < deadline,
+            "no database WAL or metrics: {:?}",
+            std::fs::read_dir(&h.data)?.collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A hook's event, and a hook's complaint in its log.
+    for payload in [r#"{"session_id":"s1","hook_event_name":"Stop","cwd":"/tmp"}"#, "not json"] {
+        let mut hook = loose_umask(h.command()?.arg("hook")).stdin(Stdio::piped()).spawn()?;
+        hook.stdin.take().context("stdin")?.write_all(payload.as_bytes())?;
+        ensure!(hook.wait()?.success());
+    }
+    ensure!(h.data.join("hooks").read_dir()?.count() >= 2, "an events file and the log");
+    let open = open_to_others(&h.data);
+    ensure!(open.is_empty(), "readable by others while it runs: {open:?}");
+    type_line(&mut run, "/exit")?;
+    let (code, err) = wait(&mut run)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    let open = open_to_others(&h.data);
+    ensure!(open.is_empty(), "readable by others after: {open:?}");
+    ensure!(mode(&h.data.join("fleet.db"))? == 0o600);
+    ensure!(mode(&h.events)? == 0o600, "the events file it created: {:o}", mode(&h.events)?);
+    ensure!(mode(&h.data)? == 0o755, "the data dir Mimesis did not make keeps its mode");
+
+    // Demo sessions (in <data dir>/demo).
+    let mut demo = Run(loose_umask(h.command()?.args(["demo", "--speed", "50"])).stderr(Stdio::null()).spawn()?);
+    let demo_dir = h.data.join("demo/projects");
+    let deadline = Instant::now() + T;
+    while !std::fs::read_dir(&demo_dir)
+        .is_ok_and(|d| d.flatten().any(|p| p.path().read_dir().is_ok_and(|mut f| f.next().is_some())))
+    {
+        ensure!(Instant::now() < deadline, "no demo session written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: a signal to the demo this test started.
+    unsafe { libc::kill(demo.id() as i32, libc::SIGTERM) };
+    demo.wait()?;
+    let open = open_to_others(&h.data);
+    ensure!(open.is_empty(), "demo files readable by others: {open:?}");
+
+    // A database an older Mimesis made 0644 is tightened when it is opened again.
+    std::fs::set_permissions(h.data.join("fleet.db"), std::fs::Permissions::from_mode(0o644))?;
+    let out =
+        loose_umask(h.command()?.args(["run", "--agent", "sh", "--", "-c", "exit 0"])).stdin(Stdio::null()).output()?;
+    ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    ensure!(mode(&h.data.join("fleet.db"))? == 0o600, "tightened: {:o}", mode(&h.data.join("fleet.db"))?);
+
+    // `doctor` says the data dir lets others in, and how to fix it.
+    let warning = format!("{d} is readable by other users (mode 0755); run chmod 700 {d}", d = h.data.display());
+    let text = h.command()?.arg("doctor").output()?;
+    let text = String::from_utf8_lossy(&text.stdout);
+    ensure!(text.contains(&format!("problem: {warning}")), "{text}");
+    let json: Value = serde_json::from_slice(&h.command()?.args(["doctor", "--json"]).output()?.stdout)?;
+    ensure!(json["dataDirMode"] == "0755" && json["dataDirOpen"] == warning.as_str(), "{json}");
+    std::fs::set_permissions(&h.data, std::fs::Permissions::from_mode(0o700))?;
+    let json: Value = serde_json::from_slice(&h.command()?.args(["doctor", "--json"]).output()?.stdout)?;
+    ensure!(json["dataDirMode"] == "0700" && json["dataDirOpen"].is_null(), "{json}");
+    Ok(())
+}
