@@ -903,3 +903,109 @@ fn what_mimesis_writes_in_an_open_data_dir_is_the_users_alone() -> Result<()> {
     ensure!(json["dataDirMode"] == "0700" && json["dataDirOpen"].is_null(), "{json}");
     Ok(())
 }
+
+/// A process the test waits on by PID, killed when the test ends if it still runs.
+struct Orphan(u32);
+
+impl Drop for Orphan {
+    fn drop(&mut self) {
+        if mimesis_os::procs::alive(self.0) {
+            // SAFETY: a process this test's agent started (checked in `setsid_child`).
+            unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+/// The `sleep` the agent's script started with `setsid` (its PID in `child.pid`), once it
+/// runs in a session of its own with the owner's marks in its environment.
+fn setsid_child(h: &Home) -> Result<Orphan> {
+    let file = h.cwd.join("child.pid");
+    let deadline = Instant::now() + T;
+    loop {
+        if let Some(pid) = std::fs::read_to_string(&file).ok().and_then(|s| s.trim().parse::<u32>().ok()) {
+            let stat = mimesis_os::procs::stat(pid);
+            let marked = mimesis_os::procs::env_var(pid, mimesis_core::supervision::fleet::OWNER_ENV).is_some();
+            if stat.is_some_and(|s| s.session == pid && s.comm == "sleep") && marked {
+                return Ok(Orphan(pid));
+            }
+        }
+        ensure!(Instant::now() < deadline, "the agent's setsid child never showed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn wait_gone(pid: u32, what: &str) -> Result<()> {
+    let deadline = Instant::now() + T;
+    while mimesis_os::procs::alive(pid) {
+        ensure!(Instant::now() < deadline, "{what} (PID {pid}) still runs");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// Issue 32, item 13: a child the agent started with `setsid` (a session and process group
+/// of its own, the owner's marks in its environment) outlived a normal exit of `mimesis
+/// run`. It ends with the run now, wherever it went.
+#[test]
+fn a_setsid_child_of_the_agent_ends_when_the_run_ends() -> Result<()> {
+    let h = Home::new()?;
+    let script = "setsid sleep 300 & echo $! > child.pid; while [ ! -e go ]; do sleep 0.05; done; exit 0";
+    let mut c = h.command()?;
+    c.args(["run", "--agent", "sh", "--events-json"]).arg(&h.events).args(["--", "-c", script]);
+    let mut run = Run(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?);
+    let child = setsid_child(&h)?;
+    std::fs::write(h.cwd.join("go"), "")?;
+    let (code, err) = wait(&mut run)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    ensure!(h.types().last().map(String::as_str) == Some("session_exited"), "{:?}", h.types());
+    wait_gone(child.0, "the agent's setsid child, after the run ended")
+}
+
+/// Issue 32, item 13: when `mimesis run` itself is killed (SIGKILL: it cleans nothing up),
+/// the next run on the same data dir ends what it left at its start, even outside the
+/// agent's session — and nothing else: not a process without the marks, not one whose
+/// owner still runs, not one of another data dir's Mimesis.
+#[test]
+fn the_next_run_ends_what_a_killed_run_left_and_nothing_else() -> Result<()> {
+    use mimesis_core::supervision::fleet::{OWNER_DATA_ENV, OWNER_ENV, owner_mark};
+    let h = Home::new()?;
+    let mut c = h.command()?;
+    c.args(["run", "--agent", "sh", "--", "-c", "setsid sleep 300 & echo $! > child.pid; exec sleep 300"]);
+    let mut run = Run(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?);
+    let child = setsid_child(&h)?;
+    let killed = (run.id(), mimesis_os::procs::start_ticks(run.id()).context("the run's start")?);
+    // SAFETY: SIGKILL to the `mimesis run` this test started.
+    unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
+    run.wait()?;
+    ensure!(mimesis_os::procs::alive(child.0), "the child outlived the killed run");
+
+    struct Stranger(std::process::Child);
+    impl Drop for Stranger {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let me = (std::process::id(), mimesis_os::procs::start_ticks(std::process::id()).context("my start")?);
+    let other = h.cwd.join("other-data");
+    let stranger = |marks: &[(&str, std::ffi::OsString)]| -> Result<Stranger> {
+        let mut c = Command::new("sleep");
+        c.arg("300");
+        for (k, v) in marks {
+            c.env(k, v);
+        }
+        Ok(Stranger(c.spawn()?))
+    };
+    let mut strangers = [
+        stranger(&[])?,
+        stranger(&[(OWNER_ENV, owner_mark(killed.0, killed.1).into()), (OWNER_DATA_ENV, other.into_os_string())])?,
+        stranger(&[(OWNER_ENV, owner_mark(me.0, me.1).into()), (OWNER_DATA_ENV, h.data.clone().into_os_string())])?,
+    ];
+    let out = h.command()?.args(["run", "--agent", "sh", "--", "-c", "exit 0"]).stdin(Stdio::null()).output()?;
+    ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    wait_gone(child.0, "what the killed run left, after the next run started")?;
+    for (i, s) in strangers.iter_mut().enumerate() {
+        ensure!(s.0.try_wait()?.is_none(), "stranger {i} was ended");
+    }
+    Ok(())
+}
