@@ -681,6 +681,8 @@ fn sample_doctor() -> DoctorReport {
         },
         watcher: WatcherReport { ok: true, max_user_watches: Some(8192), error: Some("e".into()) },
         data_dir: "/d".into(),
+        data_dir_mode: Some("0755".into()),
+        data_dir_open: Some("/d is readable by other users (mode 0755); run chmod 700 /d".into()),
         database: DbStats {
             path: Some("/d/fleet.db".into()),
             health: DbHealth::Rebuilt { reason: "r".into(), moved_to: Some("/d/old.db".into()) },

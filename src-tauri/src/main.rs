@@ -181,7 +181,7 @@ fn main() {
     let config_root = roots.first().cloned();
     let data_dir = roots::data_dir();
     let data_dir = std::path::absolute(&data_dir).unwrap_or(data_dir);
-    if let Err(e) = std::fs::create_dir_all(&data_dir) {
+    if let Err(e) = mimesis_os::private::create_dir_all(&data_dir) {
         tracing::error!(error = %e, dir = %data_dir.display(), "cannot create the data dir; nothing will be kept");
     }
     // Before the window: the page has its fonts' names before its first layout (`fonts`).

@@ -313,10 +313,7 @@ async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, set: &Attentio
 fn write_probe(p: &Probe, icon: &[u8]) {
     let Some(path) = std::env::var_os("MIMESIS_TRAY_PROBE") else { return };
     let path = std::path::PathBuf::from(path);
-    let write = |path: &std::path::Path, bytes: &[u8]| {
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path))
-    };
+    let write = |path: &std::path::Path, bytes: &[u8]| mimesis_os::private::write_atomic(path, bytes);
     let ok = serde_json::to_vec(p)
         .map_err(std::io::Error::other)
         .and_then(|b| write(&path.with_extension("rgba"), icon).and_then(|()| write(&path, &b)));

@@ -104,11 +104,9 @@ impl Placement {
     /// Writes the last known place (atomically: a crash mid-write leaves the old file).
     fn save(&self) {
         let Some(place) = self.state.lock().ok().and_then(|s| s.place) else { return };
-        let tmp = self.path.with_extension("json.tmp");
         let write = serde_json::to_vec_pretty(&place)
             .map_err(std::io::Error::other)
-            .and_then(|bytes| std::fs::write(&tmp, bytes))
-            .and_then(|()| std::fs::rename(&tmp, &self.path));
+            .and_then(|bytes| mimesis_os::private::write_atomic(&self.path, &bytes));
         if let Err(e) = write {
             tracing::warn!(error = %e, path = %self.path.display(), "cannot keep the window's place");
         }

@@ -109,8 +109,10 @@ pub fn run(args: RunArgs, config_dirs: &[PathBuf], data_dir: &Path) -> anyhow::R
         bail!("{} is not a folder; pass an existing folder with --cwd", cwd.display());
     }
     let events_file = match &args.events_json {
+        // Created 0600 (it tells what the session did); a file that exists keeps its mode:
+        // the path is the user's.
         Some(p) => Some(
-            std::fs::OpenOptions::new()
+            mimesis_os::private::options()
                 .create(true)
                 .append(true)
                 .open(p)

@@ -105,8 +105,13 @@ pub fn tty_name(tty_nr: u32) -> Option<String> {
 
 /// Every process now (unreadable entries are skipped: they may vanish while listed).
 pub fn all() -> Vec<Stat> {
+    pids().into_iter().filter_map(stat).collect()
+}
+
+/// The PIDs of every process now.
+pub fn pids() -> Vec<u32> {
     let Ok(rd) = std::fs::read_dir("/proc") else { return Vec::new() };
-    rd.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()).filter_map(stat).collect()
+    rd.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()).collect()
 }
 
 /// This process's children (of all its threads; adopted orphans too, for a subreaper), from
@@ -151,11 +156,43 @@ pub fn cmdline(pid: u32) -> Option<Vec<String>> {
 /// The value of environment variable `name` in `pid`'s initial environment (what it was
 /// started with), if readable.
 pub fn env_var(pid: u32, name: &str) -> Option<Vec<u8>> {
-    let raw = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    raw.split(|b| *b == 0).find_map(|kv| {
-        let rest = kv.strip_prefix(name.as_bytes())?;
-        rest.strip_prefix(b"=").map(<[u8]>::to_vec)
+    let [v] = env_vars(pid, [name]);
+    v
+}
+
+/// The values of the environment variables `names` in `pid`'s initial environment, in
+/// that order, from one read (`None` for each when it cannot be read).
+pub fn env_vars<const N: usize>(pid: u32, names: [&str; N]) -> [Option<Vec<u8>>; N] {
+    let Ok(raw) = std::fs::read(format!("/proc/{pid}/environ")) else { return std::array::from_fn(|_| None) };
+    names.map(|name| {
+        raw.split(|b| *b == 0).find_map(|kv| {
+            let rest = kv.strip_prefix(name.as_bytes())?;
+            rest.strip_prefix(b"=").map(<[u8]>::to_vec)
+        })
     })
+}
+
+/// The user that owns `pid` (its effective user id, as `/proc/<pid>` shows it).
+pub fn uid(pid: u32) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/{pid}")).ok().map(|m| m.uid())
+}
+
+/// This process's effective user id.
+pub fn my_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// `pid` and its ancestors, up to init.
+pub fn lineage(pid: u32) -> Vec<u32> {
+    let mut out = vec![pid];
+    let mut at = pid;
+    while let Some(parent) = stat(at).map(|s| s.ppid).filter(|&p| p > 1 && !out.contains(&p)) {
+        out.push(parent);
+        at = parent;
+    }
+    out
 }
 
 /// This boot's id: start ticks only compare within one boot.

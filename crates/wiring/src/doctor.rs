@@ -106,6 +106,12 @@ pub struct DoctorReport {
     pub claude_code: ClaudeCodeReport,
     pub watcher: WatcherReport,
     pub data_dir: PathBuf,
+    /// The data dir's mode in octal (`"0700"`), `None` when it does not exist yet.
+    pub data_dir_mode: Option<String>,
+    /// Why other users can read the data dir ("… is readable by other users (mode 0755);
+    /// run chmod 700 …"), or `None`. Mimesis makes its own files 0600 and folders 0700,
+    /// but never changes the mode of a data dir it did not make.
+    pub data_dir_open: Option<String>,
     pub database: DbStats,
     /// A running process that still has the database file open after it was deleted.
     pub database_deleted_under: Option<u32>,
@@ -164,6 +170,9 @@ impl DoctorReport {
     /// Problems a person should act on, in words.
     pub fn problems(&self) -> Vec<String> {
         let mut v = Vec::new();
+        if let Some(open) = &self.data_dir_open {
+            v.push(open.clone());
+        }
         if !self.roots.iter().any(|r| r.exists) {
             v.push("no Claude Code config folder exists yet (run claude once, or pass --config-dir)".to_owned());
         }
@@ -241,6 +250,8 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, db: Option<&Db>) -> DoctorReport 
         claude_code: claude,
         watcher: watcher_check(roots),
         data_dir: data_dir.to_owned(),
+        data_dir_mode: mimesis_os::private::mode_of(data_dir).map(|m| format!("{m:04o}")),
+        data_dir_open: mimesis_os::private::open_to_others(data_dir),
         database,
         database_deleted_under,
         hook_spool: SpoolReport {

@@ -303,6 +303,8 @@ impl Mimesis {
             config.clock = opts.clock.clone();
             config.roster = Some(Arc::new(EngineRoster(engine.clone())));
             config.metrics_dir = Some(mimesis_supervise::metrics::dir(&data_dir));
+            // The agents' mark of this data dir: one name for it, however it was spelled.
+            config.data_dir = Some(std::fs::canonicalize(&data_dir).unwrap_or_else(|_| data_dir.clone()));
             config.scrollback_bytes = s.scrollback_bytes;
             config.subreaper = s.subreaper;
             config.clean_previous = s.clean_previous;

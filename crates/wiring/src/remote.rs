@@ -851,7 +851,7 @@ pub fn configured(data_dir: &Path) -> Vec<Destination> {
 /// Adds (`add`) or removes a machine in the stored settings. Returns the new list.
 pub fn change_configured(data_dir: &Path, dest: &Destination, add: bool) -> Result<Vec<Destination>, String> {
     let path = data_dir.join(mimesis_fleetdb::FILE_NAME);
-    std::fs::create_dir_all(data_dir).map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
+    mimesis_os::private::create_dir_all(data_dir).map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
     let db = mimesis_fleetdb::Db::open_shared(&path).map_err(|e| format!("cannot open the settings: {e}"))?;
     let mut settings = db.settings();
     settings.machines.change(dest, add)?;

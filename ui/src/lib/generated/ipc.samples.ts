@@ -1126,6 +1126,8 @@ export const doctor = {
     "error": "e"
   },
   "dataDir": "/d",
+  "dataDirMode": "0755",
+  "dataDirOpen": "/d is readable by other users (mode 0755); run chmod 700 /d",
   "database": {
     "path": "/d/fleet.db",
     "health": {

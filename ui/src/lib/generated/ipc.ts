@@ -499,7 +499,17 @@ staleMetrics: number, error: string | null, };
 /**
  * The whole report (`mimesis doctor --json`).
  */
-export type DoctorReport = { mimesisVersion: string, roots: Array<RootReport>, claudeCode: ClaudeCodeReport, watcher: WatcherReport, dataDir: string, database: DbStats, 
+export type DoctorReport = { mimesisVersion: string, roots: Array<RootReport>, claudeCode: ClaudeCodeReport, watcher: WatcherReport, dataDir: string, 
+/**
+ * The data dir's mode in octal (`"0700"`), `None` when it does not exist yet.
+ */
+dataDirMode: string | null, 
+/**
+ * Why other users can read the data dir ("… is readable by other users (mode 0755);
+ * run chmod 700 …"), or `None`. Mimesis makes its own files 0600 and folders 0700,
+ * but never changes the mode of a data dir it did not make.
+ */
+dataDirOpen: string | null, database: DbStats, 
 /**
  * A running process that still has the database file open after it was deleted.
  */
