@@ -66,7 +66,7 @@ pub fn rosters(args: &RemoteArgs) -> anyhow::Result<(Vec<TrackedSession>, bool)>
             .iter()
             .map(|d| {
                 let (ssh, d, exe) = (ssh.clone(), d.clone(), exe.clone());
-                tokio::spawn(async move { remote::roster(&ssh, &d, exe.as_deref()).await })
+                tokio::spawn(async move { remote::roster(&ssh, &d, exe.as_deref(), &SystemClock).await.map(|r| r.1) })
             })
             .collect();
         let mut out = Vec::new();
@@ -97,7 +97,7 @@ pub fn timeline(args: &RemoteArgs, host: &str, id: &str) -> anyhow::Result<Vec<m
     }
     let exe = args.exe()?;
     let ssh = Ssh::from_env();
-    crate::runtime()?.block_on(remote::timeline(&ssh, &dest, id, exe.as_deref())).map_err(|f| {
+    crate::runtime()?.block_on(remote::timeline(&ssh, &dest, id, exe.as_deref(), &SystemClock)).map_err(|f| {
         let hint = if f.wants_helper() { " (run again with --install-helper)" } else { "" };
         anyhow::anyhow!("{dest}: {}{hint}", f.sentence())
     })
@@ -231,20 +231,10 @@ fn probe(args: &RemoteArgs) -> anyhow::Result<Vec<HostInfo>> {
                         version: None,
                         retry_in_secs: None,
                     };
-                    let result = async {
-                        let mut conn = remote::connect_or_install(&ssh, &d, exe.as_deref()).await?;
-                        info.version = Some(mimesis_core::text::clean_text(&conn.hello.version, 40));
-                        loop {
-                            if let mimesis_core::remote::FromRemote::Snapshot { sessions } = conn.recv().await? {
-                                conn.close().await;
-                                return Ok::<usize, Failure>(sessions.len());
-                            }
-                        }
-                    }
-                    .await;
-                    match result {
-                        Ok(n) => {
-                            info.sessions = n;
+                    match remote::roster(&ssh, &d, exe.as_deref(), &SystemClock).await {
+                        Ok((hello, sessions)) => {
+                            info.version = Some(mimesis_core::text::clean_text(&hello.version, 40));
+                            info.sessions = sessions.len();
                             info.last_seen = Some(mimesis_core::Clock::now(&SystemClock));
                         }
                         Err(f) => {

@@ -247,6 +247,30 @@ pub fn reap(pid: u32) -> bool {
     unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) == pid as i32 }
 }
 
+/// Makes the child `cmd` starts get SIGKILL when the thread that starts it ends
+/// (PR_SET_PDEATHSIG): with Mimesis killed outright, on a signal or on a path that skips
+/// its drops, a child of ours in a process group of its own does not live on. Start such
+/// a child from a thread that lives as long as the work does (a runtime's worker, the
+/// main thread), never from a pool thread that may end before it.
+pub fn end_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid, _exit),
+    // and no allocation.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died before the prctl: nobody will send the signal.
+            if libc::getppid() as u32 != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Makes this process the reaper of orphaned descendants (PR_SET_CHILD_SUBREAPER), so a
 /// grandchild left by a dead agent is reparented here, where the orphan scan finds it.
 pub fn become_subreaper() -> bool {
@@ -379,6 +403,30 @@ pub fn tune_malloc(arenas: i32, mmap_threshold: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_marked_to_end_with_its_parent_ends_when_the_starting_thread_does() {
+        use std::os::unix::process::CommandExt;
+        let child = std::thread::spawn(|| {
+            let mut cmd = std::process::Command::new("sleep");
+            cmd.arg("600").process_group(0);
+            end_with_parent(&mut cmd);
+            cmd.spawn().expect("sleep")
+        })
+        .join()
+        .expect("the thread");
+        let mut child = child;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                use std::os::unix::process::ExitStatusExt;
+                assert_eq!(status.signal(), Some(libc::SIGKILL));
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the child outlived the thread that started it");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
 
     const SMAPS: &str = "\
 5600aa000000-5600aa200000 r--p 00000000 fe:00 11 /opt/mimesis/mimesis-desktop

@@ -16,6 +16,8 @@ mod feed;
 mod hub;
 mod serve;
 mod ssh;
+#[cfg(test)]
+mod tests;
 
 pub use feed::{FeedCmd, FeedMsg, HostFeed, HostInfo};
 pub use hub::{Hub, HubEvent, change_configured, configured, face_row, face_supervision};

@@ -4,16 +4,18 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mimesis_core::clock::{Clock, Timestamp};
+use mimesis_core::clock::{Clock, Mono, Timestamp};
 use mimesis_core::ids::SessionId;
-use mimesis_core::remote::{Destination, Failure, FromRemote, HostLink, HostState, ToRemote};
+use mimesis_core::remote::{
+    self, Destination, Failure, FromRemote, HostLink, HostState, MAX_HOST_BYTES, MAX_HOST_SESSIONS, ToRemote,
+};
 use mimesis_core::session::{StoreEvent, TrackedSession};
 use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::timeline::TimelineItem;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
-use super::ssh::{Connection, Ssh, connect_or_install, owned_by};
+use super::ssh::{Connection, Ssh, before, connect_or_install, no_answer, owned_by, until};
 
 /// What a [`HostFeed`] reports.
 #[derive(Clone, Debug)]
@@ -92,9 +94,29 @@ struct FeedState {
     dest: Destination,
     link: HostLink,
     rows: HashMap<SessionId, TrackedSession>,
+    /// Each row's size as JSON, and their sum: what is held of the host, capped.
+    sizes: HashMap<SessionId, usize>,
+    held: usize,
     version: Option<String>,
     clock: Arc<dyn Clock>,
     out: mpsc::Sender<FeedMsg>,
+}
+
+/// The size of `row` as JSON, without writing it anywhere.
+fn json_size(row: &TrackedSession) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    let _ = serde_json::to_writer(&mut n, row);
+    n.0
 }
 
 impl FeedState {
@@ -115,10 +137,19 @@ impl FeedState {
         self.out.send(FeedMsg::State(self.info())).await.is_ok()
     }
 
-    /// A (new) full roster: what changed since the held one becomes events.
-    async fn replace(&mut self, sessions: Vec<TrackedSession>) -> bool {
+    /// A (new) full roster: what changed since the held one becomes events. Ok(false):
+    /// the feed's owner is gone; Err: the roster passes a cap (the held one is kept).
+    async fn replace(&mut self, sessions: Vec<TrackedSession>) -> Result<bool, Failure> {
         let mut fresh: HashMap<SessionId, TrackedSession> =
             sessions.into_iter().map(|s| (s.session_id.clone(), owned_by(s, &self.dest))).collect();
+        if fresh.len() > MAX_HOST_SESSIONS {
+            return Err(Failure::too_many_sessions());
+        }
+        let mut sizes: HashMap<SessionId, usize> = fresh.iter().map(|(id, s)| (id.clone(), json_size(s))).collect();
+        let held: usize = sizes.values().sum();
+        if held > MAX_HOST_BYTES {
+            return Err(Failure::too_much_data());
+        }
         let mut events = Vec::new();
         for (id, old) in &self.rows {
             match fresh.get(id) {
@@ -137,37 +168,61 @@ impl FeedState {
             }
         }
         std::mem::swap(&mut self.rows, &mut fresh);
+        std::mem::swap(&mut self.sizes, &mut sizes);
+        self.held = held;
         for e in events {
             if self.out.send(FeedMsg::Event(e)).await.is_err() {
-                return false;
+                return Ok(false);
             }
         }
-        true
+        Ok(true)
     }
 
-    async fn apply(&mut self, event: StoreEvent) -> bool {
+    /// Holds `row` (new or changed) unless that passes a cap.
+    fn hold(&mut self, row: TrackedSession) -> Result<(), Failure> {
+        let id = row.session_id.clone();
+        let before = self.sizes.get(&id).copied();
+        if before.is_none() && self.rows.len() >= MAX_HOST_SESSIONS {
+            return Err(Failure::too_many_sessions());
+        }
+        let size = json_size(&row);
+        let held = self.held - before.unwrap_or(0) + size;
+        if held > MAX_HOST_BYTES {
+            return Err(Failure::too_much_data());
+        }
+        self.held = held;
+        self.sizes.insert(id.clone(), size);
+        self.rows.insert(id, row);
+        Ok(())
+    }
+
+    /// One of the host's store events, on the held rows and out. Ok(false): the feed's
+    /// owner is gone; Err: the host passed a cap (the rows held so far are kept).
+    async fn apply(&mut self, event: StoreEvent) -> Result<bool, Failure> {
         let event = match event {
             StoreEvent::Discovered { session } => {
                 let s = owned_by(*session, &self.dest);
-                self.rows.insert(s.session_id.clone(), s.clone());
+                self.hold(s.clone())?;
                 StoreEvent::Discovered { session: Box::new(s) }
             }
-            StoreEvent::Updated { session_id, mut changes } => {
-                changes.host = None; // the host's own word on `host` is not taken
-                match self.rows.get_mut(&session_id) {
-                    Some(row) => row.apply((*changes).clone()),
-                    None => return true,
-                }
-                StoreEvent::Updated { session_id, changes }
+            StoreEvent::Updated { session_id, changes } => {
+                // Only what a host may say of its own row, keyed by the id it was sent for.
+                let changes = remote::remote_patch(*changes);
+                let Some(row) = self.rows.get(&session_id) else { return Ok(true) };
+                let mut row = row.clone();
+                row.apply(changes.clone());
+                self.hold(row)?;
+                StoreEvent::Updated { session_id, changes: Box::new(changes) }
             }
             StoreEvent::Removed { session_id } => {
                 if self.rows.remove(&session_id).is_none() {
-                    return true;
+                    return Ok(true);
                 }
+                self.held -= self.sizes.remove(&session_id).unwrap_or(0);
                 StoreEvent::Removed { session_id }
             }
         };
-        self.out.send(FeedMsg::Event(event)).await.is_ok()
+        Ok(self.out.send(FeedMsg::Event(event)).await.is_ok())
     }
 }
 
@@ -179,14 +234,22 @@ async fn feed(
     out: mpsc::Sender<FeedMsg>,
     mut cmds: mpsc::Receiver<FeedCmd>,
 ) {
-    let mut st = FeedState { dest, link: HostLink::default(), rows: HashMap::new(), version: None, clock, out };
+    let mut st = FeedState {
+        dest,
+        link: HostLink::default(),
+        rows: HashMap::new(),
+        sizes: HashMap::new(),
+        held: 0,
+        version: None,
+        clock,
+        out,
+    };
     st.link.retry_now(st.clock.mono());
     loop {
         // Wait until an attempt is due, or the user asks.
         while !st.link.due(st.clock.mono()) {
-            let wait = st.link.retry_at.map(|at| at.since(st.clock.mono()));
-            let cmd = match wait {
-                Some(w) => tokio::time::timeout(w, cmds.recv()).await.ok(),
+            let cmd = match st.link.retry_at {
+                Some(at) => before(&*st.clock, at, cmds.recv()).await,
                 None => Some(cmds.recv().await),
             };
             match cmd {
@@ -210,7 +273,7 @@ async fn feed(
         // The user's word to install holds for this one attempt: a copy that fails is said
         // and waits for the user again, never retried on its own.
         let exe = install.take();
-        let failure = match connect_or_install(&ssh, &st.dest, exe.as_deref()).await {
+        let failure = match connect_or_install(&ssh, &st.dest, exe.as_deref(), &*st.clock).await {
             Ok(mut conn) => {
                 st.version = Some(mimesis_core::text::clean_text(&conn.hello.version, 40));
                 match run_connection(&mut st, &mut conn, &mut cmds).await {
@@ -228,17 +291,48 @@ async fn feed(
     }
 }
 
-/// Serves one connection until it fails (Some) or the feed's owner is gone (None).
+/// A reply owed to whoever asked for a timeline.
+type Reply = oneshot::Sender<Result<Vec<TimelineItem>, String>>;
+
+/// Serves one connection until it fails (Some) or the feed's owner is gone (None). Every
+/// wait is bounded on the feed's clock: the first snapshot within `waits.snapshot` of the
+/// hello, each `show` answered within `waits.reply` (else its asker is told).
 async fn run_connection(
     st: &mut FeedState,
     conn: &mut Connection,
     cmds: &mut mpsc::Receiver<FeedCmd>,
 ) -> Option<Failure> {
     let mut next_req = 0u64;
-    // Requests in flight; dropped with the connection, which answers them with an error.
-    let mut waiting: HashMap<u64, oneshot::Sender<Result<Vec<TimelineItem>, String>>> = HashMap::new();
+    // Requests in flight, each with its deadline; dropped with the connection, which
+    // answers them with an error.
+    let mut waiting: HashMap<u64, (Mono, Reply)> = HashMap::new();
+    let waits = conn.waits;
+    let mut snapshot_due = Some(st.clock.mono().plus(waits.snapshot));
     loop {
+        let next_deadline = waiting.values().map(|(at, _)| *at).chain(snapshot_due).min();
+        let clock = st.clock.clone();
+        let deadline = async move {
+            match next_deadline {
+                Some(at) => until(&*clock, at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
+            () = deadline => {
+                let now = st.clock.mono();
+                if snapshot_due.is_some_and(|at| at <= now) {
+                    return Some(Failure::Unreachable(format!(
+                        "the host sent no sessions within {} of its hello",
+                        remote::wait_words(waits.snapshot)
+                    )));
+                }
+                let late: Vec<u64> = waiting.iter().filter(|(_, (at, _))| *at <= now).map(|(req, _)| *req).collect();
+                for req in late {
+                    if let Some((_, reply)) = waiting.remove(&req) {
+                        let _ = reply.send(Err(no_answer(waits.reply).sentence()));
+                    }
+                }
+            }
             msg = conn.recv() => {
                 let msg = match msg {
                     Ok(m) => m,
@@ -247,28 +341,35 @@ async fn run_connection(
                 st.link.heard(st.clock.now());
                 let alive = match msg {
                     FromRemote::Snapshot { sessions } => {
-                        let ok = st.replace(sessions).await;
+                        snapshot_due = None;
+                        let ok = match st.replace(sessions).await {
+                            Ok(ok) => ok,
+                            Err(f) => return Some(f),
+                        };
                         st.link.live(st.clock.now());
                         ok && st.tell().await
                     }
                     FromRemote::Event { event } => {
                         let before = st.rows.len();
-                        let ok = st.apply(event).await;
+                        let ok = match st.apply(event).await {
+                            Ok(ok) => ok,
+                            Err(f) => return Some(f),
+                        };
                         ok && (st.rows.len() == before || st.tell().await)
                     }
                     FromRemote::Supervision { event } => st.out.send(FeedMsg::Supervision(event)).await.is_ok(),
                     FromRemote::Timeline { req, items } => {
-                        if let Some(r) = waiting.remove(&req) { let _ = r.send(Ok(items)); }
+                        if let Some((_, r)) = waiting.remove(&req) { let _ = r.send(Ok(items)); }
                         true
                     }
                     FromRemote::Error { req: Some(req), message } => {
-                        if let Some(r) = waiting.remove(&req) {
-                            let _ = r.send(Err(mimesis_core::text::clean_text(&message, 500)));
+                        if let Some((_, r)) = waiting.remove(&req) {
+                            let _ = r.send(Err(remote::quote(&message)));
                         }
                         true
                     }
                     FromRemote::Error { req: None, message } => {
-                        return Some(Failure::HelperMismatch(mimesis_core::text::clean_text(&message, 300)));
+                        return Some(Failure::HelperMismatch(remote::quote(&message)));
                     }
                     FromRemote::Hello { .. } => true,
                 };
@@ -281,7 +382,7 @@ async fn run_connection(
                 Some(FeedCmd::Show(id, reply)) => {
                     next_req += 1;
                     match conn.send(&ToRemote::Show { req: next_req, session_id: id }).await {
-                        Ok(()) => { waiting.insert(next_req, reply); }
+                        Ok(()) => { waiting.insert(next_req, (st.clock.mono().plus(waits.reply), reply)); }
                         Err(e) => { let _ = reply.send(Err(format!("cannot write to the host: {e}"))); }
                     }
                 }

@@ -15,7 +15,7 @@ use mimesis_core::timeline::TimelineItem;
 use tokio::sync::{mpsc, oneshot};
 
 use super::feed::{FeedCmd, FeedMsg, HostFeed, HostInfo};
-use super::ssh::Ssh;
+use super::ssh::{Ssh, before, no_answer};
 
 /// The machines the user added (Settings › Machines, `mimesis hosts add`), as stored.
 pub fn configured(data_dir: &Path) -> Vec<Destination> {
@@ -43,12 +43,17 @@ pub fn change_configured(data_dir: &Path, dest: &Destination, add: bool) -> Resu
 
 // ---- every configured host, for a window ---------------------------------------------------
 
-/// A row of another machine as a window keys it: `host:id`, the CLI's way of naming it,
-/// so ids that collide across machines stay apart (`sessionId` and `supersededBy`).
+/// The fields of another machine's row a window sees keyed by its host: its ids (so ids
+/// that collide across machines stay apart) and its transcript's path (a path there, which
+/// must never match a folder here).
+const KEYED: [&str; 3] = ["sessionId", "supersededBy", "transcriptPath"];
+
+/// A row of another machine as a window keys it: `host:id`, the CLI's way of naming it
+/// ([`KEYED`]).
 pub fn face_row(s: &TrackedSession) -> serde_json::Value {
     let mut v = serde_json::to_value(s).unwrap_or_default();
     if let (Some(host), Some(o)) = (&s.host, v.as_object_mut()) {
-        for key in ["sessionId", "supersededBy"] {
+        for key in KEYED {
             if let Some(serde_json::Value::String(id)) = o.get(key) {
                 let keyed = format!("{host}:{id}");
                 o.insert(key.into(), keyed.into());
@@ -64,8 +69,10 @@ fn face_event(host: &str, ev: &StoreEvent) -> serde_json::Value {
         StoreEvent::Discovered { session } => serde_json::json!({"type": "discovered", "session": face_row(session)}),
         StoreEvent::Updated { session_id, changes } => {
             let mut changes = serde_json::to_value(changes).unwrap_or_default();
-            if let Some(serde_json::Value::String(id)) = changes.get("supersededBy").cloned() {
-                changes["supersededBy"] = format!("{host}:{id}").into();
+            for key in KEYED {
+                if let Some(serde_json::Value::String(id)) = changes.get(key).cloned() {
+                    changes[key] = format!("{host}:{id}").into();
+                }
             }
             serde_json::json!({"type": "updated", "sessionId": format!("{host}:{session_id}"), "changes": changes})
         }
@@ -355,9 +362,18 @@ impl Hub {
         let (host, id) = remote::split_host_id(key);
         let dest = Destination::parse(host.ok_or("not a session of another machine")?)?;
         SessionId::parse(id).map_err(|_| "that is not a session id".to_owned())?;
-        let (tx, rx) = oneshot::channel();
-        self.command(&dest, FeedCmd::Show(id.to_owned(), tx)).await?;
-        rx.await.map_err(|_| "the connection to the host dropped".to_owned())?
+        // The feed answers within its reply wait once connected; this bounds the rest (a
+        // connection or a copy under way).
+        let w = self.ssh.waits;
+        let wait = w.hello + w.install + w.reply;
+        let asked = async {
+            let (tx, rx) = oneshot::channel();
+            self.command(&dest, FeedCmd::Show(id.to_owned(), tx)).await?;
+            rx.await.map_err(|_| "the connection to the host dropped".to_owned())?
+        };
+        before(&*self.clock, self.clock.mono().plus(wait), asked)
+            .await
+            .unwrap_or_else(|| Err(no_answer(wait).sentence()))
     }
 }
 

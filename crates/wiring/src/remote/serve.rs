@@ -189,7 +189,9 @@ async fn read_requests(input: impl AsyncBufRead + Unpin, tx: mpsc::Sender<Option
     let mut input = input;
     let mut buf = Vec::new();
     while let Ok(true) = read_line(&mut input, &mut buf, 1024 * 1024).await {
-        match ToRemote::parse(&buf) {
+        let parsed = ToRemote::parse(&buf);
+        buf.clear();
+        match parsed {
             Ok(msg) => {
                 if tx.send(Some(msg)).await.is_err() {
                     return;
