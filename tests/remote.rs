@@ -5,13 +5,13 @@
 //! the remote, a server that goes away leaves the host stale with its roster kept and it
 //! comes back by itself, and hostile values run nothing anywhere.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use mimesis_tests::mimesis::{HOSTILE, ensure_inert, stdout_lines};
 use mimesis_tests::sshd::Sshd;
 use mimesis_tests::supervised::mimesis;
 use serde_json::{Value, json};
@@ -208,15 +208,7 @@ struct Watch {
 impl Watch {
     fn start(rig: &Rig, args: &[&str]) -> Result<Watch> {
         let mut child = rig.command()?.arg("watch").args(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
-        let stdout = child.stdout.take().context("stdout")?;
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = stdout_lines(&mut child)?;
         Ok(Watch { child, lines, history: Vec::new() })
     }
 
@@ -413,23 +405,6 @@ fn hello(protocol: u32, version: &str) -> Value {
     json!({"type": "hello", "protocol": protocol, "version": version, "os": "linux", "arch": "x86_64"})
 }
 
-/// OSC 52 (clipboard), OSC 0 and 2 (title), ED (clear), the C1 CSI, DEL, CR and bidi
-/// overrides: what a hostile remote puts in every word it sends.
-const HOSTILE: &str = "x\u{1b}]52;c;cm0gLXJmIH4=\u{7}\u{1b}]0;pwned\u{7}\u{1b}]2;pwned\u{1b}\\\u{1b}[2J\u{9b}31m\u{7f}\r\u{202e}\u{2066}y";
-
-/// Output no terminal acts on: no C0 but newline and tab, no DEL, no C1, no bidi control.
-fn ensure_inert(what: &str, out: &str) -> Result<()> {
-    let bad: Vec<char> = out
-        .chars()
-        .filter(|&c| {
-            (c.is_control() && c != '\n' && c != '\t')
-                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-        })
-        .collect();
-    ensure!(bad.is_empty(), "{what} printed {bad:?} raw:\n{out}");
-    Ok(())
-}
-
 /// A row whose every text field is hostile.
 fn hostile_row(n: u32) -> Value {
     let h = HOSTILE;
@@ -492,8 +467,8 @@ fn no_word_of_a_hostile_remote_reaches_the_terminal_raw() -> Result<()> {
     ] {
         let (code, out, err) = rig.run(args)?;
         ensure!(code == 0, "{args:?}: {code} {err}");
-        ensure_inert(&format!("{args:?}"), &out)?;
-        ensure_inert(&format!("{args:?} on stderr"), &err)?;
+        ensure_inert(&format!("{args:?}"), out.as_bytes())?;
+        ensure_inert(&format!("{args:?} on stderr"), err.as_bytes())?;
         ensure!(out.contains("31m"), "{args:?} shows the text around the escapes: {out}");
     }
     // Before issue 32 the text timeline printed the model and a segment's reason raw.
@@ -507,15 +482,7 @@ fn no_word_of_a_hostile_remote_reaches_the_terminal_raw() -> Result<()> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let stdout = child.stdout.take().context("stdout")?;
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
+    let lines = stdout_lines(&mut child)?;
     let mut seen = String::new();
     let deadline = Instant::now() + T;
     while !(seen.contains("live") && seen.contains(&id(1)[..8])) {
@@ -529,7 +496,7 @@ fn no_word_of_a_hostile_remote_reaches_the_terminal_raw() -> Result<()> {
     }
     let _ = child.kill();
     let _ = child.wait();
-    ensure_inert("watch", &seen)?;
+    ensure_inert("watch", seen.as_bytes())?;
     Ok(())
 }
 
@@ -547,7 +514,7 @@ fn a_hostile_remotes_words_in_errors_are_filtered_and_cut_short() -> Result<()> 
         hostile_helper(&rig, "devbox", &format!("read -r hello; cat '{}'; exec sleep 30", lines.display()))?;
         let (code, _, err) = rig.run(&["ls", "--host", "devbox", "--no-local"])?;
         ensure!(code == 1 && err.contains(needle), "{what}: {code} {err}");
-        ensure_inert(what, &err)?;
+        ensure_inert(what, err.as_bytes())?;
         ensure!(err.len() < 1_000, "{what}: the remote's words are quoted at length: {} bytes", err.len());
     }
     // The system name after mimesis-helper-missing.
@@ -560,7 +527,7 @@ fn a_hostile_remotes_words_in_errors_are_filtered_and_cut_short() -> Result<()> 
     )?;
     let (code, _, err) = rig.run(&["ls", "--host", "devbox", "--no-local"])?;
     ensure!(code == 1 && err.contains("not installed"), "{code} {err}");
-    ensure_inert("helper missing", &err)?;
+    ensure_inert("helper missing", err.as_bytes())?;
     ensure!(err.len() < 1_000, "the system name is quoted at length: {} bytes", err.len());
     Ok(())
 }
