@@ -408,16 +408,24 @@ pub async fn timeline(
     let answer = before(clock, clock.mono().plus(wait), async {
         loop {
             match conn.recv().await? {
-                FromRemote::Timeline { req: 1, items } => return Ok(items),
-                FromRemote::Error { req: Some(1), message } => return Err(Failure::Protocol(remote::quote(&message))),
+                FromRemote::Timeline { req: 1, items } => return Ok(Ok(items)),
+                FromRemote::Error { req: Some(1), message } => {
+                    return Ok(Err(Failure::Protocol(remote::quote(&message))));
+                }
                 _ => {}
             }
         }
     })
     .await
     .unwrap_or_else(|| Err(no_answer(wait)));
-    conn.close().await;
-    answer
+    match answer {
+        Ok(answered) => {
+            conn.close().await;
+            answered
+        }
+        // A host that failed is not waited for: dropped, its ssh is killed.
+        Err(f) => Err(f),
+    }
 }
 
 /// A request the host did not answer in time.
