@@ -404,30 +404,6 @@ pub fn tune_malloc(arenas: i32, mmap_threshold: i32) -> bool {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_child_marked_to_end_with_its_parent_ends_when_the_starting_thread_does() {
-        use std::os::unix::process::CommandExt;
-        let child = std::thread::spawn(|| {
-            let mut cmd = std::process::Command::new("sleep");
-            cmd.arg("600").process_group(0);
-            end_with_parent(&mut cmd);
-            cmd.spawn().expect("sleep")
-        })
-        .join()
-        .expect("the thread");
-        let mut child = child;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        loop {
-            if let Some(status) = child.try_wait().expect("wait") {
-                use std::os::unix::process::ExitStatusExt;
-                assert_eq!(status.signal(), Some(libc::SIGKILL));
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "the child outlived the thread that started it");
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-    }
-
     const SMAPS: &str = "\
 5600aa000000-5600aa200000 r--p 00000000 fe:00 11 /opt/mimesis/mimesis-desktop
 Rss:                 800 kB
