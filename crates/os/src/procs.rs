@@ -284,6 +284,30 @@ pub fn reap(pid: u32) -> bool {
     unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) == pid as i32 }
 }
 
+/// Makes the child `cmd` starts get SIGKILL when the thread that starts it ends
+/// (PR_SET_PDEATHSIG): with Mimesis killed outright, on a signal or on a path that skips
+/// its drops, a child of ours in a process group of its own does not live on. Start such
+/// a child from a thread that lives as long as the work does (a runtime's worker, the
+/// main thread), never from a pool thread that may end before it.
+pub fn end_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid, _exit),
+    // and no allocation.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died before the prctl: nobody will send the signal.
+            if libc::getppid() as u32 != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Makes this process the reaper of orphaned descendants (PR_SET_CHILD_SUBREAPER), so a
 /// grandchild left by a dead agent is reparented here, where the orphan scan finds it.
 pub fn become_subreaper() -> bool {

@@ -1,7 +1,9 @@
 //! A standing guard against hostile input (issue 10): random and adversarial bytes through
 //! the transcript parser (facts and timeline), the tailer (records cut at every byte, the
-//! file grown in random pieces) and the hook payload reader. Nothing may panic, hang or
-//! overflow a stack, and a tailed file must give the same facts however it was cut.
+//! file grown in random pieces), the hook payload reader and the remote protocol (what a
+//! hostile machine sends over `--host`, issue 32). Nothing may panic, hang or overflow a
+//! stack, a tailed file must give the same facts however it was cut, and a remote's words
+//! in an error reach the user cleaned and cut short.
 //!
 //! Deterministic per seed; time-boxed: `MIMESIS_FUZZ_SECS` (default 3 s per target) and
 //! `MIMESIS_FUZZ_SEED`. The run's executions are printed.
@@ -79,6 +81,23 @@ const NASTY: &[&str] = &[
     "\0",
     "\u{feff}",
     "{\"type\":\"user\"}",
+    "\u{1b}]52;c;cm0gLXJmIH4=\u{7}",
+    "\u{1b}]0;pwned\u{7}",
+    "\u{1b}[2J",
+    "\u{9b}31m",
+    "\\u001b]2;x\\u0007",
+    "\\u009b",
+];
+
+/// What a remote machine sends (`mimesis serve --stdio`), to mutate.
+const REMOTE_SEEDS: &[&str] = &[
+    r#"{"type":"hello","protocol":2,"version":"0.1.0","os":"linux","arch":"x86_64"}"#,
+    r#"{"type":"snapshot","sessions":[{"sessionId":"s1","projectId":"-p","cwd":"/p","repoRoot":null,"branch":"main","goal":"fix","summary":null,"title":null,"status":"idle","hasPendingToolUse":false,"pendingTool":null,"lastActivityAt":"2026-11-25T10:00:00.000Z","createdAt":null,"model":"claude-opus-5","usage":{"inputTokens":1,"outputTokens":2,"cacheCreationInputTokens":0,"cacheReadInputTokens":0},"apiError":false,"compactionCount":0,"superseded":false,"supersededBy":null,"supersededAt":null,"workChainId":null,"workChainName":null,"chainLength":1,"source":"watcher","supervision":null,"live":true,"pid":7,"transcriptPath":"/p/s1.jsonl","permissionMode":null,"malformedLines":0,"statusFile":null,"name":null}]}"#,
+    r#"{"type":"event","event":{"type":"updated","sessionId":"s1","changes":{"sessionId":"hijack","transcriptPath":"/etc/shadow","host":"x","goal":"ok","status":"working"}}}"#,
+    r#"{"type":"event","event":{"type":"removed","sessionId":"s1"}}"#,
+    r#"{"type":"timeline","req":1,"items":[{"kind":"segment","uuid":"u","timestamp":null,"sessionId":"s1","previousSessionId":"s0","reason":"clear"}]}"#,
+    r#"{"type":"error","req":null,"message":"this Mimesis speaks protocol 2, not 99"}"#,
+    r#"{"type":"supervision","event":{"type":"session_started","sessionId":"s1","at":"2026-11-25T10:00:00.000Z"}}"#,
 ];
 
 fn mutate(rng: &mut Rng, base: &[u8]) -> Vec<u8> {
@@ -142,6 +161,42 @@ fn the_parsers_survive_anything() {
         runs += 1;
     }
     eprintln!("parsers: {runs} inputs in {:.1} s", started.elapsed().as_secs_f64());
+    assert!(runs > 100, "the fuzz loop ran");
+}
+
+/// A hostile machine's lines: parsed or refused, never a panic; a refusal is a sentence
+/// with no control or bidi character that quotes the remote at most `QUOTE_MAX`
+/// characters; an update keeps only what a host may change of its own row.
+#[test]
+fn the_remote_protocol_survives_anything_and_its_errors_quote_it_cleanly() {
+    use mimesis_core::remote::{FromRemote, QUOTE_MAX, remote_patch};
+    use mimesis_core::session::StoreEvent;
+    let mut rng = Rng(seed() ^ 0x3e30);
+    let started = Instant::now();
+    let (mut runs, mut refused) = (0u64, 0u64);
+    while started.elapsed() < budget() {
+        let base = *rng.pick(REMOTE_SEEDS);
+        let line = mutate(&mut rng, base.as_bytes());
+        match FromRemote::parse(&line) {
+            Err(f) => {
+                refused += 1;
+                let s = f.sentence();
+                assert!(
+                    !s.chars().any(|c| c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c)),
+                    "{s:?} from {:?}",
+                    String::from_utf8_lossy(&line)
+                );
+                assert!(s.chars().count() <= 4 * QUOTE_MAX + 1, "{s:?}");
+            }
+            Ok(FromRemote::Event { event: StoreEvent::Updated { changes, .. } }) => {
+                let kept = remote_patch(*changes);
+                assert!(kept.session_id.is_none() && kept.transcript_path.is_none() && kept.host.is_none());
+            }
+            Ok(_) => {}
+        }
+        runs += 1;
+    }
+    eprintln!("remote protocol: {runs} lines ({refused} refused) in {:.1} s", started.elapsed().as_secs_f64());
     assert!(runs > 100, "the fuzz loop ran");
 }
 
