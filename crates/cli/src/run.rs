@@ -97,7 +97,7 @@ pub fn run(args: RunArgs, config_dirs: &[PathBuf], data_dir: &Path) -> anyhow::R
     let start = match start_of(&args) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("mimesis run: {e}");
+            crate::term::say(format_args!("mimesis run: {e}"));
             return Ok(ExitCode::from(2));
         }
     };
@@ -149,7 +149,7 @@ pub fn run(args: RunArgs, config_dirs: &[PathBuf], data_dir: &Path) -> anyhow::R
         // A bad flag or environment value is a usage error here (the app only warns).
         let effective = mimesis.effective_limits().expect("this run supervises");
         if let Some(e) = effective.env_errors.first().or(effective.flag_errors.first()) {
-            eprintln!("mimesis run: {}: {}", e.field, e.message);
+            crate::term::say(format_args!("mimesis run: {}: {}", e.field, e.message));
             mimesis.shutdown().await;
             return Ok(ExitCode::from(2));
         }

@@ -240,9 +240,12 @@ pub(crate) mod tests {
         for entry in std::fs::read_dir(&src).unwrap() {
             let path = entry.unwrap().path();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if !name.ends_with(".rs") || name == "term.rs" || name == "run.rs" {
+            if !name.ends_with(".rs") || name == "term.rs" {
                 continue;
             }
+            // `mimesis run` hands the agent's own screen to the terminal as it is; its own
+            // words go through here like everyone else's.
+            let forbidden: &[&str] = if name == "run.rs" { &["println!", "print!(", "dbg!("] } else { &forbidden };
             for (n, line) in std::fs::read_to_string(&path).unwrap().lines().enumerate() {
                 let line = line.replace("tokio::io::stdout()", "");
                 if forbidden.iter().any(|f| line.contains(f)) {
