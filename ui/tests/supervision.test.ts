@@ -137,7 +137,7 @@ describe('SupervisionStore', () => {
   });
 
   it('answers a permission dialog only on a click: through its hook request, else by label in the PTY', async () => {
-    const request = { id: 'r1', sessionId: 'ext', tool: 'Bash', target: 'rm -rf build', cwd: null, since: '2026-11-25T18:00:00.000Z' };
+    const request = { id: 'r1', sessionId: 'ext', tool: 'Bash', target: 'rm -rf build', cwd: null, since: '2026-11-25T18:00:00.000Z', knownSession: true };
     const { sup, b } = setup({ approvals_pending: () => [request], approval_decide: () => request, pty_answer: () => 'Yes' });
     await sup.start();
     expect(sup.requestOf('ext')).toEqual(request);
@@ -156,7 +156,7 @@ describe('SupervisionStore', () => {
   });
 
   it('a request that came while the list was being read is kept (the event is newer than the answer)', async () => {
-    const request = { id: 'r2', sessionId: 'ext', tool: 'Bash', target: 'echo window > w.txt', cwd: null, since: '2026-11-27T12:00:00.000Z' };
+    const request = { id: 'r2', sessionId: 'ext', tool: 'Bash', target: 'echo window > w.txt', cwd: null, since: '2026-11-27T12:00:00.000Z', knownSession: true };
     let read: (list: never[]) => void = () => {};
     const { sup, b } = setup({ approvals_pending: () => new Promise<never[]>((r) => (read = r)) });
     const started = sup.start();

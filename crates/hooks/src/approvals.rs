@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
-use mimesis_core::approval::{self, Decision, MAX_LINE, Request, ToFace};
+use mimesis_core::approval::{self, Decision, MAX_LINE, PendingList, Request, ToFace};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -117,20 +117,47 @@ pub fn call<T: DeserializeOwned>(data_dir: &Path, msg: &ToFace, wait: Duration) 
     line.push(b'\n');
     stream.write_all(&line)?;
     let mut reply = Vec::new();
-    BufReader::new(stream.take(MAX_LINE as u64)).read_until(b'\n', &mut reply)?;
+    BufReader::new(stream.take(MAX_LINE as u64 + 1)).read_until(b'\n', &mut reply)?;
     if reply.is_empty() {
         return Err(ClientError::Reply("nothing (it went away)".into()));
+    }
+    if reply.last() != Some(&b'\n') {
+        return Err(ClientError::Reply(if reply.len() > MAX_LINE {
+            format!("a reply longer than {} MiB", MAX_LINE >> 20)
+        } else {
+            "a reply cut short (it went away)".into()
+        }));
     }
     serde_json::from_slice(&reply).map_err(|e| ClientError::Reply(e.to_string()))
 }
 
+/// Every open request, oldest first: the list a page at a time, however long.
+pub fn list(data_dir: &Path, wait: Duration) -> Result<PendingList, ClientError> {
+    let mut all = PendingList { pending: Vec::new(), next: None };
+    let mut cursor = None;
+    loop {
+        let page: PendingList = call(data_dir, &ToFace::List { cursor: cursor.take() }, wait)?;
+        all.pending.extend(page.pending);
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(all),
+        }
+    }
+}
+
 /// The hook's question: the face's decision, or no decision when there is no face, it
-/// is not this user's, it does not answer within `wait`, or it goes away. Whatever went
-/// wrong is logged.
+/// is not this user's, it does not answer within `wait`, it takes no more requests, or it
+/// goes away. Whatever went wrong is logged.
 pub fn ask(data_dir: &Path, request: &Request, wait: Duration) -> Decision {
     let log = |e: &str| crate::log(data_dir, mimesis_core::clock::Clock::now(&mimesis_core::clock::SystemClock), e);
     match call::<Decision>(data_dir, &ToFace::Request(request.clone()), wait) {
-        Ok(d) => d,
+        Ok(d) => match d.error {
+            Some(e) => {
+                log(&format!("the running Mimesis took no request for session {}: {e}", request.session_id));
+                Decision::default()
+            }
+            None => d,
+        },
         Err(ClientError::NoFace(_)) => Decision::default(),
         Err(e) => {
             log(&format!("{e} (session {}: Claude Code's own dialog decides)", request.session_id));

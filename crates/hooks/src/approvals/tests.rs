@@ -149,7 +149,7 @@ fn a_socket_another_user_listens_on_gets_no_request_and_decides_nothing() {
     // `mimesis pending` says the same, and sends nothing either.
     std::fs::remove_file(approval::socket_path(dir.path())).unwrap();
     let planted = plant(&approval::socket_path(dir.path()), Some(65534));
-    let err = call::<serde_json::Value>(dir.path(), &ToFace::List, Duration::from_secs(5)).unwrap_err();
+    let err = list(dir.path(), Duration::from_secs(5)).unwrap_err();
     assert!(matches!(err, ClientError::Untrusted(_)) && err.to_string().contains("nothing was sent"), "{err}");
     assert_eq!(planted.finish(true), Some(0));
 }
