@@ -11,6 +11,7 @@ use mimesis_core::settings::{SetOutcome, Settings};
 use mimesis_core::{SessionId, TimelineItem};
 use mimesis_hooks::install::HookStatus;
 use mimesis_watch::{Snapshot, TimelinePage};
+use mimesis_wiring::approvals::Target;
 use mimesis_wiring::doctor::DoctorReport;
 use mimesis_wiring::{Mimesis, demo};
 use serde::Serialize;
@@ -552,7 +553,7 @@ pub async fn approval_decide(
 ) -> CmdResult<Pending> {
     let behavior = if allow { Behavior::Allow } else { Behavior::Deny };
     // By its whole id: a click names one request.
-    state.mimesis.approvals().decide(&id, behavior, message, answers, None, Via::Window)
+    state.mimesis.approvals().decide(Target::Id(&id), behavior, message, answers, None, Via::Window)
 }
 
 /// The session the window shows now (`null`: none).

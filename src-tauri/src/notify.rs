@@ -23,6 +23,7 @@ use mimesis_core::approval::{Behavior, Pending, Via};
 use mimesis_core::attention::{BURST_ALONE, BURST_WINDOW, Coalesced, Coalescer, NotificationKind};
 use mimesis_watch::Engine;
 use mimesis_wiring::Mimesis;
+use mimesis_wiring::approvals::Target;
 use tauri::{AppHandle, Manager, Runtime};
 use tauri_plugin_notification::{Action, ActionType, NotificationExt};
 use tokio::sync::broadcast::error::RecvError;
@@ -76,7 +77,10 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
 /// the supervised session's dialog.
 async fn answer(mimesis: &Mimesis, id: &SessionId, request: Option<&str>, behavior: Behavior) -> Result<(), String> {
     if let Some(request) = request {
-        return mimesis.approvals().decide(request, behavior, None, None, None, Via::Notification).map(|_| ());
+        return mimesis
+            .approvals()
+            .decide(Target::Id(request), behavior, None, None, None, Via::Notification)
+            .map(|_| ());
     }
     let sup = mimesis.supervisor_now().ok_or("this session is not supervised by Mimesis")?;
     let word = if behavior == Behavior::Allow { "approve" } else { "deny" };

@@ -16,6 +16,7 @@ use mimesis_core::attention::{AttentionSet, NotificationKind};
 use mimesis_core::text::clean_text;
 use mimesis_core::{SessionId, Status, StoreEvent, TrackedSession};
 use mimesis_watch::Engine;
+use mimesis_wiring::approvals::Target;
 use serde::Serialize;
 use tauri::image::Image;
 use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
@@ -85,7 +86,9 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
             } else if let Some((request, behavior)) = approval_item(id) {
                 // The user's click: the one way a request is answered from the tray.
                 let Some(state) = app.try_state::<crate::commands::AppState>() else { return };
-                if let Err(e) = state.mimesis.approvals().decide(request, behavior, None, None, None, Via::Tray) {
+                if let Err(e) =
+                    state.mimesis.approvals().decide(Target::Id(request), behavior, None, None, None, Via::Tray)
+                {
                     tracing::warn!(error = %e, "the tray's answer was not taken");
                 }
             }

@@ -69,6 +69,15 @@ pub struct Approvals {
     connections: Arc<Semaphore>,
 }
 
+/// How a request to answer is named.
+#[derive(Clone, Copy, Debug)]
+pub enum Target<'a> {
+    /// Its whole id.
+    Id(&'a str),
+    /// What the user typed: see [`approval::resolve`].
+    Typed(&'a str),
+}
+
 /// Whether this face serves the socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Serving {
@@ -332,48 +341,25 @@ impl Approvals {
         self.changed.subscribe()
     }
 
-    /// The user's answer to one request, named by its whole id (the window, the tray, a
-    /// notification). `answers` answer an AskUserQuestion request (with `allow` only;
-    /// checked against its questions). The answer is logged for the session's timeline,
-    /// marked with `via`.
+    /// The user's answer to one request: by its whole id (the window, the tray, a
+    /// notification), or by a target the user typed (`mimesis approve/deny`: a request id
+    /// or a session id, or a prefix of either that names a single request;
+    /// [`approval::resolve`] refuses anything ambiguous). `answers` answer an
+    /// AskUserQuestion request (with `allow` only; checked against its questions). The
+    /// answer is logged for the session's timeline, marked with `via`.
     pub fn decide(
         &self,
-        id: &str,
+        target: Target<'_>,
         behavior: Behavior,
         message: Option<String>,
         answers: Option<BTreeMap<String, String>>,
         answers_in_order: Option<Vec<String>>,
         via: Via,
     ) -> Result<Pending, String> {
-        self.decide_at(id, true, behavior, message, answers, answers_in_order, via)
-    }
-
-    /// The same for a target the user typed (`mimesis approve/deny`): a request id or a
-    /// session id, or a prefix of either that names a single request
-    /// ([`approval::resolve`]: anything ambiguous is refused).
-    pub fn decide_typed(
-        &self,
-        target: &str,
-        behavior: Behavior,
-        message: Option<String>,
-        answers: Option<BTreeMap<String, String>>,
-        answers_in_order: Option<Vec<String>>,
-        via: Via,
-    ) -> Result<Pending, String> {
-        self.decide_at(target, false, behavior, message, answers, answers_in_order, via)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn decide_at(
-        &self,
-        target: &str,
-        exact: bool,
-        behavior: Behavior,
-        message: Option<String>,
-        answers: Option<BTreeMap<String, String>>,
-        answers_in_order: Option<Vec<String>>,
-        via: Via,
-    ) -> Result<Pending, String> {
+        let (target, exact) = match target {
+            Target::Id(id) => (id, true),
+            Target::Typed(t) => (t, false),
+        };
         if *self.serving.borrow() != Serving::Yes {
             return Err("another running Mimesis answers permission requests".into());
         }
@@ -516,7 +502,7 @@ impl Approvals {
                 Err(e) => error_line(e),
             },
             Ok(ToFace::Decide { target, behavior, message, answers, answers_in_order, via }) => {
-                json(&match self.decide_typed(&target, behavior, message, answers, answers_in_order, via) {
+                json(&match self.decide(Target::Typed(&target), behavior, message, answers, answers_in_order, via) {
                     Ok(p) => Decided { answered: Some(p), error: None },
                     Err(e) => Decided { answered: None, error: Some(e) },
                 })

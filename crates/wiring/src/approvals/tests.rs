@@ -48,14 +48,18 @@ async fn a_hooks_request_waits_for_the_users_answer_once() {
     wait_open(&a, 1).await;
     let id = a.pending()[0].id.clone();
     assert!(id.len() == 36 && id.starts_with("req_"), "128 bits, in a form of their own: {id}");
-    let err = a.decide_typed("zzzz", Behavior::Allow, None, None, None, Via::Cli).unwrap_err();
+    let err = a.decide(Target::Typed("zzzz"), Behavior::Allow, None, None, None, Via::Cli).unwrap_err();
     assert!(err.contains("no open permission request matches"), "{err}");
-    assert!(a.decide("abc", Behavior::Deny, None, None, None, Via::Window).is_err(), "the window names whole ids");
-    let answered = a.decide_typed("abc-", Behavior::Deny, Some("not now".into()), None, None, Via::Cli).unwrap();
+    assert!(
+        a.decide(Target::Id("abc"), Behavior::Deny, None, None, None, Via::Window).is_err(),
+        "the window names whole ids"
+    );
+    let answered =
+        a.decide(Target::Typed("abc-"), Behavior::Deny, Some("not now".into()), None, None, Via::Cli).unwrap();
     assert_eq!(answered.id, id);
     let d = hook.await.unwrap();
     assert_eq!(d, Decision { behavior: Some(Behavior::Deny), message: Some("not now".into()), ..Decision::default() });
-    assert!(a.decide(&id, Behavior::Allow, None, None, None, Via::Cli).is_err(), "single-use");
+    assert!(a.decide(Target::Id(&id), Behavior::Allow, None, None, None, Via::Cli).is_err(), "single-use");
 
     // Over the socket, as the CLI does; the list is empty again.
     let data = dir.path().to_owned();
@@ -146,12 +150,13 @@ async fn questions_are_answered_by_question_and_every_answer_is_recorded_with_wh
     let hook = tokio::task::spawn_blocking(move || ask(&data, &q, Duration::from_secs(30)));
     wait_open(&a, 1).await;
     let wrong: BTreeMap<String, String> = [("Which colour?".to_owned(), "red".to_owned())].into();
-    let err = a.decide_typed("q-1", Behavior::Allow, None, Some(wrong), None, Via::Window).unwrap_err();
+    let err = a.decide(Target::Typed("q-1"), Behavior::Allow, None, Some(wrong), None, Via::Window).unwrap_err();
     assert!(err.contains("no answer to"), "{err}");
-    let err = a.decide_typed("q-1", Behavior::Allow, None, None, Some(vec![]), Via::Cli).unwrap_err();
+    let err = a.decide(Target::Typed("q-1"), Behavior::Allow, None, None, Some(vec![]), Via::Cli).unwrap_err();
     assert!(err.contains("1 question(s) asked, 0 answer(s) given"), "{err}");
     assert_eq!(a.pending().len(), 1, "a wrong answer leaves the request open");
-    a.decide_typed("q-1", Behavior::Allow, None, None, Some(vec!["SQLite".into()]), Via::Notification).unwrap();
+    a.decide(Target::Typed("q-1"), Behavior::Allow, None, None, Some(vec!["SQLite".into()]), Via::Notification)
+        .unwrap();
     let d = hook.await.unwrap();
     let expected: BTreeMap<String, String> = [("Which database?".to_owned(), "SQLite".to_owned())].into();
     assert_eq!(d.answers.as_ref(), Some(&expected));
@@ -420,11 +425,26 @@ async fn requests_past_the_bound_are_refused_at_once_and_the_hook_says_why() {
         .unwrap();
     assert_eq!(all.pending.len(), MAX_OPEN, "the list still goes through");
     let first = all.pending[0].id.clone();
-    a.decide(&first, Behavior::Allow, None, None, None, Via::Window).unwrap();
+    a.decide(Target::Id(&first), Behavior::Allow, None, None, None, Via::Window).unwrap();
     let h = raw_hook(dir.path(), request("s-after")).await;
     wait_open(&a, MAX_OPEN).await;
     assert!(a.pending().iter().any(|p| p.request.session_id.as_str() == "s-after"), "room again after an answer");
     drop(h);
+}
+
+/// `face` serves (once it took over) and holds a hook's request; closed, it ends the
+/// request with no decision.
+async fn takes_over_and_lets_go(face: &Approvals, dir: &Path, session: &str) {
+    let mut serving = face.serving();
+    tokio::time::timeout(Duration::from_secs(10), serving.wait_for(|s| *s == Serving::Yes))
+        .await
+        .expect("serving")
+        .unwrap();
+    let (data, r) = (dir.to_owned(), request(session));
+    let hook = tokio::task::spawn_blocking(move || ask(&data, &r, Duration::from_secs(30)));
+    wait_open(face, 1).await;
+    face.close();
+    assert_eq!(hook.await.unwrap(), Decision::default(), "a stopping face decides nothing");
 }
 
 /// Issue 32, 8: a second face waits for the first and takes over when it stops (it never
@@ -438,23 +458,10 @@ async fn a_waiting_face_takes_over_and_a_stopping_face_takes_its_socket_with_it(
     let b = serve(dir.path());
     assert!(a.is_serving());
     assert_eq!(*b.serving().borrow(), Serving::Waiting);
-    let err = b.decide_typed("s", Behavior::Allow, None, None, None, Via::Cli).unwrap_err();
+    let err = b.decide(Target::Typed("s"), Behavior::Allow, None, None, None, Via::Cli).unwrap_err();
     assert!(err.contains("another running Mimesis answers"), "{err}");
-    let data = dir.path().to_owned();
-    let hook = tokio::task::spawn_blocking(move || ask(&data, &request("s-1"), Duration::from_secs(30)));
-    wait_open(&a, 1).await;
-    a.close();
-    assert_eq!(hook.await.unwrap(), Decision::default(), "a stopping face decides nothing");
-    let mut serving = b.serving();
-    tokio::time::timeout(Duration::from_secs(10), serving.wait_for(|s| *s == Serving::Yes))
-        .await
-        .expect("the waiting face took over")
-        .unwrap();
-    let data = dir.path().to_owned();
-    let hook = tokio::task::spawn_blocking(move || ask(&data, &request("s-2"), Duration::from_secs(30)));
-    wait_open(&b, 1).await;
-    b.close();
-    assert_eq!(hook.await.unwrap(), Decision::default());
+    takes_over_and_lets_go(&a, dir.path(), "s-1").await;
+    takes_over_and_lets_go(&b, dir.path(), "s-2").await;
     assert!(!path.exists(), "a face on its way out removes its socket");
 }
 
@@ -471,19 +478,7 @@ fn the_socket_a_dead_face_left_is_replaced_by_the_next() {
     rt.shutdown_background();
     assert!(path.exists(), "a stale socket");
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    rt.block_on(async {
-        let d = serve(dir.path());
-        let mut serving = d.serving();
-        tokio::time::timeout(Duration::from_secs(10), serving.wait_for(|s| *s == Serving::Yes))
-            .await
-            .expect("the next face serves")
-            .unwrap();
-        let data = dir.path().to_owned();
-        let hook = tokio::task::spawn_blocking(move || ask(&data, &request("s-3"), Duration::from_secs(30)));
-        wait_open(&d, 1).await;
-        d.close();
-        assert_eq!(hook.await.unwrap(), Decision::default());
-    });
+    rt.block_on(async { takes_over_and_lets_go(&serve(dir.path()), dir.path(), "s-3").await });
 }
 
 /// Issue 32, 9: a request for a session in no roster was listed like any other.
