@@ -8,187 +8,55 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use mimesis_core::approval::{self, Detail, Request, ToFace};
 use mimesis_core::ids::SessionId;
-use mimesis_tests::supervised::mimesis;
+use mimesis_tests::watch_cli::{Home, T, Watch, id};
 use serde_json::{Value, json};
 
-const T: Duration = Duration::from_secs(20);
-
-struct Home {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    data: PathBuf,
+/// `mimesis <args>`: its exit code, stdout and stderr.
+fn cli(h: &Home, args: &[&str]) -> Result<(i32, String, String)> {
+    h.run(args, b"")
 }
 
-impl Home {
-    fn new() -> Result<Home> {
-        let dir = tempfile::tempdir()?;
-        let base = dir.path().canonicalize()?;
-        let h = Home { root: base.join(".claude"), data: base.join("data"), _dir: dir };
-        std::fs::create_dir_all(h.root.join("projects/-work-p"))?;
-        Ok(h)
-    }
-
-    fn command(&self) -> Result<Command> {
-        let mut c = Command::new(mimesis()?);
-        c.env("CLAUDE_CONFIG_DIR", &self.root).env("MIMESIS_DATA_DIR", &self.data).env_remove("MIMESIS_LOG");
-        Ok(c)
-    }
-
-    fn transcript(&self, n: u32) -> PathBuf {
-        self.root.join("projects/-work-p").join(format!("{}.jsonl", id(n)))
-    }
-
-    /// A session whose first prompt is `prompt`.
-    fn session(&self, n: u32, prompt: &str) -> Result<()> {
-        let line = json!({"type": "user", "uuid": format!("u-{n}"), "timestamp": "2026-11-24T00:00:00.000Z",
-            "cwd": "/work/p", "sessionId": id(n), "message": {"role": "user", "content": prompt}});
-        std::fs::write(self.transcript(n), format!("{line}\n"))?;
-        Ok(())
-    }
-
-    /// `mimesis <args>`: its exit code, stdout and stderr.
-    fn cli(&self, args: &[&str]) -> Result<(i32, String, String)> {
-        let child = self.command()?.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
-        let out = mimesis_tests::mimesis::wait_output(child, T)?;
-        Ok((
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into(),
-            String::from_utf8_lossy(&out.stderr).into(),
-        ))
-    }
-
-    /// `mimesis pending --json`, once a face answers it and `cond` holds for the list.
-    fn wait_pending(&self, what: &str, cond: impl Fn(&[Value]) -> bool) -> Result<Vec<Value>> {
-        let deadline = Instant::now() + T;
-        loop {
-            let (code, out, err) = self.cli(&["pending", "--json"])?;
-            if code == 0 {
-                let list: Value = serde_json::from_str(&out).with_context(|| format!("{out:.300}"))?;
-                let pending = list["pending"].as_array().cloned().unwrap_or_default();
-                if cond(&pending) {
-                    return Ok(pending);
-                }
-            }
-            ensure!(Instant::now() < deadline, "{what}: `pending` says {code} {err} {out:.300}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// A hook's connection: its request sent, held open as a hook holds it.
-    fn hook(&self, session: &str, target: &str, detail: Option<Detail>) -> Result<UnixStream> {
-        let request = Request {
-            session_id: SessionId::parse(session)?,
-            tool: "Bash".into(),
-            target: Some(target.into()),
-            cwd: Some("/work/p".into()),
-            detail,
-        };
-        let mut s = UnixStream::connect(approval::socket_path(&self.data))?;
-        let mut line = serde_json::to_vec(&ToFace::Request(request))?;
-        line.push(b'\n');
-        s.write_all(&line)?;
-        Ok(s)
-    }
-}
-
-fn id(n: u32) -> String {
-    format!("aaaaaaaa-0000-4000-8000-{n:012}")
-}
-
-/// `mimesis watch --json`, its stdout read line by line on a thread.
-struct Watch {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<Value>,
-}
-
-impl Watch {
-    fn start(h: &Home) -> Result<Watch> {
-        Self::spawn(h.command()?.args(["watch", "--json"]))
-    }
-
-    /// Under a limit of `files` open files, soft and hard (`ulimit -n`).
-    fn start_limited(h: &Home, files: u32) -> Result<Watch> {
-        let script = format!("ulimit -n {files} && exec \"$0\" watch --json");
-        let c = h.command()?;
-        let mut sh = Command::new("sh");
-        sh.args(["-c", &script]).arg(c.get_program());
-        for (k, v) in c.get_envs() {
-            match v {
-                Some(v) => sh.env(k, v),
-                None => sh.env_remove(k),
-            };
-        }
-        Self::spawn(&mut sh)
-    }
-
-    fn spawn(c: &mut Command) -> Result<Watch> {
-        let mut child = c.stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
-        let stdout = child.stdout.take().context("stdout")?;
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        Ok(Watch { child, lines, seen: Vec::new() })
-    }
-
-    /// Waits for an event that `about` holds for; how long it took.
-    fn wait(&mut self, what: &str, about: impl Fn(&Value) -> bool) -> Result<Duration> {
-        let started = Instant::now();
-        let deadline = started + T;
-        loop {
-            if self.seen.iter().any(&about) {
-                return Ok(started.elapsed());
-            }
-            let left = deadline.checked_duration_since(Instant::now()).with_context(|| format!("no event: {what}"))?;
-            match self.lines.recv_timeout(left) {
-                Ok(l) => self.seen.push(serde_json::from_str(&l).with_context(|| format!("not JSON: {l}"))?),
-                Err(_) => bail!("no event: {what}; saw {} events", self.seen.len()),
+/// `mimesis pending --json`, once a face answers it and `cond` holds for the list.
+fn wait_pending(h: &Home, what: &str, cond: impl Fn(&[Value]) -> bool) -> Result<Vec<Value>> {
+    let deadline = Instant::now() + T;
+    loop {
+        let (code, out, err) = cli(h, &["pending", "--json"])?;
+        if code == 0 {
+            let list: Value = serde_json::from_str(&out).with_context(|| format!("{out:.300}"))?;
+            let pending = list["pending"].as_array().cloned().unwrap_or_default();
+            if cond(&pending) {
+                return Ok(pending);
             }
         }
-    }
-
-    fn wait_discovered(&mut self, n: u32) -> Result<Duration> {
-        self.wait(&format!("session {n} discovered"), |e| e["session"]["sessionId"] == id(n))
-    }
-
-    fn signal(&self, sig: libc::c_int) {
-        // SAFETY: signalling a child we started.
-        unsafe { libc::kill(self.child.id() as i32, sig) };
-    }
-
-    /// SIGTERM, and its end.
-    fn terminate(mut self) -> Result<()> {
-        self.signal(libc::SIGTERM);
-        let deadline = Instant::now() + T;
-        loop {
-            if let Some(status) = self.child.try_wait()? {
-                ensure!(status.success(), "watch ended with {status}");
-                return Ok(());
-            }
-            ensure!(Instant::now() < deadline, "watch ignored SIGTERM");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        ensure!(Instant::now() < deadline, "{what}: `pending` says {code} {err} {out:.300}");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A hook's connection: its request sent, held open as a hook holds it.
+fn hook(h: &Home, session: &str, target: &str, detail: Option<Detail>) -> Result<UnixStream> {
+    let request = Request {
+        session_id: SessionId::parse(session)?,
+        tool: "Bash".into(),
+        target: Some(target.into()),
+        cwd: Some("/work/p".into()),
+        detail,
+    };
+    let mut s = UnixStream::connect(approval::socket_path(&h.data))?;
+    let mut line = serde_json::to_vec(&ToFace::Request(request))?;
+    line.push(b'\n');
+    s.write_all(&line)?;
+    Ok(s)
+}
+
+fn wait_discovered(w: &mut Watch, n: u32) -> Result<Duration> {
+    w.wait(&format!("session {n} discovered"), |e| e["session"]["sessionId"] == id(n))
 }
 
 /// Issue 32, 8: with `watch` A, then B on one data dir, stopping A left B without the
@@ -200,12 +68,12 @@ fn a_second_watch_takes_the_socket_over_and_each_takes_it_away_on_sigterm() -> R
     h.session(1, "tidy up")?;
     let sock = approval::socket_path(&h.data);
     let mut a = Watch::start(&h)?;
-    a.wait_discovered(1)?;
-    h.wait_pending("A answers", <[Value]>::is_empty)?;
+    wait_discovered(&mut a, 1)?;
+    wait_pending(&h, "A answers", <[Value]>::is_empty)?;
     let mut b = Watch::start(&h)?;
-    b.wait_discovered(1)?;
-    let held = h.hook(&id(1), "echo held by A", None)?;
-    h.wait_pending("A holds a request", |p| p.len() == 1)?;
+    wait_discovered(&mut b, 1)?;
+    let held = hook(&h, &id(1), "echo held by A", None)?;
+    wait_pending(&h, "A holds a request", |p| p.len() == 1)?;
 
     a.terminate()?;
     let mut reply = String::new();
@@ -213,20 +81,20 @@ fn a_second_watch_takes_the_socket_over_and_each_takes_it_away_on_sigterm() -> R
     let decided = !reply.is_empty() && !serde_json::from_str::<Value>(&reply)?["behavior"].is_null();
     ensure!(!decided, "A stopping decides nothing: {reply}");
     let t0 = Instant::now();
-    h.wait_pending("B took over", <[Value]>::is_empty)?;
+    wait_pending(&h, "B took over", <[Value]>::is_empty)?;
     eprintln!("[approvals] B answers {} ms after A ended", t0.elapsed().as_millis());
-    let _h = h.hook(&id(1), "echo held by B", None)?;
-    h.wait_pending("B holds a request", |p| p.len() == 1)?;
+    let _h = hook(&h, &id(1), "echo held by B", None)?;
+    wait_pending(&h, "B holds a request", |p| p.len() == 1)?;
 
     // Killed: its socket stays; the next face replaces it.
     b.signal(libc::SIGKILL);
     drop(b);
     ensure!(sock.exists(), "a killed face cannot remove its socket");
-    let (code, _, err) = h.cli(&["pending"])?;
+    let (code, _, err) = cli(&h, &["pending"])?;
     ensure!(code == 1 && err.contains("no Mimesis is running"), "{code} {err}");
     let mut c = Watch::start(&h)?;
-    c.wait_discovered(1)?;
-    h.wait_pending("C replaced the stale socket", <[Value]>::is_empty)?;
+    wait_discovered(&mut c, 1)?;
+    wait_pending(&h, "C replaced the stale socket", <[Value]>::is_empty)?;
     c.terminate()?;
     ensure!(!sock.exists(), "SIGTERM took the socket away");
     Ok(())
@@ -242,13 +110,13 @@ fn a_face_full_of_requests_under_a_low_file_limit_still_sees_new_sessions_at_onc
     let h = Home::new()?;
     h.session(1, "first")?;
     let mut w = Watch::start_limited(&h, 1024)?;
-    w.wait_discovered(1)?;
-    h.wait_pending("the face answers", <[Value]>::is_empty)?;
+    wait_discovered(&mut w, 1)?;
+    wait_pending(&h, "the face answers", <[Value]>::is_empty)?;
 
     let t0 = Instant::now();
     let mut hooks = Vec::new();
     for i in 0..1_100 {
-        hooks.push(h.hook(&format!("s-{i}"), "sleep 1", None)?);
+        hooks.push(hook(&h, &format!("s-{i}"), "sleep 1", None)?);
     }
     let (tx, rx) = mpsc::channel();
     for s in &hooks {
@@ -274,7 +142,7 @@ fn a_face_full_of_requests_under_a_low_file_limit_still_sees_new_sessions_at_onc
 
     let written = Instant::now();
     h.session(2, "second")?;
-    w.wait_discovered(2)?;
+    wait_discovered(&mut w, 2)?;
     eprintln!("[approvals] a new session discovered {} ms after it was written", written.elapsed().as_millis());
     let tool = json!({"type": "assistant", "uuid": "a-2", "timestamp": "2026-11-24T00:00:01.000Z",
         "sessionId": id(2), "message": {"id": "m-2", "role": "assistant", "model": "claude-opus-5-5",
@@ -287,10 +155,10 @@ fn a_face_full_of_requests_under_a_low_file_limit_still_sees_new_sessions_at_onc
             || (e["session"]["sessionId"] == id(2) && e["session"]["pendingTool"]["target"] == "cargo test")
     })?;
     eprintln!("[approvals] its pending tool seen {} ms after it was written", written.elapsed().as_millis());
-    let pending = h.wait_pending("the held requests listed", |p| p.len() == approval::MAX_OPEN)?;
+    let pending = wait_pending(&h, "the held requests listed", |p| p.len() == approval::MAX_OPEN)?;
     ensure!(pending.len() == approval::MAX_OPEN);
     drop(hooks);
-    w.terminate()
+    w.terminate().map(drop)
 }
 
 /// Issue 32, 3, 6 and 9 through the CLI: `pending` marks a request of a session in no
@@ -301,25 +169,25 @@ fn pending_marks_strangers_and_answers_say_what_they_answered() -> Result<()> {
     let h = Home::new()?;
     h.session(1, "Tidy up the build")?;
     let mut w = Watch::start(&h)?;
-    w.wait_discovered(1)?;
-    h.wait_pending("the face answers", <[Value]>::is_empty)?;
+    wait_discovered(&mut w, 1)?;
+    wait_pending(&h, "the face answers", <[Value]>::is_empty)?;
 
-    let mine = h.hook(&id(1), "echo harmless", None)?;
+    let mine = hook(&h, &id(1), "echo harmless", None)?;
     let stranger = "5bd58612-9f00-4000-8000-000000000000";
-    let theirs = h.hook(stranger, "rm -rf ~/important", None)?;
-    let pending = h.wait_pending("both requests", |p| p.len() == 2)?;
+    let theirs = hook(&h, stranger, "rm -rf ~/important", None)?;
+    let pending = wait_pending(&h, "both requests", |p| p.len() == 2)?;
     let of = |s: &str| pending.iter().find(|p| p["sessionId"] == s).cloned().context("listed");
     ensure!(of(&id(1))?["knownSession"] == json!(true), "{pending:?}");
     ensure!(of(stranger)?["knownSession"] == json!(false), "{pending:?}");
-    let (_, text, _) = h.cli(&["pending"])?;
+    let (_, text, _) = cli(&h, &["pending"])?;
     ensure!(text.contains(&format!("unknown session {stranger}")), "{text}");
     let rid = of(&id(1))?["id"].as_str().context("id")?.to_owned();
     ensure!(rid.starts_with("req_"), "a request id reads as one: {rid}");
 
-    let (code, out, err) = h.cli(&["deny", "5bd586"])?;
+    let (code, out, err) = cli(&h, &["deny", "5bd586"])?;
     ensure!(code == 0, "{err}");
     ensure!(out.trim() == "Denied Bash `rm -rf ~/important` in an unknown session (5bd58612).", "{out}");
-    let (code, out, err) = h.cli(&["approve", &rid[..10]])?;
+    let (code, out, err) = cli(&h, &["approve", &rid[..10]])?;
     ensure!(code == 0, "{err}");
     ensure!(out.trim() == "Approved Bash `echo harmless` in p · Tidy up the build (aaaaaaaa).", "{out}");
     for (s, behavior) in [(&mine, "allow"), (&theirs, "deny")] {
@@ -329,24 +197,24 @@ fn pending_marks_strangers_and_answers_say_what_they_answered() -> Result<()> {
     }
 
     // Two open requests in one session: its id names neither.
-    let _one = h.hook(&id(1), "echo one", None)?;
-    let _two = h.hook(&id(1), "echo two", None)?;
-    h.wait_pending("two requests of one session", |p| p.len() == 2)?;
-    let (code, _, err) = h.cli(&["approve", "aaaaaaaa"])?;
+    let _one = hook(&h, &id(1), "echo one", None)?;
+    let _two = hook(&h, &id(1), "echo two", None)?;
+    wait_pending(&h, "two requests of one session", |p| p.len() == 2)?;
+    let (code, _, err) = cli(&h, &["approve", "aaaaaaaa"])?;
     ensure!(code == 1 && err.contains("has 2 open requests"), "{code} {err}");
-    h.wait_pending("still both", |p| p.len() == 2)?;
+    wait_pending(&h, "still both", |p| p.len() == 2)?;
 
     // Past 1 MiB of requests: listed whole.
     let detail = || Some(Detail::Write { file: "/work/p/big".into(), content: "é".repeat(10_000) });
     let mut big = Vec::new();
     for i in 0..60 {
-        big.push(h.hook(&format!("big-{i}"), "write big", detail())?);
+        big.push(hook(&h, &format!("big-{i}"), "write big", detail())?);
     }
-    let pending = h.wait_pending("62 requests", |p| p.len() == 62)?;
+    let pending = wait_pending(&h, "62 requests", |p| p.len() == 62)?;
     let size = serde_json::to_vec(&pending)?.len();
     ensure!(size > 1024 * 1024, "{size} bytes");
     ensure!(
         pending.iter().filter(|p| p["detail"]["content"].as_str().is_some_and(|c| c.len() == 20_000)).count() == 60
     );
-    w.terminate()
+    w.terminate().map(drop)
 }

@@ -11,6 +11,7 @@
 //! * [`webdriver`]: the built desktop app driven through its webview (tauri-driver).
 //! * [`engine_watch`]: the real Mimesis engine watching a config dir, for assertions.
 //! * [`mimesis`]: this workspace's `mimesis` binary (the hook command, the installer).
+//! * [`watch_cli`]: that binary on a home of its own, and `mimesis watch --json` read live.
 
 pub mod claude;
 pub mod engine_watch;
@@ -21,4 +22,5 @@ pub mod pty;
 pub mod scenario;
 pub mod sshd;
 pub mod supervised;
+pub mod watch_cli;
 pub mod webdriver;

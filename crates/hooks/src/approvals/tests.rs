@@ -122,14 +122,24 @@ fn hook_log(dir: &Path) -> String {
     std::fs::read_to_string(mimesis_core::hook_event::log_file(dir)).unwrap_or_default()
 }
 
+/// The hook's question to a listener planted (as `uid`, when given) in a data dir that
+/// `prepare` made what it is: its decision, how many bytes the listener read (`None`: it
+/// was never connected to; `connects` says whether to wait for that), and the hook's log.
+fn ask_planted(uid: Option<u32>, prepare: impl FnOnce(&Path), connects: bool) -> (Decision, Option<u32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let planted = plant(&approval::socket_path(dir.path()), uid);
+    prepare(dir.path());
+    let d = ask(dir.path(), &request(), Duration::from_secs(10));
+    let read = planted.finish(connects);
+    (d, read, hook_log(dir.path()))
+}
+
 /// The same listener in a data dir of our own is answered: the test exercises the socket.
 #[test]
 fn a_listener_of_our_own_in_our_own_data_dir_is_asked() {
-    let dir = tempfile::tempdir().unwrap();
-    let planted = plant(&approval::socket_path(dir.path()), None);
-    let d = ask(dir.path(), &request(), Duration::from_secs(10));
+    let (d, read, _) = ask_planted(None, |_| {}, true);
     assert_eq!(d.behavior, Some(Behavior::Allow));
-    assert!(planted.finish(true).is_some_and(|n| n > 0), "the request was sent");
+    assert!(read.is_some_and(|n| n > 0), "the request was sent");
 }
 
 #[test]
@@ -138,16 +148,13 @@ fn a_socket_another_user_listens_on_gets_no_request_and_decides_nothing() {
         eprintln!("(needs root to listen as another user)");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let planted = plant(&approval::socket_path(dir.path()), Some(65534));
-    let d = ask(dir.path(), &request(), Duration::from_secs(10));
+    let (d, read, log) = ask_planted(Some(65534), |_| {}, true);
     assert_eq!(d, Decision::default(), "never its allow: Claude Code's own dialog decides");
-    assert_eq!(planted.finish(true), Some(0), "it connected, and read nothing");
-    let log = hook_log(dir.path());
+    assert_eq!(read, Some(0), "it connected, and read nothing");
     assert!(log.contains("is served by user 65534, not by you") && log.contains("planted-1"), "{log}");
 
     // `mimesis pending` says the same, and sends nothing either.
-    std::fs::remove_file(approval::socket_path(dir.path())).unwrap();
+    let dir = tempfile::tempdir().unwrap();
     let planted = plant(&approval::socket_path(dir.path()), Some(65534));
     let err = list(dir.path(), Duration::from_secs(5)).unwrap_err();
     assert!(matches!(err, ClientError::Untrusted(_)) && err.to_string().contains("nothing was sent"), "{err}");
@@ -158,13 +165,10 @@ fn a_socket_another_user_listens_on_gets_no_request_and_decides_nothing() {
 fn a_data_dir_others_may_write_into_is_not_talked_to() {
     use std::os::unix::fs::PermissionsExt;
     for mode in [0o777, 0o1777, 0o770] {
-        let dir = tempfile::tempdir().unwrap();
-        let planted = plant(&approval::socket_path(dir.path()), None);
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap();
-        let d = ask(dir.path(), &request(), Duration::from_secs(10));
+        let chmod = |dir: &Path| std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).unwrap();
+        let (d, read, log) = ask_planted(None, chmod, false);
         assert_eq!(d, Decision::default(), "{mode:o}");
-        assert_eq!(planted.finish(false), None, "{mode:o}: nothing connected");
-        let log = hook_log(dir.path());
+        assert_eq!(read, None, "{mode:o}: nothing connected");
         assert!(log.contains("others may write into the data dir"), "{mode:o}: {log}");
     }
 }
@@ -175,11 +179,9 @@ fn a_data_dir_of_another_user_is_not_talked_to() {
         eprintln!("(needs root to give a folder to another user)");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let planted = plant(&approval::socket_path(dir.path()), None);
-    std::os::unix::fs::chown(dir.path(), Some(65534), Some(65534)).unwrap();
-    let d = ask(dir.path(), &request(), Duration::from_secs(10));
+    let chown = |dir: &Path| std::os::unix::fs::chown(dir, Some(65534), Some(65534)).unwrap();
+    let (d, read, log) = ask_planted(None, chown, false);
     assert_eq!(d, Decision::default());
-    assert_eq!(planted.finish(false), None, "nothing connected");
-    assert!(hook_log(dir.path()).contains("belongs to user 65534, not to you"));
+    assert_eq!(read, None, "nothing connected");
+    assert!(log.contains("belongs to user 65534, not to you"), "{log}");
 }
