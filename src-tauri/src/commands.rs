@@ -11,6 +11,7 @@ use mimesis_core::settings::{SetOutcome, Settings};
 use mimesis_core::{SessionId, TimelineItem};
 use mimesis_hooks::install::HookStatus;
 use mimesis_watch::{Snapshot, TimelinePage};
+use mimesis_wiring::approvals::Target;
 use mimesis_wiring::doctor::DoctorReport;
 use mimesis_wiring::{Mimesis, demo};
 use serde::Serialize;
@@ -538,7 +539,7 @@ pub async fn settings_set(state: tauri::State<'_, AppState>, settings: serde_jso
 /// The permission requests waiting for an answer (none when another face answers them).
 #[tauri::command]
 pub async fn approvals_pending(state: tauri::State<'_, AppState>) -> CmdResult<Vec<Pending>> {
-    Ok(state.mimesis.approvals().map(|a| a.pending()).unwrap_or_default())
+    Ok(state.mimesis.approvals().pending())
 }
 
 /// The user's answer to one permission request (a click: never made for them).
@@ -550,9 +551,9 @@ pub async fn approval_decide(
     message: Option<String>,
     answers: Option<BTreeMap<String, String>>,
 ) -> CmdResult<Pending> {
-    let approvals = state.mimesis.approvals().ok_or("another running Mimesis answers permission requests")?;
     let behavior = if allow { Behavior::Allow } else { Behavior::Deny };
-    approvals.decide(&id, behavior, message, answers, None, Via::Window)
+    // By its whole id: a click names one request.
+    state.mimesis.approvals().decide(Target::Id(&id), behavior, message, answers, None, Via::Window)
 }
 
 /// The session the window shows now (`null`: none).

@@ -648,8 +648,9 @@ fn sample_pending() -> Vec<Pending> {
     ];
     details
         .into_iter()
-        .map(|detail| Pending {
-            id: "r1".into(),
+        .enumerate()
+        .map(|(i, detail)| Pending {
+            id: "req_0123456789abcdef0123456789abcdef".into(),
             request: mimesis_core::approval::Request {
                 session_id: id("s1"),
                 tool: "Edit".into(),
@@ -658,6 +659,9 @@ fn sample_pending() -> Vec<Pending> {
                 detail,
             },
             since: at("2026-11-01T00:00:00.000Z"),
+            // The first of a session in no roster.
+            known_session: i > 0,
+            session_name: (i > 0).then(|| "p · Fix it".into()),
         })
         .collect()
 }

@@ -282,14 +282,12 @@ fn main() {
             tauri::async_runtime::spawn(events::forward_timeline(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_attention(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_progress(handle.clone(), engine.clone()));
-            if let Some(a) = mimesis.approvals() {
-                tauri::async_runtime::spawn(events::forward_approvals(handle.clone(), a.subscribe()));
-            }
+            tauri::async_runtime::spawn(events::forward_approvals(handle.clone(), mimesis.approvals().subscribe()));
             notify::init(&handle);
             tauri::async_runtime::spawn(notify::follow(handle.clone(), engine.clone(), mimesis.clone()));
             match tray::create(&handle) {
                 Ok(()) => {
-                    let requests = mimesis.approvals().map(|a| a.subscribe());
+                    let requests = Some(mimesis.approvals().subscribe());
                     tauri::async_runtime::spawn(tray::follow(handle.clone(), engine.clone(), requests));
                 }
                 Err(e) => tracing::warn!(error = %e, "no tray icon"),

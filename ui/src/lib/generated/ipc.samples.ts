@@ -1019,15 +1019,16 @@ export const settings = {
 
 export const pending = [
   {
-    "id": "r1",
+    "id": "req_0123456789abcdef0123456789abcdef",
     "sessionId": "s1",
     "tool": "Edit",
     "target": "/p/a.rs",
     "cwd": null,
-    "since": "2026-11-01T00:00:00.000Z"
+    "since": "2026-11-01T00:00:00.000Z",
+    "knownSession": false
   },
   {
-    "id": "r1",
+    "id": "req_0123456789abcdef0123456789abcdef",
     "sessionId": "s1",
     "tool": "Edit",
     "target": "/p/a.rs",
@@ -1042,10 +1043,12 @@ export const pending = [
         }
       ]
     },
-    "since": "2026-11-01T00:00:00.000Z"
+    "since": "2026-11-01T00:00:00.000Z",
+    "knownSession": true,
+    "sessionName": "p · Fix it"
   },
   {
-    "id": "r1",
+    "id": "req_0123456789abcdef0123456789abcdef",
     "sessionId": "s1",
     "tool": "Edit",
     "target": "/p/a.rs",
@@ -1055,10 +1058,12 @@ export const pending = [
       "file": "/p/a.rs",
       "content": "c"
     },
-    "since": "2026-11-01T00:00:00.000Z"
+    "since": "2026-11-01T00:00:00.000Z",
+    "knownSession": true,
+    "sessionName": "p · Fix it"
   },
   {
-    "id": "r1",
+    "id": "req_0123456789abcdef0123456789abcdef",
     "sessionId": "s1",
     "tool": "Edit",
     "target": "/p/a.rs",
@@ -1067,10 +1072,12 @@ export const pending = [
       "kind": "plan",
       "plan": "p"
     },
-    "since": "2026-11-01T00:00:00.000Z"
+    "since": "2026-11-01T00:00:00.000Z",
+    "knownSession": true,
+    "sessionName": "p · Fix it"
   },
   {
-    "id": "r1",
+    "id": "req_0123456789abcdef0123456789abcdef",
     "sessionId": "s1",
     "tool": "Edit",
     "target": "/p/a.rs",
@@ -1094,7 +1101,9 @@ export const pending = [
         }
       ]
     },
-    "since": "2026-11-01T00:00:00.000Z"
+    "since": "2026-11-01T00:00:00.000Z",
+    "knownSession": true,
+    "sessionName": "p · Fix it"
   }
 ] satisfies Pending[];
 

@@ -538,9 +538,18 @@ export type Detail = { "kind": "edit", file: string, edits: Array<Replacement>, 
  */
 export type Pending = { 
 /**
- * Unguessable and single-use.
+ * `req_` and 32 hex digits ([`ID_PREFIX`]): unguessable and single-use.
  */
-id: string, since: string, sessionId: string, tool: string, 
+id: string, since: string, 
+/**
+ * Whether the session is one the face follows (in its roster). A request for a
+ * session in no roster came from something Mimesis does not know: said plainly.
+ */
+knownSession: boolean, 
+/**
+ * How the face calls the session (its folder and title), when it knows it.
+ */
+sessionName?: string | null, sessionId: string, tool: string, 
 /**
  * The command, the file, the URL… (cleaned, at most 300 characters).
  */
