@@ -1337,7 +1337,7 @@ export const rosterSnapshot = {
       },
       "live": true,
       "pid": 7,
-      "transcriptPath": "/r/projects/-p/s1.jsonl",
+      "transcriptPath": "devbox:/r/projects/-p/s1.jsonl",
       "permissionMode": "default",
       "malformedLines": 0,
       "malformedFields": 0,
