@@ -1014,6 +1014,9 @@ export const settings = {
   },
   "machines": {
     "hosts": []
+  },
+  "desktop": {
+    "startAtLogin": false
   }
 } satisfies Settings;
 
@@ -1110,7 +1113,8 @@ export const doctor = {
         "settingsPath": "/r/settings.json",
         "installed": false,
         "partial": true,
-        "error": "e"
+        "error": "e",
+        "missingProgram": "/usr/bin/mimesis"
       }
     }
   ],
