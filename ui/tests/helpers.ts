@@ -141,6 +141,11 @@ export class MockBackend implements Backend {
   count(cmd: string): number {
     return this.calls.filter((c) => c.cmd === cmd).length;
   }
+
+  /** How many listeners of each event are held now. */
+  held(): Record<string, number> {
+    return Object.fromEntries([...this.#listeners].filter(([, set]) => set.size > 0).map(([e, set]) => [e, set.size]));
+  }
 }
 
 export const flush = () => new Promise((r) => setTimeout(r, 0));
