@@ -248,8 +248,10 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
             RegistryState::Busy => return exact(Status::Working),
             RegistryState::Idle if input.last_activity.is_none() && matches!(input.tail, Tail::Empty) => {
                 // At the prompt before its first turn: nothing was asked of the user (a
-                // session just started, which they are about to type into).
-                return exact(Status::Idle);
+                // session just started, which they are about to type into) — unless it is
+                // a background session whose job works: its prompt is on its way.
+                let dispatched = input.job.is_some_and(|j| j.tempo == JobTempo::Active);
+                return exact(if dispatched { Status::Working } else { Status::Idle });
             }
             RegistryState::Idle => {
                 // At the prompt. The transcript may be ahead of the registry (a prompt was
@@ -273,6 +275,7 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
     // 1b. A background session's job (while its worker runs): as exact as the registry,
     //     which it follows within moments, and there before the registry entry is.
     if let Some(job) = input.job {
+        let registry_silent = input.registry.is_none_or(|r| r.state == RegistryState::Unknown);
         match job.tempo {
             JobTempo::Blocked(need) => {
                 return exact(match (need, input.pending) {
@@ -283,9 +286,9 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
                     (JobNeed::Unknown, None) => Status::WaitingForInput,
                 });
             }
-            // The registry, when there is one, said otherwise already (idle, or no word).
-            JobTempo::Active if input.registry.is_none() => return exact(Status::Working),
-            JobTempo::Idle if input.registry.is_none() => {
+            // A registry that said something (busy, idle) said it already.
+            JobTempo::Active if registry_silent => return exact(Status::Working),
+            JobTempo::Idle if registry_silent => {
                 let newer = matches!((input.last_activity, job.updated_at), (Some(a), Some(j)) if a > j);
                 if !newer {
                     let status = match input.last_activity.or(job.updated_at) {
@@ -639,6 +642,15 @@ mod tests {
         // A prompt newer than the job's last word: the transcript goes on.
         j.last_activity = Some(at(9));
         assert_eq!(status(&j, at(10)), Status::Working);
+        // A registry entry with no status yet says nothing; one at the prompt before the
+        // first prompt is written does not make a dispatched job idle.
+        let mut d = StatusInput { job: job(JobTempo::Active, 0), ..Default::default() };
+        d.registry = Some(RegistrySignal { state: RegistryState::Unknown, updated_at: None });
+        assert_eq!(status(&d, at(1)), Status::Working);
+        d.registry = Some(RegistrySignal { state: RegistryState::Idle, updated_at: Some(at(1)) });
+        assert_eq!(status(&d, at(2)), Status::Working);
+        d.job = None;
+        assert_eq!(status(&d, at(2)), Status::Idle, "an interactive session at its first prompt");
         // An unknown tempo says nothing.
         let k = StatusInput { job: job(JobTempo::Unknown, 0), ..input(Tail::TurnDone { asks_question: false }) };
         assert_eq!(status(&k, at(1)), Status::WaitingForInput);

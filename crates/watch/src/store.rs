@@ -882,10 +882,11 @@ impl Store {
             malformed_lines: f.malformed + entry.tail.stats.oversized_lines,
             malformed_fields: f.malformed_fields,
             status_file: report.cloned(),
-            name: live
-                .and_then(|e| e.name.clone())
-                .or_else(|| self.names.get(id).cloned())
-                .or_else(|| self.job_name(id)),
+            // A background session's label is its job's first (the registry follows it).
+            name: self
+                .job_name(id)
+                .or_else(|| live.and_then(|e| e.name.clone()))
+                .or_else(|| self.names.get(id).cloned()),
             cost: mimesis_core::pricing::estimate(&f.usage_by_model, f.billed.clone()),
             // Only while the turn runs: a finished turn has no subagent working.
             subagents: match derived.status {

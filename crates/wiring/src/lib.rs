@@ -12,12 +12,15 @@
 //! `mimesis-watch`, `mimesis-supervise`, `mimesis-hooks`) and `mimesis-core`. The faces
 //! (`mimesis` and `mimesis-desktop`) only parse their input, call this, and render.
 //!
+//! - [`background`]: one control vocabulary (`bg`, `attach`, `logs`, `stop`, `respawn`,
+//!   `rm`) for background, supervised and remote sessions, through Claude Code's own verbs.
 //! - [`doctor`]: is this installation able to watch Claude Code?
 //! - [`demo`]: generated live sessions for a newcomer (SPEC X2).
 //! - [`once`]: the roster and timelines read once, without watching (`ls`, `show`).
 //! - [`ui_contract`]: what the UI must word and offer as the engine does, as TypeScript.
 
 pub mod approvals;
+pub mod background;
 pub mod demo;
 pub mod doctor;
 pub mod once;
