@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use mimesis_core::ids::{JobId, SessionId};
 use mimesis_core::remote::{Destination, remote_mimesis, split_host_id};
 use mimesis_core::supervision::fleet::OWNER_ENV;
+use mimesis_supervise::plain::PlainSpec;
 use mimesis_watch::background as files;
 
 /// How long a verb of Claude Code's may take (`claude respawn` takes 2–4 s on a loaded
@@ -213,6 +214,11 @@ impl Claude {
     /// Ctrl+Z detaches and leaves the session running.
     pub fn attach_command(&self, job: &JobId) -> Command {
         self.command(&["attach", job.as_str()], &self.cwd())
+    }
+
+    /// [`Claude::attach_command`] for a terminal of the window's own (a [`PlainSpec`]).
+    pub fn attach_spec(&self, job: &JobId, cols: u16, rows: u16, scrollback: usize) -> PlainSpec {
+        spec_of(&self.attach_command(job), cols, rows, scrollback)
     }
 
     /// A folder to run a verb in (it acts on the id, not on the folder).
@@ -415,6 +421,40 @@ fn uncontrollable(roots: &[PathBuf], id: &SessionId) -> String {
             "session {id} has ended; `mimesis run --resume {id}` continues it supervised, \
              or `claude --resume {id}` in a terminal"
         ),
+    }
+}
+
+/// A command as a terminal of the window's runs it (the variables it sets; the ones it
+/// removes are never in the app's own environment: Mimesis's mark is its agents' only).
+fn spec_of(cmd: &Command, cols: u16, rows: u16, scrollback: usize) -> PlainSpec {
+    let text = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
+    PlainSpec {
+        program: PathBuf::from(cmd.get_program()),
+        args: cmd.get_args().map(text).collect(),
+        cwd: cmd.get_current_dir().map(Path::to_owned).unwrap_or_else(std::env::temp_dir),
+        env: cmd.get_envs().filter_map(|(k, v)| Some((text(k), text(v?)))).collect(),
+        cols,
+        rows,
+        scrollback,
+    }
+}
+
+/// What the window's embedded terminal runs to show `target`: `claude attach <job>` for a
+/// background session here, `ssh -t host mimesis attach <id>` for one on another machine.
+pub fn attach_spec(
+    data_dir: &Path,
+    target: &Target,
+    (cols, rows): (u16, u16),
+    scrollback: usize,
+) -> Result<PlainSpec, ControlError> {
+    match target {
+        Target::Background(t) => {
+            Ok(Claude::new(claude_program(data_dir), &t.root).attach_spec(&t.job, cols, rows, scrollback))
+        }
+        Target::Remote { host, id } => Ok(spec_of(&remote_verb(host, "attach", id, true)?, cols, rows, scrollback)),
+        Target::Supervised { session_id, .. } => Err(ControlError::Uncontrollable(format!(
+            "session {session_id} is supervised here: its terminal is the window's own"
+        ))),
     }
 }
 
