@@ -183,3 +183,19 @@ describe('New session in the background', () => {
     expect(supervised).toEqual([]);
   });
 });
+
+describe('a confirmation opened from inside a pane', () => {
+  it('can be used: the page around it is inert, not the modal', async () => {
+    const { q, find } = mount(bgRow());
+    await fireEvent.click(await find('[data-testid=roster-row]'));
+    await fireEvent.click(await find('[data-testid=bg-remove]'));
+    const dialog = await find('[data-testid=bg-remove-dialog]');
+    const inertAbove = (e: HTMLElement | null): boolean => !!e && (e.inert || inertAbove(e.parentElement));
+    expect(inertAbove(dialog)).toBe(false);
+    expect(inertAbove(q('[data-testid=roster-row]'))).toBe(true);
+    expect(inertAbove(q('[data-testid=bg-stop]'))).toBe(true);
+    await fireEvent.click(q('[data-testid=bg-remove-confirm]') as HTMLElement);
+    await waitFor(() => expect(q('[data-testid=bg-remove-dialog]')).toBeNull());
+    expect(inertAbove(q('[data-testid=roster-row]'))).toBe(false);
+  });
+});
