@@ -135,7 +135,7 @@ async fn act(state: &PtyState, session_id: &str, verb: Verb) -> CmdResult<String
     let target = target(state, session_id)?;
     let data_dir = state.mimesis().data_dir().to_owned();
     tauri::async_runtime::spawn_blocking(move || match target {
-        Target::Background(t) => Claude::new(bg::claude_program(&data_dir), &t.root).act(&t.job, verb),
+        Target::Background(t) => Claude::of(&data_dir, &t).act(&t.job, verb),
         Target::Remote { host, id } => {
             let out = bg::remote_verb(&host, verb.word(), &id, false)?
                 .stdin(std::process::Stdio::null())

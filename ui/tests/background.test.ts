@@ -199,3 +199,31 @@ describe('a confirmation opened from inside a pane', () => {
     expect(inertAbove(q('[data-testid=roster-row]'))).toBe(false);
   });
 });
+
+describe('a background session ended by the duration limit', () => {
+  it('Resume respawns it through Claude Code; Start New Session asks for a prompt in its folder', async () => {
+    const { b, find } = mount(bgRow({ live: false, status: 'idle', job: job({ state: 'done' }) }));
+    b.handlers.pty_resume = () => {
+      throw new Error('a background session is not resumed by the supervisor');
+    };
+    await fireEvent.click(await find('[data-testid=roster-row]'));
+    await find('[data-testid=background-view]');
+    const terminated = {
+      type: 'session_terminated',
+      sessionId: SID,
+      at: '2026-11-01T12:00:00.000Z',
+      reason: 'duration_limit',
+      message: 'Session ended (40-second limit reached).',
+      resumeSessionId: SID,
+    } as const;
+    b.fire('supervision:event', terminated);
+    await fireEvent.click(await find('[data-testid=terminated-resume]'));
+    await waitFor(() => expect(b.count('bg_respawn')).toBe(1));
+    expect(b.count('pty_resume')).toBe(0);
+    b.fire('supervision:event', terminated);
+    await fireEvent.click(await find('[data-testid=terminated-new]'));
+    await find('[data-testid=new-session-dialog]');
+    expect((document.querySelector('[data-testid=new-session-cwd]') as HTMLInputElement).value).toBe('/home/me/proj');
+    expect(b.count('pty_create')).toBe(0);
+  });
+});

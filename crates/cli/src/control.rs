@@ -109,7 +109,7 @@ pub fn act(roots: &[PathBuf], data_dir: &Path, action: Action, query: &str) -> a
 }
 
 fn background(data_dir: &Path, action: Action, t: &BgTarget) -> anyhow::Result<ExitCode> {
-    let claude = Claude::new(bg::claude_program(data_dir), &t.root);
+    let claude = Claude::of(data_dir, t);
     match action {
         Action::Attach => {
             if !io::stdin().is_terminal() || !io::stdout().is_terminal() {

@@ -77,6 +77,8 @@ pub struct BgTarget {
     pub root: PathBuf,
     pub job: JobId,
     pub session_id: Option<SessionId>,
+    /// The folder the session works in, as its job says (checked: absolute, no `..`).
+    pub cwd: Option<PathBuf>,
 }
 
 /// What an id names.
@@ -117,6 +119,8 @@ pub fn claude_program(data_dir: &Path) -> PathBuf {
 pub struct Claude {
     pub program: PathBuf,
     pub root: PathBuf,
+    /// The session's folder, where its verbs run (else the home folder).
+    pub cwd: Option<PathBuf>,
 }
 
 /// What a verb printed and how it ended.
@@ -141,7 +145,20 @@ impl Ran {
 
 impl Claude {
     pub fn new(program: PathBuf, root: &Path) -> Claude {
-        Claude { program, root: root.to_owned() }
+        Claude { program, root: root.to_owned(), cwd: None }
+    }
+
+    /// The verbs run in the session's own folder, when it is one: 2.1.332 refuses to respawn
+    /// a running session that works through a gateway (`ANTHROPIC_BASE_URL`) from anywhere
+    /// else ("Not restarted: this session runs through an LLM gateway…").
+    pub fn in_folder(mut self, cwd: Option<&Path>) -> Claude {
+        self.cwd = cwd.filter(|c| c.is_dir()).map(Path::to_owned);
+        self
+    }
+
+    /// [`Claude::new`] for a background session, in its folder.
+    pub fn of(data_dir: &Path, t: &BgTarget) -> Claude {
+        Claude::new(claude_program(data_dir), &t.root).in_folder(t.cwd.as_deref())
     }
 
     /// `claude <args>` for this config folder, in `cwd`: `CLAUDE_CONFIG_DIR` names the
@@ -221,9 +238,9 @@ impl Claude {
         spec_of(&self.attach_command(job), cols, rows, scrollback)
     }
 
-    /// A folder to run a verb in (it acts on the id, not on the folder).
+    /// The folder a verb runs in: the session's, else the home folder.
     fn cwd(&self) -> PathBuf {
-        dirs::home_dir().filter(|h| h.is_dir()).unwrap_or_else(std::env::temp_dir)
+        self.cwd.clone().or_else(|| dirs::home_dir().filter(|h| h.is_dir())).unwrap_or_else(std::env::temp_dir)
     }
 
     /// `claude --bg [--permission-mode MODE] PROMPT` in `cwd`, then the session the job
@@ -331,13 +348,16 @@ pub fn resolve(roots: &[PathBuf], data_dir: &Path, query: &str) -> Result<Target
     let mut jobs: Vec<BgTarget> = Vec::new();
     for root in roots {
         let f = files::read_once(root);
+        let checked = |c: Option<&str>| c.and_then(|c| mimesis_core::layout::checked_cwd(c).ok());
         for (job, st) in f.jobs {
             let session_id = st.session_id.filter(|s| job.names(s));
-            jobs.push(BgTarget { root: root.clone(), job, session_id });
+            let cwd = checked(st.cwd.as_deref());
+            jobs.push(BgTarget { root: root.clone(), job, session_id, cwd });
         }
         for w in f.workers {
             if !jobs.iter().any(|j| j.job == w.job && j.root == *root) && w.job.names(&w.session_id) {
-                jobs.push(BgTarget { root: root.clone(), job: w.job, session_id: Some(w.session_id) });
+                let cwd = checked(w.cwd.as_deref());
+                jobs.push(BgTarget { root: root.clone(), job: w.job, session_id: Some(w.session_id), cwd });
             }
         }
     }
@@ -448,9 +468,7 @@ pub fn attach_spec(
     scrollback: usize,
 ) -> Result<PlainSpec, ControlError> {
     match target {
-        Target::Background(t) => {
-            Ok(Claude::new(claude_program(data_dir), &t.root).attach_spec(&t.job, cols, rows, scrollback))
-        }
+        Target::Background(t) => Ok(Claude::of(data_dir, t).attach_spec(&t.job, cols, rows, scrollback)),
         Target::Remote { host, id } => Ok(spec_of(&remote_verb(host, "attach", id, true)?, cols, rows, scrollback)),
         Target::Supervised { session_id, .. } => Err(ControlError::Uncontrollable(format!(
             "session {session_id} is supervised here: its terminal is the window's own"
@@ -520,6 +538,7 @@ mod tests {
             root: d.path().to_owned(),
             job: JobId::parse("aa2e1246").unwrap(),
             session_id: Some(SessionId::parse(A).unwrap()),
+            cwd: None,
         });
         for q in ["aa2e1246", A, "aa2e1"] {
             assert_eq!(resolve(&roots, data.path(), q).as_ref(), Ok(&want), "{q}");

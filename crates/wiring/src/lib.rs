@@ -21,6 +21,7 @@
 
 pub mod approvals;
 pub mod background;
+mod bg_limits;
 pub mod demo;
 pub mod doctor;
 pub mod once;
@@ -317,6 +318,7 @@ impl Mimesis {
             }
             // Supervised transcripts must be watched to be read.
             let _ = engine.add_root(s.config_root).await;
+            let limits_of_background = (opts.follow == Follow::Everything).then(|| mimesis.clone());
             tokio::spawn(async move {
                 let sup = Supervisor::start(config).await;
                 let cleanup = sup.previous_runs();
@@ -325,6 +327,10 @@ impl Mimesis {
                 }
                 tokio::spawn(forward_supervision_events(sup.subscribe(), engine.clone()));
                 tokio::spawn(forward_agent_reports(engine.subscribe_agent_reports(), engine, sup.clone()));
+                if let Some(m) = limits_of_background {
+                    // The limits on Claude Code's background sessions, when turned on.
+                    tokio::spawn(bg_limits::run(m, sup.clone()));
+                }
                 let _ = sup_tx.send(Some(sup));
                 // Keep the sender: the handles' receivers stay valid for the app's lifetime.
                 sup_tx.closed().await;

@@ -1031,7 +1031,8 @@ export const settings = {
       "RangeError: Maximum call stack size exceeded"
     ],
     "restartLimitBurst": 5,
-    "restartLimitWindowSecs": 1800
+    "restartLimitWindowSecs": 1800,
+    "backgroundSessions": false
   },
   "agent": {
     "command": "claude",

@@ -407,7 +407,13 @@ crashPatterns: Array<string>,
  * R2, like systemd's start limit: at most this many automatic restarts (memory,
  * disk, crash recovery) within `restart_limit_window`; past it they stop, and say why.
  */
-restartLimitBurst: number, restartLimitWindowSecs: number, };
+restartLimitBurst: number, restartLimitWindowSecs: number, 
+/**
+ * Apply the memory and duration limits to Claude Code's background sessions too
+ * (issue 33): a memory restart is `claude respawn`, the end of the duration limit
+ * `claude stop`; off by default.
+ */
+backgroundSessions: boolean, };
 
 export type AgentSettings = { command: string, args: Array<string>, };
 
