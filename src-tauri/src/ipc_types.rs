@@ -22,7 +22,7 @@ use mimesis_core::job::{Job, SessionKind};
 use mimesis_core::remote::HostState;
 use mimesis_core::session::{Billed, Cost, SessionPatch, Source};
 use mimesis_core::settings::{
-    AgentSettings, MachineSettings, NotificationSettings, SetOutcome, Settings, WatchSettings,
+    AgentSettings, DesktopSettings, MachineSettings, NotificationSettings, SetOutcome, Settings, WatchSettings,
 };
 use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::supervision::event::{EventKind, ReadyStatus};
@@ -117,6 +117,7 @@ fn decls() -> Vec<Decl> {
         decl::<AgentSettings>(),
         decl::<NotificationSettings>(),
         decl::<MachineSettings>(),
+        decl::<DesktopSettings>(),
         decl::<Settings>(),
         decl::<FieldError>(),
         decl::<SetOutcome>(),
@@ -660,8 +661,9 @@ fn sample_pending() -> Vec<Pending> {
     ];
     details
         .into_iter()
-        .map(|detail| Pending {
-            id: "r1".into(),
+        .enumerate()
+        .map(|(i, detail)| Pending {
+            id: "req_0123456789abcdef0123456789abcdef".into(),
             request: mimesis_core::approval::Request {
                 session_id: id("s1"),
                 tool: "Edit".into(),
@@ -670,6 +672,9 @@ fn sample_pending() -> Vec<Pending> {
                 detail,
             },
             since: at("2026-11-01T00:00:00.000Z"),
+            // The first of a session in no roster.
+            known_session: i > 0,
+            session_name: (i > 0).then(|| "p · Fix it".into()),
         })
         .collect()
 }
@@ -681,6 +686,7 @@ fn sample_doctor() -> DoctorReport {
         installed: false,
         partial: true,
         error: Some("e".into()),
+        missing_program: Some("/usr/bin/mimesis".into()),
     };
     DoctorReport {
         mimesis_version: "0.1.0".into(),
@@ -693,6 +699,8 @@ fn sample_doctor() -> DoctorReport {
         },
         watcher: WatcherReport { ok: true, max_user_watches: Some(8192), error: Some("e".into()) },
         data_dir: "/d".into(),
+        data_dir_mode: Some("0755".into()),
+        data_dir_open: Some("/d is readable by other users (mode 0755); run chmod 700 /d".into()),
         database: DbStats {
             path: Some("/d/fleet.db".into()),
             health: DbHealth::Rebuilt { reason: "r".into(), moved_to: Some("/d/old.db".into()) },

@@ -1048,20 +1048,24 @@ export const settings = {
   },
   "machines": {
     "hosts": []
+  },
+  "desktop": {
+    "startAtLogin": false
   }
 } satisfies Settings;
 
 export const pending = [
   {
-    "id": "r1",
+    "id": "req_0123456789abcdef0123456789abcdef",
     "sessionId": "s1",
     "tool": "Edit",
     "target": "/p/a.rs",
     "cwd": null,
-    "since": "2026-11-01T00:00:00.000Z"
+    "since": "2026-11-01T00:00:00.000Z",
+    "knownSession": false
   },
   {
-    "id": "r1",
+    "id": "req_0123456789abcdef0123456789abcdef",
     "sessionId": "s1",
     "tool": "Edit",
     "target": "/p/a.rs",
@@ -1076,10 +1080,12 @@ export const pending = [
         }
       ]
     },
-    "since": "2026-11-01T00:00:00.000Z"
+    "since": "2026-11-01T00:00:00.000Z",
+    "knownSession": true,
+    "sessionName": "p · Fix it"
   },
   {
-    "id": "r1",
+    "id": "req_0123456789abcdef0123456789abcdef",
     "sessionId": "s1",
     "tool": "Edit",
     "target": "/p/a.rs",
@@ -1089,10 +1095,12 @@ export const pending = [
       "file": "/p/a.rs",
       "content": "c"
     },
-    "since": "2026-11-01T00:00:00.000Z"
+    "since": "2026-11-01T00:00:00.000Z",
+    "knownSession": true,
+    "sessionName": "p · Fix it"
   },
   {
-    "id": "r1",
+    "id": "req_0123456789abcdef0123456789abcdef",
     "sessionId": "s1",
     "tool": "Edit",
     "target": "/p/a.rs",
@@ -1101,10 +1109,12 @@ export const pending = [
       "kind": "plan",
       "plan": "p"
     },
-    "since": "2026-11-01T00:00:00.000Z"
+    "since": "2026-11-01T00:00:00.000Z",
+    "knownSession": true,
+    "sessionName": "p · Fix it"
   },
   {
-    "id": "r1",
+    "id": "req_0123456789abcdef0123456789abcdef",
     "sessionId": "s1",
     "tool": "Edit",
     "target": "/p/a.rs",
@@ -1128,7 +1138,9 @@ export const pending = [
         }
       ]
     },
-    "since": "2026-11-01T00:00:00.000Z"
+    "since": "2026-11-01T00:00:00.000Z",
+    "knownSession": true,
+    "sessionName": "p · Fix it"
   }
 ] satisfies Pending[];
 
@@ -1144,7 +1156,8 @@ export const doctor = {
         "settingsPath": "/r/settings.json",
         "installed": false,
         "partial": true,
-        "error": "e"
+        "error": "e",
+        "missingProgram": "/usr/bin/mimesis"
       }
     }
   ],
@@ -1160,6 +1173,8 @@ export const doctor = {
     "error": "e"
   },
   "dataDir": "/d",
+  "dataDirMode": "0755",
+  "dataDirOpen": "/d is readable by other users (mode 0755); run chmod 700 /d",
   "database": {
     "path": "/d/fleet.db",
     "health": {
@@ -1362,7 +1377,7 @@ export const rosterSnapshot = {
       },
       "live": true,
       "pid": 7,
-      "transcriptPath": "/r/projects/-p/s1.jsonl",
+      "transcriptPath": "devbox:/r/projects/-p/s1.jsonl",
       "permissionMode": "default",
       "malformedLines": 0,
       "malformedFields": 0,
