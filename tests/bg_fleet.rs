@@ -358,3 +358,91 @@ fn finish(result: Result<()>, bg: &Background, rec: &Recorder) -> Result<()> {
     result?;
     shutdown.map(|_| ())
 }
+
+/// What the service's supervisor process carries of Mimesis's owner mark.
+fn service_mark(bg: &Background) -> Result<(u32, Option<Vec<u8>>)> {
+    let pid = bg.daemon_status().and_then(|d| d["supervisorPid"].as_u64()).context("the service's pid")? as u32;
+    Ok((pid, mimesis_os::procs::env_var(pid, mimesis_core::supervision::fleet::OWNER_ENV)))
+}
+
+/// No process of Mimesis outlives it (its exit sweep ends what carries its marks, even out
+/// of its agents' sessions), yet Claude Code's service is never Mimesis's to end: a service
+/// that `mimesis bg` starts carries none of its marks, and one that an agent of Mimesis
+/// started (`claude --bg` in its shell, so with its marks) outlives `mimesis run`'s exit
+/// sweep and the next start's sweep, sessions included, while the agent's own `setsid`
+/// child is ended.
+#[test]
+fn claude_codes_service_outlives_mimesis_exit_sweep() -> Result<()> {
+    use mimesis_core::supervision::fleet::{OWNER_DATA_ENV, OWNER_ENV};
+    let s = Setup::new()?;
+    let bg = s.background();
+    let rec = Recorder::start(s.home.config_dir());
+    let result = (|| -> Result<()> {
+        // `mimesis bg` run from a shell that carries a Mimesis's marks (inside a supervised
+        // session): the service it starts carries none.
+        s.api.push(Reply::text("Hello."));
+        let project = s.home.project_dir().to_string_lossy().into_owned();
+        let out = s
+            .mimesis(&["bg", "--cwd", &project, "--json", "say hello"])?
+            .env(OWNER_ENV, "1-1")
+            .env(OWNER_DATA_ENV, s.data.path())
+            .output()?;
+        ensure!(out.status.success(), "mimesis bg: {}", String::from_utf8_lossy(&out.stderr));
+        let (pid, mark) = service_mark(&bg)?;
+        ensure!(mark.is_none(), "the service {pid} started by mimesis bg carries our mark {mark:?}");
+        bg.shutdown()?;
+
+        // An agent of `mimesis run` starts the service itself, then a `setsid` child of its own.
+        s.api.push(Reply::text("Hello again."));
+        let script = "\"$BG_CLAUDE\" --bg 'say hello' > bg.out 2>&1; setsid sleep 300 & echo $! > child.pid; \
+                      while [ ! -e go ]; do sleep 0.05; done; exit 0";
+        let run = s
+            .mimesis(&["run", "--agent", "sh", "--", "-c", script])?
+            .env("BG_CLAUDE", &s.claude)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        let mut run = Killed(Some(run));
+        let dir = s.home.project_dir();
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+        bg.wait("the agent's claude --bg", T, |_| mimesis_tests::bg::parse_backgrounded(&read("bg.out")).is_some())?;
+        bg.wait("the agent's setsid child", T, |_| read("child.pid").trim().parse::<u32>().is_ok())?;
+        let job = mimesis_tests::bg::parse_backgrounded(&read("bg.out")).context("its job")?;
+        let child: u32 = read("child.pid").trim().parse()?;
+        bg.wait("its worker", T, |b| b.worker(&job).is_some())?;
+        let (service, mark) = service_mark(&bg)?;
+        ensure!(mark.is_some(), "started by an agent of ours, the service {service} carries its mark");
+        let worker = bg.worker(&job).and_then(|w| w["pid"].as_u64()).context("the worker's pid")? as u32;
+        std::fs::write(dir.join("go"), "")?;
+        let status = mimesis_tests::mimesis::wait_output(run.0.take().context("the run")?, T)?;
+        ensure!(status.status.success(), "mimesis run: {}", String::from_utf8_lossy(&status.stderr));
+        let t0 = Instant::now();
+        while mimesis_os::procs::alive(child) {
+            ensure!(t0.elapsed() < T, "the agent's setsid child {child} outlived the run");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The next start on the same data dir sweeps what gone owners left: not the service.
+        let out = s.mimesis(&["run", "--agent", "sh", "--", "-c", "exit 0"])?.output()?;
+        ensure!(out.status.success(), "mimesis run: {}", String::from_utf8_lossy(&out.stderr));
+        for (pid, what) in [(service, "the service"), (worker, "the session's PTY host")] {
+            ensure!(mimesis_os::procs::alive(pid), "{what} ({pid}) was ended by Mimesis's sweep");
+        }
+        ensure!(bg.agent(&job, false)?.is_some(), "claude agents still lists {job}");
+        eprintln!("[bg] the service ({service}) and its session outlived mimesis run's exit and start sweeps");
+        Ok(())
+    })();
+    finish(result, &bg, &rec)
+}
+
+/// A process of the test, killed if the test leaves it running.
+struct Killed(Option<std::process::Child>);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}

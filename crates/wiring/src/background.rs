@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use mimesis_core::ids::{JobId, SessionId};
 use mimesis_core::remote::{Destination, remote_mimesis, split_host_id};
-use mimesis_core::supervision::fleet::OWNER_ENV;
+use mimesis_core::supervision::fleet::OWNER_MARKS;
 use mimesis_supervise::plain::PlainSpec;
 use mimesis_watch::background as files;
 
@@ -167,7 +167,8 @@ impl Claude {
     /// of what the toolkit was given.
     pub fn command(&self, args: &[&str], cwd: &Path) -> Command {
         let mut cmd = Command::new(&self.program);
-        cmd.args(args).current_dir(cwd).env_remove(OWNER_ENV);
+        cmd.args(args).current_dir(cwd);
+        without_marks(&mut cmd);
         let default = dirs::home_dir().map(|h| h.join(".claude"));
         if std::env::var_os("CLAUDE_CONFIG_DIR").is_some() || default.as_deref() != Some(self.root.as_path()) {
             cmd.env("CLAUDE_CONFIG_DIR", &self.root);
@@ -476,6 +477,14 @@ pub fn attach_spec(
     }
 }
 
+/// None of Mimesis's owner marks: Claude Code's service that a verb may start (`claude
+/// --bg`, `claude attach`) is Claude Code's, never one of our agents that our exit ends.
+fn without_marks(cmd: &mut Command) {
+    for k in OWNER_MARKS {
+        cmd.env_remove(k);
+    }
+}
+
 /// `ssh host mimesis <verb> <id>` (with a terminal for `attach`): the same verb on the
 /// machine the session runs on, by its own Mimesis.
 pub fn remote_verb(host: &Destination, verb: &str, id: &str, tty: bool) -> Result<Command, ControlError> {
@@ -486,7 +495,8 @@ pub fn remote_verb(host: &Destination, verb: &str, id: &str, tty: bool) -> Resul
     let remote = remote_mimesis(&[verb, id]);
     let argv = crate::remote::Ssh::from_env().argv(host, &remote, tty);
     let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]).env_remove(OWNER_ENV);
+    cmd.args(&argv[1..]);
+    without_marks(&mut cmd);
     mimesis_os::child_env::restore(&mut cmd);
     Ok(cmd)
 }
@@ -580,7 +590,9 @@ mod tests {
         assert_eq!(args, ["attach", "aa2e1246"]);
         let envs: Vec<_> = cmd.get_envs().collect();
         assert!(envs.contains(&(std::ffi::OsStr::new("CLAUDE_CONFIG_DIR"), Some(std::ffi::OsStr::new("/srv/cfg")))));
-        assert!(envs.contains(&(std::ffi::OsStr::new(OWNER_ENV), None)), "{envs:?}");
+        for k in OWNER_MARKS {
+            assert!(envs.contains(&(std::ffi::OsStr::new(k), None)), "{k}: {envs:?}");
+        }
     }
 
     #[test]
