@@ -42,6 +42,8 @@ export function session(id: string, over: Partial<TrackedSession> = {}): Tracked
     cost: { estimatedUsd: null, unknownModels: [], pricesAsOf: '2026-11-01', billed: null },
     subagents: 0,
     host: null,
+    kind: null,
+    job: null,
     ...over,
   };
 }

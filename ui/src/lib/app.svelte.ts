@@ -5,6 +5,7 @@
 // It owns no DOM: focus and measuring stay in the components.
 import { getContext, setContext } from 'svelte';
 import type { Backend } from './backend';
+import { BackgroundControl, isBackground } from './background';
 import { nextFrame } from './marks';
 import { RosterStore } from './store.svelte';
 import { SupervisionStore } from './supervision.svelte';
@@ -112,14 +113,27 @@ export class AppController {
     this.terminatedBusy = true;
     this.terminatedError = null;
     try {
+      const background = isBackground(s) && !s.supervision;
       if (how === 'resume') {
         const target = notice.resumeSessionId ?? s.sessionId;
+        // A background session ended by a limit is started again by Claude Code's service.
+        if (background) {
+          await new BackgroundControl(e.backend).respawn(s.sessionId);
+          e.sup.dismissTerminated(s.sessionId);
+          return s.sessionId;
+        }
         e.sup.dismissTerminated(s.sessionId);
         await e.sup.resume(target);
         return target;
       }
       const cwd = s.supervision?.cwd ?? s.cwd;
       if (!cwd) return null;
+      if (background) {
+        // A new background session needs its prompt: the New session dialog, in its folder.
+        e.sup.dismissTerminated(s.sessionId);
+        this.openNewSession(cwd);
+        return null;
+      }
       const id = await e.sup.create(cwd, null, await size());
       e.sup.dismissTerminated(s.sessionId);
       return id;
