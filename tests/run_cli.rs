@@ -354,7 +354,7 @@ fn a_memory_limit_below_the_agents_baseline_restarts_once_then_holds() -> Result
     c.args(["--max-rss-mb", "30", "--rss-check", "200ms"]);
     let mut child = Run(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?);
     let warning = h.wait_type("session_warning")?;
-    ensure!(warning["reason"] == "restart_limit", "{warning}");
+    ensure!(warning["reason"] == "memory_baseline", "{warning}");
     let message = warning["message"].as_str().unwrap_or("");
     ensure!(message.starts_with("The memory limit (30 MB) is below what the agent needs at rest"), "{message}");
     // A barrier: a whole turn later (many more 200 ms checks), still one restart.

@@ -340,3 +340,41 @@ async fn message_during_restart(api: &MockApi, s: &Supervised, id: &SessionId) -
     ensure!(!ev.contains(&"crash_detected") && !ev.contains(&"error"), "{ev:?}");
     Ok(())
 }
+
+/// Issue 33: a memory limit below what 2.1.332 needs at rest (about 210 MB; limit 100 MB):
+/// one restart, then the supervisor holds (`memory_baseline`) instead of restarting on
+/// every check until the start limit. In a real terminal input arrives while nobody works
+/// (the CLI turns on focus and mouse reports and asks the terminal things); it is sent here
+/// as a terminal would, and it is no work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_limit_below_the_real_clis_needs_at_rest_restarts_once_then_holds() -> Result<()> {
+    let (_api, _home, s, id) = supervised_version(mimesis_tests::claude::CLAUDE_CODE_NEWEST, &[]).await?;
+    let result = async {
+        s.sup.set_limits(mimesis_core::supervision::Limits {
+            max_rss_mb: 100,
+            rss_check: Duration::from_millis(500),
+            ..quick_limits()
+        });
+        // From the restart on, the terminal reports focus and mouse moves, and answers a
+        // device-attributes query, as a real one does while the user looks on.
+        s.wait_event("session_restarting", T).await?;
+        let warning = loop {
+            s.sup.input(&id, b"\x1b[I\x1b[<35;10;5M\x1b[?64;1;2c").await?;
+            if let Some(w) = s.events().into_iter().find(|e| e.type_name() == "session_warning") {
+                break w;
+            }
+            ensure!(s.count("session_restarting") < 2, "restarted again: {:?}", s.types());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let EventKind::SessionWarning { reason, message, .. } = &warning.kind else { unreachable!() };
+        ensure!(reason == "memory_baseline", "{reason}: {message}; events {:?}", s.types());
+        ensure!(message.starts_with("The memory limit (100 MB) is below what the agent needs at rest ("), "{message}");
+        ensure!(s.count("session_restarting") == 1, "{:?}", s.types());
+        let v = s.sup.supervision(&id).context("supervised")?;
+        ensure!(v.restarts_held == Some(mimesis_core::supervision::RestartHold::MemoryBaseline), "{v:?}");
+        ensure!(v.pid.is_some() && v.state == SupervisionState::Running, "it keeps running: {v:?}");
+        Ok(())
+    }
+    .await;
+    finish(s, &id, result).await
+}

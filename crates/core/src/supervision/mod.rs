@@ -7,10 +7,12 @@
 //! - [`event`]: the supervision events and the seeds' wording.
 //! - [`view`]: what the faces see (`supervision` of a roster row, resources, metrics).
 //! - [`agent`]: the program a session runs.
+//! - [`baseline`]: memory restarts against what the agent needs at rest.
 //! - [`ledger`]: the records of supervised processes and the seam they are kept through.
 //! - [`flow`]: flow control of terminal output towards a slow viewer.
 
 pub mod agent;
+pub mod baseline;
 pub mod event;
 pub mod fleet;
 pub mod flow;

@@ -31,6 +31,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::baseline::{MemoryBaseline, Verdict};
 use super::event::{EventKind, ReadyStatus, SupervisionEvent, wording};
 use super::limits::{Limits, SuspendMode};
 use super::view::{Mode, RestartHold, Supervision, SupervisionState, TerminatedReason};
@@ -402,8 +403,8 @@ pub struct SessionPolicy {
     restarts: VecDeque<Mono>,
     /// Automatic memory and disk restarts are stopped, and why.
     hold: Option<RestartHold>,
-    /// A memory restart happened and the agent has done no work since (no turn, no input).
-    fresh_from_memory_restart: bool,
+    /// One memory restart, then hold while the agent is over the limit at rest.
+    baseline: MemoryBaseline,
     next_health_check: Mono,
     idle_deadline: Option<Mono>,
     last_used: Mono,
@@ -467,7 +468,7 @@ impl SessionPolicy {
             restart_grace_until: None,
             restarts: VecDeque::new(),
             hold: None,
-            fresh_from_memory_restart: false,
+            baseline: MemoryBaseline::default(),
             next_health_check: now.plus(limits.health_check),
             idle_deadline: None,
             last_used: now,
@@ -669,7 +670,6 @@ impl SessionPolicy {
         self.now = now;
         self.wall = at.wall;
         self.last_used = now;
-        self.fresh_from_memory_restart = false;
         let delivery = self.deliver_or_queue(bytes);
         (delivery, std::mem::take(&mut self.out))
     }
@@ -940,7 +940,7 @@ impl SessionPolicy {
         }
         if now.busy() {
             self.turn_open = true;
-            self.fresh_from_memory_restart = false;
+            self.baseline.turn_started();
             self.idle_deadline = None;
         } else if before.busy() {
             // A finished turn, or a dialog answered "no": a safe idle either way.
@@ -1141,14 +1141,18 @@ impl SessionPolicy {
             }
             RestartHold::RateLimit => wording::restart_limit(self.recent_restarts(), self.limits.restart_limit_window),
         };
-        tracing::warn!(session = %self.id, ?hold, "automatic restarts stopped");
-        self.emit(EventKind::SessionWarning { reason: "restart_limit".into(), remaining_seconds: None, message });
+        let reason = match hold {
+            RestartHold::MemoryBaseline => "memory_baseline",
+            RestartHold::RateLimit => "restart_limit",
+        };
+        tracing::info!(session = %self.id, ?hold, "automatic restarts stopped");
+        self.emit(EventKind::SessionWarning { reason: reason.into(), remaining_seconds: None, message });
     }
 
     /// Lifts a hold: the user acted, or the limits changed.
     fn release_hold(&mut self) {
         self.hold = None;
-        self.fresh_from_memory_restart = false;
+        self.baseline.reset();
         self.rss_warned = false;
     }
 
@@ -1634,16 +1638,19 @@ impl SessionPolicy {
         if bytes <= max {
             return;
         }
-        tracing::warn!(
-            session = %self.id,
-            "RSS={}MB exceeds threshold={}MB. Flagged for restart.",
-            bytes / (1024 * 1024),
-            self.limits.max_rss_mb
-        );
-        if self.fresh_from_memory_restart && self.claude_like() {
-            // Over the limit again right after a memory restart, before any work: the
-            // limit is below what the agent needs at rest, and restarting cannot help.
-            return self.hold_restarts(RestartHold::MemoryBaseline, Some(bytes));
+        if self.claude_like() {
+            match self.baseline.over_limit(bytes) {
+                // Over the limit again right after a memory restart, before any work: the
+                // limit is below what the agent needs at rest, and restarting cannot help.
+                Verdict::Hold { rss } => return self.hold_restarts(RestartHold::MemoryBaseline, Some(rss)),
+                Verdict::Held => return,
+                Verdict::Grew if self.hold == Some(RestartHold::MemoryBaseline) => {
+                    // Grown past what it needs at rest: a restart can free that again.
+                    self.hold = None;
+                }
+                Verdict::Grew => {}
+                Verdict::Restart => {}
+            }
         }
         if !self.claude_like() {
             if !self.rss_warned {
@@ -1659,6 +1666,14 @@ impl SessionPolicy {
                 });
             }
             return;
+        }
+        if self.hold.is_none() {
+            tracing::info!(
+                session = %self.id,
+                "RSS={}MB exceeds threshold={}MB. Flagged for restart.",
+                bytes / (1024 * 1024),
+                self.limits.max_rss_mb
+            );
         }
         self.flag_restart(RestartReason::Memory, Some(bytes > max.saturating_mul(2)));
     }
@@ -1701,7 +1716,9 @@ impl SessionPolicy {
             if !self.start_allowed() {
                 return self.hold_restarts(RestartHold::RateLimit, None);
             }
-            self.fresh_from_memory_restart = reason == RestartReason::Memory;
+            if reason == RestartReason::Memory {
+                self.baseline.restarting();
+            }
         }
         self.restart_grace_until = None;
         let (tag, message) = match reason {

@@ -1035,7 +1035,7 @@ fn a_memory_limit_below_the_agents_baseline_stops_restarts_instead_of_storming()
     let e = rss(&mut h, 230);
     assert_eq!(events(&e), ["session_warning"]);
     let w = event(&e, "session_warning");
-    assert!(matches!(&w.kind, EventKind::SessionWarning { reason, .. } if reason == "restart_limit"));
+    assert!(matches!(&w.kind, EventKind::SessionWarning { reason, .. } if reason == "memory_baseline"));
     assert_eq!(
         w.message(),
         Some(
@@ -1057,6 +1057,53 @@ fn a_memory_limit_below_the_agents_baseline_stops_restarts_instead_of_storming()
     assert!(rss(&mut h, 301).is_empty(), "backing off after the last restart");
     assert_eq!(h.p.state(), SupervisionState::RestartPending);
     assert_eq!(events(&h.to(10.0)), ["session_restarting"]);
+}
+
+#[test]
+fn what_a_terminal_sends_by_itself_is_no_work_after_a_memory_restart() {
+    // `mimesis run` in a real terminal with 2.1.332 (about 210 MB at rest, limit 100 MB):
+    // the CLI asks the terminal things and turns on mouse and focus reports, so input
+    // arrives while nobody works. It used to count as work, and the session restarted on
+    // every check until the start limit.
+    let mut h = H::ready(Limits { max_rss_mb: 100, ..limits() });
+    let e = memory_restart(&mut h, 214);
+    assert_eq!(events(&e), ["session_restarting", "session_ready"]);
+    h.now = 30.0;
+    h.type_keys("\x1b[?64;1;2c\x1b[I\x1b[<35;10;5M");
+    let e = rss(&mut h, 214);
+    assert_eq!(events(&e), ["session_warning"]);
+    assert!(
+        matches!(&event(&e, "session_warning").kind, EventKind::SessionWarning { reason, .. } if reason == "memory_baseline")
+    );
+    assert!(event(&e, "session_warning").message().unwrap().contains("(214 MB right after a restart)"));
+    for i in 0..10 {
+        h.now = 60.0 + 30.0 * f64::from(i);
+        assert!(rss(&mut h, 214).is_empty(), "held, said once");
+        assert!(signals(&h.to(h.now + 1.0)).is_empty());
+    }
+}
+
+#[test]
+fn a_memory_baseline_hold_ends_when_the_memory_grows_past_its_margin() {
+    let mut h = H::ready(Limits { max_rss_mb: 100, ..limits() });
+    memory_restart(&mut h, 214);
+    h.now = 30.0;
+    assert_eq!(events(&rss(&mut h, 214)), ["session_warning"]);
+    // Work piles up, but not by a quarter of what it needs at rest: still held.
+    h.turn();
+    h.now = 100.0;
+    assert!(rss(&mut h, 260).is_empty());
+    // Past it: that much a restart can free again.
+    h.now = 200.0;
+    let e = rss(&mut h, 280);
+    assert_eq!(events(&e), ["session_restarting"]);
+    assert_eq!(h.p.supervision("", "").restarts_held, None);
+    h.exit(143);
+    h.come_up();
+    // And back at rest, over the limit again: held again, and said again.
+    h.now = 230.0;
+    assert_eq!(events(&rss(&mut h, 214)), ["session_warning"]);
+    assert_eq!(h.p.supervision("", "").restarts_held, Some(RestartHold::MemoryBaseline));
 }
 
 #[test]
