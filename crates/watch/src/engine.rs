@@ -1387,9 +1387,8 @@ impl Actor {
         let dirty: Vec<PathBuf> = self.registry_dirty.drain().collect();
         let mut events = Vec::new();
         for root in dirty {
-            let alive: Vec<_> =
-                registry::read_dir(&roots::sessions_dir(&root)).into_iter().filter(registry::alive).collect();
-            events.extend(self.store.set_registry(&root, alive, now));
+            let snapshot = registry::read(&roots::sessions_dir(&root), self.store.registry_of(&root));
+            events.extend(self.store.set_registry_snapshot(&root, snapshot, now));
         }
         self.publish(events);
     }
@@ -1454,8 +1453,7 @@ fn store_once(
     store.restore_links(links);
     index(&mut store);
     for root in roots {
-        let alive = registry::read_dir(&roots::sessions_dir(root)).into_iter().filter(registry::alive).collect();
-        store.set_registry(root, alive, now);
+        store.set_registry_snapshot(root, registry::read(&roots::sessions_dir(root), &[]), now);
     }
     if let Some(d) = data_dir {
         for ev in spool::read_all(d) {

@@ -172,6 +172,8 @@ pub struct Store {
     live: HashMap<SessionId, RegistryEntry>,
     /// Sessions that had a live process at some point: gone now means ended.
     ever_live: HashSet<SessionId>,
+    /// Where a missing entry means ended (store/reach.rs).
+    reach: reach::Reach,
     /// Sessions by working folder (their transcript's, else their hooks'), so matching a
     /// `/clear` successor looks at its folder, not at every session (no square growth
     /// when thousands of sessions share one repository).
@@ -230,6 +232,7 @@ impl Store {
             registry: HashMap::default(),
             live: HashMap::default(),
             ever_live: HashSet::default(),
+            reach: reach::Reach::default(),
             by_cwd: HashMap::default(),
             cwd_of: HashMap::default(),
             settings: RefCell::new(SettingsCache::new(dirs::home_dir())),
@@ -500,6 +503,7 @@ impl Store {
             self.remove_id(&id, &mut events);
         }
         self.registry.remove(root);
+        self.reach.forget(root);
         events
     }
 
@@ -583,6 +587,7 @@ impl Store {
         if self.registry.get(root) == Some(&alive) {
             return Vec::new();
         }
+        self.reach.read(root, now);
         self.registry.insert(root.to_owned(), alive);
         let mut merged: HashMap<SessionId, RegistryEntry> = HashMap::default();
         for e in self.registry.values().flatten() {
@@ -600,6 +605,7 @@ impl Store {
             }
         }
         self.ever_live.extend(merged.keys().cloned());
+        self.reach.running(&self.live, &merged, now);
         for (id, e) in &merged {
             self.last_pid.insert(id.clone(), e.pid);
             if let Some(name) = &e.name {
@@ -797,13 +803,14 @@ impl Store {
             hook: self.hooks.get(id).and_then(|h| h.signal),
             reported: report.map(|r| r.status.status()),
             // Gone: seen running before, or written by a CLI that keeps a registry entry for
-            // as long as it runs (then no entry means no process: `ls` and `watch` agree).
-            // A supervised session whose process Mimesis ended (a limit, the user, an
-            // earlier run of the app) is over too: idle, not waiting for input.
+            // as long as it runs (then no entry means no process: `ls` and `watch` agree),
+            // where that registry speaks for its process (store/reach.rs). A supervised
+            // session whose process Mimesis ended (a limit, the user, an earlier run of the
+            // app) is over too: idle, not waiting for input.
             ended: live.is_none()
                 && supervision.is_none_or(|s| s.pid.is_none())
-                && (self.ever_live.contains(id)
-                    || f.registers_while_running()
+                && ((self.ever_live.contains(id) || f.registers_while_running())
+                    && self.reach.speaks_for(&entry.location.root, id, f.last_activity)
                     || supervision.is_some_and(|s| {
                         matches!(s.state, SupervisionState::Terminated | SupervisionState::Suspended)
                     })),
@@ -907,6 +914,7 @@ fn sorted(mut v: Vec<TrackedSession>) -> Vec<TrackedSession> {
 }
 
 mod chains;
+mod reach;
 
 #[cfg(test)]
 mod tests;
