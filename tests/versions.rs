@@ -306,6 +306,14 @@ fn a_question_from_ask_user_question() -> Result<()> {
                     .wait_for_request(NOTICE, |q| q.kind == RequestKind::Main && !q.tool_results().is_empty())
                     .context("the answer went back")?;
             ensure!(req.body_text().contains("Blue"), "the answer is Blue");
+            // The CLI rewrites its registry entry in place as the answer goes in (2.1.332 was
+            // seen half written): its session stays live throughout (issue 33).
+            r.s.wait_until("the reply", |screen, _| screen.contains("Blue it is."))?;
+            r.status_is(&id, "waiting_for_input")?;
+            let flicker = r.engine.with(|st| {
+                st.events.iter().any(|e| e["sessionId"] == id.as_str() && e["changes"]["live"] == json!(false))
+            });
+            ensure!(!flicker, "live:false while the CLI ran");
             Ok(())
         })
     })
