@@ -273,6 +273,7 @@ impl Engine {
         let (progress_tx, progress) = watch::channel(IndexProgress { indexing: true, done: 0, total: 0 });
         let now = config.clock.now();
         let mut store = Store::new(config.timeouts);
+        store.set_rows_at_prompt(config.follow == Follow::Everything);
         store.set_timeouts(config.timeouts, config.status_file_ttl, now);
         let watcher = match RootWatcher::new(fs_tx) {
             Ok(mut w) => {

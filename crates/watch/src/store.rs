@@ -158,6 +158,8 @@ struct HookInfo {
     subagents: u32,
     /// A StopFailure ended the last turn (an API error), until the next prompt.
     failed: bool,
+    /// Where the session's transcript is (or will be), as the hooks last said.
+    transcript_path: Option<String>,
 }
 
 /// The roster's single source of truth.
@@ -222,6 +224,8 @@ pub struct Store {
     /// reports that changed since [`Store::take_agent_reports`].
     agent_reports: HashMap<SessionId, AgentReport>,
     new_agent_reports: Vec<(SessionId, AgentReport)>,
+    /// Running sessions have rows before their transcripts (store/at_prompt.rs).
+    rows_at_prompt: bool,
 }
 
 impl Store {
@@ -257,6 +261,7 @@ impl Store {
             supervised: HashMap::default(),
             agent_reports: HashMap::default(),
             new_agent_reports: Vec::new(),
+            rows_at_prompt: true,
         }
     }
 
@@ -375,6 +380,8 @@ impl Store {
         let id = file.location.session_id.clone();
         if let Some(other) = self.entries.get(&id)
             && other.location.path != file.location.path
+            // (A row waiting for its transcript where it was expected gives way to it.)
+            && other.location.path.exists()
         {
             tracing::warn!(session = %id, kept = %other.location.path.display(), ignored = %file.location.path.display(),
                     "two transcripts have the same session id; following the first one");
@@ -480,8 +487,8 @@ impl Store {
             return events;
         }
         if let Some(id) = self.by_path.get(path).cloned()
-            // A supervised session keeps its row; its next supervision update refreshes it.
-            && !self.supervised.contains_key(&id)
+            // A supervised or running session keeps its row; its next update refreshes it.
+            && !self.has_row_before_its_file(&id)
         {
             self.remove_id(&id, &mut events);
         }
@@ -559,6 +566,7 @@ impl Store {
     }
 
     fn read_entry(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+        let keeps_row = self.has_row_before_its_file(id);
         let Some(entry) = self.entries.get_mut(id) else { return };
         let mut sink = FactsSink { facts: std::mem::take(&mut entry.facts), scratch: String::new() };
         let before = (entry.tail.stats.bytes_read, entry.tail.stats.resets);
@@ -568,8 +576,8 @@ impl Store {
             self.dirty.insert(id.clone());
         }
         match outcome {
-            // A supervised session keeps its row while its file does not exist (yet).
-            Ok(ReadOutcome::Missing) if !self.supervised.contains_key(id) => {
+            // A supervised or running session keeps its row while its file does not exist (yet).
+            Ok(ReadOutcome::Missing) if !keeps_row => {
                 self.remove_id(id, events);
                 return;
             }
@@ -614,8 +622,9 @@ impl Store {
         }
         self.live = merged;
         let mut events = Vec::new();
-        for id in touched {
-            self.refresh(&id, now, &mut events);
+        self.live_sessions_changed(&touched, now, &mut events);
+        for id in &touched {
+            self.refresh(id, now, &mut events);
         }
         events
     }
@@ -734,7 +743,7 @@ impl Store {
         let Some(entry) = self.entries.get(id) else { return };
         // A file with no complete line yet (created empty, or its first write still torn)
         // is not a session yet: it is announced with its first record, not before.
-        if !entry.shown && !entry.partial && !entry.tail.has_lines() && !self.supervised.contains_key(id) {
+        if !entry.shown && !entry.partial && !entry.tail.has_lines() && !self.has_row_before_its_file(id) {
             return;
         }
         if !self.keep_rows {
@@ -880,13 +889,15 @@ impl Store {
     }
 
     /// When the session last did something: its last record, else its file's mtime, else
-    /// when its supervision began.
+    /// when its supervision began, else when its registry entry last changed.
     fn last_activity(&self, entry: &Entry) -> Timestamp {
+        let id = &entry.location.session_id;
         entry
             .facts
             .last_activity
             .or(entry.tail.mtime.map(Timestamp::from_system_time))
-            .or(self.supervised.get(&entry.location.session_id).map(|s| s.created_at))
+            .or(self.supervised.get(id).map(|s| s.created_at))
+            .or(self.live.get(id).and_then(|e| e.status_updated_at))
             .unwrap_or(Timestamp::from_millis(0))
     }
 
@@ -913,6 +924,7 @@ fn sorted(mut v: Vec<TrackedSession>) -> Vec<TrackedSession> {
     v
 }
 
+mod at_prompt;
 mod chains;
 mod reach;
 

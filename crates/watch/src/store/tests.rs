@@ -5,6 +5,8 @@ use serde_json::{Value, json};
 use std::io::Write;
 use std::time::Duration;
 
+mod at_prompt;
+
 struct Fixture {
     _dir: tempfile::TempDir,
     root: PathBuf,
