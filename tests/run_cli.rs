@@ -281,6 +281,39 @@ fn stdin_without_a_terminal_is_typed_and_a_crash_is_recovered() -> Result<()> {
     Ok(())
 }
 
+/// Issue 33: an agent that draws a screen unlike Claude Code's and keeps no live registry
+/// (the stand-in's `--plain` and `--no-registry`): its transcript is all there is to read.
+/// A crash while it works is recovered once the transcript shows the turn ended, and the
+/// resumed agent is ready for what the user typed meanwhile (it was never delivered: the
+/// agent never looked ready).
+#[test]
+fn an_agent_with_an_unknown_screen_and_no_registry_is_read_from_its_transcript() -> Result<()> {
+    let h = Home::new()?;
+    let mut c = h.command()?;
+    c.env("MIMESIS_STANDIN_PLAIN", "1").env("MIMESIS_STANDIN_NO_REGISTRY", "1");
+    c.args(["run", "--agent"]).arg(standin()?).arg("--events-json").arg(&h.events);
+    let mut child = Run(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?);
+    let id = h.wait_type("session_started")?["sessionId"].as_str().context("id")?.to_owned();
+    let transcript =
+        h.root.join("projects").join(mimesis_core::layout::project_dir_name(&h.cwd)).join(format!("{id}.jsonl"));
+    type_line(&mut child, "hello")?;
+    wait_file(&transcript, "Echo: hello")?;
+    ensure!(!h.root.join("sessions").exists(), "no registry");
+    // A crash dump while it works: deferred until the transcript shows the turn ended.
+    type_line(&mut child, "crash-during-work 3")?;
+    let crash = h.wait_type("crash_detected")?;
+    ensure!(crash["deferred"] == true, "{crash}");
+    h.wait_type("session_recovered")?;
+    ensure!(std::fs::read_to_string(&transcript)?.contains("Echo: crash-during-work 3"), "the turn ended first");
+    // Typed while the resumed agent starts: delivered once it is ready.
+    type_line(&mut child, "after the crash")?;
+    wait_file(&transcript, "Echo: after the crash")?;
+    type_line(&mut child, "/exit")?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}; events {:?}", h.types());
+    Ok(())
+}
+
 #[test]
 fn a_signal_ends_the_run_with_a_final_event() -> Result<()> {
     for (sig, name, expected) in [(libc::SIGTERM, "SIGTERM", 143), (libc::SIGINT, "SIGINT", 130)] {

@@ -8,6 +8,7 @@
 //! - [`view`]: what the faces see (`supervision` of a roster row, resources, metrics).
 //! - [`agent`]: the program a session runs.
 //! - [`baseline`]: memory restarts against what the agent needs at rest.
+//! - [`readiness`]: when an agent whose screen and registry say nothing is up.
 //! - [`ledger`]: the records of supervised processes and the seam they are kept through.
 //! - [`flow`]: flow control of terminal output towards a slow viewer.
 
@@ -19,6 +20,7 @@ pub mod flow;
 pub mod ledger;
 pub mod limits;
 pub mod policy;
+pub mod readiness;
 pub mod view;
 
 pub use agent::AgentCommand;

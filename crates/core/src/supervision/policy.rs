@@ -34,6 +34,7 @@ use std::time::Duration;
 use super::baseline::{MemoryBaseline, Verdict};
 use super::event::{EventKind, ReadyStatus, SupervisionEvent, wording};
 use super::limits::{Limits, SuspendMode};
+use super::readiness::Readiness;
 use super::view::{Mode, RestartHold, Supervision, SupervisionState, TerminatedReason};
 use crate::clock::{Mono, Now, Timestamp};
 use crate::ids::SessionId;
@@ -405,6 +406,8 @@ pub struct SessionPolicy {
     hold: Option<RestartHold>,
     /// One memory restart, then hold while the agent is over the limit at rest.
     baseline: MemoryBaseline,
+    /// Whether the agent's screen or registry says when it is up (else its quiet output).
+    readiness: Readiness,
     next_health_check: Mono,
     idle_deadline: Option<Mono>,
     last_used: Mono,
@@ -469,6 +472,7 @@ impl SessionPolicy {
             restarts: VecDeque::new(),
             hold: None,
             baseline: MemoryBaseline::default(),
+            readiness: Readiness::default(),
             next_health_check: now.plus(limits.health_check),
             idle_deadline: None,
             last_used: now,
@@ -598,6 +602,7 @@ impl SessionPolicy {
             Proc::Stopping { next_at, .. } => t.push(*next_at),
             Proc::Starting { since, pid: Some(_), .. } => {
                 t.push(Some(since.plus(READY_FALLBACK)));
+                t.push(self.readiness.quiet_deadline(*since, self.last_output));
                 t.push(Some(self.next_health_check));
             }
             Proc::Live { .. } if !self.frozen => {
@@ -877,6 +882,7 @@ impl SessionPolicy {
             ScreenSignal::Activity(a) => {
                 let before = self.activity();
                 self.screen = a;
+                self.readiness.screen(a);
                 // Only the process's own screen proves it is up: the transcript may still be
                 // the previous process's (or a refused resume's) words.
                 if a != Activity::Unknown && matches!(self.proc, Proc::Starting { pid: Some(_), .. }) {
@@ -912,6 +918,9 @@ impl SessionPolicy {
             },
             _ => Activity::Unknown,
         };
+        if self.registry != Activity::Unknown {
+            self.readiness.registry();
+        }
         self.transcript = match report.status {
             Status::Working => Activity::Working,
             Status::WaitingForApproval => Activity::Permission,
@@ -941,6 +950,7 @@ impl SessionPolicy {
         if now.busy() {
             self.turn_open = true;
             self.baseline.turn_started();
+            self.readiness.turn(self.screen, self.registry);
             self.idle_deadline = None;
         } else if before.busy() {
             // A finished turn, or a dialog answered "no": a safe idle either way.
@@ -1810,7 +1820,8 @@ impl SessionPolicy {
             self.spawn(Launch::Resume, Purpose::Recovery);
         }
         if let Proc::Starting { since, pid: Some(_), .. } = self.proc
-            && now.since(since) >= READY_FALLBACK
+            && (now.since(since) >= READY_FALLBACK
+                || self.readiness.quiet_deadline(since, self.last_output).is_some_and(|t| t <= now))
         {
             self.ready();
         }

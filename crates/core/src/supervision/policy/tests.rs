@@ -1387,6 +1387,32 @@ fn the_transcript_tells_when_the_screen_cannot() {
 }
 
 #[test]
+fn an_agent_whose_screen_and_registry_say_nothing_is_read_from_its_transcript_and_its_quiet_output() {
+    // Issue 33: an agent that draws an unknown screen and keeps no registry.
+    let mut h = H::with(limits(), AgentKind::ClaudeLike, false);
+    h.spawned();
+    h.output();
+    h.to(30.0); // its first launch: nothing to go by but the fallback (type-ahead goes straight to it)
+    h.feed(Input::Agent(AgentReport::status(Status::Working))); // a turn, told by the transcript alone
+    // A crash dump while it works: deferred until the transcript shows the turn ended.
+    let e = h.signal(ScreenSignal::Crash);
+    assert!(matches!(event(&e, "crash_detected").kind, EventKind::CrashDetected { deferred: true }));
+    h.now = 33.0;
+    h.feed(Input::Agent(AgentReport::status(Status::WaitingForInput)));
+    assert_eq!(h.p.state(), SupervisionState::Recovering, "recovering once the turn ended");
+    h.exit(0);
+    h.to(h.now + limits().recovery_retry_delay.as_secs_f64());
+    h.spawned(); // --resume: it draws its screen and waits, writing nothing
+    let (d, _) = h.type_keys("after the crash\r");
+    assert_eq!(d, Delivery::Queued, "kept until it is up");
+    h.output();
+    assert!(events(&h.to(h.now + 0.9)).is_empty(), "still drawing, as far as anyone knows");
+    let e = h.to(h.now + 0.1);
+    assert_eq!(events(&e), ["session_recovered"], "up once its output went quiet, not after 30 s");
+    assert_eq!(typed(&e).concat(), "after the crash⏎");
+}
+
+#[test]
 fn transcript_status_during_a_resume_neither_brings_it_up_nor_hides_a_refusal_ec_007() {
     let mut h = H::ready(limits());
     rss(&mut h, 5000);
