@@ -480,6 +480,54 @@ fn in_a_terminal_keys_go_through_raw_and_resizes_are_forwarded() -> Result<()> {
     Ok(())
 }
 
+/// Issue 33: in a terminal, Mimesis's own words never land in the agent's screen (a WARN
+/// line over the prompt box every check, and the warning's sentence drawn into it): logs go
+/// to a private file in the data dir, and what supervision says goes into the terminal's
+/// title while the agent runs.
+#[test]
+fn in_a_terminal_mimesis_speaks_in_the_title_and_logs_to_a_file_never_on_the_agents_screen() -> Result<()> {
+    let h = Home::new()?;
+    let mut pty = Pty::spawn(
+        PtyCommand::new(mimesis()?)
+            .args(["run", "--agent"])
+            .arg(standin()?)
+            .arg("--events-json")
+            .arg(&h.events)
+            .args(["--max-rss-mb", "30", "--rss-check", "200ms"])
+            .inherit_env()
+            .env("CLAUDE_CONFIG_DIR", &h.root)
+            .env("MIMESIS_DATA_DIR", &h.data)
+            .env("MIMESIS_STANDIN_BASELINE_MB", "60")
+            .env("TERM", "xterm-256color")
+            .cwd(&h.cwd)
+            .size(100, 30),
+    )?;
+    // One memory restart, then the hold (memory_baseline): a warning while the agent runs.
+    h.wait_type("session_warning")?;
+    pty.wait_for_text("? for shortcuts", T)?;
+    let said = "\x1b]0;mimesis: The memory limit (30 MB) is below what the agent needs at rest";
+    let deadline = Instant::now() + T;
+    while !String::from_utf8_lossy(&pty.raw_output()).contains(said) {
+        ensure!(Instant::now() < deadline, "the warning never reached the title");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let raw = String::from_utf8_lossy(&pty.raw_output()).into_owned();
+    for ours in ["Flagged for restart", "WARN", "INFO", " mimesis \x1b[0m The memory limit"] {
+        ensure!(!raw.contains(ours), "{ours:?} drawn into the agent's terminal");
+    }
+    let screen = pty.screen().text();
+    ensure!(!screen.contains("memory limit"), "on the agent's screen:\n{screen}");
+    let log = h.data.join("logs/run.log");
+    ensure!(std::fs::read_to_string(&log)?.contains("Flagged for restart"), "the log is in its file");
+    ensure!(mode(&log)? == 0o600, "the log is the user's alone");
+    pty.send("/exit")?;
+    pty.wait_for_text("/exit", T)?;
+    pty.send("\r")?;
+    let status = pty.wait_exit(T)?;
+    ensure!(status.exit_code() == 0, "{status:?}");
+    Ok(())
+}
+
 /// Limits for `mimesis run`, lowest first: the defaults, the settings the desktop app
 /// stored in the fleet database, the environment, the flags.
 #[test]
