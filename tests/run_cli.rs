@@ -779,6 +779,48 @@ fn ls_and_metrics_show_a_session_run_by_mimesis_run() -> Result<()> {
     Ok(())
 }
 
+/// `mimesis watch --json` shows that session's `supervision` too (issue 33 §3: it was null
+/// there while `ls` showed it): the watch follows the supervisors of its data dir.
+#[test]
+fn watch_json_carries_the_supervision_of_a_session_run_by_mimesis_run() -> Result<()> {
+    let h = Home::new()?;
+    let mut watch = h.command()?.args(["watch", "--json"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+    let stdout = watch.stdout.take().context("stdout")?;
+    let watch = Run(watch);
+    let (tx, lines) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok) {
+            if tx.send(serde_json::from_str(&line).unwrap_or(Value::Null)).is_err() {
+                return;
+            }
+        }
+    });
+    let mut child = h.spawn(&[])?;
+    let started = h.wait_type("session_started")?;
+    let id = started["sessionId"].as_str().context("id")?.to_owned();
+    let deadline = Instant::now() + T;
+    let mut seen = Vec::new();
+    let supervision = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(line) = lines.recv_timeout(left) else { bail!("no supervision in watch --json: {seen:#?}") };
+        let sup = match line["type"].as_str() {
+            Some("discovered") if line["session"]["sessionId"] == id.as_str() => line["session"]["supervision"].clone(),
+            Some("updated") if line["sessionId"] == id.as_str() => line["changes"]["supervision"].clone(),
+            _ => Value::Null,
+        };
+        if sup["state"] == "running" && sup["pid"].is_u64() {
+            break sup;
+        }
+        seen.push(line);
+    };
+    ensure!(supervision["cwd"] == h.cwd.to_str().context("cwd")?, "{supervision}");
+    type_line(&mut child, "/exit")?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    drop(watch);
+    Ok(())
+}
+
 /// Issue 12, "Open terminal": a session whose hooks ran inside a tmux pane (on a private
 /// tmux server) is brought forward by `mimesis focus`: tmux then reports that pane's window
 /// and pane active. A session whose terminal is unknown gets a sentence, not a guess.

@@ -260,6 +260,15 @@ fn init_logging(run_in: Option<&std::path::Path>) {
     }
 }
 
+/// A task that ends with its owner.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -403,8 +412,13 @@ async fn watch(
     let mut hosts_open = !remote.hosts.is_empty();
     let mimesis = match remote.no_local {
         true => None,
-        false => Some(Mimesis::start(Options::watching(roots, data_dir)).await),
+        false => Some(Mimesis::start(Options::watching(roots.clone(), data_dir.clone())).await),
     };
+    // The sessions `mimesis run`s supervise here: their rows carry their `supervision`.
+    let _follower = mimesis.as_ref().map(|m| {
+        let follow = mimesis_wiring::supervisors::follow(roots, data_dir, m.engine().clone(), None);
+        AbortOnDrop(tokio::spawn(follow))
+    });
     let mut out = Term::stdout();
     let emit_discovered = |s: &TrackedSession, out: &mut Term<_>| -> io::Result<()> {
         if json {
