@@ -426,6 +426,10 @@ pub struct SessionPolicy {
     last_recovery: Option<(Mono, bool)>,
     retry: Option<Retry>,
     resume_rejected: bool,
+    /// What went to a resumed process before it showed a turn: it may yet refuse the
+    /// resume and exit, taking that text with it; then it is queued again for the new
+    /// session (`None` once the process worked, or for other processes).
+    unconfirmed: Option<Vec<Vec<u8>>>,
     last_exit_code: Option<i32>,
     out: Vec<Effect>,
     now: Mono,
@@ -488,6 +492,7 @@ impl SessionPolicy {
             last_recovery: None,
             retry: None,
             resume_rejected: false,
+            unconfirmed: None,
             last_exit_code: None,
             out: Vec::new(),
             now,
@@ -705,6 +710,7 @@ impl SessionPolicy {
         self.screen = Activity::Unknown;
         self.turn_open = false;
         self.resume_rejected = false;
+        self.unconfirmed = None;
         let launch = if self.kind == AgentKind::MonitoredOnly { Launch::Fresh } else { launch };
         self.proc =
             Proc::Starting { generation: self.generation, pid: None, since: self.now, launch: launch.clone(), purpose };
@@ -810,6 +816,9 @@ impl SessionPolicy {
         };
         if takes_input && self.queue.is_empty() {
             self.touch_idle();
+            if let Some(sent) = &mut self.unconfirmed {
+                sent.push(bytes.clone());
+            }
             self.out.push(Effect::Write(bytes));
             Delivery::Written
         } else {
@@ -827,6 +836,11 @@ impl SessionPolicy {
     /// follows its line only once the TUI has taken the text.
     fn flush_queue(&mut self) {
         let all: Vec<u8> = self.queue.drain(..).flatten().collect();
+        if let Some(sent) = &mut self.unconfirmed
+            && !all.is_empty()
+        {
+            sent.push(all.clone());
+        }
         for (text, enter) in typed_lines(&all) {
             self.out.push(if enter { Effect::TypeLine(text) } else { Effect::Write(text) });
         }
@@ -949,6 +963,7 @@ impl SessionPolicy {
         }
         if now.busy() {
             self.turn_open = true;
+            self.unconfirmed = None;
             self.baseline.turn_started();
             self.readiness.turn(self.screen, self.registry);
             self.idle_deadline = None;
@@ -982,6 +997,9 @@ impl SessionPolicy {
         let Proc::Starting { generation, pid: Some(pid), since, purpose, ref launch } = self.proc else { return };
         let resumed = *launch == Launch::Resume;
         self.proc = Proc::Live { generation, pid, since, purpose, resumed };
+        if resumed {
+            self.unconfirmed = Some(Vec::new());
+        }
         self.retry = None;
         match purpose {
             Purpose::Initial | Purpose::OneShot => {}
@@ -1304,6 +1322,10 @@ impl SessionPolicy {
         self.out.push(Effect::Renamed { from: old, to: new });
         self.retry = None;
         self.state = SupervisionState::Recovering;
+        // What it was given went with it: the new session gets it.
+        for b in self.unconfirmed.take().unwrap_or_default().into_iter().rev() {
+            self.queue.push_front(b);
+        }
         self.spawn(Launch::Fresh, Purpose::Fresh);
     }
 

@@ -1187,6 +1187,39 @@ fn a_corrupted_session_is_archived_and_replaced_by_a_fresh_one_ec_007() {
     assert_eq!(h.p.id(), &sid("fresh-1"));
 }
 
+/// 2.1.197 may show its prompt (and be taken to be up) before it refuses the resume: what
+/// was typed into it meanwhile goes with it, so the new session gets it instead.
+#[test]
+fn what_went_to_a_resume_that_is_then_refused_is_typed_into_the_new_session() {
+    let mut h = H::ready(limits());
+    h.exit(137);
+    assert_eq!(h.type_keys("go on\r").0, Delivery::Queued);
+    h.to(2.0);
+    let e = h.come_up();
+    assert_eq!(typed(&e), ["go on⏎"], "delivered to the resumed process");
+    assert_eq!(h.type_keys("and then").0, Delivery::Written);
+    h.signal(ScreenSignal::ResumeRejected);
+    let e = h.exit(1);
+    assert_eq!(spawn_of(&e), Some((&sid("fresh-1"), &Launch::Fresh)));
+    assert_eq!(h.p.supervision("", "").queued_inputs, 2);
+    let e = h.come_up();
+    assert!(matches!(event(&e, "session_ready").kind, EventKind::SessionReady { status: ReadyStatus::New, .. }));
+    assert_eq!(typed(&e), ["go on⏎", "and then"]);
+
+    // A resume that worked keeps nothing: a later refusal (none comes after a turn) has
+    // nothing to give again.
+    let mut h = H::ready(limits());
+    h.exit(137);
+    h.type_keys("go on\r");
+    h.to(2.0);
+    h.come_up();
+    h.screen(Activity::Working);
+    h.screen(Activity::Idle);
+    h.signal(ScreenSignal::ResumeRejected);
+    h.exit(1);
+    assert_eq!(h.p.supervision("", "").queued_inputs, 0);
+}
+
 #[test]
 fn a_monitored_agent_over_the_rss_limit_is_only_warned_about() {
     let mut h = H::with(limits(), AgentKind::MonitoredOnly, false);
