@@ -82,6 +82,9 @@ pub struct SessionFacts {
     pub entrypoint: Option<String>,
     custom_title: Option<String>,
     ai_title: Option<String>,
+    /// The name Claude Code's registry gave the session while it ran (not in the
+    /// transcript): kept here so that the name outlives the process and the face that saw it.
+    pub registry_name: Option<String>,
     pub permission_mode: Option<String>,
     pub compaction_count: u32,
     pub open_tools: Vec<OpenTool>,

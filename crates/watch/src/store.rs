@@ -768,6 +768,9 @@ impl Store {
             }
         }
         let entry = self.entries.get_mut(id).expect("entry checked above");
+        if row.name.is_some() && entry.facts.registry_name != row.name {
+            entry.facts.registry_name.clone_from(&row.name);
+        }
         match &entry.published {
             None => events.push(StoreEvent::Discovered { session: Box::new(row.clone()) }),
             Some(old) => {
@@ -875,7 +878,10 @@ impl Store {
             malformed_lines: f.malformed + entry.tail.stats.oversized_lines,
             malformed_fields: f.malformed_fields,
             status_file: report.cloned(),
-            name: live.and_then(|e| e.name.clone()).or_else(|| self.names.get(id).cloned()),
+            name: live
+                .and_then(|e| e.name.clone())
+                .or_else(|| self.names.get(id).cloned())
+                .or_else(|| f.registry_name.clone()),
             cost: mimesis_core::pricing::estimate(&f.usage_by_model, f.billed.clone()),
             // Only while the turn runs: a finished turn has no subagent working.
             subagents: match derived.status {
