@@ -14,6 +14,7 @@
 //! * [`bg`]: Claude Code's own background service (2.1.332: `claude --bg`, `claude agents`,
 //!   `attach|logs|stop|respawn|rm`), stopped through its own verb when dropped.
 //! * [`hooklog`]: a recording hook for every event (the raw payloads and their times).
+//! * [`watch_cli`]: that binary on a home of its own, and `mimesis watch --json` read live.
 
 pub mod bg;
 pub mod claude;
@@ -26,4 +27,5 @@ pub mod pty;
 pub mod scenario;
 pub mod sshd;
 pub mod supervised;
+pub mod watch_cli;
 pub mod webdriver;

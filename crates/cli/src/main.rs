@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use mimesis_core::approval::{Behavior, Decided, PendingList, ToFace, Via};
+use mimesis_core::approval::{Behavior, Decided, ToFace, Via};
 use mimesis_core::{Clock, SessionId, SystemClock, TrackedSession};
 use mimesis_hooks::{self as hooks, install};
 use mimesis_os::roots;
@@ -110,7 +110,8 @@ enum Command {
     },
     /// Allow one waiting tool call, once: by request id, or session id (prefix).
     Approve {
-        /// A request id from `mimesis pending`, or a session id or unique prefix of one.
+        /// A request id from `mimesis pending` (req_…) or a prefix of one, or a session id or
+        /// prefix of one whose session has a single open request; an ambiguous one is refused.
         target: String,
         /// An answer to the request's question (AskUserQuestion): an option's label or
         /// your own words; once per question, in their order.
@@ -121,7 +122,8 @@ enum Command {
     },
     /// Refuse one waiting tool call, optionally telling Claude why.
     Deny {
-        /// A request id from `mimesis pending`, or a session id or unique prefix of one.
+        /// A request id from `mimesis pending` (req_…) or a prefix of one, or a session id or
+        /// prefix of one whose session has a single open request; an ambiguous one is refused.
         target: String,
         /// What Claude is told (it goes on with this).
         #[arg(long)]
@@ -540,7 +542,7 @@ fn focus_cmd(roots: &[PathBuf], data_dir: &std::path::Path, query: &str) -> anyh
 const FACE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn pending_cmd(data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
-    let list: PendingList = mimesis_hooks::approvals::call(data_dir, &ToFace::List, FACE_WAIT)?;
+    let list = mimesis_hooks::approvals::list(data_dir, FACE_WAIT)?;
     let mut out = Term::stdout();
     if json {
         term::json_line(&mut out, &list)?;
@@ -552,14 +554,12 @@ fn pending_cmd(data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
             let r = &p.request;
             let target = r.target.as_deref().map(|t| format!(" {}", render::sanitize(t, false))).unwrap_or_default();
             let age = render::ago(now, p.since);
-            writeln!(
-                out,
-                "{}  session {}  {}{}  ({age})",
-                p.id,
-                r.session_id,
-                render::sanitize(&r.tool, false),
-                target
-            )?;
+            let session = match (p.known_session, &p.session_name) {
+                (true, Some(name)) => format!("session {} ({})", r.session_id, render::sanitize(name, false)),
+                (true, None) => format!("session {}", r.session_id),
+                (false, _) => format!("unknown session {} (in no roster Mimesis follows)", r.session_id),
+            };
+            writeln!(out, "{}  {session}  {}{}  ({age})", p.id, render::sanitize(&r.tool, false), target)?;
         }
         writeln!(out, "Answer with `mimesis approve <id>` or `mimesis deny <id> [--message TEXT]`.")?;
     }
@@ -583,9 +583,7 @@ fn decide_cmd(
     match (decided.answered, decided.error) {
         (Some(p), _) => {
             if !json {
-                let verb = if behavior == Behavior::Allow { "Approved" } else { "Denied" };
-                let tool = render::sanitize(&p.request.tool, false);
-                writeln!(out, "{verb} {tool} of session {}.", p.request.session_id)?;
+                writeln!(out, "{}.", p.answered_sentence(behavior))?;
             }
             Ok(out.flush()?)
         }

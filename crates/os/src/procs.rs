@@ -327,6 +327,30 @@ pub fn become_subreaper() -> bool {
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 }
 }
 
+/// The most open files [`raise_open_files_limit`] asks for.
+pub const OPEN_FILES: libc::rlim_t = 65_536;
+
+/// Raises this process's limit of open files (RLIMIT_NOFILE) from its soft value towards
+/// its hard one, to at most [`OPEN_FILES`]: a face holds a connection per open permission
+/// request besides its watcher's files. (Capped: children inherit the soft limit, and some
+/// programs walk every possible descriptor.) Returns the limit in force afterwards.
+pub fn raise_open_files_limit() -> Option<u64> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: a valid rlimit to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    let want = lim.rlim_max.min(OPEN_FILES);
+    if lim.rlim_cur < want {
+        let raised = libc::rlimit { rlim_cur: want, rlim_max: lim.rlim_max };
+        // SAFETY: a valid rlimit, at most the hard limit.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return Some(raised.rlim_cur);
+        }
+    }
+    Some(lim.rlim_cur)
+}
+
 /// Gives the memory the allocator holds but no longer uses back to the system (glibc keeps
 /// freed heap in its arenas: after the first index, megabytes of it). Returns whether any
 /// was given back.

@@ -77,7 +77,7 @@ export class AppController {
   /** The next session that needs the user, after the open one; null when none does. */
   nextAttention(): string | null {
     const e = this.engine;
-    const id = e?.sup.nextAttention(e.store.openId ?? null) ?? null;
+    const id = e?.store.nextAttention(e.store.openId ?? null) ?? null;
     if (id) this.showSession(id);
     return id;
   }
@@ -151,4 +151,19 @@ export function useEngine(): Engine {
   const e = useApp().engine;
   if (!e) throw new Error('useEngine: the engine is not connected yet');
   return e;
+}
+
+/**
+ * The connected engine's backend when there is one above the caller (text drawn outside the
+ * window, as in a test of one component, has none). The one way a component reaches the
+ * engine is this context: never a prop passed down, never a global.
+ */
+export function maybeBackend(): Backend | null {
+  return getContext<AppController | undefined>(KEY)?.engine?.backend ?? null;
+}
+
+/** A context holding `engine` as the window's, for rendering one component on its own (tests). */
+export function engineContext(engine: Partial<Engine>): Map<symbol, unknown> {
+  // eslint-disable-next-line svelte/prefer-svelte-reactivity -- a context, read once at mount
+  return new Map<symbol, unknown>([[KEY, { engine }]]);
 }
