@@ -794,7 +794,8 @@ pub fn compact_summary_body(text: &str) -> &str {
         t = match (t.find("\n\n"), t.find("summarized below:")) {
             (_, Some(i)) => &t[i + "summarized below:".len()..],
             (Some(i), None) => &t[i..],
-            (None, None) => "",
+            // One line: the summary is what follows its label, if it has one.
+            (None, None) => t.find("Summary:").map_or("", |i| &t[i..]),
         };
     }
     let mut t = t.trim_start();
