@@ -53,6 +53,19 @@ impl Home {
         Ok(Run(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?))
     }
 
+    /// `mimesis run` of the stand-in agent with `extra`, for a terminal.
+    fn run_in_terminal(&self, extra: &[&str]) -> Result<PtyCommand> {
+        Ok(PtyCommand::new(mimesis()?)
+            .args(["run", "--agent"])
+            .arg(standin()?)
+            .args(extra.iter().copied())
+            .inherit_env()
+            .env("CLAUDE_CONFIG_DIR", &self.root)
+            .env("MIMESIS_DATA_DIR", &self.data)
+            .env("TERM", "xterm-256color")
+            .cwd(&self.cwd))
+    }
+
     fn events(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.events)
             .unwrap_or_default()
@@ -450,17 +463,7 @@ fn wait_file(path: &Path, needle: &str) -> Result<()> {
 #[test]
 fn in_a_terminal_keys_go_through_raw_and_resizes_are_forwarded() -> Result<()> {
     let h = Home::new()?;
-    let mut pty = Pty::spawn(
-        PtyCommand::new(mimesis()?)
-            .args(["run", "--agent"])
-            .arg(standin()?)
-            .inherit_env()
-            .env("CLAUDE_CONFIG_DIR", &h.root)
-            .env("MIMESIS_DATA_DIR", &h.data)
-            .env("TERM", "xterm-256color")
-            .cwd(&h.cwd)
-            .size(90, 25),
-    )?;
+    let mut pty = Pty::spawn(h.run_in_terminal(&[])?.size(90, 25))?;
     pty.wait_for_text("? for shortcuts", T)?;
     let rule_width =
         |s: &mimesis_tests::pty::Screen| s.rows.iter().find(|r| r.starts_with('─')).map(|r| r.chars().count());
@@ -487,21 +490,9 @@ fn in_a_terminal_keys_go_through_raw_and_resizes_are_forwarded() -> Result<()> {
 #[test]
 fn in_a_terminal_mimesis_speaks_in_the_title_and_logs_to_a_file_never_on_the_agents_screen() -> Result<()> {
     let h = Home::new()?;
-    let mut pty = Pty::spawn(
-        PtyCommand::new(mimesis()?)
-            .args(["run", "--agent"])
-            .arg(standin()?)
-            .arg("--events-json")
-            .arg(&h.events)
-            .args(["--max-rss-mb", "30", "--rss-check", "200ms"])
-            .inherit_env()
-            .env("CLAUDE_CONFIG_DIR", &h.root)
-            .env("MIMESIS_DATA_DIR", &h.data)
-            .env("MIMESIS_STANDIN_BASELINE_MB", "60")
-            .env("TERM", "xterm-256color")
-            .cwd(&h.cwd)
-            .size(100, 30),
-    )?;
+    let events = h.events.to_str().context("events")?;
+    let args = ["--events-json", events, "--max-rss-mb", "30", "--rss-check", "200ms"];
+    let mut pty = Pty::spawn(h.run_in_terminal(&args)?.env("MIMESIS_STANDIN_BASELINE_MB", "60").size(100, 30))?;
     // One memory restart, then the hold (memory_baseline): a warning while the agent runs.
     h.wait_type("session_warning")?;
     pty.wait_for_text("? for shortcuts", T)?;

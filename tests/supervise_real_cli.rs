@@ -293,15 +293,7 @@ async fn diagnose(s: &Supervised, id: &SessionId) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_sent_during_a_graceful_restart_is_submitted_after_the_resume() -> Result<()> {
-    let (api, _home, s, id) = supervised_claude().await?;
-    let result = message_during_restart(&api, &s, &id, false).await;
-    if let Err(e) = result {
-        let detail = diagnose(&s, &id).await;
-        s.shutdown().await;
-        return Err(e.context(detail));
-    }
-    s.shutdown().await;
-    Ok(())
+    restart_with_a_message(false).await
 }
 
 /// The fallback of the test above, made certain: the transcript loses the turn before the
@@ -310,8 +302,14 @@ async fn a_message_sent_during_a_graceful_restart_is_submitted_after_the_resume(
 /// it is submitted in the new session, which the `session_ready` event says is new.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_sent_during_a_restart_whose_resume_fails_goes_to_the_new_session() -> Result<()> {
+    restart_with_a_message(true).await
+}
+
+/// The pinned CLI, a turn, a restart with a message typed meanwhile; the diagnosis if it
+/// fails.
+async fn restart_with_a_message(lose_the_turn: bool) -> Result<()> {
     let (api, _home, s, id) = supervised_claude().await?;
-    let result = message_during_restart(&api, &s, &id, true).await;
+    let result = message_during_restart(&api, &s, &id, lose_the_turn).await;
     if let Err(e) = result {
         let detail = diagnose(&s, &id).await;
         s.shutdown().await;
