@@ -7,6 +7,8 @@ mod remote_cmd;
 mod render;
 // Its terminal is the agent's, passed through as it is (crate::term's one exception).
 mod run;
+mod run_log;
+mod run_status;
 mod term;
 
 use std::io::{self, Write};
@@ -225,9 +227,9 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    init_logging();
     let roots = roots::from_env(&cli.config_dir);
     let data_dir = cli.data_dir.as_deref().map(roots::absolute).unwrap_or_else(roots::data_dir);
+    init_logging(matches!(cli.command, Some(Command::Run(_))).then_some(data_dir.as_path()));
     let command = cli.command.unwrap_or(Command::Ls { json: false, all: false, remote: Default::default() });
     if let Command::Run(args) = command {
         return match run::run(*args, &cli.config_dir, &data_dir) {
@@ -303,16 +305,29 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging() {
+/// Logs go to stderr, but `mimesis run`'s (`run_log`: its terminal is the agent's) to a
+/// file in the data dir, `info` and up unless `MIMESIS_LOG` says otherwise.
+fn init_logging(run_in: Option<&std::path::Path>) {
+    let default = if run_in.is_some() { "info" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("MIMESIS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Plain text through the terminal filter: a log line may quote a remote's words.
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(Term::stderr)
-        .with_ansi(false)
-        .with_target(false)
-        .init();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_target(false);
+    match run_in.map(run_log::RunLog::open) {
+        Some(Ok(file)) => logs.with_writer(file).init(),
+        // Nowhere to write it: never onto the agent's screen either.
+        Some(Err(_)) => logs.with_writer(io::sink).init(),
+        None => logs.with_writer(Term::stderr).init(),
+    }
+}
+
+/// A task that ends with its owner.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -458,8 +473,13 @@ async fn watch(
     let mut hosts_open = !remote.hosts.is_empty();
     let mimesis = match remote.no_local {
         true => None,
-        false => Some(Mimesis::start(Options::watching(roots, data_dir)).await),
+        false => Some(Mimesis::start(Options::watching(roots.clone(), data_dir.clone())).await),
     };
+    // The sessions `mimesis run`s supervise here: their rows carry their `supervision`.
+    let _follower = mimesis.as_ref().map(|m| {
+        let follow = mimesis_wiring::supervisors::follow(roots, data_dir, m.engine().clone(), None);
+        AbortOnDrop(tokio::spawn(follow))
+    });
     let mut out = Term::stdout();
     let emit_discovered = |s: &TrackedSession, out: &mut Term<_>| -> io::Result<()> {
         if json {

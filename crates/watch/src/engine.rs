@@ -275,6 +275,7 @@ impl Engine {
         let (progress_tx, progress) = watch::channel(IndexProgress { indexing: true, done: 0, total: 0 });
         let now = config.clock.now();
         let mut store = Store::new(config.timeouts);
+        store.set_rows_at_prompt(config.follow == Follow::Everything);
         store.set_timeouts(config.timeouts, config.status_file_ttl, now);
         let watcher = match RootWatcher::new(fs_tx) {
             Ok(mut w) => {
@@ -1408,9 +1409,8 @@ impl Actor {
         let dirty: Vec<PathBuf> = self.registry_dirty.drain().collect();
         let mut events = Vec::new();
         for root in dirty {
-            let alive: Vec<_> =
-                registry::read_dir(&roots::sessions_dir(&root)).into_iter().filter(registry::alive).collect();
-            events.extend(self.store.set_registry(&root, alive, now));
+            let snapshot = registry::read(&roots::sessions_dir(&root), self.store.registry_of(&root));
+            events.extend(self.store.set_registry_snapshot(&root, snapshot, now));
         }
         if !self.indexing && self.follow == Follow::Everything {
             for root in self.background_dirty.drain().collect::<Vec<_>>() {
@@ -1481,8 +1481,7 @@ fn store_once(
     store.restore_links(links);
     index(&mut store);
     for root in roots {
-        let alive = registry::read_dir(&roots::sessions_dir(root)).into_iter().filter(registry::alive).collect();
-        store.set_registry(root, alive, now);
+        store.set_registry_snapshot(root, registry::read(&roots::sessions_dir(root), &[]), now);
         store.set_background(root, background::read_once(root), now);
     }
     if let Some(d) = data_dir {
