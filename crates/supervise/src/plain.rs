@@ -36,6 +36,8 @@ pub struct PlainSpec {
     pub rows: u16,
     /// Output kept for a client that attaches later.
     pub scrollback: usize,
+    /// Set on top of the inherited environment.
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
 }
 
 struct Screen {
@@ -109,7 +111,7 @@ impl PlainTerminal {
             program: spec.program,
             args: spec.args,
             cwd: spec.cwd,
-            env: Vec::new(),
+            env: spec.env,
             cols,
             rows,
         })?;
@@ -242,6 +244,7 @@ mod tests {
             cols: 80,
             rows: 24,
             scrollback: 1 << 16,
+            env: Vec::new(),
         })
         .unwrap()
     }
