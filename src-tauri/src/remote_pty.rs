@@ -106,6 +106,7 @@ impl RemoteTerminals {
             cols: size.0,
             rows: size.1,
             scrollback: self.scrollback,
+            env: Vec::new(),
         })?;
         tracing::info!(key = %key, pid = term.pid(), "opened a terminal on another machine");
         let (mut exited, watched, k) = (term.exited(), term.clone(), key.clone());
