@@ -310,6 +310,7 @@ fn remote_terminal(rig: &Rig, alias: &str, run_args: &[&str]) -> Result<mimesis_
         cols: 100,
         rows: 30,
         scrollback: 1 << 20,
+        env: Vec::new(),
     })
     .map_err(anyhow::Error::msg)
 }
