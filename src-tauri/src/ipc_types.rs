@@ -22,7 +22,7 @@ use mimesis_core::dialog::{Dialog, DialogKey, DialogKind, DialogOption};
 use mimesis_core::remote::HostState;
 use mimesis_core::session::{Billed, Cost, SessionPatch, Source};
 use mimesis_core::settings::{
-    AgentSettings, MachineSettings, NotificationSettings, SetOutcome, Settings, WatchSettings,
+    AgentSettings, DesktopSettings, MachineSettings, NotificationSettings, SetOutcome, Settings, WatchSettings,
 };
 use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::supervision::event::{EventKind, ReadyStatus};
@@ -115,6 +115,7 @@ fn decls() -> Vec<Decl> {
         decl::<AgentSettings>(),
         decl::<NotificationSettings>(),
         decl::<MachineSettings>(),
+        decl::<DesktopSettings>(),
         decl::<Settings>(),
         decl::<FieldError>(),
         decl::<SetOutcome>(),
@@ -709,6 +710,7 @@ fn sample_doctor() -> DoctorReport {
         installed: false,
         partial: true,
         error: Some("e".into()),
+        missing_program: Some("/usr/bin/mimesis".into()),
     };
     DoctorReport {
         mimesis_version: "0.1.0".into(),

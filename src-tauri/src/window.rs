@@ -113,8 +113,9 @@ impl Placement {
     }
 }
 
-/// Restores the stored place onto the (still hidden) main window, then shows it.
-pub fn restore<R: Runtime>(app: &AppHandle<R>) {
+/// Restores the stored place onto the (still hidden) main window, then shows it (unless
+/// the app starts hidden in the tray: `--hidden`).
+pub fn restore<R: Runtime>(app: &AppHandle<R>, show: bool) {
     let Some(w) = app.get_webview_window(MAIN) else { return };
     let placement = app.state::<Placement>();
     if let Some(p) = placement.load() {
@@ -137,8 +138,10 @@ pub fn restore<R: Runtime>(app: &AppHandle<R>) {
             s.place = Some(p);
         }
     }
-    let _ = w.show();
-    let _ = w.set_focus();
+    if show {
+        let _ = w.show();
+        let _ = w.set_focus();
+    }
 }
 
 /// Notes the main window's place now; writes it soon (bursts of moves write once).

@@ -63,7 +63,7 @@ export function snapshot(over: Partial<RosterSnapshot> = {}): RosterSnapshot {
 
 /** A doctor's report of one config root with hooks installed, nothing wrong. */
 export function doctorReport(over: Partial<DoctorReport> = {}): DoctorReport {
-  const hooks = { root: '/x/.claude', settingsPath: '/x/.claude/settings.json', installed: true, partial: false, error: null };
+  const hooks = { root: '/x/.claude', settingsPath: '/x/.claude/settings.json', installed: true, partial: false, error: null, missingProgram: null };
   return {
     mimesisVersion: '0.1.0',
     roots: [{ path: '/x/.claude', exists: true, sessionCount: 3, hooks }],

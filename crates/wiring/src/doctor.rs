@@ -132,6 +132,10 @@ impl DoctorReport {
             } else {
                 "hooks not installed"
             };
+            let hooks = match &r.hooks.missing_program {
+                Some(p) => format!("{hooks}, running {} which is not there", p.display()),
+                None => hooks.to_owned(),
+            };
             let state = if r.exists { format!("{} sessions, {hooks}", r.session_count) } else { "missing".to_owned() };
             v.push(format!("config folder {}: {state}", r.path.display()));
         }
@@ -179,6 +183,14 @@ impl DoctorReport {
         for r in &self.roots {
             if let Some(e) = &r.hooks.error {
                 v.push(e.clone());
+            } else if let Some(program) = &r.hooks.missing_program {
+                // Removing Mimesis leaves the user's settings.json as it was: the hooks are
+                // theirs to uninstall.
+                v.push(format!(
+                    "hooks in {} run {}, which is not installed; run `mimesis hooks uninstall` or reinstall Mimesis",
+                    r.hooks.settings_path.display(),
+                    program.display()
+                ));
             } else if r.exists && !r.hooks.installed {
                 v.push(format!(
                     "hooks are {} in {} (run `mimesis hooks install` for exact statuses and work chains)",

@@ -1014,6 +1014,9 @@ export const settings = {
   },
   "machines": {
     "hosts": []
+  },
+  "desktop": {
+    "startAtLogin": false
   }
 } satisfies Settings;
 
@@ -1203,7 +1206,8 @@ export const doctor = {
         "settingsPath": "/r/settings.json",
         "installed": false,
         "partial": true,
-        "error": "e"
+        "error": "e",
+        "missingProgram": "/usr/bin/mimesis"
       }
     }
   ],

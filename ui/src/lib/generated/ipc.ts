@@ -378,7 +378,17 @@ export type MachineSettings = {
  */
 hosts: Array<string>, };
 
-export type Settings = { watch: WatchSettings, limits: Limits, agent: AgentSettings, notifications: NotificationSettings, machines: MachineSettings, };
+/**
+ * The desktop app's own choices (the CLI has no use for them).
+ */
+export type DesktopSettings = { 
+/**
+ * Start Mimesis, hidden to the tray, when the user logs in (an XDG autostart entry,
+ * written and removed by the app). Off until the user turns it on.
+ */
+startAtLogin: boolean, };
+
+export type Settings = { watch: WatchSettings, limits: Limits, agent: AgentSettings, notifications: NotificationSettings, machines: MachineSettings, desktop: DesktopSettings, };
 
 /**
  * One invalid setting: `field` is its path in the settings document
@@ -425,7 +435,12 @@ partial: boolean,
 /**
  * Why the file could not be read, if it could not.
  */
-error: string | null, };
+error: string | null, 
+/**
+ * The program our hooks run, when it is not there any more (Mimesis was removed or
+ * moved): Claude Code then fails to run them until they are uninstalled or reinstalled.
+ */
+missingProgram: string | null, };
 
 export type RootReport = { path: string, exists: boolean, sessionCount: number, hooks: HookStatus, };
 
