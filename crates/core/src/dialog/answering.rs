@@ -20,7 +20,7 @@ pub const SETTLE: Duration = Duration::from_millis(800);
 /// Between the keys of an answer.
 pub const KEY_PAUSE: Duration = Duration::from_millis(60);
 /// An answer not done in this long has failed.
-pub const ANSWER_WAIT: Duration = Duration::from_secs(10);
+pub const ANSWER_WAIT: Duration = Duration::from_secs(20);
 
 /// What the driver does next.
 #[derive(Clone, Debug, PartialEq, Eq)]
