@@ -140,6 +140,11 @@ pub fn kind_of(waiting_for: Option<&str>, notification: Option<&str>, tool: Opti
     }
 }
 
+/// Whether a registry's `waitingFor` is auto mode's own dialog.
+fn is_gateway(waiting_for: &str) -> bool {
+    waiting_for.eq_ignore_ascii_case("dialog open")
+}
+
 /// What keeps a listed dialog the same request: a new key is a new dialog (a new id).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum AskKey {
@@ -164,6 +169,15 @@ pub struct Ask {
 /// The Notification types that mean a dialog is open.
 const DIALOG_NOTES: [&str; 2] = ["permission_prompt", "agent_needs_input"];
 
+/// How long a dialog the `PermissionRequest` hook may ask about (any but auto mode's own,
+/// `waitingFor: dialog open`) waits before it is listed, in a session whose hooks are seen to
+/// run: the hook fires 0.1–0.2 s after the registry says `waiting`, and its request is the one
+/// to list (it takes a message, and answers without typing). Also how long after a hook's
+/// request ended its dialog waits (the registry says `waiting` a moment longer after an
+/// answer; a hook that gave up leaves the dialog to be listed). Not for the call's own dialog
+/// right after auto mode's (`dialog open`, then `permission prompt`): no hook asks about it.
+pub const HOOK_GRACE: Duration = Duration::from_secs(2);
+
 #[derive(Default, Clone, Debug)]
 struct Session {
     /// Its live registry entry, if one is seen (alive).
@@ -174,6 +188,36 @@ struct Session {
     last_record: Option<Timestamp>,
     /// A `PermissionRequest` hook's request for it is open (that request is the one listed).
     hooked: bool,
+    /// When its registry entry was first seen waiting, as now (by its key), and whether
+    /// that dialog came straight after auto mode's own (the call's own dialog).
+    waiting_seen: Option<(AskKey, Timestamp, bool)>,
+    /// When its last hook request ended.
+    hook_ended: Option<Timestamp>,
+}
+
+impl Session {
+    /// Its registry entry's dialog, if it waits: the key and `waitingFor`.
+    fn waiting(&self) -> Option<(AskKey, String)> {
+        let e = self.registry.as_ref().filter(|e| e.status.as_deref() == Some("waiting"))?;
+        let waiting_for = e.waiting_for.clone().unwrap_or_default();
+        Some((
+            AskKey::Registry { pid: e.pid, waiting_for: waiting_for.clone(), since: e.status_updated_at },
+            waiting_for,
+        ))
+    }
+
+    /// Until when its registry dialog is not listed yet ([`HOOK_GRACE`]).
+    /// `hooks_run`: Mimesis's hooks are seen to run for it (a `PermissionRequest` hook may
+    /// come).
+    fn quiet_until(&self, hooks_run: bool) -> Option<Timestamp> {
+        let (key, waiting_for) = self.waiting()?;
+        let (first, after_gateway) =
+            self.waiting_seen.as_ref().filter(|(k, ..)| *k == key).map_or((None, false), |(_, at, g)| (Some(*at), *g));
+        let hook_may_come = hooks_run && !is_gateway(&waiting_for) && !after_gateway;
+        let from_first = first.filter(|_| hook_may_come).map(|at| at.plus(HOOK_GRACE));
+        let from_hook = self.hook_ended.map(|at| at.plus(HOOK_GRACE));
+        from_first.max(from_hook)
+    }
 }
 
 /// The dialogs to list, from the live registry, the roster's rows, the hooks and the open
@@ -181,11 +225,13 @@ struct Session {
 #[derive(Default, Debug)]
 pub struct Asks {
     sessions: BTreeMap<SessionId, Session>,
+    /// The sessions followed that Mimesis's hooks are seen to run for.
+    hooks_run: HashSet<SessionId>,
 }
 
 impl Asks {
-    /// Every live registry entry now (of every root); sessions not among them have none.
-    pub fn set_registry<'a>(&mut self, alive: impl IntoIterator<Item = &'a RegistryEntry>) {
+    /// Every live registry entry at `now` (of every root); sessions not among them have none.
+    pub fn set_registry<'a>(&mut self, alive: impl IntoIterator<Item = &'a RegistryEntry>, now: Timestamp) {
         let mut seen = HashSet::new();
         for e in alive {
             seen.insert(e.session_id.clone());
@@ -195,8 +241,27 @@ impl Asks {
             if !seen.contains(id) {
                 s.registry = None;
             }
+            match s.waiting() {
+                Some((key, _)) if s.waiting_seen.as_ref().is_some_and(|(k, ..)| *k == key) => {}
+                Some((key, _)) => {
+                    let after_gateway = matches!(&s.waiting_seen, Some((AskKey::Registry { waiting_for, .. }, ..)) if is_gateway(waiting_for));
+                    s.waiting_seen = Some((key, now, after_gateway));
+                }
+                None => s.waiting_seen = None,
+            }
         }
         self.tidy();
+    }
+
+    /// Hooks of Mimesis are known to run for session `id`, a session it follows (the
+    /// engine has seen one; the face asks it once a session is followed).
+    pub fn set_hooks_run(&mut self, id: &SessionId) {
+        self.hooks_run.insert(id.clone());
+    }
+
+    /// Whether hooks are known to run for session `id`.
+    pub fn hooks_run(&self, id: &SessionId) -> bool {
+        self.hooks_run.contains(id)
     }
 
     /// A roster row's pending tool call and its newest record.
@@ -209,6 +274,7 @@ impl Asks {
 
     /// The session left the roster.
     pub fn remove_row(&mut self, id: &SessionId) {
+        self.hooks_run.remove(id);
         if let Some(s) = self.sessions.get_mut(id) {
             s.tool = None;
             s.note = None;
@@ -219,6 +285,7 @@ impl Asks {
     /// A hook ran: a Notification that a dialog is open is noted; any other event of the
     /// session (a prompt, a tool's start or end, a turn's end) means it moved on.
     pub fn hook(&mut self, ev: &HookEvent) {
+        self.hooks_run.insert(ev.session_id.clone());
         let s = self.sessions.entry(ev.session_id.clone()).or_default();
         match ev.notification_type.as_deref() {
             Some(t) if ev.event == "Notification" && DIALOG_NOTES.contains(&t) => s.note = Some((ev.at, t.to_owned())),
@@ -228,13 +295,17 @@ impl Asks {
         self.tidy();
     }
 
-    /// The sessions with an open `PermissionRequest` request now.
-    pub fn set_hooked(&mut self, hooked: &HashSet<SessionId>) {
+    /// The sessions with an open `PermissionRequest` request at `now`.
+    pub fn set_hooked(&mut self, hooked: &HashSet<SessionId>, now: Timestamp) {
         for (id, s) in &mut self.sessions {
-            s.hooked = hooked.contains(id);
+            let was = std::mem::replace(&mut s.hooked, hooked.contains(id));
+            if was && !s.hooked {
+                s.hook_ended = Some(now);
+            }
         }
         for id in hooked {
             self.sessions.entry(id.clone()).or_default().hooked = true;
+            self.hooks_run.insert(id.clone());
         }
         self.tidy();
     }
@@ -246,10 +317,18 @@ impl Asks {
 
     fn tidy(&mut self) {
         self.sessions.retain(|_, s| s.registry.is_some() || s.note.is_some() || s.tool.is_some() || s.hooked);
+        // (A session followed again is asked about again: [`Asks::set_hooks_run`].)
+        self.hooks_run.retain(|id| self.sessions.contains_key(id));
+        for s in self.sessions.values_mut() {
+            if s.waiting().is_none() {
+                s.hook_ended = None;
+            }
+        }
     }
 
-    /// The dialogs to list at `now`. A Notification counts only while no registry entry of
-    /// the session is seen, no record was written after it, and for at most `note_life`.
+    /// The dialogs to list at `now`. A registry's dialog that a hook may still ask about
+    /// waits [`HOOK_GRACE`]. A Notification counts only while no registry entry of the
+    /// session is seen, no record was written after it, and for at most `note_life`.
     pub fn asks(&self, now: Timestamp, note_life: Duration) -> Vec<Ask> {
         let mut out = Vec::new();
         for (id, s) in &self.sessions {
@@ -258,14 +337,14 @@ impl Asks {
             }
             let tool_name = s.tool.as_ref().map(|t| t.tool.as_str());
             if let Some(e) = &s.registry {
-                if e.status.as_deref() != Some("waiting") {
+                let Some((key, waiting_for)) = s.waiting() else { continue };
+                if s.quiet_until(self.hooks_run.contains(id)).is_some_and(|t| now < t) {
                     continue;
                 }
-                let waiting_for = e.waiting_for.clone().unwrap_or_default();
                 out.push(Ask {
                     session_id: id.clone(),
                     kind: kind_of(Some(&waiting_for), None, tool_name),
-                    key: AskKey::Registry { pid: e.pid, waiting_for, since: e.status_updated_at },
+                    key,
                     tool: s.tool.clone(),
                     pid: Some(e.pid),
                 });
@@ -285,13 +364,20 @@ impl Asks {
         out
     }
 
-    /// When a Notification's ask runs out, if one is listed: the face looks again then.
-    pub fn next_expiry(&self, note_life: Duration) -> Option<Timestamp> {
-        self.sessions
+    /// When the list may change with nothing else happening (a Notification's ask runs
+    /// out, a dialog's [`HOOK_GRACE`] ends) after `now`: the face looks again then.
+    pub fn next_expiry(&self, now: Timestamp, note_life: Duration) -> Option<Timestamp> {
+        let notes = self
+            .sessions
             .values()
             .filter(|s| s.registry.is_none() && !s.hooked)
-            .filter_map(|s| s.note.as_ref().map(|(at, _)| at.plus(note_life)))
-            .min()
+            .filter_map(|s| s.note.as_ref().map(|(at, _)| at.plus(note_life)));
+        let quiet = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| !s.hooked)
+            .filter_map(|(id, s)| s.quiet_until(self.hooks_run.contains(id)));
+        notes.chain(quiet).filter(|t| *t > now).min()
     }
 }
 

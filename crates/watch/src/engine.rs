@@ -210,6 +210,7 @@ enum Command {
     Path(SessionId, Reply<Option<PathBuf>>),
     AgentReports(Reply<Vec<(SessionId, AgentReport)>>),
     Terminal(SessionId, Reply<Option<mimesis_core::hook_event::TerminalContext>>),
+    HooksSeen(SessionId, Reply<bool>),
     InstallTimeline(SessionId, Box<OpenTimeline>, usize, Reply<TimelinePage>),
     TimelineRange(SessionId, usize, usize, Reply<Result<TimelinePage, EngineError>>),
     TimelineItem(SessionId, usize, Reply<Result<Option<TimelineItem>, EngineError>>),
@@ -449,6 +450,12 @@ impl Engine {
     ) -> Result<Option<mimesis_core::hook_event::TerminalContext>, EngineError> {
         let id = id.clone();
         self.ask(|r| Command::Terminal(id, r)).await
+    }
+
+    /// Whether a hook of the session was read (Mimesis's hooks run for it).
+    pub async fn hooks_seen(&self, id: &SessionId) -> Result<bool, EngineError> {
+        let id = id.clone();
+        self.ask(|r| Command::HooksSeen(id, r)).await
     }
 
     /// Every hook event read from the spool from now on (Notification's type, the terminal
@@ -1194,6 +1201,9 @@ impl Actor {
             }
             Command::Terminal(id, reply) => {
                 let _ = reply.send(self.store.terminal(&id));
+            }
+            Command::HooksSeen(id, reply) => {
+                let _ = reply.send(self.store.hooks_seen(&id));
             }
             Command::AgentReports(reply) => {
                 let _ = reply.send(self.store.agent_reports());

@@ -86,22 +86,29 @@ async fn follow(m: Mimesis, rows: Rows) {
     let mut serving = approvals.serving();
     let mut asks = Asks::default();
     let mut routes: HashMap<(SessionId, AskKey), Route> = HashMap::new();
+    // The sessions the engine was asked about, whether their hooks run (once each).
+    let mut asked_hooks: HashSet<SessionId> = HashSet::new();
     loop {
         let live = registry.borrow_and_update().clone();
-        asks.set_registry(live.values().flatten());
+        let now = m.clock().now();
+        asks.set_registry(live.values().flatten(), now);
         for id in asks.sessions() {
             let row = rows.get(&id);
             asks.set_row(&id, row.as_ref().and_then(|r| r.pending_tool.clone()), row.and_then(|r| r.last_activity));
+            if !asks.hooks_run(&id) && asked_hooks.insert(id.clone()) && hooks_seen(&m, &id).await {
+                asks.set_hooks_run(&id);
+            }
         }
+        let followed: HashSet<SessionId> = asks.sessions().into_iter().collect();
+        asked_hooks.retain(|id| followed.contains(id));
         let hooked: HashSet<SessionId> = requests
             .borrow_and_update()
             .iter()
             .filter(|p| p.channel == Channel::Hook)
             .map(|p| p.request.session_id.clone())
             .collect();
-        asks.set_hooked(&hooked);
+        asks.set_hooked(&hooked, now);
         let life = approvals.wait();
-        let now = m.clock().now();
         let wanted = asks.asks(now, life);
         routes.retain(|(id, key), _| wanted.iter().any(|a| &a.session_id == id && &a.key == key));
         let mut listed = Vec::with_capacity(wanted.len());
@@ -127,7 +134,7 @@ async fn follow(m: Mimesis, rows: Rows) {
             });
         }
         approvals.sync_dialogs(listed);
-        let expiry = asks.next_expiry(life).map(|t| now_until(now, t));
+        let expiry = asks.next_expiry(now, life).map(|t| now_until(now, t));
         tokio::select! {
             r = registry.changed() => if r.is_err() { return },
             ev = hooks.recv() => match ev {
@@ -152,6 +159,11 @@ async fn sleep_for(d: Option<std::time::Duration>) {
         Some(d) => tokio::time::sleep(d).await,
         None => std::future::pending().await,
     }
+}
+
+/// Whether the engine has seen a hook of session `id` (before this loop followed them).
+async fn hooks_seen(m: &Mimesis, id: &SessionId) -> bool {
+    m.engine().hooks_seen(id).await.unwrap_or(false)
 }
 
 /// Where the answer to `ask` goes: this face's supervisor, the background service's attach,

@@ -62,9 +62,9 @@ fn the_kind_comes_from_the_registry_the_notification_and_the_pending_call() {
 #[test]
 fn a_waiting_registry_entry_is_listed_as_one_dialog_until_it_changes() {
     let mut a = Asks::default();
-    a.set_registry([&entry("s1", 10, "busy", None, 100)]);
+    a.set_registry([&entry("s1", 10, "busy", None, 100)], t(100));
     assert!(a.asks(t(200), LIFE).is_empty());
-    a.set_registry([&entry("s1", 10, "waiting", Some("dialog open"), 200)]);
+    a.set_registry([&entry("s1", 10, "waiting", Some("dialog open"), 200)], t(200));
     let gateway = a.asks(t(210), LIFE);
     assert_eq!(gateway.len(), 1);
     assert_eq!((gateway[0].kind, gateway[0].pid, gateway[0].tool.clone()), (DialogKind::AutoMode, Some(10), None));
@@ -74,28 +74,71 @@ fn a_waiting_registry_entry_is_listed_as_one_dialog_until_it_changes() {
     assert_eq!(described[0].key, gateway[0].key);
     assert_eq!(described[0].tool, bash("curl x | sh"));
     // Stay in auto mode: the call's own dialog is another dialog (another key).
-    a.set_registry([&entry("s1", 10, "waiting", Some("permission prompt"), 900)]);
+    a.set_registry([&entry("s1", 10, "waiting", Some("permission prompt"), 900)], t(900));
     let per_call = a.asks(t(910), LIFE);
     assert_eq!(per_call[0].kind, DialogKind::Permission);
     assert_ne!(per_call[0].key, gateway[0].key);
     // Two dialogs in a row with the same `waitingFor`: told apart by when the status changed.
-    a.set_registry([&entry("s1", 10, "waiting", Some("permission prompt"), 1_500)]);
+    a.set_registry([&entry("s1", 10, "waiting", Some("permission prompt"), 1_500)], t(1_500));
     assert_ne!(a.asks(t(1_510), LIFE)[0].key, per_call[0].key);
     // Answered: gone.
-    a.set_registry([&entry("s1", 10, "busy", None, 1_600)]);
+    a.set_registry([&entry("s1", 10, "busy", None, 1_600)], t(1_600));
     assert!(a.asks(t(1_610), LIFE).is_empty());
-    a.set_registry(std::iter::empty());
+    a.set_registry(std::iter::empty(), t(1_700));
     assert!(a.asks(t(1_700), LIFE).is_empty());
 }
 
 #[test]
 fn a_hooks_request_is_listed_instead_of_its_dialog() {
     let mut a = Asks::default();
-    a.set_registry([&entry("s1", 10, "waiting", Some("permission prompt"), 200)]);
-    a.set_hooked(&HashSet::from([id("s1")]));
+    a.set_registry([&entry("s1", 10, "waiting", Some("permission prompt"), 200)], t(200));
+    a.set_hooked(&HashSet::from([id("s1")]), t(250));
     assert!(a.asks(t(300), LIFE).is_empty());
-    a.set_hooked(&HashSet::new());
-    assert_eq!(a.asks(t(300), LIFE).len(), 1, "the hook gave up: the dialog is listed");
+    a.set_hooked(&HashSet::new(), t(300));
+    // The registry says `waiting` a moment after an answer: not listed at once…
+    assert!(a.asks(t(300), LIFE).is_empty());
+    assert_eq!(a.next_expiry(t(300), LIFE), Some(t(300).plus(HOOK_GRACE)));
+    // …but a hook that gave up leaves its dialog: listed.
+    assert_eq!(a.asks(t(300).plus(HOOK_GRACE), LIFE).len(), 1, "the hook gave up: the dialog is listed");
+    // Answered after all: nothing to wait for.
+    a.set_registry([&entry("s1", 10, "busy", None, 2_400)], t(2_400));
+    assert!(a.asks(t(2_500), LIFE).is_empty() && a.next_expiry(t(2_500), LIFE).is_none());
+}
+
+/// Where Mimesis's hooks run, a dialog their `PermissionRequest` hook asks about is listed
+/// as the hook's request (it comes 0.1–0.2 s after the registry says `waiting`), never first
+/// as a dialog of its own; auto mode's own dialog (no hook asks) is listed at once.
+#[test]
+fn where_hooks_run_their_request_is_awaited_before_a_dialog_is_listed() {
+    let mut a = Asks::default();
+    a.set_registry([&entry("s1", 10, "busy", None, 90)], t(90));
+    a.hook(&hook("s1", "UserPromptSubmit", None, 100));
+    assert!(a.hooks_run(&id("s1")));
+    a.set_registry([&entry("s1", 10, "waiting", Some("permission prompt"), 200)], t(210));
+    assert!(a.asks(t(220), LIFE).is_empty(), "the hook may still come");
+    assert_eq!(a.next_expiry(t(220), LIFE), Some(t(210).plus(HOOK_GRACE)));
+    a.set_hooked(&HashSet::from([id("s1")]), t(400));
+    assert!(a.asks(t(210).plus(HOOK_GRACE), LIFE).is_empty(), "the hook's request is the one listed");
+    // No hook came (auto mode's per-call dialog): listed after the grace.
+    a.set_hooked(&HashSet::new(), t(400));
+    a.set_registry([&entry("s1", 10, "waiting", Some("permission prompt"), 5_000)], t(5_010));
+    assert!(a.asks(t(5_020), LIFE).is_empty());
+    assert_eq!(a.asks(t(5_010).plus(HOOK_GRACE), LIFE).len(), 1);
+    // Auto mode's own dialog: no hook ever asks about it; nor about the call's own dialog
+    // straight after it.
+    a.set_registry([&entry("s1", 10, "waiting", Some("dialog open"), 9_000)], t(9_010));
+    assert_eq!(a.asks(t(9_020), LIFE).len(), 1);
+    a.set_registry([&entry("s1", 10, "waiting", Some("permission prompt"), 9_500)], t(9_510));
+    assert_eq!(a.asks(t(9_520), LIFE).len(), 1);
+    a.set_registry([&entry("s1", 10, "busy", None, 9_600)], t(9_610));
+    a.set_registry([&entry("s1", 10, "waiting", Some("permission prompt"), 9_700)], t(9_710));
+    assert!(a.asks(t(9_720), LIFE).is_empty(), "after a busy spell: another call, a hook may come");
+    // A session whose hooks are not seen: at once.
+    a.set_registry([&entry("s3", 12, "waiting", Some("permission prompt"), 9_000)], t(9_010));
+    assert_eq!(a.asks(t(9_020), LIFE).iter().filter(|x| x.session_id == id("s3")).count(), 1);
+    assert!(!a.hooks_run(&id("s3")));
+    a.set_hooks_run(&id("s3"));
+    assert!(a.hooks_run(&id("s3")));
 }
 
 #[test]
@@ -111,7 +154,7 @@ fn a_notification_lists_a_dialog_where_no_registry_entry_is_seen() {
         (listed[0].kind, listed[0].key.clone()),
         (DialogKind::Permission, AskKey::Notification { at: t(2_000) })
     );
-    assert_eq!(a.next_expiry(LIFE), Some(t(2_000).plus(LIFE)));
+    assert_eq!(a.next_expiry(t(2_100), LIFE), Some(t(2_000).plus(LIFE)));
     assert!(a.asks(t(2_000).plus(LIFE), LIFE).is_empty(), "not forever");
     // A record after it: answered (in its terminal).
     a.set_row(&id("s2"), bash("rm -rf build"), Some(t(2_500)));
@@ -125,10 +168,10 @@ fn a_notification_lists_a_dialog_where_no_registry_entry_is_seen() {
     assert!(a.asks(t(3_300), LIFE).is_empty());
     // A registry entry, when seen, says more than the notification.
     a.hook(&hook("s2", "Notification", Some("permission_prompt"), 4_000));
-    a.set_registry([&entry("s2", 11, "busy", None, 4_100)]);
+    a.set_registry([&entry("s2", 11, "busy", None, 4_100)], t(4_100));
     assert!(a.asks(t(4_200), LIFE).is_empty());
     a.remove_row(&id("s2"));
-    a.set_registry(std::iter::empty());
+    a.set_registry(std::iter::empty(), t(4_300));
     assert!(a.sessions.is_empty(), "nothing kept of a session that is gone");
 }
 
