@@ -307,10 +307,10 @@ fn remote_terminal(rig: &Rig, alias: &str, run_args: &[&str]) -> Result<mimesis_
         program: argv[0].clone().into(),
         args: argv[1..].to_vec(),
         cwd: rig.base.clone(),
+        env: Vec::new(),
         cols: 100,
         rows: 30,
         scrollback: 1 << 20,
-        env: Vec::new(),
     })
     .map_err(anyhow::Error::msg)
 }

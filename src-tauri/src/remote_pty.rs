@@ -103,10 +103,10 @@ impl RemoteTerminals {
             program: PathBuf::from(&argv[0]),
             args: argv[1..].to_vec(),
             cwd: std::env::temp_dir(),
+            env: Vec::new(),
             cols: size.0,
             rows: size.1,
             scrollback: self.scrollback,
-            env: Vec::new(),
         })?;
         tracing::info!(key = %key, pid = term.pid(), "opened a terminal on another machine");
         let (mut exited, watched, k) = (term.exited(), term.clone(), key.clone());

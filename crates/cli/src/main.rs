@@ -2,6 +2,7 @@
 //! machine, in a terminal (also over SSH, with no display). A thin face on the engine;
 //! the JSON it prints is a contract (docs/ipc.md).
 
+mod control;
 mod remote_cmd;
 mod render;
 // Its terminal is the agent's, passed through as it is (crate::term's one exception).
@@ -143,6 +144,35 @@ enum Command {
     /// Run Claude Code supervised in this terminal: crashes are recovered; memory, duration
     /// and idleness are kept in check. Durations read like 500ms, 90s, 10m, 4h.
     Run(Box<run::RunArgs>),
+    /// Start a session in Claude Code's background service (`claude --bg`); prints its
+    /// session id.
+    Bg(control::BgArgs),
+    /// Open a background session in this terminal (`claude attach`; Ctrl+Z detaches and
+    /// leaves it running).
+    Attach {
+        /// A session id or unique prefix, a background session's short id, or `host:id`.
+        session_id: String,
+    },
+    /// A background session's recent screen, as plain text.
+    Logs {
+        /// A session id or unique prefix, a background session's short id, or `host:id`.
+        session_id: String,
+    },
+    /// Stop a background session (`claude stop`; it can be respawned).
+    Stop {
+        /// A session id or unique prefix, a background session's short id, or `host:id`.
+        session_id: String,
+    },
+    /// Restart a background session from its transcript (`claude respawn`).
+    Respawn {
+        /// A session id or unique prefix, a background session's short id, or `host:id`.
+        session_id: String,
+    },
+    /// Remove a background session from the service (`claude rm`; the transcript stays).
+    Rm {
+        /// A session id or unique prefix, a background session's short id, or `host:id`.
+        session_id: String,
+    },
     /// Metrics of every running supervisor (the app, each `mimesis run`), as Prometheus text.
     Metrics {
         /// Print the summed metrics as one JSON object instead.
@@ -208,7 +238,31 @@ fn main() -> ExitCode {
             }
         };
     }
+    let action = match &command {
+        Command::Attach { session_id } => Some((control::Action::Attach, session_id.clone())),
+        Command::Logs { session_id } => Some((control::Action::Logs, session_id.clone())),
+        Command::Stop { session_id } => {
+            Some((control::Action::Act(mimesis_wiring::background::Verb::Stop), session_id.clone()))
+        }
+        Command::Respawn { session_id } => {
+            Some((control::Action::Act(mimesis_wiring::background::Verb::Respawn), session_id.clone()))
+        }
+        Command::Rm { session_id } => {
+            Some((control::Action::Act(mimesis_wiring::background::Verb::Remove), session_id.clone()))
+        }
+        _ => None,
+    };
+    if let Some((action, id)) = action {
+        return match control::act(&roots, &data_dir, action, &id) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("mimesis: {e:#}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let result = match command {
+        Command::Bg(args) => control::dispatch(&roots, &data_dir, args),
         Command::Ls { json, all, remote } => ls(&roots, &data_dir, json, all, &remote),
         Command::Show { session_id, json, install_helper } => {
             show(&roots, &data_dir, &session_id, json, install_helper)
@@ -232,7 +286,12 @@ fn main() -> ExitCode {
         Command::Doctor { json } => doctor_cmd(&roots, &data_dir, json),
         Command::Metrics { json } => metrics_cmd(&data_dir, json),
         Command::Demo { dir, speed } => runtime().and_then(|rt| rt.block_on(demo(dir, speed))),
-        Command::Run(_) => unreachable!("handled above"),
+        Command::Run(_)
+        | Command::Attach { .. }
+        | Command::Logs { .. }
+        | Command::Stop { .. }
+        | Command::Respawn { .. }
+        | Command::Rm { .. } => unreachable!("handled above"),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -23,12 +23,12 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Timestamp;
 use crate::dialog::DialogKind;
 use crate::hook_event::HookEvent;
-use crate::ids::SessionId;
+use crate::ids::{JobId, SessionId};
 use crate::registry::RegistryEntry;
 use crate::session::PendingTool;
 use crate::text::clean_text;
 
-pub use pane::{Pane, PaneKind, capture_argv, send_argv, valid_job_id};
+pub use pane::{Pane, PaneKind, capture_argv, send_argv};
 
 /// How an open request is answered (`channel` in `mimesis pending --json`).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -388,7 +388,7 @@ pub enum Route {
     /// The PTY of a session this face supervises.
     Pty,
     /// `claude attach <job>` with `CLAUDE_CONFIG_DIR` = `config_dir`.
-    Attach { job: String, config_dir: std::path::PathBuf },
+    Attach { job: JobId, config_dir: std::path::PathBuf },
     /// A terminal pane Mimesis can read and type into.
     Pane(Pane),
     /// None; the sentence says where to answer it.
@@ -415,17 +415,15 @@ impl Route {
 /// or registry name, else none.
 pub fn route(
     supervised_here: bool,
-    job: Option<(&str, &std::path::Path)>,
+    job: Option<(&JobId, &std::path::Path)>,
     terminal: Option<&crate::hook_event::TerminalContext>,
     registry_tmux: Option<&str>,
 ) -> Route {
     if supervised_here {
         return Route::Pty;
     }
-    if let Some((job, config_dir)) = job
-        && valid_job_id(job)
-    {
-        return Route::Attach { job: job.to_owned(), config_dir: config_dir.to_owned() };
+    if let Some((job, config_dir)) = job {
+        return Route::Attach { job: job.clone(), config_dir: config_dir.to_owned() };
     }
     match crate::focus::pane_of(terminal, registry_tmux) {
         Some(p) => Route::Pane(p),

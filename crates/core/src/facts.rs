@@ -80,6 +80,9 @@ pub struct SessionFacts {
     /// (`entrypoint`: `cli` for an interactive session).
     pub cli_version: Option<String>,
     pub entrypoint: Option<String>,
+    /// Its records say it runs under the background service (`sessionKind: "bg"`, 2.1.332).
+    #[serde(default)]
+    pub background: bool,
     custom_title: Option<String>,
     ai_title: Option<String>,
     pub permission_mode: Option<String>,
@@ -305,6 +308,9 @@ impl SessionFacts {
                 && self.entrypoint.as_deref() != Some(e)
             {
                 self.entrypoint = Some(e.to_owned());
+            }
+            if r.session_kind.get() == Some("bg") {
+                self.background = true;
             }
         }
         if self.birth == Birth::Unknown {

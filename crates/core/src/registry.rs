@@ -11,7 +11,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::clock::Timestamp;
-use crate::ids::SessionId;
+use crate::ids::{JobId, SessionId};
+use crate::job::SessionKind;
 use crate::status::{RegistrySignal, RegistryState};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +29,10 @@ pub struct RegistryEntry {
     pub name: Option<String>,
     /// The tmux pane running it (2.1.330: `session:@window.%pane`), when inside tmux.
     pub tmux: Option<String>,
+    /// `kind`: `interactive`, or `bg` for a session of the background service (2.1.332).
+    pub kind: Option<SessionKind>,
+    /// `jobId`: a background session's short id (2.1.332).
+    pub job_id: Option<JobId>,
 }
 
 #[derive(Deserialize)]
@@ -43,6 +48,8 @@ struct RawEntry {
     proc_start: Option<serde_json::Value>,
     name: Option<serde_json::Value>,
     tmux: Option<serde_json::Value>,
+    kind: Option<serde_json::Value>,
+    job_id: Option<serde_json::Value>,
 }
 
 fn timestamp_of(v: &serde_json::Value) -> Option<Timestamp> {
@@ -83,6 +90,12 @@ pub fn parse_entry(bytes: &[u8], file_pid: u32) -> Option<RegistryEntry> {
         proc_start: raw.proc_start,
         name: short_text(raw.name, 128),
         tmux: short_text(raw.tmux, 256),
+        kind: match raw.kind.as_ref().and_then(|k| k.as_str()) {
+            Some("interactive") => Some(SessionKind::Interactive),
+            Some("bg") => Some(SessionKind::Background),
+            _ => None,
+        },
+        job_id: raw.job_id.as_ref().and_then(|j| j.as_str()).and_then(|j| JobId::parse(j).ok()),
     })
 }
 
@@ -127,6 +140,15 @@ mod tests {
         assert_eq!(e.session_id.as_str(), "abc-1");
         assert_eq!(e.signal().state, RegistryState::WaitingForApproval);
         assert_eq!(e.status_updated_at, Some(Timestamp::from_millis(1_800_000_000_001)));
+        assert_eq!((e.kind, e.job_id), (Some(SessionKind::Interactive), None));
+    }
+
+    #[test]
+    fn a_background_sessions_entry_names_its_job() {
+        let e = parse_entry(br#"{"pid":7,"sessionId":"aa2e1246-11cc","kind":"bg","jobId":"aa2e1246"}"#, 7).unwrap();
+        assert_eq!((e.kind, e.job_id.as_ref().map(JobId::as_str)), (Some(SessionKind::Background), Some("aa2e1246")));
+        let e = parse_entry(br#"{"pid":7,"sessionId":"a","kind":"daemon","jobId":"../../x"}"#, 7).unwrap();
+        assert_eq!((e.kind, e.job_id), (None, None));
     }
 
     #[test]

@@ -32,12 +32,12 @@ pub struct PlainSpec {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub cwd: PathBuf,
+    /// Variables set for it (on top of the user's environment).
+    pub env: Vec<(String, String)>,
     pub cols: u16,
     pub rows: u16,
     /// Output kept for a client that attaches later.
     pub scrollback: usize,
-    /// Set on top of the inherited environment.
-    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
 }
 
 struct Screen {
@@ -111,7 +111,7 @@ impl PlainTerminal {
             program: spec.program,
             args: spec.args,
             cwd: spec.cwd,
-            env: spec.env,
+            env: spec.env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
             cols,
             rows,
         })?;
@@ -241,10 +241,10 @@ mod tests {
             program: "/bin/sh".into(),
             args: vec!["-c".into(), script.into()],
             cwd: std::env::temp_dir(),
+            env: Vec::new(),
             cols: 80,
             rows: 24,
             scrollback: 1 << 16,
-            env: Vec::new(),
         })
         .unwrap()
     }

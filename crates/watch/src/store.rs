@@ -220,6 +220,14 @@ pub struct Store {
     /// reports that changed since [`Store::take_agent_reports`].
     agent_reports: HashMap<SessionId, AgentReport>,
     new_agent_reports: Vec<(SessionId, AgentReport)>,
+    /// Each root's background files as last reported, and the background sessions they
+    /// make (store/background.rs).
+    background: HashMap<PathBuf, background::BackgroundFiles>,
+    jobs: HashMap<SessionId, background::BgView>,
+    /// The last attempt the service's roster gave each background session.
+    attempts: HashMap<SessionId, u32>,
+    /// The last kind the registry or the service gave each session (kept once it ended).
+    kinds: HashMap<SessionId, mimesis_core::job::SessionKind>,
 }
 
 impl Store {
@@ -254,6 +262,10 @@ impl Store {
             supervised: HashMap::default(),
             agent_reports: HashMap::default(),
             new_agent_reports: Vec::new(),
+            background: HashMap::default(),
+            jobs: HashMap::default(),
+            attempts: HashMap::default(),
+            kinds: HashMap::default(),
         }
     }
 
@@ -331,7 +343,7 @@ impl Store {
 
     /// Does the registry name a process found alive (whose end only a poll can see)?
     pub fn has_live_registry(&self) -> bool {
-        !self.live.is_empty()
+        !self.live.is_empty() || self.has_live_jobs()
     }
 
     /// The cwds of sessions active since `since` (whose `.claude/` folders hold markers
@@ -477,8 +489,9 @@ impl Store {
             return events;
         }
         if let Some(id) = self.by_path.get(path).cloned()
-            // A supervised session keeps its row; its next supervision update refreshes it.
-            && !self.supervised.contains_key(&id)
+            // A supervised or running background session keeps its row; its next update
+            // refreshes it.
+            && !self.stands_alone(&id)
         {
             self.remove_id(&id, &mut events);
         }
@@ -555,6 +568,7 @@ impl Store {
     }
 
     fn read_entry(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+        let stands_alone = self.stands_alone(id);
         let Some(entry) = self.entries.get_mut(id) else { return };
         let mut sink = FactsSink { facts: std::mem::take(&mut entry.facts), scratch: String::new() };
         let before = (entry.tail.stats.bytes_read, entry.tail.stats.resets);
@@ -564,8 +578,9 @@ impl Store {
             self.dirty.insert(id.clone());
         }
         match outcome {
-            // A supervised session keeps its row while its file does not exist (yet).
-            Ok(ReadOutcome::Missing) if !self.supervised.contains_key(id) => {
+            // A supervised or running background session keeps its row while its file
+            // does not exist (yet).
+            Ok(ReadOutcome::Missing) if !stands_alone => {
                 self.remove_id(id, events);
                 return;
             }
@@ -604,6 +619,9 @@ impl Store {
             self.last_pid.insert(id.clone(), e.pid);
             if let Some(name) = &e.name {
                 self.names.insert(id.clone(), name.clone());
+            }
+            if let Some(kind) = e.kind {
+                self.kinds.insert(id.clone(), kind);
             }
         }
         self.live = merged;
@@ -738,7 +756,7 @@ impl Store {
         let Some(entry) = self.entries.get(id) else { return };
         // A file with no complete line yet (created empty, or its first write still torn)
         // is not a session yet: it is announced with its first record, not before.
-        if !entry.shown && !entry.partial && !entry.tail.has_lines() && !self.supervised.contains_key(id) {
+        if !entry.shown && !entry.partial && !entry.tail.has_lines() && !self.stands_alone(id) {
             return;
         }
         if !self.keep_rows {
@@ -785,6 +803,7 @@ impl Store {
         let id = &entry.location.session_id;
         let live = self.live.get(id);
         let supervision = self.supervised.get(id);
+        let worker = self.worker_of(id);
         let last_activity = self.last_activity(entry);
         // A first read of the file's ends cannot tell a pending call from one answered
         // earlier in the file: none until the full read.
@@ -804,6 +823,7 @@ impl Store {
             }),
             last_activity: f.last_activity,
             registry: live.map(RegistryEntry::signal),
+            job: self.job_signal(id),
             hook: self.hooks.get(id).and_then(|h| h.signal),
             reported: report.map(|r| r.status.status()),
             // Gone: seen running before, or written by a CLI that keeps a registry entry for
@@ -811,8 +831,11 @@ impl Store {
             // A supervised session whose process Mimesis ended (a limit, the user, an
             // earlier run of the app) is over too: idle, not waiting for input.
             ended: live.is_none()
+                && worker.is_none()
                 && supervision.is_none_or(|s| s.pid.is_none())
+                // (A background session runs only while the service runs a worker for it.)
                 && (self.ever_live.contains(id)
+                    || self.jobs.contains_key(id)
                     || f.registers_while_running()
                     || supervision.is_some_and(|s| {
                         matches!(s.state, SupervisionState::Terminated | SupervisionState::Suspended)
@@ -839,7 +862,7 @@ impl Store {
         let row = TrackedSession {
             session_id: id.clone(),
             project_id: entry.location.project_id.clone(),
-            cwd: f.cwd.clone().or_else(|| supervision.map(|s| s.cwd.clone())),
+            cwd: f.cwd.clone().or_else(|| supervision.map(|s| s.cwd.clone())).or_else(|| self.job_cwd(id)),
             repo_root: f.cwd.as_ref().and_then(|c| self.repo_roots.get(c).cloned().flatten()),
             branch: f.branch.clone(),
             goal: f.goal().map(str::to_owned),
@@ -862,14 +885,18 @@ impl Store {
             chain_length: chain.chain_length,
             source: if supervision.is_some() { Source::Pty } else { Source::Watcher },
             supervision: supervision.cloned(),
-            live: live.is_some() || supervision.is_some_and(|s| s.pid.is_some()),
-            pid: live.map(|e| e.pid).or(supervision.and_then(|s| s.pid)),
+            live: live.is_some() || supervision.is_some_and(|s| s.pid.is_some()) || worker.is_some(),
+            pid: live.map(|e| e.pid).or(supervision.and_then(|s| s.pid)).or(worker.and_then(|w| w.repl_pid)),
             transcript_path: entry.location.path.to_string_lossy().into_owned(),
             permission_mode: f.permission_mode.clone(),
             malformed_lines: f.malformed + entry.tail.stats.oversized_lines,
             malformed_fields: f.malformed_fields,
             status_file: report.cloned(),
-            name: live.and_then(|e| e.name.clone()).or_else(|| self.names.get(id).cloned()),
+            // A background session's label is its job's first (the registry follows it).
+            name: self
+                .job_name(id)
+                .or_else(|| live.and_then(|e| e.name.clone()))
+                .or_else(|| self.names.get(id).cloned()),
             cost: mimesis_core::pricing::estimate(&f.usage_by_model, f.billed.clone()),
             // Only while the turn runs: a finished turn has no subagent working.
             subagents: match derived.status {
@@ -878,6 +905,8 @@ impl Store {
             },
             provisional: entry.peeked,
             host: None,
+            kind: self.kind_of(id, f),
+            job: self.job_row(id),
         };
         (row, derived.next_check)
     }
@@ -916,7 +945,10 @@ fn sorted(mut v: Vec<TrackedSession>) -> Vec<TrackedSession> {
     v
 }
 
+mod background;
 mod chains;
+
+pub use background::BackgroundFiles;
 
 #[cfg(test)]
 mod tests;

@@ -18,12 +18,13 @@ mod pane;
 mod screen;
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use mimesis_core::answering::{Ask, AskKey, Asks, Channel, Route, route};
 use mimesis_core::clock::Timestamp;
 use mimesis_core::ids::SessionId;
+use mimesis_core::job::SessionKind;
 use mimesis_core::registry::RegistryEntry;
 use mimesis_watch::engine::LiveRegistry;
 use tokio::sync::broadcast::error::RecvError;
@@ -36,18 +37,6 @@ use crate::approvals::{DialogAnswerer, DialogCall, Listed, Rows};
 pub(crate) fn start(m: &Mimesis, rows: Rows) {
     m.approvals().set_answerer(answerer(m.clone()));
     tokio::spawn(follow(m.clone(), rows));
-}
-
-/// The program `claude attach` is run with: the agent this face runs (`--agent`,
-/// `$MIMESIS_AGENT`, the setting), as the window's terminals run it.
-fn agent_program(m: &Mimesis) -> PathBuf {
-    if let Some(a) = m.agent() {
-        return a.program;
-    }
-    match std::env::var_os("MIMESIS_AGENT").filter(|a| !a.is_empty()) {
-        Some(a) => PathBuf::from(a),
-        None => PathBuf::from(m.settings().agent.command),
-    }
 }
 
 fn answerer(m: Mimesis) -> DialogAnswerer {
@@ -65,8 +54,9 @@ fn answerer(m: Mimesis) -> DialogAnswerer {
                     Ok(label)
                 }
                 Route::Attach { job, config_dir } => {
-                    let spec = attach::AttachSpec { program: agent_program(&m), job, config_dir };
-                    attach::answer(spec, call.answers, clock.as_ref()).await
+                    let claude =
+                        crate::background::Claude::new(crate::background::claude_program(m.data_dir()), &config_dir);
+                    attach::answer(&claude, &job, call.answers, clock.as_ref()).await
                 }
                 Route::Pane(p) => pane::answer(&p, call.pid, call.answers, clock.as_ref()).await,
                 Route::Terminal(why) => Err(why),
@@ -175,21 +165,11 @@ async fn route_of(m: &Mimesis, ask: &Ask, live: &LiveRegistry) -> Route {
         .iter()
         .flat_map(|(root, entries)| entries.iter().map(move |e| (root, e)))
         .find(|(_, e)| e.session_id == ask.session_id && Some(e.pid) == ask.pid);
-    let job = entry.and_then(|(root, e)| job_of(root, e.pid).map(|j| (j, root.clone())));
+    // A background session (2.1.332): its registry entry's `kind: bg` and `jobId`.
+    let job = entry
+        .filter(|(_, e)| e.kind == Some(SessionKind::Background))
+        .and_then(|(root, e)| e.job_id.as_ref().map(|j| (j, root.as_path())));
     let terminal = m.engine().terminal_of(&ask.session_id).await.ok().flatten();
     let tmux = entry.and_then(|(_, e)| e.tmux.clone());
-    route(supervised, job.as_ref().map(|(j, r)| (j.as_str(), r.as_path())), terminal.as_ref(), tmux.as_deref())
-}
-
-/// A background session's job id: `jobId` of its registry entry when `kind` is `bg`
-/// (2.1.332). Read here until the roster carries it.
-fn job_of(root: &Path, pid: u32) -> Option<String> {
-    use std::io::Read;
-    let path = mimesis_core::layout::sessions_dir(root).join(format!("{pid}.json"));
-    let mut bytes = Vec::new();
-    std::fs::File::open(path).ok()?.take(64 * 1024).read_to_end(&mut bytes).ok()?;
-    let v: serde_json::Value = mimesis_core::json::from_slice(&bytes).ok()?;
-    (v.get("kind")?.as_str()? == "bg").then_some(())?;
-    let job = v.get("jobId")?.as_str()?;
-    mimesis_core::answering::valid_job_id(job).then(|| job.to_owned())
+    route(supervised, job, terminal.as_ref(), tmux.as_deref())
 }

@@ -68,9 +68,3 @@ fn kitty_escaped(key: &[u8]) -> Option<String> {
     let s = known_key(key)?;
     Some(s.chars().map(|c| if c.is_ascii_graphic() { c.to_string() } else { format!("\\x{:02x}", c as u32) }).collect())
 }
-
-/// A background session's short id as Claude Code prints it (`claude --bg`: the first 8 hex
-/// digits of its session id): only such an id is an argument of `claude attach`.
-pub fn valid_job_id(id: &str) -> bool {
-    (4..=32).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-}

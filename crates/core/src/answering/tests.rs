@@ -26,6 +26,8 @@ fn entry(session: &str, pid: u32, status: &str, waiting_for: Option<&str>, since
         proc_start: None,
         name: None,
         tmux: None,
+        kind: None,
+        job_id: None,
     }
 }
 
@@ -183,17 +185,18 @@ fn each_session_is_answered_where_its_screen_can_be_reached() {
         c
     };
     let dir = Path::new("/home/u/.claude");
-    assert_eq!(route(true, Some(("ab12cd34", dir)), None, None), Route::Pty);
+    let job = JobId::parse("ab12cd34").unwrap();
+    assert_eq!(route(true, Some((&job, dir)), None, None), Route::Pty);
     assert_eq!(
-        route(false, Some(("ab12cd34", dir)), None, Some("s:@1.%2")),
-        Route::Attach { job: "ab12cd34".into(), config_dir: dir.into() }
+        route(false, Some((&job, dir)), None, Some("s:@1.%2")),
+        Route::Attach { job: job.clone(), config_dir: dir.into() }
     );
     let tmux = ctx(|c| {
         c.tmux_pane = Some("%7".into());
         c.tmux_socket = Some("/tmp/tmux-1/default".into());
     });
-    let r = route(false, Some(("../x", dir)), Some(&tmux), None);
-    assert_eq!(r.channel(), Channel::Tmux, "a job id that is not one is no route");
+    let r = route(false, None, Some(&tmux), None);
+    assert_eq!(r.channel(), Channel::Tmux);
     let Route::Pane(p) = r else { panic!() };
     assert_eq!(capture_argv(&p), ["tmux", "-S", "/tmp/tmux-1/default", "capture-pane", "-p", "-t", "%7"]);
     assert_eq!(route(false, None, None, Some("main:@2.%11")).channel(), Channel::Tmux);
@@ -227,14 +230,6 @@ fn keys_become_each_terminals_own_commands_and_nothing_else_does() {
         for p in [&tmux, &kitty, &wez] {
             assert_eq!(send_argv(p, hostile), None, "{hostile:?}");
         }
-    }
-}
-
-#[test]
-fn job_ids_are_the_short_hex_ids_claude_prints() {
-    assert!(valid_job_id("ab2c7b09"));
-    for bad in ["", "abc", "AB2C7B09", "-ab2c7b0", "../ab2c", "ab2c7b09 --x", "zzzzzzzz"] {
-        assert!(!valid_job_id(bad), "{bad}");
     }
 }
 

@@ -32,6 +32,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::event::{EventKind, ReadyStatus, SupervisionEvent, wording};
+use super::limit_clock::{DurationLimit, DurationVerdict, RestartLimit};
 use super::limits::{Limits, SuspendMode};
 use super::view::{Mode, RestartHold, Supervision, SupervisionState, TerminatedReason};
 use crate::clock::{Mono, Now, Timestamp};
@@ -230,8 +231,7 @@ pub const EXIT_SETTLE: Duration = Duration::from_secs(2);
 pub const MAX_CONSECUTIVE_CRASHES: u32 = 2;
 /// After the n-th automatic memory or disk restart within the start-limit window, the
 /// next waits `RESTART_BACKOFF × 2^(n-1)`, at most [`RESTART_BACKOFF_MAX`].
-pub const RESTART_BACKOFF: Duration = Duration::from_secs(10);
-pub const RESTART_BACKOFF_MAX: Duration = Duration::from_secs(5 * 60);
+pub use crate::supervision::limit_clock::{RESTART_BACKOFF, RESTART_BACKOFF_MAX};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RestartReason {
@@ -388,18 +388,16 @@ pub struct SessionPolicy {
     /// When the current process started (wall), for display.
     process_wall: Option<Timestamp>,
     next_duration_check: Mono,
-    /// When the duration was last checked: a warning/limit instant at or before it was
-    /// already acted on (or found moot), so it is no wake-up any more.
-    duration_checked_at: Mono,
-    duration_warned: bool,
+    /// The duration limit's warning and end (when it was last checked: a warning/limit
+    /// instant at or before that was already acted on, or found moot).
+    duration: DurationLimit,
     duration_grace_until: Option<Mono>,
     next_rss_check: Mono,
     rss_warned: bool,
     restart_reason: Option<RestartReason>,
     restart_grace_until: Option<Mono>,
-    /// When each automatic restart (memory, disk, crash recovery) of the start-limit
-    /// window began, oldest first.
-    restarts: VecDeque<Mono>,
+    /// The automatic restarts (memory, disk, crash recovery) of the start-limit window.
+    restarts: RestartLimit,
     /// Automatic memory and disk restarts are stopped, and why.
     hold: Option<RestartHold>,
     /// A memory restart happened and the agent has done no work since (no turn, no input).
@@ -458,14 +456,13 @@ impl SessionPolicy {
             created_at: now,
             process_wall: None,
             next_duration_check: now.plus(limits.duration_check),
-            duration_checked_at: now,
-            duration_warned: false,
+            duration: DurationLimit::new(now),
             duration_grace_until: None,
             next_rss_check: now.plus(limits.rss_check),
             rss_warned: false,
             restart_reason: None,
             restart_grace_until: None,
-            restarts: VecDeque::new(),
+            restarts: RestartLimit::default(),
             hold: None,
             fresh_from_memory_restart: false,
             next_health_check: now.plus(limits.health_check),
@@ -1100,28 +1097,17 @@ impl SessionPolicy {
 
     /// Automatic restarts within the window, after forgetting older ones.
     fn recent_restarts(&mut self) -> usize {
-        let window = self.limits.restart_limit_window;
-        while self.restarts.front().is_some_and(|t| self.now.since(*t) >= window) {
-            self.restarts.pop_front();
-        }
-        self.restarts.len()
+        self.restarts.recent(self.now, &self.limits)
     }
 
     /// Takes one automatic restart from the start limit; false when the limit is reached.
     fn start_allowed(&mut self) -> bool {
-        if self.recent_restarts() >= self.limits.restart_limit_burst as usize {
-            return false;
-        }
-        self.restarts.push_back(self.now);
-        true
+        self.restarts.take(self.now, &self.limits)
     }
 
     /// When the next automatic memory/disk restart may begin (back-off).
     fn backoff_until(&mut self) -> Option<Mono> {
-        let n = self.recent_restarts() as u32;
-        let last = *self.restarts.back()?;
-        let wait = RESTART_BACKOFF.saturating_mul(2u32.saturating_pow(n.saturating_sub(1))).min(RESTART_BACKOFF_MAX);
-        Some(last.plus(wait)).filter(|t| *t > self.now)
+        self.restarts.backoff_until(self.now, &self.limits)
     }
 
     /// Stops automatic memory and disk restarts; the session keeps running. Said once.
@@ -1526,7 +1512,7 @@ impl SessionPolicy {
                     self.created_at = self.now;
                     self.created_wall = self.wall;
                     self.next_duration_check = self.now.plus(self.limits.duration_check);
-                    self.duration_warned = false;
+                    self.duration.warned = false;
                 }
             }
             _ => {}
@@ -1586,25 +1572,20 @@ impl SessionPolicy {
     /// them (a 2 s limit with the default 60 s check still ends at 2 s): the next of them
     /// that the duration check has not seen yet.
     fn duration_due(&self) -> Option<Mono> {
-        let max = self.limits.max_duration;
-        let limit_at = self.created_at.plus(max);
-        let warn_ms = (max.as_millis() * u128::from(self.limits.duration_warn_percent)).div_ceil(100);
-        let warn_at = self.created_at.plus(Duration::from_millis(u64::try_from(warn_ms).unwrap_or(u64::MAX)));
-        let due = if self.duration_warned { limit_at } else { warn_at.min(limit_at) };
-        (due > self.duration_checked_at).then_some(due)
+        self.duration.due(self.created_at, &self.limits)
     }
 
     fn duration_check(&mut self) {
-        self.duration_checked_at = self.now;
         if self.state == SupervisionState::Terminated || self.duration_grace_until.is_some() {
+            self.duration.checked_at = self.now;
             return;
         }
         if matches!(self.proc, Proc::Stopping { why: StopWhy::Duration { .. }, .. }) {
+            self.duration.checked_at = self.now;
             return;
         }
-        let max = self.limits.max_duration;
-        let elapsed = self.now.since(self.created_at);
-        if elapsed >= max {
+        let verdict = self.duration.check(self.created_at, self.now, &self.limits);
+        if verdict == DurationVerdict::Reached {
             let busy = matches!(self.proc, Proc::Live { .. }) && self.activity().busy() && !self.frozen;
             if busy && !self.limits.turn_grace.is_zero() {
                 tracing::info!(session = %self.id, "duration limit reached mid-turn: waiting for the turn to finish");
@@ -1612,12 +1593,7 @@ impl SessionPolicy {
             } else {
                 self.end_for_duration(busy);
             }
-        } else if !self.duration_warned
-            && elapsed.as_millis() * 100 >= max.as_millis() * u128::from(self.limits.duration_warn_percent)
-        {
-            self.duration_warned = true;
-            // Whole seconds, rounded up: 0.2 s left is "1 second", never "0 seconds".
-            let remaining = Duration::from_secs((max - elapsed).as_millis().div_ceil(1000) as u64);
+        } else if let DurationVerdict::Warn(remaining) = verdict {
             self.emit(EventKind::SessionWarning {
                 reason: "duration".into(),
                 remaining_seconds: Some(remaining.as_secs()),
@@ -1728,7 +1704,7 @@ impl SessionPolicy {
         if old.max_duration != l.max_duration || old.duration_warn_percent != l.duration_warn_percent {
             let elapsed = now.since(self.created_at);
             if elapsed.as_millis() * 100 < l.max_duration.as_millis() * u128::from(l.duration_warn_percent) {
-                self.duration_warned = false; // the warning is ahead again
+                self.duration.warned = false; // the warning is ahead again
             }
             if elapsed < l.max_duration {
                 self.duration_grace_until = None; // no longer over the limit

@@ -4,22 +4,22 @@
 //! the option chosen by its label, the dialog checked gone, then detached. Nothing of the
 //! service is touched but through its own verb.
 //!
-//! The whole API is [`answer`]: a job id, the config folder that holds it and the program
-//! (`claude`) in, the option chosen out.
+//! The whole API is [`answer`]: Claude Code's verbs for the config folder that holds the job
+//! ([`Claude`], which runs them as every verb of Mimesis's), the job's id and the answers in,
+//! the option chosen out.
 
-use std::ffi::OsString;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use mimesis_core::answering::valid_job_id;
 use mimesis_core::clock::Clock;
 use mimesis_core::dialog::{Answer, Dialog};
+use mimesis_core::ids::JobId;
 use mimesis_core::text::clean_text;
 use mimesis_supervise::monitor::Monitor;
-use mimesis_supervise::plain::{PlainSpec, PlainTerminal};
+use mimesis_supervise::plain::PlainTerminal;
 use tokio::sync::broadcast::error::TryRecvError;
 
 use super::screen::{Screen, type_answers};
+use crate::background::Claude;
 
 /// The attached terminal's size: wide, so that long commands wrap little.
 const COLS: u16 = 160;
@@ -36,34 +36,11 @@ const POLL: Duration = Duration::from_millis(40);
 /// Ctrl+Z: `claude attach` detaches (← would open its agent view).
 const DETACH_KEY: &[u8] = b"\x1a";
 
-/// Which background session, and how to reach it.
-#[derive(Clone, Debug)]
-pub struct AttachSpec {
-    /// `claude` (the agent program the face runs).
-    pub program: PathBuf,
-    /// The session's short id (`jobId` of its registry entry).
-    pub job: String,
-    /// `CLAUDE_CONFIG_DIR` of the service that runs it.
-    pub config_dir: PathBuf,
-}
-
 /// Attaches to the job, types `answers` into its dialog(s) by label, checks each gone,
 /// detaches. The label of the last option chosen, or why not in a sentence.
-pub async fn answer(spec: AttachSpec, answers: Vec<Answer>, clock: &dyn Clock) -> Result<String, String> {
-    if !valid_job_id(&spec.job) {
-        return Err(format!("{:?} is not a background session's id", clean_text(&spec.job, 40)));
-    }
-    let env: Vec<(OsString, OsString)> = vec![("CLAUDE_CONFIG_DIR".into(), spec.config_dir.clone().into_os_string())];
-    let term = PlainTerminal::start(PlainSpec {
-        program: spec.program.clone(),
-        args: vec!["attach".into(), spec.job.clone()],
-        cwd: spec.config_dir.clone(),
-        cols: COLS,
-        rows: ROWS,
-        scrollback: 1 << 16,
-        env,
-    })
-    .map_err(|e| format!("cannot run {} attach: {e}", spec.program.display()))?;
+pub async fn answer(claude: &Claude, job: &JobId, answers: Vec<Answer>, clock: &dyn Clock) -> Result<String, String> {
+    let term = PlainTerminal::start(claude.attach_spec(job, COLS, ROWS, 1 << 16))
+        .map_err(|e| format!("cannot run {} attach: {e}", claude.program.display()))?;
     let mut screen = Attached::new(term.clone());
     let result = async {
         screen.first_frame(clock).await?;
