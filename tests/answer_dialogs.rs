@@ -5,7 +5,9 @@
 //!
 //! - a session supervised by `mimesis run` (auto mode's own dialog, then the call's);
 //! - a background session (manual mode's permission, a question) through `claude attach`;
-//! - a session in a tmux pane Mimesis did not start (auto mode's dialogs, a denial).
+//! - a session in a tmux pane Mimesis did not start (auto mode's dialogs, a denial);
+//! - a session in a plain terminal (no hooks): listed from the registry alone, to be answered
+//!   in its terminal, and gone once it is.
 //!
 //! Each prints `[latency]` lines: from the dialog on screen (or the registry's `waiting`) to
 //! the request listed by `mimesis pending`. `MIMESIS_BLESS=1` writes the screens read through
@@ -460,4 +462,56 @@ fn the_default_modes_dialogs_in_a_tmux_pane() -> Result<()> {
     })();
     drop(face);
     result.map_err(|e| e.context(format!("the pane:\n{}", screen())))
+}
+
+/// A session in a terminal Mimesis cannot type into (a plain PTY, no hooks of Mimesis): its
+/// dialog is still listed, from the registry alone, with "answer it in its terminal" and the
+/// way there; `approve` says so and types nothing; answered in its terminal, it is gone.
+#[test]
+fn a_dialog_mimesis_cannot_reach_is_listed_to_be_answered_in_its_terminal() -> Result<()> {
+    let rig = Rig::new()?;
+    let face = Face::start(&rig)?;
+    let pty = Pty::spawn(PtyCommand::new(&rig.claude).envs(rig.env()).cwd(rig.home.project_dir()).size(120, 40))?;
+    let result = (|| -> Result<()> {
+        pty.wait_for("the prompt", T, is_idle_prompt)?;
+        rig.api.push(Reply::tool_use("Bash", json!({"command": RISKY, "description": "Install it"})));
+        type_line(&pty, "install it")?;
+        pty.wait_for("auto mode's dialog", T, |s| s.contains("Enter to stay in auto mode"))?;
+        let shown = Instant::now();
+        let (gate, listed) = rig.wait_listed("auto mode's dialog", |p| str_of(p, "dialog") == "autoMode")?;
+        latency("a plain terminal, auto mode's dialog", shown, listed);
+        ensure!(
+            str_of(&gate, "channel") == "terminal" && str_of(&gate, "answerIn").contains("answer it in its terminal"),
+            "{gate:#}"
+        );
+        let short = &str_of(&gate, "sessionId")[..8];
+        let (code, text, _) = rig.cli(&["pending"])?;
+        ensure!(
+            code == 0
+                && text.contains("answer it in its terminal")
+                && text.contains(&format!("`mimesis focus {short}` brings its terminal forward")),
+            "{text}"
+        );
+        let (code, _, err) = rig.cli(&["approve", str_of(&gate, "id")])?;
+        ensure!(
+            code != 0
+                && err.contains("cannot be answered from here")
+                && err.contains(&format!("mimesis focus {short}")),
+            "{err}"
+        );
+        ensure!(rig.pending().iter().any(|p| p["id"] == gate["id"]), "still listed after the refusal");
+        // Answered in its terminal (Esc: cancelled): no longer listed, nothing recorded as
+        // answered from Mimesis.
+        pty.send("\x1b")?;
+        pty.wait_for("the turn stopped", T, |s| s.contains("Interrupted"))?;
+        let deadline = Instant::now() + T;
+        while rig.pending().iter().any(|p| str_of(p, "sessionId").starts_with(short)) {
+            ensure!(Instant::now() < deadline, "still listed after it was answered in its terminal");
+            std::thread::sleep(POLL);
+        }
+        ensure!(rig.answers_log().is_empty(), "{:#?}", rig.answers_log());
+        Ok(())
+    })();
+    drop(face);
+    result.map_err(|e| e.context(format!("the screen:\n{}", pty.screen())))
 }
