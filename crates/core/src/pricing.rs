@@ -85,6 +85,10 @@ pub fn estimate(by_model: &ByModel, billed: Option<Billed>) -> Cost {
 pub struct CostState {
     #[serde(rename = "totalCostUSD")]
     pub total_cost_usd: Option<f64>,
+    /// When the process's cost ledger started (ms since the epoch). A resumed process
+    /// that restored the ledger from the transcript carries the same value; a process
+    /// that started its own (the one before it crashed without writing) a new one.
+    pub start_time: Option<f64>,
     pub model_usage: BTreeMap<String, ModelUsage>,
 }
 
