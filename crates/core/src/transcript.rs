@@ -34,7 +34,7 @@ pub struct LBool(pub bool);
 pub struct LU64(pub Option<u64>);
 
 /// An object field; anything that is not an object reads as `None`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LMap<T>(pub Option<T>);
 
 impl<T> Default for LMap<T> {
@@ -141,6 +141,8 @@ impl<'de> Deserialize<'de> for LU64 {
 pub enum Tokens {
     #[default]
     Absent,
+    /// `null`: absent for the roster; a cost report leaves the record out, as ccusage does.
+    Null,
     Count(u64),
     Invalid,
 }
@@ -162,7 +164,7 @@ impl<'de> Deserialize<'de> for Tokens {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Ok(match Scalar::deserialize(d)? {
             Scalar::U64(v) if v <= MAX_TOKENS => Tokens::Count(v),
-            Scalar::Null => Tokens::Absent,
+            Scalar::Null => Tokens::Null,
             _ => Tokens::Invalid,
         })
     }
@@ -376,15 +378,47 @@ pub struct RawUsage {
     pub output_tokens: Tokens,
     pub cache_creation_input_tokens: Tokens,
     pub cache_read_input_tokens: Tokens,
+    /// How the cache writes split between the 5-minute and the 1-hour cache (priced apart).
+    pub cache_creation: LMap<CacheCreation>,
+    /// `"fast"` for a request in fast mode (priced at the table's multiplier).
+    pub speed: Speed,
+}
+
+/// `usage.cache_creation`.
+#[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(default)]
+pub struct CacheCreation {
+    pub ephemeral_5m_input_tokens: Tokens,
+    pub ephemeral_1h_input_tokens: Tokens,
+}
+
+/// `usage.speed`: fast mode or not (anything but the string `"fast"` is not).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Speed {
+    pub fast: bool,
+}
+
+impl<'de> Deserialize<'de> for Speed {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Speed { fast: matches!(Scalar::deserialize(d)?, Scalar::Str(s) if s == "fast") })
+    }
 }
 
 impl RawUsage {
     /// How many of the four counts are present but not a sane count.
     pub fn invalid_fields(&self) -> u64 {
-        [self.input_tokens, self.output_tokens, self.cache_creation_input_tokens, self.cache_read_input_tokens]
-            .iter()
-            .filter(|t| **t == Tokens::Invalid)
-            .count() as u64
+        let split = self.cache_creation.0.unwrap_or_default();
+        [
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_creation_input_tokens,
+            self.cache_read_input_tokens,
+            split.ephemeral_5m_input_tokens,
+            split.ephemeral_1h_input_tokens,
+        ]
+        .iter()
+        .filter(|t| **t == Tokens::Invalid)
+        .count() as u64
     }
 }
 
@@ -407,6 +441,23 @@ pub struct Message<'a> {
 pub struct ProgressData<'a> {
     #[serde(rename = "type", borrow)]
     pub kind: LStr<'a>,
+    /// An `agent_progress` record's copy of a subagent's message (older versions wrote
+    /// them into the parent's transcript): its usage counts, once.
+    #[serde(borrow)]
+    pub message: LMap<ProgressMessage<'a>>,
+}
+
+/// `data.message` of a progress record: the subagent's record, as far as usage goes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ProgressMessage<'a> {
+    #[serde(borrow)]
+    pub timestamp: LStr<'a>,
+    #[serde(borrow)]
+    pub request_id: LStr<'a>,
+    pub is_sidechain: LBool,
+    #[serde(borrow)]
+    pub message: LMap<Message<'a>>,
 }
 
 /// One transcript record, as far as the roster is concerned.
@@ -523,6 +574,53 @@ impl Record<'_> {
     }
     pub fn subtype(&self) -> &str {
         self.subtype.get().unwrap_or("")
+    }
+}
+
+/// What a record says of one API request's tokens, for cost reports: any record with a
+/// `message.usage` (the assistant's, whatever its type, as ccusage counts them), or an
+/// `agent_progress` record's copy of a subagent's.
+#[derive(Debug, Clone, Copy)]
+pub struct MessageUsage<'r> {
+    pub timestamp: Option<&'r str>,
+    pub model: Option<&'r str>,
+    pub message_id: Option<&'r str>,
+    pub request_id: Option<&'r str>,
+    pub session_id: Option<&'r str>,
+    pub version: Option<&'r str>,
+    pub is_sidechain: bool,
+    pub usage: RawUsage,
+}
+
+impl<'a> Record<'a> {
+    /// The usage this record states, if it states one.
+    pub fn message_usage(&self) -> Option<MessageUsage<'_>> {
+        if let Some(m) = self.message.0.as_ref()
+            && let Some(usage) = m.usage.0
+        {
+            return Some(MessageUsage {
+                timestamp: self.timestamp.get(),
+                model: m.model.get(),
+                message_id: m.id.get(),
+                request_id: self.request_id.get(),
+                session_id: self.session_id.get(),
+                version: self.version.get(),
+                is_sidechain: self.is_sidechain.0,
+                usage,
+            });
+        }
+        let p = self.data.0.as_ref()?.message.0.as_ref()?;
+        let m = p.message.0.as_ref()?;
+        Some(MessageUsage {
+            timestamp: p.timestamp.get(),
+            model: m.model.get(),
+            message_id: m.id.get(),
+            request_id: p.request_id.get(),
+            session_id: None,
+            version: None,
+            is_sidechain: p.is_sidechain.0,
+            usage: m.usage.0?,
+        })
     }
 }
 
