@@ -11,7 +11,7 @@ use mimesis_core::{Clock, Status, StoreEvent, SystemClock, TimelineItem, Timesta
 
 pub struct Style {
     color: bool,
-    width: usize,
+    pub(crate) width: usize,
 }
 
 impl Style {
@@ -24,11 +24,11 @@ impl Style {
         if self.color { format!("\x1b[{code}m{s}\x1b[0m") } else { s.to_owned() }
     }
 
-    fn dim(&self, s: &str) -> String {
+    pub(crate) fn dim(&self, s: &str) -> String {
         self.paint("2", s)
     }
 
-    fn bold(&self, s: &str) -> String {
+    pub(crate) fn bold(&self, s: &str) -> String {
         self.paint("1", s)
     }
 }
@@ -58,7 +58,7 @@ pub fn sanitize(s: &str, multiline: bool) -> String {
 }
 
 /// Cuts to `width` characters (display width approximated by chars), with an ellipsis.
-fn fit(s: &str, width: usize) -> String {
+pub(crate) fn fit(s: &str, width: usize) -> String {
     let n = s.chars().count();
     if n <= width {
         return format!("{s:width$}");

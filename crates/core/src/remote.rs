@@ -9,8 +9,9 @@
 //! OS and architecture), then `snapshot` once its first index is done, then one `event`
 //! per roster change; `show` requests are answered by `timeline` or `error` carrying the
 //! request's number, and one `supervision` per supervision event of the sessions its
-//! supervisors (each `mimesis run` there) run. The remote stops when its stdin closes, so
-//! it never outlives the connection.
+//! supervisors (each `mimesis run` there) run; `cost` requests by `cost` (also one-shot, in
+//! place of the hello). The remote stops when its stdin closes, so it never outlives the
+//! connection.
 
 use std::time::Duration;
 
@@ -18,13 +19,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{Mono, Timestamp};
 use crate::session::{StoreEvent, TrackedSession};
+use crate::spend::{CostQuery, CostReport};
 use crate::supervision::SupervisionEvent;
 use crate::timeline::TimelineItem;
 
 /// The protocol this build speaks. A remote that answers with another one is a helper of
 /// another version: the user is offered to install this build's.
-/// 2: `supervision` messages.
-pub const PROTOCOL: u32 = 2;
+/// 2: `supervision` messages. 3: `cost` requests.
+pub const PROTOCOL: u32 = 3;
 
 /// The longest line either side accepts (a 2,000-session snapshot is about 6 MB).
 pub const MAX_LINE: usize = 256 * 1024 * 1024;
@@ -40,6 +42,13 @@ pub enum ToRemote {
     Show {
         req: u64,
         session_id: String,
+    },
+    /// A cost report of the host's transcripts (`mimesis cost --host`). Sent in place of
+    /// `hello` it is a one-shot request: answered from the files, without indexing or
+    /// watching, and the remote stops.
+    Cost {
+        req: u64,
+        query: CostQuery,
     },
 }
 
@@ -68,6 +77,10 @@ pub enum FromRemote {
     Timeline {
         req: u64,
         items: Vec<TimelineItem>,
+    },
+    Cost {
+        req: u64,
+        report: Box<CostReport>,
     },
     /// A request that failed (`req`), or the remote stopping (no `req`).
     Error {

@@ -24,6 +24,7 @@ use mimesis_core::ids::SessionId;
 use mimesis_core::remote::{self, Destination, Failure, FromRemote, HostLink, HostState, MAX_LINE, PROTOCOL, ToRemote};
 use mimesis_core::session::{StoreEvent, TrackedSession};
 use mimesis_core::settings::NotificationSettings;
+use mimesis_core::spend::{CostQuery, CostReport};
 use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::timeline::TimelineItem;
 use serde::Serialize;
@@ -99,6 +100,11 @@ pub struct Connection {
 
 /// Connects to `dest` and checks that the remote speaks this protocol.
 pub async fn connect(ssh: &Ssh, dest: &Destination) -> Result<Connection, Failure> {
+    connect_with(ssh, dest, &ToRemote::Hello { protocol: PROTOCOL }).await
+}
+
+/// [`connect`], with `first` sent in place of the hello (a one-shot request).
+async fn connect_with(ssh: &Ssh, dest: &Destination, first: &ToRemote) -> Result<Connection, Failure> {
     let mut child = ssh
         .command(dest, &remote::remote_mimesis(&["serve", "--stdio"]))
         .spawn()
@@ -116,7 +122,7 @@ pub async fn connect(ssh: &Ssh, dest: &Destination) -> Result<Connection, Failur
         hello: Hello { protocol: 0, version: String::new(), os: String::new(), arch: String::new() },
     };
     // Sent at once: the remote checks it while ssh still negotiates nothing more.
-    let _ = conn.send(&ToRemote::Hello { protocol: PROTOCOL }).await;
+    let _ = conn.send(first).await;
     let first = tokio::time::timeout(HELLO_WAIT, conn.recv())
         .await
         .map_err(|_| Failure::Unreachable(format!("the host did not answer within {} s", HELLO_WAIT.as_secs())))??;
@@ -291,16 +297,50 @@ fn owned_by(mut s: TrackedSession, host: &Destination) -> TrackedSession {
 /// Connects, installing the helper first when `install` names this build's binary and
 /// the host lacks it (or has one of another protocol).
 pub async fn connect_or_install(ssh: &Ssh, dest: &Destination, install: Option<&Path>) -> Result<Connection, Failure> {
-    match connect(ssh, dest).await {
+    connect_or_install_with(ssh, dest, install, &ToRemote::Hello { protocol: PROTOCOL }).await
+}
+
+async fn connect_or_install_with(
+    ssh: &Ssh,
+    dest: &Destination,
+    install: Option<&Path>,
+    first: &ToRemote,
+) -> Result<Connection, Failure> {
+    match connect_with(ssh, dest, first).await {
         Err(f) if f.wants_helper() => match install {
             Some(exe) => {
                 // A copy that fails leaves the host without a helper, said with why.
                 install_helper(ssh, dest, exe).await.map_err(Failure::HelperMismatch)?;
-                connect(ssh, dest).await
+                connect_with(ssh, dest, first).await
             }
             None => Err(f),
         },
         other => other,
+    }
+}
+
+/// A cost report of `dest`'s transcripts, once (`mimesis cost --host`): one request in
+/// place of the hello, answered without indexing there.
+pub async fn cost(
+    ssh: &Ssh,
+    dest: &Destination,
+    query: &CostQuery,
+    install: Option<&Path>,
+) -> Result<CostReport, Failure> {
+    let first = ToRemote::Cost { req: 1, query: query.clone() };
+    let mut conn = connect_or_install_with(ssh, dest, install, &first).await?;
+    loop {
+        match conn.recv().await? {
+            FromRemote::Cost { req: 1, report } => {
+                conn.close().await;
+                return Ok(*report);
+            }
+            FromRemote::Error { req: Some(1) | None, message } => {
+                conn.close().await;
+                return Err(Failure::Protocol(mimesis_core::text::clean_text(&message, 500)));
+            }
+            _ => {}
+        }
     }
 }
 
@@ -365,6 +405,14 @@ pub async fn serve(
     // The peer's hello first: one of another protocol is told so, and nothing is indexed.
     match requests.recv().await.flatten() {
         Some(ToRemote::Hello { protocol }) if protocol == PROTOCOL => {}
+        // A one-shot cost report: answered from the files, nothing indexed or watched.
+        Some(ToRemote::Cost { req, query }) => {
+            let reply = tokio::task::spawn_blocking(move || cost_reply(&roots, &data_dir, req, query))
+                .await
+                .unwrap_or_else(|e| FromRemote::Error { req: Some(req), message: format!("the report failed: {e}") });
+            write_msg(&mut output, &reply).await?;
+            return output.flush().await;
+        }
         Some(ToRemote::Hello { protocol }) => {
             let message = format!("this Mimesis speaks protocol {PROTOCOL}, not {protocol}");
             write_msg(&mut output, &FromRemote::Error { req: None, message }).await?;
@@ -404,6 +452,12 @@ pub async fn serve(
                                 Err(message) => FromRemote::Error { req: Some(req), message },
                             };
                             let _ = done_tx.blocking_send(reply);
+                        });
+                    }
+                    Some(ToRemote::Cost { req, query }) => {
+                        let (roots, data_dir, done_tx) = (roots.clone(), data_dir.clone(), done_tx.clone());
+                        tokio::task::spawn_blocking(move || {
+                            let _ = done_tx.blocking_send(cost_reply(&roots, &data_dir, req, query));
                         });
                     }
                     Some(ToRemote::Hello { .. }) => {}
@@ -529,6 +583,15 @@ async fn read_requests(input: impl AsyncBufRead + Unpin, tx: mpsc::Sender<Option
         }
     }
     let _ = tx.send(None).await;
+}
+
+/// The answer to a `cost` request: this machine's report (its own price file applies).
+fn cost_reply(roots: &[PathBuf], data_dir: &Path, req: u64, query: CostQuery) -> FromRemote {
+    let query = CostQuery { project: query.project.map(|p| mimesis_core::text::clean_text(&p, 4096)), ..query };
+    match query.check() {
+        Ok(()) => FromRemote::Cost { req, report: Box::new(crate::cost::report(roots, data_dir, &query, None)) },
+        Err(message) => FromRemote::Error { req: Some(req), message },
+    }
 }
 
 /// `known`: where the engine's row of that session says its transcript is (it may not be
@@ -815,7 +878,8 @@ async fn run_connection(
                     FromRemote::Error { req: None, message } => {
                         return Some(Failure::HelperMismatch(mimesis_core::text::clean_text(&message, 300)));
                     }
-                    FromRemote::Hello { .. } => true,
+                    // The feed asks for no report (a later Spend view will).
+                    FromRemote::Hello { .. } | FromRemote::Cost { .. } => true,
                 };
                 if !alive {
                     return None;

@@ -1,0 +1,172 @@
+//! Reading every transcript's usage for a cost report (`mimesis cost`): every `.jsonl`
+//! under each root's `projects/` (subagents' files included, counted with the session
+//! they belong to), read in parallel through the same tail reader and record parser as
+//! the index, into one [`FileUsage`] each; then folded, in path order, into a [`Ledger`]
+//! (`mimesis_core::spend`), which counts each API request once.
+//!
+//! A read holds at most one chunk of each file being read, and the usage records found
+//! (about 70 bytes each): not the files.
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use mimesis_core::layout;
+use mimesis_core::spend::{FileUsage, Ledger};
+
+use crate::tail::FileTail;
+
+/// How deep under a project folder transcripts are looked for
+/// (`<project>/<session>/subagents/agent-….jsonl` is 3).
+const MAX_DEPTH: usize = 4;
+
+/// One transcript file: where it is, the session it counts for, and its project folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageFile {
+    pub path: PathBuf,
+    pub session: String,
+    pub project_dir: String,
+}
+
+/// Every transcript file under `roots`, in path order.
+pub fn discover(roots: &[PathBuf]) -> Vec<UsageFile> {
+    let mut out = Vec::new();
+    for root in roots {
+        let projects = layout::projects_dir(root);
+        let Ok(rd) = std::fs::read_dir(&projects) else { continue };
+        for project in rd.filter_map(Result::ok) {
+            if !project.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let Some(name) = project.file_name().to_str().map(str::to_owned) else { continue };
+            walk(&project.path(), &name, None, 1, &mut out);
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+/// The `.jsonl` files in `dir`; `session` is the session folder they are under, if any.
+/// Symbolic links to folders are not followed (no loops).
+fn walk(dir: &Path, project: &str, session: Option<&str>, depth: usize, out: &mut Vec<UsageFile>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.filter_map(Result::ok) {
+        let Ok(kind) = e.file_type() else { continue };
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if kind.is_dir() && depth < MAX_DEPTH {
+            walk(&e.path(), project, Some(session.unwrap_or(name)), depth + 1, out);
+        } else if !kind.is_dir()
+            && let Some(stem) = name.strip_suffix(".jsonl")
+        {
+            let session = session.unwrap_or(stem).to_owned();
+            out.push(UsageFile { path: e.path(), session, project_dir: project.to_owned() });
+        }
+    }
+}
+
+/// Reads one file's usage records.
+pub fn read_file(f: &UsageFile) -> std::io::Result<FileUsage> {
+    let mut usage = FileUsage::new(f.session.clone(), f.project_dir.clone());
+    let mut scratch = String::new();
+    let mut tail = FileTail::new(&f.path);
+    let outcome = tail.read_new(|line| usage.add_line(&crate::parse::SonicJson, line, &mut scratch))?;
+    if outcome == crate::tail::ReadOutcome::Missing {
+        return Err(std::io::Error::new(std::io::ErrorKind::NotFound, "it is gone"));
+    }
+    usage.models.shrink_to_fit();
+    usage.entries.shrink_to_fit();
+    Ok(usage)
+}
+
+/// Every request of every transcript under `roots`, once.
+pub fn read(roots: &[PathBuf]) -> Ledger {
+    let files = discover(roots);
+    // Read biggest first, so the threads finish together; folded in path order.
+    let mut order: Vec<(u64, usize)> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (std::fs::symlink_metadata(&f.path).map(|m| m.len()).unwrap_or(0), i))
+        .collect();
+    order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut read: Vec<(usize, std::io::Result<FileUsage>)> =
+        order.into_par_iter().map(|(_, i)| (i, read_file(&files[i]))).collect();
+    read.sort_by_key(|(i, _)| *i);
+    let mut ledger = Ledger::default();
+    for (i, r) in read {
+        match r {
+            Ok(u) => ledger.add(u),
+            Err(e) => ledger.unreadable(format!("{}: {e}", files[i].path.display())),
+        }
+    }
+    ledger
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mimesis_core::pricing::PriceTable;
+    use mimesis_core::spend::CostQuery;
+
+    fn rec(id: &str, ts: &str, input: u64) -> String {
+        serde_json::json!({"type": "assistant", "timestamp": ts, "requestId": id, "version": "2.1.330",
+            "message": {"id": id, "model": "claude-haiku-4-5",
+                        "usage": {"input_tokens": input, "output_tokens": 1}}})
+        .to_string()
+            + "\n"
+    }
+
+    #[test]
+    fn subagents_count_with_their_session_and_copies_once() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("claude");
+        let p = root.join("projects/-home-me-p");
+        std::fs::create_dir_all(p.join("s1/subagents")).unwrap();
+        std::fs::write(
+            p.join("s1.jsonl"),
+            rec("a", "2026-11-01T10:00:00.000Z", 10) + &rec("b", "2026-11-01T10:00:00.000Z", 20),
+        )
+        .unwrap();
+        // A resumed session's copy of request a, and a subagent's own request.
+        std::fs::write(p.join("s2.jsonl"), rec("a", "2026-11-01T10:00:00.000Z", 10)).unwrap();
+        std::fs::write(p.join("s1/subagents/agent-x.jsonl"), rec("c", "2026-11-02T10:00:00.000Z", 40)).unwrap();
+        // Not transcripts.
+        std::fs::write(p.join("notes.txt"), rec("d", "2026-11-02T10:00:00.000Z", 80)).unwrap();
+        std::fs::write(root.join("projects/stray.jsonl"), rec("e", "2026-11-02T10:00:00.000Z", 160)).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&p, p.join("s1/loop")).unwrap();
+
+        let files = discover(std::slice::from_ref(&root));
+        let sessions: Vec<&str> = files.iter().map(|f| f.session.as_str()).collect();
+        assert_eq!(sessions, ["s1", "s1", "s2"]);
+        let ledger = read(&[root]);
+        assert_eq!(ledger.requests(), 3);
+        let by_session = CostQuery { by: mimesis_core::spend::GroupBy::Session, ..Default::default() };
+        let utc = |t: mimesis_core::Timestamp| chrono_day(t.millis());
+        let r = ledger.report(&by_session, PriceTable::vendored(), &utc);
+        let rows: Vec<(&str, u64)> = r.rows.iter().map(|r| (r.key.as_str(), r.totals.input_tokens)).collect();
+        assert_eq!(rows, [("s1", 70)]);
+    }
+
+    fn chrono_day(ms: i64) -> chrono::NaiveDate {
+        chrono::DateTime::from_timestamp_millis(ms).unwrap().date_naive()
+    }
+
+    #[test]
+    fn an_unreadable_file_is_said_not_silently_zero() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("claude");
+        let p = root.join("projects/-p");
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("ok.jsonl"), rec("a", "2026-11-01T10:00:00.000Z", 10)).unwrap();
+        let fifo = p.join("fifo.jsonl");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+        let ledger = read(&[root]);
+        let r = ledger.report(&CostQuery::default(), PriceTable::vendored(), &|t| chrono_day(t.millis()));
+        assert_eq!(r.total.input_tokens, 10);
+        if made {
+            assert_eq!(r.skipped.unreadable_files, 1);
+            assert!(r.warnings[0].starts_with("1 transcript file could not be read ("), "{:?}", r.warnings);
+        }
+    }
+}

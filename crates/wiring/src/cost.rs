@@ -1,0 +1,55 @@
+//! Cost reports (`mimesis cost`, and `serve`'s answer to a `cost` request): the
+//! transcripts of `roots` read once ([`mimesis_watch::spend`]), priced with the user's
+//! price file over the shipped table, summed by local day (the system's time zone, `TZ`
+//! respected) into [`mimesis_core::spend::CostReport`]. Needs neither the fleet database
+//! nor a running Mimesis; changes nothing on disk.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Local, NaiveDate};
+use mimesis_core::clock::Timestamp;
+use mimesis_core::spend::{self, CostQuery, CostReport};
+
+/// The price file read from the data folder when none is named.
+pub const PRICE_FILE: &str = "prices.json";
+
+/// A price file larger than this is not one (LiteLLM's whole table is about 3.5 MB).
+const MAX_PRICE_FILE: u64 = 64 * 1024 * 1024;
+
+/// The report for `q` over the transcripts of `roots`. `prices`: a price file the user
+/// named (said when it cannot be used); else `<data_dir>/prices.json` when it exists.
+pub fn report(roots: &[PathBuf], data_dir: &Path, q: &CostQuery, prices: Option<&Path>) -> CostReport {
+    let default = data_dir.join(PRICE_FILE);
+    let file = match prices {
+        Some(p) => Some(p.to_owned()),
+        None => default.exists().then_some(default),
+    };
+    let read = file.as_ref().map(|p| (p.display().to_string(), read_price_file(p)));
+    let (table, price_warnings) = spend::price_table(read.as_ref().map(|(p, r)| (p.as_str(), r.clone())));
+    let ledger = mimesis_watch::spend::read(roots);
+    let mut r = ledger.report(q, &table, &local_day);
+    r.warnings.splice(0..0, price_warnings);
+    r
+}
+
+fn read_price_file(p: &Path) -> Result<String, String> {
+    let f = mimesis_os::files::open_regular(p, mimesis_os::files::Links::Follow).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "there is no such file".to_owned(),
+        _ => e.to_string(),
+    })?;
+    let mut text = String::new();
+    f.take(MAX_PRICE_FILE + 1).read_to_string(&mut text).map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_PRICE_FILE {
+        return Err(format!("it is larger than {} MB", MAX_PRICE_FILE >> 20));
+    }
+    Ok(text)
+}
+
+/// The day `t` falls on here (the system's time zone; `TZ` overrides it).
+pub fn local_day(t: Timestamp) -> NaiveDate {
+    match DateTime::from_timestamp_millis(t.millis()) {
+        Some(utc) => utc.with_timezone(&Local).date_naive(),
+        None => NaiveDate::default(),
+    }
+}
