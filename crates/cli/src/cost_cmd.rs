@@ -44,8 +44,11 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, a: CostArgs) -> anyhow::Result<()
     let query = CostQuery { by: a.by, since: a.since, until: a.until, project: a.project.clone() };
     query.check().map_err(anyhow::Error::msg)?;
     let (remote, failed) = reports(&a.remote, &query)?;
+    // A one-shot process: the transcripts are read mapped.
+    mimesis_wiring::cost::say_on_bus_error();
+    let how = mimesis_wiring::cost::Reading::Mapped;
     let local =
-        (!a.remote.no_local).then(|| mimesis_wiring::cost::report(roots, data_dir, &query, a.prices.as_deref()));
+        (!a.remote.no_local).then(|| mimesis_wiring::cost::report(roots, data_dir, &query, a.prices.as_deref(), how));
     let report = spend::merge(local, remote, query.by);
     let out = io::stdout();
     let mut out = io::BufWriter::new(out.lock());

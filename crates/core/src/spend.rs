@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Timestamp;
 use crate::pricing::{ModelPrice, PriceTable, RequestTokens};
 pub use chrono::NaiveDate;
-pub use read::{FileUsage, Skipped, UsageEntry};
+pub use read::{FileUsage, MAX_LINE, Skipped, UsageEntry};
 use read::{NO_MODEL, SYNTHETIC};
 
 /// What the rows of a report are.
@@ -192,7 +192,8 @@ pub struct CostRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
     /// Session rows: what Claude Code says it billed (2.1.330's `cost-state`; it also
-    /// counts compaction calls the transcript leaves out), when it wrote one.
+    /// counts compaction calls the transcript leaves out), when it wrote one after the
+    /// session's last request (an earlier one is out of date).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub billed_usd: Option<f64>,
 }
@@ -239,14 +240,38 @@ pub struct Ledger {
     model_ids: HashMap<String, u32>,
     kept: Vec<Kept>,
     /// Kept requests by the hash of their `message.id`.
-    by_message: HashMap<u64, Vec<u32>>,
+    by_message: HashMap<u64, Copies>,
     skipped: Skipped,
     /// Why files could not be read (the first few).
     errors: Vec<String>,
 }
 
+/// The kept requests of one `message.id`: nearly always one.
+#[derive(Debug)]
+enum Copies {
+    One(u32),
+    Many(Vec<u32>),
+}
+
+impl Copies {
+    fn as_slice(&self) -> &[u32] {
+        match self {
+            Copies::One(i) => std::slice::from_ref(i),
+            Copies::Many(v) => v,
+        }
+    }
+
+    fn push(&mut self, i: u32) {
+        match self {
+            Copies::One(first) => *self = Copies::Many(vec![*first, i]),
+            Copies::Many(v) => v.push(i),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct FileMeta {
+    order: u32,
     session: String,
     project_dir: String,
     cwd: Option<String>,
@@ -259,27 +284,15 @@ struct Kept {
     entry: UsageEntry,
 }
 
-/// ccusage's choice between two copies of one request: a main-chain copy over a
-/// sidechain's replay, then the one with more tokens, then a fast one; else the first.
-fn replaces(candidate: &UsageEntry, existing: &UsageEntry) -> bool {
-    if candidate.sidechain != existing.sidechain {
-        return existing.sidechain;
-    }
-    let (c, e) = (candidate.total(), existing.total());
-    if c != e {
-        return c > e;
-    }
-    candidate.fast && !existing.fast
-}
-
 impl Ledger {
-    /// Folds one file's records in. Files are folded in a fixed order (their paths'),
-    /// so which copy of a request is kept does not depend on which thread read it first.
+    /// Folds one file's records in, in any order: which copy of a request is kept
+    /// depends on the files' `order`, not on which was read first.
     pub fn add(&mut self, f: FileUsage) {
         let file = self.files.len() as u32;
         let remap: Vec<u32> = f.models.iter().map(|m| self.model_id(m)).collect();
         self.skipped.add(&f.skipped);
         self.files.push(FileMeta {
+            order: f.order,
             session: f.session,
             project_dir: f.project_dir,
             cwd: f.cwd,
@@ -316,21 +329,35 @@ impl Ledger {
             self.kept.push(k);
             return;
         };
-        let copies = self.by_message.entry(message).or_default();
+        let next = self.kept.len() as u32;
+        let copies = match self.by_message.entry(message) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(Copies::One(next));
+                self.kept.push(k);
+                return;
+            }
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+        };
+        let kept = &self.kept;
         let same = copies
+            .as_slice()
             .iter()
             .copied()
-            .find(|&i| self.kept[i as usize].entry.request == k.entry.request)
+            .find(|&i| kept[i as usize].entry.request == k.entry.request)
             // A sidechain replays its parent's messages under new request ids.
-            .or_else(|| copies.iter().copied().find(|&i| k.entry.sidechain || self.kept[i as usize].entry.sidechain));
+            .or_else(|| {
+                copies.as_slice().iter().copied().find(|&i| k.entry.sidechain || kept[i as usize].entry.sidechain)
+            });
         match same {
             Some(i) => {
-                if replaces(&k.entry, &self.kept[i as usize].entry) {
+                let old = &self.kept[i as usize];
+                let (order, old_order) = (self.files[k.file as usize].order, self.files[old.file as usize].order);
+                if k.entry.better_than(order, &old.entry, old_order) {
                     self.kept[i as usize] = k;
                 }
             }
             None => {
-                copies.push(self.kept.len() as u32);
+                copies.push(next);
                 self.kept.push(k);
             }
         }
@@ -348,7 +375,7 @@ impl Ledger {
             self.files.iter().map(|f| f.cwd.as_deref().unwrap_or(f.project_dir.as_str())).collect();
         let wanted: Vec<bool> =
             self.files.iter().map(|f| q.project.as_deref().is_none_or(|p| project_is(f, p))).collect();
-        let mut rows: BTreeMap<String, (Totals, Vec<u32>)> = BTreeMap::new();
+        let mut rows: BTreeMap<RowKey<'_>, (Totals, Vec<u32>)> = BTreeMap::new();
         let mut unknown: BTreeMap<String, u64> = BTreeMap::new();
         let mut no_model_tokens = 0u64;
         for k in &self.kept {
@@ -362,17 +389,14 @@ impl Ledger {
             }
             let meta = &self.files[k.file as usize];
             let key = match q.by {
-                GroupBy::Day => day.format("%Y-%m-%d").to_string(),
-                GroupBy::Week => {
-                    let w = day.iso_week();
-                    format!("{}-W{:02}", w.year(), w.week())
-                }
-                GroupBy::Month => day.format("%Y-%m").to_string(),
-                GroupBy::Session => meta.session.clone(),
-                GroupBy::Project => file_project[k.file as usize].to_owned(),
+                GroupBy::Day => RowKey::Day(day),
+                GroupBy::Week => RowKey::Week(day.iso_week().year(), day.iso_week().week()),
+                GroupBy::Month => RowKey::Month(day.year(), day.month()),
+                GroupBy::Session => RowKey::Text(&meta.session),
+                GroupBy::Project => RowKey::Text(file_project[k.file as usize]),
                 GroupBy::Model => match e.model {
-                    NO_MODEL | SYNTHETIC => "(no model)".to_owned(),
-                    m => self.models[m as usize].clone(),
+                    NO_MODEL | SYNTHETIC => RowKey::Text("(no model)"),
+                    m => RowKey::Text(&self.models[m as usize]),
                 },
             };
             let (row, files) = rows.entry(key).or_default();
@@ -420,7 +444,7 @@ impl Ledger {
                 } else {
                     (None, None)
                 };
-                CostRow { key, host: None, totals, project, billed_usd }
+                CostRow { key: key.to_string(), host: None, totals, project, billed_usd }
             })
             .collect();
         total.cost_usd = round_usd(total.cost_usd);
@@ -441,6 +465,26 @@ impl Ledger {
         };
         report.warnings = warnings(&report, no_model_tokens, &self.errors);
         report
+    }
+}
+
+/// What a row is, before it is written out: dates sort as dates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum RowKey<'a> {
+    Day(NaiveDate),
+    Week(i32, u32),
+    Month(i32, u32),
+    Text(&'a str),
+}
+
+impl std::fmt::Display for RowKey<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RowKey::Day(d) => write!(f, "{}", d.format("%Y-%m-%d")),
+            RowKey::Week(y, w) => write!(f, "{y}-W{w:02}"),
+            RowKey::Month(y, m) => write!(f, "{y}-{m:02}"),
+            RowKey::Text(t) => f.write_str(t),
+        }
     }
 }
 

@@ -65,40 +65,75 @@ fn walk(dir: &Path, project: &str, session: Option<&str>, depth: usize, out: &mu
     }
 }
 
-/// Reads one file's usage records.
-pub fn read_file(f: &UsageFile) -> std::io::Result<FileUsage> {
+/// How files are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Through the tail reader: `read(2)` into a buffer. For a long-lived process.
+    Copied,
+    /// Mapped into memory ([`mimesis_os::files::Mapped`]): most of a read's time is the
+    /// kernel copying bytes that are skipped at once. Only for a short-lived process that
+    /// has a file cut short while it is read end it with a sentence
+    /// ([`mimesis_os::files::say_on_bus_error`]).
+    Mapped,
+}
+
+/// Reads one file's usage records; `order` is its place among the files (their paths').
+pub fn read_file(f: &UsageFile, order: u32, how: Reading) -> std::io::Result<FileUsage> {
     let mut usage = FileUsage::new(f.session.clone(), f.project_dir.clone());
+    usage.order = order;
     let mut scratch = String::new();
-    let mut tail = FileTail::new(&f.path);
-    let outcome = tail.read_new(|line| usage.add_line(&crate::parse::SonicJson, line, &mut scratch))?;
-    if outcome == crate::tail::ReadOutcome::Missing {
-        return Err(std::io::Error::new(std::io::ErrorKind::NotFound, "it is gone"));
+    let parser = crate::parse::SonicJson;
+    match how {
+        Reading::Copied => {
+            let mut tail = FileTail::with_max_line(&f.path, mimesis_core::spend::MAX_LINE);
+            let outcome = tail.read_new(|line| usage.add_line(&parser, line, &mut scratch))?;
+            if outcome == crate::tail::ReadOutcome::Missing {
+                return Err(std::io::Error::new(std::io::ErrorKind::NotFound, "it is gone"));
+            }
+        }
+        Reading::Mapped => {
+            if let Some(map) = mimesis_os::files::Mapped::open(&f.path)? {
+                usage.add_text(&parser, map.bytes(), &mut scratch, |upto| map.release_before(upto));
+            }
+        }
     }
     usage.models.shrink_to_fit();
     usage.entries.shrink_to_fit();
     Ok(usage)
 }
 
-/// Every request of every transcript under `roots`, once.
-pub fn read(roots: &[PathBuf]) -> Ledger {
+/// Read files waiting to be folded, at most (the reading runs ahead of the folding by this
+/// much, no more).
+const WAITING: usize = 64;
+
+/// Every request of every transcript under `roots`, once. The files are read in parallel
+/// (the biggest first, so the threads finish together) and folded on the calling thread
+/// as they come: what is held is the requests kept, not the files read.
+pub fn read(roots: &[PathBuf], how: Reading) -> Ledger {
     let files = discover(roots);
-    // Read biggest first, so the threads finish together; folded in path order.
     let mut order: Vec<(u64, usize)> = files
         .iter()
         .enumerate()
         .map(|(i, f)| (std::fs::symlink_metadata(&f.path).map(|m| m.len()).unwrap_or(0), i))
         .collect();
     order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let mut read: Vec<(usize, std::io::Result<FileUsage>)> =
-        order.into_par_iter().map(|(_, i)| (i, read_file(&files[i]))).collect();
-    read.sort_by_key(|(i, _)| *i);
     let mut ledger = Ledger::default();
-    for (i, r) in read {
-        match r {
-            Ok(u) => ledger.add(u),
-            Err(e) => ledger.unreadable(format!("{}: {e}", files[i].path.display())),
+    let (tx, rx) = std::sync::mpsc::sync_channel(WAITING);
+    std::thread::scope(|scope| {
+        let files = &files;
+        scope.spawn(move || {
+            order.into_par_iter().for_each_with(tx, |tx, (_, i)| {
+                // (A fold that is gone panicked: the scope reports it.)
+                let _ = tx.send((i, read_file(&files[i], i as u32, how)));
+            });
+        });
+        for (i, read) in rx {
+            match read {
+                Ok(u) => ledger.add(u),
+                Err(e) => ledger.unreadable(format!("{}: {e}", files[i].path.display())),
+            }
         }
-    }
+    });
     ledger
 }
 
@@ -139,8 +174,9 @@ mod tests {
         let files = discover(std::slice::from_ref(&root));
         let sessions: Vec<&str> = files.iter().map(|f| f.session.as_str()).collect();
         assert_eq!(sessions, ["s1", "s1", "s2"]);
-        let ledger = read(&[root]);
+        let ledger = read(std::slice::from_ref(&root), Reading::Copied);
         assert_eq!(ledger.requests(), 3);
+        assert_eq!(read(&[root], Reading::Mapped).requests(), 3);
         let by_session = CostQuery { by: mimesis_core::spend::GroupBy::Session, ..Default::default() };
         let utc = |t: mimesis_core::Timestamp| chrono_day(t.millis());
         let r = ledger.report(&by_session, PriceTable::vendored(), &utc);
@@ -161,7 +197,7 @@ mod tests {
         std::fs::write(p.join("ok.jsonl"), rec("a", "2026-11-01T10:00:00.000Z", 10)).unwrap();
         let fifo = p.join("fifo.jsonl");
         let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
-        let ledger = read(&[root]);
+        let ledger = read(&[root], Reading::Mapped);
         let r = ledger.report(&CostQuery::default(), PriceTable::vendored(), &|t| chrono_day(t.millis()));
         assert_eq!(r.total.input_tokens, 10);
         if made {

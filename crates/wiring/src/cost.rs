@@ -1,4 +1,4 @@
-//! Cost reports (`mimesis cost`, and `serve`'s answer to a `cost` request): the
+//! Cost reports (`mimesis cost`, `--host` through `serve`'s `cost` request): the
 //! transcripts of `roots` read once ([`mimesis_watch::spend`]), priced with the user's
 //! price file over the shipped table, summed by local day (the system's time zone, `TZ`
 //! respected) into [`mimesis_core::spend::CostReport`]. Needs neither the fleet database
@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Local, NaiveDate};
 use mimesis_core::clock::Timestamp;
+use mimesis_core::remote::FromRemote;
 use mimesis_core::spend::{self, CostQuery, CostReport};
 
 /// The price file read from the data folder when none is named.
@@ -17,9 +18,13 @@ pub const PRICE_FILE: &str = "prices.json";
 /// A price file larger than this is not one (LiteLLM's whole table is about 3.5 MB).
 const MAX_PRICE_FILE: u64 = 64 * 1024 * 1024;
 
+pub use mimesis_watch::spend::Reading;
+
 /// The report for `q` over the transcripts of `roots`. `prices`: a price file the user
 /// named (said when it cannot be used); else `<data_dir>/prices.json` when it exists.
-pub fn report(roots: &[PathBuf], data_dir: &Path, q: &CostQuery, prices: Option<&Path>) -> CostReport {
+/// `how`: [`Reading::Mapped`] only in a short-lived process that says a bus error
+/// ([`say_on_bus_error`]).
+pub fn report(roots: &[PathBuf], data_dir: &Path, q: &CostQuery, prices: Option<&Path>, how: Reading) -> CostReport {
     let default = data_dir.join(PRICE_FILE);
     let file = match prices {
         Some(p) => Some(p.to_owned()),
@@ -27,10 +32,18 @@ pub fn report(roots: &[PathBuf], data_dir: &Path, q: &CostQuery, prices: Option<
     };
     let read = file.as_ref().map(|p| (p.display().to_string(), read_price_file(p)));
     let (table, price_warnings) = spend::price_table(read.as_ref().map(|(p, r)| (p.as_str(), r.clone())));
-    let ledger = mimesis_watch::spend::read(roots);
+    let ledger = mimesis_watch::spend::read(roots, how);
     let mut r = ledger.report(q, &table, &local_day);
     r.warnings.splice(0..0, price_warnings);
     r
+}
+
+/// Makes a transcript cut short by another process while this one reads it mapped end
+/// the process with a sentence, not a core dump (see [`Reading::Mapped`]).
+pub fn say_on_bus_error() {
+    mimesis_os::files::say_on_bus_error(
+        "mimesis: a transcript was cut short by another program while it was being read; run the report again",
+    );
 }
 
 fn read_price_file(p: &Path) -> Result<String, String> {
@@ -51,5 +64,14 @@ pub fn local_day(t: Timestamp) -> NaiveDate {
     match DateTime::from_timestamp_millis(t.millis()) {
         Some(utc) => utc.with_timezone(&Local).date_naive(),
         None => NaiveDate::default(),
+    }
+}
+
+/// The answer to a `cost` request: this machine's report (its own price file applies).
+pub(crate) fn reply(roots: &[PathBuf], data_dir: &Path, req: u64, query: CostQuery, how: Reading) -> FromRemote {
+    let query = CostQuery { project: query.project.map(|p| mimesis_core::text::clean_text(&p, 4096)), ..query };
+    match query.check() {
+        Ok(()) => FromRemote::Cost { req, report: Box::new(report(roots, data_dir, &query, None, how)) },
+        Err(message) => FromRemote::Error { req: Some(req), message },
     }
 }

@@ -319,8 +319,8 @@ async fn connect_or_install_with(
     }
 }
 
-/// A cost report of `dest`'s transcripts, once (`mimesis cost --host`): one request in
-/// place of the hello, answered without indexing there.
+/// The report of `dest`'s transcripts, once (`mimesis cost --host`): one request sent in
+/// place of the hello, answered there from the files, without indexing.
 pub async fn cost(
     ssh: &Ssh,
     dest: &Destination,
@@ -407,7 +407,10 @@ pub async fn serve(
         Some(ToRemote::Hello { protocol }) if protocol == PROTOCOL => {}
         // A one-shot cost report: answered from the files, nothing indexed or watched.
         Some(ToRemote::Cost { req, query }) => {
-            let reply = tokio::task::spawn_blocking(move || cost_reply(&roots, &data_dir, req, query))
+            // This process ends with the answer: it may read the files mapped.
+            crate::cost::say_on_bus_error();
+            let how = crate::cost::Reading::Mapped;
+            let reply = tokio::task::spawn_blocking(move || crate::cost::reply(&roots, &data_dir, req, query, how))
                 .await
                 .unwrap_or_else(|e| FromRemote::Error { req: Some(req), message: format!("the report failed: {e}") });
             write_msg(&mut output, &reply).await?;
@@ -457,7 +460,8 @@ pub async fn serve(
                     Some(ToRemote::Cost { req, query }) => {
                         let (roots, data_dir, done_tx) = (roots.clone(), data_dir.clone(), done_tx.clone());
                         tokio::task::spawn_blocking(move || {
-                            let _ = done_tx.blocking_send(cost_reply(&roots, &data_dir, req, query));
+                            let reply = crate::cost::reply(&roots, &data_dir, req, query, crate::cost::Reading::Copied);
+                            let _ = done_tx.blocking_send(reply);
                         });
                     }
                     Some(ToRemote::Hello { .. }) => {}
@@ -583,15 +587,6 @@ async fn read_requests(input: impl AsyncBufRead + Unpin, tx: mpsc::Sender<Option
         }
     }
     let _ = tx.send(None).await;
-}
-
-/// The answer to a `cost` request: this machine's report (its own price file applies).
-fn cost_reply(roots: &[PathBuf], data_dir: &Path, req: u64, query: CostQuery) -> FromRemote {
-    let query = CostQuery { project: query.project.map(|p| mimesis_core::text::clean_text(&p, 4096)), ..query };
-    match query.check() {
-        Ok(()) => FromRemote::Cost { req, report: Box::new(crate::cost::report(roots, data_dir, &query, None)) },
-        Err(message) => FromRemote::Error { req: Some(req), message },
-    }
 }
 
 /// `known`: where the engine's row of that session says its transcript is (it may not be

@@ -4,7 +4,11 @@
 
 use crate::clock::Timestamp;
 use crate::pricing::{CostState, RequestTokens};
-use crate::transcript::{self, MessageUsage, RecordParser, Tokens};
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
+
+use crate::transcript::{self, Fields, MessageUsage, RecordParser, Tokens};
 
 /// A model index that is no model: the record named none.
 pub(super) const NO_MODEL: u32 = u32::MAX;
@@ -25,6 +29,8 @@ pub struct UsageEntry {
     pub tokens: RequestTokens,
     pub sidechain: bool,
     pub fast: bool,
+    /// Its place among its file's records.
+    pub seq: u32,
 }
 
 impl UsageEntry {
@@ -36,6 +42,24 @@ impl UsageEntry {
             .saturating_add(t.cache_write_5m)
             .saturating_add(t.cache_write_1h)
             .saturating_add(t.cache_read)
+    }
+
+    /// Of two copies of one request, is this one kept over `other`? ccusage's choice: a
+    /// main-chain copy over a sidechain's replay, then the one with more tokens, then a
+    /// fast one; else the first (in file order, `order` being each file's place, then in
+    /// the file), so the choice does not depend on the order copies are met in.
+    pub fn better_than(&self, order: u32, other: &UsageEntry, other_order: u32) -> bool {
+        if self.sidechain != other.sidechain {
+            return other.sidechain;
+        }
+        let (a, b) = (self.total(), other.total());
+        if a != b {
+            return a > b;
+        }
+        if self.fast != other.fast {
+            return self.fast;
+        }
+        (order, self.seq) < (other_order, other.seq)
     }
 }
 
@@ -74,6 +98,9 @@ pub struct FileUsage {
     pub session: String,
     /// The folder under `projects/` it is in.
     pub project_dir: String,
+    /// Its place in the order files are taken in (their paths'): of two equal copies of a
+    /// request, the one in the first file is kept.
+    pub order: u32,
     /// The first working folder its records name.
     pub cwd: Option<String>,
     pub models: Vec<String>,
@@ -81,7 +108,25 @@ pub struct FileUsage {
     /// What Claude Code says it billed for the session (its last `cost-state`).
     pub billed_usd: Option<f64>,
     pub skipped: Skipped,
+    /// Usage records kept so far (each one's `seq`).
+    seen: u32,
 }
+
+/// Lines that state usage: the key, with its colon (a record Claude Code writes has no
+/// space there; ccusage looks for `"usage":{`).
+static USAGE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"usage\":"));
+static COST_STATE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"cost-state\""));
+
+/// A `cost-state` record names its type first.
+fn is_cost_state(line: &[u8]) -> bool {
+    COST_STATE.find(&line[..line.len().min(64)]).is_some()
+}
+
+/// Lines longer than this are not records (the tail reader's cap).
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// How often [`FileUsage::add_text`] says how far it got.
+const PROGRESS_EVERY: usize = 8 * 1024 * 1024;
 
 /// Most models one file may name; a file naming more is hostile, and its other models
 /// count as none.
@@ -97,12 +142,61 @@ impl FileUsage {
         if transcript::is_blank(line) || transcript::skippable(line).is_some() {
             return;
         }
-        let head = &line[..line.len().min(64)];
-        let cost_state = memchr::memmem::find(head, b"\"cost-state\"").is_some();
-        if !cost_state && memchr::memmem::find(line, b"\"usage\"").is_none() {
-            return;
+        if USAGE.find(line).is_some() {
+            self.usage_line(parser, line, scratch);
+        } else if is_cost_state(line) {
+            self.cost_state_line(parser, line, scratch);
         }
-        let record = match transcript::parse_line_with(parser, line, scratch) {
+    }
+
+    /// Reads a whole file's bytes (a last line without its newline is a record being
+    /// written: not read). The same as [`FileUsage::add_line`] on each line, without
+    /// visiting each line: only the lines that mention usage are looked at, found by one
+    /// search through the bytes, then the `cost-state` records after the last of them.
+    /// `progress` is told how far the reading got, now and then (a mapped file's pages
+    /// before it can be let go).
+    pub fn add_text<P: RecordParser + ?Sized>(
+        &mut self,
+        parser: &P,
+        text: &[u8],
+        scratch: &mut String,
+        mut progress: impl FnMut(usize),
+    ) {
+        // Every line start at or after `pos` is one `add_line` would see.
+        let mut pos = 0;
+        let mut after_usage = 0;
+        let mut told = 0;
+        while let Some(hit) = USAGE.find(&text[pos..]).map(|i| pos + i) {
+            let start = memchr::memrchr(b'\n', &text[pos..hit]).map_or(pos, |i| pos + i + 1);
+            let Some(end) = memchr::memchr(b'\n', &text[hit..]).map(|i| hit + i) else { break };
+            let line = &text[start..end];
+            if line.len() <= MAX_LINE && transcript::skippable(line).is_none() {
+                self.usage_line(parser, line, scratch);
+                after_usage = end + 1;
+            }
+            pos = end + 1;
+            if pos - told >= PROGRESS_EVERY {
+                progress(pos);
+                told = pos;
+            }
+        }
+        let mut pos = after_usage;
+        while let Some(hit) = COST_STATE.find(&text[pos..]).map(|i| pos + i) {
+            let start = memchr::memrchr(b'\n', &text[pos..hit]).map_or(pos, |i| pos + i + 1);
+            let Some(end) = memchr::memchr(b'\n', &text[hit..]).map(|i| hit + i) else { break };
+            let line = &text[start..end];
+            if line.len() <= MAX_LINE && transcript::skippable(line).is_none() && is_cost_state(line) {
+                self.cost_state_line(parser, line, scratch);
+            }
+            pos = end + 1;
+        }
+        progress(text.len());
+    }
+
+    fn usage_line<P: RecordParser + ?Sized>(&mut self, parser: &P, line: &[u8], scratch: &mut String) {
+        // A request after Claude Code's own figure makes that figure out of date.
+        self.billed_usd = None;
+        let record = match transcript::parse_fields_with(parser, line, scratch, Fields::Usage) {
             Ok(r) => r,
             Err(_) => {
                 self.skipped.unreadable_lines += 1;
@@ -114,16 +208,18 @@ impl FileUsage {
         {
             self.cwd = Some(c.to_owned());
         }
-        if record.kind() == "cost-state" {
-            if let Ok(c) = crate::json::from_slice::<CostState>(line)
-                && let Some(b) = c.billed()
-            {
-                self.billed_usd = Some(b.cost_usd);
-            }
-            return;
-        }
         if let Some(u) = record.message_usage() {
             self.add_usage(&u);
+        }
+    }
+
+    fn cost_state_line<P: RecordParser + ?Sized>(&mut self, parser: &P, line: &[u8], scratch: &mut String) {
+        let Ok(record) = transcript::parse_fields_with(parser, line, scratch, Fields::Usage) else { return };
+        if record.kind() == "cost-state"
+            && let Ok(c) = crate::json::from_slice::<CostState>(line)
+            && let Some(b) = c.billed()
+        {
+            self.billed_usd = Some(b.cost_usd);
         }
     }
 
@@ -152,7 +248,7 @@ impl FileUsage {
             Some("<synthetic>") => SYNTHETIC,
             Some(m) => self.model_index(m),
         };
-        self.entries.push(UsageEntry {
+        let entry = UsageEntry {
             at,
             message: u.message_id.map(|id| crate::facts::fnv(&[id])),
             request: u.request_id.map(|id| crate::facts::fnv(&[id])),
@@ -160,7 +256,22 @@ impl FileUsage {
             tokens,
             sidechain: u.is_sidechain,
             fast: u.usage.speed.fast,
-        });
+            seq: self.seen,
+        };
+        self.seen = self.seen.saturating_add(1);
+        // Claude Code writes one record per content block of a message, one after the
+        // other: the copies are folded here already (as the ledger would), so a file holds
+        // each request once, not once per block.
+        if let Some(last) = self.entries.last_mut()
+            && entry.message.is_some()
+            && (last.message, last.request) == (entry.message, entry.request)
+        {
+            if entry.better_than(0, last, 0) {
+                *last = entry;
+            }
+            return;
+        }
+        self.entries.push(entry);
     }
 
     fn model_index(&mut self, m: &str) -> u32 {

@@ -328,3 +328,96 @@ fn thousands_are_grouped() {
     assert_eq!(thousands(1000), "1,000");
     assert_eq!(thousands(1_234_567), "1,234,567");
 }
+
+/// Reading a whole file's bytes at once finds the same requests, the same figure billed
+/// and the same lines left out as reading it line by line, whatever lies between.
+#[test]
+fn a_file_read_at_once_reads_as_line_by_line() {
+    let m = "claude-haiku-4-5";
+    let usage_line = |id: &str| assistant("2026-11-01T10:00:00.000Z", Some(id), Some(id), m, u(1, 2)).to_string();
+    let cost_state = |usd: f64| json!({"type": "cost-state", "totalCostUSD": usd, "modelUsage": {}}).to_string();
+    let shape = r#"{"type":"api-request-shape","usage":{"input_tokens":5,"output_tokens":5},"x":"y"}"#.to_owned();
+    let prompt = json!({"type": "user", "message": {"content": "what does \"usage\": mean?"}}).to_string();
+    let torn = r#"{"type":"assistant","message":{"usage":{"input_tok"#.to_owned();
+    let bad_time = assistant("then", Some("z"), Some("z"), m, u(1, 1)).to_string();
+    let cases: Vec<Vec<String>> = vec![
+        vec![usage_line("a"), cost_state(0.5)],
+        vec![cost_state(0.5), usage_line("a")],
+        vec![cost_state(0.25), prompt.clone(), cost_state(0.5), shape.clone()],
+        vec![usage_line("a"), shape.clone(), torn.clone(), cost_state(0.5), usage_line("b"), prompt.clone()],
+        vec![prompt.clone(), usage_line("a"), cost_state(0.5), cost_state(0.75), bad_time.clone()],
+        vec![String::new(), "   ".into(), usage_line("a")],
+        vec![],
+    ];
+    for (i, lines) in cases.iter().enumerate() {
+        for last_torn in [false, true] {
+            let mut text = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+            if last_torn {
+                text.push_str(&usage_line("w")[..40]);
+            }
+            let mut by_line = FileUsage::new("s", "-p");
+            let mut scratch = String::new();
+            for l in lines {
+                by_line.add_line(&SerdeJson, l.as_bytes(), &mut scratch);
+            }
+            let mut at_once = FileUsage::new("s", "-p");
+            let mut told = Vec::new();
+            at_once.add_text(&SerdeJson, text.as_bytes(), &mut scratch, |n| told.push(n));
+            let case = format!("case {i}, torn end {last_torn}");
+            assert_eq!(at_once.entries, by_line.entries, "{case}");
+            assert_eq!(at_once.billed_usd, by_line.billed_usd, "{case}");
+            assert_eq!(at_once.skipped, by_line.skipped, "{case}");
+            assert_eq!(at_once.cwd, by_line.cwd, "{case}");
+            assert_eq!(told.last(), Some(&text.len()), "{case}");
+        }
+    }
+    // What the cases show: a request after Claude Code's figure makes it out of date.
+    let read = |lines: &[String]| {
+        let mut f = FileUsage::new("s", "-p");
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        f.add_text(&SerdeJson, text.as_bytes(), &mut String::new(), |_| {});
+        f
+    };
+    assert_eq!(read(&cases[0]).billed_usd, Some(0.5));
+    assert_eq!(read(&cases[1]).billed_usd, None);
+    assert_eq!(read(&cases[2]).billed_usd, Some(0.5), "the last one, a request-shape copy is no request");
+    assert_eq!(read(&cases[3]).skipped.unreadable_lines, 1);
+    assert_eq!(read(&cases[4]).billed_usd, None, "a usage record after it, even one left out");
+}
+
+/// Which copy of a request is kept does not depend on the order files are folded in (they
+/// are read in parallel): equal copies go to the first file in path order, then the first
+/// record in it.
+#[test]
+fn the_report_does_not_depend_on_the_order_files_are_folded_in() {
+    let m = "claude-haiku-4-5";
+    let at = |day: u32| format!("2026-11-0{day}T10:00:00.000Z");
+    let files = || {
+        let mut a = file("a", "-p", &[assistant(&at(1), Some("x"), Some("r"), m, u(10, 1))]);
+        // A resumed session's copy of x, on another day, equal: the first file's stays.
+        let mut b = file(
+            "b",
+            "-p",
+            &[
+                assistant(&at(2), Some("x"), Some("r"), m, u(10, 1)),
+                assistant(&at(2), Some("y"), Some("r"), m, u(5, 1)),
+            ],
+        );
+        // A fuller copy of y: kept whatever the order.
+        let mut c = file("c", "-p", &[assistant(&at(3), Some("y"), Some("r"), m, u(50, 1))]);
+        (a.order, b.order, c.order) = (0, 1, 2);
+        vec![a, b, c]
+    };
+    let by_session = CostQuery { by: GroupBy::Session, ..Default::default() };
+    let mut seen = Vec::new();
+    for perm in [[0, 1, 2], [2, 1, 0], [1, 2, 0], [2, 0, 1]] {
+        let mut fs: Vec<Option<FileUsage>> = files().into_iter().map(Some).collect();
+        let l = ledger(perm.iter().map(|&i| fs[i].take().unwrap()).collect());
+        let days: Vec<(String, u64)> =
+            report(&l, &CostQuery::default()).rows.iter().map(|r| (r.key.clone(), r.totals.input_tokens)).collect();
+        let sessions: Vec<String> = report(&l, &by_session).rows.iter().map(|r| r.key.clone()).collect();
+        seen.push((days, sessions));
+    }
+    assert_eq!(seen[0].0, [("2026-11-01".to_owned(), 10), ("2026-11-03".to_owned(), 50)]);
+    assert!(seen.iter().all(|s| *s == seen[0]), "{seen:?}");
+}
