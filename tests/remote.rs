@@ -376,3 +376,45 @@ fn a_session_started_over_ssh_t_is_supervised_there_and_its_supervision_comes_th
     }
     Ok(())
 }
+
+/// `mimesis cost --host` (issue 36): the remote's report comes through `serve` in one
+/// request, answered from its files without indexing there, and its rows are merged with
+/// this machine's, each naming its host, under one total; a machine with no Mimesis is
+/// said, with what to do.
+#[test]
+fn cost_host_merges_the_remote_rows_under_their_host() -> Result<()> {
+    let Some(rig) = Rig::new()? else { return Ok(()) };
+    write_session(&rig.remote_root("devbox"), "-srv-api", 1, "fix the flaky test", "/srv/api")?;
+    write_session(&rig.remote_root("devbox"), "-srv-web", 2, "add dark mode", "/srv/web")?;
+    write_session(&rig.local_root(), "-home-me-p", 3, "local work", "/home/me/p")?;
+
+    let (code, out, err) = rig.run(&["cost", "--json", "--host", "devbox"])?;
+    ensure!(code == 1, "exit {code}, stdout {out}, stderr {err}");
+    ensure!(err.contains("devbox") && err.contains("--install-helper"), "{err}");
+    let here: Value = serde_json::from_str(&out)?;
+    assert_eq!(here["total"]["inputTokens"], 10, "this machine's report is printed all the same");
+
+    let v = rig.json(&["cost", "--json", "--by", "session", "--host", "devbox", "--install-helper"])?;
+    let rows = v["rows"].as_array().context("rows")?;
+    let host_of = |n: u32| rows.iter().find(|r| r["key"] == id(n)).map(|r| r["host"].clone());
+    assert_eq!(host_of(1), Some(json!("devbox")));
+    assert_eq!(host_of(2), Some(json!("devbox")));
+    assert_eq!(host_of(3), Some(Value::Null), "this machine's row has host null");
+    assert_eq!((&v["total"]["inputTokens"], &v["total"]["outputTokens"]), (&json!(30), &json!(60)));
+    assert_eq!(v["total"]["models"], json!(["claude-opus-4-8"]));
+
+    let v = rig.json(&["cost", "--json", "--host", "devbox", "--no-local"])?;
+    assert_eq!(v["rows"].as_array().map(Vec::len), Some(1));
+    assert_eq!((&v["rows"][0]["key"], &v["rows"][0]["host"]), (&json!("2026-11-25"), &json!("devbox")));
+    assert_eq!(v["rows"][0]["inputTokens"], 20);
+
+    let (code, text, err) = rig.run(&["cost", "--host", "devbox"])?;
+    ensure!(code == 0, "{err}");
+    let head = text.lines().next().unwrap_or_default();
+    ensure!(head.contains("Host") && text.contains("devbox") && text.contains("here"), "{text}");
+
+    // A range that cannot match is refused before any machine is asked.
+    let (code, _, err) = rig.run(&["cost", "--since", "2026-11-02", "--until", "2026-11-01", "--host", "devbox"])?;
+    ensure!(code == 1 && err.contains("is after --until"), "{code} {err}");
+    Ok(())
+}

@@ -11,7 +11,9 @@
 //! * [`webdriver`]: the built desktop app driven through its webview (tauri-driver).
 //! * [`engine_watch`]: the real Mimesis engine watching a config dir, for assertions.
 //! * [`mimesis`]: this workspace's `mimesis` binary (the hook command, the installer).
+//! * [`ccusage`]: ccusage's native binary, what `mimesis cost` is checked against.
 
+pub mod ccusage;
 pub mod claude;
 pub mod engine_watch;
 pub mod files;
