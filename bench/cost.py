@@ -10,15 +10,7 @@ Usage: cost.py --corpus DIR [--corpus DIR …] --mimesis PATH --ccusage PATH [--
 """
 import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
 
-
-def warm(corpus):
-    total = 0
-    for root, _, files in os.walk(corpus):
-        for f in files:
-            with open(os.path.join(root, f), "rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    total += len(chunk)
-    return total
+from index import warm  # bench/index.py: reads every file once (the page cache, not the disk)
 
 
 def run(cmd, env, capture=False):

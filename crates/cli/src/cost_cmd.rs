@@ -5,10 +5,8 @@
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-use mimesis_core::remote::{Destination, Failure};
 use mimesis_core::spend::{self, CostQuery, CostReport, CostRow, GroupBy, NaiveDate};
-use mimesis_wiring::remote::{self, Ssh};
+use mimesis_wiring::remote;
 
 use crate::remote_cmd::RemoteArgs;
 use crate::render::{self, Style};
@@ -74,47 +72,11 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, a: CostArgs) -> anyhow::Result<()
 
 /// Every host's report, asked at once. Failures are said on stderr; true when any failed.
 fn reports(args: &RemoteArgs, query: &CostQuery) -> anyhow::Result<(Vec<(String, CostReport)>, bool)> {
-    let dests = args.dests()?;
-    if dests.is_empty() {
-        return Ok((Vec::new(), false));
-    }
-    let exe = if args.install_helper {
-        Some(std::env::current_exe().context("cannot tell where this mimesis binary is")?)
-    } else {
-        None
-    };
-    let ssh = Ssh::from_env();
-    let results = crate::runtime()?.block_on(async {
-        let tasks: Vec<_> = dests
-            .iter()
-            .map(|d| {
-                let (ssh, d, exe, q) = (ssh.clone(), d.clone(), exe.clone(), query.clone());
-                tokio::spawn(async move { remote::cost(&ssh, &d, &q, exe.as_deref()).await })
-            })
-            .collect();
-        let mut out = Vec::new();
-        for t in tasks {
-            out.push(t.await.unwrap_or_else(|e| Err(Failure::Unreachable(e.to_string()))));
-        }
-        out
-    });
-    let mut ok = Vec::new();
-    let mut failed = false;
-    for (d, r) in dests.iter().zip(results) {
-        match r {
-            Ok(report) => ok.push((d.as_str().to_owned(), report)),
-            Err(f) => {
-                say_failure(d, &f);
-                failed = true;
-            }
-        }
-    }
-    Ok((ok, failed))
-}
-
-fn say_failure(dest: &Destination, f: &Failure) {
-    let hint = if f.wants_helper() { " (run again with --install-helper to copy this Mimesis there)" } else { "" };
-    eprintln!("mimesis: {dest}: {}{hint}", render::sanitize(&f.sentence(), false));
+    let (answers, failed) = crate::remote_cmd::ask_each(args, |ssh, d, exe| {
+        let q = query.clone();
+        async move { remote::cost(&ssh, &d, &q, exe.as_deref()).await }
+    })?;
+    Ok((answers.into_iter().map(|(d, r)| (d.as_str().to_owned(), r)).collect(), failed))
 }
 
 fn usd(x: f64) -> String {

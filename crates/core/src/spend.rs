@@ -448,9 +448,7 @@ impl Ledger {
             })
             .collect();
         total.cost_usd = round_usd(total.cost_usd);
-        if !q.by.is_time() {
-            out.sort_by(|a, b| b.totals.cost_usd.total_cmp(&a.totals.cost_usd).then_with(|| a.key.cmp(&b.key)));
-        }
+        sort_rows(&mut out, q.by);
         let mut report = CostReport {
             by: q.by,
             rows: out,
@@ -537,27 +535,18 @@ fn warnings(r: &CostReport, no_model_tokens: u64, errors: &[String]) -> Vec<Stri
         ));
     }
     let s = &r.skipped;
-    if s.invalid_tokens > 0 {
-        w.push(format!(
-            "{} had token counts that cannot be right (negative, fractional, over 2^40, not numbers, null or missing) \
-             and {} left out.",
-            plural(s.invalid_tokens, "usage record", "usage records"),
-            if s.invalid_tokens == 1 { "was" } else { "were" }
-        ));
-    }
-    if s.no_time > 0 {
-        w.push(format!(
-            "{} had no readable timestamp and {} left out.",
-            plural(s.no_time, "usage record", "usage records"),
-            if s.no_time == 1 { "was" } else { "were" }
-        ));
-    }
-    if s.invalid_record > 0 {
-        w.push(format!(
-            "{} had an empty id or model, or a version that is not one, and {} left out (as ccusage leaves them out).",
-            plural(s.invalid_record, "usage record", "usage records"),
-            if s.invalid_record == 1 { "was" } else { "were" }
-        ));
+    let left_out = [
+        (
+            s.invalid_tokens,
+            "had token counts that cannot be right (negative, fractional, over 2^40, not numbers, null or missing)",
+            "",
+        ),
+        (s.no_time, "had no readable timestamp", ""),
+        (s.invalid_record, "had an empty id or model, or a version that is not one,", " (as ccusage leaves them out)"),
+    ];
+    for (n, why, after) in left_out.into_iter().filter(|(n, ..)| *n > 0) {
+        let was = if n == 1 { "was" } else { "were" };
+        w.push(format!("{} {why} and {was} left out{after}.", plural(n, "usage record", "usage records")));
     }
     if s.unreadable_lines > 0 {
         w.push(format!(
@@ -600,12 +589,24 @@ pub fn merge(mut local: Option<CostReport>, remote: Vec<(String, CostReport)>, b
             out.prices = r.prices;
         }
     }
-    if by.is_time() {
-        out.rows.sort_by(|a, b| a.key.cmp(&b.key).then_with(|| a.host.cmp(&b.host)));
-    } else {
-        out.rows.sort_by(|a, b| b.totals.cost_usd.total_cmp(&a.totals.cost_usd).then_with(|| a.key.cmp(&b.key)));
-    }
+    sort_rows(&mut out.rows, by);
     out
+}
+
+/// Days, weeks and months in time order (their keys sort so), each key's machines in
+/// order; other rows the costliest first.
+fn sort_rows(rows: &mut [CostRow], by: GroupBy) {
+    if by.is_time() {
+        rows.sort_by(|a, b| a.key.cmp(&b.key).then_with(|| a.host.cmp(&b.host)));
+    } else {
+        rows.sort_by(|a, b| {
+            b.totals
+                .cost_usd
+                .total_cmp(&a.totals.cost_usd)
+                .then_with(|| a.key.cmp(&b.key))
+                .then_with(|| a.host.cmp(&b.host))
+        });
+    }
 }
 
 /// The price table a report uses: the user's file over the shipped one, or the shipped
