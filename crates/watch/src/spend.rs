@@ -1,7 +1,6 @@
 //! Reading every transcript's usage for a cost report (`mimesis cost`): every `.jsonl`
 //! under each root's `projects/` (subagents' files included, counted with the session
-//! they belong to), read in parallel through the same tail reader and record parser as
-//! the index, into one [`FileUsage`] each; then folded, in path order, into a [`Ledger`]
+//! they belong to), read in parallel with the same record parser as the index, into one [`FileUsage`] each; then folded, in path order, into a [`Ledger`]
 //! (`mimesis_core::spend`), which counts each API request once.
 //!
 //! A read holds at most one chunk of each file being read, and the usage records found
@@ -13,8 +12,6 @@ use rayon::prelude::*;
 
 use mimesis_core::layout;
 use mimesis_core::spend::{FileUsage, Ledger};
-
-use crate::tail::FileTail;
 
 /// How deep under a project folder transcripts are looked for
 /// (`<project>/<session>/subagents/agent-….jsonl` is 3).
@@ -68,7 +65,8 @@ fn walk(dir: &Path, project: &str, session: Option<&str>, depth: usize, out: &mu
 /// How files are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reading {
-    /// Through the tail reader: `read(2)` into a buffer. For a long-lived process.
+    /// `read(2)` a chunk at a time into a buffer (each chunk's lines searched at once, as a
+    /// mapped file's are). For a long-lived process.
     Copied,
     /// Mapped into memory ([`mimesis_os::files::Mapped`]): most of a read's time is the
     /// kernel copying bytes that are skipped at once. Only for a short-lived process that
@@ -84,13 +82,7 @@ pub fn read_file(f: &UsageFile, order: u32, how: Reading) -> std::io::Result<Fil
     let mut scratch = String::new();
     let parser = crate::parse::SonicJson;
     match how {
-        Reading::Copied => {
-            let mut tail = FileTail::with_max_line(&f.path, mimesis_core::spend::MAX_LINE);
-            let outcome = tail.read_new(|line| usage.add_line(&parser, line, &mut scratch))?;
-            if outcome == crate::tail::ReadOutcome::Missing {
-                return Err(std::io::Error::new(std::io::ErrorKind::NotFound, "it is gone"));
-            }
-        }
+        Reading::Copied => read_chunks(&f.path, &parser, &mut usage, &mut scratch)?,
         Reading::Mapped => {
             if let Some(map) = mimesis_os::files::Mapped::open(&f.path)? {
                 usage.add_text(&parser, map.bytes(), &mut scratch, |upto| map.release_before(upto));
@@ -100,6 +92,65 @@ pub fn read_file(f: &UsageFile, order: u32, how: Reading) -> std::io::Result<Fil
     usage.models.shrink_to_fit();
     usage.entries.shrink_to_fit();
     Ok(usage)
+}
+
+const CHUNK: usize = 1024 * 1024;
+
+/// Reads a file a chunk at a time, each chunk's complete lines at once
+/// ([`FileUsage::add_text`]); a line longer than [`mimesis_core::spend::MAX_LINE`] is
+/// skipped, a last line without its newline is not read.
+fn read_chunks(
+    path: &Path,
+    parser: &crate::parse::SonicJson,
+    usage: &mut FileUsage,
+    scratch: &mut String,
+) -> std::io::Result<()> {
+    use std::io::Read;
+    let mut file = mimesis_os::files::open_regular(path, mimesis_os::files::Links::Follow)?;
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let mut buf = BUF.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    buf.resize(CHUNK, 0);
+    // `buf[..held]` is the start of a line whose end is still to come.
+    let (mut held, mut skipping) = (0, false);
+    let result = loop {
+        if held == buf.len() {
+            if buf.len() >= mimesis_core::spend::MAX_LINE {
+                (held, skipping) = (0, true);
+            } else {
+                buf.resize(buf.len() * 2, 0);
+            }
+        }
+        let n = match file.read(&mut buf[held..]) {
+            Ok(0) => break Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => break Err(e),
+        };
+        let end = held + n;
+        let mut from = 0;
+        if skipping {
+            match memchr::memchr(b'\n', &buf[..end]) {
+                Some(i) => (from, skipping) = (i + 1, false),
+                None => {
+                    held = 0;
+                    continue;
+                }
+            }
+        }
+        let upto = memchr::memrchr(b'\n', &buf[from..end]).map_or(from, |i| from + i + 1);
+        if upto > from {
+            usage.add_text(parser, &buf[from..upto], scratch, |_| {});
+        }
+        buf.copy_within(upto..end, 0);
+        held = end - upto;
+    };
+    if buf.len() > CHUNK {
+        buf = Vec::new();
+    }
+    BUF.with(|b| *b.borrow_mut() = buf);
+    result
 }
 
 /// Read files waiting to be folded, at most (the reading runs ahead of the folding by this
@@ -204,5 +255,30 @@ mod tests {
             assert_eq!(r.skipped.unreadable_files, 1);
             assert!(r.warnings[0].starts_with("1 transcript file could not be read ("), "{:?}", r.warnings);
         }
+    }
+
+    #[test]
+    fn read_in_chunks_as_mapped_across_chunk_ends_and_long_lines() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("claude");
+        let p = root.join("projects/-p");
+        std::fs::create_dir_all(&p).unwrap();
+        // Records across several chunks, one line three chunks long, and a last line without
+        // its newline (being written: not counted yet).
+        let mut text = String::new();
+        for i in 0..30_000 {
+            text.push_str(&rec(&format!("r{i}"), "2026-11-01T10:00:00.000Z", 1));
+        }
+        let long = serde_json::json!({"type": "user", "message": {"content": "x".repeat(3 * CHUNK)}});
+        text.push_str(&(long.to_string() + "\n"));
+        text.push_str(&rec("after", "2026-11-01T10:00:00.000Z", 1000));
+        text.push_str(rec("partial", "2026-11-01T10:00:00.000Z", 7).trim_end());
+        std::fs::write(p.join("s.jsonl"), text).unwrap();
+        let total = |how| {
+            let r = read(std::slice::from_ref(&root), how);
+            r.report(&CostQuery::default(), PriceTable::vendored(), &|t| chrono_day(t.millis())).total.input_tokens
+        };
+        assert_eq!(total(Reading::Copied), 31_000);
+        assert_eq!(total(Reading::Mapped), 31_000);
     }
 }
