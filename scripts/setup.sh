@@ -77,3 +77,14 @@ ensure_tauri_driver() {
   say "installing tauri-driver (WebDriver for the desktop app)"
   cargo install tauri-driver --locked --quiet
 }
+
+# Tauri's bundler, for scripts/package (the .deb). Pinned: the CLI of the tauri release the app
+# is built against (Cargo.lock's `tauri`).
+TAURI_CLI_VERSION=2.12.4
+ensure_tauri_cli() {
+  if cargo tauri --version 2>/dev/null | grep -qx "tauri-cli $TAURI_CLI_VERSION"; then
+    return 0
+  fi
+  say "installing tauri-cli $TAURI_CLI_VERSION (Tauri's bundler; the first install takes a few minutes)"
+  cargo install tauri-cli --version "$TAURI_CLI_VERSION" --locked --quiet
+}

@@ -5,13 +5,13 @@
 //! the remote, a server that goes away leaves the host stale with its roster kept and it
 //! comes back by itself, and hostile values run nothing anywhere.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use mimesis_tests::mimesis::{HOSTILE, ensure_inert, stdout_lines};
 use mimesis_tests::sshd::Sshd;
 use mimesis_tests::supervised::mimesis;
 use serde_json::{Value, json};
@@ -67,7 +67,13 @@ impl Rig {
     }
 
     fn run(&self, args: &[&str]) -> Result<(i32, String, String)> {
-        let child = self.command()?.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        self.run_with(args, &[])
+    }
+
+    fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Result<(i32, String, String)> {
+        let mut c = self.command()?;
+        c.envs(env.iter().copied());
+        let child = c.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
         let out = mimesis_tests::mimesis::wait_output(child, T)?;
         Ok((
             out.status.code().unwrap_or(-1),
@@ -202,15 +208,7 @@ struct Watch {
 impl Watch {
     fn start(rig: &Rig, args: &[&str]) -> Result<Watch> {
         let mut child = rig.command()?.arg("watch").args(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
-        let stdout = child.stdout.take().context("stdout")?;
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = stdout_lines(&mut child)?;
         Ok(Watch { child, lines, history: Vec::new() })
     }
 
@@ -301,7 +299,7 @@ fn watch_follows_the_remote_and_a_host_that_drops_comes_back_by_itself() -> Resu
 /// `ssh -t host mimesis run --session-id …` in a pseudo-terminal of its own.
 fn remote_terminal(rig: &Rig, alias: &str, run_args: &[&str]) -> Result<mimesis_wiring::plain::PlainTerminal> {
     use mimesis_core::remote::{Destination, remote_mimesis};
-    let ssh = mimesis_wiring::remote::Ssh { program: "ssh".into(), config: Some(rig.sshd.client_config.clone()) };
+    let ssh = mimesis_wiring::remote::Ssh::new("ssh", Some(rig.sshd.client_config.clone()));
     let mut args = vec!["run"];
     args.extend_from_slice(run_args);
     let argv = ssh.argv(&Destination::parse(alias).map_err(anyhow::Error::msg)?, &remote_mimesis(&args), true);
@@ -416,5 +414,293 @@ fn cost_host_merges_the_remote_rows_under_their_host() -> Result<()> {
     // A range that cannot match is refused before any machine is asked.
     let (code, _, err) = rig.run(&["cost", "--since", "2026-11-02", "--until", "2026-11-01", "--host", "devbox"])?;
     ensure!(code == 1 && err.contains("is after --until"), "{code} {err}");
+    Ok(())
+}
+
+// ---- hostile remotes (issue 32) ------------------------------------------------------------
+
+/// Makes `alias`'s "Mimesis" a shell script: what a hostile (or broken) machine runs when
+/// asked for `mimesis serve --stdio`, reached through the real sshd.
+fn hostile_helper(rig: &Rig, alias: &str, script: &str) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = rig.remote_data(alias).join("bin");
+    std::fs::create_dir_all(&bin)?;
+    let path = bin.join("mimesis");
+    std::fs::write(&path, format!("#!/bin/sh\n{script}\n"))?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
+    Ok(())
+}
+
+/// A file the hostile script `cat`s: one JSON value a line.
+fn said(rig: &Rig, name: &str, lines: impl IntoIterator<Item = Value>) -> Result<PathBuf> {
+    use std::io::Write;
+    let path = rig.base.join(name);
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path)?);
+    for l in lines {
+        writeln!(f, "{l}")?;
+    }
+    f.flush()?;
+    Ok(path)
+}
+
+fn hello(protocol: u32, version: &str) -> Value {
+    json!({"type": "hello", "protocol": protocol, "version": version, "os": "linux", "arch": "x86_64"})
+}
+
+/// A row whose every text field is hostile.
+fn hostile_row(n: u32) -> Value {
+    let h = HOSTILE;
+    json!({
+        "sessionId": id(n), "projectId": h, "cwd": h, "repoRoot": h, "branch": h, "goal": h, "summary": h,
+        "title": h, "status": "waiting_for_approval", "hasPendingToolUse": true, "pendingTool": {"tool": h, "target": h},
+        "lastActivityAt": "2026-11-25T10:00:00.000Z", "createdAt": null, "model": h,
+        "usage": {"inputTokens": 1, "outputTokens": 2, "cacheCreationInputTokens": 0, "cacheReadInputTokens": 0},
+        "apiError": false, "compactionCount": 0, "superseded": false, "supersededBy": null, "supersededAt": null,
+        "workChainId": h, "workChainName": h, "chainLength": 1, "source": "watcher", "supervision": null,
+        "live": true, "pid": 7, "transcriptPath": h, "permissionMode": h, "malformedLines": 0, "statusFile": null,
+        "name": h, "host": h
+    })
+}
+
+/// One timeline item of every kind, every text field hostile.
+fn hostile_items() -> Value {
+    let (h, ts) = (HOSTILE, "2026-11-25T10:00:00.000Z");
+    json!([
+        {"kind": "prompt", "uuid": h, "timestamp": ts, "text": h},
+        {"kind": "assistant_text", "uuid": h, "timestamp": ts, "text": h, "model": h},
+        {"kind": "thinking", "uuid": h, "timestamp": ts, "text": h, "redacted": false},
+        {"kind": "tool_call", "uuid": h, "timestamp": ts, "toolUseId": h, "tool": h, "input": {"command": h},
+         "result": {"content": h, "isError": true, "timestamp": ts}},
+        {"kind": "compaction", "uuid": h, "timestamp": ts, "trigger": h, "preTokens": 5, "summary": h},
+        {"kind": "api_error", "uuid": h, "timestamp": ts, "text": h, "status": 529, "retrying": true},
+        {"kind": "system", "uuid": h, "timestamp": ts, "subtype": h, "text": h},
+        {"kind": "segment", "uuid": h, "timestamp": ts, "sessionId": id(1), "previousSessionId": id(2), "reason": h},
+        {"kind": "answer", "uuid": h, "timestamp": ts, "tool": h, "target": h, "behavior": h, "choice": h,
+         "message": h, "answers": {h: h}, "via": h, "text": h},
+    ])
+}
+
+#[test]
+fn no_word_of_a_hostile_remote_reaches_the_terminal_raw() -> Result<()> {
+    let Some(rig) = Rig::new()? else { return Ok(()) };
+    // It says hello, sends rows whose every field is hostile, answers every `show` with a
+    // timeline whose every field is hostile, then a supervision event, and stays.
+    let start =
+        said(&rig, "start.jsonl", [hello(2, "0.1.0"), json!({"type": "snapshot", "sessions": [hostile_row(1)]})])?;
+    let items = rig.base.join("items.json");
+    std::fs::write(&items, hostile_items().to_string())?;
+    hostile_helper(
+        &rig,
+        "devbox",
+        &format!(
+            "read -r hello; cat '{start}'\n\
+             while read -r line; do case \"$line\" in *'\"show\"'*)\n\
+               req=$(printf '%s' \"$line\" | sed 's/.*\"req\":\\([0-9]*\\).*/\\1/')\n\
+               printf '{{\"type\":\"timeline\",\"req\":%s,\"items\":%s}}\\n' \"$req\" \"$(cat '{items}')\";; esac; done",
+            start = start.display(),
+            items = items.display()
+        ),
+    )?;
+    for args in [
+        &["ls", "--host", "devbox", "--no-local"][..],
+        &["ls", "--json", "--host", "devbox", "--no-local"],
+        &["show", &format!("devbox:{}", id(1))],
+        &["show", &format!("devbox:{}", id(1)), "--json"],
+    ] {
+        let (code, out, err) = rig.run(args)?;
+        ensure!(code == 0, "{args:?}: {code} {err}");
+        ensure_inert(&format!("{args:?}"), out.as_bytes())?;
+        ensure_inert(&format!("{args:?} on stderr"), err.as_bytes())?;
+        ensure!(out.contains("31m"), "{args:?} shows the text around the escapes: {out}");
+    }
+    // Before issue 32 the text timeline printed the model and a segment's reason raw.
+    let (_, out, _) = rig.run(&["show", &format!("devbox:{}", id(1))])?;
+    ensure!(out.contains("● Claude x\u{fffd}]52;c;") && out.contains("══ x\u{fffd}]52"), "{out}");
+
+    // `watch` in text: the host's line, the row, and the configured machines' states.
+    let mut watch = rig.command()?;
+    let mut child = watch
+        .args(["watch", "--host", "devbox", "--no-local"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let lines = stdout_lines(&mut child)?;
+    let mut seen = String::new();
+    let deadline = Instant::now() + T;
+    while !(seen.contains("live") && seen.contains(&id(1)[..8])) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(l) = lines.recv_timeout(left) else {
+            let _ = child.kill();
+            bail!("watch showed no live host and row within {T:?}:\n{seen}")
+        };
+        seen.push_str(&l);
+        seen.push('\n');
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    ensure_inert("watch", seen.as_bytes())?;
+    Ok(())
+}
+
+#[test]
+fn a_hostile_remotes_words_in_errors_are_filtered_and_cut_short() -> Result<()> {
+    let Some(rig) = Rig::new()? else { return Ok(()) };
+    let long = format!("{HOSTILE}{}", "A".repeat(20_000));
+    let cases = [
+        // The version string in "speaks protocol 99".
+        ("protocol", said(&rig, "p.jsonl", [hello(99, &long)])?, "speaks protocol 99"),
+        // serde's "unknown variant `…`".
+        ("variant", said(&rig, "v.jsonl", [hello(2, "0.1.0"), json!({"type": long})])?, "unknown variant"),
+    ];
+    for (what, lines, needle) in cases {
+        hostile_helper(&rig, "devbox", &format!("read -r hello; cat '{}'; exec sleep 30", lines.display()))?;
+        let (code, _, err) = rig.run(&["ls", "--host", "devbox", "--no-local"])?;
+        ensure!(code == 1 && err.contains(needle), "{what}: {code} {err}");
+        ensure_inert(what, err.as_bytes())?;
+        ensure!(err.len() < 1_000, "{what}: the remote's words are quoted at length: {} bytes", err.len());
+    }
+    // The system name after mimesis-helper-missing.
+    let name = rig.base.join("uname.txt");
+    std::fs::write(&name, &long)?;
+    hostile_helper(
+        &rig,
+        "devbox",
+        &format!("printf 'mimesis-helper-missing %s\\n' \"$(cat '{}')\" >&2; exit 127", name.display()),
+    )?;
+    let (code, _, err) = rig.run(&["ls", "--host", "devbox", "--no-local"])?;
+    ensure!(code == 1 && err.contains("not installed"), "{code} {err}");
+    ensure_inert("helper missing", err.as_bytes())?;
+    ensure!(err.len() < 1_000, "the system name is quoted at length: {} bytes", err.len());
+    Ok(())
+}
+
+/// The `ssh` processes `mimesis` runs against this rig's server, alive now.
+fn our_ssh(rig: &Rig) -> Vec<u32> {
+    let config = rig.sshd.client_config.to_string_lossy().into_owned();
+    mimesis_os::procs::all()
+        .iter()
+        .filter(|p| p.state != 'Z')
+        .filter(|p| {
+            mimesis_os::procs::cmdline(p.pid)
+                .is_some_and(|c| c.first().is_some_and(|a| a.ends_with("ssh")) && c.contains(&config))
+        })
+        .map(|p| p.pid)
+        .collect()
+}
+
+fn ensure_gone(rig: &Rig, what: &str) -> Result<()> {
+    let deadline = Instant::now() + T;
+    loop {
+        let left = our_ssh(rig);
+        if left.is_empty() {
+            return Ok(());
+        }
+        ensure!(Instant::now() < deadline, "{what}: its ssh outlived it: {left:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_host_that_says_hello_and_goes_silent_is_given_up_and_its_ssh_ends_with_mimesis() -> Result<()> {
+    let Some(rig) = Rig::new()? else { return Ok(()) };
+    // Hello, then nothing, its input ignored, for longer than any wait of the test.
+    let lines = said(&rig, "hello.jsonl", [hello(2, "0.1.0")])?;
+    hostile_helper(&rig, "devbox", &format!("read -r hello; cat '{}'; exec sleep 90", lines.display()))?;
+
+    // Every wait is bounded: before issue 32, `ls --host` waited for the snapshot for ever.
+    let wait = [("MIMESIS_REMOTE_WAIT_SECS", "2")];
+    let (code, _, err) = rig.run_with(&["ls", "--host", "devbox", "--no-local"], &wait)?;
+    ensure!(code == 1 && err.contains("sent no sessions within 2 s of its hello"), "{code} {err}");
+    ensure_gone(&rig, "ls after giving up")?;
+    let (code, _, err) = rig.run_with(&["show", &format!("devbox:{}", id(1))], &wait)?;
+    ensure!(code == 1 && err.contains("did not answer within 2 s"), "{code} {err}");
+    ensure_gone(&rig, "show after giving up")?;
+
+    // Interrupted or killed while it waits: its ssh (in a process group of its own, which
+    // a Ctrl-C does not reach) ends with it.
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
+        let mut child = rig
+            .command()?
+            .args(["ls", "--host", "devbox", "--no-local"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let deadline = Instant::now() + T;
+        while our_ssh(&rig).is_empty() {
+            ensure!(Instant::now() < deadline, "no ssh started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let _ = child.wait();
+        ensure_gone(&rig, &format!("ls after signal {signal}"))?;
+    }
+    Ok(())
+}
+
+#[test]
+fn a_host_that_keeps_discovering_sessions_or_sends_a_huge_line_is_cut_off_with_a_sentence() -> Result<()> {
+    let Some(rig) = Rig::new()? else { return Ok(()) };
+    let row = |n: usize| {
+        let mut r = hostile_row(0);
+        r["sessionId"] = format!("eeeeeeee-0000-4000-8000-{n:012}").into();
+        r
+    };
+    // A snapshot, then `discovered` after `discovered`: cut at 20,000 sessions, the rows
+    // held so far kept, the host stale with a sentence.
+    let discovering =
+        (0..=20_000).map(|n| json!({"type": "event", "event": {"type": "discovered", "session": row(n)}}));
+    let lines = said(
+        &rig,
+        "discover.jsonl",
+        [hello(2, "0.1.0"), json!({"type": "snapshot", "sessions": []})].into_iter().chain(discovering),
+    )?;
+    hostile_helper(&rig, "devbox", &format!("read -r hello; cat '{}'; exec sleep 60", lines.display()))?;
+    let mut w = Watch::start(&rig, &["--json", "--host", "devbox", "--no-local"])?;
+    let cut = w.wait_for("the host cut off", |v| v["type"] == "host" && v["state"] == "stale")?;
+    assert_eq!(cut["sessions"], 20_000, "{cut}");
+    let message = cut["message"].as_str().unwrap_or_default();
+    ensure!(message.contains("more than 20,000 sessions"), "{message}");
+    drop(w);
+
+    // One snapshot line longer than 64 MiB: refused while it is read, never held whole.
+    let huge = rig.base.join("huge.jsonl");
+    {
+        use std::io::Write;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&huge)?);
+        writeln!(f, "{}", hello(2, "0.1.0"))?;
+        write!(f, "{{\"type\":\"snapshot\",\"sessions\":[")?;
+        let one = row(1).to_string();
+        let mut n = 0;
+        while n < 65 * 1024 * 1024 {
+            write!(f, "{one},")?;
+            n += one.len() + 1;
+        }
+        writeln!(f, "{one}]}}")?;
+        f.flush()?;
+    }
+    hostile_helper(&rig, "devbox", &format!("read -r hello; cat '{}'; exec sleep 60", huge.display()))?;
+    let (code, _, err) = rig.run(&["ls", "--host", "devbox", "--no-local"])?;
+    ensure!(code == 1 && err.contains("more than 64.0 MiB on one line"), "{code} {err}");
+    Ok(())
+}
+
+#[test]
+fn a_remote_update_patches_only_its_own_fields() -> Result<()> {
+    let Some(rig) = Rig::new()? else { return Ok(()) };
+    let mut mine = hostile_row(1);
+    mine["goal"] = "fix the flaky test".into();
+    mine["transcriptPath"] = "/srv/.claude/projects/-srv-api/x.jsonl".into();
+    let hijack = json!({"type": "event", "event": {"type": "updated", "sessionId": id(1), "changes":
+        {"sessionId": "hijack", "transcriptPath": "/etc/shadow", "host": "elsewhere", "goal": "and the docs"}}});
+    let lines =
+        said(&rig, "update.jsonl", [hello(2, "0.1.0"), json!({"type": "snapshot", "sessions": [mine]}), hijack])?;
+    hostile_helper(&rig, "devbox", &format!("read -r hello; cat '{}'; exec sleep 60", lines.display()))?;
+    let mut w = Watch::start(&rig, &["--json", "--host", "devbox", "--no-local"])?;
+    let update = w.wait_for("the update", |v| v["type"] == "updated")?;
+    assert_eq!(update["sessionId"], id(1), "keyed by the id it was sent for: {update}");
+    assert_eq!(update["host"], "devbox");
+    // Before issue 32: {"goal", "host", "sessionId": "hijack", "transcriptPath": "/etc/shadow"}.
+    assert_eq!(update["changes"], json!({"goal": "and the docs"}), "{update}");
     Ok(())
 }

@@ -157,7 +157,7 @@ fn bytes_per_line(sshd: &Sshd, base: &Path, corpus: &Path) -> Result<()> {
         .find(|v| v["type"] == "assistant")
         .context("an assistant line to copy")?;
 
-    let ssh = mimesis_wiring::remote::Ssh { program: "ssh".into(), config: Some(sshd.client_config.clone()) };
+    let ssh = mimesis_wiring::remote::Ssh::new("ssh", Some(sshd.client_config.clone()));
     let dest_alias = mimesis_core::remote::Destination::parse("wire").map_err(anyhow::Error::msg)?;
     let argv = ssh.argv(&dest_alias, &mimesis_core::remote::remote_mimesis(&["serve", "--stdio"]), false);
     let mut child = Command::new(&argv[0])

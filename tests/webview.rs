@@ -369,6 +369,25 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
     ensure!(decision["behavior"] == json!("allow"), "{out}");
     ensure!(decision["updatedInput"]["answers"] == json!({"Which database?": "SQLite"}), "{out}");
     ensure!(decision["updatedInput"]["questions"] == question["questions"], "{out}");
+
+    // Issue 32, 9: a request of a session in no roster has no row to show it: it is listed
+    // on its own, saying plainly that the session is unknown, and answered from there.
+    let stranger = "5bd58612-9f00-4000-8000-00000000dead";
+    let hook = permission_hook(&fx.data, stranger, "Bash", json!({"command": "rm -rf ~/important"}))?;
+    app.wait_for("the stranger's request", Duration::from_secs(10), || async {
+        let t = app.js("return document.querySelector('[data-testid=unknown-request]')?.textContent ?? '';").await?;
+        Ok(t.as_str()
+            .is_some_and(|t| t.contains("Unknown session") && t.contains(stranger) && t.contains("rm -rf ~/important")))
+    })
+    .await?;
+    app.screenshot(&workspace_root().join("target/e2e/approval-unknown.png")).await?;
+    app.click("[data-testid=unknown-deny]").await?;
+    let out = hook_output(hook).await?;
+    ensure!(out["hookSpecificOutput"]["decision"]["behavior"] == json!("deny"), "{out}");
+    app.wait_for("the stranger's request gone", Duration::from_secs(10), || async {
+        Ok(app.count("[data-testid=unknown-request]").await? == 0)
+    })
+    .await?;
     Ok(())
 }
 

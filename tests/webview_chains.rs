@@ -93,7 +93,13 @@ impl Fixture {
         vec![
             ("MIMESIS_DATA_DIR", self.data.clone().into_os_string()),
             ("CLAUDE_CONFIG_DIR", self.config.clone().into_os_string()),
+            ("XDG_CONFIG_HOME", self.xdg_config().into_os_string()),
         ]
+    }
+
+    /// The app's `$XDG_CONFIG_HOME` (its autostart entry goes there).
+    fn xdg_config(&self) -> PathBuf {
+        self.config.with_file_name("xdg-config")
     }
 
     fn args(&self) -> Vec<String> {
@@ -378,6 +384,50 @@ async fn type_into_area(app: &DesktopApp, field: &str, text: &str) -> Result<()>
     Ok(())
 }
 
+/// Saves the form and waits for the save bar to say `expect` (its start).
+async fn save_settings(app: &DesktopApp, expect: &str) -> Result<()> {
+    app.click("[data-testid=settings-save]").await?;
+    app.wait_for(&format!("the save bar to say {expect:?}"), WAIT, || async {
+        Ok(app.client.find(Locator::Css(".savebar .state")).await?.text().await?.starts_with(expect))
+    })
+    .await?;
+    Ok(())
+}
+
+/// Settings › Desktop › Start at login: off by default; on writes an XDG autostart entry
+/// that starts this app hidden, off removes it; a folder that cannot be written is said
+/// against the setting and nothing is saved.
+async fn start_at_login(app: &DesktopApp, fx: &Fixture) -> Result<()> {
+    let check = "input[data-field='desktop.startAtLogin']";
+    let checked = app.js(&format!("return document.querySelector(\"{check}\").checked;")).await?;
+    ensure!(checked == json!(false), "Start at login is on by default");
+    let autostart = fx.xdg_config().join("autostart");
+    let entry = autostart.join("mimesis.desktop");
+    std::fs::create_dir_all(fx.xdg_config())?;
+    std::fs::write(&autostart, "not a folder")?;
+    app.click(check).await?;
+    save_settings(app, "Nothing saved").await?;
+    let err = "[data-testid=field-error][data-field='desktop.startAtLogin']";
+    let msg = app.client.find(Locator::Css(err)).await?.text().await?;
+    ensure!(msg.contains(&*autostart.to_string_lossy()) && msg.ends_with("nothing was saved"), "{msg:?}");
+    ensure!(stored_settings(&fx.data)?["desktop"]["startAtLogin"] != json!(true), "saved although refused");
+
+    std::fs::remove_file(&autostart)?;
+    save_settings(app, "Saved.").await?;
+    let text = std::fs::read_to_string(&entry).context("no autostart entry")?;
+    let exe = app_binary()?.canonicalize()?;
+    ensure!(
+        text.contains(&format!("\nExec={} --hidden\n", exe.display())),
+        "the entry does not start this app hidden: {text}"
+    );
+    ensure!(stored_settings(&fx.data)?["desktop"]["startAtLogin"] == json!(true));
+
+    app.click(check).await?;
+    save_settings(app, "Saved.").await?;
+    ensure!(!entry.exists(), "the autostart entry is still there after turning it off");
+    Ok(())
+}
+
 async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path) -> Result<()> {
     wait_css(app, "the roster", "[data-testid=roster-row]", 1).await?;
     app.click("[data-testid=page-settings]").await?;
@@ -420,6 +470,8 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
         Ok(app.client.find(Locator::Css(".savebar .state")).await?.text().await? == "Saved.")
     })
     .await?;
+
+    start_at_login(app, fx).await?;
 
     // Hooks: installed from the view into the fixture's settings.json, foreign content kept.
     let status = format!("[data-testid=hook-status][data-root='{}']", fx.config.display());

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use mimesis_core::approval::{Behavior, Pending, Via};
-use mimesis_core::settings::{SetOutcome, Settings};
+use mimesis_core::settings::{FieldError, SetOutcome, Settings};
 use mimesis_core::{SessionId, TimelineItem};
 use mimesis_hooks::install::HookStatus;
 use mimesis_watch::{Snapshot, TimelinePage};
+use mimesis_wiring::approvals::Target;
 use mimesis_wiring::doctor::DoctorReport;
 use mimesis_wiring::{Mimesis, demo};
 use serde::Serialize;
@@ -528,17 +529,30 @@ pub async fn settings_get(state: tauri::State<'_, AppState>) -> CmdResult<Settin
 #[tauri::command]
 pub async fn settings_set(state: tauri::State<'_, AppState>, settings: serde_json::Value) -> CmdResult<SetOutcome> {
     let mut settings = settings;
+    let stored = state.mimesis.settings();
     if let Some(doc) = settings.as_object_mut() {
-        let stored = serde_json::to_value(&state.mimesis.settings().machines).map_err(|e| e.to_string())?;
-        doc.insert("machines".into(), stored);
+        doc.insert("machines".into(), serde_json::to_value(&stored.machines).map_err(|e| e.to_string())?);
     }
-    Ok(state.mimesis.settings_set(&settings).await)
+    // Start at login follows a valid document before it is stored: an autostart folder that
+    // cannot be written is said against that setting, and nothing is saved.
+    let start_at_login = Settings::from_json(&settings).ok().map(|s| s.desktop.start_at_login);
+    if let Some(on) = start_at_login
+        && let Err(message) = crate::autostart::follow(on)
+    {
+        let errors = vec![FieldError { field: "desktop.startAtLogin".into(), message }];
+        return Ok(SetOutcome { settings: stored, errors });
+    }
+    let outcome = state.mimesis.settings_set(&settings).await;
+    if start_at_login.is_some() && !outcome.errors.is_empty() {
+        let _ = crate::autostart::follow(stored.desktop.start_at_login);
+    }
+    Ok(outcome)
 }
 
 /// The permission requests waiting for an answer (none when another face answers them).
 #[tauri::command]
 pub async fn approvals_pending(state: tauri::State<'_, AppState>) -> CmdResult<Vec<Pending>> {
-    Ok(state.mimesis.approvals().map(|a| a.pending()).unwrap_or_default())
+    Ok(state.mimesis.approvals().pending())
 }
 
 /// The user's answer to one permission request (a click: never made for them).
@@ -550,9 +564,9 @@ pub async fn approval_decide(
     message: Option<String>,
     answers: Option<BTreeMap<String, String>>,
 ) -> CmdResult<Pending> {
-    let approvals = state.mimesis.approvals().ok_or("another running Mimesis answers permission requests")?;
     let behavior = if allow { Behavior::Allow } else { Behavior::Deny };
-    approvals.decide(&id, behavior, message, answers, None, Via::Window)
+    // By its whole id: a click names one request.
+    state.mimesis.approvals().decide(Target::Id(&id), behavior, message, answers, None, Via::Window)
 }
 
 /// The session the window shows now (`null`: none).

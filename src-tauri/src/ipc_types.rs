@@ -21,7 +21,7 @@ use mimesis_core::dialog::{Dialog, DialogOption};
 use mimesis_core::remote::HostState;
 use mimesis_core::session::{Billed, Cost, SessionPatch, Source};
 use mimesis_core::settings::{
-    AgentSettings, MachineSettings, NotificationSettings, SetOutcome, Settings, WatchSettings,
+    AgentSettings, DesktopSettings, MachineSettings, NotificationSettings, SetOutcome, Settings, WatchSettings,
 };
 use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::supervision::event::{EventKind, ReadyStatus};
@@ -114,6 +114,7 @@ fn decls() -> Vec<Decl> {
         decl::<AgentSettings>(),
         decl::<NotificationSettings>(),
         decl::<MachineSettings>(),
+        decl::<DesktopSettings>(),
         decl::<Settings>(),
         decl::<FieldError>(),
         decl::<SetOutcome>(),
@@ -648,8 +649,9 @@ fn sample_pending() -> Vec<Pending> {
     ];
     details
         .into_iter()
-        .map(|detail| Pending {
-            id: "r1".into(),
+        .enumerate()
+        .map(|(i, detail)| Pending {
+            id: "req_0123456789abcdef0123456789abcdef".into(),
             request: mimesis_core::approval::Request {
                 session_id: id("s1"),
                 tool: "Edit".into(),
@@ -658,6 +660,9 @@ fn sample_pending() -> Vec<Pending> {
                 detail,
             },
             since: at("2026-11-01T00:00:00.000Z"),
+            // The first of a session in no roster.
+            known_session: i > 0,
+            session_name: (i > 0).then(|| "p · Fix it".into()),
         })
         .collect()
 }
@@ -669,6 +674,7 @@ fn sample_doctor() -> DoctorReport {
         installed: false,
         partial: true,
         error: Some("e".into()),
+        missing_program: Some("/usr/bin/mimesis".into()),
     };
     DoctorReport {
         mimesis_version: "0.1.0".into(),
@@ -681,6 +687,8 @@ fn sample_doctor() -> DoctorReport {
         },
         watcher: WatcherReport { ok: true, max_user_watches: Some(8192), error: Some("e".into()) },
         data_dir: "/d".into(),
+        data_dir_mode: Some("0755".into()),
+        data_dir_open: Some("/d is readable by other users (mode 0755); run chmod 700 /d".into()),
         database: DbStats {
             path: Some("/d/fleet.db".into()),
             health: DbHealth::Rebuilt { reason: "r".into(), moved_to: Some("/d/old.db".into()) },

@@ -10,6 +10,7 @@
 //! - [`remote`]: other machines' sessions over SSH (issue 13), beside the local ones
 //!   ([`hosts`]: their state, for the other modules);
 //! - [`window`]: show/focus, close-to-tray, size and place kept across runs;
+//! - [`autostart`]: "Start at login" (an XDG autostart entry) and `--hidden`, its launch;
 //! - [`toolkit`]: what GTK and WebKit are told through the environment before they start;
 //! - `record` (cargo feature `record` only): notes the page's commands and events for the
 //!   UI's replay tests.
@@ -20,6 +21,7 @@
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+mod autostart;
 mod commands;
 mod events;
 mod fonts;
@@ -181,7 +183,7 @@ fn main() {
     let config_root = roots.first().cloned();
     let data_dir = roots::data_dir();
     let data_dir = std::path::absolute(&data_dir).unwrap_or(data_dir);
-    if let Err(e) = std::fs::create_dir_all(&data_dir) {
+    if let Err(e) = mimesis_os::private::create_dir_all(&data_dir) {
         tracing::error!(error = %e, dir = %data_dir.display(), "cannot create the data dir; nothing will be kept");
     }
     // Before the window: the page has its fonts' names before its first layout (`fonts`).
@@ -219,7 +221,12 @@ fn main() {
         .plugin(
             tauri_plugin_single_instance::Builder::new()
                 .dbus_id(instance_id(&data_dir))
-                .callback(|app, _argv, _cwd| window::show_main(app))
+                // A second launch shows the window, unless it is the autostart's.
+                .callback(|app, argv, _cwd| {
+                    if !argv.iter().any(|a| a == mimesis_os::autostart::HIDDEN_ARG) {
+                        window::show_main(app)
+                    }
+                })
                 .build(),
         );
     #[cfg(feature = "record")]
@@ -233,7 +240,8 @@ fn main() {
         .manage(window::Placement::new(&data_dir))
         .setup(move |app| {
             let handle = app.handle().clone();
-            window::restore(&handle);
+            let hidden = autostart::start_hidden();
+            window::restore(&handle, !hidden);
             let t0 = std::time::Instant::now();
             tracing::debug!(at = ?since_start(), "setting up");
             let (mimesis, lock) = match engine {
@@ -282,17 +290,20 @@ fn main() {
             tauri::async_runtime::spawn(events::forward_timeline(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_attention(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_progress(handle.clone(), engine.clone()));
-            if let Some(a) = mimesis.approvals() {
-                tauri::async_runtime::spawn(events::forward_approvals(handle.clone(), a.subscribe()));
-            }
+            tauri::async_runtime::spawn(events::forward_approvals(handle.clone(), mimesis.approvals().subscribe()));
             notify::init(&handle);
             tauri::async_runtime::spawn(notify::follow(handle.clone(), engine.clone(), mimesis.clone()));
             match tray::create(&handle) {
                 Ok(()) => {
-                    let requests = mimesis.approvals().map(|a| a.subscribe());
+                    let requests = Some(mimesis.approvals().subscribe());
                     tauri::async_runtime::spawn(tray::follow(handle.clone(), engine.clone(), requests));
                 }
-                Err(e) => tracing::warn!(error = %e, "no tray icon"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "no tray icon");
+                    if hidden {
+                        window::show_main(&handle);
+                    }
+                }
             }
             pty::start(&handle, &mimesis);
             quit_on_signals(handle, signals);

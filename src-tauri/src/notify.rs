@@ -23,6 +23,7 @@ use mimesis_core::approval::{Behavior, Pending, Via};
 use mimesis_core::attention::{BURST_ALONE, BURST_WINDOW, Coalesced, Coalescer, NotificationKind};
 use mimesis_watch::Engine;
 use mimesis_wiring::Mimesis;
+use mimesis_wiring::approvals::Target;
 use tauri::{AppHandle, Manager, Runtime};
 use tauri_plugin_notification::{Action, ActionType, NotificationExt};
 use tokio::sync::broadcast::error::RecvError;
@@ -76,8 +77,10 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
 /// the supervised session's dialog.
 async fn answer(mimesis: &Mimesis, id: &SessionId, request: Option<&str>, behavior: Behavior) -> Result<(), String> {
     if let Some(request) = request {
-        let approvals = mimesis.approvals().ok_or("another running Mimesis answers permission requests")?;
-        return approvals.decide(request, behavior, None, None, None, Via::Notification).map(|_| ());
+        return mimesis
+            .approvals()
+            .decide(Target::Id(request), behavior, None, None, None, Via::Notification)
+            .map(|_| ());
     }
     let sup = mimesis.supervisor_now().ok_or("this session is not supervised by Mimesis")?;
     let word = if behavior == Behavior::Allow { "approve" } else { "deny" };
@@ -98,7 +101,7 @@ struct Shown {
 /// step with the requests waiting for an answer.
 pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mimesis: Mimesis) {
     let mut rx = engine.subscribe_notifications();
-    let mut requests = mimesis.approvals().map(|a| a.subscribe());
+    let mut requests = Some(mimesis.approvals().subscribe());
     let mut shown: HashMap<SessionId, Shown> = HashMap::new();
     let mut burst = Coalescer::new(BURST_WINDOW, BURST_ALONE);
     let mut summary: Option<i32> = None;

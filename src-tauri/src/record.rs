@@ -41,7 +41,8 @@ pub fn install(app: tauri::Builder<Wry>) -> tauri::Builder<Wry> {
 
 fn plugin() -> Option<TauriPlugin<Wry>> {
     let path = PathBuf::from(std::env::var_os("MIMESIS_RECORD")?);
-    let file = match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+    // Created 0600: it holds what the page showed (a path the user named keeps its mode).
+    let file = match mimesis_os::private::options().create(true).append(true).open(&path) {
         Ok(f) => f,
         Err(e) => {
             tracing::error!(error = %e, file = %path.display(), "MIMESIS_RECORD: cannot open the file; not recording");

@@ -203,7 +203,7 @@ fn ended_with(term: &PlainTerminal, code: i32) -> String {
     // (ssh's own "Connection to … closed." says nothing about why.)
     let ssh_bye = |l: &str| l.starts_with("Connection to ") && l.ends_with(" closed.");
     let last = text.lines().map(str::trim).rfind(|l| !l.is_empty() && !ssh_bye(l)).unwrap_or("");
-    let last = mimesis_core::text::clean_text(last, 300);
+    let last = mimesis_core::remote::quote(last);
     if last.is_empty() { format!("the session ended at once (exit code {code})") } else { last }
 }
 

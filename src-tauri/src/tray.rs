@@ -16,6 +16,7 @@ use mimesis_core::attention::{AttentionSet, NotificationKind};
 use mimesis_core::text::clean_text;
 use mimesis_core::{SessionId, Status, StoreEvent, TrackedSession};
 use mimesis_watch::Engine;
+use mimesis_wiring::approvals::Target;
 use serde::Serialize;
 use tauri::image::Image;
 use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
@@ -85,8 +86,8 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
             } else if let Some((request, behavior)) = approval_item(id) {
                 // The user's click: the one way a request is answered from the tray.
                 let Some(state) = app.try_state::<crate::commands::AppState>() else { return };
-                if let Some(a) = state.mimesis.approvals()
-                    && let Err(e) = a.decide(request, behavior, None, None, None, Via::Tray)
+                if let Err(e) =
+                    state.mimesis.approvals().decide(Target::Id(request), behavior, None, None, None, Via::Tray)
                 {
                     tracing::warn!(error = %e, "the tray's answer was not taken");
                 }
@@ -101,7 +102,8 @@ fn approval_item(id: &str) -> Option<(&str, Behavior)> {
         Some(r) => (r, Behavior::Allow),
         None => (id.strip_prefix(ID_DENY)?, Behavior::Deny),
     };
-    (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_hexdigit())).then_some((rest, behavior))
+    let hex = rest.strip_prefix(mimesis_core::approval::ID_PREFIX)?;
+    (!hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit())).then_some((rest, behavior))
 }
 
 /// Keeps the tray in step with the attention set and the words of the sessions in it, and
@@ -313,10 +315,7 @@ async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, set: &Attentio
 fn write_probe(p: &Probe, icon: &[u8]) {
     let Some(path) = std::env::var_os("MIMESIS_TRAY_PROBE") else { return };
     let path = std::path::PathBuf::from(path);
-    let write = |path: &std::path::Path, bytes: &[u8]| {
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path))
-    };
+    let write = |path: &std::path::Path, bytes: &[u8]| mimesis_os::private::write_atomic(path, bytes);
     let ok = serde_json::to_vec(p)
         .map_err(std::io::Error::other)
         .and_then(|b| write(&path.with_extension("rgba"), icon).and_then(|()| write(&path, &b)));
@@ -481,4 +480,21 @@ fn blend(px: &mut [u8], x: i32, y: i32, color: [f32; 3], alpha: f32) {
         px[i + c] = v.round().clamp(0.0, 255.0) as u8;
     }
     px[i + 3] = (out_a * 255.0).round() as u8;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 32, 3: the tray answers a request by its whole id, in its own form.
+    #[test]
+    fn a_menu_item_answers_a_request_named_by_its_whole_id() {
+        let id = mimesis_core::approval::new_id([0x5b; 16]);
+        assert_eq!(approval_item(&format!("{ID_ALLOW}{id}")), Some((id.as_str(), Behavior::Allow)));
+        assert_eq!(approval_item(&format!("{ID_DENY}{id}")), Some((id.as_str(), Behavior::Deny)));
+        for other in ["5b5b5b5b", "req_", "req_5b5b;rm", ""] {
+            assert_eq!(approval_item(&format!("{ID_ALLOW}{other}")), None, "{other:?}");
+        }
+        assert_eq!(approval_item("tray:show"), None);
+    }
 }

@@ -104,19 +104,18 @@ impl Placement {
     /// Writes the last known place (atomically: a crash mid-write leaves the old file).
     fn save(&self) {
         let Some(place) = self.state.lock().ok().and_then(|s| s.place) else { return };
-        let tmp = self.path.with_extension("json.tmp");
         let write = serde_json::to_vec_pretty(&place)
             .map_err(std::io::Error::other)
-            .and_then(|bytes| std::fs::write(&tmp, bytes))
-            .and_then(|()| std::fs::rename(&tmp, &self.path));
+            .and_then(|bytes| mimesis_os::private::write_atomic(&self.path, &bytes));
         if let Err(e) = write {
             tracing::warn!(error = %e, path = %self.path.display(), "cannot keep the window's place");
         }
     }
 }
 
-/// Restores the stored place onto the (still hidden) main window, then shows it.
-pub fn restore<R: Runtime>(app: &AppHandle<R>) {
+/// Restores the stored place onto the (still hidden) main window, then shows it (unless
+/// the app starts hidden in the tray: `--hidden`).
+pub fn restore<R: Runtime>(app: &AppHandle<R>, show: bool) {
     let Some(w) = app.get_webview_window(MAIN) else { return };
     let placement = app.state::<Placement>();
     if let Some(p) = placement.load() {
@@ -139,8 +138,10 @@ pub fn restore<R: Runtime>(app: &AppHandle<R>) {
             s.place = Some(p);
         }
     }
-    let _ = w.show();
-    let _ = w.set_focus();
+    if show {
+        let _ = w.show();
+        let _ = w.set_focus();
+    }
 }
 
 /// Notes the main window's place now; writes it soon (bursts of moves write once).

@@ -13,15 +13,18 @@ use serde_json::{Value, json};
 
 /// The oldest supported Claude Code version (the default of [`ensure_claude`]).
 pub const CLAUDE_CODE_VERSION: &str = "2.1.197";
-/// The newest: a native binary, auto permission mode by default.
-pub const CLAUDE_CODE_NEWEST: &str = "2.1.330";
-/// The versions the real-CLI suite runs against (SPEC X6): the oldest supported and the
-/// newest. `MIMESIS_CLAUDE_VERSIONS` (comma-separated) replaces the list, e.g. for
+/// The first native binary with auto permission mode by default.
+pub const CLAUDE_CODE_2_1_330: &str = "2.1.330";
+/// The newest: auto mode by default, Claude Code's own background service (`claude --bg`,
+/// `claude agents`, docs/claude-code-observed.md "The background service").
+pub const CLAUDE_CODE_NEWEST: &str = "2.1.332";
+/// The versions the real-CLI suite runs against (SPEC X6): the oldest supported, 2.1.330
+/// and the newest. `MIMESIS_CLAUDE_VERSIONS` (comma-separated) replaces the list, e.g. for
 /// `scripts/compat <version>`.
 pub fn versions() -> Vec<String> {
     match std::env::var("MIMESIS_CLAUDE_VERSIONS") {
         Ok(v) if !v.trim().is_empty() => v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect(),
-        _ => vec![CLAUDE_CODE_VERSION.to_owned(), CLAUDE_CODE_NEWEST.to_owned()],
+        _ => [CLAUDE_CODE_VERSION, CLAUDE_CODE_2_1_330, CLAUDE_CODE_NEWEST].map(str::to_owned).to_vec(),
     }
 }
 /// The npm package providing it.
@@ -244,7 +247,7 @@ pub fn encode_project_dir(cwd: &Path) -> String {
 
 /// An isolated home for one `claude` run: a temporary `HOME`, `CLAUDE_CONFIG_DIR` at
 /// `<home>/.claude`, a pre-seeded `.claude.json` (onboarding done, API key approved,
-/// project trusted) and a project working directory `<home>/project`.
+/// project trusted), a project working directory `<home>/project` and `TMPDIR` at `<home>/tmp`.
 ///
 /// Everything is deleted on drop.
 pub struct ClaudeHome {
@@ -281,6 +284,7 @@ impl ClaudeHome {
         let project_dir = home.join("project");
         fs::create_dir_all(&config_dir)?;
         fs::create_dir_all(&project_dir)?;
+        fs::create_dir_all(home.join("tmp"))?;
         let this = Self {
             tmp,
             home,
@@ -402,7 +406,9 @@ impl ClaudeHome {
             ("LANG".to_owned(), "C.UTF-8".to_owned()),
             ("SHELL".to_owned(), "/bin/bash".to_owned()),
             ("PATH".to_owned(), system_path()),
-            ("TMPDIR".to_owned(), std::env::temp_dir().to_string_lossy().into_owned()),
+            // Inside the home, so what the CLI leaves in it goes with the home: since 2.1.330
+            // every session makes `$TMPDIR/cc-socks/<pid>.sock` and a killed one leaves it.
+            ("TMPDIR".to_owned(), s(&self.home.join("tmp"))),
         ];
         if let Some(proxy) = &self.proxy_url {
             for name in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] {

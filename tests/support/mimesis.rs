@@ -48,3 +48,38 @@ pub fn wait_output(child: std::process::Child, limit: std::time::Duration) -> Re
         }
     }
 }
+
+/// OSC 52 (a clipboard write), OSC 0 and 2 (title changes), ED (a screen clear), the 8-bit
+/// CSI (U+009B), DEL, a carriage return and bidi overrides: what an attacker puts in every
+/// field that may reach a terminal (issue 32).
+pub const HOSTILE: &str = "x\u{1b}]52;c;cm0gLXJmIH4=\u{7}\u{1b}]0;pwned\u{7}\u{1b}]2;pwned\u{1b}\\\u{1b}[2J\u{9b}31m\u{7f}\r\u{202e}\u{2066}y";
+
+/// Output no terminal acts on: UTF-8 with no C0 control but newline and tab, no DEL, no C1
+/// control, no bidi control.
+pub fn ensure_inert(what: &str, out: &[u8]) -> Result<()> {
+    let text = std::str::from_utf8(out).with_context(|| format!("{what}: not UTF-8"))?;
+    let bad: Vec<char> = text
+        .chars()
+        .filter(|&c| {
+            (c.is_control() && c != '\n' && c != '\t')
+                || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+        .collect();
+    ensure!(bad.is_empty(), "{what} printed {bad:?} raw:\n{text}");
+    Ok(())
+}
+
+/// The lines a started child writes on its stdout (piped), read on a thread.
+pub fn stdout_lines(child: &mut std::process::Child) -> Result<std::sync::mpsc::Receiver<String>> {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().context("stdout is not piped")?;
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    Ok(lines)
+}

@@ -229,6 +229,13 @@ pub enum RequestKind {
     Compact,
     /// A session title / topic generation request.
     Title,
+    /// Claude Code's background service asking a small model which state a background job
+    /// is in (2.1.332: "decide which of four states it's in"; the answer becomes
+    /// `jobs/<id>/state.json`): answered with [`MockApi::set_job_state_reply`].
+    JobState,
+    /// The background service asking for a job's "2-4 word lowercase label" (its `name`):
+    /// answered with [`MockApi::JOB_LABEL`].
+    JobLabel,
     /// Any other `/v1/messages` call (one-shot helper calls, usually a small model).
     Side,
     /// `/v1/messages/count_tokens`.
@@ -381,6 +388,11 @@ fn flatten_text(v: &Value) -> String {
 ///   "Generate a concise, sentence-case title ..." and
 ///   `output_config.format` = a JSON schema with a `title` property.
 ///
+/// Observed with 2.1.332's background service (model `claude-haiku-5-5`, no tools):
+/// * the job-state classifier: a system prompt "… decide which of four states it's in …"
+///   asking for `{"state", "detail", "tempo", "needs", "output"}` as bare JSON;
+/// * the job label: a user message "2-4 word lowercase label for this job.".
+///
 /// Everything else is [`RequestKind::Side`].
 pub fn classify_messages_request(body: &Value) -> RequestKind {
     let system = body.get("system").map(flatten_text).unwrap_or_default();
@@ -405,6 +417,12 @@ pub fn classify_messages_request(body: &Value) -> RequestKind {
     if has_tools && system.contains("You are Claude Code") {
         return RequestKind::Main;
     }
+    if !has_tools && system.contains("decide which of four states") {
+        return RequestKind::JobState;
+    }
+    if !has_tools && last_user.contains("lowercase label for this job") {
+        return RequestKind::JobLabel;
+    }
     RequestKind::Side
 }
 
@@ -412,6 +430,7 @@ struct Inner {
     queue: VecDeque<Reply>,
     default_reply: Reply,
     compact_reply: Reply,
+    job_state: Value,
     requests: Vec<RecordedRequest>,
     next_message: u64,
     next_tool: u64,
@@ -443,6 +462,13 @@ impl MockApi {
     pub const DEFAULT_SUMMARY: &'static str = "Summary: the user asked for a file and it was created.";
     /// Title returned to title-generation requests.
     pub const TITLE: &'static str = "Mock session";
+    /// Label returned to the background service's job-label requests (a job's `name`).
+    pub const JOB_LABEL: &'static str = "mock job";
+
+    /// The job state the classifier answers until [`MockApi::set_job_state_reply`]: done.
+    pub fn default_job_state() -> Value {
+        json!({"state": "done", "detail": "mock: the turn ended", "tempo": "idle", "output": {"result": "mock result"}})
+    }
 
     /// Starts the server on `127.0.0.1:0`.
     pub fn start() -> Result<Self> {
@@ -454,6 +480,7 @@ impl MockApi {
                 queue: VecDeque::new(),
                 default_reply: Reply::text(Self::DEFAULT_TEXT),
                 compact_reply: Reply::text(Self::DEFAULT_SUMMARY),
+                job_state: Self::default_job_state(),
                 requests: Vec::new(),
                 next_message: 0,
                 next_tool: 0,
@@ -509,6 +536,13 @@ impl MockApi {
     /// Sets the reply given to main requests when the queue is empty.
     pub fn set_default_reply(&self, reply: Reply) {
         self.shared.lock().default_reply = reply;
+    }
+
+    /// Replaces what the background service's job-state classifier is told from now on:
+    /// `{"state": "working|blocked|done|failed", "detail", "tempo": "active|idle|blocked",
+    /// "needs"?, "output": {"result"?}}` (2.1.332 writes it into `jobs/<id>/state.json`).
+    pub fn set_job_state_reply(&self, state: Value) {
+        self.shared.lock().job_state = state;
     }
 
     /// Sets the reply given to `/compact` summarization requests.
@@ -793,7 +827,12 @@ async fn respond<W: AsyncWriteExt + Unpin>(
                     ("404".to_owned(), Answer::Simple { status: 404, body: b"{\"type\":\"error\",\"error\":{\"type\":\"not_found_error\",\"message\":\"not found\"}}", close: false })
                 }
             }
-            RequestKind::Main | RequestKind::Compact | RequestKind::Title | RequestKind::Side => {
+            RequestKind::Main
+            | RequestKind::Compact
+            | RequestKind::Title
+            | RequestKind::JobState
+            | RequestKind::JobLabel
+            | RequestKind::Side => {
                 let reply = match kind {
                     RequestKind::Main => {
                         let r = inner.queue.pop_front();
@@ -801,6 +840,8 @@ async fn respond<W: AsyncWriteExt + Unpin>(
                     }
                     RequestKind::Compact => inner.compact_reply.clone(),
                     RequestKind::Title => title_reply(json.as_ref()),
+                    RequestKind::JobState => Reply::text(inner.job_state.to_string()).with_usage(Usage::new(100, 30)),
+                    RequestKind::JobLabel => Reply::text(MockApi::JOB_LABEL).with_usage(Usage::new(100, 3)),
                     _ => Reply::text(MockApi::DEFAULT_TEXT).with_usage(Usage::new(100, 5)),
                 };
                 render_reply(&mut inner, &reply, &model, stream, request_id)
@@ -1235,6 +1276,40 @@ mod tests {
         assert_eq!(api.pending_replies(), 1);
         let kinds: Vec<RequestKind> = api.requests().into_iter().map(|r| r.kind).collect();
         assert_eq!(kinds, [RequestKind::Title, RequestKind::Compact, RequestKind::Side, RequestKind::CountTokens]);
+    }
+
+    /// The background service's helper calls (2.1.332) get a scripted job state and a label,
+    /// never a scripted main reply.
+    #[test]
+    fn job_state_and_label_requests() {
+        let api = MockApi::start().unwrap();
+        api.push(Reply::text("scripted"));
+        let (mut w, mut r) = connect(&api);
+        let state = json!({
+            "model": "claude-haiku-5-5",
+            "system": [{"type": "text", "text": "A user kicked off a Claude Code agent … decide which of four states it's in"}],
+            "messages": [{"role": "user", "content": "Current state: working (for 0m)"}],
+        });
+        w.write_all(&post("/v1/messages?beta=true", &state)).unwrap();
+        let msg: Value = serde_json::from_str(&read_response(&mut r, false).body).unwrap();
+        let told: Value = serde_json::from_str(msg["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(told, MockApi::default_job_state());
+        api.set_job_state_reply(
+            json!({"state": "blocked", "detail": "d", "tempo": "blocked", "needs": "n", "output": {}}),
+        );
+        w.write_all(&post("/v1/messages?beta=true", &state)).unwrap();
+        let msg: Value = serde_json::from_str(&read_response(&mut r, false).body).unwrap();
+        assert!(msg["content"][0]["text"].as_str().unwrap().contains("\"blocked\""));
+
+        let label = json!({"model": "claude-haiku-5-5", "messages": [{"role": "user",
+            "content": "2-4 word lowercase label for this job.\nUser: \"say hello\""}]});
+        w.write_all(&post("/v1/messages?beta=true", &label)).unwrap();
+        let msg: Value = serde_json::from_str(&read_response(&mut r, false).body).unwrap();
+        assert_eq!(msg["content"][0]["text"], MockApi::JOB_LABEL);
+
+        assert_eq!(api.pending_replies(), 1);
+        let kinds: Vec<RequestKind> = api.requests().into_iter().map(|r| r.kind).collect();
+        assert_eq!(kinds, [RequestKind::JobState, RequestKind::JobState, RequestKind::JobLabel]);
     }
 
     #[test]

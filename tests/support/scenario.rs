@@ -433,54 +433,13 @@ impl Scenario {
 
     /// Waits until `cond` has held on screen for `settle` without a break.
     pub fn wait_settled(&self, what: &str, settle: Duration, cond: impl Fn(&Screen) -> bool) -> Result<()> {
-        let deadline = Instant::now() + self.step_timeout;
-        let mut since: Option<Instant> = None;
-        loop {
-            if cond(&self.pty()?.screen()) {
-                let t = *since.get_or_insert_with(Instant::now);
-                if t.elapsed() >= settle {
-                    return Ok(());
-                }
-            } else {
-                since = None;
-            }
-            ensure!(Instant::now() < deadline, "{what} was never on screen for {settle:?}");
-            std::thread::sleep(POLL);
-        }
+        wait_settled_on(self.pty()?, what, settle, self.step_timeout, cond)
     }
 
-    /// Answers the dialog on screen by the label of one of its options (never by position
-    /// or a bare Enter: 2.1.330's auto-mode fallback preselects "No"): its digit when the
-    /// options are numbered ("4. No"), else the arrow keys to it and Enter. Waits for the
-    /// dialog to settle first ([`DIALOG_SETTLE`]).
+    /// Answers the dialog on screen by the label of one of its options ([`choose_on`]).
     pub fn choose(&self, label: &str) -> Result<()> {
-        let find = |screen: &Screen| {
-            let rows = option_rows(screen);
-            let exact = rows.iter().find(|(_, text, _)| text == label).cloned();
-            exact.or_else(|| rows.into_iter().find(|(_, text, _)| text.starts_with(label)))
-        };
-        self.wait_settled(&format!("a dialog offering {label:?}"), DIALOG_SETTLE, |screen| find(screen).is_some())?;
-        let screen = self.pty()?.screen();
-        let (number, _, _) = find(&screen).context("the option")?;
-        let pty = self.pty()?;
-        match number {
-            Some(n) => {
-                self.recorder.note(format!("press {n} ({label})"));
-                pty.send(&n.to_string())?;
-            }
-            None => {
-                let rows = option_rows(&screen);
-                let selected = rows.iter().position(|(_, _, sel)| *sel).unwrap_or(0);
-                let target = rows.iter().position(|(_, t, _)| t.starts_with(label)).unwrap_or(0);
-                let key = if target > selected { "\x1b[B" } else { "\x1b[A" };
-                self.recorder.note(format!("arrows to {label:?}, Enter"));
-                for _ in 0..selected.abs_diff(target) {
-                    pty.send(key)?;
-                    std::thread::sleep(POLL);
-                }
-                pty.send("\r")?;
-            }
-        }
+        let pressed = choose_on(self.pty()?, label, self.step_timeout)?;
+        self.recorder.note(pressed);
         Ok(())
     }
 
@@ -574,6 +533,67 @@ impl Drop for Scenario {
         // Kill the CLI (and its session) before the mock API and the temporary home go.
         if let Some(mut pty) = self.pty.take() {
             pty.kill();
+        }
+    }
+}
+
+/// Waits (up to `timeout`) until `cond` has held on `pty`'s screen for `settle` without a
+/// break.
+pub fn wait_settled_on(
+    pty: &Pty,
+    what: &str,
+    settle: Duration,
+    timeout: Duration,
+    cond: impl Fn(&Screen) -> bool,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    let mut since: Option<Instant> = None;
+    loop {
+        if cond(&pty.screen()) {
+            let t = *since.get_or_insert_with(Instant::now);
+            if t.elapsed() >= settle {
+                return Ok(());
+            }
+        } else {
+            since = None;
+        }
+        ensure!(Instant::now() < deadline, "{what} was never on screen for {settle:?}");
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Answers the dialog on `pty`'s screen (the CLI's own, or a background session's through
+/// `claude attach`) by the label of one of its options (never by position or a bare Enter:
+/// 2.1.330's auto-mode fallback preselects "No"): its digit when the options are numbered
+/// ("4. No"), else the arrow keys to it and Enter. Waits for the dialog to settle first
+/// ([`DIALOG_SETTLE`]). Returns what it pressed, for the record.
+pub fn choose_on(pty: &Pty, label: &str, timeout: Duration) -> Result<String> {
+    let find = |screen: &Screen| {
+        let rows = option_rows(screen);
+        let exact = rows.iter().find(|(_, text, _)| text == label).cloned();
+        exact.or_else(|| rows.into_iter().find(|(_, text, _)| text.starts_with(label)))
+    };
+    wait_settled_on(pty, &format!("a dialog offering {label:?}"), DIALOG_SETTLE, timeout, |screen| {
+        find(screen).is_some()
+    })?;
+    let screen = pty.screen();
+    let (number, _, _) = find(&screen).context("the option")?;
+    match number {
+        Some(n) => {
+            pty.send(&n.to_string())?;
+            Ok(format!("press {n} ({label})"))
+        }
+        None => {
+            let rows = option_rows(&screen);
+            let selected = rows.iter().position(|(_, _, sel)| *sel).unwrap_or(0);
+            let target = rows.iter().position(|(_, t, _)| t.starts_with(label)).unwrap_or(0);
+            let key = if target > selected { "\x1b[B" } else { "\x1b[A" };
+            for _ in 0..selected.abs_diff(target) {
+                pty.send(key)?;
+                std::thread::sleep(POLL);
+            }
+            pty.send("\r")?;
+            Ok(format!("arrows to {label:?}, Enter"))
         }
     }
 }

@@ -175,7 +175,7 @@ const DUNSTRC: &str = "[global]\n    follow = none\n[urgency_low]\n    timeout =
 impl DesktopApp {
     /// Starts the app with `args` and `env` and connects to its webview.
     pub async fn launch(args: &[String], env: &[(&str, OsString)]) -> Result<DesktopApp> {
-        Self::start(args, env, None).await
+        Self::start(app_binary()?, args, env, None).await
     }
 
     /// Like [`DesktopApp::launch`], on a private D-Bus session bus (`dbus-run-session`),
@@ -185,11 +185,26 @@ impl DesktopApp {
         env: &[(&str, OsString)],
         opts: SessionOptions,
     ) -> Result<DesktopApp> {
-        Self::start(args, env, Some(opts)).await
+        Self::start(app_binary()?, args, env, Some(opts)).await
     }
 
-    async fn start(args: &[String], env: &[(&str, OsString)], session: Option<SessionOptions>) -> Result<DesktopApp> {
-        let app = app_binary()?;
+    /// Like [`DesktopApp::launch_in_session`], for the desktop binary at `app` (an
+    /// installed one: tests/package.rs).
+    pub async fn launch_binary_in_session(
+        app: &Path,
+        args: &[String],
+        env: &[(&str, OsString)],
+        opts: SessionOptions,
+    ) -> Result<DesktopApp> {
+        Self::start(app.to_owned(), args, env, Some(opts)).await
+    }
+
+    async fn start(
+        app: PathBuf,
+        args: &[String],
+        env: &[(&str, OsString)],
+        session: Option<SessionOptions>,
+    ) -> Result<DesktopApp> {
         let driver_bin = find_on_path("tauri-driver")
             .context("tauri-driver is not installed: `cargo install tauri-driver --locked`")?;
         if find_on_path("WebKitWebDriver").is_none() && !Path::new("/usr/bin/WebKitWebDriver").exists() {

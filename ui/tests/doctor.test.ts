@@ -9,6 +9,7 @@ describe('the doctor report, part by part', () => {
     const rows = doctorRows(doctorReport());
     expect(rows.map((r) => r.part)).toEqual(['Mimesis', 'Config folder', 'Claude Code', 'File watching', 'Database', 'Hook events', 'Supervision']);
     expect(rows.filter((r) => r.bad)).toEqual([]);
+    expect(row(rows, 'Mimesis')?.value).toBe('0.1.0, data in /x/mimesis (mode 0700)');
     expect(row(rows, 'Config folder')?.value).toBe('/x/.claude: 3 sessions, hooks installed');
     expect(row(rows, 'File watching')?.value).toBe('ok (up to 65,536 watches)');
     expect(row(rows, 'Supervision')?.value).toBe('0 processes of 0 sessions on record, 0 supervisors, 0 metrics publishers');
@@ -21,10 +22,13 @@ describe('the doctor report, part by part', () => {
         claudeCode: { path: null, version: null, seenVersion: '2.1.197', error: null },
         database: { ...ok.database, health: { state: 'rebuilt', reason: 'not a database', movedTo: '/x/mimesis/fleet.db.bad' } },
         databaseDeletedUnder: 4242,
+        dataDirMode: '0755',
+        dataDirOpen: '/x/mimesis is readable by other users (mode 0755); run chmod 700 /x/mimesis',
         supervision: { ...ok.supervision, supervisors: [{ pid: 77, alive: false, processes: 1, sessions: ['s1'] }] },
       }),
     );
-    expect(rows.filter((r) => r.bad).map((r) => r.part)).toEqual(['Claude Code', 'Database', 'Supervision']);
+    expect(rows.filter((r) => r.bad).map((r) => r.part)).toEqual(['Mimesis', 'Claude Code', 'Database', 'Supervision']);
+    expect(row(rows, 'Mimesis')?.value).toBe('0.1.0, data in /x/mimesis (mode 0755)');
     expect(row(rows, 'Claude Code')?.value).toBe('not on PATH; newest session written by 2.1.197');
     expect(row(rows, 'Database')?.value).toContain('rebuilt (not a database; the old file is /x/mimesis/fleet.db.bad)');
     expect(row(rows, 'Database')?.value).toContain('process 4242 still has the deleted file open');

@@ -63,13 +63,15 @@ export function snapshot(over: Partial<RosterSnapshot> = {}): RosterSnapshot {
 
 /** A doctor's report of one config root with hooks installed, nothing wrong. */
 export function doctorReport(over: Partial<DoctorReport> = {}): DoctorReport {
-  const hooks = { root: '/x/.claude', settingsPath: '/x/.claude/settings.json', installed: true, partial: false, error: null };
+  const hooks = { root: '/x/.claude', settingsPath: '/x/.claude/settings.json', installed: true, partial: false, error: null, missingProgram: null };
   return {
     mimesisVersion: '0.1.0',
     roots: [{ path: '/x/.claude', exists: true, sessionCount: 3, hooks }],
     claudeCode: { path: '/usr/bin/claude', version: '2.1.197 (Claude Code)', seenVersion: '2.1.197', error: null },
     watcher: { ok: true, maxUserWatches: 65536, error: null },
     dataDir: '/x/mimesis',
+    dataDirMode: '0700',
+    dataDirOpen: null,
     database: { path: '/x/mimesis/fleet.db', health: { state: 'ok' }, sizeBytes: 12_288, sessions: 3, chainLinks: 0, supervisedProcesses: 0, schemaVersion: 1 },
     databaseDeletedUnder: null,
     hookSpool: { path: '/x/mimesis/hooks', files: 0, events: 0, lastEventAt: null },

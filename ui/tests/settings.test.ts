@@ -60,8 +60,8 @@ describe('SettingsView', () => {
         stored = settings;
         return { settings, errors: [] };
       },
-      hooks_status: () => [{ root: '/home/me/.claude', settingsPath: '/home/me/.claude/settings.json', installed: false, partial: false, error: null }],
-      hooks_install: () => [{ root: '/home/me/.claude', settingsPath: '/home/me/.claude/settings.json', installed: true, partial: false, error: null }],
+      hooks_status: () => [{ root: '/home/me/.claude', settingsPath: '/home/me/.claude/settings.json', installed: false, partial: false, error: null, missingProgram: null }],
+      hooks_install: () => [{ root: '/home/me/.claude', settingsPath: '/home/me/.claude/settings.json', installed: true, partial: false, error: null, missingProgram: null }],
       hooks_uninstall: () => Promise.reject(new Error('settings.json is not valid JSON (line 3); nothing was changed')),
       doctor: () => ({
         lines: ['Claude Code: 2.1.197 (newest session written by 2.1.197)', 'database /x/fleet.db: ok, 3 sessions, 0 chain links, 12 KB'],

@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { CRASH_DEFERRED_TEXT, actionsFor, applyEvent, countdown, emptyNotices, remainingAt, type SessionNotices } from '../src/lib/supervision';
 import { SupervisionStore, TOAST_GRACE_MS, TOAST_LIMIT, TOAST_MS } from '../src/lib/supervision.svelte';
 import type { Supervision, SupervisionEvent } from '../src/lib/types';
+import { fireEvent, render } from '@testing-library/svelte';
+import UnknownRequests from '../src/components/UnknownRequests.svelte';
 import { MockBackend, flush, session } from './helpers';
 
 const at = '2026-11-01T12:00:00.000Z';
@@ -137,7 +139,7 @@ describe('SupervisionStore', () => {
   });
 
   it('answers a permission dialog only on a click: through its hook request, else by label in the PTY', async () => {
-    const request = { id: 'r1', sessionId: 'ext', tool: 'Bash', target: 'rm -rf build', cwd: null, since: '2026-11-25T18:00:00.000Z' };
+    const request = { id: 'r1', sessionId: 'ext', tool: 'Bash', target: 'rm -rf build', cwd: null, since: '2026-11-25T18:00:00.000Z', knownSession: true };
     const { sup, b } = setup({ approvals_pending: () => [request], approval_decide: () => request, pty_answer: () => 'Yes' });
     await sup.start();
     expect(sup.requestOf('ext')).toEqual(request);
@@ -155,8 +157,28 @@ describe('SupervisionStore', () => {
     expect(sup.error).toContain("no dialog is on the session's screen");
   });
 
+  it('requests of sessions in no roster are listed on their own as from an unknown session, answered by their whole id (issue 32)', async () => {
+    const known = { id: 'req_aa', sessionId: 'ext', tool: 'Bash', target: 'echo harmless', cwd: null, since: at, knownSession: true, sessionName: 'p · Fix it' };
+    const stranger = { id: 'req_bb', sessionId: '5bd58612-9f00', tool: 'Bash', target: 'rm -rf ~/important', cwd: '/tmp/x', since: at, knownSession: false };
+    const { sup, b } = setup({ approvals_pending: () => [known, stranger], approval_decide: () => stranger });
+    await sup.start();
+    expect(sup.strangers).toEqual([stranger]);
+    const r = render(UnknownRequests, { props: { sup } });
+    const rows = r.container.querySelectorAll('[data-testid=unknown-request]');
+    expect(rows).toHaveLength(1);
+    expect(rows[0].textContent).toContain('Unknown session');
+    expect(rows[0].textContent).toContain('5bd58612-9f00');
+    expect(rows[0].textContent).toContain('rm -rf ~/important');
+    expect(b.count('approval_decide')).toBe(0);
+    await fireEvent.click(r.getByTestId('unknown-deny'));
+    expect(b.calls.at(-1)).toEqual({ cmd: 'approval_decide', args: { id: 'req_bb', allow: false, message: null, answers: null } });
+    b.fire('approvals:changed', [known]);
+    await flush();
+    expect(r.container.querySelector('[data-testid=unknown-requests]')).toBeNull();
+  });
+
   it('a request that came while the list was being read is kept (the event is newer than the answer)', async () => {
-    const request = { id: 'r2', sessionId: 'ext', tool: 'Bash', target: 'echo window > w.txt', cwd: null, since: '2026-11-27T12:00:00.000Z' };
+    const request = { id: 'r2', sessionId: 'ext', tool: 'Bash', target: 'echo window > w.txt', cwd: null, since: '2026-11-27T12:00:00.000Z', knownSession: true };
     let read: (list: never[]) => void = () => {};
     const { sup, b } = setup({ approvals_pending: () => new Promise<never[]>((r) => (read = r)) });
     const started = sup.start();

@@ -80,6 +80,7 @@ describe("a question's answers", () => {
     target: null,
     cwd: null,
     since: '2026-11-01T12:00:00.000Z',
+    knownSession: true,
     detail: {
       kind: 'questions',
       questions: [

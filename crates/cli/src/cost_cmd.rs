@@ -2,14 +2,16 @@
 //! or model, on this machine and others (`--host`). The report is the wiring's
 //! ([`mimesis_wiring::cost`]); this parses the command line, asks the hosts, and prints.
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use mimesis_core::SystemClock;
 use mimesis_core::spend::{self, CostQuery, CostReport, CostRow, GroupBy, NaiveDate};
 use mimesis_wiring::remote;
 
 use crate::remote_cmd::RemoteArgs;
-use crate::render::{self, Style};
+use crate::render;
+use crate::term::{self, Term};
 
 #[derive(clap::Args)]
 pub struct CostArgs {
@@ -48,20 +50,18 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, a: CostArgs) -> anyhow::Result<()
     let local =
         (!a.remote.no_local).then(|| mimesis_wiring::cost::report(roots, data_dir, &query, a.prices.as_deref(), how));
     let report = spend::merge(local, remote, query.by);
-    let out = io::stdout();
-    let mut out = io::BufWriter::new(out.lock());
+    let mut out = Term::stdout();
     if a.json {
-        serde_json::to_writer(&mut out, &report)?;
-        writeln!(out)?;
+        term::json_line(&mut out, &report)?;
     } else {
-        let style = Style::detect(io::stdout().is_terminal());
-        table(&mut out, &report, &style)?;
+        table(&mut out, &report)?;
     }
     out.flush()?;
+    drop(out);
     // The figures' caveats go to stderr as well (they are in the JSON already).
     if a.json {
         for w in &report.warnings {
-            eprintln!("mimesis: {}", render::sanitize(w, false));
+            term::say(format_args!("mimesis: {}", render::sanitize(w, false)));
         }
     }
     if failed {
@@ -74,7 +74,7 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, a: CostArgs) -> anyhow::Result<()
 fn reports(args: &RemoteArgs, query: &CostQuery) -> anyhow::Result<(Vec<(String, CostReport)>, bool)> {
     let (answers, failed) = crate::remote_cmd::ask_each(args, |ssh, d, exe| {
         let q = query.clone();
-        async move { remote::cost(&ssh, &d, &q, exe.as_deref()).await }
+        async move { remote::cost(&ssh, &d, &q, exe.as_deref(), &SystemClock).await }
     })?;
     Ok((answers.into_iter().map(|(d, r)| (d.as_str().to_owned(), r)).collect(), failed))
 }
@@ -94,7 +94,7 @@ fn short(models: &[String]) -> String {
 }
 
 /// The report as a table: one line per row, the total, then what the figures leave out.
-fn table(out: &mut impl Write, r: &CostReport, st: &Style) -> io::Result<()> {
+fn table<W: Write>(out: &mut Term<W>, r: &CostReport) -> io::Result<()> {
     if r.rows.is_empty() {
         writeln!(out, "No Claude Code usage found for these dates and projects.")?;
     } else {
@@ -133,9 +133,10 @@ fn table(out: &mut impl Write, r: &CostReport, st: &Style) -> io::Result<()> {
             head.push_str(&format!(" {:>10}", "Billed"));
         }
         head.push_str("  Models");
-        writeln!(out, "{}", st.bold(&head))?;
+        out.bold(&head)?;
+        writeln!(out)?;
         let used = head.chars().count().saturating_sub(6);
-        let models_width = st.width.saturating_sub(used).max(12);
+        let models_width = out.width().saturating_sub(used).max(12);
         let line = |row: Option<&CostRow>, key: &str, t: &spend::Totals| {
             let mut s = format!("{} ", render::fit(&render::sanitize(key, false), key_width));
             if hosts {
@@ -165,17 +166,16 @@ fn table(out: &mut impl Write, r: &CostReport, st: &Style) -> io::Result<()> {
         for row in &r.rows {
             writeln!(out, "{}", line(Some(row), &row.key, &row.totals))?;
             if let Some(p) = &row.project {
-                writeln!(out, "{}", st.dim(&format!("  {}", render::sanitize(p, false))))?;
+                out.dim(&format!("  {}", render::sanitize(p, false)))?;
+                writeln!(out)?;
             }
         }
-        writeln!(out, "{}", st.bold(&line(None, "Total", &r.total)))?;
+        out.bold(&line(None, "Total", &r.total))?;
+        writeln!(out)?;
     }
     let file = r.prices.file.as_ref().map(|f| format!(", with {}", render::sanitize(f, false))).unwrap_or_default();
-    writeln!(
-        out,
-        "{}",
-        st.dim(&format!("Estimated per request at {} prices{file}.", render::sanitize(&r.prices.table, false)))
-    )?;
+    out.dim(&format!("Estimated per request at {} prices{file}.", render::sanitize(&r.prices.table, false)))?;
+    writeln!(out)?;
     for w in &r.warnings {
         writeln!(out, "Note: {}", render::sanitize(w, false))?;
     }

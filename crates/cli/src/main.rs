@@ -5,19 +5,22 @@
 mod cost_cmd;
 mod remote_cmd;
 mod render;
+// Its terminal is the agent's, passed through as it is (crate::term's one exception).
 mod run;
+mod term;
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use mimesis_core::approval::{Behavior, Decided, PendingList, ToFace, Via};
+use mimesis_core::approval::{Behavior, Decided, ToFace, Via};
 use mimesis_core::{Clock, SessionId, SystemClock, TrackedSession};
 use mimesis_hooks::{self as hooks, install};
 use mimesis_os::roots;
 use mimesis_wiring::{Mimesis, Options, doctor, once};
+use term::Term;
 
 #[derive(Parser)]
 #[command(
@@ -110,7 +113,8 @@ enum Command {
     },
     /// Allow one waiting tool call, once: by request id, or session id (prefix).
     Approve {
-        /// A request id from `mimesis pending`, or a session id or unique prefix of one.
+        /// A request id from `mimesis pending` (req_…) or a prefix of one, or a session id or
+        /// prefix of one whose session has a single open request; an ambiguous one is refused.
         target: String,
         /// An answer to the request's question (AskUserQuestion): an option's label or
         /// your own words; once per question, in their order.
@@ -121,7 +125,8 @@ enum Command {
     },
     /// Refuse one waiting tool call, optionally telling Claude why.
     Deny {
-        /// A request id from `mimesis pending`, or a session id or unique prefix of one.
+        /// A request id from `mimesis pending` (req_…) or a prefix of one, or a session id or
+        /// prefix of one whose session has a single open request; an ambiguous one is refused.
         target: String,
         /// What Claude is told (it goes on with this).
         #[arg(long)]
@@ -203,7 +208,7 @@ fn main() -> ExitCode {
         return match run::run(*args, &cli.config_dir, &data_dir) {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("mimesis run: {e:#}");
+                term::say(format_args!("mimesis run: {e:#}"));
                 ExitCode::from(1)
             }
         };
@@ -239,7 +244,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("mimesis: {e:#}");
+            term::say(format_args!("mimesis: {e:#}"));
             ExitCode::from(1)
         }
     }
@@ -248,9 +253,13 @@ fn main() -> ExitCode {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("MIMESIS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // Colour only for a person at a terminal: a log file or a pipe gets plain text.
-    let ansi = std::io::IsTerminal::is_terminal(&io::stderr());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(io::stderr).with_ansi(ansi).with_target(false).init();
+    // Plain text through the terminal filter: a log line may quote a remote's words.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(Term::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .init();
 }
 
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -278,8 +287,7 @@ fn ls(
     let (mut remote_rows, remote_failed) = remote_cmd::rosters(remote)?;
     remote_rows.retain(|s| all || !s.superseded);
     let local = !remote.no_local;
-    let out = io::stdout();
-    let mut out = io::BufWriter::new(out.lock());
+    let mut out = Term::stdout();
     if json {
         // Written row by row as each is derived: a roster of tens of thousands of sessions
         // is never all in memory.
@@ -288,10 +296,7 @@ fn ls(
         let mut write_row = |row: &TrackedSession| {
             if let Ok(n) = &mut written {
                 let sep: &[u8] = if *n == 0 { b"" } else { b"," };
-                written = out.write_all(sep).map_err(anyhow::Error::from).and_then(|_| {
-                    serde_json::to_writer(&mut out, row)?;
-                    Ok(*n + 1)
-                });
+                written = out.write_all(sep).and_then(|_| term::json(&mut out, row)).map(|_| *n + 1);
             }
         };
         if local {
@@ -322,8 +327,7 @@ fn ls(
         writeln!(out, "No Claude Code sessions found in {}.", searched.join(", "))?;
         writeln!(out, "Try `mimesis demo` to generate some, or point --config-dir at a config folder.")?;
     } else {
-        let style = render::Style::detect(io::stdout().is_terminal());
-        render::roster(&mut out, &sessions, now, &style)?;
+        render::roster(&mut out, &sessions, now)?;
     }
     out.flush()?;
     remote_outcome(remote_failed)
@@ -378,14 +382,11 @@ fn show(roots: &[PathBuf], data_dir: &std::path::Path, query: &str, json: bool, 
             items
         }
     };
-    let out = io::stdout();
-    let mut out = io::BufWriter::new(out.lock());
+    let mut out = Term::stdout();
     if json {
-        serde_json::to_writer(&mut out, &items)?;
-        writeln!(out)?;
+        term::json_line(&mut out, &items)?;
     } else {
-        let style = render::Style::detect(io::stdout().is_terminal());
-        render::timeline(&mut out, &items, &style)?;
+        render::timeline(&mut out, &items)?;
     }
     out.flush()?;
     Ok(())
@@ -406,14 +407,12 @@ async fn watch(
         true => None,
         false => Some(Mimesis::start(Options::watching(roots, data_dir)).await),
     };
-    let style = render::Style::detect(io::stdout().is_terminal());
-    let stdout = io::stdout();
-    let emit_discovered = |s: &TrackedSession, out: &mut dyn Write| -> io::Result<()> {
+    let mut out = Term::stdout();
+    let emit_discovered = |s: &TrackedSession, out: &mut Term<_>| -> io::Result<()> {
         if json {
-            serde_json::to_writer(&mut *out, &serde_json::json!({"type": "discovered", "session": s}))?;
-            writeln!(out)
+            term::json_line(out, &serde_json::json!({"type": "discovered", "session": s}))
         } else {
-            render::event_discovered(out, s, &style)
+            render::event_discovered(out, s)
         }
     };
     let mut events = None;
@@ -423,7 +422,6 @@ async fn watch(
         let rx = engine.subscribe();
         engine.ready().await;
         let snapshot = engine.snapshot().await?;
-        let mut out = stdout.lock();
         for s in &snapshot.sessions {
             emit_discovered(s, &mut out)?;
         }
@@ -445,31 +443,27 @@ async fn watch(
             _ = sigterm.recv() => break,
             msg = host_msg => {
                 let Some((host, msg)) = msg else { hosts_open = false; continue };
-                let mut out = stdout.lock();
                 match msg {
                     mimesis_wiring::remote::FeedMsg::Event(ev) if json => {
-                        serde_json::to_writer(&mut out, &remote_cmd::event_json(&ev, &host))?;
-                        writeln!(out)?;
+                        term::json_line(&mut out, &remote_cmd::event_json(&ev, &host))?;
                     }
                     mimesis_wiring::remote::FeedMsg::Event(ev) => {
                         write!(out, "{} ", render::sanitize(&host, false))?;
-                        render::event(&mut out, &ev, &style)?;
+                        render::event(&mut out, &ev)?;
                     }
                     mimesis_wiring::remote::FeedMsg::State(info) if json => {
                         let mut v = serde_json::to_value(&info)?;
                         if let Some(o) = v.as_object_mut() {
                             o.insert("type".into(), "host".into());
                         }
-                        serde_json::to_writer(&mut out, &v)?;
-                        writeln!(out)?;
+                        term::json_line(&mut out, &v)?;
                     }
                     mimesis_wiring::remote::FeedMsg::State(info) => {
                         writeln!(out, "{}", render::sanitize(&remote_cmd::host_line(&info), false))?;
                     }
                     mimesis_wiring::remote::FeedMsg::Supervision(ev) if json => {
                         let line = serde_json::json!({"type": "supervision", "host": host.as_str(), "event": ev});
-                        serde_json::to_writer(&mut out, &line)?;
-                        writeln!(out)?;
+                        term::json_line(&mut out, &line)?;
                     }
                     mimesis_wiring::remote::FeedMsg::Supervision(ev) => {
                         let what = format!("{host} {} {}: {}", ev.session_id.short(), ev.type_name(), ev.message().unwrap_or(""));
@@ -484,12 +478,10 @@ async fn watch(
                         continue;
                     }
                     last_seq = env.seq;
-                    let mut out = stdout.lock();
                     if json {
-                        serde_json::to_writer(&mut out, &env.event)?;
-                        writeln!(out)?;
+                        term::json_line(&mut out, &env.event)?;
                     } else {
-                        render::event(&mut out, &env.event, &style)?;
+                        render::event(&mut out, &env.event)?;
                     }
                     out.flush()?;
                 }
@@ -500,7 +492,6 @@ async fn watch(
                     let Some(m) = &mimesis else { continue };
                     let snap = m.engine().snapshot().await?;
                     last_seq = snap.seq;
-                    let mut out = stdout.lock();
                     for s in &snap.sessions {
                         emit_discovered(s, &mut out)?;
                     }
@@ -525,8 +516,9 @@ fn focus_cmd(roots: &[PathBuf], data_dir: &std::path::Path, query: &str) -> anyh
         .context("the session's transcript has no session id for a name")?;
     match once::focus_terminal(roots, data_dir, &id) {
         Ok(done) => {
-            println!("{done}");
-            Ok(())
+            let mut out = Term::stdout();
+            writeln!(out, "{done}")?;
+            Ok(out.flush()?)
         }
         Err(why) => bail!("cannot open the terminal of session {id}: {why}"),
     }
@@ -536,11 +528,10 @@ fn focus_cmd(roots: &[PathBuf], data_dir: &std::path::Path, query: &str) -> anyh
 const FACE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn pending_cmd(data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
-    let list: PendingList = mimesis_hooks::approvals::call(data_dir, &ToFace::List, FACE_WAIT)?;
-    let mut out = io::BufWriter::new(io::stdout().lock());
+    let list = mimesis_hooks::approvals::list(data_dir, FACE_WAIT)?;
+    let mut out = Term::stdout();
     if json {
-        serde_json::to_writer(&mut out, &list)?;
-        writeln!(out)?;
+        term::json_line(&mut out, &list)?;
     } else if list.pending.is_empty() {
         writeln!(out, "No permission request is waiting.")?;
     } else {
@@ -549,14 +540,12 @@ fn pending_cmd(data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
             let r = &p.request;
             let target = r.target.as_deref().map(|t| format!(" {}", render::sanitize(t, false))).unwrap_or_default();
             let age = render::ago(now, p.since);
-            writeln!(
-                out,
-                "{}  session {}  {}{}  ({age})",
-                p.id,
-                r.session_id,
-                render::sanitize(&r.tool, false),
-                target
-            )?;
+            let session = match (p.known_session, &p.session_name) {
+                (true, Some(name)) => format!("session {} ({})", r.session_id, render::sanitize(name, false)),
+                (true, None) => format!("session {}", r.session_id),
+                (false, _) => format!("unknown session {} (in no roster Mimesis follows)", r.session_id),
+            };
+            writeln!(out, "{}  {session}  {}{}  ({age})", p.id, render::sanitize(&r.tool, false), target)?;
         }
         writeln!(out, "Answer with `mimesis approve <id>` or `mimesis deny <id> [--message TEXT]`.")?;
     }
@@ -573,18 +562,16 @@ fn decide_cmd(
 ) -> anyhow::Result<()> {
     let msg = ToFace::Decide { target, behavior, message, answers: None, answers_in_order, via: Via::Cli };
     let decided: Decided = mimesis_hooks::approvals::call(data_dir, &msg, FACE_WAIT)?;
+    let mut out = Term::stdout();
     if json {
-        let mut out = io::stdout().lock();
-        serde_json::to_writer(&mut out, &decided)?;
-        writeln!(out)?;
+        term::json_line(&mut out, &decided)?;
     }
     match (decided.answered, decided.error) {
         (Some(p), _) => {
             if !json {
-                let verb = if behavior == Behavior::Allow { "Approved" } else { "Denied" };
-                println!("{verb} {} of session {}.", render::sanitize(&p.request.tool, false), p.request.session_id);
+                writeln!(out, "{}.", p.answered_sentence(behavior))?;
             }
-            Ok(())
+            Ok(out.flush()?)
         }
         (None, e) => bail!("{}", e.unwrap_or_else(|| "the running Mimesis answered nothing".into())),
     }
@@ -605,11 +592,9 @@ fn hooks_cmd(roots: &[PathBuf], data_dir: &std::path::Path, action: HooksAction)
     // All or nothing: on an error no root was changed; show where things stand.
     let failed = result.as_ref().err().map(ToString::to_string);
     let statuses = result.unwrap_or_else(|_| roots.iter().map(|r| install::status(r)).collect());
-    let out = io::stdout();
-    let mut out = out.lock();
+    let mut out = Term::stdout();
     if json {
-        serde_json::to_writer(&mut out, &statuses)?;
-        writeln!(out)?;
+        term::json_line(&mut out, &statuses)?;
     } else {
         for s in &statuses {
             let state = match (&s.error, s.installed, s.partial) {
@@ -630,12 +615,10 @@ fn hooks_cmd(roots: &[PathBuf], data_dir: &std::path::Path, action: HooksAction)
 
 fn doctor_cmd(roots: &[PathBuf], data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
     let report = doctor::run(roots, data_dir, None);
-    let out = io::stdout();
-    let mut out = out.lock();
+    let mut out = Term::stdout();
     if json {
-        serde_json::to_writer(&mut out, &report)?;
-        writeln!(out)?;
-        return Ok(());
+        term::json_line(&mut out, &report)?;
+        return Ok(out.flush()?);
     }
     for line in report.lines() {
         writeln!(out, "{line}")?;
@@ -648,7 +631,7 @@ fn doctor_cmd(roots: &[PathBuf], data_dir: &std::path::Path, json: bool) -> anyh
             writeln!(out, "problem: {p}")?;
         }
     }
-    Ok(())
+    Ok(out.flush()?)
 }
 
 /// `mimesis metrics`: the sum of what every running supervisor published; snapshots of
@@ -656,11 +639,9 @@ fn doctor_cmd(roots: &[PathBuf], data_dir: &std::path::Path, json: bool) -> anyh
 fn metrics_cmd(data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
     use mimesis_wiring::metrics;
     let found = metrics::collect(&metrics::dir(data_dir), true);
-    let out = io::stdout();
-    let mut out = out.lock();
+    let mut out = Term::stdout();
     if json {
-        serde_json::to_writer(&mut out, &found.metrics)?;
-        writeln!(out)?;
+        term::json_line(&mut out, &found.metrics)?;
     } else {
         out.write_all(found.metrics.prometheus().as_bytes())?;
     }
@@ -673,10 +654,10 @@ async fn demo(dir: Option<PathBuf>, speed: f64) -> anyhow::Result<()> {
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let _demo = mimesis_wiring::demo::start(&dir, speed)
         .with_context(|| format!("cannot write demo sessions into {}", dir.display()))?;
-    eprintln!(
+    term::say(format_args!(
         "Writing generated live sessions into {d}. In another terminal: mimesis --config-dir {d} watch\nCtrl-C stops.",
         d = dir.display()
-    );
+    ));
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = sigterm.recv() => {}

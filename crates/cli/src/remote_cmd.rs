@@ -1,7 +1,7 @@
 //! The CLI's remote machines (issue 13): `--host` on `ls`, `show` and `watch`, `mimesis
 //! hosts`, and `mimesis serve --stdio`, the far side of every connection.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -49,7 +49,7 @@ impl RemoteArgs {
 /// A host's failure on stderr, with what to do about a missing helper.
 fn say_failure(dest: &Destination, f: &Failure) {
     let hint = if f.wants_helper() { " (run again with --install-helper to copy this Mimesis there)" } else { "" };
-    eprintln!("mimesis: {dest}: {}{hint}", f.sentence());
+    crate::term::say(format_args!("mimesis: {dest}: {}{hint}", f.sentence()));
 }
 
 /// Asks every host of `args` at once (`ask` with ssh, the host, and this build's binary
@@ -92,8 +92,9 @@ where
 /// The roster of every host, fetched at once. Failures are said on stderr; true when
 /// any host failed.
 pub fn rosters(args: &RemoteArgs) -> anyhow::Result<(Vec<TrackedSession>, bool)> {
-    let (answers, failed) =
-        ask_each(args, |ssh, d, exe| async move { remote::roster(&ssh, &d, exe.as_deref()).await })?;
+    let (answers, failed) = ask_each(args, |ssh, d, exe| async move {
+        remote::roster(&ssh, &d, exe.as_deref(), &SystemClock).await.map(|r| r.1)
+    })?;
     Ok((answers.into_iter().flat_map(|(_, rows)| rows).collect(), failed))
 }
 
@@ -105,7 +106,7 @@ pub fn timeline(args: &RemoteArgs, host: &str, id: &str) -> anyhow::Result<Vec<m
     }
     let exe = args.exe()?;
     let ssh = Ssh::from_env();
-    crate::runtime()?.block_on(remote::timeline(&ssh, &dest, id, exe.as_deref())).map_err(|f| {
+    crate::runtime()?.block_on(remote::timeline(&ssh, &dest, id, exe.as_deref(), &SystemClock)).map_err(|f| {
         let hint = if f.wants_helper() { " (run again with --install-helper)" } else { "" };
         anyhow::anyhow!("{dest}: {}{hint}", f.sentence())
     })
@@ -188,13 +189,13 @@ pub fn hosts_cmd(data_dir: &Path, action: Option<HostsAction>, json: bool, insta
         Some(HostsAction::Add { dest }) => {
             let d = Destination::parse(&dest).map_err(anyhow::Error::msg)?;
             remote::change_configured(data_dir, &d, true).map_err(anyhow::Error::msg)?;
-            println!("Added {d}. `mimesis hosts` shows its state.");
+            writeln!(crate::term::Term::stdout(), "Added {d}. `mimesis hosts` shows its state.")?;
             return Ok(());
         }
         Some(HostsAction::Remove { dest }) => {
             let d = Destination::parse(&dest).map_err(anyhow::Error::msg)?;
             remote::change_configured(data_dir, &d, false).map_err(anyhow::Error::msg)?;
-            println!("Removed {d}.");
+            writeln!(crate::term::Term::stdout(), "Removed {d}.")?;
             return Ok(());
         }
         None => {}
@@ -206,10 +207,9 @@ pub fn hosts_cmd(data_dir: &Path, action: Option<HostsAction>, json: bool, insta
         install_helper: install,
     };
     let infos = probe(&args)?;
-    let mut out = io::stdout().lock();
+    let mut out = crate::term::Term::stdout();
     if json {
-        serde_json::to_writer(&mut out, &infos)?;
-        writeln!(out)?;
+        crate::term::json_line(&mut out, &infos)?;
     } else if infos.is_empty() {
         writeln!(out, "No machines yet. Add one with `mimesis hosts add <ssh destination>`.")?;
     } else {
@@ -240,20 +240,10 @@ fn probe(args: &RemoteArgs) -> anyhow::Result<Vec<HostInfo>> {
                         version: None,
                         retry_in_secs: None,
                     };
-                    let result = async {
-                        let mut conn = remote::connect_or_install(&ssh, &d, exe.as_deref()).await?;
-                        info.version = Some(mimesis_core::text::clean_text(&conn.hello.version, 40));
-                        loop {
-                            if let mimesis_core::remote::FromRemote::Snapshot { sessions } = conn.recv().await? {
-                                conn.close().await;
-                                return Ok::<usize, Failure>(sessions.len());
-                            }
-                        }
-                    }
-                    .await;
-                    match result {
-                        Ok(n) => {
-                            info.sessions = n;
+                    match remote::roster(&ssh, &d, exe.as_deref(), &SystemClock).await {
+                        Ok((hello, sessions)) => {
+                            info.version = Some(mimesis_core::text::clean_text(&hello.version, 40));
+                            info.sessions = sessions.len();
                             info.last_seen = Some(mimesis_core::Clock::now(&SystemClock));
                         }
                         Err(f) => {

@@ -1,50 +1,18 @@
-//! Human-readable output: the roster table, a timeline, live events.
-//!
-//! Transcript text is untrusted: before it reaches the terminal every control character
-//! (escape sequences could retitle the window, move the cursor or worse) and every
-//! bidirectional override is replaced.
+//! Human-readable output: the roster table, a timeline, live events. Everything is written
+//! through a [`Term`], which keeps every field's escape sequences, control characters and
+//! bidi overrides from the terminal; here untrusted text is only laid out (one line per
+//! field, cut to its column).
 
 use std::collections::HashMap;
 use std::io::{self, Write};
 
 use mimesis_core::{Clock, Status, StoreEvent, SystemClock, TimelineItem, Timestamp, TrackedSession};
 
-pub struct Style {
-    color: bool,
-    pub(crate) width: usize,
-}
+use crate::term::Term;
 
-impl Style {
-    pub fn detect(tty: bool) -> Style {
-        let color = tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        Style { color, width: terminal_width().unwrap_or(120).clamp(60, 240) }
-    }
-
-    fn paint(&self, code: &str, s: &str) -> String {
-        if self.color { format!("\x1b[{code}m{s}\x1b[0m") } else { s.to_owned() }
-    }
-
-    pub(crate) fn dim(&self, s: &str) -> String {
-        self.paint("2", s)
-    }
-
-    pub(crate) fn bold(&self, s: &str) -> String {
-        self.paint("1", s)
-    }
-}
-
-fn terminal_width() -> Option<usize> {
-    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()) {
-        return Some(c);
-    }
-    // SAFETY: TIOCGWINSZ fills a winsize struct; a zeroed one is a valid value to pass.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
-    (ok && ws.ws_col > 0).then_some(usize::from(ws.ws_col))
-}
-
-/// Makes untrusted text safe to print: control characters (other than newline and tab
-/// when `multiline`) and bidi overrides become U+FFFD.
+/// Untrusted text laid out on one line (`multiline`: its lines kept): newlines, carriage
+/// returns and tabs become spaces. What may reach the terminal at all is [`Term`]'s
+/// business; this only keeps a field from breaking a table's layout or forging a line.
 pub fn sanitize(s: &str, multiline: bool) -> String {
     s.chars()
         .map(|c| match c {
@@ -121,7 +89,7 @@ fn pending(s: &TrackedSession) -> String {
 }
 
 /// The roster, grouped by project (repo root, else cwd), groups by latest activity.
-pub fn roster(out: &mut impl Write, sessions: &[TrackedSession], now: Timestamp, st: &Style) -> io::Result<()> {
+pub fn roster<W: Write>(out: &mut Term<W>, sessions: &[TrackedSession], now: Timestamp) -> io::Result<()> {
     let mut groups: Vec<(String, Vec<&TrackedSession>)> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for s in sessions {
@@ -135,40 +103,36 @@ pub fn roster(out: &mut impl Write, sessions: &[TrackedSession], now: Timestamp,
     }
     // status 16, id 8, branch 14, model 10, tokens 7, active 8, live 4, spaces ~9
     let fixed = 16 + 8 + 14 + 10 + 7 + 8 + 4 + 9;
-    let flexible = st.width.saturating_sub(fixed).max(20);
+    let flexible = out.width().saturating_sub(fixed).max(20);
     let (goal_w, tool_w) = (flexible * 3 / 5, flexible - flexible * 3 / 5);
-    writeln!(
-        out,
-        "{}",
-        st.dim(&format!(
-            "{} {} {} {} {} {} {} {} {}",
-            fit("STATUS", 16),
-            fit("SESSION", 8),
-            fit("GOAL", goal_w),
-            fit("PENDING", tool_w),
-            fit("BRANCH", 14),
-            fit("MODEL", 10),
-            fit("TOKENS", 7),
-            fit("ACTIVE", 8),
-            "LIVE"
-        ))
-    )?;
+    out.dim(&format!(
+        "{} {} {} {} {} {} {} {} {}",
+        fit("STATUS", 16),
+        fit("SESSION", 8),
+        fit("GOAL", goal_w),
+        fit("PENDING", tool_w),
+        fit("BRANCH", 14),
+        fit("MODEL", 10),
+        fit("TOKENS", 7),
+        fit("ACTIVE", 8),
+        "LIVE"
+    ))?;
+    writeln!(out)?;
     for (key, members) in groups {
         let name = key.rsplit('/').find(|p| !p.is_empty()).unwrap_or(&key);
-        writeln!(
-            out,
-            "{} {} {}",
-            st.bold(&sanitize(name, false)),
-            st.dim(&sanitize(&key, false)),
-            st.dim(&format!("({})", members.len()))
-        )?;
+        out.bold(&sanitize(name, false))?;
+        write!(out, " ")?;
+        out.dim(&sanitize(&key, false))?;
+        write!(out, " ")?;
+        out.dim(&format!("({})", members.len()))?;
+        writeln!(out)?;
         for s in members {
             let (label, code) = status_label(s.status);
             let goal = s.title.as_deref().or(s.goal.as_deref()).unwrap_or("(no prompt yet)");
-            writeln!(
+            out.paint(code, &fit(label, 16))?;
+            write!(
                 out,
-                "{} {} {} {} {} {} {:>7} {} {}",
-                st.paint(code, &fit(label, 16)),
+                " {} {} {} {} {} {:>7} {} ",
                 fit(s.session_id.short(), 8),
                 fit(&sanitize(goal, false), goal_w),
                 fit(&sanitize(&pending(s), false), tool_w),
@@ -176,8 +140,11 @@ pub fn roster(out: &mut impl Write, sessions: &[TrackedSession], now: Timestamp,
                 fit(&sanitize(&short_model(s.model.as_deref()), false), 10),
                 tokens(s.usage.total()),
                 fit(&ago(now, s.last_activity_at), 8),
-                if s.live { st.paint("32", "live") } else { String::new() },
             )?;
+            if s.live {
+                out.paint("32", "live")?;
+            }
+            writeln!(out)?;
         }
     }
     Ok(())
@@ -187,54 +154,73 @@ fn clock_time(t: Option<Timestamp>) -> String {
     t.map(|t| t.to_iso()[11..19].to_owned()).unwrap_or_default()
 }
 
-fn indented(out: &mut impl Write, text: &str, prefix: &str, max_lines: usize, st: &Style) -> io::Result<()> {
+/// How an indented block's lines begin: text, and a bar in a colour (or none).
+struct Prefix(&'static str, Option<(&'static str, &'static str)>);
+
+fn indented<W: Write>(out: &mut Term<W>, text: &str, prefix: &Prefix, max_lines: usize) -> io::Result<()> {
     let text = sanitize(text, true);
     let lines: Vec<&str> = text.lines().collect();
+    let start = |out: &mut Term<W>| -> io::Result<()> {
+        out.write_all(prefix.0.as_bytes())?;
+        match prefix.1 {
+            Some((code, bar)) => {
+                out.paint(code, bar)?;
+                out.write_all(b" ")
+            }
+            None => Ok(()),
+        }
+    };
     for l in lines.iter().take(max_lines) {
-        writeln!(out, "{prefix}{l}")?;
+        start(out)?;
+        writeln!(out, "{l}")?;
     }
     if lines.len() > max_lines {
-        writeln!(out, "{prefix}{}", st.dim(&format!("… {} more lines", lines.len() - max_lines)))?;
+        start(out)?;
+        out.dim(&format!("… {} more lines", lines.len() - max_lines))?;
+        writeln!(out)?;
     }
     Ok(())
 }
 
-fn tool_summary(tool: &str, input: &serde_json::Value) -> String {
+fn tool_summary(input: &serde_json::Value) -> String {
     for key in ["command", "file_path", "notebook_path", "pattern", "url", "query", "path", "description", "prompt"] {
         if let Some(v) = input.get(key).and_then(|v| v.as_str()) {
             return v.lines().next().unwrap_or("").to_owned();
         }
     }
-    let _ = tool;
     String::new()
 }
 
+const TEXT: Prefix = Prefix("  ", None);
+
 /// A timeline, readable in a terminal.
-pub fn timeline(out: &mut impl Write, items: &[TimelineItem], st: &Style) -> io::Result<()> {
+pub fn timeline<W: Write>(out: &mut Term<W>, items: &[TimelineItem]) -> io::Result<()> {
     for item in items {
         match item {
             TimelineItem::Prompt { timestamp, text, .. } => {
-                writeln!(out, "\n{} {}", st.paint("1;34", "▌ You"), st.dim(&clock_time(*timestamp)))?;
-                indented(out, text, "  ", 40, st)?;
+                writeln!(out)?;
+                out.paint("1;34", "▌ You")?;
+                write!(out, " ")?;
+                out.dim(&clock_time(*timestamp))?;
+                writeln!(out)?;
+                indented(out, text, &TEXT, 40)?;
             }
             TimelineItem::AssistantText { timestamp, text, model, .. } => {
-                writeln!(
-                    out,
-                    "\n{} {} {}",
-                    st.paint("1;36", "● Claude"),
-                    st.dim(&short_model(model.as_deref())),
-                    st.dim(&clock_time(*timestamp))
-                )?;
-                indented(out, text, "  ", 200, st)?;
+                writeln!(out)?;
+                out.paint("1;36", "● Claude")?;
+                write!(out, " ")?;
+                out.dim(&sanitize(&short_model(model.as_deref()), false))?;
+                write!(out, " ")?;
+                out.dim(&clock_time(*timestamp))?;
+                writeln!(out)?;
+                indented(out, text, &TEXT, 200)?;
             }
             TimelineItem::Thinking { text, redacted, .. } => {
                 let first =
                     if *redacted { "(redacted)".to_owned() } else { text.lines().next().unwrap_or("").to_owned() };
-                writeln!(
-                    out,
-                    "  {}",
-                    st.dim(&format!("∴ thinking: {}", fit(&sanitize(&first, false), 100).trim_end()))
-                )?;
+                write!(out, "  ")?;
+                out.dim(&format!("∴ thinking: {}", fit(&sanitize(&first, false), 100).trim_end()))?;
+                writeln!(out)?;
             }
             TimelineItem::ToolCall { tool, input, result, .. } => {
                 let (mark, code) = match result {
@@ -242,16 +228,14 @@ pub fn timeline(out: &mut impl Write, items: &[TimelineItem], st: &Style) -> io:
                     Some(r) if r.is_error => ("✗", "31"),
                     Some(_) => ("✓", "32"),
                 };
-                writeln!(
-                    out,
-                    "  {} {} {}",
-                    st.paint(code, mark),
-                    st.bold(&sanitize(tool, false)),
-                    sanitize(&tool_summary(tool, input), false)
-                )?;
+                write!(out, "  ")?;
+                out.paint(code, mark)?;
+                write!(out, " ")?;
+                out.bold(&sanitize(tool, false))?;
+                writeln!(out, " {}", sanitize(&tool_summary(input), false))?;
                 if let Some(r) = result {
-                    let prefix = if st.color && r.is_error { "    \x1b[31m│\x1b[0m " } else { "    │ " };
-                    indented(out, &r.content, prefix, 8, st)?;
+                    let bar = if r.is_error { Prefix("    ", Some(("31", "│"))) } else { Prefix("    │ ", None) };
+                    indented(out, &r.content, &bar, 8)?;
                 }
             }
             TimelineItem::Compaction { trigger, pre_tokens, summary, .. } => {
@@ -262,67 +246,71 @@ pub fn timeline(out: &mut impl Write, items: &[TimelineItem], st: &Style) -> io:
                 if let Some(p) = pre_tokens {
                     label.push_str(&format!(" · {} tokens", tokens(*p)));
                 }
-                writeln!(out, "\n{} ──", st.paint("1;33", &sanitize(&label, false)))?;
+                writeln!(out)?;
+                out.paint("1;33", &sanitize(&label, false))?;
+                writeln!(out, " ──")?;
                 if let Some(s) = summary {
-                    indented(out, s, "  ", 6, st)?;
+                    indented(out, s, &TEXT, 6)?;
                 }
             }
             TimelineItem::ApiError { text, status, retrying, .. } => {
                 let status = status.map(|s| format!(" {s}")).unwrap_or_default();
                 let retry = if *retrying { " (retrying)" } else { "" };
-                writeln!(
-                    out,
-                    "  {}",
-                    st.paint("31", &format!("! API error{status}: {}{retry}", sanitize(text, false)))
-                )?;
+                write!(out, "  ")?;
+                out.paint("31", &format!("! API error{status}: {}{retry}", sanitize(text, false)))?;
+                writeln!(out)?;
             }
             TimelineItem::Segment { session_id, reason, timestamp, .. } => {
-                let label = format!("══ {reason}: session {} begins", session_id.short());
-                writeln!(out, "\n{} {} ══", st.paint("1;35", &label), st.dim(&clock_time(*timestamp)))?;
+                let label = format!("══ {}: session {} begins", sanitize(reason, false), session_id.short());
+                writeln!(out)?;
+                out.paint("1;35", &label)?;
+                write!(out, " ")?;
+                out.dim(&clock_time(*timestamp))?;
+                writeln!(out, " ══")?;
             }
             TimelineItem::Answer { tool, target, text, .. } => {
                 let about: Vec<&str> = [tool.as_deref(), target.as_deref()].into_iter().flatten().collect();
-                writeln!(
-                    out,
-                    "  {} {}{}",
-                    st.paint("1;35", "◆ Mimesis"),
-                    sanitize(text, false),
-                    st.dim(&sanitize(&format!(" · {}", about.join(" ")), false))
-                )?;
+                write!(out, "  ")?;
+                out.paint("1;35", "◆ Mimesis")?;
+                write!(out, " {}", sanitize(text, false))?;
+                out.dim(&sanitize(&format!(" · {}", about.join(" ")), false))?;
+                writeln!(out)?;
             }
             TimelineItem::System { subtype, text, .. } => {
                 let line = match subtype.as_str() {
                     "command" => format!("› {}", sanitize(text, false)),
                     _ => format!("· {}", sanitize(text.lines().next().unwrap_or(""), false)),
                 };
-                writeln!(out, "  {}", st.dim(&line))?;
+                write!(out, "  ")?;
+                out.dim(&line)?;
+                writeln!(out)?;
             }
         }
     }
     Ok(())
 }
 
-pub fn event_discovered(out: &mut dyn Write, s: &TrackedSession, st: &Style) -> io::Result<()> {
+pub fn event_discovered<W: Write>(out: &mut Term<W>, s: &TrackedSession) -> io::Result<()> {
     let (label, code) = status_label(s.status);
     let goal = s.title.as_deref().or(s.goal.as_deref()).unwrap_or("(no prompt yet)");
-    writeln!(
-        out,
-        "{} {} {} {} {}",
-        st.dim(&clock_time(Some(s.last_activity_at))),
-        st.paint("32", "+"),
-        s.session_id.short(),
-        st.paint(code, label),
-        fit(&sanitize(goal, false), 80).trim_end()
-    )
+    out.dim(&clock_time(Some(s.last_activity_at)))?;
+    write!(out, " ")?;
+    out.paint("32", "+")?;
+    write!(out, " {} ", s.session_id.short())?;
+    out.paint(code, label)?;
+    writeln!(out, " {}", fit(&sanitize(goal, false), 80).trim_end())
 }
 
 /// One store event, as a line.
-pub fn event(out: &mut dyn Write, ev: &StoreEvent, st: &Style) -> io::Result<()> {
+pub fn event<W: Write>(out: &mut Term<W>, ev: &StoreEvent) -> io::Result<()> {
     let now = clock_time(Some(SystemClock.now()));
     match ev {
-        StoreEvent::Discovered { session } => event_discovered(out, session, st),
+        StoreEvent::Discovered { session } => event_discovered(out, session),
         StoreEvent::Removed { session_id } => {
-            writeln!(out, "{} {} {} removed", st.dim(&now), st.paint("31", "-"), session_id.short())
+            out.dim(&now)?;
+            write!(out, " ")?;
+            out.paint("31", "-")?;
+            writeln!(out, " {} removed", session_id.short())
         }
         StoreEvent::Updated { session_id, changes } => {
             let mut parts = Vec::new();
@@ -343,17 +331,101 @@ pub fn event(out: &mut dyn Write, ev: &StoreEvent, st: &Style) -> io::Result<()>
             let mut rest: Vec<&str> =
                 changes.fields().into_iter().filter(|k| !matches!(*k, "status" | "pendingTool" | "live")).collect();
             rest.sort_unstable();
+            out.dim(&now)?;
+            write!(out, " ")?;
+            out.paint("33", "~")?;
+            write!(out, " {} {}", session_id.short(), parts.join("  "))?;
             if !rest.is_empty() {
-                parts.push(st.dim(&format!("({})", rest.join(", "))));
+                if !parts.is_empty() {
+                    write!(out, "  ")?;
+                }
+                out.dim(&format!("({})", rest.join(", ")))?;
             }
-            writeln!(out, "{} {} {} {}", st.dim(&now), st.paint("33", "~"), session_id.short(), parts.join("  "))
+            writeln!(out)
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::term::tests::{HOSTILE, assert_terminal_safe};
+
+    /// A row whose every text field (ids aside: they are validated) is hostile.
+    pub fn hostile_row(host: Option<&str>) -> TrackedSession {
+        row_with(HOSTILE, host)
+    }
+
+    fn row_with(h: &str, host: Option<&str>) -> TrackedSession {
+        serde_json::from_value(serde_json::json!({
+            "sessionId": "abcdef12-0000-4000-8000-000000000001", "projectId": h, "cwd": h, "repoRoot": h,
+            "branch": h, "goal": h, "summary": h, "title": null, "status": "waiting_for_approval",
+            "hasPendingToolUse": true, "pendingTool": {"tool": h, "target": h},
+            "lastActivityAt": "2026-11-25T10:00:00.000Z", "createdAt": null, "model": h,
+            "usage": {"inputTokens": 1, "outputTokens": 2, "cacheCreationInputTokens": 0, "cacheReadInputTokens": 0},
+            "apiError": false, "compactionCount": 0, "superseded": false, "supersededBy": null, "supersededAt": null,
+            "workChainId": h, "workChainName": h, "chainLength": 1, "source": "watcher", "supervision": null,
+            "live": true, "pid": null, "transcriptPath": h, "permissionMode": h, "malformedLines": 0,
+            "statusFile": {"status": "working", "updated": "2026-11-25T10:00:00.000Z", "task": h, "summary": h},
+            "name": h, "cost": {"estimatedUsd": null, "unknownModels": [h], "pricesAsOf": h, "billed": null},
+            "host": host,
+        }))
+        .expect("a row")
+    }
+
+    /// One timeline item of every kind, every text field hostile.
+    pub fn hostile_items() -> Vec<TimelineItem> {
+        let h = HOSTILE;
+        let ts = "2026-11-25T10:00:00.000Z";
+        let id = "abcdef12-0000-4000-8000-000000000001";
+        let items = serde_json::json!([
+            {"kind": "prompt", "uuid": h, "timestamp": ts, "text": h},
+            {"kind": "assistant_text", "uuid": h, "timestamp": ts, "text": h, "model": h},
+            {"kind": "thinking", "uuid": h, "timestamp": ts, "text": h, "redacted": false},
+            {"kind": "tool_call", "uuid": h, "timestamp": ts, "toolUseId": h, "tool": h,
+             "input": {"command": h}, "result": {"content": h, "isError": true, "timestamp": ts}},
+            {"kind": "tool_call", "uuid": h, "timestamp": ts, "toolUseId": h, "tool": h,
+             "input": {"file_path": h}, "result": {"content": h, "isError": false, "timestamp": ts}},
+            {"kind": "compaction", "uuid": h, "timestamp": ts, "trigger": h, "preTokens": 5, "summary": h},
+            {"kind": "api_error", "uuid": h, "timestamp": ts, "text": h, "status": 529, "retrying": true},
+            {"kind": "system", "uuid": h, "timestamp": ts, "subtype": "command", "text": h},
+            {"kind": "system", "uuid": h, "timestamp": ts, "subtype": h, "text": h},
+            {"kind": "segment", "uuid": h, "timestamp": ts, "sessionId": id, "previousSessionId": id, "reason": h},
+            {"kind": "answer", "uuid": h, "timestamp": ts, "tool": h, "target": h, "behavior": h, "choice": h,
+             "message": h, "answers": {h: h}, "via": h, "text": h},
+        ]);
+        let items: Vec<TimelineItem> = serde_json::from_value(items).expect("items");
+        assert_eq!(items.len(), 11);
+        items
+    }
+
+    fn both_styles(f: impl Fn(&mut Term<&mut Vec<u8>>) -> io::Result<()>) {
+        for color in [false, true] {
+            let mut out = Vec::new();
+            f(&mut Term::new(&mut out, color, 200)).unwrap();
+            assert!(String::from_utf8_lossy(&out).contains('\u{fffd}'), "the hostile text was printed");
+            assert_terminal_safe(&out, color);
+        }
+    }
+
+    #[test]
+    fn no_field_of_a_row_reaches_the_terminal_raw() {
+        let now = Timestamp::from_millis(1_800_000_000_000);
+        let mut rows = vec![hostile_row(None), hostile_row(Some("devbox"))];
+        rows[1].title = Some(HOSTILE.into());
+        both_styles(|out| roster(out, &rows, now));
+        both_styles(|out| event_discovered(out, &rows[0]));
+        let changes = rows[0].diff(&row_with("x", Some("x")));
+        assert!(changes.pending_tool.is_some() && changes.model.is_some());
+        let updated = StoreEvent::Updated { session_id: rows[0].session_id.clone(), changes: Box::new(changes) };
+        both_styles(|out| event(out, &updated));
+    }
+
+    #[test]
+    fn no_field_of_a_timeline_reaches_the_terminal_raw() {
+        // Before issue 32 the model and a segment's reason went out as they were.
+        both_styles(|out| timeline(out, &hostile_items()));
+    }
 
     #[test]
     fn sanitize_removes_escape_sequences_and_bidi_overrides() {

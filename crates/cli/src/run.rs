@@ -97,7 +97,7 @@ pub fn run(args: RunArgs, config_dirs: &[PathBuf], data_dir: &Path) -> anyhow::R
     let start = match start_of(&args) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("mimesis run: {e}");
+            crate::term::say(format_args!("mimesis run: {e}"));
             return Ok(ExitCode::from(2));
         }
     };
@@ -109,8 +109,10 @@ pub fn run(args: RunArgs, config_dirs: &[PathBuf], data_dir: &Path) -> anyhow::R
         bail!("{} is not a folder; pass an existing folder with --cwd", cwd.display());
     }
     let events_file = match &args.events_json {
+        // Created 0600 (it tells what the session did); a file that exists keeps its mode:
+        // the path is the user's.
         Some(p) => Some(
-            std::fs::OpenOptions::new()
+            mimesis_os::private::options()
                 .create(true)
                 .append(true)
                 .open(p)
@@ -147,7 +149,7 @@ pub fn run(args: RunArgs, config_dirs: &[PathBuf], data_dir: &Path) -> anyhow::R
         // A bad flag or environment value is a usage error here (the app only warns).
         let effective = mimesis.effective_limits().expect("this run supervises");
         if let Some(e) = effective.env_errors.first().or(effective.flag_errors.first()) {
-            eprintln!("mimesis run: {}: {}", e.field, e.message);
+            crate::term::say(format_args!("mimesis run: {}: {}", e.field, e.message));
             mimesis.shutdown().await;
             return Ok(ExitCode::from(2));
         }

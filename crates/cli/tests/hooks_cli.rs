@@ -135,3 +135,40 @@ fn hooks_install_status_uninstall_and_refusal() {
     let after: Vec<_> = std::fs::read_dir(&config).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(before.len(), after.len());
 }
+
+/// Mimesis removed (a package uninstalled) leaves the user's settings.json with hooks that
+/// run a program no longer there: the doctor says so in a sentence, and what to do.
+#[test]
+fn the_doctor_names_hooks_whose_program_is_gone() {
+    let d = tempfile::tempdir().unwrap();
+    let config = d.path().join(".claude");
+    std::fs::create_dir_all(&config).unwrap();
+    let data = d.path().join("data");
+    let gone = d.path().join("usr/bin/mimesis");
+    std::fs::create_dir_all(gone.parent().unwrap()).unwrap();
+    std::fs::copy(BIN, &gone).unwrap();
+    let out = Command::new(&gone)
+        .arg("--config-dir")
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["hooks", "install"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doctor = |config: &Path| String::from_utf8(mimesis(config, &data, &["doctor"]).stdout).unwrap();
+    assert!(!doctor(&config).contains("which is not installed"));
+    std::fs::remove_file(&gone).unwrap();
+    let text = doctor(&config);
+    let settings = config.join("settings.json");
+    let want = format!(
+        "problem: hooks in {} run {}, which is not installed; run `mimesis hooks uninstall` or reinstall Mimesis\n",
+        settings.display(),
+        gone.display()
+    );
+    assert!(text.contains(&want), "{text}");
+    assert!(!text.contains("hooks are not installed"), "{text}");
+    let out = mimesis(&config, &data, &["doctor", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["roots"][0]["hooks"]["missingProgram"], gone.to_str().unwrap());
+}

@@ -46,8 +46,27 @@ pub const WAIT_ENV: &str = "MIMESIS_APPROVAL_WAIT_SECS";
 /// At most this many characters of a plan, a file's content or one side of an edit.
 pub const DETAIL_CHARS: usize = 20_000;
 
-/// The longest line either side reads.
-pub const MAX_LINE: usize = 256 * 1024;
+/// The longest line either side reads: twice the largest hook payload
+/// ([`crate::hook_event::MAX_PAYLOAD`]). A request is made of parts of its payload (its
+/// detail at most [`DETAIL_CHARS`] a text, its cwd at most 4,096 characters), so the largest
+/// request, a reply naming it and a page of the list (at most [`PAGE_BYTES`] and one more
+/// request) all fit. A longer line is refused with a sentence, never cut.
+pub const MAX_LINE: usize = 2 * crate::hook_event::MAX_PAYLOAD;
+
+/// A page of the list ([`ToFace::List`]) holds requests up to this many bytes of JSON (and
+/// always at least one): a long list comes in pages, each within [`MAX_LINE`].
+pub const PAGE_BYTES: usize = 256 * 1024;
+
+/// At most this many requests are held open (one connection each); a request beyond them
+/// is refused at once with a sentence, and Claude Code's own dialog decides it.
+pub const MAX_OPEN: usize = 256;
+
+/// The fewest characters of an id (besides [`ID_PREFIX`]) a typed prefix names it by.
+pub const MIN_PREFIX: usize = 4;
+
+/// What every request id begins with, so that a request id never reads as a session id
+/// (which are hex digits and dashes): `req_` and 32 hex digits.
+pub const ID_PREFIX: &str = "req_";
 
 /// Messages to a face.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -56,9 +75,14 @@ pub enum ToFace {
     /// From the hook: the connection stays open until the face answers with a
     /// [`Decision`] (or the hook goes away: then the request is gone).
     Request(Request),
-    /// Open requests; answered with [`PendingList`].
-    List,
-    /// Answers one request (its id, or a session id or unique prefix of one); answered with
+    /// Open requests, oldest first, a page at a time; answered with [`PendingList`]. A page
+    /// that does not end the list names the `cursor` of the next one.
+    List {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cursor: Option<String>,
+    },
+    /// Answers one request (its id or a prefix of one, or a session id or prefix of one
+    /// naming a session with a single open request: [`resolve`]); answered with
     /// [`Decided`].
     #[serde(rename_all = "camelCase")]
     Decide {
@@ -174,6 +198,9 @@ pub struct Decision {
     pub message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answers: Option<BTreeMap<String, String>>,
+    /// Why the face took no request (with no decision): the hook logs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One answer given from Mimesis (a line of [`ANSWERS_FILE`]), shown in its session's
@@ -256,16 +283,120 @@ impl Answered {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Pending {
-    /// Unguessable and single-use.
+    /// `req_` and 32 hex digits ([`ID_PREFIX`]): unguessable and single-use.
     pub id: String,
     #[serde(flatten)]
     pub request: Request,
     pub since: Timestamp,
+    /// Whether the session is one the face follows (in its roster). A request for a
+    /// session in no roster came from something Mimesis does not know: said plainly.
+    #[serde(default)]
+    pub known_session: bool,
+    /// How the face calls the session (its folder and title), when it knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_name: Option<String>,
 }
 
+impl Pending {
+    /// What was answered, in a sentence: "Approved Bash `rm -rf build` in proj · Fix it
+    /// (5bd58612)". Cleaned text; still for a text face to filter as it filters all.
+    pub fn answered_sentence(&self, behavior: Behavior) -> String {
+        let verb = match behavior {
+            Behavior::Allow => "Approved",
+            Behavior::Deny => "Denied",
+        };
+        let r = &self.request;
+        let what = match &r.target {
+            Some(t) => format!("{} `{}`", clean_text(&r.tool, 100), clean_text(t, 300).replace('`', "'")),
+            None => clean_text(&r.tool, 100),
+        };
+        let short = r.session_id.short();
+        match (&self.session_name, self.known_session) {
+            (Some(name), true) => format!("{verb} {what} in {} ({short})", clean_text(name, 120)),
+            (None, true) => format!("{verb} {what} in session {short}"),
+            (_, false) => format!("{verb} {what} in an unknown session ({short})"),
+        }
+    }
+
+    /// The request in a few words, for a sentence that lists several.
+    fn brief(&self) -> String {
+        let r = &self.request;
+        match &r.target {
+            Some(t) => format!("{} ({} `{}`)", self.id, clean_text(&r.tool, 40), clean_text(t, 60).replace('`', "'")),
+            None => format!("{} ({})", self.id, clean_text(&r.tool, 40)),
+        }
+    }
+}
+
+/// A page of the open requests (`mimesis pending --json` prints them all, without `next`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct PendingList {
     pub pending: Vec<Pending>,
+    /// The cursor of the next page, when this one does not end the list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+/// Which open request a user's typed `target` names (`mimesis approve/deny`): its index
+/// in `open`. A target names a request by its id or a prefix of it (with or without
+/// [`ID_PREFIX`]), or by its session's id or a prefix of it when that session has a single
+/// open request. A prefix has at least [`MIN_PREFIX`] characters (besides `req_`). Anything
+/// else is refused with a sentence: a prefix that begins ids of both kinds (a request id and
+/// a session id), several requests, several sessions, or a session with several open
+/// requests. `exact` (the window, the tray, a notification): the full request id only.
+pub fn resolve(target: &str, open: &[&Pending], exact: bool) -> Result<usize, String> {
+    let target = target.trim();
+    if target.is_empty() {
+        return Err("name a request id (req_…) or a session id".into());
+    }
+    if let Some(i) = open.iter().position(|p| p.id == target) {
+        return Ok(i);
+    }
+    let none = || {
+        format!(
+            "no open permission request matches {target:?} (it may have been answered already; `mimesis pending` lists the open ones)"
+        )
+    };
+    if exact {
+        return Err(none());
+    }
+    let bare = target.strip_prefix(ID_PREFIX);
+    let whole_session = open.iter().any(|p| p.request.session_id.as_str() == target);
+    if bare.unwrap_or(target).chars().count() < MIN_PREFIX && !whole_session {
+        return Err(format!(
+            "{target:?} is too short to name a request: give at least {MIN_PREFIX} characters of a request id (req_…) or a session id"
+        ));
+    }
+    let requests: Vec<usize> = (0..open.len())
+        .filter(|&i| {
+            let id = &open[i].id;
+            id.starts_with(target)
+                || (bare.is_none() && id.strip_prefix(ID_PREFIX).is_some_and(|h| h.starts_with(target)))
+        })
+        .collect();
+    let by_session: Vec<usize> =
+        (0..open.len()).filter(|&i| open[i].request.session_id.as_str().starts_with(target)).collect();
+    let mut sessions: Vec<&str> = by_session.iter().map(|&i| open[i].request.session_id.as_str()).collect();
+    sessions.sort_unstable();
+    sessions.dedup();
+    let list = |ix: &[usize]| ix.iter().map(|&i| open[i].brief()).collect::<Vec<_>>().join(", ");
+    match (requests.as_slice(), sessions.as_slice()) {
+        ([], []) => Err(none()),
+        ([_, ..], [_, ..]) => Err(format!(
+            "{target:?} is ambiguous: it begins the request id of {} and the session id {}; give the whole request id (req_…) from `mimesis pending`",
+            list(&requests),
+            sessions.join(", ")
+        )),
+        ([i], []) => Ok(*i),
+        (_, []) => Err(format!("{target:?} matches several requests: {}; give more of the id", list(&requests))),
+        ([], [_]) if by_session.len() == 1 => Ok(by_session[0]),
+        ([], [s]) => Err(format!(
+            "session {s} has {} open requests: {}; name one by its request id",
+            by_session.len(),
+            list(&by_session)
+        )),
+        ([], _) => Err(format!("{target:?} matches several sessions: {}", sessions.join(", "))),
+    }
 }
 
 /// The reply to [`ToFace::Decide`].
@@ -420,9 +551,15 @@ pub fn hook_output(d: &Decision, tool_input: Option<&Value>) -> Option<String> {
     Some(out.to_string())
 }
 
-/// A new request id: 128 random bits, hex.
+/// A new request id: [`ID_PREFIX`] and 128 random bits, hex.
 pub fn new_id(random: [u8; 16]) -> String {
-    random.iter().map(|b| format!("{b:02x}")).collect()
+    use std::fmt::Write;
+    let mut id = String::with_capacity(ID_PREFIX.len() + 32);
+    id.push_str(ID_PREFIX);
+    for b in random {
+        let _ = write!(id, "{b:02x}");
+    }
+    id
 }
 
 #[cfg(test)]
@@ -432,14 +569,19 @@ mod tests {
 
     #[test]
     fn the_hook_prints_claude_codes_documented_output_or_nothing() {
-        let allow = Decision { behavior: Some(Behavior::Allow), message: Some("ignored".into()), answers: None };
+        let allow =
+            Decision { behavior: Some(Behavior::Allow), message: Some("ignored".into()), answers: None, error: None };
         let v: Value = serde_json::from_str(&hook_output(&allow, Some(&json!({"command": "ls"}))).unwrap()).unwrap();
         assert_eq!(
             v,
             json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}})
         );
-        let deny =
-            Decision { behavior: Some(Behavior::Deny), message: Some("use the staging host".into()), answers: None };
+        let deny = Decision {
+            behavior: Some(Behavior::Deny),
+            message: Some("use the staging host".into()),
+            answers: None,
+            error: None,
+        };
         let v: Value = serde_json::from_str(&hook_output(&deny, None).unwrap()).unwrap();
         assert_eq!(v["hookSpecificOutput"]["decision"], json!({"behavior": "deny", "message": "use the staging host"}));
         assert_eq!(hook_output(&Decision::default(), None), None, "no decision: nothing on stdout");
@@ -460,7 +602,7 @@ mod tests {
     fn answers_go_back_in_the_updated_input_as_claude_codes_dialog_returns_them() {
         let input = json!({"questions": [{"question": "Which DB?", "options": [{"label": "Postgres"}]}]});
         let answers: BTreeMap<String, String> = [("Which DB?".to_owned(), "Postgres".to_owned())].into();
-        let d = Decision { behavior: Some(Behavior::Allow), message: None, answers: Some(answers) };
+        let d = Decision { behavior: Some(Behavior::Allow), message: None, answers: Some(answers), error: None };
         let v: Value = serde_json::from_str(&hook_output(&d, Some(&input)).unwrap()).unwrap();
         let decision = &v["hookSpecificOutput"]["decision"];
         assert_eq!(decision["behavior"], "allow");
@@ -508,6 +650,83 @@ mod tests {
         assert!(r.detail.is_some());
     }
 
+    fn open(id: &str, session: &str, target: &str) -> Pending {
+        Pending {
+            id: id.into(),
+            request: Request {
+                session_id: SessionId::parse(session).unwrap(),
+                tool: "Bash".into(),
+                target: Some(target.into()),
+                cwd: None,
+                detail: None,
+            },
+            since: Timestamp::from_millis(1),
+            known_session: true,
+            session_name: Some("proj · Tidy up".into()),
+        }
+    }
+
+    /// Issue 32, 3: `approve 5bd586`, meant for the request of `echo harmless`, answered
+    /// another session's `rm -rf ~/important` whose id began `5bd586`.
+    #[test]
+    fn a_typed_target_names_one_request_or_is_refused_with_what_it_could_mean() {
+        let harmless = open("req_5bd586aa00000000000000000000000000", "1111aaaa-0000", "echo harmless");
+        let important = open("req_77770000000000000000000000000000", "5bd58612-9f00", "rm -rf ~/important");
+        let list = [&harmless, &important];
+        let err = resolve("5bd586", &list, false).unwrap_err();
+        assert!(err.contains("ambiguous") && err.contains(&harmless.id) && err.contains("5bd58612-9f00"), "{err}");
+        assert!(err.contains("echo harmless"), "says what each is: {err}");
+        assert_eq!(resolve("req_5bd586", &list, false), Ok(0), "the request id's own form");
+        assert_eq!(resolve("5bd586a", &list, false), Ok(0), "a prefix of the request id alone");
+        assert_eq!(resolve("5bd58612", &list, false), Ok(1), "a prefix of the session id alone");
+        assert_eq!(resolve(&important.id, &list, true), Ok(1));
+        assert!(resolve("req_7777", &list, true).is_err(), "the window and tray name whole ids");
+        assert!(resolve("5bd58612", &list, true).is_err());
+        assert!(resolve("  ", &list, false).is_err());
+        let err = resolve("zzzz", &list, false).unwrap_err();
+        assert!(err.contains("no open permission request matches"), "{err}");
+        for short in ["req_", "req_5bd", "5bd", "r"] {
+            let err = resolve(short, &list, false).unwrap_err();
+            assert!(err.contains("too short to name a request"), "{short}: {err}");
+        }
+        let err = resolve("req_77", &[&important, &open("req_77aa", "x", "ls"), &open("req_77bb", "y", "ls")], false)
+            .unwrap_err();
+        assert!(err.contains("too short"), "{err}");
+        let err = resolve("req_7777", &[&important, &open("req_7777aa", "x", "ls")], false).unwrap_err();
+        assert!(err.contains("several requests"), "{err}");
+        assert_eq!(resolve("x", &[&open("req_1", "x", "ls")], false), Ok(0), "a whole session id, however short");
+
+        // Two open requests in one session: its prefix names neither (not "the oldest").
+        let second = open("req_88880000000000000000000000000000", "5bd58612-9f00", "echo second");
+        let list = [&harmless, &important, &second];
+        let err = resolve("5bd58612", &list, false).unwrap_err();
+        assert!(
+            err.contains("has 2 open requests") && err.contains(&important.id) && err.contains(&second.id),
+            "{err}"
+        );
+        let other = open("req_99990000000000000000000000000000", "5bd58699-0000", "ls");
+        let err = resolve("5bd586", &[&important, &other], false).unwrap_err();
+        assert!(err.contains("several sessions"), "{err}");
+    }
+
+    #[test]
+    fn an_answer_says_what_it_answered_and_where() {
+        let mut p = open("req_1", "5bd58612-9f00-4000", "rm -rf ~/important");
+        assert_eq!(
+            p.answered_sentence(Behavior::Allow),
+            "Approved Bash `rm -rf ~/important` in proj · Tidy up (5bd58612)"
+        );
+        p.session_name = None;
+        assert_eq!(p.answered_sentence(Behavior::Deny), "Denied Bash `rm -rf ~/important` in session 5bd58612");
+        p.known_session = false;
+        p.request.target = Some("a `b`\x1b]52;c;AAAA\x07".into());
+        assert_eq!(
+            p.answered_sentence(Behavior::Deny),
+            "Denied Bash `a 'b']52;c;AAAA` in an unknown session (5bd58612)"
+        );
+        assert!(new_id([0xab; 16]).starts_with("req_abab") && new_id([0; 16]).len() == 36);
+    }
+
     #[test]
     fn messages_round_trip_with_their_op() {
         let m = ToFace::Decide {
@@ -523,6 +742,9 @@ mod tests {
         let older = r#"{"op":"decide","target":"ab","behavior":"deny","message":null}"#;
         assert_eq!(serde_json::from_str::<ToFace>(older).unwrap(), m, "via defaults to cli");
         assert_eq!(serde_json::from_str::<ToFace>(&s).unwrap(), m);
-        assert_eq!(serde_json::to_string(&ToFace::List).unwrap(), r#"{"op":"list"}"#);
+        assert_eq!(serde_json::to_string(&ToFace::List { cursor: None }).unwrap(), r#"{"op":"list"}"#);
+        let page = ToFace::List { cursor: Some("7".into()) };
+        assert_eq!(serde_json::to_string(&page).unwrap(), r#"{"op":"list","cursor":"7"}"#);
+        assert_eq!(serde_json::from_str::<ToFace>(r#"{"op":"list"}"#).unwrap(), ToFace::List { cursor: None });
     }
 }

@@ -28,8 +28,89 @@ use crate::timeline::TimelineItem;
 /// 2: `supervision` messages. 3: `cost` requests.
 pub const PROTOCOL: u32 = 3;
 
-/// The longest line either side accepts (a 2,000-session snapshot is about 6 MB).
-pub const MAX_LINE: usize = 256 * 1024 * 1024;
+/// What a host may send, and what this side holds of it (issue 32): a hostile or broken
+/// remote is cut off with a sentence when it passes one, never followed into memory.
+/// The longest `snapshot` line (a 2,000-session snapshot is about 6 MB).
+pub const MAX_SNAPSHOT_LINE: usize = 64 * 1024 * 1024;
+/// The longest `timeline` line (only read while a `show` waits for one): a timeline holds
+/// a transcript's text in full.
+pub const MAX_TIMELINE_LINE: usize = 256 * 1024 * 1024;
+/// The longest line of any other message (`event`, `supervision`, `hello`, `error`): one
+/// row is a few kilobytes.
+pub const MAX_EVENT_LINE: usize = 1024 * 1024;
+/// The most sessions held from one host.
+pub const MAX_HOST_SESSIONS: usize = 20_000;
+/// The most held from one host's rows, as JSON: what the longest snapshot could bring.
+pub const MAX_HOST_BYTES: usize = MAX_SNAPSHOT_LINE;
+/// The most characters of a remote's own words an error quotes.
+pub const QUOTE_MAX: usize = 200;
+
+/// A remote's words, fit to quote in a sentence: one line, no control or invisible
+/// characters, at most [`QUOTE_MAX`] characters (then `…`).
+pub fn quote(s: &str) -> String {
+    crate::text::clean_text(s, QUOTE_MAX)
+}
+
+/// `n` bytes for a person: "1.5 MiB".
+pub fn size_words(n: usize) -> String {
+    match n {
+        0..1024 => format!("{n} bytes"),
+        1024..0x100000 => format!("{} KiB", n / 1024),
+        _ => format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0)),
+    }
+}
+
+/// How long Mimesis waits on a host, each wait bounded. Policy: the feed's waits run on
+/// its injectable clock. `MIMESIS_REMOTE_WAIT_SECS` ([`Waits::with_env`]) sets every one
+/// of them, for a slow link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waits {
+    /// From starting ssh to the remote's hello (ssh's own connect timeout is shorter).
+    pub hello: Duration,
+    /// From the hello to the first snapshot (the remote indexes its sessions first).
+    pub snapshot: Duration,
+    /// From a `show` to its answer.
+    pub reply: Duration,
+    /// Copying this build to the host.
+    pub install: Duration,
+}
+
+pub const WAIT_ENV: &str = "MIMESIS_REMOTE_WAIT_SECS";
+
+impl Default for Waits {
+    fn default() -> Self {
+        Waits {
+            hello: Duration::from_secs(60),
+            snapshot: Duration::from_secs(120),
+            reply: Duration::from_secs(120),
+            install: Duration::from_secs(600),
+        }
+    }
+}
+
+impl Waits {
+    /// The defaults, or every wait `value` seconds when it is a positive number (the value
+    /// of [`WAIT_ENV`]).
+    pub fn with_env(value: Option<&str>) -> Waits {
+        match value.and_then(|v| v.trim().parse::<f64>().ok()).filter(|s| s.is_finite() && *s > 0.0) {
+            Some(secs) => {
+                let d = Duration::from_secs_f64(secs.min(86_400.0));
+                Waits { hello: d, snapshot: d, reply: d, install: d }
+            }
+            None => Waits::default(),
+        }
+    }
+}
+
+/// "12 s", "2 min", "1.5 s": a wait as a sentence says it.
+pub fn wait_words(d: Duration) -> String {
+    let ms = d.as_millis();
+    match ms {
+        _ if ms.is_multiple_of(60_000) && ms >= 120_000 => format!("{} min", ms / 60_000),
+        _ if ms.is_multiple_of(1000) => format!("{} s", ms / 1000),
+        _ => format!("{:.1} s", d.as_secs_f64()),
+    }
+}
 
 /// Local → remote.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -62,8 +143,10 @@ pub enum FromRemote {
         os: String,
         arch: String,
     },
-    /// The whole roster, once the remote's first index is done.
+    /// The whole roster, once the remote's first index is done (at most
+    /// [`MAX_HOST_SESSIONS`] read: the parse stops at the next one).
     Snapshot {
+        #[serde(deserialize_with = "at_most_host_sessions")]
         sessions: Vec<TrackedSession>,
     },
     Event {
@@ -89,12 +172,108 @@ pub enum FromRemote {
     },
 }
 
+/// The error a snapshot of too many sessions stops with (said by [`FromRemote::parse`]).
+const TOO_MANY_SESSIONS: &str = "mimesis: more sessions than held from one host";
+
+fn at_most_host_sessions<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<TrackedSession>, D::Error> {
+    struct Capped;
+    impl<'de> serde::de::Visitor<'de> for Capped {
+        type Value = Vec<TrackedSession>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of sessions")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+            while let Some(s) = seq.next_element()? {
+                if out.len() == MAX_HOST_SESSIONS {
+                    return Err(serde::de::Error::custom(TOO_MANY_SESSIONS));
+                }
+                out.push(s);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(Capped)
+}
+
+impl Failure {
+    /// A host with more sessions than Mimesis holds from one machine.
+    pub fn too_many_sessions() -> Failure {
+        Failure::Protocol(format!(
+            "the host has more than {} sessions, more than Mimesis follows on one machine; it stopped reading it",
+            thousands(MAX_HOST_SESSIONS)
+        ))
+    }
+
+    /// A host whose rows together pass [`MAX_HOST_BYTES`].
+    pub fn too_much_data() -> Failure {
+        Failure::Protocol(format!(
+            "the host's sessions take more than {}, more than Mimesis holds from one machine; it stopped reading it",
+            size_words(MAX_HOST_BYTES)
+        ))
+    }
+}
+
+fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 impl FromRemote {
     /// One line from the remote: untrusted. Depth-guarded; ids are validated by their
-    /// types (a bad session id fails the whole message).
-    pub fn parse(line: &[u8]) -> Result<FromRemote, String> {
-        crate::json::from_slice(line)
+    /// types (a bad session id fails the whole message); a snapshot holds at most
+    /// [`MAX_HOST_SESSIONS`], and every message but a snapshot or a timeline fits in
+    /// [`MAX_EVENT_LINE`]. What the remote wrote is quoted, cleaned and cut.
+    pub fn parse(line: &[u8]) -> Result<FromRemote, Failure> {
+        let msg: FromRemote = crate::json::from_slice(line).map_err(|e| {
+            if e.contains(TOO_MANY_SESSIONS) {
+                Failure::too_many_sessions()
+            } else {
+                Failure::Protocol(format!("the host sent a bad message: {}", quote(&e)))
+            }
+        })?;
+        let (kind, max) = match &msg {
+            FromRemote::Snapshot { .. } => ("snapshot", MAX_SNAPSHOT_LINE),
+            FromRemote::Timeline { .. } => ("timeline", MAX_TIMELINE_LINE),
+            // A report by session has a row a session: a snapshot's size.
+            FromRemote::Cost { .. } => ("cost", MAX_SNAPSHOT_LINE),
+            FromRemote::Hello { .. } => ("hello", MAX_EVENT_LINE),
+            FromRemote::Event { .. } => ("event", MAX_EVENT_LINE),
+            FromRemote::Supervision { .. } => ("supervision", MAX_EVENT_LINE),
+            FromRemote::Error { .. } => ("error", MAX_EVENT_LINE),
+        };
+        if line.len() > max {
+            return Err(Failure::Protocol(format!(
+                "the host sent {} in one {kind} message, more than the {} Mimesis accepts; it stopped reading it",
+                size_words(line.len()),
+                size_words(max)
+            )));
+        }
+        Ok(msg)
     }
+
+    /// The longest line to read next: a timeline's only while a `show` waits for one.
+    pub fn line_cap(show_waiting: bool) -> usize {
+        if show_waiting { MAX_TIMELINE_LINE } else { MAX_SNAPSHOT_LINE }
+    }
+}
+
+/// What a host's `updated` event may change of its own row: every field of a patch but
+/// the ones that are not the host's word. `sessionId` is the id the event was sent for
+/// (a patch never renames a row); `host` is this side's; `transcriptPath` is a path on
+/// the host, never one here, and it only ever comes with the full row.
+pub fn remote_patch(mut p: crate::session::SessionPatch) -> crate::session::SessionPatch {
+    p.session_id = None;
+    p.host = None;
+    p.transcript_path = None;
+    p
 }
 
 impl ToRemote {
@@ -292,8 +471,7 @@ impl Failure {
     pub fn classify(exit: Option<i32>, stderr: &str) -> Failure {
         let line = |needle: &str| stderr.lines().find(|l| l.contains(needle)).map(str::trim);
         if let Some(l) = line("mimesis-helper-missing") {
-            let uname =
-                l.split_once("mimesis-helper-missing").map(|(_, u)| u.trim().to_owned()).filter(|u| !u.is_empty());
+            let uname = l.split_once("mimesis-helper-missing").map(|(_, u)| quote(u)).filter(|u| !u.is_empty());
             return Failure::HelperMissing { uname };
         }
         if stderr.contains("unrecognized subcommand") {
@@ -334,21 +512,23 @@ impl Failure {
         }
         let last = stderr.lines().map(str::trim).rfind(|l| !l.is_empty());
         match (exit, last) {
-            (_, Some(l)) => Failure::Unreachable(format!("ssh failed: {}", crate::text::clean_text(l, 300))),
+            (_, Some(l)) => Failure::Unreachable(format!("ssh failed: {}", quote(l))),
             (Some(code), None) => Failure::Unreachable(format!("ssh exited with status {code}")),
             (None, None) => Failure::Unreachable("ssh was stopped".into()),
         }
     }
 
-    /// The failure in a sentence for the user.
+    /// The failure in a sentence for the user: one line, whatever a remote's words in it
+    /// held (each quote in it is cut to [`QUOTE_MAX`] where it was made).
     pub fn sentence(&self) -> String {
-        match self {
+        let s = match self {
             Failure::Unreachable(s) | Failure::Refused(s) | Failure::Protocol(s) | Failure::HelperMismatch(s) => {
                 s.clone()
             }
             Failure::HelperMissing { uname: Some(u) } => format!("Mimesis is not installed on the host ({u})"),
             Failure::HelperMissing { uname: None } => "Mimesis is not installed on the host".into(),
-        }
+        };
+        crate::text::clean_text(&s, 4 * QUOTE_MAX)
     }
 
     /// Installing this build's binary would fix it.
@@ -358,8 +538,15 @@ impl Failure {
 }
 
 fn tail_of(l: &str) -> String {
-    let t = l.rsplit_once(": ").map(|(_, t)| t).unwrap_or(l);
-    crate::text::clean_text(t, 200)
+    quote(l.rsplit_once(": ").map(|(_, t)| t).unwrap_or(l))
+}
+
+/// A remote's hello of another protocol, in a sentence (its version quoted, cut short).
+pub fn other_protocol(version: &str, protocol: u32) -> Failure {
+    Failure::HelperMismatch(format!(
+        "the host has Mimesis {}, which speaks protocol {protocol}; this Mimesis speaks {PROTOCOL}",
+        crate::text::clean_text(version, 40)
+    ))
 }
 
 /// What the user sees of a host (docs/ipc.md `hosts`).
@@ -524,6 +711,109 @@ mod tests {
         assert_eq!(f.sentence(), "the host's name is unknown (Name or service not known)");
         let f = Failure::classify(Some(1), "\x1b[31mweird\x1b[0m\n");
         assert!(!f.sentence().contains('\x1b'));
+    }
+
+    /// What a hostile remote may put in its words: a clipboard write, a title, a clear.
+    const HOSTILE: &str = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned\x07\x1b[2J\u{9b}31m\u{202e}";
+
+    fn assert_fit_to_quote(s: &str) {
+        assert!(!s.chars().any(|c| c.is_control() || c == '\u{202e}'), "{s:?}");
+    }
+
+    #[test]
+    fn a_remotes_words_in_an_error_are_cleaned_and_cut() {
+        let long = format!("{HOSTILE}{}", "A".repeat(5_000));
+        // The system name after mimesis-helper-missing.
+        let f = Failure::classify(Some(127), &format!("mimesis-helper-missing {long}\n"));
+        let Failure::HelperMissing { uname: Some(u) } = &f else { panic!("{f:?}") };
+        assert_fit_to_quote(u);
+        assert!(u.chars().count() <= QUOTE_MAX + 1 && u.ends_with('…'), "{u}");
+        // The version in "speaks protocol 99".
+        let f = other_protocol(&long, 99);
+        assert_fit_to_quote(&f.sentence());
+        assert!(f.sentence().contains("protocol 99") && f.sentence().len() < 300, "{}", f.sentence());
+        // serde's "unknown variant `…`".
+        let line = serde_json::json!({"type": long}).to_string();
+        let f = FromRemote::parse(line.as_bytes()).unwrap_err();
+        assert!(f.sentence().contains("unknown variant"), "{f:?}");
+        assert_fit_to_quote(&f.sentence());
+        assert!(f.sentence().chars().count() < QUOTE_MAX + 60, "{}", f.sentence());
+        // ssh's last line, and any sentence at all.
+        let f = Failure::classify(Some(1), &long);
+        assert_fit_to_quote(&f.sentence());
+        assert!(f.sentence().chars().count() < QUOTE_MAX + 20);
+        let f = Failure::Protocol(long.clone());
+        assert_fit_to_quote(&f.sentence());
+        assert!(f.sentence().chars().count() <= 4 * QUOTE_MAX + 1);
+    }
+
+    fn row_json(n: usize) -> serde_json::Value {
+        serde_json::json!({
+            "sessionId": format!("s{n}"), "projectId": "-p", "cwd": null, "repoRoot": null, "branch": null,
+            "goal": null, "summary": null, "title": null, "status": "idle", "hasPendingToolUse": false,
+            "pendingTool": null, "lastActivityAt": "2026-11-25T10:00:00.000Z", "createdAt": null, "model": null,
+            "usage": {"inputTokens": 0, "outputTokens": 0, "cacheCreationInputTokens": 0, "cacheReadInputTokens": 0},
+            "apiError": false, "compactionCount": 0, "superseded": false, "supersededBy": null,
+            "supersededAt": null, "workChainId": null, "workChainName": null, "chainLength": 1, "source": "watcher",
+            "supervision": null, "live": false, "pid": null, "transcriptPath": "/x.jsonl", "permissionMode": null,
+            "malformedLines": 0, "statusFile": null, "name": null
+        })
+    }
+
+    #[test]
+    fn a_snapshot_of_more_sessions_than_held_from_one_host_is_refused_with_a_sentence() {
+        let rows = |n: usize| (0..n).map(row_json).collect::<Vec<_>>();
+        let line = serde_json::json!({"type": "snapshot", "sessions": rows(MAX_HOST_SESSIONS)}).to_string();
+        let Ok(FromRemote::Snapshot { sessions }) = FromRemote::parse(line.as_bytes()) else { panic!("refused") };
+        assert_eq!(sessions.len(), MAX_HOST_SESSIONS);
+        let line = serde_json::json!({"type": "snapshot", "sessions": rows(MAX_HOST_SESSIONS + 1)}).to_string();
+        let f = FromRemote::parse(line.as_bytes()).unwrap_err();
+        assert_eq!(f, Failure::too_many_sessions());
+        assert!(f.sentence().contains("more than 20,000 sessions"), "{}", f.sentence());
+    }
+
+    #[test]
+    fn only_a_snapshot_or_a_timeline_may_be_long() {
+        let mut row = row_json(1);
+        row["goal"] = "g".repeat(MAX_EVENT_LINE).into();
+        let event = serde_json::json!({"type": "event", "event": {"type": "discovered", "session": row}}).to_string();
+        let f = FromRemote::parse(event.as_bytes()).unwrap_err();
+        assert!(f.sentence().contains("in one event message") && f.sentence().contains("1.0 MiB"), "{}", f.sentence());
+        let snapshot = serde_json::json!({"type": "snapshot", "sessions": [row]}).to_string();
+        assert!(FromRemote::parse(snapshot.as_bytes()).is_ok());
+        assert_eq!(FromRemote::line_cap(false), MAX_SNAPSHOT_LINE);
+        assert_eq!(FromRemote::line_cap(true), MAX_TIMELINE_LINE);
+    }
+
+    #[test]
+    fn a_remote_patch_carries_only_what_a_host_may_change_of_its_own_row() {
+        let line = br#"{"type":"event","event":{"type":"updated","sessionId":"abc","changes":
+            {"sessionId":"hijack","transcriptPath":"/etc/shadow","host":"elsewhere","goal":"ok","unknown":1}}}"#;
+        let Ok(FromRemote::Event { event: crate::session::StoreEvent::Updated { session_id, changes } }) =
+            FromRemote::parse(line)
+        else {
+            panic!("not an update")
+        };
+        assert_eq!(session_id.as_str(), "abc");
+        assert_eq!(changes.fields(), ["sessionId", "goal", "transcriptPath", "host"], "decoded as sent");
+        let kept = remote_patch(*changes);
+        assert_eq!(kept.fields(), ["goal"]);
+        assert_eq!(kept.goal, Some(Some("ok".into())));
+    }
+
+    #[test]
+    fn every_wait_on_a_host_is_bounded_and_one_setting_moves_them_all() {
+        let d = Waits::default();
+        assert!([d.hello, d.snapshot, d.reply, d.install].iter().all(|w| !w.is_zero() && w.as_secs() <= 600));
+        assert_eq!(Waits::with_env(None), d);
+        for bad in ["", "0", "-3", "x", "NaN", "inf"] {
+            assert_eq!(Waits::with_env(Some(bad)), d, "{bad:?}");
+        }
+        let w = Waits::with_env(Some("1.5"));
+        assert_eq!([w.hello, w.snapshot, w.reply, w.install], [Duration::from_millis(1500); 4]);
+        assert_eq!(wait_words(Duration::from_secs(120)), "2 min");
+        assert_eq!(wait_words(Duration::from_secs(60)), "60 s");
+        assert_eq!(wait_words(Duration::from_millis(1500)), "1.5 s");
     }
 
     #[test]

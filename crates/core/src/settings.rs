@@ -137,6 +137,16 @@ impl MachineSettings {
     }
 }
 
+/// The desktop app's own choices (the CLI has no use for them).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DesktopSettings {
+    /// Start Mimesis, hidden to the tray, when the user logs in (an XDG autostart entry,
+    /// written and removed by the app). Off until the user turns it on.
+    pub start_at_login: bool,
+}
+
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase", default)]
@@ -146,6 +156,7 @@ pub struct Settings {
     pub agent: AgentSettings,
     pub notifications: NotificationSettings,
     pub machines: MachineSettings,
+    pub desktop: DesktopSettings,
 }
 
 /// What `settings_set` answers: the stored document, and the errors (empty on success).
@@ -255,6 +266,8 @@ impl Settings {
         take(&n, "notifications", "terminated", &mut ns.terminated, &mut errors);
         let m = section("machines", &mut errors);
         take(&m, "machines", "hosts", &mut s.machines.hosts, &mut errors);
+        let d = section("desktop", &mut errors);
+        take(&d, "desktop", "startAtLogin", &mut s.desktop.start_at_login, &mut errors);
         // A field already reported as unreadable is not reported again as out of range.
         let unreadable: Vec<String> = errors.iter().map(|e| e.field.clone()).collect();
         errors.extend(s.validate().into_iter().filter(|e| !unreadable.contains(&e.field)));
@@ -401,6 +414,7 @@ mod tests {
         assert_eq!(v["limits"]["maxDurationSecs"], 14_400);
         assert_eq!(v["agent"], json!({"command": "claude", "args": []}));
         assert_eq!(v["notifications"]["waitingForApproval"], true);
+        assert_eq!(v["desktop"], json!({"startAtLogin": false}), "not started at login unless asked");
         assert_eq!(Settings::from_json(&v), Ok(Settings::default()));
         assert!(Settings::default().validate().is_empty());
     }
@@ -448,7 +462,8 @@ mod tests {
             "watch": {"approvalTimeoutSecs": 121, "staleTimeoutSecs": 5},
             "limits": {"maxLiveSessions": 65, "diskWarnPercent": 80, "diskCleanupPercent": 80},
             "agent": {"command": "claude\n--evil", "args": ["a\u{0}b"]},
-            "notifications": {"crashed": "yes"}
+            "notifications": {"crashed": "yes"},
+            "desktop": {"startAtLogin": 1}
         }))
         .unwrap_err();
         let got: Vec<(&str, &str)> = errs.iter().map(|e| (e.field.as_str(), e.message.as_str())).collect();
@@ -456,6 +471,7 @@ mod tests {
             got,
             [
                 ("notifications.crashed", "must be true or false"),
+                ("desktop.startAtLogin", "must be true or false"),
                 ("watch.approvalTimeoutSecs", "must be between 1 and 120 seconds"),
                 ("watch.staleTimeoutSecs", "must be between 10 and 3600 seconds"),
                 ("limits.maxLiveSessions", "must be between 1 and 64"),

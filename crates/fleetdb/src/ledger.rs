@@ -44,14 +44,10 @@ impl FileLedger {
 
 impl ProcessLedger for FileLedger {
     fn save(&self, owner: &Owner, records: &[ProcessRecord]) -> io::Result<()> {
-        let dir = self.owners_dir();
-        std::fs::create_dir_all(&dir)?;
-        let path = self.owner_path(owner);
-        let tmp = path.with_extension("json.tmp");
+        mimesis_os::private::own_dir(&self.owners_dir())?;
         let body = serde_json::to_vec(&OwnerFile { owner: owner.clone(), processes: records.to_vec() })?;
-        std::fs::write(&tmp, body)?;
         // Atomic: a reader (a starting Mimesis) never sees half a file.
-        std::fs::rename(&tmp, &path)
+        mimesis_os::private::write_atomic(&self.owner_path(owner), &body)
     }
 
     fn load(&self) -> io::Result<Vec<(Owner, Vec<ProcessRecord>)>> {
@@ -86,8 +82,8 @@ impl ProcessLedger for FileLedger {
 
     fn archive_corrupted(&self, entry: &CorruptedSession) -> io::Result<()> {
         use std::io::Write;
-        std::fs::create_dir_all(&self.dir)?;
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("corrupted.jsonl"))?;
+        mimesis_os::private::create_dir_all(&self.dir)?;
+        let mut f = mimesis_os::private::append(&self.dir.join("corrupted.jsonl"))?;
         let mut line = serde_json::to_vec(entry)?;
         line.push(b'\n');
         f.write_all(&line)

@@ -219,9 +219,11 @@ fn migrate(conn: &Connection) -> Result<(), DbError> {
 }
 
 fn open_file(path: &Path) -> Result<Connection, DbError> {
-    if let Some(dir) = path.parent() {
-        use std::os::unix::fs::DirBuilderExt;
-        let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
+    // Created 0600 before SQLite opens it (SQLite would make it 0644 less the umask), so its
+    // -wal, -shm and -journal, which SQLite makes with the database's mode, are 0600 too;
+    // one an older Mimesis made readable by others is tightened.
+    if let Err(e) = mimesis_os::private::sqlite_file(path) {
+        tracing::debug!(path = %path.display(), error = %e, "cannot ready the database file; SQLite says why");
     }
     let conn = Connection::open(path)?;
     prepare(&conn)?;
@@ -239,6 +241,9 @@ fn move_aside(path: &Path, now: Timestamp) -> Option<PathBuf> {
     let stamp: String = now.to_iso().chars().filter(|c| c.is_ascii_alphanumeric()).collect();
     let to = path.with_file_name(format!("{}.broken-{stamp}", path.file_name()?.to_string_lossy()));
     let moved = std::fs::rename(path, &to).is_ok();
+    if moved {
+        let _ = mimesis_os::private::tighten(&to);
+    }
     for ext in ["-wal", "-shm"] {
         let mut side = path.as_os_str().to_owned();
         side.push(ext);

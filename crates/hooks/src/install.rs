@@ -68,6 +68,9 @@ pub struct HookStatus {
     pub partial: bool,
     /// Why the file could not be read, if it could not.
     pub error: Option<String>,
+    /// The program our hooks run, when it is not there any more (Mimesis was removed or
+    /// moved): Claude Code then fails to run them until they are uninstalled or reinstalled.
+    pub missing_program: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -442,7 +445,25 @@ fn status_of(root: &Path, doc: &Json) -> HookStatus {
         installed: present == WANTED.len() && !outdated,
         partial: (outdated || present < WANTED.len()) && present > 0,
         error: None,
+        missing_program: our_programs(doc).into_iter().map(PathBuf::from).find(|p| p.is_absolute() && !p.is_file()),
     }
+}
+
+/// The programs our hooks in `doc` run (each command's first word), once each.
+fn our_programs(doc: &Json) -> Vec<String> {
+    let mut programs: Vec<String> = Vec::new();
+    let Some(Json::Object(events)) = doc.get("hooks") else { return programs };
+    for (_, groups) in events {
+        let Json::Array(groups) = groups else { continue };
+        for command in groups.iter().flat_map(group_commands).filter(|c| is_our_command(c)) {
+            if let Some(program) = shell_words(command).into_iter().next()
+                && !programs.contains(&program)
+            {
+                programs.push(program);
+            }
+        }
+    }
+    programs
 }
 
 /// Whether Mimesis's hooks are in the root's `settings.json`.
@@ -455,6 +476,7 @@ pub fn status(root: &Path) -> HookStatus {
             installed: false,
             partial: false,
             error: Some(e.to_string()),
+            missing_program: None,
         },
     }
 }

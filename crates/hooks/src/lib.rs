@@ -21,9 +21,9 @@
 pub mod approvals;
 pub mod install;
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use mimesis_core::clock::{Clock, SystemClock, Timestamp};
@@ -48,14 +48,6 @@ pub enum HookError {
     Marker(String),
 }
 
-fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
-    match fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
 /// Appends one event to the spool with a single write, so lines of concurrent hooks never
 /// interleave.
 pub fn append_event(data_dir: &Path, ev: &HookEvent) -> Result<(), HookError> {
@@ -63,9 +55,8 @@ pub fn append_event(data_dir: &Path, ev: &HookEvent) -> Result<(), HookError> {
     let mut line = serde_json::to_vec(ev).map_err(|e| HookError::Encode(e.to_string()))?;
     line.push(b'\n');
     let write = || -> std::io::Result<()> {
-        ensure_private_dir(&spool_dir(data_dir))?;
-        let mut f = OpenOptions::new().append(true).create(true).mode(0o600).open(&path)?;
-        f.write_all(&line)
+        mimesis_os::private::own_dir(&spool_dir(data_dir))?;
+        mimesis_os::private::append(&path)?.write_all(&line)
     };
     write().map_err(|source| HookError::Write { path: path.clone(), source })
 }
@@ -73,11 +64,11 @@ pub fn append_event(data_dir: &Path, ev: &HookEvent) -> Result<(), HookError> {
 /// Appends a line to the hook log (best effort: the hook has nowhere else to complain).
 pub fn log(data_dir: &Path, at: Timestamp, message: &str) {
     let path = log_file(data_dir);
-    let _ = ensure_private_dir(&spool_dir(data_dir));
+    let _ = mimesis_os::private::own_dir(&spool_dir(data_dir));
     if fs::metadata(&path).is_ok_and(|m| m.len() > MAX_LOG) {
         let _ = fs::remove_file(&path);
     }
-    if let Ok(mut f) = OpenOptions::new().append(true).create(true).mode(0o600).open(&path) {
+    if let Ok(mut f) = mimesis_os::private::append(&path) {
         let line: String = message.chars().filter(|c| !c.is_control()).take(2000).collect();
         let _ = f.write_all(format!("{} {line}\n", at.to_iso()).as_bytes());
     }
@@ -114,7 +105,8 @@ pub fn write_marker(ev: &HookEvent) -> Result<PathBuf, HookError> {
     });
     let tmp = dir.join(format!(".compacted.{}.{}.tmp", ev.session_id, std::process::id()));
     let write = || -> std::io::Result<()> {
-        let mut f = OpenOptions::new().write(true).create_new(true).mode(0o644).open(&tmp)?;
+        // Read by Mimesis alone (the same user); the `.claude` folder is the project's.
+        let mut f = mimesis_os::private::options().write(true).create_new(true).open(&tmp)?;
         f.write_all(body.to_string().as_bytes())?;
         drop(f);
         fs::rename(&tmp, &path)

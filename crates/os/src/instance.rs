@@ -14,12 +14,8 @@ pub const LOCK_FILE: &str = "desktop.lock";
 /// Takes the data directory's lock when no other process holds it: `Ok(Some(lock))`, to keep
 /// while the app runs; `Ok(None)` when another process holds it.
 pub fn try_lock(data_dir: &Path) -> io::Result<Option<File>> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(data_dir.join(LOCK_FILE))?;
+    let file =
+        crate::private::options().read(true).write(true).create(true).truncate(false).open(data_dir.join(LOCK_FILE))?;
     loop {
         // SAFETY: a valid descriptor owned by `file`; flock changes no memory.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
@@ -57,6 +53,7 @@ mod tests {
     fn one_holder_at_a_time_and_free_again_once_it_is_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let first = try_lock(dir.path()).unwrap().expect("free");
+        assert_eq!(crate::private::mode_of(&dir.path().join(LOCK_FILE)), Some(0o600), "the user's alone");
         // (flock locks belong to the open file: a second open is a second holder.)
         assert!(try_lock(dir.path()).unwrap().is_none(), "held");
         drop(first);

@@ -105,8 +105,13 @@ pub fn tty_name(tty_nr: u32) -> Option<String> {
 
 /// Every process now (unreadable entries are skipped: they may vanish while listed).
 pub fn all() -> Vec<Stat> {
+    pids().into_iter().filter_map(stat).collect()
+}
+
+/// The PIDs of every process now.
+pub fn pids() -> Vec<u32> {
     let Ok(rd) = std::fs::read_dir("/proc") else { return Vec::new() };
-    rd.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()).filter_map(stat).collect()
+    rd.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()).collect()
 }
 
 /// This process's children (of all its threads; adopted orphans too, for a subreaper), from
@@ -151,11 +156,43 @@ pub fn cmdline(pid: u32) -> Option<Vec<String>> {
 /// The value of environment variable `name` in `pid`'s initial environment (what it was
 /// started with), if readable.
 pub fn env_var(pid: u32, name: &str) -> Option<Vec<u8>> {
-    let raw = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    raw.split(|b| *b == 0).find_map(|kv| {
-        let rest = kv.strip_prefix(name.as_bytes())?;
-        rest.strip_prefix(b"=").map(<[u8]>::to_vec)
+    let [v] = env_vars(pid, [name]);
+    v
+}
+
+/// The values of the environment variables `names` in `pid`'s initial environment, in
+/// that order, from one read (`None` for each when it cannot be read).
+pub fn env_vars<const N: usize>(pid: u32, names: [&str; N]) -> [Option<Vec<u8>>; N] {
+    let Ok(raw) = std::fs::read(format!("/proc/{pid}/environ")) else { return std::array::from_fn(|_| None) };
+    names.map(|name| {
+        raw.split(|b| *b == 0).find_map(|kv| {
+            let rest = kv.strip_prefix(name.as_bytes())?;
+            rest.strip_prefix(b"=").map(<[u8]>::to_vec)
+        })
     })
+}
+
+/// The user that owns `pid` (its effective user id, as `/proc/<pid>` shows it).
+pub fn uid(pid: u32) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/{pid}")).ok().map(|m| m.uid())
+}
+
+/// This process's effective user id.
+pub fn my_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// `pid` and its ancestors, up to init.
+pub fn lineage(pid: u32) -> Vec<u32> {
+    let mut out = vec![pid];
+    let mut at = pid;
+    while let Some(parent) = stat(at).map(|s| s.ppid).filter(|&p| p > 1 && !out.contains(&p)) {
+        out.push(parent);
+        at = parent;
+    }
+    out
 }
 
 /// This boot's id: start ticks only compare within one boot.
@@ -247,11 +284,59 @@ pub fn reap(pid: u32) -> bool {
     unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) == pid as i32 }
 }
 
+/// Makes the child `cmd` starts get SIGKILL when the thread that starts it ends
+/// (PR_SET_PDEATHSIG): with Mimesis killed outright, on a signal or on a path that skips
+/// its drops, a child of ours in a process group of its own does not live on. Start such
+/// a child from a thread that lives as long as the work does (a runtime's worker, the
+/// main thread), never from a pool thread that may end before it.
+pub fn end_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid, _exit),
+    // and no allocation.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died before the prctl: nobody will send the signal.
+            if libc::getppid() as u32 != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Makes this process the reaper of orphaned descendants (PR_SET_CHILD_SUBREAPER), so a
 /// grandchild left by a dead agent is reparented here, where the orphan scan finds it.
 pub fn become_subreaper() -> bool {
     // SAFETY: prctl with an integer argument.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 }
+}
+
+/// The most open files [`raise_open_files_limit`] asks for.
+pub const OPEN_FILES: libc::rlim_t = 65_536;
+
+/// Raises this process's limit of open files (RLIMIT_NOFILE) from its soft value towards
+/// its hard one, to at most [`OPEN_FILES`]: a face holds a connection per open permission
+/// request besides its watcher's files. (Capped: children inherit the soft limit, and some
+/// programs walk every possible descriptor.) Returns the limit in force afterwards.
+pub fn raise_open_files_limit() -> Option<u64> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: a valid rlimit to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    let want = lim.rlim_max.min(OPEN_FILES);
+    if lim.rlim_cur < want {
+        let raised = libc::rlimit { rlim_cur: want, rlim_max: lim.rlim_max };
+        // SAFETY: a valid rlimit, at most the hard limit.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return Some(raised.rlim_cur);
+        }
+    }
+    Some(lim.rlim_cur)
 }
 
 /// Gives the memory the allocator holds but no longer uses back to the system (glibc keeps

@@ -754,6 +754,9 @@ impl SessionActor {
         // Inherited by everything the agent starts: what a later scan requires before it
         // kills a leftover (P11).
         env.push((fleet::OWNER_ENV.into(), own_mark().into()));
+        if let Some(data) = &self.shared.config().data_dir {
+            env.push((fleet::OWNER_DATA_ENV.into(), data.into()));
+        }
         StartSpec {
             program: self.agent.program.clone(),
             args,

@@ -3,10 +3,12 @@
 //! one recorded, or a leftover that carries the dead owner's mark — and their records are
 //! forgotten.
 
+use std::collections::HashMap;
 use std::io;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use mimesis_core::supervision::fleet::{self, Verdict};
+use mimesis_core::supervision::fleet::{self, MarkedRow, Verdict};
 use mimesis_core::supervision::ledger::{Owner, ProcessLedger, ProcessRecord};
 use mimesis_os::procs;
 
@@ -54,6 +56,70 @@ pub fn clean_previous_runs(ledger: &dyn ProcessLedger, me: &Owner, kill_after: D
         ledger.forget(&owner)?;
     }
     Ok(report)
+}
+
+/// This user's processes that carry the owner marks of data dir `data` ([`fleet::OWNER_ENV`]
+/// and [`fleet::OWNER_DATA_ENV`]). Another user's process is never among them, even where
+/// its environment can be read (as root). One read per process of the machine: the rest
+/// only for the marked ones.
+fn marked_by(data: &[u8]) -> Vec<MarkedRow> {
+    let me = procs::my_uid();
+    procs::pids()
+        .into_iter()
+        .filter_map(|pid| {
+            let [owner, dir] = procs::env_vars(pid, [fleet::OWNER_ENV, fleet::OWNER_DATA_ENV]);
+            if dir.as_deref() != Some(data) {
+                return None;
+            }
+            let owner = fleet::parse_owner_mark(&owner?)?;
+            let s = procs::stat(pid).filter(|_| procs::uid(pid) == Some(me))?;
+            Some(MarkedRow { pid, start_ticks: s.start_ticks, state: s.state, owner })
+        })
+        .collect()
+}
+
+/// Ends the processes that carry the marks of data dir `data` and whose owner `over` says is
+/// over ([`fleet::strays`]): SIGTERM, up to `kill_after`, SIGKILL; then looks again for any
+/// they started meanwhile, a few rounds at most. Returns the PIDs ended. Blocking.
+///
+/// At exit `over` is this process (P12: no child outlives Mimesis, not even one that left
+/// its agent's session with `setsid`); at a start it is an owner that is gone (what an
+/// earlier run on this data dir left, however it ended).
+pub fn end_strays(data: &Path, mut over: impl FnMut((u32, u64)) -> bool, kill_after: Duration) -> Vec<u32> {
+    let data = data.as_os_str().as_encoded_bytes();
+    let spare = procs::lineage(std::process::id());
+    let mut ended = Vec::new();
+    for round in 0..4 {
+        let doomed = fleet::strays(&marked_by(data), &spare, &mut over);
+        if doomed.is_empty() {
+            break;
+        }
+        tracing::warn!(processes = ?doomed, "ending processes left running by a Mimesis that is over");
+        // The first round asks; the later ones find what was forked meanwhile, and kill.
+        terminate_all(&doomed, if round == 0 { kill_after } else { Duration::ZERO });
+        for &pid in &doomed {
+            procs::reap(pid);
+        }
+        ended.extend(doomed);
+    }
+    ended.sort_unstable();
+    ended.dedup();
+    ended
+}
+
+/// [`end_strays`] at a start: what owners of `data` that are gone (not this process, not
+/// one still running) left running.
+pub fn end_strays_of_gone_owners(data: &Path, me: &Owner, kill_after: Duration) -> Vec<u32> {
+    let boot = procs::boot_id();
+    // Each owner looked up once: gone unless it is this process or it still runs.
+    let mut gone: HashMap<(u32, u64), bool> = HashMap::new();
+    let over = |(pid, start_ticks): (u32, u64)| {
+        *gone.entry((pid, start_ticks)).or_insert_with(|| {
+            (pid, start_ticks) != (me.pid, me.start_ticks)
+                && !mimesis_os::owner::alive(&Owner { pid, start_ticks, boot_id: boot.clone() })
+        })
+    };
+    end_strays(data, over, kill_after)
 }
 
 /// SIGTERM to each, wait up to `kill_after` for them to go, SIGKILL the rest. The PIDs

@@ -52,6 +52,13 @@ pub struct SupervisorConfig {
     pub clean_previous: bool,
     /// Where this supervisor publishes its metrics for `mimesis metrics` (None: nowhere).
     pub metrics_dir: Option<PathBuf>,
+    /// The data dir this supervisor's agents are marked with ([`fleet::OWNER_DATA_ENV`]):
+    /// when it shuts down, every process that carries its marks is ended, wherever it went
+    /// (P12); when it starts (with `clean_previous`), every process that carries the marks
+    /// of a gone owner of this data dir (P11). None: neither.
+    ///
+    /// [`fleet::OWNER_DATA_ENV`]: mimesis_core::supervision::fleet::OWNER_DATA_ENV
+    pub data_dir: Option<PathBuf>,
 }
 
 impl SupervisorConfig {
@@ -71,6 +78,7 @@ impl SupervisorConfig {
             subreaper: true,
             clean_previous: true,
             metrics_dir: None,
+            data_dir: None,
         }
     }
 }

@@ -92,33 +92,23 @@ pub fn snapshot_of_events(events: &Path) -> Option<PathBuf> {
 /// in other processes may still see a line's first part and wait for its end).
 pub fn append_events(dir: &Path, owner: &Owner, events: &[SupervisionEvent]) -> io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     if events.is_empty() {
         return Ok(());
     }
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    }
+    mimesis_os::private::own_dir(dir)?;
     let mut buf = Vec::new();
     for ev in events {
         serde_json::to_writer(&mut buf, ev)?;
         buf.push(b'\n');
     }
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(events_file(dir, owner))?;
-    f.write_all(&buf)
+    mimesis_os::private::append(&events_file(dir, owner))?.write_all(&buf)
 }
 
 /// Writes `snapshot` for its owner; a reader never sees half a file.
 pub fn publish(dir: &Path, snapshot: &Snapshot) -> io::Result<()> {
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    }
-    let path = file_of(dir, &snapshot.owner);
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec(snapshot)?)?;
-    std::fs::rename(&tmp, &path)
+    mimesis_os::private::own_dir(dir)?;
+    // (Written first to `<name>.json.tmp`, which readers skip.)
+    mimesis_os::private::write_atomic(&file_of(dir, &snapshot.owner), &serde_json::to_vec(snapshot)?)
 }
 
 /// Removes `owner`'s snapshot (a clean exit).

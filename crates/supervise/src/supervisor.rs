@@ -108,6 +108,9 @@ pub(crate) struct Shared {
     events: broadcast::Sender<Arc<SupervisionEvent>>,
     fleet: mpsc::UnboundedSender<FleetMsg>,
     counters: Counters,
+    /// An agent was started since the last sweep at shutdown: something may carry this
+    /// process's marks.
+    marked: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -215,6 +218,7 @@ impl Host for Shared {
     }
 
     fn process_started(&self, record: ProcessRecord) {
+        self.marked.store(true, Ordering::Relaxed);
         self.fleet(FleetMsg::ProcessStarted(record));
     }
 
@@ -301,16 +305,21 @@ impl Supervisor {
         let me = mimesis_os::owner::me();
         let cleanup = if config.clean_previous {
             let (ledger, kill_after, me) = (config.ledger.clone(), config.limits.kill_after, me.clone());
-            match tokio::task::spawn_blocking(move || cleanup::clean_previous_runs(ledger.as_ref(), &me, kill_after))
-                .await
-            {
-                Ok(Ok(c)) => c,
-                Ok(Err(e)) => {
+            let data = config.data_dir.clone();
+            let clean = move || {
+                let mut c = cleanup::clean_previous_runs(ledger.as_ref(), &me, kill_after).unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "could not read the ledger of supervised processes");
                     Cleanup::default()
+                });
+                // What they left outside their agents' sessions (`setsid`), or never recorded.
+                if let Some(data) = data {
+                    c.killed.extend(cleanup::end_strays_of_gone_owners(&data, &me, kill_after));
+                    c.killed.sort_unstable();
+                    c.killed.dedup();
                 }
-                Err(_) => Cleanup::default(),
-            }
+                c
+            };
+            tokio::task::spawn_blocking(clean).await.unwrap_or_default()
         } else {
             Cleanup::default()
         };
@@ -337,6 +346,7 @@ impl Supervisor {
             events,
             fleet: fleet_tx,
             counters,
+            marked: std::sync::atomic::AtomicBool::new(false),
         });
         tokio::spawn(fleet_task(shared.clone(), fleet_rx));
         Supervisor { shared, cleanup: Arc::new(cleanup) }
@@ -676,6 +686,16 @@ impl Supervisor {
         let all = futures_join_all(tasks);
         if tokio::time::timeout(limit, all).await.is_err() {
             tracing::warn!("some sessions did not stop in time; their processes were killed");
+        }
+        // What the agents started and left behind, in their sessions or out of them
+        // (`setsid`): it carries this process's marks, and nothing of ours outlives us.
+        if let Some(data) =
+            self.shared.config.data_dir.clone().filter(|_| self.shared.marked.swap(false, Ordering::Relaxed))
+        {
+            let me = self.shared.recorder.owner.clone();
+            let kill_after = self.shared.limits().kill_after;
+            let mine = move |o: (u32, u64)| o == (me.pid, me.start_ticks);
+            let _ = tokio::task::spawn_blocking(move || cleanup::end_strays(&data, mine, kill_after)).await;
         }
         self.shared.fleet(FleetMsg::Stop);
         // Nothing of ours runs any more: no record to keep, no metrics to show.

@@ -282,10 +282,7 @@ impl Engine {
                 if let Some(d) = &config.data_dir {
                     spool::prune_spool(d, now);
                     let spool = hooks::spool_dir(d);
-                    {
-                        use std::os::unix::fs::DirBuilderExt;
-                        let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&spool);
-                    }
+                    let _ = mimesis_os::private::own_dir(&spool);
                     w.watch_dir(&spool);
                 }
                 Some(w)

@@ -1,7 +1,10 @@
 //! A standing guard against hostile input (issue 10): random and adversarial bytes through
 //! the transcript parser (facts and timeline), the tailer (records cut at every byte, the
-//! file grown in random pieces) and the hook payload reader. Nothing may panic, hang or
-//! overflow a stack, and a tailed file must give the same facts however it was cut.
+//! file grown in random pieces), the hook payload reader, the permission socket's messages
+//! and typed targets, and the remote protocol (what a hostile machine sends over `--host`)
+//! (issue 32). Nothing may panic, hang or overflow a stack, a tailed file must give the same
+//! facts however it was cut, and a remote's words in an error reach the user cleaned and
+//! cut short.
 //!
 //! Deterministic per seed; time-boxed: `MIMESIS_FUZZ_SECS` (default 3 s per target) and
 //! `MIMESIS_FUZZ_SEED`. The run's executions are printed.
@@ -9,9 +12,11 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use mimesis_core::approval::{self, Pending, ToFace};
 use mimesis_core::clock::Timestamp;
 use mimesis_core::facts::SessionFacts;
 use mimesis_core::hook_event::{TerminalContext, parse_payload};
+use mimesis_core::ids::SessionId;
 use mimesis_core::timeline::TimelineBuilder;
 use mimesis_watch::parse::SonicJson;
 use mimesis_watch::tail::FileTail;
@@ -79,6 +84,23 @@ const NASTY: &[&str] = &[
     "\0",
     "\u{feff}",
     "{\"type\":\"user\"}",
+    "\u{1b}]52;c;cm0gLXJmIH4=\u{7}",
+    "\u{1b}]0;pwned\u{7}",
+    "\u{1b}[2J",
+    "\u{9b}31m",
+    "\\u001b]2;x\\u0007",
+    "\\u009b",
+];
+
+/// What a remote machine sends (`mimesis serve --stdio`), to mutate.
+const REMOTE_SEEDS: &[&str] = &[
+    r#"{"type":"hello","protocol":2,"version":"0.1.0","os":"linux","arch":"x86_64"}"#,
+    r#"{"type":"snapshot","sessions":[{"sessionId":"s1","projectId":"-p","cwd":"/p","repoRoot":null,"branch":"main","goal":"fix","summary":null,"title":null,"status":"idle","hasPendingToolUse":false,"pendingTool":null,"lastActivityAt":"2026-11-25T10:00:00.000Z","createdAt":null,"model":"claude-opus-5","usage":{"inputTokens":1,"outputTokens":2,"cacheCreationInputTokens":0,"cacheReadInputTokens":0},"apiError":false,"compactionCount":0,"superseded":false,"supersededBy":null,"supersededAt":null,"workChainId":null,"workChainName":null,"chainLength":1,"source":"watcher","supervision":null,"live":true,"pid":7,"transcriptPath":"/p/s1.jsonl","permissionMode":null,"malformedLines":0,"statusFile":null,"name":null}]}"#,
+    r#"{"type":"event","event":{"type":"updated","sessionId":"s1","changes":{"sessionId":"hijack","transcriptPath":"/etc/shadow","host":"x","goal":"ok","status":"working"}}}"#,
+    r#"{"type":"event","event":{"type":"removed","sessionId":"s1"}}"#,
+    r#"{"type":"timeline","req":1,"items":[{"kind":"segment","uuid":"u","timestamp":null,"sessionId":"s1","previousSessionId":"s0","reason":"clear"}]}"#,
+    r#"{"type":"error","req":null,"message":"this Mimesis speaks protocol 2, not 99"}"#,
+    r#"{"type":"supervision","event":{"type":"session_started","sessionId":"s1","at":"2026-11-25T10:00:00.000Z"}}"#,
 ];
 
 fn mutate(rng: &mut Rng, base: &[u8]) -> Vec<u8> {
@@ -145,6 +167,42 @@ fn the_parsers_survive_anything() {
     assert!(runs > 100, "the fuzz loop ran");
 }
 
+/// A hostile machine's lines: parsed or refused, never a panic; a refusal is a sentence
+/// with no control or bidi character that quotes the remote at most `QUOTE_MAX`
+/// characters; an update keeps only what a host may change of its own row.
+#[test]
+fn the_remote_protocol_survives_anything_and_its_errors_quote_it_cleanly() {
+    use mimesis_core::remote::{FromRemote, QUOTE_MAX, remote_patch};
+    use mimesis_core::session::StoreEvent;
+    let mut rng = Rng(seed() ^ 0x3e30);
+    let started = Instant::now();
+    let (mut runs, mut refused) = (0u64, 0u64);
+    while started.elapsed() < budget() {
+        let base = *rng.pick(REMOTE_SEEDS);
+        let line = mutate(&mut rng, base.as_bytes());
+        match FromRemote::parse(&line) {
+            Err(f) => {
+                refused += 1;
+                let s = f.sentence();
+                assert!(
+                    !s.chars().any(|c| c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c)),
+                    "{s:?} from {:?}",
+                    String::from_utf8_lossy(&line)
+                );
+                assert!(s.chars().count() <= 4 * QUOTE_MAX + 1, "{s:?}");
+            }
+            Ok(FromRemote::Event { event: StoreEvent::Updated { changes, .. } }) => {
+                let kept = remote_patch(*changes);
+                assert!(kept.session_id.is_none() && kept.transcript_path.is_none() && kept.host.is_none());
+            }
+            Ok(_) => {}
+        }
+        runs += 1;
+    }
+    eprintln!("remote protocol: {runs} lines ({refused} refused) in {:.1} s", started.elapsed().as_secs_f64());
+    assert!(runs > 100, "the fuzz loop ran");
+}
+
 /// A file grown in random pieces (records cut at any byte, torn ends) gives the facts that
 /// reading it whole gives.
 #[test]
@@ -194,4 +252,119 @@ fn facts_of_whole(path: &std::path::Path, content: &[u8]) -> SessionFacts {
     let mut scratch = String::new();
     tail.read_new(|l| facts.apply_line(l, &mut scratch)).unwrap();
     facts
+}
+
+/// What the permission socket carries (issue 32): the face's messages, and the hook payloads
+/// a request is made from.
+const APPROVAL_SEEDS: &[&str] = &[
+    r#"{"op":"request","sessionId":"5bd58612-9f00","tool":"Bash","target":"rm -rf ~/important","cwd":"/p","detail":{"kind":"write","file":"/p/a","content":"x"}}"#,
+    r#"{"op":"list","cursor":"17"}"#,
+    r#"{"op":"decide","target":"req_5bd586","behavior":"allow","message":null,"answersInOrder":["SQLite"],"via":"window"}"#,
+    r#"{"session_id":"abc","hook_event_name":"PermissionRequest","cwd":"/p","tool_name":"MultiEdit","tool_input":{"file_path":"/p/a","edits":[{"old_string":"a","new_string":"b"}]}}"#,
+    r#"{"session_id":"abc","hook_event_name":"PermissionRequest","tool_name":"AskUserQuestion","tool_input":{"questions":[{"question":"Which?","options":[{"label":"A"}]}]}}"#,
+];
+
+/// Issue 32, 3: which open request a typed target names, said again plainly: its id
+/// (whole), or the one request whose id alone begins with it, or the one request of the one
+/// session whose id alone begins with it; a prefix of at least 4 characters besides `req_`,
+/// or a whole session id.
+fn named(target: &str, open: &[&Pending], exact: bool) -> Option<usize> {
+    let t = target.trim();
+    if t.is_empty() {
+        return None;
+    }
+    if let Some(i) = open.iter().position(|p| p.id == t) {
+        return Some(i);
+    }
+    if exact {
+        return None;
+    }
+    let whole_session = open.iter().any(|p| p.request.session_id.as_str() == t);
+    if t.strip_prefix("req_").unwrap_or(t).chars().count() < 4 && !whole_session {
+        return None;
+    }
+    let by_id: Vec<usize> = (0..open.len())
+        .filter(|&i| open[i].id.starts_with(t) || (!t.starts_with("req_") && open[i].id[4..].starts_with(t)))
+        .collect();
+    let by_session: Vec<usize> =
+        (0..open.len()).filter(|&i| open[i].request.session_id.as_str().starts_with(t)).collect();
+    match (by_id.as_slice(), by_session.as_slice()) {
+        ([i], []) | ([], [i]) => Some(*i),
+        _ => None,
+    }
+}
+
+/// Mutated socket lines and hook payloads never panic, and a request made from a payload
+/// fits a line; a target the user types names a request exactly when it names only one
+/// (requests whose ids and session ids share prefixes on purpose).
+#[test]
+fn permission_messages_and_typed_targets_survive_anything() {
+    let mut rng = Rng(seed() ^ 0xa991);
+    let started = Instant::now();
+    let (mut runs, mut named_one, mut both_kinds) = (0u64, 0u64, 0u64);
+    let hex = |rng: &mut Rng, n: usize| -> String { (0..n).map(|_| format!("{:x}", rng.below(16))).collect() };
+    while started.elapsed() < budget() {
+        let seed = *rng.pick(APPROVAL_SEEDS);
+        let line = mutate(&mut rng, seed.as_bytes());
+        let _ = serde_json::from_slice::<ToFace>(&line);
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) {
+            let r = approval::request_of(SessionId::parse("s").unwrap(), None, &v);
+            let size = serde_json::to_vec(&ToFace::Request(r.clone())).unwrap().len();
+            assert!(size <= 2 * line.len() + 4096 && size < approval::MAX_LINE, "{size} from {} bytes", line.len());
+            assert!(r.target.is_none_or(|t| t.chars().count() <= 301 && !t.chars().any(char::is_control)));
+        }
+
+        // Open requests sharing prefixes across kinds; targets cut from them, or junk.
+        let n = rng.below(7);
+        let common = hex(&mut rng, n);
+        let open: Vec<Pending> = (0..1 + rng.below(5))
+            .map(|_| {
+                let id = format!("req_{common}{}", hex(&mut rng, 32 - common.len()));
+                let session = match rng.below(3) {
+                    0 => format!("{common}{}-9f00", hex(&mut rng, 4)),
+                    1 => format!("req_{common}{}", hex(&mut rng, 2)),
+                    _ => format!("{}-{}", hex(&mut rng, 8), hex(&mut rng, 4)),
+                };
+                let request = approval::Request {
+                    session_id: SessionId::parse(&session).unwrap(),
+                    tool: "Bash".into(),
+                    target: Some("ls".into()),
+                    cwd: None,
+                    detail: None,
+                };
+                Pending { id, request, since: Timestamp::from_millis(0), known_session: true, session_name: None }
+            })
+            .collect();
+        let list: Vec<&Pending> = open.iter().collect();
+        for _ in 0..8 {
+            let p = rng.pick(&open);
+            let whole = match rng.below(4) {
+                0 => p.id.clone(),
+                1 => p.id[4..].to_owned(),
+                2 => p.request.session_id.as_str().to_owned(),
+                _ => String::from_utf8_lossy(&mutate(&mut rng, p.id.as_bytes())).into_owned(),
+            };
+            let cut: String = whole.chars().take(rng.below(whole.chars().count() + 1)).collect();
+            let target = if rng.below(6) == 0 { format!(" {cut}\t") } else { cut };
+            for exact in [false, true] {
+                let got = approval::resolve(&target, &list, exact);
+                assert_eq!(
+                    got.as_ref().ok().copied(),
+                    named(&target, &list, exact),
+                    "{target:?} (exact: {exact}) in {open:#?}"
+                );
+                match got {
+                    Ok(_) => named_one += 1,
+                    Err(e) if e.contains("ambiguous") => both_kinds += 1,
+                    Err(_) => {}
+                }
+            }
+        }
+        runs += 1;
+    }
+    eprintln!(
+        "permission messages: {runs} rounds in {:.1} s; {named_one} targets named one request, {both_kinds} began ids of both kinds",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(runs > 100 && named_one > 0 && both_kinds > 0, "the fuzz loop ran through both outcomes");
 }

@@ -4,26 +4,41 @@
 //! here, cancelled when its session's dialog was answered elsewhere, gone when the hook is.
 //!
 //! Only the same user gets in: the socket file is mode 0600 and every connection's peer
-//! uid is checked. Request ids are 128 random bits and single-use. Nothing here decides:
-//! [`Approvals::decide`] is called for a user's explicit action only.
+//! uid is checked. Request ids are `req_` and 128 random bits, single-use. Nothing here
+//! decides: [`Approvals::decide`] is called for a user's explicit action only.
+//!
+//! One face of a data dir serves the socket at a time ([`owner`]): another waits and takes
+//! over when it stops. At most [`MAX_OPEN`] requests are held open, each one connection;
+//! one beyond them is refused at once (its dialog decides), and connections still being
+//! read are bounded too, so that the face's file descriptors stay for its watcher.
+
+mod owner;
+mod roster;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
 
 use mimesis_core::approval::{
-    self, Answered, Behavior, Decided, Decision, MAX_LINE, Pending, PendingList, ToFace, Via,
+    self, Answered, Behavior, Decided, Decision, MAX_LINE, MAX_OPEN, PAGE_BYTES, Pending, PendingList, ToFace, Via,
 };
 use mimesis_core::clock::{Clock, Mono, Timestamp};
 use mimesis_core::ids::SessionId;
 
+pub use owner::LOCK;
+pub use roster::follow as follow_roster;
+
 /// How long a client has to send its one line.
 const READ_LINE: Duration = Duration::from_secs(5);
+
+/// How many connections are read and answered at once (besides the held requests): more
+/// wait in the socket's backlog, costing the face nothing.
+const MAX_CONNECTIONS: usize = 32;
 
 /// How often open requests are checked against the wait (`watch.answerWaitSecs`); with none
 /// open there is no check.
@@ -32,10 +47,14 @@ const EXPIRY_CHECK: Duration = Duration::from_secs(1);
 /// Told of every answer given here (to log it and show it in the session's timeline).
 pub type OnAnswer = Arc<dyn Fn(&Answered) + Send + Sync>;
 
+/// How the face calls a session it follows (its folder and title; may be empty), or `None`
+/// for a session in no roster.
+pub type Roster = Arc<dyn Fn(&SessionId) -> Option<String> + Send + Sync>;
+
 /// The open requests of this face. Cheap to clone.
 #[derive(Clone)]
 pub struct Approvals {
-    open: Arc<Mutex<Vec<Open>>>,
+    open: Arc<Mutex<OpenList>>,
     changed: watch::Sender<Vec<Pending>>,
     clock: Arc<dyn Clock>,
     path: PathBuf,
@@ -43,10 +62,42 @@ pub struct Approvals {
     /// decides.
     wait: Arc<Mutex<Duration>>,
     on_answer: OnAnswer,
+    roster: Arc<RwLock<Option<Roster>>>,
+    serving: watch::Sender<Serving>,
+    /// The lock and the socket while this face serves.
+    held: Arc<Mutex<Option<(owner::Lock, owner::Bound)>>>,
+    connections: Arc<Semaphore>,
+}
+
+/// How a request to answer is named.
+#[derive(Clone, Copy, Debug)]
+pub enum Target<'a> {
+    /// Its whole id.
+    Id(&'a str),
+    /// What the user typed: see [`approval::resolve`].
+    Typed(&'a str),
+}
+
+/// Whether this face serves the socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Serving {
+    /// Another face does; this one takes over when it stops.
+    Waiting,
+    Yes,
+    /// Not (any more): closed, or the socket could not be made.
+    No,
+}
+
+#[derive(Default)]
+struct OpenList {
+    list: Vec<Open>,
+    /// The number of the next request: the list's order and its pages' cursor.
+    next_seq: u64,
 }
 
 struct Open {
     pending: Pending,
+    seq: u64,
     since: Mono,
     reply: oneshot::Sender<Decision>,
 }
@@ -72,58 +123,152 @@ pub fn answer_id() -> String {
 }
 
 impl Approvals {
-    /// Serves the socket of `data_dir`, unless another running face serves it already
-    /// (then `None`: that face answers). Must be called within a tokio runtime.
-    pub fn serve(data_dir: &Path, clock: Arc<dyn Clock>, on_answer: OnAnswer) -> Option<Approvals> {
+    /// Serves the socket of `data_dir`; when another running face serves it, waits to take
+    /// over from it ([`Serving::Waiting`]). Must be called within a tokio runtime.
+    pub fn serve(data_dir: &Path, clock: Arc<dyn Clock>, on_answer: OnAnswer) -> Approvals {
         let path = approval::socket_path(data_dir);
-        if std::os::unix::net::UnixStream::connect(&path).is_ok() {
-            tracing::info!(socket = %path.display(), "another running Mimesis answers permission requests");
-            return None;
-        }
-        let _ = std::fs::remove_file(&path); // a dead face's
-        let listener = match bind_private(&path) {
-            Ok(l) => l,
-            Err(e) => {
-                tracing::warn!(socket = %path.display(), error = %e, "cannot answer permission requests from here");
-                return None;
-            }
-        };
         let (changed, _) = watch::channel(Vec::new());
+        let (serving, _) = watch::channel(Serving::No);
         let me = Approvals {
-            open: Arc::new(Mutex::new(Vec::new())),
+            open: Arc::new(Mutex::new(OpenList::default())),
             changed,
             clock,
             path,
             wait: Arc::new(Mutex::new(approval::DEFAULT_WAIT)),
             on_answer,
+            roster: Arc::new(RwLock::new(None)),
+            serving,
+            held: Arc::new(Mutex::new(None)),
+            connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
         };
-        tokio::spawn(me.clone().accept(listener));
-        let expiring = me.clone();
-        tokio::spawn(async move {
-            let mut changes = expiring.subscribe();
-            let mut every = tokio::time::interval(EXPIRY_CHECK);
-            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                // Nothing open, nothing to expire: no timer wakes an idle face.
-                if changes.borrow_and_update().is_empty() {
-                    if changes.changed().await.is_err() {
-                        return;
-                    }
-                    continue;
-                }
-                every.tick().await;
-                if !expiring.path.exists() {
-                    return;
-                }
-                expiring.expire();
+        let lock_path = data_dir.join(LOCK);
+        match owner::Lock::try_take(&lock_path) {
+            Ok(Some(lock)) => me.take_over(lock),
+            Ok(None) => {
+                tracing::info!(socket = %me.path.display(), "another running Mimesis answers permission requests; this one takes over when it stops");
+                me.serving.send_replace(Serving::Waiting);
+                me.wait_for_lock(lock_path);
+            }
+            Err(e) => {
+                tracing::warn!(lock = %lock_path.display(), error = %e, "cannot answer permission requests from here");
+            }
+        }
+        tokio::spawn(me.clone().expire_on_time());
+        me
+    }
+
+    /// Waits in a thread of its own for the lock, then serves (unless this face closed or
+    /// went away meanwhile: then the lock is let go at once).
+    fn wait_for_lock(&self, lock_path: PathBuf) {
+        let (tx, rx) = oneshot::channel::<owner::Lock>();
+        let spawned = std::thread::Builder::new().name("approvals-lock".into()).spawn(move || match owner::Lock::wait(
+            &lock_path,
+        ) {
+            Ok(lock) => drop(tx.send(lock)),
+            Err(e) => {
+                tracing::warn!(lock = %lock_path.display(), error = %e, "cannot wait to answer permission requests")
             }
         });
-        Some(me)
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot wait to answer permission requests");
+            self.serving.send_replace(Serving::No);
+            return;
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            let Ok(lock) = rx.await else { return };
+            if *me.serving.borrow() == Serving::Waiting {
+                tracing::info!(socket = %me.path.display(), "the Mimesis that answered permission requests stopped; this one answers them now");
+                me.take_over(lock);
+            }
+        });
+    }
+
+    /// Holding the lock: binds the socket and accepts.
+    fn take_over(&self, lock: owner::Lock) {
+        match owner::Bound::bind(&self.path) {
+            Ok((listener, bound)) => {
+                *self.held.lock().unwrap_or_else(|e| e.into_inner()) = Some((lock, bound));
+                self.serving.send_replace(Serving::Yes);
+                tokio::spawn(self.clone().accept(listener));
+            }
+            Err(e) => {
+                tracing::warn!(socket = %self.path.display(), error = %e, "cannot answer permission requests from here");
+                self.serving.send_replace(Serving::No);
+            }
+        }
+    }
+
+    /// Whether this face serves the socket, now and after every change.
+    pub fn serving(&self) -> watch::Receiver<Serving> {
+        self.serving.subscribe()
+    }
+
+    pub fn is_serving(&self) -> bool {
+        *self.serving.borrow() == Serving::Yes
+    }
+
+    /// Stops serving: the requests open here end with no decision (their dialogs decide),
+    /// the socket is removed if it is still the one bound here, and the lock goes to a face
+    /// that waits for it. For a face on its way out (SIGTERM, SIGINT, quit).
+    pub fn close(&self) {
+        self.serving.send_replace(Serving::No);
+        if let Some((lock, bound)) = self.held.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            bound.remove();
+            drop(lock);
+        }
+        let gone: Vec<Open> = self.lock().list.drain(..).collect();
+        if !gone.is_empty() {
+            for o in gone {
+                let _ = o.reply.send(Decision::default());
+            }
+            self.publish();
+        }
+    }
+
+    /// How the face knows the sessions it follows: requests are marked with it.
+    pub fn set_roster(&self, roster: Roster) {
+        *self.roster.write().unwrap_or_else(|e| e.into_inner()) = Some(roster);
+        self.publish();
+    }
+
+    /// The whole roster was read again: the requests are shown again if there are any.
+    fn set_roster_again(&self) {
+        if !self.lock().list.is_empty() {
+            self.publish();
+        }
+    }
+
+    /// A session joined or left the roster: its requests are shown again if it has any.
+    pub fn roster_changed(&self, id: &SessionId) {
+        if self.lock().list.iter().any(|o| &o.pending.request.session_id == id) {
+            self.publish();
+        }
     }
 
     /// How long a request waits for an answer here (the setting `watch.answerWaitSecs`).
     pub fn set_wait(&self, wait: Duration) {
         *self.wait.lock().unwrap_or_else(|e| e.into_inner()) = wait;
+    }
+
+    async fn expire_on_time(self) {
+        let mut changes = self.subscribe();
+        let mut every = tokio::time::interval(EXPIRY_CHECK);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            // Nothing open, nothing to expire: no timer wakes an idle face.
+            if changes.borrow_and_update().is_empty() {
+                if changes.changed().await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            every.tick().await;
+            if *self.serving.borrow() == Serving::No {
+                return;
+            }
+            self.expire();
+        }
     }
 
     /// Ends the requests that waited longer than the wait, by the face's clock: their hook
@@ -133,8 +278,8 @@ impl Approvals {
         let now = self.clock.mono();
         let gone: Vec<Open> = {
             let mut open = self.lock();
-            let (gone, keep) = open.drain(..).partition(|o| now.since(o.since) >= wait);
-            *open = keep;
+            let (gone, keep) = open.list.drain(..).partition(|o| now.since(o.since) >= wait);
+            open.list = keep;
             gone
         };
         let n = gone.len();
@@ -148,9 +293,47 @@ impl Approvals {
         n
     }
 
-    /// The open requests, oldest first.
+    /// The open requests, oldest first, each marked with whether its session is known.
     pub fn pending(&self) -> Vec<Pending> {
-        self.lock().iter().map(|o| o.pending.clone()).collect()
+        let list: Vec<Pending> = self.lock().list.iter().map(|o| o.pending.clone()).collect();
+        self.marked(list)
+    }
+
+    fn marked(&self, mut list: Vec<Pending>) -> Vec<Pending> {
+        let roster = self.roster.read().unwrap_or_else(|e| e.into_inner()).clone();
+        for p in &mut list {
+            let name = roster.as_ref().and_then(|r| r(&p.request.session_id));
+            p.known_session = name.is_some();
+            p.session_name = name.filter(|n| !n.trim().is_empty());
+        }
+        list
+    }
+
+    /// A page of the open requests: those after `cursor` (from the start without one), up
+    /// to [`PAGE_BYTES`] of JSON and at least one; `next` names the page after it.
+    pub fn page(&self, cursor: Option<&str>) -> Result<PendingList, String> {
+        let after = match cursor {
+            None => None,
+            Some(c) => Some(c.parse::<u64>().map_err(|_| format!("{c:?} is not a cursor of the list"))?),
+        };
+        let (items, more) = {
+            let open = self.lock();
+            let rest: Vec<&Open> = open.list.iter().filter(|o| after.is_none_or(|a| o.seq > a)).collect();
+            let mut bytes = 0;
+            let mut page = Vec::new();
+            for o in &rest {
+                let size = serde_json::to_vec(&o.pending).map_or(0, |v| v.len());
+                if !page.is_empty() && bytes + size > PAGE_BYTES {
+                    break;
+                }
+                bytes += size;
+                page.push((o.pending.clone(), o.seq));
+            }
+            let more = page.len() < rest.len();
+            (page, more)
+        };
+        let next = if more { items.last().map(|(_, seq)| seq.to_string()) } else { None };
+        Ok(PendingList { pending: self.marked(items.into_iter().map(|(p, _)| p).collect()), next })
     }
 
     /// The open requests now and after every change.
@@ -158,62 +341,57 @@ impl Approvals {
         self.changed.subscribe()
     }
 
-    /// The user's answer to one request: `target` is its id, or a session id or a prefix
-    /// of one that names a single session with an open request (its oldest then).
-    /// `answers` answer an AskUserQuestion request (with `allow` only; checked against its
-    /// questions). The answer is logged for the session's timeline, marked with `via`.
+    /// The user's answer to one request: by its whole id (the window, the tray, a
+    /// notification), or by a target the user typed (`mimesis approve/deny`: a request id
+    /// or a session id, or a prefix of either that names a single request;
+    /// [`approval::resolve`] refuses anything ambiguous). `answers` answer an
+    /// AskUserQuestion request (with `allow` only; checked against its questions). The
+    /// answer is logged for the session's timeline, marked with `via`.
     pub fn decide(
         &self,
-        target: &str,
+        target: Target<'_>,
         behavior: Behavior,
         message: Option<String>,
         answers: Option<BTreeMap<String, String>>,
         answers_in_order: Option<Vec<String>>,
         via: Via,
     ) -> Result<Pending, String> {
-        let target = target.trim();
+        let (target, exact) = match target {
+            Target::Id(id) => (id, true),
+            Target::Typed(t) => (t, false),
+        };
+        if *self.serving.borrow() != Serving::Yes {
+            return Err("another running Mimesis answers permission requests".into());
+        }
         let (open, answers) = {
             let mut open = self.lock();
-            let i = match open.iter().position(|o| o.pending.id == target) {
-                Some(i) => i,
-                None if target.is_empty() => return Err("name a request id or a session id".into()),
-                None => {
-                    let matching: Vec<usize> = (0..open.len())
-                        .filter(|&i| open[i].pending.request.session_id.as_str().starts_with(target))
-                        .collect();
-                    let mut sessions: Vec<&str> =
-                        matching.iter().map(|&i| open[i].pending.request.session_id.as_str()).collect();
-                    sessions.sort_unstable();
-                    sessions.dedup();
-                    match (matching.first(), sessions.len()) {
-                        (None, _) => {
-                            return Err(format!(
-                                "no open permission request matches {target:?} (it may have been answered already; `mimesis pending` lists the open ones)"
-                            ));
-                        }
-                        (Some(&i), 1) => i,
-                        _ => return Err(format!("{target:?} matches several sessions: {}", sessions.join(", "))),
-                    }
-                }
+            let i = {
+                let all: Vec<&Pending> = open.list.iter().map(|o| &o.pending).collect();
+                approval::resolve(target, &all, exact)?
             };
+            let request = &open.list[i].pending.request;
             let answers = match (answers, answers_in_order) {
                 (Some(a), _) => Some(a),
-                (None, Some(list)) => Some(approval::answers_by_question(&open[i].pending.request, &list)?),
+                (None, Some(list)) => Some(approval::answers_by_question(request, &list)?),
                 (None, None) => None,
             };
             if let Some(a) = &answers {
                 if behavior != Behavior::Allow {
                     return Err("answers go with approve, not deny".into());
                 }
-                approval::check_answers(&open[i].pending.request, a)?;
+                approval::check_answers(request, a)?;
             }
-            (open.remove(i), answers)
+            (open.list.remove(i), answers)
         };
         self.publish();
         let message = message.filter(|m| !m.trim().is_empty() && behavior == Behavior::Deny);
         // (A hook that went away meanwhile gets nothing: its request is gone either way.)
-        let _ =
-            open.reply.send(Decision { behavior: Some(behavior), message: message.clone(), answers: answers.clone() });
+        let _ = open.reply.send(Decision {
+            behavior: Some(behavior),
+            message: message.clone(),
+            answers: answers.clone(),
+            error: None,
+        });
         tracing::info!(session = %open.pending.request.session_id, ?behavior, "a permission request answered from Mimesis");
         let request = &open.pending.request;
         let answered = Answered {
@@ -233,7 +411,7 @@ impl Approvals {
             via,
         };
         self.record(&answered);
-        Ok(open.pending)
+        Ok(self.marked(vec![open.pending]).remove(0))
     }
 
     fn record(&self, answered: &Answered) {
@@ -248,8 +426,8 @@ impl Approvals {
         let gone: Vec<Open> = {
             let mut open = self.lock();
             let (gone, keep) =
-                open.drain(..).partition(|o| &o.pending.request.session_id == id && o.pending.since < moved_on_at);
-            *open = keep;
+                open.list.drain(..).partition(|o| &o.pending.request.session_id == id && o.pending.since < moved_on_at);
+            open.list = keep;
             gone
         };
         if !gone.is_empty() {
@@ -260,7 +438,7 @@ impl Approvals {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Open>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, OpenList> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -269,24 +447,41 @@ impl Approvals {
     }
 
     async fn accept(self, listener: UnixListener) {
+        let mut serving = self.serving();
         loop {
-            match listener.accept().await {
+            // A connection is taken once it can be served: the others wait in the backlog.
+            let permit = tokio::select! {
+                p = self.connections.clone().acquire_owned() => match p {
+                    Ok(p) => p,
+                    Err(_) => return,
+                },
+                _ = serving.wait_for(|s| *s != Serving::Yes) => return,
+            };
+            let accepted = tokio::select! {
+                a = listener.accept() => a,
+                _ = serving.wait_for(|s| *s != Serving::Yes) => return,
+            };
+            match accepted {
                 Ok((stream, _)) => {
-                    tokio::spawn(self.clone().serve_one(stream));
+                    tokio::spawn(self.clone().serve_one(stream, permit));
                 }
                 Err(e) => {
+                    // (Out of file descriptors, say: try again shortly.)
                     tracing::warn!(error = %e, "the permission socket failed");
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
             }
-            if !self.path.exists() {
+            let ours =
+                self.held.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|(_, b)| b.still_ours());
+            if !ours {
                 tracing::warn!(socket = %self.path.display(), "the permission socket was removed; no longer answering");
+                self.close();
                 return;
             }
         }
     }
 
-    async fn serve_one(self, stream: UnixStream) {
+    async fn serve_one(self, stream: UnixStream, permit: OwnedSemaphorePermit) {
         // SAFETY: geteuid has no preconditions.
         let me = unsafe { libc::geteuid() };
         if !stream.peer_cred().is_ok_and(|c| c.uid() == me) {
@@ -294,16 +489,20 @@ impl Approvals {
             return;
         }
         let (rd, mut wr) = stream.into_split();
-        let mut rd = BufReader::new(rd.take(MAX_LINE as u64));
+        let mut rd = BufReader::new(rd.take(MAX_LINE as u64 + 1));
         let mut line = Vec::new();
         if !matches!(tokio::time::timeout(READ_LINE, rd.read_until(b'\n', &mut line)).await, Ok(Ok(n)) if n > 0) {
             return;
         }
         let reply = match serde_json::from_slice::<ToFace>(&line) {
-            Err(e) => serde_json::json!({ "error": format!("not a request: {e}") }).to_string(),
-            Ok(ToFace::List) => json(&PendingList { pending: self.pending() }),
+            Err(_) if line.len() > MAX_LINE => error_line(format!("a line longer than {} MiB", MAX_LINE >> 20)),
+            Err(e) => error_line(format!("not a request: {e}")),
+            Ok(ToFace::List { cursor }) => match self.page(cursor.as_deref()) {
+                Ok(page) => json(&page),
+                Err(e) => error_line(e),
+            },
             Ok(ToFace::Decide { target, behavior, message, answers, answers_in_order, via }) => {
-                json(&match self.decide(&target, behavior, message, answers, answers_in_order, via) {
+                json(&match self.decide(Target::Typed(&target), behavior, message, answers, answers_in_order, via) {
                     Ok(p) => Decided { answered: Some(p), error: None },
                     Err(e) => Decided { answered: None, error: Some(e) },
                 })
@@ -311,10 +510,41 @@ impl Approvals {
             Ok(ToFace::Request(request)) => {
                 let (tx, rx) = oneshot::channel();
                 let id = approval::new_id(random());
-                let pending = Pending { id: id.clone(), request, since: self.clock.now() };
-                tracing::debug!(session = %pending.request.session_id, since = ?pending.since, "a permission request is open");
-                self.lock().push(Open { pending, since: self.clock.mono(), reply: tx });
+                let session = request.session_id.clone();
+                let taken = {
+                    let mut open = self.lock();
+                    if open.list.len() >= MAX_OPEN {
+                        false
+                    } else {
+                        let seq = open.next_seq;
+                        open.next_seq += 1;
+                        let pending = Pending {
+                            id: id.clone(),
+                            request,
+                            since: self.clock.now(),
+                            known_session: false,
+                            session_name: None,
+                        };
+                        open.list.push(Open { pending, seq, since: self.clock.mono(), reply: tx });
+                        true
+                    }
+                };
+                if !taken {
+                    tracing::warn!(session = %session, "{MAX_OPEN} permission requests are open already; one more was left to its terminal's dialog");
+                    let d = Decision {
+                        error: Some(format!(
+                            "Mimesis holds {MAX_OPEN} open permission requests already: this one is left to Claude Code's own dialog"
+                        )),
+                        ..Decision::default()
+                    };
+                    let _ = wr.write_all(format!("{}\n", json(&d)).as_bytes()).await;
+                    let _ = wr.shutdown().await;
+                    return;
+                }
+                tracing::debug!(session = %session, "a permission request is open");
                 self.publish();
+                // Held: counted by the open list, not among the connections being read.
+                drop(permit);
                 let mut probe = [0u8; 1];
                 let decision = tokio::select! {
                     d = rx => d.unwrap_or_default(),
@@ -322,9 +552,9 @@ impl Approvals {
                     _ = rd.read(&mut probe) => {
                         let removed = {
                             let mut open = self.lock();
-                            let before = open.len();
-                            open.retain(|o| o.pending.id != id);
-                            before != open.len()
+                            let before = open.list.len();
+                            open.list.retain(|o| o.pending.id != id);
+                            before != open.list.len()
                         };
                         if removed {
                             self.publish();
@@ -341,7 +571,11 @@ impl Approvals {
 }
 
 fn json<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_string(v).unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }).to_string())
+    serde_json::to_string(v).unwrap_or_else(|e| error_line(e.to_string()))
+}
+
+fn error_line(e: String) -> String {
+    serde_json::json!({ "error": e }).to_string()
 }
 
 /// 128 bits from the kernel's random source.
@@ -355,270 +589,5 @@ fn random() -> [u8; 16] {
     b
 }
 
-/// Binds the socket and makes it the owner's only. (Connecting needs write permission on
-/// the socket: under the usual umask nobody else has it even before the chmod, and every
-/// connection's peer uid is checked besides.)
-fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
-    use std::os::unix::fs::PermissionsExt;
-    let listener = UnixListener::bind(path)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(listener)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use mimesis_core::approval::Request;
-    use mimesis_core::clock::SystemClock;
-    use mimesis_hooks::approvals::{ClientError, ask, call};
-
-    fn request(session: &str) -> Request {
-        Request {
-            session_id: SessionId::parse(session).unwrap(),
-            tool: "Bash".into(),
-            target: Some("rm -rf build".into()),
-            cwd: None,
-            detail: None,
-        }
-    }
-
-    fn serve(dir: &Path) -> Option<Approvals> {
-        Approvals::serve(dir, Arc::new(SystemClock), Arc::new(|_| {}))
-    }
-
-    /// A face on a manual clock whose requests wait 120 s for an answer.
-    fn face_waiting_120_s(dir: &Path) -> (Arc<mimesis_core::clock::ManualClock>, Approvals) {
-        use mimesis_core::clock::{ManualClock, Timestamp};
-        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
-        let a = Approvals::serve(dir, clock.clone(), Arc::new(|_| {})).expect("serving");
-        a.set_wait(Duration::from_secs(120));
-        (clock, a)
-    }
-
-    async fn wait_open(a: &Approvals, n: usize) {
-        let mut rx = a.subscribe();
-        let _ = tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|p| p.len() == n)).await;
-        assert_eq!(a.pending().len(), n);
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_hooks_request_waits_for_the_users_answer_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = serve(dir.path()).expect("serving");
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(approval::socket_path(dir.path())).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600, "owner-only");
-        assert!(serve(dir.path()).is_none(), "one face answers");
-
-        let data = dir.path().to_owned();
-        let hook = tokio::task::spawn_blocking(move || ask(&data, &request("abc-1"), Duration::from_secs(30)));
-        wait_open(&a, 1).await;
-        let id = a.pending()[0].id.clone();
-        assert_eq!(id.len(), 32, "128 bits");
-        let err = a.decide("zzz", Behavior::Allow, None, None, None, Via::Cli).unwrap_err();
-        assert!(err.contains("no open permission request matches"), "{err}");
-        let answered = a.decide("abc", Behavior::Deny, Some("not now".into()), None, None, Via::Cli).unwrap();
-        assert_eq!(answered.id, id);
-        let d = hook.await.unwrap();
-        assert_eq!(d, Decision { behavior: Some(Behavior::Deny), message: Some("not now".into()), answers: None });
-        assert!(a.decide(&id, Behavior::Allow, None, None, None, Via::Cli).is_err(), "single-use");
-
-        // Over the socket, as the CLI does; the list is empty again.
-        let data = dir.path().to_owned();
-        let list: PendingList = tokio::task::spawn_blocking(move || call(&data, &ToFace::List, Duration::from_secs(5)))
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(list.pending.is_empty());
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_hook_that_goes_away_takes_its_request_with_it_and_a_cancel_answers_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = serve(dir.path()).expect("serving");
-        // A hook whose wait ends (as when Claude Code ends it): the request goes.
-        let data = dir.path().to_owned();
-        let short = tokio::task::spawn_blocking(move || ask(&data, &request("s-short"), Duration::from_millis(300)));
-        wait_open(&a, 1).await;
-        assert_eq!(short.await.unwrap(), Decision::default(), "no answer in time: no decision");
-        wait_open(&a, 0).await;
-        // The dialog answered elsewhere: the waiting hook returns with no decision.
-        let data = dir.path().to_owned();
-        let hook = tokio::task::spawn_blocking(move || ask(&data, &request("s-term"), Duration::from_secs(30)));
-        wait_open(&a, 1).await;
-        let asked = a.pending()[0].since;
-        // A record the session wrote before this request was asked (the end of the last
-        // dialog, read late) does not end it; one written after it does.
-        a.cancel_session(&SessionId::parse("s-term").unwrap(), asked);
-        a.cancel_session(&SessionId::parse("s-term").unwrap(), Timestamp::from_millis(asked.millis() - 5));
-        assert_eq!(a.pending().len(), 1, "a request asked after the record stays open");
-        a.cancel_session(&SessionId::parse("s-term").unwrap(), Timestamp::from_millis(asked.millis() + 1));
-        assert_eq!(hook.await.unwrap(), Decision::default());
-        wait_open(&a, 0).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn another_user_cannot_reach_the_socket() {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("(needs root to act as another user)");
-            return;
-        }
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        // Even with the folder open to all, the socket itself is the owner's only.
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let _a = serve(dir.path()).expect("serving");
-        let path = approval::socket_path(dir.path());
-        let script = format!(
-            "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ntry:\n s.connect({:?})\nexcept OSError:\n sys.exit(3)\nsys.exit(0)",
-            path.to_str().unwrap()
-        );
-        let status = tokio::task::spawn_blocking(move || {
-            use std::os::unix::process::CommandExt;
-            std::process::Command::new("python3").args(["-c", &script]).uid(65534).gid(65534).status()
-        })
-        .await
-        .unwrap();
-        match status {
-            Ok(s) => assert_eq!(s.code(), Some(3), "nobody could connect to the owner's socket"),
-            Err(e) => eprintln!("(cannot run python3 as another user: {e})"),
-        }
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn questions_are_answered_by_question_and_every_answer_is_recorded_with_where_it_came_from() {
-        use mimesis_core::approval::{Detail, Question, QuestionOption};
-        let dir = tempfile::tempdir().unwrap();
-        let seen = Arc::new(Mutex::new(Vec::<Answered>::new()));
-        let on: OnAnswer = {
-            let seen = seen.clone();
-            Arc::new(move |a| seen.lock().unwrap().push(a.clone()))
-        };
-        let a = Approvals::serve(dir.path(), Arc::new(SystemClock), on).expect("serving");
-        let mut q = request("q-1");
-        q.tool = "AskUserQuestion".into();
-        let option = |l: &str| QuestionOption { label: l.into(), description: None };
-        q.detail = Some(Detail::Questions {
-            questions: vec![Question {
-                question: "Which database?".into(),
-                header: Some("DB".into()),
-                options: vec![option("Postgres"), option("SQLite")],
-                multi_select: false,
-            }],
-        });
-        let data = dir.path().to_owned();
-        let hook = tokio::task::spawn_blocking(move || ask(&data, &q, Duration::from_secs(30)));
-        wait_open(&a, 1).await;
-        let wrong: BTreeMap<String, String> = [("Which colour?".to_owned(), "red".to_owned())].into();
-        let err = a.decide("q-1", Behavior::Allow, None, Some(wrong), None, Via::Window).unwrap_err();
-        assert!(err.contains("no answer to"), "{err}");
-        let err = a.decide("q-1", Behavior::Allow, None, None, Some(vec![]), Via::Cli).unwrap_err();
-        assert!(err.contains("1 question(s) asked, 0 answer(s) given"), "{err}");
-        assert_eq!(a.pending().len(), 1, "a wrong answer leaves the request open");
-        a.decide("q-1", Behavior::Allow, None, None, Some(vec!["SQLite".into()]), Via::Notification).unwrap();
-        let d = hook.await.unwrap();
-        let expected: BTreeMap<String, String> = [("Which database?".to_owned(), "SQLite".to_owned())].into();
-        assert_eq!(d.answers.as_ref(), Some(&expected));
-        let seen = seen.lock().unwrap().clone();
-        assert_eq!(seen.len(), 1);
-        assert_eq!((seen[0].via, seen[0].behavior.as_str()), (Via::Notification, "allow"));
-        assert_eq!(seen[0].sentence(), "Answered from a notification: Which database? → SQLite");
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_request_ends_with_no_decision_once_it_waited_the_setting_by_the_faces_clock() {
-        let dir = tempfile::tempdir().unwrap();
-        let (clock, a) = face_waiting_120_s(dir.path());
-        let data = dir.path().to_owned();
-        let hook = tokio::task::spawn_blocking(move || ask(&data, &request("w-1"), Duration::from_secs(60)));
-        wait_open(&a, 1).await;
-        clock.advance(Duration::from_secs(119));
-        assert_eq!(a.expire(), 0, "not before the wait");
-        clock.advance(Duration::from_secs(1));
-        assert_eq!(a.expire(), 1);
-        assert_eq!(hook.await.unwrap(), Decision::default(), "the terminal's dialog decides");
-        assert!(a.pending().is_empty());
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_face_expires_requests_on_its_own_again_after_it_had_none_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let (clock, a) = face_waiting_120_s(dir.path());
-        for s in ["w-1", "w-2"] {
-            let data = dir.path().to_owned();
-            let hook = tokio::task::spawn_blocking(move || ask(&data, &request(s), Duration::from_secs(60)));
-            wait_open(&a, 1).await;
-            clock.advance(Duration::from_secs(120));
-            let decided = tokio::time::timeout(Duration::from_secs(20), hook).await;
-            assert_eq!(decided.expect("expired without a call").unwrap(), Decision::default(), "{s}");
-            wait_open(&a, 0).await;
-        }
-    }
-
-    #[test]
-    fn answers_are_logged_owner_only_and_read_back_per_session() {
-        use mimesis_core::clock::Timestamp;
-        let dir = tempfile::tempdir().unwrap();
-        let answered = |s: &str, at: i64| Answered {
-            session_id: SessionId::parse(s).unwrap(),
-            at: Timestamp::from_millis(at),
-            id: answer_id(),
-            tool: Some("Bash".into()),
-            target: Some("ls".into()),
-            behavior: "deny".into(),
-            choice: None,
-            message: Some("not here".into()),
-            answers: None,
-            via: Via::Tray,
-        };
-        log_answer(dir.path(), &answered("s-a", 1)).unwrap();
-        log_answer(dir.path(), &answered("s-b", 2)).unwrap();
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(approval::answers_path(dir.path()))
-            .and_then(|mut f| std::io::Write::write_all(&mut f, b"{torn\n[[[[\n"))
-            .unwrap();
-        log_answer(dir.path(), &answered("s-a", 3)).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(approval::answers_path(dir.path())).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-        let items = mimesis_watch::timeline_view::answers_of(dir.path(), &SessionId::parse("s-a").unwrap());
-        assert_eq!(items.len(), 2, "the other session's and the broken lines are left out");
-        let v = serde_json::to_value(&items[0]).unwrap();
-        assert_eq!(v["kind"], "answer");
-        assert_eq!(v["via"], "tray");
-        assert_eq!(v["text"], "Denied from the tray menu, telling Claude: “not here”");
-    }
-
-    #[test]
-    fn a_face_that_dies_while_a_hook_waits_never_turns_into_an_allow() {
-        let dir = tempfile::tempdir().unwrap();
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-        let a = rt.block_on(async { serve(dir.path()) }).expect("serving");
-        let data = dir.path().to_owned();
-        let hook = std::thread::spawn(move || ask(&data, &request("s-crash"), Duration::from_secs(30)));
-        let mut rx = a.subscribe();
-        rt.block_on(async { tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|p| p.len() == 1)).await })
-            .expect("the request arrived")
-            .unwrap();
-        // The face goes away with everything it ran (as when the app crashes).
-        drop(rx);
-        drop(a);
-        rt.shutdown_background();
-        assert_eq!(hook.join().unwrap(), Decision::default(), "no decision: the terminal's dialog decides");
-    }
-
-    #[test]
-    fn with_no_face_the_hook_returns_at_once_with_no_decision() {
-        let dir = tempfile::tempdir().unwrap();
-        assert_eq!(ask(dir.path(), &request("s"), Duration::from_secs(30)), Decision::default());
-        // A dead face's socket file: refused, not waited on.
-        let stale = std::os::unix::net::UnixListener::bind(approval::socket_path(dir.path())).unwrap();
-        drop(stale);
-        assert_eq!(ask(dir.path(), &request("s"), Duration::from_secs(30)), Decision::default());
-        let err = call::<PendingList>(dir.path(), &ToFace::List, Duration::from_secs(1)).unwrap_err();
-        assert!(matches!(err, ClientError::NoFace(_)), "{err}");
-        assert!(err.to_string().contains("no Mimesis is running"), "{err}");
-    }
-}
+mod tests;

@@ -45,12 +45,14 @@ pub fn start(root: &Path, speed: f64) -> std::io::Result<Demo> {
     if root.join("projects").exists() {
         std::fs::remove_dir_all(root.join("projects"))?;
     }
+    // The user's alone, like everything Mimesis writes (`mimesis_os::private`).
+    mimesis_os::private::create_dir_all(root)?;
     let mut tasks = Vec::new();
     for (i, script) in scripts().into_iter().enumerate() {
         let cwd = root.join("workspace").join(script.project);
-        std::fs::create_dir_all(cwd.join(".git"))?;
+        mimesis_os::private::create_dir_all(&cwd.join(".git"))?;
         let dir = root.join("projects").join(encode_cwd(&cwd));
-        std::fs::create_dir_all(&dir)?;
+        mimesis_os::private::create_dir_all(&dir)?;
         let session = DemoSession::new(dir, cwd, script.branch, i as u64 + 1);
         // An old, finished session first, so the roster shows history as well as life.
         session.write_history(&script)?;
@@ -260,7 +262,7 @@ impl DemoSession {
     fn append(&self, record: Value) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(&record)?;
         line.push(b'\n');
-        std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?.write_all(&line)
+        mimesis_os::private::append(&self.path)?.write_all(&line)
     }
 
     fn user(&mut self, content: Value, extra: &[(&str, Value)]) -> std::io::Result<()> {
@@ -322,7 +324,7 @@ impl DemoSession {
                 format!("{v}\n")
             })
             .collect();
-        std::fs::write(&old.path, rewritten)
+        mimesis_os::private::write(&old.path, rewritten.as_bytes())
     }
 
     async fn run(mut self, script: Script, speed: f64) {

@@ -106,6 +106,12 @@ pub struct DoctorReport {
     pub claude_code: ClaudeCodeReport,
     pub watcher: WatcherReport,
     pub data_dir: PathBuf,
+    /// The data dir's mode in octal (`"0700"`), `None` when it does not exist yet.
+    pub data_dir_mode: Option<String>,
+    /// Why other users can read the data dir ("… is readable by other users (mode 0755);
+    /// run chmod 700 …"), or `None`. Mimesis makes its own files 0600 and folders 0700,
+    /// but never changes the mode of a data dir it did not make.
+    pub data_dir_open: Option<String>,
     pub database: DbStats,
     /// A running process that still has the database file open after it was deleted.
     pub database_deleted_under: Option<u32>,
@@ -125,6 +131,10 @@ impl DoctorReport {
                 "hooks partly installed"
             } else {
                 "hooks not installed"
+            };
+            let hooks = match &r.hooks.missing_program {
+                Some(p) => format!("{hooks}, running {} which is not there", p.display()),
+                None => hooks.to_owned(),
             };
             let state = if r.exists { format!("{} sessions, {hooks}", r.session_count) } else { "missing".to_owned() };
             v.push(format!("config folder {}: {state}", r.path.display()));
@@ -164,12 +174,23 @@ impl DoctorReport {
     /// Problems a person should act on, in words.
     pub fn problems(&self) -> Vec<String> {
         let mut v = Vec::new();
+        if let Some(open) = &self.data_dir_open {
+            v.push(open.clone());
+        }
         if !self.roots.iter().any(|r| r.exists) {
             v.push("no Claude Code config folder exists yet (run claude once, or pass --config-dir)".to_owned());
         }
         for r in &self.roots {
             if let Some(e) = &r.hooks.error {
                 v.push(e.clone());
+            } else if let Some(program) = &r.hooks.missing_program {
+                // Removing Mimesis leaves the user's settings.json as it was: the hooks are
+                // theirs to uninstall.
+                v.push(format!(
+                    "hooks in {} run {}, which is not installed; run `mimesis hooks uninstall` or reinstall Mimesis",
+                    r.hooks.settings_path.display(),
+                    program.display()
+                ));
             } else if r.exists && !r.hooks.installed {
                 v.push(format!(
                     "hooks are {} in {} (run `mimesis hooks install` for exact statuses and work chains)",
@@ -241,6 +262,8 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, db: Option<&Db>) -> DoctorReport 
         claude_code: claude,
         watcher: watcher_check(roots),
         data_dir: data_dir.to_owned(),
+        data_dir_mode: mimesis_os::private::mode_of(data_dir).map(|m| format!("{m:04o}")),
+        data_dir_open: mimesis_os::private::open_to_others(data_dir),
         database,
         database_deleted_under,
         hook_spool: SpoolReport {

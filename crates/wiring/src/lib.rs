@@ -154,9 +154,9 @@ struct Inner {
     roots: Vec<PathBuf>,
     data_dir: PathBuf,
     clock: Arc<dyn Clock>,
-    /// The permission requests this face answers (None: another face does, or the
-    /// socket could not be made).
-    approvals: Option<approvals::Approvals>,
+    /// The permission requests this face answers (none while another face does: it takes
+    /// over when that one stops).
+    approvals: approvals::Approvals,
 }
 
 /// What a face fixed for its supervisor, re-applied to every settings change.
@@ -269,13 +269,12 @@ impl Mimesis {
             let (data_dir, engine) = (data_dir.clone(), engine.clone());
             Arc::new(move |a| record_answer(&data_dir, &engine, a))
         };
+        // Open requests and the watcher share the face's file descriptors: take all we may.
+        mimesis_os::procs::raise_open_files_limit();
         let approvals = approvals::Approvals::serve(&data_dir, opts.clock.clone(), on_answer);
-        if let Some(a) = &approvals {
-            a.set_wait(Duration::from_secs(stored.watch.answer_wait_secs));
-        }
-        if let Some(a) = &approvals {
-            tokio::spawn(cancel_answered_elsewhere(engine.subscribe(), a.clone(), opts.clock.clone()));
-        }
+        approvals.set_wait(Duration::from_secs(stored.watch.answer_wait_secs));
+        approvals::follow_roster(&engine, &approvals);
+        tokio::spawn(cancel_answered_elsewhere(engine.subscribe(), approvals.clone(), opts.clock.clone()));
         if opts.follow == Follow::Everything {
             // The first index allocates and frees a lot: give the freed memory back once.
             let engine = engine.clone();
@@ -305,6 +304,8 @@ impl Mimesis {
             config.clock = opts.clock.clone();
             config.roster = Some(Arc::new(EngineRoster(engine.clone())));
             config.metrics_dir = Some(mimesis_supervise::metrics::dir(&data_dir));
+            // The agents' mark of this data dir: one name for it, however it was spelled.
+            config.data_dir = Some(std::fs::canonicalize(&data_dir).unwrap_or_else(|_| data_dir.clone()));
             config.scrollback_bytes = s.scrollback_bytes;
             config.subreaper = s.subreaper;
             config.clean_previous = s.clean_previous;
@@ -336,10 +337,10 @@ impl Mimesis {
         &self.inner.engine
     }
 
-    /// The permission requests waiting for an answer from Mimesis, when this face answers
-    /// them (issue 12).
-    pub fn approvals(&self) -> Option<&approvals::Approvals> {
-        self.inner.approvals.as_ref()
+    /// The permission requests waiting for an answer from Mimesis (issue 12): none while
+    /// another face answers them.
+    pub fn approvals(&self) -> &approvals::Approvals {
+        &self.inner.approvals
     }
 
     /// Logs an answer given from this face outside the permission socket (a supervised
@@ -457,9 +458,7 @@ impl Mimesis {
         let w = &settings.watch;
         let _ =
             self.inner.engine.apply_settings(w.timeouts(), w.status_file_ttl(), settings.notifications.clone()).await;
-        if let Some(a) = &self.inner.approvals {
-            a.set_wait(Duration::from_secs(w.answer_wait_secs));
-        }
+        self.inner.approvals.set_wait(Duration::from_secs(w.answer_wait_secs));
         if let (Some(fixed), Some(sup)) = (&self.inner.supervise, self.supervisor_now()) {
             let limits = fixed.effective(settings).limits;
             if limits != sup.limits() {
@@ -496,9 +495,11 @@ impl Mimesis {
             .expect("doctor does not panic")
     }
 
-    /// Stops every supervised session (P12), then the engine (what the fleet database has
+    /// Stops answering permission requests (the socket removed, a waiting face takes over),
+    /// then every supervised session (P12), then the engine (what the fleet database has
     /// not stored yet is written first).
     pub async fn shutdown(&self) {
+        self.inner.approvals.close();
         if self.inner.supervise.is_some() {
             // A supervisor still starting may be about to run sessions: wait for it briefly.
             let mut rx = self.inner.supervisor.clone();

@@ -36,7 +36,11 @@ function database(r: DoctorReport): DoctorRow {
 
 /** The report, part by part. */
 export function doctorRows(r: DoctorReport): DoctorRow[] {
-  const rows: DoctorRow[] = [{ part: 'Mimesis', value: `${r.mimesisVersion}, data in ${r.dataDir}`, bad: false }];
+  // (Reports recorded before these fields existed have neither.)
+  const mode = r.dataDirMode ? ` (mode ${r.dataDirMode})` : '';
+  const rows: DoctorRow[] = [
+    { part: 'Mimesis', value: `${r.mimesisVersion}, data in ${r.dataDir}${mode}`, bad: Boolean(r.dataDirOpen) },
+  ];
   for (const root of r.roots) {
     const h = root.hooks;
     const hooks = h.error ?? (h.installed ? 'hooks installed' : h.partial ? 'hooks partly installed' : 'hooks not installed');

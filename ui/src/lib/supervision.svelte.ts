@@ -97,6 +97,19 @@ export class SupervisionStore {
     return this.approvals.find((r) => r.sessionId === sessionId);
   }
 
+  /** Requests of sessions in no roster (`knownSession: false`): shown on their own, plainly. */
+  get strangers(): PermissionRequest[] {
+    return this.approvals.filter((r) => !r.knownSession);
+  }
+
+  /** The user's answer to one request, by its whole id (a click, never made for them). */
+  async decide(request: PermissionRequest, allow: boolean, message: string | null = null, answers: Record<string, string> | null = null): Promise<boolean> {
+    const what = answers ? 'answer the question' : allow ? 'approve the tool call' : 'deny the tool call';
+    const note = message && message.trim() ? message.trim() : null;
+    const args = { id: request.id, allow, message: note, answers };
+    return (await this.#run(what, () => this.#backend.call('approval_decide', args))).ok;
+  }
+
   /**
    * The user's answer to a session's permission dialog (a click, never made for them): through
    * its hook's request when there is one, else typed into a supervised session's own dialog by
@@ -109,13 +122,8 @@ export class SupervisionStore {
     answers: Record<string, string> | null = null,
   ): Promise<boolean> {
     const request = this.requestOf(session.sessionId);
-    const what = answers ? 'answer the question' : allow ? 'approve the tool call' : 'deny the tool call';
-    if (request) {
-      const id = request.id;
-      const note = message && message.trim() ? message.trim() : null;
-      const args = { id, allow, message: note, answers };
-      return (await this.#run(what, () => this.#backend.call('approval_decide', args))).ok;
-    }
+    if (request) return this.decide(request, allow, message, answers);
+    const what = allow ? 'approve the tool call' : 'deny the tool call';
     const sessionId = session.sessionId;
     const answer = allow ? 'approve' : 'deny';
     return (await this.#run(what, () => this.#backend.call('pty_answer', { sessionId, answer }))).ok;

@@ -100,9 +100,17 @@ pub mod wording {
         if n == 1 { format!("1 {unit}") } else { format!("{n} {unit}s") }
     }
 
-    /// "24 minutes", "45 seconds", "2 hours": the largest unit that reads naturally.
+    /// "24 minutes", "45 seconds", "2 hours": the largest unit that reads naturally; a
+    /// short span that is no whole number of seconds as it was given ("1.5 seconds").
     pub fn span(d: Duration) -> String {
         let s = d.as_secs();
+        if s < 120 && d.subsec_millis() != 0 {
+            let given = crate::supervision::limits::format_duration(d);
+            return match given.strip_suffix("ms") {
+                Some(ms) => format!("{ms} milliseconds"),
+                None => format!("{} seconds", given.trim_end_matches('s')),
+            };
+        }
         if s >= 2 * 3600 && s.is_multiple_of(3600) {
             plural(s / 3600, "hour")
         } else if s >= 120 {
@@ -112,15 +120,19 @@ pub mod wording {
         }
     }
 
-    /// "4-hour", "30-minute", "90-second" (for "the 4-hour limit").
+    /// "4-hour", "30-minute", "90-second" (for "the 4-hour limit"); a limit that is no
+    /// whole number of seconds as it was given: "500ms", "1.5s" (never "1-second" for
+    /// either).
     pub fn limit_adjective(d: Duration) -> String {
         let s = d.as_secs();
-        if s >= 3600 && s.is_multiple_of(3600) {
+        if d.subsec_nanos() != 0 || s == 0 {
+            crate::supervision::limits::format_duration(d)
+        } else if s.is_multiple_of(3600) {
             format!("{}-hour", s / 3600)
-        } else if s >= 60 && s.is_multiple_of(60) {
+        } else if s.is_multiple_of(60) {
             format!("{}-minute", s / 60)
         } else {
-            format!("{}-second", s.max(1))
+            format!("{s}-second")
         }
     }
 
@@ -330,6 +342,15 @@ mod tests {
         assert_eq!(wording::duration_ended(Duration::from_secs(4 * 3600)), "Session ended (4-hour limit reached).");
         assert_eq!(wording::duration_ended(Duration::from_secs(90)), "Session ended (90-second limit reached).");
         assert_eq!(wording::duration_ended(Duration::from_secs(1800)), "Session ended (30-minute limit reached).");
+        // Issue 32: both were "1-second limit".
+        assert_eq!(wording::duration_ended(Duration::from_millis(500)), "Session ended (500ms limit reached).");
+        assert_eq!(wording::duration_ended(Duration::from_millis(1500)), "Session ended (1.5s limit reached).");
+        assert_eq!(wording::duration_ended(Duration::from_secs(1)), "Session ended (1-second limit reached).");
+        assert_eq!(
+            wording::suspended_idle(Duration::from_millis(1500)).split(" idle").next(),
+            Some("Session suspended after 1.5 seconds")
+        );
+        assert_eq!(wording::span(Duration::from_millis(500)), "500 milliseconds");
         assert_eq!(wording::resuming(Duration::from_secs(12 * 60 + 5)), "Resuming session (idle for 12 min)…");
         assert_eq!(wording::resuming(Duration::from_secs(20)), "Resuming session…");
         assert_eq!(wording::span(Duration::from_secs(4 * 3600)), "4 hours");

@@ -103,6 +103,47 @@ pub fn owner_mark(pid: u32, start_ticks: u64) -> String {
     format!("{pid}-{start_ticks}")
 }
 
+/// The owner (PID, start ticks) an [`OWNER_ENV`] mark names.
+pub fn parse_owner_mark(mark: &[u8]) -> Option<(u32, u64)> {
+    let (pid, ticks) = std::str::from_utf8(mark).ok()?.split_once('-')?;
+    Some((pid.parse().ok()?, ticks.parse().ok()?))
+}
+
+/// The environment variable every agent is started with besides [`OWNER_ENV`]: the data
+/// dir of the Mimesis that started it. Together they say whose a process is wherever it
+/// went (a `setsid` child leaves its agent's session and process group): a Mimesis ends
+/// what carries its own mark when it exits, and what carries the mark of a gone owner of
+/// its data dir when it starts (P11, P12) — never what another data dir's Mimesis started.
+pub const OWNER_DATA_ENV: &str = "MIMESIS_OWNER_DATA";
+
+/// A process that carries the owner marks of one data dir ([`OWNER_ENV`] and
+/// [`OWNER_DATA_ENV`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MarkedRow {
+    pub pid: u32,
+    pub start_ticks: u64,
+    /// `R`, `S`, `Z`, …
+    pub state: char,
+    /// The owner its mark names: (PID, start ticks).
+    pub owner: (u32, u64),
+}
+
+/// P12 at exit, P11 at start: which of the `marked` processes (of one data dir) to end —
+/// those whose owner `over` says is over (this very process as it exits; one that is gone,
+/// at a start). Never one in `spare` (this process and its ancestors: a Mimesis started
+/// from inside a supervised session carries its starter's mark), never a zombie, and never
+/// a process that started before the owner its mark names (it cannot have inherited that
+/// mark: it was copied).
+pub fn strays(marked: &[MarkedRow], spare: &[u32], mut over: impl FnMut((u32, u64)) -> bool) -> Vec<u32> {
+    marked
+        .iter()
+        .filter(|m| !spare.contains(&m.pid) && m.state != 'Z' && m.state != 'X')
+        .filter(|m| m.start_ticks >= m.owner.1 && m.pid != m.owner.0)
+        .filter(|m| over(m.owner))
+        .map(|m| m.pid)
+        .collect()
+}
+
 /// What one orphan scan decided.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Scan {
@@ -527,6 +568,37 @@ mod tests {
         with_leader.push(ProcRow { pid: 500, ppid: 1, sid: 500, state: 'S', start_ticks: 42 });
         assert_eq!(leftovers(&r, Verdict::Same, &with_leader, "b1", |p| p == 500), [500]);
         assert!(leftovers(&r, Verdict::Same, &with_leader, "b1", |_| false).is_empty(), "not even the agent unmarked");
+    }
+
+    #[test]
+    fn marks_name_their_owner() {
+        assert_eq!(parse_owner_mark(owner_mark(4242, 99).as_bytes()), Some((4242, 99)));
+        for bad in ["", "4242", "4242-", "-9", "x-9", "1-2-3", "42 -9"] {
+            assert_eq!(parse_owner_mark(bad.as_bytes()), None, "{bad:?}");
+        }
+    }
+
+    /// Issue 32: a `setsid` child of an agent left its session, so neither the exit nor the
+    /// next start found it. What carries a data dir's marks is found wherever it went.
+    #[test]
+    fn strays_are_the_marked_processes_of_an_owner_that_is_over_and_nothing_else() {
+        let row = |pid, start_ticks, state, owner| MarkedRow { pid, start_ticks, state, owner };
+        let me = (100, 50);
+        let gone = (200, 10);
+        let live = (300, 20);
+        let marked = [
+            row(101, 60, 'S', me),   // mine: ended at my exit
+            row(201, 70, 'S', gone), // a gone owner's: ended at a start
+            row(202, 5, 'S', gone),  // started before its owner: a copied mark
+            row(203, 80, 'Z', gone), // a zombie: nothing to end
+            row(301, 90, 'S', live), // an owner that still runs: never
+            row(100, 50, 'S', gone), // this process itself (started inside a gone session)
+            row(200, 10, 'S', gone), // a process at the owner's own PID and start: the owner
+        ];
+        let spare = [100];
+        assert_eq!(strays(&marked, &spare, |o| o == me), [101], "at my exit, mine alone");
+        assert_eq!(strays(&marked, &spare, |o| o == gone), [201], "at a start, the gone owner's alone");
+        assert!(strays(&marked, &spare, |_| false).is_empty());
     }
 
     #[test]

@@ -100,6 +100,12 @@ pub struct Limits {
     pub restart_limit_window: Duration,
 }
 
+/// The shortest duration any limit, check interval, grace or delay may have (other than
+/// none, where none is allowed): shorter would be taken and enforce nothing, since the
+/// supervision's clock counts milliseconds (a `0.4ms` limit is over before it moves), or
+/// check all the time.
+pub const MIN_DURATION: Duration = Duration::from_millis(100);
+
 /// The pattern of seed 002: a JavaScript stack overflow in the TUI harness.
 pub const DEFAULT_CRASH_PATTERN: &str = "RangeError: Maximum call stack size exceeded";
 /// At most this many crash patterns, each at most this long (as the settings view).
@@ -276,15 +282,17 @@ impl Limits {
     ///
     /// The ranges are the settings view's, with one difference: where the view asks for
     /// at least a few seconds between checks (or a minute of session), the engine takes
-    /// any duration above zero, since `mimesis run` flags and the environment may set
-    /// short limits (`--max-duration 2s --duration-check 100ms`) for tests and trials.
+    /// down to [`MIN_DURATION`] for every duration, since
+    /// `mimesis run` flags and the environment may set short limits (`--max-duration 2s
+    /// --duration-check 100ms`) for tests and trials. Shorter is refused: it would be
+    /// taken and enforce nothing.
     pub fn validate(&self) -> Vec<FieldError> {
         self.check(false)
     }
 
     /// [`Limits::validate`] for values given on a command line or in the environment,
     /// which may go below the settings view's minimums (the 1-minute idle timeout, the
-    /// 64 MB memory limit) as long as they are above zero: `mimesis run --idle-timeout 2s`
+    /// 64 MB memory limit) down to [`MIN_DURATION`] and 1 MB: `mimesis run --idle-timeout 2s`
     /// is a trial, not a setting someone clicked.
     pub fn validate_override(&self) -> Vec<FieldError> {
         self.check(true)
@@ -296,33 +304,33 @@ impl Limits {
         c.whole("maxLiveSessions", self.max_live_sessions.into(), 1, 64, "");
         let (lo, hi) = Self::IDLE_TIMEOUT_RANGE;
         if lax {
-            c.positive("idleTimeoutSecs", self.idle_timeout, hi.as_secs());
+            c.between("idleTimeoutSecs", self.idle_timeout, MIN_DURATION, hi.as_secs());
         } else if self.idle_timeout < lo || self.idle_timeout > hi {
             // SPEC P6: 1–120 min in the settings.
             c.add("idleTimeoutSecs", "must be between 60 and 7200 seconds (1–120 min)".into());
         }
-        c.positive("maxDurationSecs", self.max_duration, 604_800);
-        c.positive("durationCheckSecs", self.duration_check, 3600);
+        c.between("maxDurationSecs", self.max_duration, MIN_DURATION, 604_800);
+        c.between("durationCheckSecs", self.duration_check, MIN_DURATION, 3600);
         c.whole("durationWarnPercent", self.duration_warn_percent.into(), 1, 99, " %");
-        c.up_to("turnGraceSecs", self.turn_grace, 600);
+        c.zero_or_between("turnGraceSecs", self.turn_grace, MIN_DURATION, 600);
         c.whole("maxRssMb", self.max_rss_mb, if lax { 1 } else { 64 }, 1_048_576, " MB");
-        c.positive("rssCheckSecs", self.rss_check, 3600);
-        c.positive("killAfterSecs", self.kill_after, 120);
-        c.positive("diskCheckSecs", self.disk_check, 86_400);
+        c.between("rssCheckSecs", self.rss_check, MIN_DURATION, 3600);
+        c.between("killAfterSecs", self.kill_after, MIN_DURATION, 120);
+        c.between("diskCheckSecs", self.disk_check, MIN_DURATION, 86_400);
         c.whole("diskWarnPercent", self.disk_warn_percent.into(), 1, 99, " %");
         if c.whole("diskCleanupPercent", self.disk_cleanup_percent.into(), 1, 100, " %")
             && self.disk_cleanup_percent <= self.disk_warn_percent
         {
             c.add("diskCleanupPercent", "must be above the warning level".into());
         }
-        c.positive("healthCheckSecs", self.health_check, 3600);
-        c.positive("orphanCheckSecs", self.orphan_check, 3600);
+        c.between("healthCheckSecs", self.health_check, MIN_DURATION, 3600);
+        c.between("orphanCheckSecs", self.orphan_check, MIN_DURATION, 3600);
         c.whole("recoveryRetries", self.recovery_retries.into(), 0, 10, "");
-        c.up_to("recoveryRetryDelaySecs", self.recovery_retry_delay, 600);
-        c.up_to("crashDebounceSuccessSecs", self.crash_debounce_success, 3600);
-        c.up_to("crashDebounceFailureSecs", self.crash_debounce_failure, 3600);
+        c.zero_or_between("recoveryRetryDelaySecs", self.recovery_retry_delay, MIN_DURATION, 600);
+        c.zero_or_between("crashDebounceSuccessSecs", self.crash_debounce_success, MIN_DURATION, 3600);
+        c.zero_or_between("crashDebounceFailureSecs", self.crash_debounce_failure, MIN_DURATION, 3600);
         c.whole("restartLimitBurst", self.restart_limit_burst.into(), 1, 100, "");
-        c.positive("restartLimitWindowSecs", self.restart_limit_window, 86_400);
+        c.between("restartLimitWindowSecs", self.restart_limit_window, MIN_DURATION, 86_400);
         // One field for the list, as the view shows it (a text box, one pattern a line).
         let field = "crashPatterns";
         if self.crash_patterns.len() > MAX_CRASH_PATTERNS {
@@ -366,19 +374,34 @@ impl Checks {
         ok
     }
 
-    /// A duration above zero and at most `hi` seconds.
-    fn positive(&mut self, field: &str, d: Duration, hi: u64) {
-        if d.is_zero() || d > Duration::from_secs(hi) {
-            self.add(field, format!("must be more than 0 and at most {hi} seconds"));
+    /// A duration of at least `lo` and at most `hi` seconds. One below `lo` but above zero
+    /// is named as given: it would pass for a limit and enforce nothing (a `0.4ms` limit is
+    /// over before the clock, which counts milliseconds, moves).
+    fn between(&mut self, field: &str, d: Duration, lo: Duration, hi: u64) {
+        if d < lo || d > Duration::from_secs(hi) {
+            let range = format!("must be between {} and {hi} seconds", seconds(lo));
+            self.add(field, too_short(range, d, lo));
         }
     }
 
-    /// A duration of at most `hi` seconds (zero allowed).
-    fn up_to(&mut self, field: &str, d: Duration, hi: u64) {
-        if d > Duration::from_secs(hi) {
-            self.add(field, format!("must be between 0 and {hi} seconds"));
+    /// Zero (none), or a duration of at least `lo` and at most `hi` seconds.
+    fn zero_or_between(&mut self, field: &str, d: Duration, lo: Duration, hi: u64) {
+        if !d.is_zero() && (d < lo || d > Duration::from_secs(hi)) {
+            let range = format!("must be 0, or between {} and {hi} seconds", seconds(lo));
+            self.add(field, too_short(range, d, lo));
         }
     }
+}
+
+/// `range`, and when `d` is above zero but below `lo`, why it was refused.
+fn too_short(range: String, d: Duration, lo: Duration) -> String {
+    if d.is_zero() || d >= lo { range } else { format!("{range}; {} is too short to enforce", format_duration(d)) }
+}
+
+/// A duration as a number of seconds, as the settings document writes it: `0.1`, `1`.
+fn seconds(d: Duration) -> String {
+    let s = format!("{:.3}", d.as_secs_f64());
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// The limit overrides set in a process's environment (the variables of [`ENV_VARS`]
@@ -572,13 +595,21 @@ fn secs_f64(v: f64) -> Option<Duration> {
     (v.is_finite() && (0.0..1e12).contains(&v)).then(|| Duration::from_secs_f64(v))
 }
 
-/// Writes a duration compactly for messages and flags: `500ms`, `90s`, `10m`, `4h`.
+/// Writes a duration compactly for messages and flags, as a person would have given it:
+/// `0.4ms`, `500ms`, `1.5s`, `90s`, `10m`, `4h` (to the microsecond).
 pub fn format_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if !ms.is_multiple_of(1000) {
-        return format!("{ms}ms");
+    let us = ((d.as_nanos() + 500) / 1000).min(u128::from(u64::MAX)) as u64;
+    if !us.is_multiple_of(1_000_000) {
+        // "1.500" → "1.5": the digits that carry something.
+        let trim =
+            |v: f64, places: usize| format!("{v:.places$}").trim_end_matches('0').trim_end_matches('.').to_owned();
+        return if us < 1_000_000 {
+            format!("{}ms", trim(us as f64 / 1000.0, 3))
+        } else {
+            format!("{}s", trim(us as f64 / 1_000_000.0, 6))
+        };
     }
-    let s = ms / 1000;
+    let s = us / 1_000_000;
     if s != 0 && s.is_multiple_of(3600) {
         format!("{}h", s / 3600)
     } else if s != 0 && s.is_multiple_of(60) {
@@ -701,8 +732,8 @@ mod tests {
             ("limits.durationWarnPercent", "must be between 1 and 99 %"),
             ("limits.maxRssMb", "must be between 64 and 1048576 MB"),
             ("limits.diskCleanupPercent", "must be above the warning level"),
-            ("limits.healthCheckSecs", "must be more than 0 and at most 3600 seconds"),
-            ("limits.recoveryRetryDelaySecs", "must be between 0 and 600 seconds"),
+            ("limits.healthCheckSecs", "must be between 0.1 and 3600 seconds"),
+            ("limits.recoveryRetryDelaySecs", "must be 0, or between 0.1 and 600 seconds"),
         ];
         for (i, (f, m)) in expected.iter().enumerate() {
             assert_eq!((errors[i].0.as_str(), errors[i].1.as_str()), (*f, *m));
@@ -727,7 +758,7 @@ mod tests {
         };
         assert!(short.validate().is_empty(), "{:?}", short.validate());
         let long = Limits { max_duration: Duration::from_secs(604_801), ..Limits::default() };
-        assert_eq!(long.validate()[0].message, "must be more than 0 and at most 604800 seconds");
+        assert_eq!(long.validate()[0].message, "must be between 0.1 and 604800 seconds");
         let many = Limits { crash_patterns: vec!["a".into(); 33], ..Limits::default() };
         assert_eq!(many.validate()[0].message, "at most 32 patterns");
         assert!(Limits { crash_patterns: vec![], ..Limits::default() }.validate().is_empty());
@@ -741,7 +772,7 @@ mod tests {
         assert_eq!(fields, ["limits.idleTimeoutSecs", "limits.maxRssMb"], "the settings keep their ranges");
         let zero = Limits { idle_timeout: Duration::ZERO, max_rss_mb: 0, ..Limits::default() };
         let errors: Vec<String> = zero.validate_override().into_iter().map(|e| e.message).collect();
-        assert_eq!(errors, ["must be more than 0 and at most 7200 seconds", "must be between 1 and 1048576 MB"]);
+        assert_eq!(errors, ["must be between 0.1 and 7200 seconds", "must be between 1 and 1048576 MB"]);
     }
 
     #[test]
@@ -808,13 +839,66 @@ mod tests {
         assert!(parse_duration("soon").unwrap_err().to_string().contains("500ms, 90s"));
     }
 
+    /// Issue 32: `--max-duration 0.4ms` passed and enforced nothing (the clock counts
+    /// milliseconds: the limit was over before it moved), and checks every 0.4 ms would
+    /// run all the time. Each duration has a floor, and what lies under it is named.
+    #[test]
+    fn durations_too_short_to_enforce_are_refused_with_what_was_given() {
+        let field = |l: &Limits, f: &str| l.validate_override().into_iter().find(|e| e.field == f).map(|e| e.message);
+        let tiny = Limits {
+            max_duration: Duration::from_micros(400),
+            duration_check: Duration::from_millis(10),
+            rss_check: Duration::from_millis(1),
+            idle_timeout: Duration::from_millis(50),
+            turn_grace: Duration::from_millis(50),
+            kill_after: Duration::from_micros(500),
+            ..Limits::default()
+        };
+        let expected = [
+            ("limits.maxDurationSecs", "must be between 0.1 and 604800 seconds; 0.4ms is too short to enforce"),
+            ("limits.durationCheckSecs", "must be between 0.1 and 3600 seconds; 10ms is too short to enforce"),
+            ("limits.rssCheckSecs", "must be between 0.1 and 3600 seconds; 1ms is too short to enforce"),
+            ("limits.idleTimeoutSecs", "must be between 0.1 and 7200 seconds; 50ms is too short to enforce"),
+            ("limits.turnGraceSecs", "must be 0, or between 0.1 and 600 seconds; 50ms is too short to enforce"),
+            ("limits.killAfterSecs", "must be between 0.1 and 120 seconds; 0.5ms is too short to enforce"),
+        ];
+        for (f, m) in expected {
+            assert_eq!(field(&tiny, f).as_deref(), Some(m), "{f}");
+            assert!(tiny.validate().iter().any(|e| e.field == f), "{f}: the settings refuse it too");
+        }
+        // The floors themselves, and no grace at all, are fine.
+        let floors = Limits {
+            max_duration: MIN_DURATION,
+            idle_timeout: MIN_DURATION,
+            duration_check: MIN_DURATION,
+            rss_check: MIN_DURATION,
+            kill_after: MIN_DURATION,
+            turn_grace: Duration::ZERO,
+            recovery_retry_delay: MIN_DURATION,
+            ..Limits::default()
+        };
+        assert!(floors.validate_override().is_empty(), "{:?}", floors.validate_override());
+        // Through the flags: refused as a usage error, nothing applied.
+        let flags = LimitFlags { max_duration: Some(Duration::from_micros(400)), ..Default::default() };
+        let e = effective(&Limits::default(), &LimitsEnv::default(), &flags);
+        assert_eq!(e.flag_errors[0].field, "--max-duration");
+        assert_eq!(e.limits, Limits::default());
+        // And through the environment (the seeds' variables).
+        let env = LimitsEnv::from_pairs([("MAX_SESSION_DURATION_SECONDS".to_owned(), "0.0004".to_owned())]);
+        let (l, errors) = env.apply(&Limits::default());
+        assert_eq!(l, Limits::default());
+        assert!(errors[0].message.contains("0.4ms is too short to enforce"), "{errors:?}");
+    }
+
     #[test]
     fn durations_format_compactly() {
+        assert_eq!(format_duration(Duration::from_micros(400)), "0.4ms");
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
         assert_eq!(format_duration(Duration::from_millis(500)), "500ms");
         assert_eq!(format_duration(Duration::from_secs(90)), "90s");
         assert_eq!(format_duration(Duration::from_secs(600)), "10m");
         assert_eq!(format_duration(Duration::from_secs(14400)), "4h");
-        for s in ["500ms", "90s", "10m", "4h"] {
+        for s in ["0.4ms", "500ms", "1.5s", "2.25s", "90s", "10m", "4h"] {
             assert_eq!(format_duration(parse_duration(s).unwrap()), s);
         }
     }

@@ -310,6 +310,30 @@ fn the_hook_runs_the_cli_next_to_the_app_else_the_app_itself() {
     assert_eq!(hook_program(&cli), cli, "the CLI installs itself");
 }
 
+/// Hooks whose program is gone (the package was removed) say so; the user's own hooks are
+/// never looked at, and a reinstall from where Mimesis is now puts it right.
+#[test]
+fn hooks_that_run_a_program_no_longer_there_are_reported() {
+    let (d, r) = root();
+    let bin = d.path().join("usr/bin/mimesis");
+    fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    fs::write(&bin, b"cli").unwrap();
+    let mut v = foreign();
+    v["hooks"]["Stop"] = json!([{"hooks": [{"type": "command", "command": "/no/such/user-script"}]}]);
+    fs::write(settings_path(&r), claude_style(&v)).unwrap();
+    let st = install(&r, &hook_command(&bin, Path::new("/d")), T0).unwrap();
+    assert!(st.installed);
+    assert_eq!(st.missing_program, None, "a user's own missing program is not ours to report");
+    fs::remove_file(&bin).unwrap();
+    let st = status(&r);
+    assert!(st.installed, "still in the file");
+    assert_eq!(st.missing_program.as_deref(), Some(bin.as_path()));
+    let moved = d.path().join("elsewhere/mimesis");
+    fs::create_dir_all(moved.parent().unwrap()).unwrap();
+    fs::write(&moved, b"cli").unwrap();
+    assert_eq!(install(&r, &hook_command(&moved, Path::new("/d")), T0).unwrap().missing_program, None);
+}
+
 /// Issue 10.5: a user's hook named like ours survives install and uninstall, and a large
 /// one-line settings file comes back byte for byte.
 #[test]

@@ -1014,20 +1014,24 @@ export const settings = {
   },
   "machines": {
     "hosts": []
+  },
+  "desktop": {
+    "startAtLogin": false
   }
 } satisfies Settings;
 
 export const pending = [
   {
-    "id": "r1",
+    "id": "req_0123456789abcdef0123456789abcdef",
     "sessionId": "s1",
     "tool": "Edit",
     "target": "/p/a.rs",
     "cwd": null,
-    "since": "2026-11-01T00:00:00.000Z"
+    "since": "2026-11-01T00:00:00.000Z",
+    "knownSession": false
   },
   {
-    "id": "r1",
+    "id": "req_0123456789abcdef0123456789abcdef",
     "sessionId": "s1",
     "tool": "Edit",
     "target": "/p/a.rs",
@@ -1042,10 +1046,12 @@ export const pending = [
         }
       ]
     },
-    "since": "2026-11-01T00:00:00.000Z"
+    "since": "2026-11-01T00:00:00.000Z",
+    "knownSession": true,
+    "sessionName": "p · Fix it"
   },
   {
-    "id": "r1",
+    "id": "req_0123456789abcdef0123456789abcdef",
     "sessionId": "s1",
     "tool": "Edit",
     "target": "/p/a.rs",
@@ -1055,10 +1061,12 @@ export const pending = [
       "file": "/p/a.rs",
       "content": "c"
     },
-    "since": "2026-11-01T00:00:00.000Z"
+    "since": "2026-11-01T00:00:00.000Z",
+    "knownSession": true,
+    "sessionName": "p · Fix it"
   },
   {
-    "id": "r1",
+    "id": "req_0123456789abcdef0123456789abcdef",
     "sessionId": "s1",
     "tool": "Edit",
     "target": "/p/a.rs",
@@ -1067,10 +1075,12 @@ export const pending = [
       "kind": "plan",
       "plan": "p"
     },
-    "since": "2026-11-01T00:00:00.000Z"
+    "since": "2026-11-01T00:00:00.000Z",
+    "knownSession": true,
+    "sessionName": "p · Fix it"
   },
   {
-    "id": "r1",
+    "id": "req_0123456789abcdef0123456789abcdef",
     "sessionId": "s1",
     "tool": "Edit",
     "target": "/p/a.rs",
@@ -1094,7 +1104,9 @@ export const pending = [
         }
       ]
     },
-    "since": "2026-11-01T00:00:00.000Z"
+    "since": "2026-11-01T00:00:00.000Z",
+    "knownSession": true,
+    "sessionName": "p · Fix it"
   }
 ] satisfies Pending[];
 
@@ -1110,7 +1122,8 @@ export const doctor = {
         "settingsPath": "/r/settings.json",
         "installed": false,
         "partial": true,
-        "error": "e"
+        "error": "e",
+        "missingProgram": "/usr/bin/mimesis"
       }
     }
   ],
@@ -1126,6 +1139,8 @@ export const doctor = {
     "error": "e"
   },
   "dataDir": "/d",
+  "dataDirMode": "0755",
+  "dataDirOpen": "/d is readable by other users (mode 0755); run chmod 700 /d",
   "database": {
     "path": "/d/fleet.db",
     "health": {
@@ -1326,7 +1341,7 @@ export const rosterSnapshot = {
       },
       "live": true,
       "pid": 7,
-      "transcriptPath": "/r/projects/-p/s1.jsonl",
+      "transcriptPath": "devbox:/r/projects/-p/s1.jsonl",
       "permissionMode": "default",
       "malformedLines": 0,
       "malformedFields": 0,

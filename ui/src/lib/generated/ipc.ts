@@ -378,7 +378,17 @@ export type MachineSettings = {
  */
 hosts: Array<string>, };
 
-export type Settings = { watch: WatchSettings, limits: Limits, agent: AgentSettings, notifications: NotificationSettings, machines: MachineSettings, };
+/**
+ * The desktop app's own choices (the CLI has no use for them).
+ */
+export type DesktopSettings = { 
+/**
+ * Start Mimesis, hidden to the tray, when the user logs in (an XDG autostart entry,
+ * written and removed by the app). Off until the user turns it on.
+ */
+startAtLogin: boolean, };
+
+export type Settings = { watch: WatchSettings, limits: Limits, agent: AgentSettings, notifications: NotificationSettings, machines: MachineSettings, desktop: DesktopSettings, };
 
 /**
  * One invalid setting: `field` is its path in the settings document
@@ -425,7 +435,12 @@ partial: boolean,
 /**
  * Why the file could not be read, if it could not.
  */
-error: string | null, };
+error: string | null, 
+/**
+ * The program our hooks run, when it is not there any more (Mimesis was removed or
+ * moved): Claude Code then fails to run them until they are uninstalled or reinstalled.
+ */
+missingProgram: string | null, };
 
 export type RootReport = { path: string, exists: boolean, sessionCount: number, hooks: HookStatus, };
 
@@ -499,7 +514,17 @@ staleMetrics: number, error: string | null, };
 /**
  * The whole report (`mimesis doctor --json`).
  */
-export type DoctorReport = { mimesisVersion: string, roots: Array<RootReport>, claudeCode: ClaudeCodeReport, watcher: WatcherReport, dataDir: string, database: DbStats, 
+export type DoctorReport = { mimesisVersion: string, roots: Array<RootReport>, claudeCode: ClaudeCodeReport, watcher: WatcherReport, dataDir: string, 
+/**
+ * The data dir's mode in octal (`"0700"`), `None` when it does not exist yet.
+ */
+dataDirMode: string | null, 
+/**
+ * Why other users can read the data dir ("… is readable by other users (mode 0755);
+ * run chmod 700 …"), or `None`. Mimesis makes its own files 0600 and folders 0700,
+ * but never changes the mode of a data dir it did not make.
+ */
+dataDirOpen: string | null, database: DbStats, 
 /**
  * A running process that still has the database file open after it was deleted.
  */
@@ -528,9 +553,18 @@ export type Detail = { "kind": "edit", file: string, edits: Array<Replacement>, 
  */
 export type Pending = { 
 /**
- * Unguessable and single-use.
+ * `req_` and 32 hex digits ([`ID_PREFIX`]): unguessable and single-use.
  */
-id: string, since: string, sessionId: string, tool: string, 
+id: string, since: string, 
+/**
+ * Whether the session is one the face follows (in its roster). A request for a
+ * session in no roster came from something Mimesis does not know: said plainly.
+ */
+knownSession: boolean, 
+/**
+ * How the face calls the session (its folder and title), when it knows it.
+ */
+sessionName?: string | null, sessionId: string, tool: string, 
 /**
  * The command, the file, the URL… (cleaned, at most 300 characters).
  */
