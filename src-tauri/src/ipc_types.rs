@@ -23,6 +23,7 @@ use mimesis_core::session::{Billed, Cost, SessionPatch, Source};
 use mimesis_core::settings::{
     AgentSettings, DesktopSettings, MachineSettings, NotificationSettings, SetOutcome, Settings, WatchSettings,
 };
+use mimesis_core::spend::{SpendSeries, SpendSession, SpendTotal, SpendView};
 use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::supervision::event::{EventKind, ReadyStatus};
 use mimesis_core::supervision::limits::{FieldError, Limits, SuspendMode};
@@ -108,6 +109,10 @@ fn decls() -> Vec<Decl> {
         decl::<ResourceRow>(),
         decl::<Metrics>(),
         decl::<Resources>(),
+        decl::<SpendSeries>(),
+        decl::<SpendTotal>(),
+        decl::<SpendSession>(),
+        decl::<SpendView>(),
         decl::<WatchSettings>(),
         decl::<SuspendMode>(),
         decl::<Limits>(),
@@ -265,6 +270,7 @@ commands! {
     pty_dialog(session_id: String) -> Option<Dialog>;
     pty_answer(session_id: String, answer: String) -> String;
     resources() -> Resources;
+    spend_view(days: u32) -> SpendView;
     hosts_list() -> Vec<HostInfo>;
     host_retry(host: String) -> ();
     host_install(host: String) -> ();

@@ -1,6 +1,6 @@
 //! Spend: what Claude Code's API requests cost, summed by day, week, month, session,
-//! project or model (`mimesis cost`; the window's Spend view and budgets are to read the
-//! same [`CostReport`]).
+//! project or model (`mimesis cost`, a [`CostReport`]), and per day by project and by model
+//! for the window's Spend page (a [`SpendView`], `view.rs`).
 //!
 //! Pure. `mimesis-watch` reads the transcript files (in parallel) into one [`FileUsage`]
 //! each, through the one transcript reader; here they are folded, in file order, into a
@@ -13,6 +13,7 @@
 mod read;
 #[cfg(test)]
 mod tests;
+mod view;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -24,6 +25,7 @@ use crate::pricing::{ModelPrice, PriceTable, RequestTokens};
 pub use chrono::NaiveDate;
 pub use read::{FileUsage, MAX_LINE, Skipped, UsageEntry};
 use read::{NO_MODEL, SYNTHETIC};
+pub use view::{MAX_DAYS, SpendSeries, SpendSession, SpendTotal, SpendView};
 
 /// What the rows of a report are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Local, NaiveDate};
 use mimesis_core::clock::Timestamp;
+use mimesis_core::pricing::PriceTable;
 use mimesis_core::remote::FromRemote;
-use mimesis_core::spend::{self, CostQuery, CostReport};
+use mimesis_core::spend::{self, CostQuery, CostReport, SpendView};
 
 /// The price file read from the data folder when none is named.
 pub const PRICE_FILE: &str = "prices.json";
@@ -25,17 +26,35 @@ pub use mimesis_watch::spend::Reading;
 /// `how`: [`Reading::Mapped`] only in a short-lived process that says a bus error
 /// ([`say_on_bus_error`]).
 pub fn report(roots: &[PathBuf], data_dir: &Path, q: &CostQuery, prices: Option<&Path>, how: Reading) -> CostReport {
-    let default = data_dir.join(PRICE_FILE);
-    let file = match prices {
-        Some(p) => Some(p.to_owned()),
-        None => default.exists().then_some(default),
-    };
-    let read = file.as_ref().map(|p| (p.display().to_string(), read_price_file(p)));
-    let (table, price_warnings) = spend::price_table(read.as_ref().map(|(p, r)| (p.as_str(), r.clone())));
+    let (table, price_warnings) = price_table(data_dir, prices);
     let ledger = mimesis_watch::spend::read(roots, how);
     let mut r = ledger.report(q, &table, &local_day);
     r.warnings.splice(0..0, price_warnings);
     r
+}
+
+/// The window's Spend view of the `days` days up to today (local time), over the
+/// transcripts of `roots`, read copied (the window lives long), with the data folder's
+/// price file when there is one.
+pub fn spend_view(roots: &[PathBuf], data_dir: &Path, days: u32) -> SpendView {
+    let (table, price_warnings) = price_table(data_dir, None);
+    let ledger = mimesis_watch::spend::read(roots, Reading::Copied);
+    let today = Local::now().date_naive();
+    let mut v = ledger.spend_view(&table, &local_day, today, days);
+    v.warnings.splice(0..0, price_warnings);
+    v
+}
+
+/// The user's price file (`named`, else `<data_dir>/prices.json` when it exists) over the
+/// shipped table, with why it could not be used.
+fn price_table(data_dir: &Path, named: Option<&Path>) -> (PriceTable, Vec<String>) {
+    let default = data_dir.join(PRICE_FILE);
+    let file = match named {
+        Some(p) => Some(p.to_owned()),
+        None => default.exists().then_some(default),
+    };
+    let read = file.as_ref().map(|p| (p.display().to_string(), read_price_file(p)));
+    spend::price_table(read.as_ref().map(|(p, r)| (p.as_str(), r.clone())))
 }
 
 /// Makes a transcript cut short by another process while this one reads it mapped end

@@ -421,3 +421,58 @@ fn the_report_does_not_depend_on_the_order_files_are_folded_in() {
     assert_eq!(seen[0].0, [("2026-11-01".to_owned(), 10), ("2026-11-03".to_owned(), 50)]);
     assert!(seen.iter().all(|s| *s == seen[0]), "{seen:?}");
 }
+
+/// The Spend view: each day of the window split by project and by model (the costliest
+/// named, the rest as "Other"), today / this week / this month whatever the window, the
+/// costliest sessions of the window, unknown models named and not priced.
+#[test]
+fn the_spend_view_splits_days_by_project_and_model() {
+    let sonnet = "claude-sonnet-4-6";
+    let at = |ts: &str, id: &str, model: &str, input: u64| assistant(ts, Some(id), Some(id), model, u(input, 0));
+    let mut files = vec![
+        file(
+            "s1",
+            "-p1",
+            &[
+                at("2026-11-30T10:00:00Z", "a", sonnet, 100_000),
+                at("2026-11-28T10:00:00Z", "b", sonnet, 100_000),
+                at("2026-11-28T11:00:00Z", "c", "claude-mystery-9", 500),
+            ],
+        ),
+        // Before the window, in the month: in the month's total only.
+        file("s2", "-p2", &[at("2026-11-02T10:00:00Z", "d", sonnet, 150_000)]),
+    ];
+    // Nine more projects, one request each on the 29th: seven named, the rest "Other".
+    for i in 0..9u64 {
+        let mut f = file(
+            &format!("t{i}"),
+            &format!("-q{i}"),
+            &[at("2026-11-29T10:00:00Z", &format!("q{i}"), sonnet, 1000 * (i + 1))],
+        );
+        f.cwd = Some(format!("/q{i}"));
+        files.push(f);
+    }
+    let l = ledger(files);
+    let v = l.spend_view(PriceTable::vendored(), &utc_day, day("2026-11-30"), 3);
+    assert_eq!(v.days, ["2026-11-28", "2026-11-29", "2026-11-30"]);
+    // $3 per million input tokens.
+    let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    assert_eq!(v.today.tokens, 100_000);
+    assert!(near(v.today.usd, 0.3), "{:?}", v.today);
+    assert_eq!(v.week, v.today, "Monday the 30th: the week is today");
+    assert_eq!(v.month.tokens, 200_500 + 150_000 + 45_000);
+    assert!(near(v.month.usd, 0.3 + 0.3 + 0.45 + 0.135), "{:?}", v.month);
+    assert_eq!(v.shown.tokens, 200_500 + 45_000);
+    let names: Vec<&str> = v.by_project.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["/home/me/p1", "/q8", "/q7", "/q6", "/q5", "/q4", "/q3", "Other"]);
+    assert_eq!(v.by_project[0].usd, [0.3, 0.0, 0.3]);
+    let other = &v.by_project[7];
+    assert_eq!(other.usd[1], round_usd(3e-6 * (1000.0 + 2000.0 + 3000.0)));
+    let models: Vec<&str> = v.by_model.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(models, [sonnet], "a model with no price is no stack");
+    assert_eq!(v.unknown_models, ["claude-mystery-9"]);
+    assert_eq!(v.top_sessions[0].session_id, "s1");
+    assert_eq!((v.top_sessions[0].usd, v.top_sessions[0].tokens), (0.6, 200_500));
+    assert_eq!(v.top_sessions.len(), super::view::TOP_SESSIONS);
+    assert!(!v.top_sessions.iter().any(|s| s.session_id == "s2"), "outside the window");
+}

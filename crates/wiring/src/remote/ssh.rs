@@ -408,28 +408,14 @@ pub async fn cost(
     clock: &dyn Clock,
 ) -> Result<CostReport, Failure> {
     let first = ToRemote::Cost { req: 1, query: query.clone() };
-    let mut conn = connect_or_install_with(ssh, dest, install, clock, &first).await?;
-    let wait = ssh.waits.snapshot;
-    let answer = before(clock, clock.mono().plus(wait), async {
-        loop {
-            match conn.recv().await? {
-                FromRemote::Cost { req: 1, report } => return Ok(Ok(*report)),
-                FromRemote::Error { req: Some(1) | None, message } => {
-                    return Ok(Err(Failure::Protocol(remote::quote(&message))));
-                }
-                _ => {}
-            }
-        }
+    let conn = connect_or_install_with(ssh, dest, install, clock, &first).await?;
+    // The host reads every transcript first: as long as a snapshot may take.
+    answer_of_request_1(conn, clock, ssh.waits.snapshot, |msg| match msg {
+        FromRemote::Cost { req: 1, report } => Some(Ok(*report)),
+        FromRemote::Error { req: None, message } => Some(Err(message)),
+        _ => None,
     })
     .await
-    .unwrap_or_else(|| Err(no_answer(wait)));
-    match answer {
-        Ok(answered) => {
-            conn.close().await;
-            answered
-        }
-        Err(f) => Err(f),
-    }
 }
 
 /// What the remote said in its hello, and its roster (rows marked as the host's), from one
@@ -460,28 +446,37 @@ pub async fn timeline(
     conn.send(&ToRemote::Show { req: 1, session_id: id.to_owned() })
         .await
         .map_err(|e| Failure::Unreachable(format!("cannot write to the host: {e}")))?;
-    let wait = ssh.waits.reply;
+    answer_of_request_1(conn, clock, ssh.waits.reply, |msg| match msg {
+        FromRemote::Timeline { req: 1, items } => Some(Ok(items)),
+        _ => None,
+    })
+    .await
+}
+
+/// The answer to request 1 on `conn`, within `wait`: what `pick` takes (its `Err`: the
+/// host's own words), or the host's `error` for request 1; then the connection is closed.
+/// A host that failed is not waited for: dropped, its ssh is killed.
+async fn answer_of_request_1<T>(
+    mut conn: Connection,
+    clock: &dyn Clock,
+    wait: Duration,
+    mut pick: impl FnMut(FromRemote) -> Option<Result<T, String>>,
+) -> Result<T, Failure> {
     let answer = before(clock, clock.mono().plus(wait), async {
         loop {
-            match conn.recv().await? {
-                FromRemote::Timeline { req: 1, items } => return Ok(Ok(items)),
-                FromRemote::Error { req: Some(1), message } => {
-                    return Ok(Err(Failure::Protocol(remote::quote(&message))));
-                }
-                _ => {}
+            let msg = match conn.recv().await? {
+                FromRemote::Error { req: Some(1), message } => return Ok(Err(message)),
+                msg => msg,
+            };
+            if let Some(a) = pick(msg) {
+                return Ok(a);
             }
         }
     })
     .await
-    .unwrap_or_else(|| Err(no_answer(wait)));
-    match answer {
-        Ok(answered) => {
-            conn.close().await;
-            answered
-        }
-        // A host that failed is not waited for: dropped, its ssh is killed.
-        Err(f) => Err(f),
-    }
+    .unwrap_or_else(|| Err(no_answer(wait)))?;
+    conn.close().await;
+    answer.map_err(|message| Failure::Protocol(remote::quote(&message)))
 }
 
 /// A request the host did not answer in time.
