@@ -11,6 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use mimesis_core::remote::PROTOCOL;
 use mimesis_tests::mimesis::{HOSTILE, ensure_inert, stdout_lines};
 use mimesis_tests::sshd::Sshd;
 use mimesis_tests::supervised::mimesis;
@@ -485,8 +486,11 @@ fn no_word_of_a_hostile_remote_reaches_the_terminal_raw() -> Result<()> {
     let Some(rig) = Rig::new()? else { return Ok(()) };
     // It says hello, sends rows whose every field is hostile, answers every `show` with a
     // timeline whose every field is hostile, then a supervision event, and stays.
-    let start =
-        said(&rig, "start.jsonl", [hello(2, "0.1.0"), json!({"type": "snapshot", "sessions": [hostile_row(1)]})])?;
+    let start = said(
+        &rig,
+        "start.jsonl",
+        [hello(PROTOCOL, "0.1.0"), json!({"type": "snapshot", "sessions": [hostile_row(1)]})],
+    )?;
     let items = rig.base.join("items.json");
     std::fs::write(&items, hostile_items().to_string())?;
     hostile_helper(
@@ -550,7 +554,7 @@ fn a_hostile_remotes_words_in_errors_are_filtered_and_cut_short() -> Result<()> 
         // The version string in "speaks protocol 99".
         ("protocol", said(&rig, "p.jsonl", [hello(99, &long)])?, "speaks protocol 99"),
         // serde's "unknown variant `…`".
-        ("variant", said(&rig, "v.jsonl", [hello(2, "0.1.0"), json!({"type": long})])?, "unknown variant"),
+        ("variant", said(&rig, "v.jsonl", [hello(PROTOCOL, "0.1.0"), json!({"type": long})])?, "unknown variant"),
     ];
     for (what, lines, needle) in cases {
         hostile_helper(&rig, "devbox", &format!("read -r hello; cat '{}'; exec sleep 30", lines.display()))?;
@@ -604,7 +608,7 @@ fn ensure_gone(rig: &Rig, what: &str) -> Result<()> {
 fn a_host_that_says_hello_and_goes_silent_is_given_up_and_its_ssh_ends_with_mimesis() -> Result<()> {
     let Some(rig) = Rig::new()? else { return Ok(()) };
     // Hello, then nothing, its input ignored, for longer than any wait of the test.
-    let lines = said(&rig, "hello.jsonl", [hello(2, "0.1.0")])?;
+    let lines = said(&rig, "hello.jsonl", [hello(PROTOCOL, "0.1.0")])?;
     hostile_helper(&rig, "devbox", &format!("read -r hello; cat '{}'; exec sleep 90", lines.display()))?;
 
     // Every wait is bounded: before issue 32, `ls --host` waited for the snapshot for ever.
@@ -653,7 +657,7 @@ fn a_host_that_keeps_discovering_sessions_or_sends_a_huge_line_is_cut_off_with_a
     let lines = said(
         &rig,
         "discover.jsonl",
-        [hello(2, "0.1.0"), json!({"type": "snapshot", "sessions": []})].into_iter().chain(discovering),
+        [hello(PROTOCOL, "0.1.0"), json!({"type": "snapshot", "sessions": []})].into_iter().chain(discovering),
     )?;
     hostile_helper(&rig, "devbox", &format!("read -r hello; cat '{}'; exec sleep 60", lines.display()))?;
     let mut w = Watch::start(&rig, &["--json", "--host", "devbox", "--no-local"])?;
@@ -668,7 +672,7 @@ fn a_host_that_keeps_discovering_sessions_or_sends_a_huge_line_is_cut_off_with_a
     {
         use std::io::Write;
         let mut f = std::io::BufWriter::new(std::fs::File::create(&huge)?);
-        writeln!(f, "{}", hello(2, "0.1.0"))?;
+        writeln!(f, "{}", hello(PROTOCOL, "0.1.0"))?;
         write!(f, "{{\"type\":\"snapshot\",\"sessions\":[")?;
         let one = row(1).to_string();
         let mut n = 0;
@@ -693,8 +697,11 @@ fn a_remote_update_patches_only_its_own_fields() -> Result<()> {
     mine["transcriptPath"] = "/srv/.claude/projects/-srv-api/x.jsonl".into();
     let hijack = json!({"type": "event", "event": {"type": "updated", "sessionId": id(1), "changes":
         {"sessionId": "hijack", "transcriptPath": "/etc/shadow", "host": "elsewhere", "goal": "and the docs"}}});
-    let lines =
-        said(&rig, "update.jsonl", [hello(2, "0.1.0"), json!({"type": "snapshot", "sessions": [mine]}), hijack])?;
+    let lines = said(
+        &rig,
+        "update.jsonl",
+        [hello(PROTOCOL, "0.1.0"), json!({"type": "snapshot", "sessions": [mine]}), hijack],
+    )?;
     hostile_helper(&rig, "devbox", &format!("read -r hello; cat '{}'; exec sleep 60", lines.display()))?;
     let mut w = Watch::start(&rig, &["--json", "--host", "devbox", "--no-local"])?;
     let update = w.wait_for("the update", |v| v["type"] == "updated")?;
