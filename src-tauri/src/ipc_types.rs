@@ -18,6 +18,7 @@ use mimesis_core::approval::{Detail, Pending, Question, QuestionOption, Replacem
 use mimesis_core::attention::AttentionSet;
 use mimesis_core::cwd_files::{ReportedStatus, StatusReport};
 use mimesis_core::dialog::{Dialog, DialogOption};
+use mimesis_core::job::{Job, SessionKind};
 use mimesis_core::remote::HostState;
 use mimesis_core::session::{Billed, Cost, SessionPatch, Source};
 use mimesis_core::settings::{
@@ -83,6 +84,8 @@ fn decls() -> Vec<Decl> {
         decl::<Cost>(),
         decl::<PendingTool>(),
         decl::<Source>(),
+        decl::<SessionKind>(),
+        decl::<Job>(),
         decl::<ReportedStatus>(),
         decl::<StatusReport>(),
         decl::<TrackedSession>(),
@@ -270,6 +273,12 @@ commands! {
     pty_dialog(session_id: String) -> Option<Dialog>;
     pty_answer(session_id: String, answer: String) -> String;
     resources() -> Resources;
+    bg_create(cwd: String, prompt: String, permission_mode: Option<String>) -> Created;
+    bg_attach(session_id: String, cols: Option<u16>, rows: Option<u16>) -> ();
+    bg_detach(session_id: String) -> ();
+    bg_stop(session_id: String) -> String;
+    bg_respawn(session_id: String) -> String;
+    bg_remove(session_id: String) -> String;
     spend_view(days: u32) -> SpendView;
     hosts_list() -> Vec<HostInfo>;
     host_retry(host: String) -> ();
@@ -537,7 +546,9 @@ fn sample_rows() -> (TrackedSession, TrackedSession) {
         "source": "pty", "live": true, "pid": 7, "transcriptPath": "/r/projects/-p/s1.jsonl",
         "permissionMode": "default", "malformedLines": 0, "malformedFields": 0,
         "statusFile": {"status": "blocked", "updated": "2026-11-01T00:00:00.000Z", "task": "t", "summary": "s"},
-        "name": "proj-73", "subagents": 1, "provisional": true, "host": "devbox",
+        "name": "proj-73", "subagents": 1, "provisional": true, "host": "devbox", "kind": "background",
+        "job": {"id": "aa2e1246", "state": "blocked", "detail": "Writing", "intent": "say hello", "attempt": 2,
+                "needs": "approve Bash: ls"},
         "cost": {"estimatedUsd": 1.5, "unknownModels": ["x"], "pricesAsOf": "2026-11-20",
                  "billed": {"costUsd": 1.25, "usage": {"inputTokens": 1, "outputTokens": 2, "cacheCreationInputTokens": 3, "cacheReadInputTokens": 4}}},
         "supervision": {"state": "terminated", "mode": "one_shot", "agent": "claude", "cwd": "/p", "pid": 8,
@@ -555,7 +566,8 @@ fn sample_rows() -> (TrackedSession, TrackedSession) {
         (None, None, None, None, None);
     (bare.work_chain_id, bare.work_chain_name, bare.supervision, bare.pid, bare.permission_mode) =
         (None, None, None, None, None);
-    (bare.status_file, bare.name, bare.host, bare.provisional) = (None, None, None, false);
+    (bare.status_file, bare.name, bare.host, bare.provisional, bare.kind, bare.job) =
+        (None, None, None, false, None, None);
     (full, bare)
 }
 

@@ -4,6 +4,7 @@ import { fireEvent, render, waitFor } from '@testing-library/svelte';
 import { describe, expect, it } from 'vitest';
 import RosterRow from '../src/components/RosterRow.svelte';
 import SpendViewPage from '../src/components/SpendView.svelte';
+import { engineContext } from '../src/lib/app.svelte';
 import { chainCosts, chartData, chartSummary, dayLabel, formatDollars, seriesLabel, type ChartData } from '../src/lib/spend';
 import type { DrawChart } from '../src/lib/spendChart';
 import { RosterStore } from '../src/lib/store.svelte';
@@ -91,7 +92,7 @@ describe('SpendView', () => {
       return { update: (u) => drawn.push(u), destroy: () => destroyed++ };
     };
     const opened: string[] = [];
-    const r = render(SpendViewPage, { props: { backend: b, store, onopen: (id: string) => opened.push(id), draw } });
+    const r = render(SpendViewPage, { props: { store, onopen: (id: string) => opened.push(id), draw }, context: engineContext({ backend: b }) });
     return { b, r, drawn, opened, destroyed: () => destroyed };
   }
 
@@ -134,7 +135,7 @@ describe('SpendView', () => {
     });
     const store = new RosterStore(b);
     await store.start();
-    const { container } = render(SpendViewPage, { props: { backend: b, store, onopen: () => {}, draw: () => ({ update: () => {}, destroy: () => {} }) } });
+    const { container } = render(SpendViewPage, { props: { store, onopen: () => {}, draw: () => ({ update: () => {}, destroy: () => {} }) }, context: engineContext({ backend: b }) });
     await waitFor(() => expect(answers).toHaveLength(1));
     await fireEvent.click(container.querySelector('[data-testid=range-7]') as HTMLElement);
     await waitFor(() => expect(answers).toHaveLength(2));
@@ -153,7 +154,7 @@ describe('SpendView', () => {
     });
     const store = new RosterStore(b);
     await store.start();
-    const { container } = render(SpendViewPage, { props: { backend: b, store, onopen: () => {} } });
+    const { container } = render(SpendViewPage, { props: { store, onopen: () => {} }, context: engineContext({ backend: b }) });
     await waitFor(() => expect(container.querySelector('[role=alert]')?.textContent).toContain('Could not read the spend'));
   });
 });

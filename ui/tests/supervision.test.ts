@@ -251,16 +251,9 @@ describe('SupervisionStore', () => {
     expect(sup.of('s').banners).toHaveLength(1);
   });
 
-  it('follows attention:changed and cycles through those sessions; app:open-session opens one', async () => {
+  it('app:open-session opens one', async () => {
     const { b, sup, opened } = setup();
     await sup.start();
-    expect(sup.nextAttention(null)).toBeNull();
-    b.fire('attention:changed', { count: 3, sessionIds: ['a', 'b', 'c'], title: 'Mimesis — 3 need you' });
-    expect(sup.attention.count).toBe(3);
-    expect(sup.nextAttention(null)).toBe('a');
-    expect(sup.nextAttention('a')).toBe('b');
-    expect(sup.nextAttention('c')).toBe('a');
-    expect(sup.nextAttention('zzz')).toBe('a');
     b.fire('app:open-session', { sessionId: 'b' });
     expect(opened).toEqual(['b']);
   });

@@ -2,11 +2,14 @@
 //! machine, in a terminal (also over SSH, with no display). A thin face on the engine;
 //! the JSON it prints is a contract (docs/ipc.md).
 
+mod control;
 mod cost_cmd;
 mod remote_cmd;
 mod render;
 // Its terminal is the agent's, passed through as it is (crate::term's one exception).
 mod run;
+mod run_log;
+mod run_status;
 mod term;
 
 use std::io::{self, Write};
@@ -148,6 +151,35 @@ enum Command {
     /// Run Claude Code supervised in this terminal: crashes are recovered; memory, duration
     /// and idleness are kept in check. Durations read like 500ms, 90s, 10m, 4h.
     Run(Box<run::RunArgs>),
+    /// Start a session in Claude Code's background service (`claude --bg`); prints its
+    /// session id.
+    Bg(control::BgArgs),
+    /// Open a background session in this terminal (`claude attach`; Ctrl+Z detaches and
+    /// leaves it running).
+    Attach {
+        /// A session id or unique prefix, a background session's short id, or `host:id`.
+        session_id: String,
+    },
+    /// A background session's recent screen, as plain text.
+    Logs {
+        /// A session id or unique prefix, a background session's short id, or `host:id`.
+        session_id: String,
+    },
+    /// Stop a background session (`claude stop`; it can be respawned).
+    Stop {
+        /// A session id or unique prefix, a background session's short id, or `host:id`.
+        session_id: String,
+    },
+    /// Restart a background session from its transcript (`claude respawn`).
+    Respawn {
+        /// A session id or unique prefix, a background session's short id, or `host:id`.
+        session_id: String,
+    },
+    /// Remove a background session from the service (`claude rm`; the transcript stays).
+    Rm {
+        /// A session id or unique prefix, a background session's short id, or `host:id`.
+        session_id: String,
+    },
     /// Metrics of every running supervisor (the app, each `mimesis run`), as Prometheus text.
     Metrics {
         /// Print the summed metrics as one JSON object instead.
@@ -200,9 +232,9 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    init_logging();
     let roots = roots::from_env(&cli.config_dir);
     let data_dir = cli.data_dir.as_deref().map(roots::absolute).unwrap_or_else(roots::data_dir);
+    init_logging(matches!(cli.command, Some(Command::Run(_))).then_some(data_dir.as_path()));
     let command = cli.command.unwrap_or(Command::Ls { json: false, all: false, remote: Default::default() });
     if let Command::Run(args) = command {
         return match run::run(*args, &cli.config_dir, &data_dir) {
@@ -213,7 +245,31 @@ fn main() -> ExitCode {
             }
         };
     }
+    let action = match &command {
+        Command::Attach { session_id } => Some((control::Action::Attach, session_id.clone())),
+        Command::Logs { session_id } => Some((control::Action::Logs, session_id.clone())),
+        Command::Stop { session_id } => {
+            Some((control::Action::Act(mimesis_wiring::background::Verb::Stop), session_id.clone()))
+        }
+        Command::Respawn { session_id } => {
+            Some((control::Action::Act(mimesis_wiring::background::Verb::Respawn), session_id.clone()))
+        }
+        Command::Rm { session_id } => {
+            Some((control::Action::Act(mimesis_wiring::background::Verb::Remove), session_id.clone()))
+        }
+        _ => None,
+    };
+    if let Some((action, id)) = action {
+        return match control::act(&roots, &data_dir, action, &id) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("mimesis: {e:#}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let result = match command {
+        Command::Bg(args) => control::dispatch(&roots, &data_dir, args),
         Command::Ls { json, all, remote } => ls(&roots, &data_dir, json, all, &remote),
         Command::Show { session_id, json, install_helper } => {
             show(&roots, &data_dir, &session_id, json, install_helper)
@@ -238,7 +294,12 @@ fn main() -> ExitCode {
         Command::Doctor { json } => doctor_cmd(&roots, &data_dir, json),
         Command::Metrics { json } => metrics_cmd(&data_dir, json),
         Command::Demo { dir, speed } => runtime().and_then(|rt| rt.block_on(demo(dir, speed))),
-        Command::Run(_) => unreachable!("handled above"),
+        Command::Run(_)
+        | Command::Attach { .. }
+        | Command::Logs { .. }
+        | Command::Stop { .. }
+        | Command::Respawn { .. }
+        | Command::Rm { .. } => unreachable!("handled above"),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -250,16 +311,29 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging() {
+/// Logs go to stderr, but `mimesis run`'s (`run_log`: its terminal is the agent's) to a
+/// file in the data dir, `info` and up unless `MIMESIS_LOG` says otherwise.
+fn init_logging(run_in: Option<&std::path::Path>) {
+    let default = if run_in.is_some() { "info" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("MIMESIS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Plain text through the terminal filter: a log line may quote a remote's words.
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(Term::stderr)
-        .with_ansi(false)
-        .with_target(false)
-        .init();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_target(false);
+    match run_in.map(run_log::RunLog::open) {
+        Some(Ok(file)) => logs.with_writer(file).init(),
+        // Nowhere to write it: never onto the agent's screen either.
+        Some(Err(_)) => logs.with_writer(io::sink).init(),
+        None => logs.with_writer(Term::stderr).init(),
+    }
+}
+
+/// A task that ends with its owner.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -405,8 +479,13 @@ async fn watch(
     let mut hosts_open = !remote.hosts.is_empty();
     let mimesis = match remote.no_local {
         true => None,
-        false => Some(Mimesis::start(Options::watching(roots, data_dir)).await),
+        false => Some(Mimesis::start(Options::watching(roots.clone(), data_dir.clone())).await),
     };
+    // The sessions `mimesis run`s supervise here: their rows carry their `supervision`.
+    let _follower = mimesis.as_ref().map(|m| {
+        let follow = mimesis_wiring::supervisors::follow(roots, data_dir, m.engine().clone(), None);
+        AbortOnDrop(tokio::spawn(follow))
+    });
     let mut out = Term::stdout();
     let emit_discovered = |s: &TrackedSession, out: &mut Term<_>| -> io::Result<()> {
         if json {

@@ -27,7 +27,9 @@ use mimesis_core::timeline::{ChainSegment, TimelineItem};
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
+use crate::background::{self, BackgroundReader};
 use crate::cwd_files::read_bounded;
+use crate::store::BackgroundFiles;
 use crate::store::{IndexedFile, Store, StoreEvent};
 use crate::tail::FileTail;
 use crate::timeline_view::{self as timeline, TimelineView};
@@ -273,6 +275,7 @@ impl Engine {
         let (progress_tx, progress) = watch::channel(IndexProgress { indexing: true, done: 0, total: 0 });
         let now = config.clock.now();
         let mut store = Store::new(config.timeouts);
+        store.set_rows_at_prompt(config.follow == Follow::Everything);
         store.set_timeouts(config.timeouts, config.status_file_ttl, now);
         let watcher = match RootWatcher::new(fs_tx) {
             Ok(mut w) => {
@@ -305,6 +308,8 @@ impl Engine {
             timelines: HashMap::new(),
             timeline_seq: 0,
             registry_dirty: config.roots.iter().cloned().collect(),
+            background_dirty: config.roots.iter().cloned().collect(),
+            background: BackgroundReader::default(),
             polls: PollState::default(),
             next_poll: tokio::time::Instant::now(),
             indexing: true,
@@ -673,6 +678,10 @@ struct Actor {
     /// The last number given to a timeline update or page.
     timeline_seq: u64,
     registry_dirty: HashSet<PathBuf>,
+    /// Roots whose background service files (2.1.332's jobs and roster) are to be read
+    /// again, and their reader.
+    background_dirty: HashSet<PathBuf>,
+    background: BackgroundReader,
     /// Polls done, and when the next one comes.
     polls: PollState,
     next_poll: tokio::time::Instant,
@@ -810,6 +819,7 @@ impl Actor {
                 _ = tokio::time::sleep_until(self.next_poll) => {
                     if !self.indexing {
                         self.registry_dirty.extend(self.roots.iter().cloned());
+                        self.background_dirty.extend(self.roots.iter().cloned());
                         self.poll_registry();
                         self.ensure_coverage();
                         let now = self.clock.mono();
@@ -1125,7 +1135,8 @@ impl Actor {
                 if let Some(w) = &mut self.watcher {
                     w.unwatch_root(&root);
                 }
-                let events = self.store.remove_root(&root);
+                let mut events = self.store.set_background(&root, BackgroundFiles::default(), now);
+                events.extend(self.store.remove_root(&root));
                 self.publish(events);
                 let _ = reply.send(());
             }
@@ -1272,6 +1283,15 @@ impl Actor {
                     self.registry_dirty.insert(root);
                 }
                 PathKind::Settings => settings_changed = true,
+                PathKind::Background => {
+                    // (A `jobs/` or `daemon/` folder that appeared gets its watch.)
+                    if let Some(w) = &mut self.watcher
+                        && !w.covers(&root)
+                    {
+                        w.watch_root(&root);
+                    }
+                    self.background_dirty.insert(root);
+                }
                 PathKind::Other => {}
             }
         }
@@ -1382,14 +1402,21 @@ impl Actor {
         }
     }
 
+    /// Reads the live registry of the roots that changed, and (once the index is in, for an
+    /// engine that follows every session) their background service's files.
     fn poll_registry(&mut self) {
         let now = self.clock.now();
         let dirty: Vec<PathBuf> = self.registry_dirty.drain().collect();
         let mut events = Vec::new();
         for root in dirty {
-            let alive: Vec<_> =
-                registry::read_dir(&roots::sessions_dir(&root)).into_iter().filter(registry::alive).collect();
-            events.extend(self.store.set_registry(&root, alive, now));
+            let snapshot = registry::read(&roots::sessions_dir(&root), self.store.registry_of(&root));
+            events.extend(self.store.set_registry_snapshot(&root, snapshot, now));
+        }
+        if !self.indexing && self.follow == Follow::Everything {
+            for root in self.background_dirty.drain().collect::<Vec<_>>() {
+                let files = self.background.read(&root);
+                events.extend(self.store.set_background(&root, files, now));
+            }
         }
         self.publish(events);
     }
@@ -1454,8 +1481,8 @@ fn store_once(
     store.restore_links(links);
     index(&mut store);
     for root in roots {
-        let alive = registry::read_dir(&roots::sessions_dir(root)).into_iter().filter(registry::alive).collect();
-        store.set_registry(root, alive, now);
+        store.set_registry_snapshot(root, registry::read(&roots::sessions_dir(root), &[]), now);
+        store.set_background(root, background::read_once(root), now);
     }
     if let Some(d) = data_dir {
         for ev in spool::read_all(d) {

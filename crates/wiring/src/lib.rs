@@ -12,6 +12,8 @@
 //! `mimesis-watch`, `mimesis-supervise`, `mimesis-hooks`) and `mimesis-core`. The faces
 //! (`mimesis` and `mimesis-desktop`) only parse their input, call this, and render.
 //!
+//! - [`background`]: one control vocabulary (`bg`, `attach`, `logs`, `stop`, `respawn`,
+//!   `rm`) for background, supervised and remote sessions, through Claude Code's own verbs.
 //! - [`doctor`]: is this installation able to watch Claude Code?
 //! - [`demo`]: generated live sessions for a newcomer (SPEC X2).
 //! - [`once`]: the roster and timelines read once, without watching (`ls`, `show`).
@@ -19,6 +21,8 @@
 //! - [`ui_contract`]: what the UI must word and offer as the engine does, as TypeScript.
 
 pub mod approvals;
+pub mod background;
+mod bg_limits;
 pub mod cost;
 pub mod demo;
 pub mod doctor;
@@ -317,6 +321,7 @@ impl Mimesis {
             }
             // Supervised transcripts must be watched to be read.
             let _ = engine.add_root(s.config_root).await;
+            let limits_of_background = (opts.follow == Follow::Everything).then(|| mimesis.clone());
             tokio::spawn(async move {
                 let sup = Supervisor::start(config).await;
                 let cleanup = sup.previous_runs();
@@ -325,6 +330,10 @@ impl Mimesis {
                 }
                 tokio::spawn(forward_supervision_events(sup.subscribe(), engine.clone()));
                 tokio::spawn(forward_agent_reports(engine.subscribe_agent_reports(), engine, sup.clone()));
+                if let Some(m) = limits_of_background {
+                    // The limits on Claude Code's background sessions, when turned on.
+                    tokio::spawn(bg_limits::run(m, sup.clone()));
+                }
                 let _ = sup_tx.send(Some(sup));
                 // Keep the sender: the handles' receivers stay valid for the app's lifetime.
                 sup_tx.closed().await;

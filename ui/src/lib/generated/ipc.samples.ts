@@ -87,7 +87,16 @@ export const fullRow = {
   },
   "subagents": 1,
   "provisional": true,
-  "host": "devbox"
+  "host": "devbox",
+  "kind": "background",
+  "job": {
+    "id": "aa2e1246",
+    "state": "blocked",
+    "detail": "Writing",
+    "intent": "say hello",
+    "attempt": 2,
+    "needs": "approve Bash: ls"
+  }
 } satisfies TrackedSession;
 
 export const bareRow = {
@@ -146,7 +155,9 @@ export const bareRow = {
     }
   },
   "subagents": 1,
-  "host": null
+  "host": null,
+  "kind": null,
+  "job": null
 } satisfies TrackedSession;
 
 export const storeEvents = [
@@ -236,7 +247,16 @@ export const storeEvents = [
       },
       "subagents": 1,
       "provisional": true,
-      "host": "devbox"
+      "host": "devbox",
+      "kind": "background",
+      "job": {
+        "id": "aa2e1246",
+        "state": "blocked",
+        "detail": "Writing",
+        "intent": "say hello",
+        "attempt": 2,
+        "needs": "approve Bash: ls"
+      }
     }
   },
   {
@@ -248,6 +268,8 @@ export const storeEvents = [
       "cwd": null,
       "goal": null,
       "host": null,
+      "job": null,
+      "kind": null,
       "model": null,
       "name": null,
       "pendingTool": null,
@@ -360,7 +382,16 @@ export const storeBatch = {
         },
         "subagents": 1,
         "provisional": true,
-        "host": "devbox"
+        "host": "devbox",
+        "kind": "background",
+        "job": {
+          "id": "aa2e1246",
+          "state": "blocked",
+          "detail": "Writing",
+          "intent": "say hello",
+          "attempt": 2,
+          "needs": "approve Bash: ls"
+        }
       }
     },
     {
@@ -373,6 +404,8 @@ export const storeBatch = {
         "cwd": null,
         "goal": null,
         "host": null,
+        "job": null,
+        "kind": null,
         "model": null,
         "name": null,
         "pendingTool": null,
@@ -998,7 +1031,8 @@ export const settings = {
       "RangeError: Maximum call stack size exceeded"
     ],
     "restartLimitBurst": 5,
-    "restartLimitWindowSecs": 1800
+    "restartLimitWindowSecs": 1800,
+    "backgroundSessions": false
   },
   "agent": {
     "command": "claude",
@@ -1268,7 +1302,9 @@ export const rosterSnapshot = {
         }
       },
       "subagents": 1,
-      "host": null
+      "host": null,
+      "kind": null,
+      "job": null
     }
   ],
   "roots": [
@@ -1370,7 +1406,16 @@ export const rosterSnapshot = {
       },
       "subagents": 1,
       "provisional": true,
-      "host": "devbox"
+      "host": "devbox",
+      "kind": "background",
+      "job": {
+        "id": "aa2e1246",
+        "state": "blocked",
+        "detail": "Writing",
+        "intent": "say hello",
+        "attempt": 2,
+        "needs": "approve Bash: ls"
+      }
     }
   ],
   "hosts": [

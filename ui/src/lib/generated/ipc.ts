@@ -52,6 +52,44 @@ target: string, };
 export type Source = "watcher" | "pty";
 
 /**
+ * How a session runs, when known: in a terminal of its own (an interactive `claude`, or a
+ * session Mimesis supervises in a PTY), or under Claude Code's background service.
+ */
+export type SessionKind = "interactive" | "background";
+
+/**
+ * What a row shows of a background session's job (docs/ipc.md `job`).
+ */
+export type Job = { 
+/**
+ * The service's short id (`claude agents --json`'s `id`): what `mimesis attach|logs|
+ * stop|respawn` and `claude attach|…` take.
+ */
+id: string, 
+/**
+ * The job's state as `claude agents` shows it: `working`, `blocked` (a dialog waits
+ * for the user), `done`, `failed`, … (the service's word, cleaned); null when unknown.
+ */
+state: string | null, 
+/**
+ * The service's one line about it ("starting…", the call under way, the question).
+ */
+detail: string | null, 
+/**
+ * The prompt it was dispatched with.
+ */
+intent: string | null, 
+/**
+ * The service's attempt: 1, one more at each restart after a crash (the last one seen
+ * while it ran); null when never seen running.
+ */
+attempt: number | null, 
+/**
+ * What it waits for while blocked ("approve Bash: …", "answer: …", "approve plan").
+ */
+needs?: string | null, };
+
+/**
  * The `status` values of a status file (seed 001).
  */
 export type ReportedStatus = "working" | "waiting_for_approval" | "waiting_for_input" | "completed" | "error" | "blocked" | "idle";
@@ -104,7 +142,16 @@ provisional?: boolean,
  * The SSH destination of the machine the session runs on (issue 13), as the user
  * gave it; null for a session on this machine.
  */
-host: string | null, };
+host: string | null, 
+/**
+ * How it runs: `interactive` (a terminal of its own, or supervised here), `background`
+ * (Claude Code's background service, 2.1.332), null when unknown (docs/ipc.md `kind`).
+ */
+kind: SessionKind | null, 
+/**
+ * A background session's job (docs/ipc.md `job`), else null.
+ */
+job: Job | null, };
 
 /** What changed in a roster row: the changed fields only, null included. */
 export type SessionPatch = Partial<TrackedSession>;
@@ -438,7 +485,13 @@ crashPatterns: Array<string>,
  * R2, like systemd's start limit: at most this many automatic restarts (memory,
  * disk, crash recovery) within `restart_limit_window`; past it they stop, and say why.
  */
-restartLimitBurst: number, restartLimitWindowSecs: number, };
+restartLimitBurst: number, restartLimitWindowSecs: number, 
+/**
+ * Apply the memory and duration limits to Claude Code's background sessions too
+ * (issue 33): a memory restart is `claude respawn`, the end of the duration limit
+ * `claude stop`; off by default.
+ */
+backgroundSessions: boolean, };
 
 export type AgentSettings = { command: string, args: Array<string>, };
 
@@ -792,6 +845,12 @@ export interface Commands {
   pty_dialog: { args: { sessionId: string }; ret: Dialog | null };
   pty_answer: { args: { sessionId: string; answer: string }; ret: string };
   resources: { args: undefined; ret: Resources };
+  bg_create: { args: { cwd: string; prompt: string; permissionMode?: string | null }; ret: Created };
+  bg_attach: { args: { sessionId: string; cols?: number | null; rows?: number | null }; ret: null };
+  bg_detach: { args: { sessionId: string }; ret: null };
+  bg_stop: { args: { sessionId: string }; ret: string };
+  bg_respawn: { args: { sessionId: string }; ret: string };
+  bg_remove: { args: { sessionId: string }; ret: string };
   spend_view: { args: { days: number }; ret: SpendView };
   hosts_list: { args: undefined; ret: Array<HostInfo> };
   host_retry: { args: { host: string }; ret: null };
