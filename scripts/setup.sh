@@ -21,7 +21,7 @@ APT_BUILD=(libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librs
 # dbus: a private session bus per desktop test (dbus-run-session); dunst: a real notification
 # server, so notifications and their clicks are tested for real; python3: the generated
 # corpora of tests/cost.rs (bench/gen_corpus.py).
-APT_TEST=(xvfb xauth webkit2gtk-driver dbus dunst openssh-server openssh-client python3)
+APT_TEST=(xvfb xauth webkit2gtk-driver dbus dunst openssh-server openssh-client tmux python3)
 
 # A clear word before a build that would fail half-way on a full disk.
 need_disk() {

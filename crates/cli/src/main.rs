@@ -605,6 +605,8 @@ fn focus_cmd(roots: &[PathBuf], data_dir: &std::path::Path, query: &str) -> anyh
 
 /// How long the CLI waits for the running Mimesis.
 const FACE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long `approve` / `deny` wait for the answer to be taken.
+const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
 
 fn pending_cmd(data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
     let list = mimesis_hooks::approvals::list(data_dir, FACE_WAIT)?;
@@ -625,10 +627,35 @@ fn pending_cmd(data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
                 (false, _) => format!("unknown session {} (in no roster Mimesis follows)", r.session_id),
             };
             writeln!(out, "{}  {session}  {}{}  ({age})", p.id, render::sanitize(&r.tool, false), target)?;
+            if let Some(line) = dialog_line(p) {
+                writeln!(out, "    {}", render::sanitize(&line, false))?;
+            }
         }
         writeln!(out, "Answer with `mimesis approve <id>` or `mimesis deny <id> [--message TEXT]`.")?;
     }
     Ok(out.flush()?)
+}
+
+/// What a dialog's request is and what approving it does (a hook's request says it in
+/// its first line).
+fn dialog_line(p: &mimesis_core::approval::Pending) -> Option<String> {
+    let kind = p.dialog?;
+    let short = p.request.session_id.short();
+    Some(match (&p.answer_in, &p.approve, &p.deny) {
+        (Some(why), ..) => {
+            format!("{} on its screen: {why}; `mimesis focus {short}` brings its terminal forward", kind.words())
+        }
+        (None, Some(yes), Some(no)) => format!(
+            "{} on its screen, answered {}: approve = {}: {} deny = {}: {}",
+            kind.words(),
+            p.channel.words(),
+            yes.label,
+            yes.means,
+            no.label,
+            no.means
+        ),
+        _ => format!("{} on its screen, answered {}", kind.words(), p.channel.words()),
+    })
 }
 
 fn decide_cmd(
@@ -640,7 +667,8 @@ fn decide_cmd(
     json: bool,
 ) -> anyhow::Result<()> {
     let msg = ToFace::Decide { target, behavior, message, answers: None, answers_in_order, via: Via::Cli };
-    let decided: Decided = mimesis_hooks::approvals::call(data_dir, &msg, FACE_WAIT)?;
+    // A dialog's answer is typed into its screen and checked gone: that takes seconds.
+    let decided: Decided = mimesis_hooks::approvals::call(data_dir, &msg, ANSWER_WAIT)?;
     let mut out = Term::stdout();
     if json {
         term::json_line(&mut out, &decided)?;
@@ -648,7 +676,11 @@ fn decide_cmd(
     match (decided.answered, decided.error) {
         (Some(p), _) => {
             if !json {
-                writeln!(out, "{}.", p.answered_sentence(behavior))?;
+                writeln!(
+                    out,
+                    "{}.",
+                    render::sanitize(&p.answered_sentence(behavior, decided.choice.as_deref()), false)
+                )?;
             }
             Ok(out.flush()?)
         }

@@ -373,7 +373,7 @@ impl SessionActor {
                     match d.keys(&a.answer) {
                         Err(e) => Some(Err(e)),
                         Ok(keys) => {
-                            let label = d.find(&a.answer).map(|o| o.label.clone()).unwrap_or_default();
+                            let label = d.chosen_label(&a.answer).unwrap_or_default();
                             a.stage = AnswerStage::Typing { dialog: d, label, keys: keys.into(), next: now };
                             None
                         }

@@ -705,6 +705,16 @@ impl Store {
         events
     }
 
+    /// Whether a hook of the session was read.
+    pub fn hooks_seen(&self, id: &SessionId) -> bool {
+        self.hooks.contains_key(id)
+    }
+
+    /// The terminal the session's hooks last ran in, when they named one.
+    pub fn terminal(&self, id: &SessionId) -> Option<TerminalContext> {
+        self.hooks.get(id).map(|h| h.terminal.clone()).filter(|t| !t.is_empty())
+    }
+
     /// The supervised sessions' reports that changed since the last call.
     pub fn take_agent_reports(&mut self) -> Vec<(SessionId, AgentReport)> {
         std::mem::take(&mut self.new_agent_reports)
