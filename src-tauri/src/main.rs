@@ -386,6 +386,7 @@ fn main() {
             remote::host_add,
             remote::host_remove,
             commands::open_link,
+            commands::spend_view,
             #[cfg(feature = "record")]
             record::record_write,
         ])

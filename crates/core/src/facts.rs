@@ -217,7 +217,7 @@ fn asks_question(text: &str) -> bool {
 }
 
 /// FNV-1a: a fast, stable hash for short keys.
-fn fnv(parts: &[&str]) -> u64 {
+pub(crate) fn fnv(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for p in parts {
         for b in p.bytes().chain(std::iter::once(0xff)) {
