@@ -13,7 +13,8 @@ use crate::term::{self, Term};
 #[derive(Args)]
 pub struct SearchArgs {
     /// Words (all of them, any case), "a phrase", -word to leave out, pre* for a prefix.
-    #[arg(value_name = "QUERY", allow_hyphen_values = true)]
+    /// Quote a query that leaves words out (`"cache -redis"`), or put it after `--`.
+    #[arg(value_name = "QUERY")]
     query: Vec<String>,
     /// Print {"hits": [...], "total": N} as JSON.
     #[arg(long)]
