@@ -201,7 +201,7 @@ impl Index {
                 st.docs = docs;
                 st.built = built;
             }
-            Err(e) => st.problem = Some(format!("it cannot be read ({e}); the next search builds it anew")),
+            Err(e) => st.problem = Some(format!("cannot be read ({e}); the next search builds it anew")),
         }
         st
     }
