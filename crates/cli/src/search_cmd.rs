@@ -34,6 +34,8 @@ pub struct SearchArgs {
     /// The tool calls that read, edited or wrote this file (a path or its last parts).
     #[arg(long, value_name = "PATH")]
     file: Option<String>,
+    #[command(flatten)]
+    remote: crate::remote_cmd::RemoteArgs,
 }
 
 pub fn search(roots: &[PathBuf], data_dir: &Path, args: SearchArgs) -> anyhow::Result<()> {
@@ -48,20 +50,22 @@ pub fn search(roots: &[PathBuf], data_dir: &Path, args: SearchArgs) -> anyhow::R
     };
     req.checked().map_err(anyhow::Error::msg)?;
     let show_progress = std::io::stderr().is_terminal();
-    let mut shown = false;
+    let shown = std::cell::Cell::new(false);
     let mut progress = |done: usize, total: usize| {
         // Only a long first build is worth a line.
         if show_progress && total >= 50 {
             let mut err = std::io::stderr();
             let _ = write!(err, "\rIndexing the history for search: {done} of {total} transcripts…");
-            shown = true;
+            shown.set(true);
         }
     };
-    let results = mimesis_wiring::search::search(roots, data_dir, &req, &mut progress).map_err(anyhow::Error::msg);
-    if shown {
-        let _ = write!(std::io::stderr(), "\r\x1b[2K");
-    }
-    let results = results?;
+    let results = crate::remote_cmd::searches(&args.remote, &req, || {
+        let found = mimesis_wiring::search::search(roots, data_dir, &req, &mut progress).map_err(anyhow::Error::msg);
+        if shown.get() {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+        found
+    })?;
     let mut out = Term::stdout();
     if args.json {
         term::json_line(&mut out, &results)?;
@@ -69,7 +73,8 @@ pub fn search(roots: &[PathBuf], data_dir: &Path, args: SearchArgs) -> anyhow::R
         render(&mut out, &results)?;
     }
     out.flush()?;
-    Ok(())
+    // A host that failed was said on stderr; what the others found is printed.
+    crate::remote_outcome(!results.failed.is_empty())
 }
 
 fn render(out: &mut Term<impl Write>, r: &Results) -> std::io::Result<()> {

@@ -122,6 +122,11 @@ pub enum ToRemote {
         req: u64,
         session_id: String,
     },
+    /// A search over the host's history (issue 35).
+    Search {
+        req: u64,
+        request: crate::search::Request,
+    },
 }
 
 /// Remote → local.
@@ -151,6 +156,11 @@ pub enum FromRemote {
     Timeline {
         req: u64,
         items: Vec<TimelineItem>,
+    },
+    /// What a `search` found on the host (its hits' `host` is null: the local side sets it).
+    SearchResults {
+        req: u64,
+        results: crate::search::Results,
     },
     /// A request that failed (`req`), or the remote stopping (no `req`).
     Error {
@@ -229,6 +239,7 @@ impl FromRemote {
         let (kind, max) = match &msg {
             FromRemote::Snapshot { .. } => ("snapshot", MAX_SNAPSHOT_LINE),
             FromRemote::Timeline { .. } => ("timeline", MAX_TIMELINE_LINE),
+            FromRemote::SearchResults { .. } => ("search results", MAX_SNAPSHOT_LINE),
             FromRemote::Hello { .. } => ("hello", MAX_EVENT_LINE),
             FromRemote::Event { .. } => ("event", MAX_EVENT_LINE),
             FromRemote::Supervision { .. } => ("supervision", MAX_EVENT_LINE),

@@ -371,7 +371,7 @@ async fn run_connection(
                     FromRemote::Error { req: None, message } => {
                         return Some(Failure::HelperMismatch(remote::quote(&message)));
                     }
-                    FromRemote::Hello { .. } => true,
+                    FromRemote::Hello { .. } | FromRemote::SearchResults { .. } => true,
                 };
                 if !alive {
                     return None;

@@ -391,6 +391,37 @@ pub async fn roster(
     Ok((hello, sessions.into_iter().map(|s| owned_by(s, dest)).collect()))
 }
 
+/// A search over `dest`'s history, once (`mimesis search --host`); the answer within
+/// `ssh.waits.reply` (a first build of the host's index included).
+pub async fn search(
+    ssh: &Ssh,
+    dest: &Destination,
+    request: &mimesis_core::search::Request,
+    install: Option<&Path>,
+    clock: &dyn Clock,
+) -> Result<mimesis_core::search::Results, Failure> {
+    let mut conn = connect_or_install(ssh, dest, install, clock).await?;
+    conn.send(&ToRemote::Search { req: 1, request: request.clone() })
+        .await
+        .map_err(|e| Failure::Unreachable(format!("cannot write to the host: {e}")))?;
+    let wait = ssh.waits.reply;
+    let answer = before(clock, clock.mono().plus(wait), async {
+        loop {
+            match conn.recv().await? {
+                FromRemote::SearchResults { req: 1, results } => return Ok(results),
+                FromRemote::Error { req: Some(1), message } => return Err(Failure::Protocol(remote::quote(&message))),
+                _ => {}
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|| Err(no_answer(wait)));
+    if answer.is_ok() {
+        conn.close().await;
+    }
+    answer
+}
+
 /// The timeline of one session on `dest`, once (`mimesis show host:id`); the answer within
 /// `ssh.waits.reply`.
 pub async fn timeline(
