@@ -314,9 +314,11 @@ impl Index {
                     Err(e) => return Err(e.into()),
                 }
             }
-            let mut fts =
-                self.conn.prepare_cached(&format!("INSERT INTO fts (rowid, {}) VALUES (?1, ?2)", d.kind.as_str()))?;
-            fts.execute(params![id, d.text])?;
+            let mut fts = self.conn.prepare_cached(&format!(
+                "INSERT INTO fts (rowid, {}, project) VALUES (?1, ?2, ?3)",
+                d.kind.as_str()
+            ))?;
+            fts.execute(params![id, d.text, w.loc.project_id])?;
             if let Some((op, p)) = &d.file {
                 touched.execute(params![reversed(p), id, op.code()])?;
             }

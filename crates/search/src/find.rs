@@ -7,7 +7,7 @@ use std::io::{Read, Seek, SeekFrom};
 use mimesis_core::clock::Timestamp;
 use mimesis_core::ids::SessionId;
 use mimesis_core::search::extract::{parse_line, record_docs};
-use mimesis_core::search::query::Query;
+use mimesis_core::search::query::{self, Query};
 use mimesis_core::search::snippet::snippet;
 use mimesis_core::search::{Hit, Kind, Request, Results, TOTAL_CAP};
 use rusqlite::{OptionalExtension, params};
@@ -36,18 +36,26 @@ impl Index {
     /// The hits of `req` on this machine, most recent first.
     pub fn search(&self, req: &Request) -> Result<Results, IndexError> {
         let q = req.checked().map_err(IndexError::Request)?;
-        let cols: Vec<&str> = req.kinds.iter().map(|k| k.as_str()).collect();
+        // The user's words are looked for in the text columns only, never in `project`.
+        let kinds: &[Kind] = if req.kinds.is_empty() { &Kind::ALL } else { &req.kinds };
+        let cols: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
         let since = req.since.map_or(0, |t| id_base(t.millis()));
         let project = req.project.as_deref().map(str::trim).filter(|p| !p.is_empty()).map(|p| p.to_lowercase());
+        // A project is a phrase of its words in the `project` column (`project-007`,
+        // `/home/me/src/project-007`); the tool calls of a file are few, and filtered here.
+        let project_phrase = project.as_deref().map(query::words).filter(|w| !w.is_empty()).map(|w| w.join(" "));
         let limit = req.limit();
         let mut hits = Vec::new();
         let mut total = 0usize;
         let mut capped = false;
+        let file = req.file.as_deref().map(str::trim).filter(|f| !f.is_empty());
+        let by_file = file.is_some();
         let mut consider = |this: &Index, id: i64| -> Result<bool, IndexError> {
-            let need_row = project.is_some() || hits.len() < limit;
+            let need_row = (by_file && project.is_some()) || hits.len() < limit;
             if need_row {
                 let Some(f) = this.found(id)? else { return Ok(true) };
-                if let Some(p) = &project
+                if by_file
+                    && let Some(p) = &project
                     && !in_project(&f.project, p)
                 {
                     return Ok(true);
@@ -63,9 +71,9 @@ impl Index {
             }
             Ok(true)
         };
-        match req.file.as_deref().map(str::trim).filter(|f| !f.is_empty()) {
+        match file {
             Some(file) => {
-                if !(cols.is_empty() || req.kinds.contains(&Kind::ToolCall)) {
+                if !(req.kinds.is_empty() || req.kinds.contains(&Kind::ToolCall)) {
                     return Ok(Results::default());
                 }
                 let fts = q.fts(&[]);
@@ -85,7 +93,10 @@ impl Index {
                 }
             }
             None => {
-                let fts = q.fts(&cols).ok_or_else(|| IndexError::Request("nothing to look for".into()))?;
+                let mut fts = q.fts(&cols).ok_or_else(|| IndexError::Request("nothing to look for".into()))?;
+                if let Some(p) = &project_phrase {
+                    fts = format!("({fts}) AND {{project}} : \"{}\"", p.replace('"', "\"\""));
+                }
                 let mut st = self
                     .conn
                     .prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid >= ?2 ORDER BY rowid DESC")?;

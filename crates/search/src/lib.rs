@@ -10,7 +10,9 @@
 //! app, each `mimesis search`) can read and extend it at once under SQLite's locks.
 //!
 //! The index keeps no text: it is contentless (`content=''`), and a hit's snippet is cut
-//! from the transcript's own line, found again by its byte offset. Each document's rowid
+//! from the transcript's own line, found again by its byte offset. Each document has its
+//! text in the column of its kind (a `--kind` is a column filter) and its session's project
+//! folder in `project` (a `--project` is a phrase in that column). Each document's rowid
 //! is its time (`millis << 10` plus a few bits to keep them apart), so "most recent
 //! first" is FTS5 walking its posting lists backwards and stopping at the limit.
 
@@ -28,7 +30,7 @@ pub use build::Updated;
 pub const FILE_NAME: &str = "search.db";
 /// Bumped when the schema or what is indexed changes: an index of another version is
 /// built anew.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -54,8 +56,11 @@ const SCHEMA: &str = "
     CREATE INDEX docs_call ON docs (tool_use_id) WHERE kind = 2;
     CREATE TABLE touched (rpath TEXT NOT NULL, doc INTEGER NOT NULL, op INTEGER NOT NULL,
         PRIMARY KEY (rpath, doc)) WITHOUT ROWID;
-    CREATE VIRTUAL TABLE fts USING fts5(prompt, reply, tool_call, tool_result, thinking,
+    CREATE VIRTUAL TABLE fts USING fts5(prompt, reply, tool_call, tool_result, thinking, project,
         content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2');
+    -- Fewer, bigger segments while building: less merging (16 MB of terms in memory at most).
+    INSERT INTO fts (fts, rank) VALUES ('hashsize', 16777216);
+    INSERT INTO fts (fts, rank) VALUES ('automerge', 8);
 ";
 
 #[derive(Debug, thiserror::Error)]

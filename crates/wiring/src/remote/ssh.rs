@@ -400,26 +400,12 @@ pub async fn search(
     install: Option<&Path>,
     clock: &dyn Clock,
 ) -> Result<mimesis_core::search::Results, Failure> {
-    let mut conn = connect_or_install(ssh, dest, install, clock).await?;
-    conn.send(&ToRemote::Search { req: 1, request: request.clone() })
-        .await
-        .map_err(|e| Failure::Unreachable(format!("cannot write to the host: {e}")))?;
-    let wait = ssh.waits.reply;
-    let answer = before(clock, clock.mono().plus(wait), async {
-        loop {
-            match conn.recv().await? {
-                FromRemote::SearchResults { req: 1, results } => return Ok(results),
-                FromRemote::Error { req: Some(1), message } => return Err(Failure::Protocol(remote::quote(&message))),
-                _ => {}
-            }
-        }
+    let msg = ToRemote::Search { req: 1, request: request.clone() };
+    ask(ssh, dest, install, clock, &msg, |m| match m {
+        FromRemote::SearchResults { req: 1, results } => Some(results),
+        _ => None,
     })
     .await
-    .unwrap_or_else(|| Err(no_answer(wait)));
-    if answer.is_ok() {
-        conn.close().await;
-    }
-    answer
 }
 
 /// The timeline of one session on `dest`, once (`mimesis show host:id`); the answer within
@@ -431,19 +417,38 @@ pub async fn timeline(
     install: Option<&Path>,
     clock: &dyn Clock,
 ) -> Result<Vec<TimelineItem>, Failure> {
+    let msg = ToRemote::Show { req: 1, session_id: id.to_owned() };
+    ask(ssh, dest, install, clock, &msg, |m| match m {
+        FromRemote::Timeline { req: 1, items } => Some(items),
+        _ => None,
+    })
+    .await
+}
+
+/// One request (`req` 1) on a connection of its own, and the answer `take` picks, within
+/// `ssh.waits.reply`.
+async fn ask<T>(
+    ssh: &Ssh,
+    dest: &Destination,
+    install: Option<&Path>,
+    clock: &dyn Clock,
+    msg: &ToRemote,
+    take: impl Fn(FromRemote) -> Option<T>,
+) -> Result<T, Failure> {
     let mut conn = connect_or_install(ssh, dest, install, clock).await?;
-    conn.send(&ToRemote::Show { req: 1, session_id: id.to_owned() })
-        .await
-        .map_err(|e| Failure::Unreachable(format!("cannot write to the host: {e}")))?;
+    conn.send(msg).await.map_err(|e| Failure::Unreachable(format!("cannot write to the host: {e}")))?;
     let wait = ssh.waits.reply;
     let answer = before(clock, clock.mono().plus(wait), async {
         loop {
             match conn.recv().await? {
-                FromRemote::Timeline { req: 1, items } => return Ok(Ok(items)),
                 FromRemote::Error { req: Some(1), message } => {
                     return Ok(Err(Failure::Protocol(remote::quote(&message))));
                 }
-                _ => {}
+                m => {
+                    if let Some(t) = take(m) {
+                        return Ok(Ok(t));
+                    }
+                }
             }
         }
     })
