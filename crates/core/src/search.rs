@@ -68,8 +68,9 @@ impl Kind {
 pub const MAX_LIMIT: usize = 1000;
 /// Hits returned when the request names no limit.
 pub const DEFAULT_LIMIT: usize = 20;
-/// `total` counts matches up to this many; past it, `totalCapped` is set.
-pub const TOTAL_CAP: usize = 1000;
+/// `total` counts matches up to this many (or the limit, when higher); past it,
+/// `totalCapped` is set.
+pub const TOTAL_CAP: usize = 200;
 
 /// One search (the CLI's flags, the window's field, a `search` request to another
 /// machine). The JSON is camelCase (docs/ipc.md).

@@ -50,7 +50,13 @@ impl Index {
         let mut capped = false;
         let file = req.file.as_deref().map(str::trim).filter(|f| !f.is_empty());
         let by_file = file.is_some();
+        // Matches are counted up to a cap (a common word's total is "200+", not a scan).
+        let cap = TOTAL_CAP.max(limit);
         let mut consider = |this: &Index, id: i64| -> Result<bool, IndexError> {
+            if total >= cap {
+                capped = true;
+                return Ok(false);
+            }
             let need_row = (by_file && project.is_some()) || hits.len() < limit;
             if need_row {
                 let Some(f) = this.found(id)? else { return Ok(true) };
@@ -65,10 +71,6 @@ impl Index {
                 }
             }
             total += 1;
-            if total >= TOTAL_CAP {
-                capped = true;
-                return Ok(false);
-            }
             Ok(true)
         };
         match file {
@@ -76,19 +78,41 @@ impl Index {
                 if !(req.kinds.is_empty() || req.kinds.contains(&Kind::ToolCall)) {
                     return Ok(Results::default());
                 }
-                let fts = q.fts(&[]);
-                let mut matches = self.conn.prepare_cached("SELECT 1 FROM fts WHERE fts MATCH ?1 AND rowid = ?2")?;
-                for id in self.touching(file)? {
-                    if id < since {
-                        continue;
+                let touching = self.touching(file)?;
+                // With words too: the tool calls whose text has the path's words and the
+                // query's, newest first from FTS5, kept when they touched the file.
+                let words = query::words(file);
+                if !q.all.is_empty() && !words.is_empty() {
+                    let touched: std::collections::HashSet<i64> = touching.into_iter().collect();
+                    let mut both = q.clone();
+                    both.all.push(query::Term { words, prefix: false });
+                    let fts = both.fts(&[Kind::ToolCall.as_str()]).unwrap_or_default();
+                    let mut st = self.conn.prepare_cached(
+                        "SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid >= ?2 ORDER BY rowid DESC",
+                    )?;
+                    let mut rows = st.query(params![fts, since])?;
+                    while let Some(r) = rows.next()? {
+                        let id: i64 = r.get(0)?;
+                        if touched.contains(&id) && !consider(self, id)? {
+                            break;
+                        }
                     }
-                    if let Some(f) = &fts
-                        && !matches.exists(params![f, id])?
-                    {
-                        continue;
-                    }
-                    if !consider(self, id)? {
-                        break;
+                } else {
+                    let fts = q.fts(&[]);
+                    let mut matches =
+                        self.conn.prepare_cached("SELECT 1 FROM fts WHERE fts MATCH ?1 AND rowid = ?2")?;
+                    for id in touching {
+                        if id < since {
+                            continue;
+                        }
+                        if let Some(f) = &fts
+                            && !matches.exists(params![f, id])?
+                        {
+                            continue;
+                        }
+                        if !consider(self, id)? {
+                            break;
+                        }
                     }
                 }
             }
