@@ -140,6 +140,10 @@ impl Index {
 
     fn try_open(path: &Path, now: &str) -> Result<Index, Reopen> {
         let failed = |source| Reopen::Failed(IndexError::Open { path: path.to_owned(), source });
+        // The history is the user's alone: 0600 like every file of the data dir.
+        if let Err(e) = mimesis_os::private::sqlite_file(path) {
+            tracing::warn!(path = %path.display(), error = %e, "cannot make the search index private");
+        }
         let conn = Connection::open(path).map_err(failed)?;
         conn.busy_timeout(Duration::from_secs(30)).map_err(failed)?;
         let damaged = |e: rusqlite::Error| {

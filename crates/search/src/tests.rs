@@ -231,6 +231,9 @@ fn a_damaged_or_deleted_index_is_built_anew() {
     for suffix in ["-wal", "-shm"] {
         let _ = std::fs::remove_file(fx.data.join(format!("{FILE_NAME}{suffix}")));
     }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(fx.data.join(FILE_NAME)).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "the history is the user's alone");
     let st = Index::status(&fx.data);
     assert!(st.problem.is_some(), "{st:?}");
     let ix = fx.index();
