@@ -41,12 +41,21 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("core", &[]),
     ("os", &["mimesis-core"]),
     ("fleetdb", &["mimesis-core", "mimesis-os"]),
+    ("search", &["mimesis-core", "mimesis-os"]),
     ("watch", &["mimesis-core", "mimesis-os"]),
     ("supervise", &["mimesis-core", "mimesis-os"]),
     ("hooks", &["mimesis-core", "mimesis-os"]),
     (
         "wiring",
-        &["mimesis-core", "mimesis-os", "mimesis-fleetdb", "mimesis-watch", "mimesis-supervise", "mimesis-hooks"],
+        &[
+            "mimesis-core",
+            "mimesis-os",
+            "mimesis-fleetdb",
+            "mimesis-search",
+            "mimesis-watch",
+            "mimesis-supervise",
+            "mimesis-hooks",
+        ],
     ),
     ("cli", &["mimesis-core", "mimesis-os", "mimesis-hooks", "mimesis-wiring"]),
 ];

@@ -714,3 +714,28 @@ fn a_remote_update_patches_only_its_own_fields() -> Result<()> {
     assert_eq!(update["changes"], json!({"goal": "and the docs"}), "{update}");
     Ok(())
 }
+
+#[test]
+fn search_runs_on_each_host_and_its_hits_are_merged_with_the_host_named() -> Result<()> {
+    let Some(rig) = Rig::new()? else { return Ok(()) };
+    let remote = write_session(&rig.remote_root("devbox"), "-srv-api", 1, "drop the kingfisher cache", "/srv/api")?;
+    write_session(&rig.local_root(), "-home-me-p", 3, "the kingfisher is local", "/home/me/p")?;
+    append(
+        &remote,
+        &json!({"type": "user", "uuid": "late", "timestamp": "2026-11-25T12:00:00.000Z", "sessionId": id(1),
+            "message": {"role": "user", "content": "kingfisher again, later"}}),
+    )?;
+    let v = rig.json(&["search", "kingfisher", "--json", "--host", "devbox", "--install-helper"])?;
+    let hits = v["hits"].as_array().context("hits")?;
+    let seen: Vec<(&str, &Value)> = hits.iter().map(|h| (h["uuid"].as_str().unwrap_or(""), &h["host"])).collect();
+    // Newest first; u1 and u3 were written at the same instant.
+    assert_eq!(seen, [("late", &json!("devbox")), ("u1", &json!("devbox")), ("u3", &Value::Null)], "{v}");
+    assert_eq!(v["total"], 3);
+    // A host that cannot be reached is said on stderr; what the others found is printed.
+    let (code, out, err) = rig.run(&["search", "kingfisher", "--json", "--host", "nosuchhost"])?;
+    ensure!(code == 1 && err.contains("nosuchhost"), "{code} {err}");
+    let v: Value = serde_json::from_str(&out)?;
+    assert_eq!(v["hits"][0]["uuid"], "u3");
+    assert_eq!(v["failed"][0]["host"], "nosuchhost");
+    Ok(())
+}

@@ -753,6 +753,7 @@ fn sample_doctor() -> DoctorReport {
             schema_version: 1,
         },
         database_deleted_under: Some(4),
+        search_index: Default::default(),
         hook_spool: SpoolReport {
             path: "/d/hooks".into(),
             files: 1,

@@ -23,6 +23,7 @@
 
 mod autostart;
 mod background;
+mod bg_terminals;
 mod commands;
 mod events;
 mod fonts;

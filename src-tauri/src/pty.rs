@@ -34,7 +34,7 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
-use crate::background::BgTerminals;
+use crate::bg_terminals::BgTerminals;
 use crate::hosts::{RemoteState, is_remote};
 use crate::remote_pty::{RemoteTerminals, refused};
 

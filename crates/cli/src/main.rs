@@ -10,6 +10,7 @@ mod render;
 mod run;
 mod run_log;
 mod run_status;
+mod search_cmd;
 mod term;
 
 use std::io::{self, Write};
@@ -70,6 +71,9 @@ enum Command {
         #[arg(long = "install-helper")]
         install_helper: bool,
     },
+    /// Search every session's history: prompts, replies, tool calls and their results,
+    /// thinking; most recent first.
+    Search(Box<search_cmd::SearchArgs>),
     /// Stay running and print every change to the roster as it happens.
     Watch {
         /// One JSON event per line: discovered, updated (changed fields only), removed.
@@ -274,6 +278,7 @@ fn main() -> ExitCode {
         Command::Show { session_id, json, install_helper } => {
             show(&roots, &data_dir, &session_id, json, install_helper)
         }
+        Command::Search(args) => search_cmd::search(&roots, &data_dir, *args),
         Command::Watch { json, remote } => runtime().and_then(|rt| rt.block_on(watch(roots, data_dir, json, remote))),
         Command::Hosts { action, json, install_helper } => {
             remote_cmd::hosts_cmd(&data_dir, action, json, install_helper)

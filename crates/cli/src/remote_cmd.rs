@@ -98,6 +98,48 @@ pub fn rosters(args: &RemoteArgs) -> anyhow::Result<(Vec<TrackedSession>, bool)>
     Ok((answers.into_iter().flat_map(|(_, rows)| rows).collect(), failed))
 }
 
+/// `search --host`: the search run on each machine at once, each one's results with its
+/// destination (failures already said on stderr, and in `failed`).
+pub fn searches(
+    args: &RemoteArgs,
+    request: &mimesis_core::search::Request,
+    local: impl FnOnce() -> anyhow::Result<mimesis_core::search::Results>,
+) -> anyhow::Result<mimesis_core::search::Results> {
+    use mimesis_core::search::{HostFailure, Results};
+    let dests = args.dests()?;
+    if dests.is_empty() {
+        return local();
+    }
+    let exe = args.exe()?;
+    let ssh = Ssh::from_env();
+    let rt = crate::runtime()?;
+    let tasks: Vec<_> = dests
+        .iter()
+        .map(|d| {
+            let (ssh, d, exe, req) = (ssh.clone(), d.clone(), exe.clone(), request.clone());
+            rt.spawn(async move { remote::search(&ssh, &d, &req, exe.as_deref(), &SystemClock).await })
+        })
+        .collect();
+    let mut results = if args.no_local { Results::default() } else { local()? };
+    let answers = rt.block_on(async {
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.unwrap_or_else(|e| Err(Failure::Unreachable(e.to_string()))));
+        }
+        out
+    });
+    for (d, r) in dests.iter().zip(answers) {
+        match r {
+            Ok(found) => results.merge(&d.to_string(), found, request.limit()),
+            Err(f) => {
+                say_failure(d, &f);
+                results.failed.push(HostFailure { host: d.to_string(), message: f.sentence() });
+            }
+        }
+    }
+    Ok(results)
+}
+
 /// `show host:id`: the timeline of a session on another machine.
 pub fn timeline(args: &RemoteArgs, host: &str, id: &str) -> anyhow::Result<Vec<mimesis_core::timeline::TimelineItem>> {
     let dest = Destination::parse(host).map_err(anyhow::Error::msg)?;

@@ -46,6 +46,7 @@ pub mod persist;
 pub mod pricing;
 pub mod registry;
 pub mod remote;
+pub mod search;
 pub mod session;
 pub mod settings;
 pub mod spend;

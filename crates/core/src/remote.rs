@@ -131,6 +131,11 @@ pub enum ToRemote {
         req: u64,
         query: CostQuery,
     },
+    /// A search over the host's history (issue 35).
+    Search {
+        req: u64,
+        request: crate::search::Request,
+    },
 }
 
 /// Remote → local.
@@ -164,6 +169,11 @@ pub enum FromRemote {
     Cost {
         req: u64,
         report: Box<CostReport>,
+    },
+    /// What a `search` found on the host (its hits' `host` is null: the local side sets it).
+    SearchResults {
+        req: u64,
+        results: crate::search::Results,
     },
     /// A request that failed (`req`), or the remote stopping (no `req`).
     Error {
@@ -244,6 +254,7 @@ impl FromRemote {
             FromRemote::Timeline { .. } => ("timeline", MAX_TIMELINE_LINE),
             // A report by session has a row a session: a snapshot's size.
             FromRemote::Cost { .. } => ("cost", MAX_SNAPSHOT_LINE),
+            FromRemote::SearchResults { .. } => ("search results", MAX_SNAPSHOT_LINE),
             FromRemote::Hello { .. } => ("hello", MAX_EVENT_LINE),
             FromRemote::Event { .. } => ("event", MAX_EVENT_LINE),
             FromRemote::Supervision { .. } => ("supervision", MAX_EVENT_LINE),

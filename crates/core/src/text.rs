@@ -5,7 +5,7 @@
 /// Characters that draw nothing or reorder what follows (zero-width, line/paragraph
 /// separators, bidirectional overrides and isolates, the BOM): dropped, so untrusted
 /// text can neither hide words nor make a line read backwards.
-fn invisible(c: char) -> bool {
+pub(crate) fn invisible(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
 }

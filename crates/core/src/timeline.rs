@@ -254,7 +254,7 @@ pub struct TimelineBuilder {
     notes: std::collections::VecDeque<TimelineItem>,
 }
 
-fn text_of(v: &Value) -> String {
+pub(crate) fn text_of(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Array(blocks) => {

@@ -115,6 +115,10 @@ pub struct DoctorReport {
     pub database: DbStats,
     /// A running process that still has the database file open after it was deleted.
     pub database_deleted_under: Option<u32>,
+    /// The search index (issue 35): said in `lines` and `problems`, not part of the JSON.
+    #[serde(skip)]
+    #[cfg_attr(feature = "ts", ts(skip))]
+    pub search_index: crate::search::IndexStatus,
     pub hook_spool: SpoolReport,
     pub supervision: SupervisionReport,
 }
@@ -155,6 +159,7 @@ impl DoctorReport {
             db.chain_links,
             db.size_bytes / 1024
         ));
+        v.push(search_line(&self.search_index));
         let last =
             self.hook_spool.last_event_at.map_or("none yet".to_owned(), |t| format!("the last at {}", t.to_iso()));
         v.push(format!("hook events recorded: {} ({last})", self.hook_spool.events));
@@ -211,6 +216,9 @@ impl DoctorReport {
         if !matches!(self.database.health, mimesis_fleetdb::DbHealth::Ok | mimesis_fleetdb::DbHealth::Missing) {
             v.push(format!("the fleet database {}", self.database.health));
         }
+        if let Some(p) = &self.search_index.problem {
+            v.push(format!("the search index {p}"));
+        }
         if let Some(pid) = self.database_deleted_under {
             v.push(format!(
                 "the fleet database was deleted while Mimesis (process {pid}) runs: it goes on with the deleted \
@@ -266,6 +274,7 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, db: Option<&Db>) -> DoctorReport 
         data_dir_open: mimesis_os::private::open_to_others(data_dir),
         database,
         database_deleted_under,
+        search_index: crate::search::status(data_dir),
         hook_spool: SpoolReport {
             path: hooks::spool_dir(data_dir),
             files: spool::spool_files(data_dir).len(),
@@ -432,4 +441,20 @@ fn watcher_check(roots: &[PathBuf]) -> WatcherReport {
         Ok(()) => WatcherReport { ok: true, max_user_watches, error: None },
         Err(e) => WatcherReport { ok: false, max_user_watches, error: Some(e) },
     }
+}
+
+/// The search index in one line: its size, and why it was last built from nothing.
+fn search_line(st: &crate::search::IndexStatus) -> String {
+    if !st.exists {
+        return "search index: not built yet (the first `mimesis search` or the window builds it)".to_owned();
+    }
+    if let Some(p) = &st.problem {
+        return format!("search index: {p}");
+    }
+    let built = match &st.built {
+        Some((why, at)) if why == "first build" => format!("built {at}"),
+        Some((why, at)) => format!("built anew {at} because {why}"),
+        None => "being built".to_owned(),
+    };
+    format!("search index: {} transcripts, {} texts, {} MB, {built}", st.files, st.docs, st.bytes / 1_000_000)
 }

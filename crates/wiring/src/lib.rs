@@ -29,6 +29,7 @@ pub mod demo;
 pub mod doctor;
 pub mod once;
 pub mod remote;
+pub mod search;
 pub mod supervisors;
 pub mod ui_contract;
 

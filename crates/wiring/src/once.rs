@@ -17,7 +17,7 @@ use mimesis_fleetdb::Db;
 use mimesis_watch::{engine, scan, timeline_view};
 
 /// The chain links the fleet database in `data_dir` kept (none when it cannot be read).
-fn stored_links(data_dir: &Path) -> Vec<Link> {
+pub(crate) fn stored_links(data_dir: &Path) -> Vec<Link> {
     Db::open_read_only(&data_dir.join(mimesis_fleetdb::FILE_NAME))
         .ok()
         .and_then(|db| db.load_links().ok())

@@ -15,6 +15,7 @@
 //! - [`ledger`]: the records of supervised processes and the seam they are kept through.
 //! - [`flow`]: flow control of terminal output towards a slow viewer.
 
+pub mod activity;
 pub mod agent;
 pub mod background;
 pub mod baseline;

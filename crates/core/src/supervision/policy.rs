@@ -41,24 +41,7 @@ use crate::clock::{Mono, Now, Timestamp};
 use crate::ids::SessionId;
 use crate::status::{HookSignal, HookState, RegistryState, Status};
 
-/// What the agent is doing: as its live registry entry tells, else its screen, else its
-/// transcript.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Activity {
-    #[default]
-    Unknown,
-    Working,
-    /// At its input prompt.
-    Idle,
-    /// A permission dialog shows.
-    Permission,
-}
-
-impl Activity {
-    fn busy(self) -> bool {
-        matches!(self, Activity::Working | Activity::Permission)
-    }
-}
+pub use super::activity::Activity;
 
 /// What the output monitor saw on the terminal screen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use super::policy::Activity;
+use super::activity::Activity;
 use crate::clock::Mono;
 
 /// How long the output of a starting agent must stay quiet before it is taken to be up.

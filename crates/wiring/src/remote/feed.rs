@@ -372,7 +372,7 @@ async fn run_connection(
                         return Some(Failure::HelperMismatch(remote::quote(&message)));
                     }
                     // The feed asks for no report.
-                    FromRemote::Hello { .. } | FromRemote::Cost { .. } => true,
+                    FromRemote::Hello { .. } | FromRemote::Cost { .. } | FromRemote::SearchResults { .. } => true,
                 };
                 if !alive {
                     return None;

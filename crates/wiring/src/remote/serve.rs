@@ -97,6 +97,16 @@ pub async fn serve(
                             let _ = done_tx.blocking_send(reply);
                         });
                     }
+                    Some(ToRemote::Search { req, request }) => {
+                        let (roots, data_dir, done_tx) = (roots.clone(), data_dir.clone(), done_tx.clone());
+                        tokio::task::spawn_blocking(move || {
+                            let reply = match crate::search::search(&roots, &data_dir, &request, &mut |_, _| {}) {
+                                Ok(results) => FromRemote::SearchResults { req, results },
+                                Err(message) => FromRemote::Error { req: Some(req), message },
+                            };
+                            let _ = done_tx.blocking_send(reply);
+                        });
+                    }
                     Some(ToRemote::Hello { .. }) => {}
                     None => return Ok(()),
                 },

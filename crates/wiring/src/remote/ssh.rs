@@ -433,6 +433,23 @@ pub async fn roster(
     Ok((hello, sessions.into_iter().map(|s| owned_by(s, dest)).collect()))
 }
 
+/// A search over `dest`'s history, once (`mimesis search --host`); the answer within
+/// `ssh.waits.reply` (a first build of the host's index included).
+pub async fn search(
+    ssh: &Ssh,
+    dest: &Destination,
+    request: &mimesis_core::search::Request,
+    install: Option<&Path>,
+    clock: &dyn Clock,
+) -> Result<mimesis_core::search::Results, Failure> {
+    let msg = ToRemote::Search { req: 1, request: request.clone() };
+    ask(ssh, dest, install, clock, &msg, |m| match m {
+        FromRemote::SearchResults { req: 1, results } => Some(results),
+        _ => None,
+    })
+    .await
+}
+
 /// The timeline of one session on `dest`, once (`mimesis show host:id`); the answer within
 /// `ssh.waits.reply`.
 pub async fn timeline(
@@ -442,15 +459,27 @@ pub async fn timeline(
     install: Option<&Path>,
     clock: &dyn Clock,
 ) -> Result<Vec<TimelineItem>, Failure> {
-    let mut conn = connect_or_install(ssh, dest, install, clock).await?;
-    conn.send(&ToRemote::Show { req: 1, session_id: id.to_owned() })
-        .await
-        .map_err(|e| Failure::Unreachable(format!("cannot write to the host: {e}")))?;
-    answer_of_request_1(conn, clock, ssh.waits.reply, |msg| match msg {
-        FromRemote::Timeline { req: 1, items } => Some(Ok(items)),
+    let msg = ToRemote::Show { req: 1, session_id: id.to_owned() };
+    ask(ssh, dest, install, clock, &msg, |m| match m {
+        FromRemote::Timeline { req: 1, items } => Some(items),
         _ => None,
     })
     .await
+}
+
+/// One request (`req` 1) on a connection of its own, and the answer `take` picks, within
+/// `ssh.waits.reply`.
+async fn ask<T>(
+    ssh: &Ssh,
+    dest: &Destination,
+    install: Option<&Path>,
+    clock: &dyn Clock,
+    msg: &ToRemote,
+    take: impl Fn(FromRemote) -> Option<T>,
+) -> Result<T, Failure> {
+    let mut conn = connect_or_install(ssh, dest, install, clock).await?;
+    conn.send(msg).await.map_err(|e| Failure::Unreachable(format!("cannot write to the host: {e}")))?;
+    answer_of_request_1(conn, clock, ssh.waits.reply, |m| take(m).map(Ok)).await
 }
 
 /// The answer to request 1 on `conn`, within `wait`: what `pick` takes (its `Err`: the

@@ -1,0 +1,120 @@
+//! `mimesis search`: every prompt, reply, tool call, tool result and thinking of every
+//! session, most recent first (issue 35; docs/ipc.md "search").
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use mimesis_core::clock::{Clock, SystemClock};
+use mimesis_core::search::{Hit, Kind, Request, Results, parse_since};
+
+use crate::term::{self, Term};
+
+#[derive(Args)]
+pub struct SearchArgs {
+    /// Words (all of them, any case), "a phrase", -word to leave out, pre* for a prefix.
+    /// Quote a query that leaves words out (`"cache -redis"`), or put it after `--`.
+    #[arg(value_name = "QUERY")]
+    query: Vec<String>,
+    /// Print {"hits": [...], "total": N} as JSON.
+    #[arg(long)]
+    json: bool,
+    /// At most this many hits (default 20, at most 1000).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Only this kind of text (repeatable): prompt, reply, tool_call, tool_result, thinking.
+    #[arg(long = "kind", value_name = "KIND", value_parser = Kind::parse)]
+    kinds: Vec<Kind>,
+    /// Only sessions whose project folder contains this (a folder name or path).
+    #[arg(long, value_name = "P")]
+    project: Option<String>,
+    /// Only what happened since: a date (2026-11-01), an instant, or a time ago (12h, 7d).
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
+    /// The tool calls that read, edited or wrote this file (a path or its last parts).
+    #[arg(long, value_name = "PATH")]
+    file: Option<String>,
+    #[command(flatten)]
+    remote: crate::remote_cmd::RemoteArgs,
+}
+
+pub fn search(roots: &[PathBuf], data_dir: &Path, args: SearchArgs) -> anyhow::Result<()> {
+    let now = SystemClock.now();
+    let req = Request {
+        query: args.query.join(" "),
+        kinds: args.kinds,
+        project: args.project,
+        since: args.since.as_deref().map(|s| parse_since(s, now)).transpose().map_err(anyhow::Error::msg)?,
+        file: args.file,
+        limit: args.limit,
+    };
+    req.checked().map_err(anyhow::Error::msg)?;
+    let show_progress = std::io::stderr().is_terminal();
+    let shown = std::cell::Cell::new(false);
+    let mut progress = |done: usize, total: usize| {
+        // Only a long first build is worth a line.
+        if show_progress && total >= 50 {
+            let mut err = std::io::stderr();
+            let _ = write!(err, "\rIndexing the history for search: {done} of {total} transcripts…");
+            shown.set(true);
+        }
+    };
+    let results = crate::remote_cmd::searches(&args.remote, &req, || {
+        let found = mimesis_wiring::search::search(roots, data_dir, &req, &mut progress).map_err(anyhow::Error::msg);
+        if shown.get() {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+        found
+    })?;
+    let mut out = Term::stdout();
+    if args.json {
+        term::json_line(&mut out, &results)?;
+    } else {
+        render(&mut out, &results)?;
+    }
+    out.flush()?;
+    // A host that failed was said on stderr; what the others found is printed.
+    crate::remote_outcome(!results.failed.is_empty())
+}
+
+fn render(out: &mut Term<impl Write>, r: &Results) -> std::io::Result<()> {
+    if r.hits.is_empty() {
+        return writeln!(out, "No match.");
+    }
+    for h in &r.hits {
+        line(out, h)?;
+    }
+    let more = if r.total_capped { format!("{}+", r.total) } else { r.total.to_string() };
+    let what = if r.total == 1 { "match" } else { "matches" };
+    if r.hits.len() < r.total || r.total_capped {
+        writeln!(out, "{} of {more} {what} shown (--limit for more).", r.hits.len())
+    } else {
+        writeln!(out, "{more} {what}.")
+    }
+}
+
+fn line(out: &mut Term<impl Write>, h: &Hit) -> std::io::Result<()> {
+    let at = h.at.to_iso();
+    out.dim(&format!("{} {} ", &at[..10], &at[11..16]))?;
+    let session = &h.session_id.as_str()[..h.session_id.as_str().len().min(8)];
+    let host = h.host.as_deref().map(|h| format!("{h}:")).unwrap_or_default();
+    let chain = if h.superseded { " (earlier in its chain)" } else { "" };
+    write!(out, "{:<11} {host}{session} {}{chain}  ", h.kind.as_str(), project_name(&h.project))?;
+    let chars: Vec<char> = h.snippet.chars().collect();
+    let mut from = 0;
+    for m in &h.marks {
+        let (a, b) = (m[0].min(chars.len()), m[1].min(chars.len()));
+        if a < from {
+            continue;
+        }
+        write!(out, "{}", chars[from..a].iter().collect::<String>())?;
+        out.bold(&chars[a..b].iter().collect::<String>())?;
+        from = b;
+    }
+    writeln!(out, "{}", chars[from..].iter().collect::<String>())
+}
+
+/// The last part of a project folder's name (`-home-me-src-app` → `app`).
+fn project_name(project: &str) -> &str {
+    project.rsplit('-').find(|s| !s.is_empty()).unwrap_or(project)
+}

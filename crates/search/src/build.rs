@@ -1,0 +1,348 @@
+//! Bringing the index up to date: each transcript is read from where the index stopped
+//! (a file that shrank is read again from its start), on worker threads, and written in
+//! transactions of about a second each from this one.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use mimesis_core::layout::TranscriptLocation;
+use mimesis_core::search::extract::{Doc, Extractor};
+use rusqlite::{ErrorCode, OptionalExtension, params};
+
+use crate::{Index, IndexError, id_base};
+
+/// The most text of one document that is indexed (a huge tool result or written file is
+/// searched in its first megabyte).
+const MAX_DOC_BYTES: usize = 1 << 20;
+/// Text a worker gathers before handing it over (bounds memory on huge transcripts).
+const CHUNK_BYTES: usize = 4 << 20;
+/// How long one write transaction runs at most (others wait for the lock meanwhile).
+const COMMIT_EVERY: Duration = Duration::from_millis(800);
+
+/// What one update did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Updated {
+    /// Transcripts read (in part or whole).
+    pub files: usize,
+    /// Documents added.
+    pub docs: usize,
+    /// Transcripts that are gone, and their documents with them.
+    pub removed: usize,
+}
+
+struct Stored {
+    id: i64,
+    indexed: u64,
+    seen_len: u64,
+    seen_mtime: i64,
+}
+
+struct Work<'a> {
+    loc: &'a TranscriptLocation,
+    from: u64,
+    reset: bool,
+    len: u64,
+    mtime: i64,
+}
+
+struct Row {
+    offset: u64,
+    len: u64,
+    part: usize,
+    at_ms: i64,
+    doc: Doc,
+}
+
+struct Chunk {
+    work: usize,
+    from: u64,
+    end: u64,
+    last: bool,
+    rows: Vec<Row>,
+}
+
+fn mtime_ms(md: &std::fs::Metadata) -> i64 {
+    md.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_millis() as i64)
+}
+
+fn cut(mut text: String) -> String {
+    if text.len() > MAX_DOC_BYTES {
+        let mut end = MAX_DOC_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
+/// Reads one transcript from `w.from`, handing its documents over in chunks. Only whole
+/// lines are read: a line still being written is read on a later update.
+fn read(work: usize, w: &Work<'_>, tx: &mpsc::SyncSender<Chunk>) -> std::io::Result<()> {
+    let mut f = std::fs::File::open(&w.loc.path)?;
+    f.seek(SeekFrom::Start(w.from))?;
+    let mut r = BufReader::with_capacity(256 << 10, f);
+    let mut x = Extractor::new();
+    let mut buf = Vec::new();
+    let (mut offset, mut chunk_from, mut bytes) = (w.from, w.from, 0usize);
+    let mut rows = Vec::new();
+    let mut last_at = w.mtime;
+    loop {
+        buf.clear();
+        let n = r.read_until(b'\n', &mut buf)?;
+        if n == 0 || buf.last() != Some(&b'\n') {
+            break;
+        }
+        for (part, doc) in x.line(&buf).into_iter().enumerate() {
+            let at_ms = doc.at.map_or(last_at, |t| t.millis());
+            last_at = at_ms;
+            bytes += doc.text.len();
+            rows.push(Row { offset, len: n as u64, part, at_ms, doc: Doc { text: cut(doc.text), ..doc } });
+        }
+        offset += n as u64;
+        if bytes >= CHUNK_BYTES {
+            let rows = std::mem::take(&mut rows);
+            if tx.send(Chunk { work, from: chunk_from, end: offset, last: false, rows }).is_err() {
+                return Ok(());
+            }
+            (chunk_from, bytes) = (offset, 0);
+        }
+    }
+    let _ = tx.send(Chunk { work, from: chunk_from, end: offset, last: true, rows });
+    Ok(())
+}
+
+/// A path reversed, so "every path ending in this" is a range of an index.
+pub(crate) fn reversed(path: &str) -> String {
+    path.chars().rev().collect()
+}
+
+impl Index {
+    /// Reads what was appended to `files` since the last update (all of them the first
+    /// time), and forgets transcripts that are gone. `progress(done, total)` is called as
+    /// transcripts are finished.
+    pub fn update(
+        &mut self,
+        files: &[TranscriptLocation],
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Updated, IndexError> {
+        let mut stored: HashMap<String, Stored> = HashMap::new();
+        {
+            let mut st = self.conn.prepare("SELECT path, id, indexed, seen_len, seen_mtime FROM files")?;
+            let mut rows = st.query([])?;
+            while let Some(r) = rows.next()? {
+                let s = Stored {
+                    id: r.get(1)?,
+                    indexed: r.get::<_, i64>(2)? as u64,
+                    seen_len: r.get::<_, i64>(3)? as u64,
+                    seen_mtime: r.get(4)?,
+                };
+                stored.insert(r.get(0)?, s);
+            }
+        }
+        let mut work = Vec::new();
+        let mut present = HashSet::new();
+        for loc in files {
+            let Some(key) = loc.path.to_str() else { continue };
+            present.insert(key);
+            let Ok(md) = std::fs::metadata(&loc.path) else { continue };
+            let (len, mtime) = (md.len(), mtime_ms(&md));
+            let w = |from, reset| Work { loc, from, reset, len, mtime };
+            match stored.get(key) {
+                Some(s) if s.seen_len == len && s.seen_mtime == mtime => {}
+                Some(s) if len >= s.indexed => work.push(w(s.indexed, false)),
+                Some(_) => work.push(w(0, true)),
+                None => work.push(w(0, false)),
+            }
+        }
+        let gone: Vec<i64> = stored
+            .iter()
+            .filter(|(p, _)| !present.contains(p.as_str()) && !Path::new(p).exists())
+            .map(|(_, s)| s.id)
+            .collect();
+        let mut out = Updated { removed: gone.len(), ..Updated::default() };
+        if !gone.is_empty() {
+            self.conn.execute_batch("BEGIN IMMEDIATE")?;
+            let r = gone.iter().try_for_each(|&id| self.forget(id, true));
+            self.finish(r)?;
+        }
+        if work.is_empty() {
+            return Ok(out);
+        }
+        work.sort_by_key(|w| std::cmp::Reverse(w.len - w.from));
+        let total = work.len();
+        progress(0, total);
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(2, 5) - 1;
+        let next = AtomicUsize::new(0);
+        let (tx, rx) = mpsc::sync_channel::<Chunk>(threads * 2);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                let tx = tx.clone();
+                let (next, work) = (&next, &work);
+                s.spawn(move || {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(w) = work.get(i) else { break };
+                        if let Err(e) = read(i, w, &tx) {
+                            tracing::warn!(path = %w.loc.path.display(), error = %e, "cannot read a transcript to index");
+                            let _ = tx.send(Chunk { work: i, from: u64::MAX, end: 0, last: true, rows: Vec::new() });
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            self.write(&work, rx, &mut out, progress)
+        })?;
+        Ok(out)
+    }
+
+    /// Writes the workers' chunks, in transactions of about [`COMMIT_EVERY`].
+    fn write(
+        &self,
+        work: &[Work<'_>],
+        rx: mpsc::Receiver<Chunk>,
+        out: &mut Updated,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<(), IndexError> {
+        // Where each transcript stands in the index as this process writes it (None: not
+        // looked at yet in this transaction; u64::MAX: left to another process).
+        let mut at: Vec<Option<(i64, u64)>> = vec![None; work.len()];
+        let mut done = 0;
+        let mut began = Instant::now();
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let mut result = Ok(());
+        for chunk in rx {
+            if result.is_err() {
+                continue; // drain, so the workers end
+            }
+            result = self.write_chunk(work, &chunk, &mut at, out);
+            if chunk.last {
+                done += 1;
+                if chunk.from != u64::MAX {
+                    out.files += 1;
+                }
+                progress(done, work.len());
+            }
+            if result.is_ok() && began.elapsed() >= COMMIT_EVERY {
+                result = self.conn.execute_batch("COMMIT; BEGIN IMMEDIATE").map_err(IndexError::from);
+                // Another process may write between two transactions: look again.
+                at.iter_mut().for_each(|a| *a = None);
+                began = Instant::now();
+            }
+        }
+        self.finish(result)
+    }
+
+    fn finish(&self, result: Result<(), IndexError>) -> Result<(), IndexError> {
+        match result {
+            Ok(()) => Ok(self.conn.execute_batch("COMMIT")?),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    fn write_chunk(
+        &self,
+        work: &[Work<'_>],
+        chunk: &Chunk,
+        at: &mut [Option<(i64, u64)>],
+        out: &mut Updated,
+    ) -> Result<(), IndexError> {
+        if chunk.from == u64::MAX {
+            return Ok(());
+        }
+        let w = &work[chunk.work];
+        let path = w.loc.path.to_str().unwrap_or_default();
+        if at[chunk.work].is_none() {
+            let now: Option<(i64, u64)> = self
+                .conn
+                .query_row("SELECT id, indexed FROM files WHERE path = ?1", [path], |r| {
+                    Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))
+                })
+                .optional()?;
+            at[chunk.work] = Some(match now {
+                Some((id, _)) if w.reset && chunk.from == 0 => {
+                    self.forget(id, false)?;
+                    (id, 0)
+                }
+                // Where it stands; a chunk from elsewhere is left to the process that wrote it.
+                Some(n) => n,
+                None if chunk.from == 0 => {
+                    self.conn.execute(
+                        "INSERT INTO files (path, session_id, project, indexed, seen_len, seen_mtime)
+                         VALUES (?1, ?2, ?3, 0, 0, 0)",
+                        params![path, w.loc.session_id.as_str(), w.loc.project_id],
+                    )?;
+                    (self.conn.last_insert_rowid(), 0)
+                }
+                None => (0, u64::MAX),
+            });
+        }
+        let Some((file_id, indexed)) = at[chunk.work] else { return Ok(()) };
+        if indexed != chunk.from {
+            return Ok(());
+        }
+        let mut doc_st = self.conn.prepare_cached(
+            "INSERT INTO docs (id, file_id, offset, len, part, kind, uuid, tool_use_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?;
+        let mut touched =
+            self.conn.prepare_cached("INSERT OR IGNORE INTO touched (rpath, doc, op) VALUES (?1, ?2, ?3)")?;
+        for row in &chunk.rows {
+            let d = &row.doc;
+            let mut id = id_base(row.at_ms) + row.part.min(1023) as i64;
+            loop {
+                let r = doc_st.execute(params![
+                    id,
+                    file_id,
+                    row.offset as i64,
+                    row.len as i64,
+                    row.part as i64,
+                    d.kind.code(),
+                    d.uuid,
+                    d.tool_use_id
+                ]);
+                match r {
+                    Ok(_) => break,
+                    Err(e) if e.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => id += 1,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            let mut fts = self.conn.prepare_cached(&format!(
+                "INSERT INTO fts (rowid, {}, project) VALUES (?1, ?2, ?3)",
+                d.kind.as_str()
+            ))?;
+            fts.execute(params![id, d.text, w.loc.project_id])?;
+            if let Some((op, p)) = &d.file {
+                touched.execute(params![reversed(p), id, op.code()])?;
+            }
+            out.docs += 1;
+        }
+        self.conn.execute(
+            "UPDATE files SET indexed = ?2, seen_len = CASE WHEN ?3 THEN ?4 ELSE seen_len END,
+               seen_mtime = CASE WHEN ?3 THEN ?5 ELSE seen_mtime END WHERE id = ?1",
+            params![file_id, chunk.end as i64, chunk.last, w.len as i64, w.mtime],
+        )?;
+        at[chunk.work] = Some((file_id, chunk.end));
+        Ok(())
+    }
+
+    /// Removes a transcript's documents (and its entry, when `entry`).
+    fn forget(&self, file_id: i64, entry: bool) -> Result<(), IndexError> {
+        self.conn.execute("DELETE FROM fts WHERE rowid IN (SELECT id FROM docs WHERE file_id = ?1)", [file_id])?;
+        self.conn.execute("DELETE FROM touched WHERE doc IN (SELECT id FROM docs WHERE file_id = ?1)", [file_id])?;
+        self.conn.execute("DELETE FROM docs WHERE file_id = ?1", [file_id])?;
+        if entry {
+            self.conn.execute("DELETE FROM files WHERE id = ?1", [file_id])?;
+        } else {
+            self.conn.execute("UPDATE files SET indexed = 0, seen_len = 0, seen_mtime = 0 WHERE id = ?1", [file_id])?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,236 @@
+//! Queries over the index: FTS5 finds the documents newest first (their rowids are their
+//! times), the filters FTS5 does not know are applied here, and each hit's snippet is cut
+//! from its transcript's line.
+
+use std::io::{Read, Seek, SeekFrom};
+
+use mimesis_core::clock::Timestamp;
+use mimesis_core::ids::SessionId;
+use mimesis_core::search::extract::{parse_line, record_docs};
+use mimesis_core::search::query::{self, Query};
+use mimesis_core::search::snippet::snippet;
+use mimesis_core::search::{Hit, Kind, Request, Results, TOTAL_CAP};
+use rusqlite::{OptionalExtension, params};
+
+use crate::build::reversed;
+use crate::{Index, IndexError, id_base, id_time};
+
+/// A document found, before its snippet.
+struct Found {
+    id: i64,
+    kind: Kind,
+    uuid: String,
+    tool_use_id: Option<String>,
+    offset: u64,
+    len: u64,
+    part: usize,
+    path: String,
+    session_id: String,
+    project: String,
+}
+
+/// The longest line a snippet is read from (past it the hit has no snippet).
+const MAX_LINE: u64 = 64 << 20;
+
+impl Index {
+    /// The hits of `req` on this machine, most recent first.
+    pub fn search(&self, req: &Request) -> Result<Results, IndexError> {
+        let q = req.checked().map_err(IndexError::Request)?;
+        // The user's words are looked for in the text columns only, never in `project`.
+        let kinds: &[Kind] = if req.kinds.is_empty() { &Kind::ALL } else { &req.kinds };
+        let cols: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+        let since = req.since.map_or(0, |t| id_base(t.millis()));
+        let project = req.project.as_deref().map(str::trim).filter(|p| !p.is_empty()).map(|p| p.to_lowercase());
+        // A project is a phrase of its words in the `project` column (`project-007`,
+        // `/home/me/src/project-007`); the tool calls of a file are few, and filtered here.
+        let project_phrase = project.as_deref().map(query::words).filter(|w| !w.is_empty()).map(|w| w.join(" "));
+        let limit = req.limit();
+        let mut hits = Vec::new();
+        let mut total = 0usize;
+        let mut capped = false;
+        let file = req.file.as_deref().map(str::trim).filter(|f| !f.is_empty());
+        let by_file = file.is_some();
+        // Matches are counted up to a cap (a common word's total is "200+", not a scan).
+        let cap = TOTAL_CAP.max(limit);
+        let mut consider = |this: &Index, id: i64| -> Result<bool, IndexError> {
+            if total >= cap {
+                capped = true;
+                return Ok(false);
+            }
+            let need_row = (by_file && project.is_some()) || hits.len() < limit;
+            if need_row {
+                let Some(f) = this.found(id)? else { return Ok(true) };
+                if by_file
+                    && let Some(p) = &project
+                    && !in_project(&f.project, p)
+                {
+                    return Ok(true);
+                }
+                if hits.len() < limit {
+                    hits.push(f);
+                }
+            }
+            total += 1;
+            Ok(true)
+        };
+        match file {
+            Some(file) => {
+                if !(req.kinds.is_empty() || req.kinds.contains(&Kind::ToolCall)) {
+                    return Ok(Results::default());
+                }
+                let touching = self.touching(file)?;
+                // With words too: the tool calls whose text has the path's words and the
+                // query's, newest first from FTS5, kept when they touched the file.
+                let words = query::words(file);
+                if !q.all.is_empty() && !words.is_empty() {
+                    let touched: std::collections::HashSet<i64> = touching.into_iter().collect();
+                    let mut both = q.clone();
+                    both.all.push(query::Term { words, prefix: false });
+                    let fts = both.fts(&[Kind::ToolCall.as_str()]).unwrap_or_default();
+                    let mut st = self.conn.prepare_cached(
+                        "SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid >= ?2 ORDER BY rowid DESC",
+                    )?;
+                    let mut rows = st.query(params![fts, since])?;
+                    while let Some(r) = rows.next()? {
+                        let id: i64 = r.get(0)?;
+                        if touched.contains(&id) && !consider(self, id)? {
+                            break;
+                        }
+                    }
+                } else {
+                    let fts = q.fts(&[]);
+                    let mut matches =
+                        self.conn.prepare_cached("SELECT 1 FROM fts WHERE fts MATCH ?1 AND rowid = ?2")?;
+                    for id in touching {
+                        if id < since {
+                            continue;
+                        }
+                        if let Some(f) = &fts
+                            && !matches.exists(params![f, id])?
+                        {
+                            continue;
+                        }
+                        if !consider(self, id)? {
+                            break;
+                        }
+                    }
+                }
+            }
+            None => {
+                let mut fts = q.fts(&cols).ok_or_else(|| IndexError::Request("nothing to look for".into()))?;
+                if let Some(p) = &project_phrase {
+                    fts = format!("({fts}) AND {{project}} : \"{}\"", p.replace('"', "\"\""));
+                }
+                let mut st = self
+                    .conn
+                    .prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid >= ?2 ORDER BY rowid DESC")?;
+                let mut rows = st.query(params![fts, since])?;
+                while let Some(r) = rows.next()? {
+                    if !consider(self, r.get(0)?)? {
+                        break;
+                    }
+                }
+            }
+        }
+        let hits = hits.into_iter().map(|f| self.hit(f, &q)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Results { hits, total, total_capped: capped, failed: Vec::new() })
+    }
+
+    /// The tool calls that read, edited or wrote `file` (a path or the end of one), newest first.
+    fn touching(&self, file: &str) -> Result<Vec<i64>, IndexError> {
+        let r = reversed(file.trim_end_matches('/'));
+        // Every reversed path that starts with `r`: `r` up to `r` followed by the last character.
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT rpath, doc FROM touched WHERE rpath >= ?1 AND rpath < ?1 || char(1114111)")?;
+        let mut ids: Vec<i64> = Vec::new();
+        let mut rows = st.query([r.as_str()])?;
+        while let Some(row) = rows.next()? {
+            let rpath: String = row.get(0)?;
+            // The whole path, or whole components at its end (`store.rs` is not `mystore.rs`).
+            let rest = &rpath[r.len()..];
+            if rest.is_empty() || rest.starts_with('/') {
+                ids.push(row.get(1)?);
+            }
+        }
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        Ok(ids)
+    }
+
+    fn found(&self, id: i64) -> Result<Option<Found>, IndexError> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT d.kind, d.uuid, d.tool_use_id, d.offset, d.len, d.part, f.path, f.session_id, f.project
+             FROM docs d JOIN files f ON f.id = d.file_id WHERE d.id = ?1",
+        )?;
+        let f = st
+            .query_row([id], |r| {
+                Ok(Found {
+                    id,
+                    kind: Kind::from_code(r.get(0)?).unwrap_or(Kind::Reply),
+                    uuid: r.get(1)?,
+                    tool_use_id: r.get(2)?,
+                    offset: r.get::<_, i64>(3)? as u64,
+                    len: r.get::<_, i64>(4)? as u64,
+                    part: r.get::<_, i64>(5)? as usize,
+                    path: r.get(6)?,
+                    session_id: r.get(7)?,
+                    project: r.get(8)?,
+                })
+            })
+            .optional()?;
+        Ok(f)
+    }
+
+    fn hit(&self, f: Found, q: &Query) -> Result<Hit, IndexError> {
+        let text = read_doc(&f).unwrap_or_default();
+        let (snippet, marks) = snippet(&text, q);
+        // A tool result is shown on its call's item.
+        let mut uuid = f.uuid;
+        let mut tool_use_id = None;
+        if f.kind == Kind::ToolResult
+            && let Some(t) = f.tool_use_id
+        {
+            let mut st =
+                self.conn.prepare_cached("SELECT uuid FROM docs WHERE tool_use_id = ?1 AND kind = 2 LIMIT 1")?;
+            match st.query_row([&t], |r| r.get::<_, String>(0)).optional()? {
+                Some(call) => uuid = call,
+                None => tool_use_id = Some(t),
+            }
+        }
+        Ok(Hit {
+            session_id: SessionId::parse(&f.session_id).map_err(|e| IndexError::Request(e.to_string()))?,
+            host: None,
+            uuid,
+            tool_use_id,
+            at: Timestamp::from_millis(id_time(f.id)),
+            kind: f.kind,
+            snippet,
+            marks,
+            project: f.project,
+            work_chain_id: None,
+            work_chain_name: None,
+            superseded: false,
+        })
+    }
+}
+
+/// A session's project folder (`-home-me-src-app`) contains `needle`, given as a folder
+/// name or a path (lower case).
+fn in_project(project: &str, needle: &str) -> bool {
+    let project = project.to_lowercase();
+    let encoded: String = needle.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    project.contains(needle) || project.contains(&encoded)
+}
+
+/// The text of a found document, cut from its transcript's line again.
+fn read_doc(f: &Found) -> Option<String> {
+    if f.len > MAX_LINE {
+        return None;
+    }
+    let mut file = std::fs::File::open(&f.path).ok()?;
+    file.seek(SeekFrom::Start(f.offset)).ok()?;
+    let mut line = vec![0; f.len as usize];
+    file.read_exact(&mut line).ok()?;
+    let v = parse_line(&line)?;
+    record_docs(&v).into_iter().nth(f.part).map(|d| d.text)
+}
