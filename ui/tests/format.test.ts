@@ -8,6 +8,7 @@ import {
   shortModel,
   toolTarget,
   formatUsd,
+  costLabel,
   costSentence,
   totalTokens,
   turnDurationText,
@@ -108,6 +109,9 @@ describe('cost', () => {
   it('formats dollars and says what the estimate leaves out', () => {
     expect(formatUsd(0.0176)).toBe('$0.0176');
     expect(formatUsd(1.234)).toBe('$1.23');
+    // A row says which figure it shows: the billed one, or our estimate.
+    expect(costLabel({ billed: { costUsd: 1.234 }, estimatedUsd: 1.1 } as never)).toBe('$1.23 billed');
+    expect(costLabel({ billed: null, estimatedUsd: 1.1 } as never)).toBe('≈ $1.10 est.');
     expect(costSentence({ estimatedUsd: 0.5, unknownModels: ['claude-x'], pricesAsOf: '2026-11-20', billed: null })).toBe(
       'about $0.50 at the prices of 2026-11-20; no price known for claude-x',
     );

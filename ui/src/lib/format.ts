@@ -189,6 +189,11 @@ export function costSentence(c: Cost | undefined): string {
   return parts.join('; ');
 }
 
+/** A row's cost, saying which it is: "$1.20 billed" (Claude Code's figure) or "≈ $1.20 est." (ours). */
+export function costLabel(c: Cost): string {
+  return c.billed ? `${formatUsd(c.billed.costUsd)} billed` : `≈ ${formatUsd(c.estimatedUsd ?? 0)} est.`;
+}
+
 export function oneLine(s: string, max = 300): string {
   const line = s.replace(/\s+/g, ' ').trim();
   return line.length > max ? line.slice(0, max - 1) + '…' : line;
