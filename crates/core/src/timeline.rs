@@ -604,6 +604,10 @@ impl TimelineBuilder {
     }
 
     fn compact_summary(&mut self, summary: String, ts: Option<Timestamp>, uuid: String, changed: &mut Vec<usize>) {
+        // The summary itself, not Claude Code's wrapping (its preamble, `<system-reminder>`
+        // blocks, closing instructions); the whole text when nothing else is left.
+        let body = crate::facts::compact_summary_body(&summary);
+        let summary = if body.is_empty() { summary } else { body.to_owned() };
         if let Some(i) = self.last_compaction.take()
             && let TimelineItem::Compaction { summary: slot @ None, .. } = &mut self.items[i]
         {
