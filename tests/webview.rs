@@ -525,7 +525,7 @@ async fn a_machine_over_ssh_joins_the_roster() -> Result<()> {
         Ok(()) => Ok(()),
         Err(e) => {
             let hosts = app
-                .js("return [...document.querySelectorAll('[data-testid=host-badge]')].map(b => b.title).join('\\n') \
+                .js("return [...document.querySelectorAll('[data-testid=host-badge]')].map(b => b.dataset.tip).join('\\n') \
                      + ' · stop buttons: ' + JSON.stringify([...document.querySelectorAll('[data-testid=pty-stop]')] \
                      .map(b => ({disabled: b.disabled, session: b.closest('[data-session-id]')?.dataset.sessionId ?? null})));")
                 .await
