@@ -13,7 +13,7 @@ use anyhow::{Context, Result, ensure};
 use fantoccini::Locator;
 use mimesis_core::{Clock, SystemClock, Timestamp};
 use mimesis_tests::supervised::{hook_output, permission_hook};
-use mimesis_tests::webdriver::{DesktopApp, workspace_root};
+use mimesis_tests::webdriver::{DesktopApp, axe_violations, workspace_root};
 use serde_json::{Value, json};
 
 const LIVE: &str = "aaaaaaaa-0000-4000-8000-000000000001";
@@ -236,36 +236,18 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     })
     .await?;
     found.extend(axe_violations(app, "settings").await?);
+    // Resources too (issue 37: every view, contrast on).
+    app.click("[data-testid=page-resources]").await?;
+    app.wait_for("Resources", Duration::from_secs(10), || async {
+        Ok(app.count("[data-testid=resource-view]").await? == 1)
+    })
+    .await?;
+    found.extend(axe_violations(app, "resources").await?);
     // Back to the roster (what the screenshot shows; WebKit takes a minute to shoot the long
     // Settings page).
     app.click("[data-testid=page-sessions]").await?;
     ensure!(found.is_empty(), "accessibility violations:\n{}", found.join("\n"));
     Ok(())
-}
-
-/// axe-core's violations on the page as it is, one line each (`view: rule (impact): help — targets`).
-async fn axe_violations(app: &DesktopApp, view: &str) -> Result<Vec<String>> {
-    let axe = std::fs::read_to_string(workspace_root().join("ui/node_modules/axe-core/axe.min.js"))
-        .context("axe-core (ui/package.json devDependencies; scripts/setup.sh installs it)")?;
-    // Run as the body of a WebDriver script, not as a <script> in the page.
-    app.client.execute(&format!("{axe}\n;window.axe = window.axe || axe; return null;"), vec![]).await?;
-    let found = app
-        .client
-        .execute_async(
-            "const done = arguments[arguments.length - 1]; \
-             window.axe.run(document, {resultTypes: ['violations']}).then(r => done(r.violations.map(v => \
-               v.id + ' (' + v.impact + '): ' + v.help + ' — ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(', ')))) \
-             .catch(e => done(['axe failed: ' + e]));",
-            vec![],
-        )
-        .await?;
-    Ok(found
-        .as_array()
-        .context("violations")?
-        .iter()
-        .filter_map(Value::as_str)
-        .map(|v| format!("{view}: {v}"))
-        .collect())
 }
 
 /// Issue 12: a permission dialog of a session in the user's own terminal, answered from the
@@ -307,6 +289,9 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
 
     let hook = permission_hook(&fx.data, LIVE, "Bash", json!({"command": "rm -rf build"}))?;
     app.wait_for("the request over the timeline", Duration::from_secs(10), || shows("rm -rf build")).await?;
+    // The approval bar passes axe-core, contrast included (issue 37).
+    let found = axe_violations(app, "approval bar").await?;
+    ensure!(found.is_empty(), "accessibility violations:\n{}", found.join("\n"));
     // The tray offers it too (its menu, as the probe reports it).
     app.wait_for("the request in the tray menu", Duration::from_secs(10), || async {
         let p: Value = serde_json::from_slice(&std::fs::read(probe).unwrap_or_default()).unwrap_or_default();
