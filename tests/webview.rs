@@ -117,6 +117,48 @@ async fn row_status(app: &DesktopApp, id: &str) -> Result<Option<String>> {
     Ok(v.as_str().map(str::to_owned))
 }
 
+async fn roster_order(app: &DesktopApp) -> Result<Vec<String>> {
+    let v = app
+        .js("return [...document.querySelectorAll('[data-testid=roster-row]')].map(r => r.dataset.sessionId);")
+        .await?;
+    Ok(v.as_array().context("rows")?.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+}
+
+async fn roster_holds_still(app: &DesktopApp, fx: &Fixture) -> Result<()> {
+    use fantoccini::actions::{InputSource, MouseActions, PointerAction};
+    let before = roster_order(app).await?;
+    ensure!(before.last().map(String::as_str) == Some(OLD), "the old session is the last row: {before:?}");
+    // The pointer rests on the old session's row; then that session gets new activity.
+    let old = app.client.find(Locator::Css(&row(OLD))).await?;
+    let hover = MouseActions::new("mouse".into()).then(PointerAction::MoveToElement {
+        element: old,
+        duration: None,
+        x: 0.0,
+        y: 0.0,
+    });
+    app.client.perform_actions(hover).await?;
+    write(&fx.project.join(format!("{OLD}.jsonl")), &[prompt("Back to the old task", 0)])?;
+    app.wait_for("the new activity marked in place", Duration::from_secs(10), || async {
+        Ok(app.count(&format!("{} [data-testid=moved]", row(OLD))).await? == 1)
+    })
+    .await?;
+    ensure!(roster_order(app).await? == before, "nothing moved under the pointer");
+    // The click opens the row under the pointer.
+    app.click(&row(OLD)).await?;
+    app.wait_for("the clicked row's timeline", Duration::from_secs(5), || async {
+        Ok(app.count(&format!("[data-testid=timeline][data-session-id='{OLD}']")).await? == 1)
+    })
+    .await?;
+    ensure!(roster_order(app).await? == before, "the click moved nothing (the focus holds the order too)");
+    // The pointer and the focus leave: the new order comes.
+    app.click("[data-testid=search]").await?;
+    app.wait_for("the old session on top once the user left the roster", Duration::from_secs(5), || async {
+        Ok(roster_order(app).await?.first().map(String::as_str) == Some(OLD))
+    })
+    .await?;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn roster_live_badge_timeline_and_hostile_text() -> Result<()> {
     let fx = fixture()?;
@@ -225,6 +267,11 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
         title.starts_with(ui) && title.ends_with("system-ui, sans-serif"),
         "the row's font is the named family first: {fonts:?}"
     );
+
+    // 5b. The roster holds still under the pointer (issue 37): a row that gets new activity is
+    //     marked in place, not moved; a click opens the row it lands on; the new order comes
+    //     when the pointer and the focus have left.
+    roster_holds_still(app, fx).await?;
 
     // 6. Accessibility (issue 16): axe-core in the real webview, with its layout (contrast
     //    included), on the roster with a timeline open, then on Settings.
