@@ -15,7 +15,7 @@ describe('tooltips', () => {
     const titled = files.flatMap(([f, src]) =>
       src
         .split('\n')
-        .filter((l) => /\stitle=[{"]/.test(l) && !/<Modal\b/.test(l))
+        .filter((l) => (/\stitle=[{"]/.test(l) || /\s\{title\}/.test(l)) && !/<Modal\b/.test(l))
         .map((l) => `${f}: ${l.trim()}`),
     );
     expect(titled).toEqual([]);
