@@ -43,6 +43,12 @@ const COMMANDS: &[&str] = &[
     "host_add",
     "host_remove",
     "open_link",
+    "bg_create",
+    "bg_attach",
+    "bg_detach",
+    "bg_stop",
+    "bg_respawn",
+    "bg_remove",
     // Only with the `record` feature, and granted at run time only while recording
     // (src/record.rs): default.json does not name it.
     "record_write",

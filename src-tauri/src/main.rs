@@ -22,6 +22,7 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 mod autostart;
+mod background;
 mod commands;
 mod events;
 mod fonts;
@@ -373,6 +374,12 @@ fn main() {
             pty::pty_restart,
             pty::pty_delete,
             pty::resources,
+            background::bg_create,
+            background::bg_attach,
+            background::bg_detach,
+            background::bg_stop,
+            background::bg_respawn,
+            background::bg_remove,
             remote::hosts_list,
             remote::host_retry,
             remote::host_install,
@@ -396,6 +403,7 @@ fn main() {
             if let Some(state) = handle.try_state::<pty::PtyState>() {
                 state.detach_all();
                 state.remote.close_all();
+                state.background.detach_all();
             }
             if let Some(state) = handle.try_state::<AppState>() {
                 if let Ok(mut d) = state.demo.lock() {

@@ -34,6 +34,7 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
+use crate::background::BgTerminals;
 use crate::hosts::{RemoteState, is_remote};
 use crate::remote_pty::{RemoteTerminals, refused};
 
@@ -67,6 +68,8 @@ pub struct PtyState {
     next_attachment: AtomicU64,
     /// Terminals of other machines' sessions (`host:id`).
     pub remote: RemoteTerminals,
+    /// Attached terminals of Claude Code's background sessions (by row key).
+    pub background: BgTerminals,
 }
 
 type CmdResult<T> = Result<T, String>;
@@ -76,6 +79,19 @@ fn session_id(s: &str) -> CmdResult<SessionId> {
 }
 
 impl PtyState {
+    pub(crate) fn mimesis(&self) -> &Mimesis {
+        &self.mimesis
+    }
+
+    /// A terminal shown but not supervised here under `key`: a background session's
+    /// attached one, or the terminal of a session on another machine.
+    fn plain(&self, key: &str) -> Option<CmdResult<PlainTerminal>> {
+        if let Some(t) = self.background.get(key) {
+            return Some(Ok(t));
+        }
+        is_remote(key).then(|| self.remote.get(key))
+    }
+
     /// The supervisor, once it has started.
     async fn sup(&self) -> CmdResult<Supervisor> {
         self.mimesis.supervisor().await.ok_or_else(|| {
@@ -124,6 +140,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, mimesis: &Mimesis) {
         attachments: Mutex::new(HashMap::new()),
         next_attachment: AtomicU64::new(1),
         remote: RemoteTerminals::new(SCROLLBACK),
+        background: BgTerminals::new(SCROLLBACK),
     });
     let (app, mimesis) = (app.clone(), mimesis.clone());
     tauri::async_runtime::spawn(async move {
@@ -172,6 +189,12 @@ async fn forward_events<R: Runtime>(
 pub struct Created {
     /// The window key: the session's id, or `host:id` on another machine.
     session_id: String,
+}
+
+impl Created {
+    pub(crate) fn new(session_id: String) -> Created {
+        Created { session_id }
+    }
 }
 
 /// `cols`/`rows`: the size of the terminal that will show the session (its first screen is
@@ -257,10 +280,10 @@ pub async fn pty_attach(
     session_id: String,
     on_data: Channel<InvokeResponseBody>,
 ) -> CmdResult<Attached> {
-    let (source, att) = if is_remote(&session_id) {
-        let term = state.remote.get(&session_id)?;
+    let (source, att) = if let Some(term) = state.plain(&session_id) {
+        let term = term?;
         let att = term.attach();
-        (Source::Remote(term, session_id.clone()), att)
+        (Source::Plain(term, session_id.clone()), att)
     } else {
         let id = self::session_id(&session_id)?;
         let sup = state.sup().await?;
@@ -298,7 +321,7 @@ pub async fn pty_ack(
 
 #[tauri::command(rename_all = "camelCase")]
 pub async fn pty_detach(state: tauri::State<'_, PtyState>, session_id: String) -> CmdResult<()> {
-    if is_remote(&session_id) {
+    if is_remote(&session_id) || state.background.get(&session_id).is_some() {
         return state.end_oldest(&session_id).map(|_| ());
     }
     let id = self::session_id(&session_id)?;
@@ -323,8 +346,8 @@ pub async fn pty_input(
     binary: Option<bool>,
 ) -> CmdResult<InputResult> {
     let bytes = if binary == Some(true) { binary_bytes(&data)? } else { data.into_bytes() };
-    if is_remote(&session_id) {
-        state.remote.get(&session_id)?.write(&bytes)?;
+    if let Some(term) = state.plain(&session_id) {
+        term?.write(&bytes)?;
         return Ok(InputResult { queued: false });
     }
     let id = self::session_id(&session_id)?;
@@ -347,8 +370,8 @@ pub async fn pty_resize(state: tauri::State<'_, PtyState>, session_id: String, c
     if cols == 0 || rows == 0 {
         return Err(format!("a terminal of {cols}×{rows} cannot be shown"));
     }
-    if is_remote(&session_id) {
-        return state.remote.get(&session_id)?.resize(cols, rows);
+    if let Some(term) = state.plain(&session_id) {
+        return term?.resize(cols, rows);
     }
     let id = self::session_id(&session_id)?;
     state.sup().await?.resize(&id, cols, rows).map_err(|e| e.to_string())
@@ -470,18 +493,18 @@ fn next(r: Result<Arc<[u8]>, RecvError>) -> Next {
     }
 }
 
-/// Where a terminal's output comes from: a session supervised here, or the terminal of a
-/// session on another machine.
+/// Where a terminal's output comes from: a session supervised here, or a terminal shown
+/// but not supervised here (a session on another machine, a background session attached).
 enum Source {
     Local(Supervisor, SessionId),
-    Remote(PlainTerminal, String),
+    Plain(PlainTerminal, String),
 }
 
 impl Source {
     fn name(&self) -> &str {
         match self {
             Source::Local(_, id) => id.as_str(),
-            Source::Remote(_, key) => key,
+            Source::Plain(_, key) => key,
         }
     }
 
@@ -493,7 +516,7 @@ impl Source {
                 sup.detach(id, true);
                 Some(again)
             }
-            Source::Remote(term, _) => Some(term.attach()),
+            Source::Plain(term, _) => Some(term.attach()),
         }
     }
 }

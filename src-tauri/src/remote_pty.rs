@@ -103,6 +103,7 @@ impl RemoteTerminals {
             program: PathBuf::from(&argv[0]),
             args: argv[1..].to_vec(),
             cwd: std::env::temp_dir(),
+            env: Vec::new(),
             cols: size.0,
             rows: size.1,
             scrollback: self.scrollback,

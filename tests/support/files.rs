@@ -253,6 +253,13 @@ pub enum FileEvent {
         /// Registry file path.
         path: PathBuf,
     },
+    /// A background session's `jobs/<id>/state.json` was written (2.1.332).
+    Job {
+        /// The job's short id (its folder's name).
+        id: String,
+        /// New content.
+        value: Value,
+    },
     /// A free-form note (see [`Recorder::note`]).
     Note(String),
 }
@@ -272,10 +279,12 @@ struct RecorderState {
     /// Per transcript: number of complete lines seen.
     lines: BTreeMap<PathBuf, usize>,
     sessions: BTreeMap<PathBuf, String>,
+    jobs: BTreeMap<String, String>,
 }
 
 /// Polls `$CLAUDE_CONFIG_DIR` every few milliseconds on a background thread and records
-/// every appended transcript record and every change of `sessions/*.json`, with times.
+/// every appended transcript record, every change of `sessions/*.json` and of background
+/// jobs' `jobs/*/state.json`, with times.
 ///
 /// Meant for diagnostics and for measuring how quickly the CLI writes; it is not an
 /// implementation of tailing (it re-reads files whose size changed).
@@ -348,6 +357,10 @@ impl Recorder {
                     format!("sessions/{} {}", file(path), describe_session(value))
                 }
                 FileEvent::SessionRemoved { path } => format!("sessions/{} REMOVED", file(path)),
+                FileEvent::Job { id, value } => {
+                    let g = |k: &str| value.get(k).map(|x| x.to_string()).unwrap_or_else(|| "-".into());
+                    format!("jobs/{id} state={} tempo={} detail={}", g("state"), g("tempo"), g("detail"))
+                }
                 FileEvent::Note(n) => format!("-- {n}"),
             };
             out.push_str(&format!("{ms:>7}ms {line}\n"));
@@ -432,5 +445,15 @@ fn poll_once(dir: &Path, state: &std::sync::Mutex<RecorderState>) {
         }
     }
     st.sessions = present;
+    for entry in fs::read_dir(dir.join("jobs")).into_iter().flatten().flatten() {
+        let id = entry.file_name().to_string_lossy().into_owned();
+        let Ok(text) = fs::read_to_string(entry.path().join("state.json")) else { continue };
+        if st.jobs.get(&id) != Some(&text) {
+            if let Ok(value) = serde_json::from_str(&text) {
+                fresh.push(FileEvent::Job { id: id.clone(), value });
+            }
+            st.jobs.insert(id, text);
+        }
+    }
     st.events.extend(fresh.into_iter().map(|event| TimedEvent { at: now, event }));
 }

@@ -50,7 +50,7 @@ describe('AppController', () => {
     const e = a.engine as Engine;
     expect(a.nextAttention()).toBeNull();
     const id = await e.sup.create(PROJECT, null);
-    await waitFor(() => expect(e.sup.attention.count).toBeGreaterThan(0));
+    await waitFor(() => expect(e.store.attention.size).toBeGreaterThan(0));
     a.page = 'resources';
     const next = a.nextAttention();
     expect(next).toBe(id);

@@ -42,6 +42,8 @@ export function session(id: string, over: Partial<TrackedSession> = {}): Tracked
     cost: { estimatedUsd: null, unknownModels: [], pricesAsOf: '2026-11-01', billed: null },
     subagents: 0,
     host: null,
+    kind: null,
+    job: null,
     ...over,
   };
 }
@@ -140,6 +142,11 @@ export class MockBackend implements Backend {
 
   count(cmd: string): number {
     return this.calls.filter((c) => c.cmd === cmd).length;
+  }
+
+  /** How many listeners of each event are held now. */
+  held(): Record<string, number> {
+    return Object.fromEntries([...this.#listeners].filter(([, set]) => set.size > 0).map(([e, set]) => [e, set.size]));
   }
 }
 

@@ -1,11 +1,9 @@
 import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import RichText from '../src/components/RichText.svelte';
-import { setBackend } from '../src/lib/backend';
+import { engineContext } from '../src/lib/app.svelte';
 import { openLink, openable } from '../src/lib/links';
 import { MockBackend } from './helpers';
-
-afterEach(() => setBackend(null));
 
 describe('links (issue 16 §7)', () => {
   it('only plain web addresses are links', () => {
@@ -16,8 +14,10 @@ describe('links (issue 16 §7)', () => {
 
   it("a transcript's web address opens in the system's browser through the app; anything else stays text", async () => {
     const b = new MockBackend({ open_link: () => null });
-    setBackend(b);
-    const { container } = render(RichText, { props: { text: 'See [the docs](https://docs.rs/tokio) and [this](javascript:alert(1)) or [that](file:///etc/passwd).' } });
+    const { container } = render(RichText, {
+      props: { text: 'See [the docs](https://docs.rs/tokio) and [this](javascript:alert(1)) or [that](file:///etc/passwd).' },
+      context: engineContext({ backend: b }),
+    });
     const link = screen.getByRole('link', { name: /the docs/ });
     expect(screen.getAllByRole('link')).toHaveLength(1);
     // No address ever becomes an href: the page cannot navigate anywhere.
@@ -30,8 +30,10 @@ describe('links (issue 16 §7)', () => {
   });
 
   it('says why a link was not opened', async () => {
-    setBackend(new MockBackend({ open_link: () => Promise.reject(new Error('no browser')) }));
-    expect(await openLink('javascript:alert(1)')).toMatch(/Only web addresses/);
-    expect(await openLink('https://example.com')).toMatch(/no browser/);
+    const b = new MockBackend({ open_link: () => Promise.reject(new Error('no browser')) });
+    expect(await openLink(b, 'javascript:alert(1)')).toMatch(/Only web addresses/);
+    expect(await openLink(b, 'https://example.com')).toMatch(/no browser/);
+    // Text drawn outside the window (no engine above it) opens nothing.
+    expect(await openLink(null, 'https://example.com')).toMatch(/app/);
   });
 });

@@ -1,6 +1,7 @@
 // P7/P14 resource view: formatting and polling.
 import { render, waitFor } from '@testing-library/svelte';
 import { describe, expect, it } from 'vitest';
+import { engineContext } from '../src/lib/app.svelte';
 import ResourceView from '../src/components/ResourceView.svelte';
 import { formatBytes, formatCpu, formatSecs, formatStart, idleLeft } from '../src/lib/resources';
 import { RosterStore } from '../src/lib/store.svelte';
@@ -59,7 +60,7 @@ describe('ResourceView', () => {
     });
     const store = new RosterStore(b);
     await store.start();
-    const { container } = render(ResourceView, { props: { backend: b, store, onopen: () => {}, interval: 30 } });
+    const { container } = render(ResourceView, { props: { store, onopen: () => {}, interval: 30 }, context: engineContext({ backend: b }) });
     await waitFor(() => expect(container.querySelectorAll('[data-testid=resource-row]')).toHaveLength(2));
     const first = container.querySelector('[data-testid=resource-row][data-session-id=s1]') as HTMLElement;
     expect(first.textContent).toContain('Fix the parser');

@@ -3,6 +3,8 @@
 import { fireEvent, render, waitFor } from '@testing-library/svelte';
 import { describe, expect, it } from 'vitest';
 import SettingsView from '../src/components/settings/SettingsView.svelte';
+import { engineContext } from '../src/lib/app.svelte';
+import { RosterStore } from '../src/lib/store.svelte';
 import { DEFAULT_SETTINGS, NUMBER_SECTIONS, errorsByField, humanSeconds, linesOf, patternProblem, setPath, validateSettings } from '../src/lib/settings';
 import type { InEffect, Settings } from '../src/lib/types';
 import { MockBackend, doctorReport } from './helpers';
@@ -69,7 +71,7 @@ describe('SettingsView', () => {
         report: doctorReport(),
       }),
     });
-    const r = render(SettingsView, { props: { backend: b } });
+    const r = render(SettingsView, { context: engineContext({ backend: b, store: new RosterStore(b) }) });
     return { b, ...r, stored: () => stored };
   }
   const input = (c: HTMLElement, field: string) => c.querySelector<HTMLInputElement>(`[data-field="${field}"]`) as HTMLInputElement;

@@ -80,8 +80,14 @@ pub struct SessionFacts {
     /// (`entrypoint`: `cli` for an interactive session).
     pub cli_version: Option<String>,
     pub entrypoint: Option<String>,
+    /// Its records say it runs under the background service (`sessionKind: "bg"`, 2.1.332).
+    #[serde(default)]
+    pub background: bool,
     custom_title: Option<String>,
     ai_title: Option<String>,
+    /// The name Claude Code's registry gave the session while it ran (not in the
+    /// transcript): kept here so that the name outlives the process and the face that saw it.
+    pub registry_name: Option<String>,
     pub permission_mode: Option<String>,
     pub compaction_count: u32,
     pub open_tools: Vec<OpenTool>,
@@ -305,6 +311,9 @@ impl SessionFacts {
                 && self.entrypoint.as_deref() != Some(e)
             {
                 self.entrypoint = Some(e.to_owned());
+            }
+            if r.session_kind.get() == Some("bg") {
+                self.background = true;
             }
         }
         if self.birth == Birth::Unknown {
@@ -791,7 +800,8 @@ pub fn compact_summary_body(text: &str) -> &str {
         t = match (t.find("\n\n"), t.find("summarized below:")) {
             (_, Some(i)) => &t[i + "summarized below:".len()..],
             (Some(i), None) => &t[i..],
-            (None, None) => "",
+            // One line: the summary is what follows its label, if it has one.
+            (None, None) => t.find("Summary:").map_or("", |i| &t[i..]),
         };
     }
     let mut t = t.trim_start();

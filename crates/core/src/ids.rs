@@ -79,6 +79,57 @@ impl std::str::FromStr for SessionId {
     }
 }
 
+/// The short id Claude Code's background service gives a session (2.1.332: `claude agents
+/// --json`'s `id`, the name of `<config>/jobs/<id>/`): the first 8 hex digits of its session
+/// id. Exactly 8 lowercase hex digits, so it can name a folder and be a verb's argument
+/// (never a prefix or a name the CLI would match loosely).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct JobId(String);
+
+/// Why a job id was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{0:?} is not a background session's id (expected 8 hex digits, as `claude agents` lists them)")]
+pub struct InvalidJobId(pub String);
+
+impl JobId {
+    pub fn parse(s: &str) -> Result<Self, InvalidJobId> {
+        if s.len() == 8 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+            Ok(JobId(s.to_owned()))
+        } else {
+            Err(InvalidJobId(s.chars().take(64).collect()))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Is it the short id of `session` (its first 8 characters)?
+    pub fn names(&self, session: &SessionId) -> bool {
+        session.as_str().starts_with(&self.0)
+    }
+}
+
+impl fmt::Debug for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for JobId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        JobId::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +153,18 @@ mod tests {
         for bad in ["", "../x", "a/b", "a\\b", "a.jsonl", "x\0", " a", &"a".repeat(129)] {
             assert!(SessionId::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn job_ids_are_eight_lowercase_hex_digits() {
+        let id = JobId::parse("aa2e1246").unwrap();
+        assert!(id.names(&SessionId::parse("aa2e1246-11cc-48b1-aa61-76af4aa5d5aa").unwrap()));
+        assert!(!id.names(&SessionId::parse("aa2e124").unwrap()));
+        for bad in ["", "aa2e124", "aa2e12461", "AA2E1246", "../../x", "aa2e124g", "aa2e-124", "aa2e1246\n"] {
+            assert!(JobId::parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(serde_json::from_str::<JobId>("\"../jobs\"").is_err());
+        assert_eq!(serde_json::to_string(&id).unwrap(), "\"aa2e1246\"");
     }
 
     #[test]

@@ -23,6 +23,31 @@ pub fn sessions_dir(root: &Path) -> PathBuf {
     root.join("sessions")
 }
 
+/// The background service's job folders (2.1.332): `<root>/jobs/<job id>/state.json`.
+pub fn jobs_dir(root: &Path) -> PathBuf {
+    root.join("jobs")
+}
+
+/// A job's state file. The id is validated: no path is built from unchecked text.
+pub fn job_state_file(root: &Path, job: &crate::ids::JobId) -> PathBuf {
+    jobs_dir(root).join(job.as_str()).join("state.json")
+}
+
+/// The background service's folder: `<root>/daemon/roster.json`.
+pub fn daemon_dir(root: &Path) -> PathBuf {
+    root.join("daemon")
+}
+
+/// The roster of the service's running sessions.
+pub fn roster_file(root: &Path) -> PathBuf {
+    daemon_dir(root).join("roster.json")
+}
+
+/// The service's status file, there while it runs.
+pub fn daemon_status_file(root: &Path) -> PathBuf {
+    root.join("daemon.status.json")
+}
+
 /// Where a transcript file sits: `<root>/projects/<project>/<id>.jsonl`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TranscriptLocation {

@@ -14,7 +14,8 @@
 //!   needs; [`timeline`]: the itemised history of one session.
 //! - [`status`]: the status state machine; [`permissions`]: "would this tool call ask?";
 //!   [`registry`]: Claude Code's live process registry; [`hook_event`]: what a hook
-//!   tells; [`cwd_files`]: compaction markers and status files.
+//!   tells; [`cwd_files`]: compaction markers and status files; [`job`] and [`daemon`]:
+//!   Claude Code's background service (its jobs, the roster of its running sessions).
 //! - [`session`]: the roster row ([`TrackedSession`]), its typed patch and the store
 //!   events; [`chain`]: work chains; [`attention`]: who needs the user and when to say so.
 //! - [`settings`]: Mimesis's settings document and its validation; [`persist`]: what
@@ -22,16 +23,19 @@
 //! - [`supervision`]: the per-session and fleet policies of supervised PTY sessions, their
 //!   limits, events and wording.
 
+pub mod answering;
 pub mod approval;
 pub mod attention;
 pub mod chain;
 pub mod clock;
 pub mod cwd_files;
+pub mod daemon;
 pub mod dialog;
 pub mod facts;
 pub mod focus;
 pub mod hook_event;
 pub mod ids;
+pub mod job;
 pub mod json;
 pub mod layout;
 pub mod links;

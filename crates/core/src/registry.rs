@@ -11,7 +11,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::clock::Timestamp;
-use crate::ids::SessionId;
+use crate::ids::{JobId, SessionId};
+use crate::job::SessionKind;
 use crate::status::{RegistrySignal, RegistryState};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -24,10 +25,17 @@ pub struct RegistryEntry {
     pub status_updated_at: Option<Timestamp>,
     /// `procStart` as written by the CLI (its format is not documented).
     pub proc_start: Option<serde_json::Value>,
+    /// `pidDomain` (2.1.330): `linux:<machine-id>:<pid namespace>`, where `pid` means
+    /// something; an entry of another domain cannot be checked against this process table.
+    pub pid_domain: Option<String>,
     /// The session's name (2.1.330: `proj-73`), when the CLI gives one.
     pub name: Option<String>,
     /// The tmux pane running it (2.1.330: `session:@window.%pane`), when inside tmux.
     pub tmux: Option<String>,
+    /// `kind`: `interactive`, or `bg` for a session of the background service (2.1.332).
+    pub kind: Option<SessionKind>,
+    /// `jobId`: a background session's short id (2.1.332).
+    pub job_id: Option<JobId>,
 }
 
 #[derive(Deserialize)]
@@ -41,8 +49,11 @@ struct RawEntry {
     updated_at: Option<serde_json::Value>,
     status_updated_at: Option<serde_json::Value>,
     proc_start: Option<serde_json::Value>,
+    pid_domain: Option<serde_json::Value>,
     name: Option<serde_json::Value>,
     tmux: Option<serde_json::Value>,
+    kind: Option<serde_json::Value>,
+    job_id: Option<serde_json::Value>,
 }
 
 fn timestamp_of(v: &serde_json::Value) -> Option<Timestamp> {
@@ -81,8 +92,15 @@ pub fn parse_entry(bytes: &[u8], file_pid: u32) -> Option<RegistryEntry> {
         waiting_for: text(raw.waiting_for),
         status_updated_at: raw.status_updated_at.as_ref().or(raw.updated_at.as_ref()).and_then(timestamp_of),
         proc_start: raw.proc_start,
+        pid_domain: short_text(raw.pid_domain, 256),
         name: short_text(raw.name, 128),
         tmux: short_text(raw.tmux, 256),
+        kind: match raw.kind.as_ref().and_then(|k| k.as_str()) {
+            Some("interactive") => Some(SessionKind::Interactive),
+            Some("bg") => Some(SessionKind::Background),
+            _ => None,
+        },
+        job_id: raw.job_id.as_ref().and_then(|j| j.as_str()).and_then(|j| JobId::parse(j).ok()),
     })
 }
 
@@ -127,6 +145,18 @@ mod tests {
         assert_eq!(e.session_id.as_str(), "abc-1");
         assert_eq!(e.signal().state, RegistryState::WaitingForApproval);
         assert_eq!(e.status_updated_at, Some(Timestamp::from_millis(1_800_000_000_001)));
+        assert_eq!((e.kind, e.job_id), (Some(SessionKind::Interactive), None));
+        assert_eq!(e.pid_domain, None);
+        let e = parse_entry(br#"{"sessionId":"a","pidDomain":"linux:3d12:pid:[4026531836]"}"#, 7).unwrap();
+        assert_eq!(e.pid_domain.as_deref(), Some("linux:3d12:pid:[4026531836]"));
+    }
+
+    #[test]
+    fn a_background_sessions_entry_names_its_job() {
+        let e = parse_entry(br#"{"pid":7,"sessionId":"aa2e1246-11cc","kind":"bg","jobId":"aa2e1246"}"#, 7).unwrap();
+        assert_eq!((e.kind, e.job_id.as_ref().map(JobId::as_str)), (Some(SessionKind::Background), Some("aa2e1246")));
+        let e = parse_entry(br#"{"pid":7,"sessionId":"a","kind":"daemon","jobId":"../../x"}"#, 7).unwrap();
+        assert_eq!((e.kind, e.job_id), (None, None));
     }
 
     #[test]

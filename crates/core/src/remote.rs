@@ -639,6 +639,36 @@ impl HostLink {
 mod tests {
     use super::*;
 
+    /// Issue 33: a host's rows say which of its sessions run in Claude Code's background
+    /// service and their jobs; a job id that is not the service's short id fails the line.
+    #[test]
+    fn a_hosts_rows_carry_kind_and_job_and_only_valid_job_ids() {
+        let line = |job_id: &str| {
+            let row = serde_json::json!({
+                "sessionId": "aa2e1246-0000-4000-8000-000000000001", "projectId": "-p", "cwd": "/p", "repoRoot": null,
+                "branch": null, "goal": "say hello", "summary": null, "title": null, "status": "working",
+                "hasPendingToolUse": false, "pendingTool": null, "lastActivityAt": "2026-11-01T00:00:00.000Z",
+                "createdAt": null, "model": null,
+                "usage": {"inputTokens": 1, "outputTokens": 2, "cacheCreationInputTokens": 3, "cacheReadInputTokens": 4},
+                "apiError": false, "compactionCount": 0, "superseded": false, "supersededBy": null,
+                "supersededAt": null, "workChainId": "w", "workChainName": null, "chainLength": 1, "source": "watcher",
+                "supervision": null, "live": true, "pid": 7, "transcriptPath": "/r/p/s.jsonl", "permissionMode": null,
+                "malformedLines": 0, "statusFile": null, "name": null, "subagents": 0,
+                "cost": {"estimatedUsd": null, "unknownModels": [], "pricesAsOf": "2026-11-20", "billed": null},
+                "kind": "background",
+                "job": {"id": job_id, "state": "working", "detail": "Writing bg", "intent": "say hello", "attempt": 2}
+            });
+            serde_json::to_vec(&serde_json::json!({"type": "snapshot", "sessions": [row]})).unwrap()
+        };
+        let Ok(FromRemote::Snapshot { sessions }) = FromRemote::parse(&line("aa2e1246")) else { panic!() };
+        assert_eq!(sessions[0].kind, Some(crate::job::SessionKind::Background));
+        let job = sessions[0].job.as_ref().unwrap();
+        assert_eq!((job.id.as_str(), job.state.as_deref(), job.attempt), ("aa2e1246", Some("working"), Some(2)));
+        for bad in ["aa2e1246; rm -rf ~", "AA2E", "--help", ""] {
+            assert!(FromRemote::parse(&line(bad)).is_err(), "{bad:?} accepted");
+        }
+    }
+
     #[test]
     fn destinations_are_aliases_user_at_host_or_ssh_urls() {
         for ok in ["devbox", "me@devbox", "ssh://me@devbox:2222", "ssh://devbox", "me@10.0.0.1", "me@[::1]", "a.b-c_d"]

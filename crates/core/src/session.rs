@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Timestamp;
 use crate::cwd_files::StatusReport;
 use crate::ids::SessionId;
+use crate::job::{Job, SessionKind};
 use crate::status::Status;
 use crate::supervision::view::Supervision;
 
@@ -336,6 +337,13 @@ roster_row! {
     /// gave it; null for a session on this machine.
     #[serde(default)]
     host: Option<String>,
+    /// How it runs: `interactive` (a terminal of its own, or supervised here), `background`
+    /// (Claude Code's background service, 2.1.332), null when unknown (docs/ipc.md `kind`).
+    #[serde(default)]
+    kind: Option<SessionKind>,
+    /// A background session's job (docs/ipc.md `job`), else null.
+    #[serde(default)]
+    job: Option<Job>,
 }
 
 /// What the store tells its consumers (SPEC W7).

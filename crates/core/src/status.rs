@@ -141,6 +141,38 @@ pub struct RegistrySignal {
     pub updated_at: Option<Timestamp>,
 }
 
+/// What a background session's job says (2.1.332's `jobs/<id>/state.json`, `tempo`
+/// and `needs`), while the service runs a worker for it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum JobTempo {
+    /// A turn runs.
+    Active,
+    /// At its prompt.
+    Idle,
+    /// A dialog waits for the user.
+    Blocked(JobNeed),
+    /// A value this version of Mimesis does not know: ignored.
+    Unknown,
+}
+
+/// What a blocked job waits for (its `needs`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum JobNeed {
+    /// "approve Bash: …", "approve plan".
+    Approval,
+    /// "answer: …" (AskUserQuestion).
+    Input,
+    /// Something else: the user is needed; a pending tool call makes it an approval.
+    Unknown,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct JobSignal {
+    pub tempo: JobTempo,
+    /// When the service last wrote the job (`updatedAt`).
+    pub updated_at: Option<Timestamp>,
+}
+
 /// A hook event, the most exact signal after the registry (wired up by the hooks issue).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum HookState {
@@ -164,10 +196,14 @@ pub struct StatusInput {
     pub last_activity: Option<Timestamp>,
     /// Present only while the session's process is alive.
     pub registry: Option<RegistrySignal>,
+    /// A background session's job, present only while the service runs a worker for it.
+    pub job: Option<JobSignal>,
     pub hook: Option<HookSignal>,
     /// What a fresh status file says (SPEC W6); the store passes it only while trusted.
     pub reported: Option<Status>,
-    /// The process that ran the session is known to have exited.
+    /// The process that ran the session is known to have exited: Mimesis ended it, or a
+    /// registry that speaks for it (readable, of this pid namespace, and no transcript
+    /// activity since the entry went) has no entry. A missing entry alone is no end.
     pub ended: bool,
 }
 
@@ -214,8 +250,10 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
             RegistryState::Busy => return exact(Status::Working),
             RegistryState::Idle if input.last_activity.is_none() && matches!(input.tail, Tail::Empty) => {
                 // At the prompt before its first turn: nothing was asked of the user (a
-                // session just started, which they are about to type into).
-                return exact(Status::Idle);
+                // session just started, which they are about to type into) — unless it is
+                // a background session whose job works: its prompt is on its way.
+                let dispatched = input.job.is_some_and(|j| j.tempo == JobTempo::Active);
+                return exact(if dispatched { Status::Working } else { Status::Idle });
             }
             RegistryState::Idle => {
                 // At the prompt. The transcript may be ahead of the registry (a prompt was
@@ -233,6 +271,37 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
                 }
             }
             RegistryState::Unknown => {}
+        }
+    }
+
+    // 1b. A background session's job (while its worker runs): as exact as the registry,
+    //     which it follows within moments, and there before the registry entry is.
+    if let Some(job) = input.job {
+        let registry_silent = input.registry.is_none_or(|r| r.state == RegistryState::Unknown);
+        match job.tempo {
+            JobTempo::Blocked(need) => {
+                return exact(match (need, input.pending) {
+                    (_, Some(PendingCall { approval: Approval::AsksUser, .. })) | (JobNeed::Input, _) => {
+                        Status::WaitingForInput
+                    }
+                    (JobNeed::Approval, _) | (JobNeed::Unknown, Some(_)) => Status::WaitingForApproval,
+                    (JobNeed::Unknown, None) => Status::WaitingForInput,
+                });
+            }
+            // A registry that said something (busy, idle) said it already.
+            JobTempo::Active if registry_silent => return exact(Status::Working),
+            JobTempo::Idle if registry_silent => {
+                let newer = matches!((input.last_activity, job.updated_at), (Some(a), Some(j)) if a > j);
+                if !newer {
+                    let status = match input.last_activity.or(job.updated_at) {
+                        None => Status::Idle,
+                        Some(a) if due(a.plus(t.idle)) => Status::Idle,
+                        _ => Status::WaitingForInput,
+                    };
+                    return Derived { status, next_check: next };
+                }
+            }
+            JobTempo::Active | JobTempo::Idle | JobTempo::Unknown => {}
         }
     }
 
@@ -534,5 +603,58 @@ mod tests {
         // SessionEnd: idle at once.
         j.hook = Some(HookSignal { state: HookState::Ended, at: at(3) });
         assert_eq!(status(&j, at(4)), Status::Idle);
+    }
+
+    fn job(tempo: JobTempo, secs: u64) -> Option<JobSignal> {
+        Some(JobSignal { tempo, updated_at: Some(at(secs)) })
+    }
+
+    #[test]
+    fn a_blocked_job_waits_for_what_it_needs() {
+        // Dispatched, the prompt not yet in a transcript: the job says it works.
+        let mut i = StatusInput { job: job(JobTempo::Active, 0), ..Default::default() };
+        assert_eq!(status(&i, at(1)), Status::Working);
+        i = StatusInput { job: job(JobTempo::Blocked(JobNeed::Approval), 2), ..input(Tail::ToolPending) };
+        assert_eq!(status(&i, at(3)), Status::WaitingForApproval);
+        i.job = job(JobTempo::Blocked(JobNeed::Input), 2);
+        assert_eq!(status(&i, at(3)), Status::WaitingForInput);
+        // What it needs is unknown: approval for a pending call, input otherwise.
+        i.job = job(JobTempo::Blocked(JobNeed::Unknown), 2);
+        assert_eq!(status(&i, at(3)), Status::WaitingForInput);
+        i.pending = Some(PendingCall { since: T0, approval: Approval::Needed, running: false });
+        assert_eq!(status(&i, at(3)), Status::WaitingForApproval);
+        // A question is input whatever the job calls it.
+        i.job = job(JobTempo::Blocked(JobNeed::Approval), 2);
+        i.pending = Some(PendingCall { since: T0, approval: Approval::AsksUser, running: false });
+        assert_eq!(status(&i, at(3)), Status::WaitingForInput);
+    }
+
+    #[test]
+    fn the_registry_comes_before_the_job_and_the_job_before_inference() {
+        let mut i = StatusInput { job: job(JobTempo::Active, 0), ..input(Tail::TurnDone { asks_question: false }) };
+        assert_eq!(status(&i, at(1)), Status::Working, "the job works although the transcript's turn ended");
+        i.registry = Some(RegistrySignal { state: RegistryState::Idle, updated_at: Some(at(1)) });
+        assert_eq!(status(&i, at(2)), Status::WaitingForInput, "the registry's word first");
+        // At its prompt: waiting for input, then idle after the idle timeout.
+        let mut j = StatusInput { job: job(JobTempo::Idle, 5), ..input(Tail::Prompt) };
+        assert_eq!(status(&j, at(6)), Status::WaitingForInput);
+        // (Counted from the transcript's last record, as for the registry.)
+        assert_eq!(derive(&j, at(6), &Timeouts::default()).next_check, Some(at(600)));
+        assert_eq!(status(&j, at(600)), Status::Idle);
+        // A prompt newer than the job's last word: the transcript goes on.
+        j.last_activity = Some(at(9));
+        assert_eq!(status(&j, at(10)), Status::Working);
+        // A registry entry with no status yet says nothing; one at the prompt before the
+        // first prompt is written does not make a dispatched job idle.
+        let mut d = StatusInput { job: job(JobTempo::Active, 0), ..Default::default() };
+        d.registry = Some(RegistrySignal { state: RegistryState::Unknown, updated_at: None });
+        assert_eq!(status(&d, at(1)), Status::Working);
+        d.registry = Some(RegistrySignal { state: RegistryState::Idle, updated_at: Some(at(1)) });
+        assert_eq!(status(&d, at(2)), Status::Working);
+        d.job = None;
+        assert_eq!(status(&d, at(2)), Status::Idle, "an interactive session at its first prompt");
+        // An unknown tempo says nothing.
+        let k = StatusInput { job: job(JobTempo::Unknown, 0), ..input(Tail::TurnDone { asks_question: false }) };
+        assert_eq!(status(&k, at(1)), Status::WaitingForInput);
     }
 }

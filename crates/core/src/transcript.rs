@@ -445,6 +445,8 @@ pub struct Record<'a> {
     /// The Claude Code version that wrote the record, and how it was started.
     pub version: LStr<'a>,
     pub entrypoint: LStr<'a>,
+    /// `bg` on the records of a background session (2.1.332).
+    pub session_kind: LStr<'a>,
 }
 
 /// A map key, borrowed when it has no escapes (keys never do in practice).
@@ -505,6 +507,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Record<'a> {
                         "content" => r.content = map.next_value()?,
                         "version" => r.version = map.next_value()?,
                         "entrypoint" => r.entrypoint = map.next_value()?,
+                        "sessionKind" => r.session_kind = map.next_value()?,
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }

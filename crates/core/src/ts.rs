@@ -26,6 +26,7 @@ macro_rules! plain {
 
 // `#[serde(transparent)]` over a validated string.
 plain!(SessionId => "string");
+plain!(crate::ids::JobId => "string");
 // ISO-8601 with milliseconds, UTC (`Timestamp::to_iso`).
 plain!(Timestamp => "string");
 

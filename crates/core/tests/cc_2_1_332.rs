@@ -111,3 +111,69 @@ fn its_transcripts_read_as_before() {
     assert_eq!(interactive.permission_mode.as_deref(), Some("default"), "manual mode is `default` in the file");
     assert_eq!(interactive.malformed, 0);
 }
+
+/// The service's files read by the core: each job state, the roster's workers (and none
+/// of their secrets), the status file, the registry's kind and job id, the transcript's
+/// `sessionKind`; and the state a row shows is the one `claude agents --json` shows.
+#[test]
+fn the_background_services_files_read_by_the_core() {
+    use mimesis_core::daemon::{parse_roster, parse_status};
+    use mimesis_core::ids::JobId;
+    use mimesis_core::job::{SessionKind, parse_state};
+    use mimesis_core::status::{JobNeed, JobTempo};
+
+    let st = |name: &str| parse_state(&read(name)).unwrap_or_else(|| panic!("{name} is not read"));
+    let starting = st("state.starting.json");
+    assert_eq!(starting.signal().tempo, JobTempo::Active);
+    assert_eq!(starting.detail.as_deref(), Some("starting…"));
+    let done = st("state.done.json");
+    assert_eq!((done.shown_state().as_deref(), done.signal().tempo), (Some("done"), JobTempo::Idle));
+    assert_eq!((done.intent.as_deref(), done.name.as_deref()), (Some("say hello"), Some("mock job")));
+    let short = done.short.clone().unwrap();
+    assert!(short.names(done.session_id.as_ref().unwrap()));
+    assert_eq!(st("state.stopped.json").shown_state().as_deref(), Some("done"));
+    for (name, need) in [
+        ("state.blocked.permission.json", JobNeed::Approval),
+        ("state.blocked.question.json", JobNeed::Input),
+        ("state.blocked.plan.json", JobNeed::Approval),
+    ] {
+        let s = st(name);
+        assert_eq!(
+            (s.shown_state().as_deref(), s.signal().tempo),
+            (Some("blocked"), JobTempo::Blocked(need)),
+            "{name}"
+        );
+    }
+    // `claude agents --json`'s state is the one a row shows.
+    for (agents, state) in
+        [("agents.json", "state.done.json"), ("agents.waiting.json", "state.blocked.permission.json")]
+    {
+        assert_eq!(json(agents)[0]["state"].as_str(), st(state).shown_state().as_deref(), "{agents}");
+    }
+
+    for (name, attempt) in [("roster.json", 1), ("roster.respawned.json", 1), ("roster.after-crash.json", 2)] {
+        let roster = parse_roster(&read(name)).unwrap_or_else(|| panic!("{name} is not read"));
+        assert_eq!(roster.workers.len(), 1, "{name}");
+        let w = &roster.workers[0];
+        assert!(w.job.names(&w.session_id) && w.repl_pid.is_some() && w.proc_start.is_some(), "{name}");
+        assert_eq!(w.attempt, Some(attempt), "{name}");
+        assert!(
+            !format!("{roster:?}").contains("rvAuth")
+                && !format!("{roster:?}").contains("00000000000000000000000000000000")
+        );
+    }
+    let status = parse_status(&read("daemon.status.json")).unwrap();
+    assert_eq!(u64::from(status.supervisor_pid), json("daemon.status.json")["supervisorPid"].as_u64().unwrap());
+
+    let raw = json("registry.bg.json");
+    let entry = parse_entry(&read("registry.bg.json"), raw["pid"].as_u64().unwrap() as u32).unwrap();
+    assert_eq!(entry.kind, Some(SessionKind::Background));
+    assert_eq!(entry.job_id, Some(JobId::parse(raw["jobId"].as_str().unwrap()).unwrap()));
+    let raw = json("registry.interactive.dialog-open.json");
+    let entry =
+        parse_entry(&read("registry.interactive.dialog-open.json"), raw["pid"].as_u64().unwrap() as u32).unwrap();
+    assert_eq!((entry.kind, entry.job_id), (Some(SessionKind::Interactive), None));
+
+    assert!(facts_of("transcript.bg.jsonl").background);
+    assert!(!facts_of("transcript.interactive.jsonl").background);
+}

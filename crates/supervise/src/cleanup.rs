@@ -73,9 +73,16 @@ fn marked_by(data: &[u8]) -> Vec<MarkedRow> {
             }
             let owner = fleet::parse_owner_mark(&owner?)?;
             let s = procs::stat(pid).filter(|_| procs::uid(pid) == Some(me))?;
-            Some(MarkedRow { pid, start_ticks: s.start_ticks, state: s.state, owner })
+            let claude_service = under_claude_service(pid);
+            Some(MarkedRow { pid, start_ticks: s.start_ticks, state: s.state, owner, claude_service })
         })
         .collect()
+}
+
+/// Is `pid`, or a process it runs under, Claude Code's background service
+/// ([`fleet::is_claude_service`])? Its PTY hosts outlive the service a moment, under init.
+fn under_claude_service(pid: u32) -> bool {
+    procs::lineage(pid).into_iter().any(|p| procs::cmdline(p).is_some_and(|argv| fleet::is_claude_service(&argv)))
 }
 
 /// Ends the processes that carry the marks of data dir `data` and whose owner `over` says is

@@ -32,6 +32,8 @@ pub struct PlainSpec {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub cwd: PathBuf,
+    /// Variables set for it (on top of the user's environment).
+    pub env: Vec<(String, String)>,
     pub cols: u16,
     pub rows: u16,
     /// Output kept for a client that attaches later.
@@ -109,7 +111,7 @@ impl PlainTerminal {
             program: spec.program,
             args: spec.args,
             cwd: spec.cwd,
-            env: Vec::new(),
+            env: spec.env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
             cols,
             rows,
         })?;
@@ -239,6 +241,7 @@ mod tests {
             program: "/bin/sh".into(),
             args: vec!["-c".into(), script.into()],
             cwd: std::env::temp_dir(),
+            env: Vec::new(),
             cols: 80,
             rows: 24,
             scrollback: 1 << 16,

@@ -92,6 +92,12 @@ impl Terminals for OsTerminals {
                 None => cmd.env_remove(k),
             }
         }
+        // Only the owner marks given here (a supervised agent's): none inherited from
+        // Mimesis's own environment (a Mimesis started inside a supervised session), so
+        // Claude Code's service that `claude attach` may start is never taken for ours.
+        for k in mimesis_core::supervision::fleet::OWNER_MARKS {
+            cmd.env_remove(k);
+        }
         for (k, v) in &spec.env {
             cmd.env(k, v);
         }

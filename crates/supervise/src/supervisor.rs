@@ -576,6 +576,13 @@ impl Supervisor {
         self.shared.events.subscribe()
     }
 
+    /// Sends an event about a session this supervisor does not run itself (a background
+    /// session of Claude Code's service under Mimesis's limits) to every subscriber, counted
+    /// and recorded like its own.
+    pub fn publish_event(&self, ev: SupervisionEvent) {
+        self.shared.emit(ev);
+    }
+
     /// The supervision of a session (following a rename), if it is supervised.
     pub fn supervision(&self, id: &SessionId) -> Option<Supervision> {
         let id = self.shared.resolve(id);

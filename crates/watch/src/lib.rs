@@ -9,7 +9,7 @@
 //! - [`store`] holds every session and emits `discovered` / `updated` / `removed`;
 //!   [`engine`] is the async driver (one actor task) and the handle to it.
 //! - What the store reads besides transcripts: [`registry`] (Claude Code's live process
-//!   registry), [`spool`] (the hook events `mimesis hook` recorded), [`cwd_files`]
+//!   registry), [`background`] (its background service's jobs and roster), [`spool`] (the hook events `mimesis hook` recorded), [`cwd_files`]
 //!   (markers and status files), [`permission_files`] (settings files' permission rules),
 //!   [`git`] (a cwd's repository root).
 //! - [`timeline_view`]: timelines read from transcript files, live.
@@ -19,6 +19,7 @@
 //! persists through [`mimesis_core::persist::SessionArchive`]; and it knows nothing of
 //! supervision but the `supervision` field of a row that the wiring sets.
 
+pub mod background;
 pub mod cwd_files;
 pub mod engine;
 pub mod git;

@@ -158,6 +158,8 @@ struct HookInfo {
     subagents: u32,
     /// A StopFailure ended the last turn (an API error), until the next prompt.
     failed: bool,
+    /// Where the session's transcript is (or will be), as the hooks last said.
+    transcript_path: Option<String>,
 }
 
 /// The roster's single source of truth.
@@ -172,6 +174,8 @@ pub struct Store {
     live: HashMap<SessionId, RegistryEntry>,
     /// Sessions that had a live process at some point: gone now means ended.
     ever_live: HashSet<SessionId>,
+    /// Where a missing entry means ended (store/reach.rs).
+    reach: reach::Reach,
     /// Sessions by working folder (their transcript's, else their hooks'), so matching a
     /// `/clear` successor looks at its folder, not at every session (no square growth
     /// when thousands of sessions share one repository).
@@ -220,6 +224,16 @@ pub struct Store {
     /// reports that changed since [`Store::take_agent_reports`].
     agent_reports: HashMap<SessionId, AgentReport>,
     new_agent_reports: Vec<(SessionId, AgentReport)>,
+    /// Each root's background files as last reported, and the background sessions they
+    /// make (store/background.rs).
+    background: HashMap<PathBuf, background::BackgroundFiles>,
+    jobs: HashMap<SessionId, background::BgView>,
+    /// The last attempt the service's roster gave each background session.
+    attempts: HashMap<SessionId, u32>,
+    /// The last kind the registry or the service gave each session (kept once it ended).
+    kinds: HashMap<SessionId, mimesis_core::job::SessionKind>,
+    /// Running sessions have rows before their transcripts (store/at_prompt.rs).
+    rows_at_prompt: bool,
 }
 
 impl Store {
@@ -230,6 +244,7 @@ impl Store {
             registry: HashMap::default(),
             live: HashMap::default(),
             ever_live: HashSet::default(),
+            reach: reach::Reach::default(),
             by_cwd: HashMap::default(),
             cwd_of: HashMap::default(),
             settings: RefCell::new(SettingsCache::new(dirs::home_dir())),
@@ -254,6 +269,11 @@ impl Store {
             supervised: HashMap::default(),
             agent_reports: HashMap::default(),
             new_agent_reports: Vec::new(),
+            background: HashMap::default(),
+            jobs: HashMap::default(),
+            attempts: HashMap::default(),
+            kinds: HashMap::default(),
+            rows_at_prompt: true,
         }
     }
 
@@ -331,7 +351,7 @@ impl Store {
 
     /// Does the registry name a process found alive (whose end only a poll can see)?
     pub fn has_live_registry(&self) -> bool {
-        !self.live.is_empty()
+        !self.live.is_empty() || self.has_live_jobs()
     }
 
     /// The cwds of sessions active since `since` (whose `.claude/` folders hold markers
@@ -372,6 +392,8 @@ impl Store {
         let id = file.location.session_id.clone();
         if let Some(other) = self.entries.get(&id)
             && other.location.path != file.location.path
+            // (A row waiting for its transcript where it was expected gives way to it.)
+            && other.location.path.exists()
         {
             tracing::warn!(session = %id, kept = %other.location.path.display(), ignored = %file.location.path.display(),
                     "two transcripts have the same session id; following the first one");
@@ -477,8 +499,9 @@ impl Store {
             return events;
         }
         if let Some(id) = self.by_path.get(path).cloned()
-            // A supervised session keeps its row; its next supervision update refreshes it.
-            && !self.supervised.contains_key(&id)
+            // A supervised, running or running background session keeps its row; its next
+            // update refreshes it.
+            && !self.has_row_before_its_file(&id)
         {
             self.remove_id(&id, &mut events);
         }
@@ -500,6 +523,7 @@ impl Store {
             self.remove_id(&id, &mut events);
         }
         self.registry.remove(root);
+        self.reach.forget(root);
         events
     }
 
@@ -555,6 +579,7 @@ impl Store {
     }
 
     fn read_entry(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+        let keeps_row = self.has_row_before_its_file(id);
         let Some(entry) = self.entries.get_mut(id) else { return };
         let mut sink = FactsSink { facts: std::mem::take(&mut entry.facts), scratch: String::new() };
         let before = (entry.tail.stats.bytes_read, entry.tail.stats.resets);
@@ -564,8 +589,9 @@ impl Store {
             self.dirty.insert(id.clone());
         }
         match outcome {
-            // A supervised session keeps its row while its file does not exist (yet).
-            Ok(ReadOutcome::Missing) if !self.supervised.contains_key(id) => {
+            // A supervised, running or running background session keeps its row while its
+            // file does not exist (yet).
+            Ok(ReadOutcome::Missing) if !keeps_row => {
                 self.remove_id(id, events);
                 return;
             }
@@ -583,6 +609,7 @@ impl Store {
         if self.registry.get(root) == Some(&alive) {
             return Vec::new();
         }
+        self.reach.read(root, now);
         self.registry.insert(root.to_owned(), alive);
         let mut merged: HashMap<SessionId, RegistryEntry> = HashMap::default();
         for e in self.registry.values().flatten() {
@@ -600,16 +627,21 @@ impl Store {
             }
         }
         self.ever_live.extend(merged.keys().cloned());
+        self.reach.running(&self.live, &merged, now);
         for (id, e) in &merged {
             self.last_pid.insert(id.clone(), e.pid);
             if let Some(name) = &e.name {
                 self.names.insert(id.clone(), name.clone());
             }
+            if let Some(kind) = e.kind {
+                self.kinds.insert(id.clone(), kind);
+            }
         }
         self.live = merged;
         let mut events = Vec::new();
-        for id in touched {
-            self.refresh(&id, now, &mut events);
+        self.live_sessions_changed(&touched, now, &mut events);
+        for id in &touched {
+            self.refresh(id, now, &mut events);
         }
         events
     }
@@ -673,6 +705,16 @@ impl Store {
         events
     }
 
+    /// Whether a hook of the session was read.
+    pub fn hooks_seen(&self, id: &SessionId) -> bool {
+        self.hooks.contains_key(id)
+    }
+
+    /// The terminal the session's hooks last ran in, when they named one.
+    pub fn terminal(&self, id: &SessionId) -> Option<TerminalContext> {
+        self.hooks.get(id).map(|h| h.terminal.clone()).filter(|t| !t.is_empty())
+    }
+
     /// The supervised sessions' reports that changed since the last call.
     pub fn take_agent_reports(&mut self) -> Vec<(SessionId, AgentReport)> {
         std::mem::take(&mut self.new_agent_reports)
@@ -728,7 +770,7 @@ impl Store {
         let Some(entry) = self.entries.get(id) else { return };
         // A file with no complete line yet (created empty, or its first write still torn)
         // is not a session yet: it is announced with its first record, not before.
-        if !entry.shown && !entry.partial && !entry.tail.has_lines() && !self.supervised.contains_key(id) {
+        if !entry.shown && !entry.partial && !entry.tail.has_lines() && !self.has_row_before_its_file(id) {
             return;
         }
         if !self.keep_rows {
@@ -753,6 +795,9 @@ impl Store {
             }
         }
         let entry = self.entries.get_mut(id).expect("entry checked above");
+        if row.name.is_some() && entry.facts.registry_name != row.name {
+            entry.facts.registry_name.clone_from(&row.name);
+        }
         match &entry.published {
             None => events.push(StoreEvent::Discovered { session: Box::new(row.clone()) }),
             Some(old) => {
@@ -775,6 +820,7 @@ impl Store {
         let id = &entry.location.session_id;
         let live = self.live.get(id);
         let supervision = self.supervised.get(id);
+        let worker = self.worker_of(id);
         let last_activity = self.last_activity(entry);
         // A first read of the file's ends cannot tell a pending call from one answered
         // earlier in the file: none until the full read.
@@ -794,16 +840,21 @@ impl Store {
             }),
             last_activity: f.last_activity,
             registry: live.map(RegistryEntry::signal),
+            job: self.job_signal(id),
             hook: self.hooks.get(id).and_then(|h| h.signal),
             reported: report.map(|r| r.status.status()),
             // Gone: seen running before, or written by a CLI that keeps a registry entry for
-            // as long as it runs (then no entry means no process: `ls` and `watch` agree).
-            // A supervised session whose process Mimesis ended (a limit, the user, an
-            // earlier run of the app) is over too: idle, not waiting for input.
+            // as long as it runs (then no entry means no process: `ls` and `watch` agree),
+            // where that registry speaks for its process (store/reach.rs). A supervised
+            // session whose process Mimesis ended (a limit, the user, an earlier run of the
+            // app) is over too: idle, not waiting for input.
             ended: live.is_none()
+                && worker.is_none()
                 && supervision.is_none_or(|s| s.pid.is_none())
-                && (self.ever_live.contains(id)
-                    || f.registers_while_running()
+                // (A background session runs only while the service runs a worker for it.)
+                && (self.jobs.contains_key(id)
+                    || (self.ever_live.contains(id) || f.registers_while_running())
+                        && self.reach.speaks_for(&entry.location.root, id, f.last_activity)
                     || supervision.is_some_and(|s| {
                         matches!(s.state, SupervisionState::Terminated | SupervisionState::Suspended)
                     })),
@@ -829,7 +880,7 @@ impl Store {
         let row = TrackedSession {
             session_id: id.clone(),
             project_id: entry.location.project_id.clone(),
-            cwd: f.cwd.clone().or_else(|| supervision.map(|s| s.cwd.clone())),
+            cwd: f.cwd.clone().or_else(|| supervision.map(|s| s.cwd.clone())).or_else(|| self.job_cwd(id)),
             repo_root: f.cwd.as_ref().and_then(|c| self.repo_roots.get(c).cloned().flatten()),
             branch: f.branch.clone(),
             goal: f.goal().map(str::to_owned),
@@ -852,14 +903,19 @@ impl Store {
             chain_length: chain.chain_length,
             source: if supervision.is_some() { Source::Pty } else { Source::Watcher },
             supervision: supervision.cloned(),
-            live: live.is_some() || supervision.is_some_and(|s| s.pid.is_some()),
-            pid: live.map(|e| e.pid).or(supervision.and_then(|s| s.pid)),
+            live: live.is_some() || supervision.is_some_and(|s| s.pid.is_some()) || worker.is_some(),
+            pid: live.map(|e| e.pid).or(supervision.and_then(|s| s.pid)).or(worker.and_then(|w| w.repl_pid)),
             transcript_path: entry.location.path.to_string_lossy().into_owned(),
             permission_mode: f.permission_mode.clone(),
             malformed_lines: f.malformed + entry.tail.stats.oversized_lines,
             malformed_fields: f.malformed_fields,
             status_file: report.cloned(),
-            name: live.and_then(|e| e.name.clone()).or_else(|| self.names.get(id).cloned()),
+            // A background session's label is its job's first (the registry follows it).
+            name: self
+                .job_name(id)
+                .or_else(|| live.and_then(|e| e.name.clone()))
+                .or_else(|| self.names.get(id).cloned())
+                .or_else(|| f.registry_name.clone()),
             cost: mimesis_core::pricing::estimate(&f.usage_by_model, f.billed.clone()),
             // Only while the turn runs: a finished turn has no subagent working.
             subagents: match derived.status {
@@ -868,18 +924,22 @@ impl Store {
             },
             provisional: entry.peeked,
             host: None,
+            kind: self.kind_of(id, f),
+            job: self.job_row(id),
         };
         (row, derived.next_check)
     }
 
     /// When the session last did something: its last record, else its file's mtime, else
-    /// when its supervision began.
+    /// when its supervision began, else when its registry entry last changed.
     fn last_activity(&self, entry: &Entry) -> Timestamp {
+        let id = &entry.location.session_id;
         entry
             .facts
             .last_activity
             .or(entry.tail.mtime.map(Timestamp::from_system_time))
-            .or(self.supervised.get(&entry.location.session_id).map(|s| s.created_at))
+            .or(self.supervised.get(id).map(|s| s.created_at))
+            .or(self.live.get(id).and_then(|e| e.status_updated_at))
             .unwrap_or(Timestamp::from_millis(0))
     }
 
@@ -906,7 +966,12 @@ fn sorted(mut v: Vec<TrackedSession>) -> Vec<TrackedSession> {
     v
 }
 
+mod at_prompt;
+mod background;
 mod chains;
+mod reach;
+
+pub use background::BackgroundFiles;
 
 #[cfg(test)]
 mod tests;

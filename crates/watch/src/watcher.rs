@@ -31,6 +31,9 @@ pub enum PathKind {
     Registry,
     /// `<root>/settings.json` or `settings.local.json`.
     Settings,
+    /// The background service's files (2.1.332): `<root>/jobs/…`, `<root>/daemon/…`,
+    /// `<root>/daemon.status.json`, or those folders themselves.
+    Background,
     Other,
 }
 
@@ -43,6 +46,9 @@ pub fn classify(root: &Path, path: &Path) -> PathKind {
         [p, _, _] if *p == "projects" => PathKind::ProjectFile,
         [s] | [s, _] if *s == "sessions" => PathKind::Registry,
         [f] if *f == "settings.json" || *f == "settings.local.json" => PathKind::Settings,
+        [f] if *f == "daemon.status.json" => PathKind::Background,
+        [d] | [d, _] if *d == "daemon" => PathKind::Background,
+        [j] | [j, _] | [j, _, _] if *j == "jobs" => PathKind::Background,
         _ => PathKind::Other,
     }
 }
@@ -75,12 +81,13 @@ impl RootWatcher {
     }
 
     /// Watches what exists of `root`: the root itself (to see `projects/` and `sessions/`
-    /// appear and settings change), `projects/` recursively and `sessions/`. Call again
-    /// when a missing folder appears.
+    /// appear and settings change), `projects/` recursively, `sessions/`, and the
+    /// background service's `jobs/` (recursively: a folder per job) and `daemon/`. Call
+    /// again when a missing folder appears.
     pub fn watch_root(&mut self, root: &Path) {
-        self.watch(root, false);
-        self.watch(&roots::projects_dir(root), true);
-        self.watch(&roots::sessions_dir(root), false);
+        for (dir, recursive) in folders(root) {
+            self.watch(&dir, recursive);
+        }
     }
 
     /// Watches one folder outside the roots, non-recursively (the hook spool, a cwd's
@@ -113,10 +120,19 @@ impl RootWatcher {
 
     /// Is every folder of `root` that exists under watch?
     pub fn covers(&self, root: &Path) -> bool {
-        [(root.to_owned(), false), (roots::projects_dir(root), true), (roots::sessions_dir(root), false)]
-            .iter()
-            .all(|(p, r)| !p.is_dir() || self.watched.contains(&(p.clone(), *r)))
+        folders(root).iter().all(|(p, r)| !p.is_dir() || self.watched.contains(&(p.clone(), *r)))
     }
+}
+
+/// The folders of a root under watch, and whether recursively.
+fn folders(root: &Path) -> [(PathBuf, bool); 5] {
+    [
+        (root.to_owned(), false),
+        (roots::projects_dir(root), true),
+        (roots::sessions_dir(root), false),
+        (roots::jobs_dir(root), true),
+        (roots::daemon_dir(root), false),
+    ]
 }
 
 /// Can folders be watched here? Starts a watcher and watches each existing root (not
@@ -142,6 +158,12 @@ mod tests {
         assert_eq!(classify(r, Path::new("/h/.claude/sessions/12.json")), PathKind::Registry);
         assert_eq!(classify(r, Path::new("/h/.claude/sessions")), PathKind::Registry);
         assert_eq!(classify(r, Path::new("/h/.claude/settings.json")), PathKind::Settings);
+        for p in
+            ["jobs", "jobs/aa2e1246", "jobs/aa2e1246/state.json", "daemon", "daemon/roster.json", "daemon.status.json"]
+        {
+            assert_eq!(classify(r, &Path::new("/h/.claude").join(p)), PathKind::Background, "{p}");
+        }
+        assert_eq!(classify(r, Path::new("/h/.claude/jobs/aa2e1246/tmp/x")), PathKind::Other);
         assert_eq!(classify(r, Path::new("/h/.claude/projects/-p/a/subagents/x.jsonl")), PathKind::Other);
         assert_eq!(classify(r, Path::new("/elsewhere/x")), PathKind::Other);
     }

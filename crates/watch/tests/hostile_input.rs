@@ -1,10 +1,11 @@
 //! A standing guard against hostile input (issue 10): random and adversarial bytes through
 //! the transcript parser (facts and timeline), the tailer (records cut at every byte, the
-//! file grown in random pieces), the hook payload reader, the permission socket's messages
-//! and typed targets, and the remote protocol (what a hostile machine sends over `--host`)
-//! (issue 32). Nothing may panic, hang or overflow a stack, a tailed file must give the same
-//! facts however it was cut, and a remote's words in an error reach the user cleaned and
-//! cut short.
+//! file grown in random pieces), the hook payload reader, the readers of the live registry
+//! and of the background service's job, roster and status files (issue 33), the permission
+//! socket's messages and typed targets, and the remote protocol (what a hostile machine sends
+//! over `--host`) (issue 32). Nothing may panic, hang or overflow a stack, a tailed file must
+//! give the same facts however it was cut, and a remote's words in an error reach the user
+//! cleaned and cut short.
 //!
 //! Deterministic per seed; time-boxed: `MIMESIS_FUZZ_SECS` (default 3 s per target) and
 //! `MIMESIS_FUZZ_SEED`. The run's executions are printed.
@@ -66,6 +67,15 @@ const HOOK_SEEDS: &[&str] = &[
     r#"{"session_id":"abc","hook_event_name":"SessionStart","source":"startup","cwd":"/p","transcript_path":"/p/x.jsonl"}"#,
     r#"{"session_id":"abc","hook_event_name":"Notification","notification_type":"permission_prompt"}"#,
     r#"{"session_id":"abc","hook_event_name":"StopFailure"}"#,
+];
+
+/// Claude Code 2.1.332's background service files: a job's state, the roster (with its
+/// secrets), the status file, a background session's registry entry.
+const BACKGROUND_SEEDS: &[&str] = &[
+    r#"{"state":"working","detail":"starting…","tempo":"blocked","needs":"answer: Which? (Red · Blue)","block":{"questions":[{"question":"Which?","options":[{"label":"Red"}]}]},"intent":"say hello","sessionId":"aa2e1246-11cc-48b1-aa61-76af4aa5d5aa","daemonShort":"aa2e1246","cwd":"/p","updatedAt":"2026-11-28T21:02:56.644Z","linkScanPath":"/h/.claude/projects/-p/aa2e1246-11cc-48b1-aa61-76af4aa5d5aa.jsonl"}"#,
+    r#"{"proto":1,"supervisorPid":26791,"workers":{"aa2e1246":{"pid":26802,"procStart":"268567","sessionId":"aa2e1246-11cc-48b1-aa61-76af4aa5d5aa","attempt":2,"cwd":"/p","rvAuth":"00","ptyAuth":"00","replPid":26820,"replProcStart":"268594","dispatch":{"launch":{"mode":"prompt","args":["--session-id"]}}}}}"#,
+    r#"{"supervisorPid":26791,"supervisorProcStart":"268524","writtenAt":1795899772708,"workers":{}}"#,
+    r#"{"pid":26820,"sessionId":"aa2e1246-11cc-48b1-aa61-76af4aa5d5aa","kind":"bg","jobId":"aa2e1246","status":"waiting","waitingFor":"permission prompt","procStart":"268594"}"#,
 ];
 
 /// Hostile fragments spliced into records.
@@ -161,6 +171,20 @@ fn the_parsers_survive_anything() {
         let base = *rng.pick(HOOK_SEEDS);
         let hook = mutate(&mut rng, base.as_bytes());
         let _ = parse_payload(&hook, Timestamp::from_millis(0), TerminalContext::default());
+        let base = *rng.pick(BACKGROUND_SEEDS);
+        let file = mutate(&mut rng, base.as_bytes());
+        if let Some(st) = mimesis_core::job::parse_state(&file) {
+            for t in [&st.detail, &st.needs, &st.intent, &st.name].into_iter().flatten() {
+                assert!(!t.chars().any(char::is_control), "a job's text reaches a row clean: {t:?}");
+            }
+            let _ = st.signal();
+        }
+        if let Some(r) = mimesis_core::daemon::parse_roster(&file) {
+            assert!(r.workers.len() <= mimesis_core::daemon::MAX_WORKERS);
+            assert!(r.workers.iter().all(|w| w.pid > 0 && w.pid <= i32::MAX as u32), "only real PIDs: {r:?}");
+        }
+        let _ = mimesis_core::daemon::parse_status(&file);
+        let _ = mimesis_core::registry::parse_entry(&file, 26820);
         runs += 1;
     }
     eprintln!("parsers: {runs} inputs in {:.1} s", started.elapsed().as_secs_f64());
@@ -332,7 +356,9 @@ fn permission_messages_and_typed_targets_survive_anything() {
                     cwd: None,
                     detail: None,
                 };
-                Pending { id, request, since: Timestamp::from_millis(0), known_session: true, session_name: None }
+                let mut p = Pending::hook(id, request, Timestamp::from_millis(0));
+                p.known_session = true;
+                p
             })
             .collect();
         let list: Vec<&Pending> = open.iter().collect();

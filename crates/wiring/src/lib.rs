@@ -12,12 +12,17 @@
 //! `mimesis-watch`, `mimesis-supervise`, `mimesis-hooks`) and `mimesis-core`. The faces
 //! (`mimesis` and `mimesis-desktop`) only parse their input, call this, and render.
 //!
+//! - [`background`]: one control vocabulary (`bg`, `attach`, `logs`, `stop`, `respawn`,
+//!   `rm`) for background, supervised and remote sessions, through Claude Code's own verbs.
 //! - [`doctor`]: is this installation able to watch Claude Code?
 //! - [`demo`]: generated live sessions for a newcomer (SPEC X2).
 //! - [`once`]: the roster and timelines read once, without watching (`ls`, `show`).
 //! - [`ui_contract`]: what the UI must word and offer as the engine does, as TypeScript.
 
+pub mod answering;
 pub mod approvals;
+pub mod background;
+mod bg_limits;
 pub mod demo;
 pub mod doctor;
 pub mod once;
@@ -271,7 +276,7 @@ impl Mimesis {
         mimesis_os::procs::raise_open_files_limit();
         let approvals = approvals::Approvals::serve(&data_dir, opts.clock.clone(), on_answer);
         approvals.set_wait(Duration::from_secs(stored.watch.answer_wait_secs));
-        approvals::follow_roster(&engine, &approvals);
+        let rows = approvals::follow_roster(&engine, &approvals);
         tokio::spawn(cancel_answered_elsewhere(engine.subscribe(), approvals.clone(), opts.clock.clone()));
         if opts.follow == Follow::Everything {
             // The first index allocates and frees a lot: give the freed memory back once.
@@ -294,6 +299,7 @@ impl Mimesis {
                 approvals,
             }),
         };
+        answering::start(&mimesis, rows);
         if let Some(s) = opts.supervise {
             let fixed = mimesis.inner.supervise.as_ref().expect("set above");
             let mut config = SupervisorConfig::new(s.config_root.clone(), mimesis_fleetdb::ledger::open(&data_dir));
@@ -315,6 +321,7 @@ impl Mimesis {
             }
             // Supervised transcripts must be watched to be read.
             let _ = engine.add_root(s.config_root).await;
+            let limits_of_background = (opts.follow == Follow::Everything).then(|| mimesis.clone());
             tokio::spawn(async move {
                 let sup = Supervisor::start(config).await;
                 let cleanup = sup.previous_runs();
@@ -323,6 +330,10 @@ impl Mimesis {
                 }
                 tokio::spawn(forward_supervision_events(sup.subscribe(), engine.clone()));
                 tokio::spawn(forward_agent_reports(engine.subscribe_agent_reports(), engine, sup.clone()));
+                if let Some(m) = limits_of_background {
+                    // The limits on Claude Code's background sessions, when turned on.
+                    tokio::spawn(bg_limits::run(m, sup.clone()));
+                }
                 let _ = sup_tx.send(Some(sup));
                 // Keep the sender: the handles' receivers stay valid for the app's lifetime.
                 sup_tx.closed().await;

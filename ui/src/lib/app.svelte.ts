@@ -5,6 +5,7 @@
 // It owns no DOM: focus and measuring stay in the components.
 import { getContext, setContext } from 'svelte';
 import type { Backend } from './backend';
+import { BackgroundControl, isBackground } from './background';
 import { nextFrame } from './marks';
 import { RosterStore } from './store.svelte';
 import { SupervisionStore } from './supervision.svelte';
@@ -77,7 +78,7 @@ export class AppController {
   /** The next session that needs the user, after the open one; null when none does. */
   nextAttention(): string | null {
     const e = this.engine;
-    const id = e?.sup.nextAttention(e.store.openId ?? null) ?? null;
+    const id = e?.store.nextAttention(e.store.openId ?? null) ?? null;
     if (id) this.showSession(id);
     return id;
   }
@@ -112,14 +113,27 @@ export class AppController {
     this.terminatedBusy = true;
     this.terminatedError = null;
     try {
+      const background = isBackground(s) && !s.supervision;
       if (how === 'resume') {
         const target = notice.resumeSessionId ?? s.sessionId;
+        // A background session ended by a limit is started again by Claude Code's service.
+        if (background) {
+          await new BackgroundControl(e.backend).respawn(s.sessionId);
+          e.sup.dismissTerminated(s.sessionId);
+          return s.sessionId;
+        }
         e.sup.dismissTerminated(s.sessionId);
         await e.sup.resume(target);
         return target;
       }
       const cwd = s.supervision?.cwd ?? s.cwd;
       if (!cwd) return null;
+      if (background) {
+        // A new background session needs its prompt: the New session dialog, in its folder.
+        e.sup.dismissTerminated(s.sessionId);
+        this.openNewSession(cwd);
+        return null;
+      }
       const id = await e.sup.create(cwd, null, await size());
       e.sup.dismissTerminated(s.sessionId);
       return id;
@@ -151,4 +165,19 @@ export function useEngine(): Engine {
   const e = useApp().engine;
   if (!e) throw new Error('useEngine: the engine is not connected yet');
   return e;
+}
+
+/**
+ * The connected engine's backend when there is one above the caller (text drawn outside the
+ * window, as in a test of one component, has none). The one way a component reaches the
+ * engine is this context: never a prop passed down, never a global.
+ */
+export function maybeBackend(): Backend | null {
+  return getContext<AppController | undefined>(KEY)?.engine?.backend ?? null;
+}
+
+/** A context holding `engine` as the window's, for rendering one component on its own (tests). */
+export function engineContext(engine: Partial<Engine>): Map<symbol, unknown> {
+  // eslint-disable-next-line svelte/prefer-svelte-reactivity -- a context, read once at mount
+  return new Map<symbol, unknown>([[KEY, { engine }]]);
 }

@@ -67,8 +67,3 @@ export function backend(): Promise<Backend> {
     : import('./preview').then((m) => m.previewBackend(new URLSearchParams(location.search)));
   return current;
 }
-
-/** For tests: use this backend instead. */
-export function setBackend(b: Backend | null): void {
-  current = b ? Promise.resolve(b) : null;
-}

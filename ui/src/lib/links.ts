@@ -2,7 +2,7 @@
 // browser through the app's `open_link`, whose allow-list (mimesis_core::links) has the last
 // word. Here only to decide what is shown as a link: a plain web address, nothing else.
 
-import { backend } from './backend';
+import type { Backend } from './backend';
 
 const MAX_URL = 2048;
 
@@ -14,11 +14,12 @@ export function openable(url: string): boolean {
   return /^https?:\/\/(?:[^/?#@]*@)?[^/?#:@]+/i.test(url);
 }
 
-/** Opens `url` in the system's browser; the reason when it was not opened. */
-export async function openLink(url: string): Promise<string | null> {
+/** Opens `url` in the system's browser through the window's engine; the reason when it was not opened. */
+export async function openLink(backend: Backend | null, url: string): Promise<string | null> {
   if (!openable(url)) return 'Only web addresses (http:// or https://) are opened.';
+  if (!backend) return 'Links open in the app’s window.';
   try {
-    await (await backend()).call('open_link', { url });
+    await backend.call('open_link', { url });
     return null;
   } catch (e) {
     return String(e);

@@ -1,7 +1,8 @@
 // The one roster store: fed by the engine's `store:events`, re-read on `store:resync`.
 // Components read it; they change it only through its methods.
 
-import type { Backend, Unlisten } from './backend';
+import type { Backend } from './backend';
+import { Listeners } from './listeners';
 import { SNAPSHOT } from './marks';
 import { DEFAULT_FILTERS, activityKey, applyEvents, byActivityDesc, chainHead, heldOrder, newlySuperseded, type SessionTable, type Filters, type RosterView } from './roster';
 import { RosterIndex, type IndexWork } from './rosterIndex';
@@ -53,7 +54,7 @@ export class RosterStore {
   };
   #seq = 0;
   #buffer: SeqEvent[] | null = [];
-  #unlisten: Unlisten[] = [];
+  #listeners = new Listeners();
   #backend: Backend;
 
   version = $state(0);
@@ -280,7 +281,9 @@ export class RosterStore {
    *  says it listens (`roster_listening`). */
   async start(): Promise<void> {
     const early = this.#backend.earlyRoster?.() ?? null;
-    const listening = Promise.all([
+    this.#listeners.stop();
+    const listeners = (this.#listeners = new Listeners());
+    const listening = listeners.add(
       this.#backend.on('store:events', (p) => this.receive(p.events)),
       this.#backend.on('remote:events', (p) => this.receiveRemote(p.events)),
       this.#backend.on('hosts:changed', (p) => {
@@ -291,7 +294,7 @@ export class RosterStore {
       this.#backend.on('store:resync', () => void this.resync()),
       this.#backend.on('store:progress', (p) => this.receiveProgress(p)),
       this.#backend.on('attention:changed', (a) => this.setAttention(a.sessionIds, a.title ?? undefined)),
-    ]);
+    );
     const snap = early ? await early.catch(() => null) : null;
     // (Not when a listener asked for a newer one meanwhile: `store:resync`.)
     if (snap && !this.loaded && !this.#asked) {
@@ -299,7 +302,9 @@ export class RosterStore {
       this.applySnapshot(snap);
       this.error = null;
     }
-    this.#unlisten.push(...(await listening));
+    await listening;
+    // (Stopped while starting: nothing more is asked for.)
+    if (listeners.stopped) return;
     // (Refused: its events stay held; a snapshot asked for now starts them again.)
     const released = snap ? await this.#backend.call('roster_listening').then(() => true, () => false) : false;
     // No early snapshot, or it failed: asked for now, the listeners being there.
@@ -316,9 +321,16 @@ export class RosterStore {
     this.shown++;
   }
 
+  /** The next session that needs the user after `current`, cycling through the attention set in its order. */
+  nextAttention(current: string | null): string | null {
+    const ids = [...this.attention];
+    if (ids.length === 0) return null;
+    const i = current ? ids.indexOf(current) : -1;
+    return ids[(i + 1) % ids.length];
+  }
+
   stop(): void {
-    for (const u of this.#unlisten) u();
-    this.#unlisten = [];
+    this.#listeners.stop();
   }
 
   /** Fetches a fresh snapshot; events arriving meanwhile are held and applied after it. */

@@ -1,9 +1,11 @@
 // Supervised sessions as the UI sees them: notices per session (banners, the terminated
 // dialog, queued input, an event log) fed by `supervision:event`, the toast stack, the
-// attention list fed by `attention:changed`, and the pty_* commands. Pure rules: supervision.ts.
+// permission requests of `approvals:changed`, and the pty_* commands. ("Needs you" is the
+// roster's: `RosterStore.attention`.) Pure rules: supervision.ts.
 
 import { SvelteMap } from 'svelte/reactivity';
-import type { Backend, Unlisten } from './backend';
+import type { Backend } from './backend';
+import { Listeners } from './listeners';
 import { applyEvent, dismissBanner, emptyNotices, toastFor, type SessionNotices } from './supervision';
 import type { PermissionRequest, ScreenDialog, SupervisionEvent, SupervisionEventType, TrackedSession } from './types';
 
@@ -29,14 +31,13 @@ export interface SupervisionOptions {
 
 export class SupervisionStore {
   #backend: Backend;
-  #unlisten: Unlisten[] = [];
+  #listeners = new Listeners();
   #later: (fn: () => void, ms: number) => void;
   #onopen: (sessionId: string) => void;
   #nextToast = 1;
 
   readonly notices = new SvelteMap<string, SessionNotices>();
   toasts = $state<Toast[]>([]);
-  attention = $state.raw<{ count: number; sessionIds: string[] }>({ count: 0, sessionIds: [] });
   /** Permission dialogs waiting for an answer from here (`approvals:changed`), oldest first. */
   approvals = $state.raw<PermissionRequest[]>([]);
   /** The last failed command, said in a bar until the next success. */
@@ -53,16 +54,15 @@ export class SupervisionStore {
     // below may be read before a request came and answered after its event: once an event
     // came, it is the newer word, and the answer is dropped.
     let heard = false;
-    this.#unlisten.push(
-      ...(await Promise.all([
+    this.#listeners.stop();
+    const listeners = (this.#listeners = new Listeners());
+    await listeners.add(
         this.#backend.on('supervision:event', (ev) => this.receive(ev)),
-        this.#backend.on('attention:changed', (a) => (this.attention = { count: a.count, sessionIds: [...a.sessionIds] })),
         this.#backend.on('app:open-session', (p) => this.#onopen(p.sessionId)),
         this.#backend.on('approvals:changed', (list) => {
           heard = true;
           this.approvals = list;
         }),
-      ])),
     );
     try {
       const list = await this.#backend.call('approvals_pending');
@@ -130,8 +130,7 @@ export class SupervisionStore {
   }
 
   stop(): void {
-    for (const u of this.#unlisten) u();
-    this.#unlisten = [];
+    this.#listeners.stop();
   }
 
   of(sessionId: string): SessionNotices {
@@ -180,14 +179,6 @@ export class SupervisionStore {
   dismissTerminated(sessionId: string): void {
     const n = this.notices.get(sessionId);
     if (n?.terminated) this.notices.set(sessionId, { ...n, terminated: null });
-  }
-
-  /** The next session that needs the user after `current`, cycling through the attention list. */
-  nextAttention(current: string | null): string | null {
-    const ids = this.attention.sessionIds;
-    if (ids.length === 0) return null;
-    const i = current ? ids.indexOf(current) : -1;
-    return ids[(i + 1) % ids.length];
   }
 
   // ---- commands ----

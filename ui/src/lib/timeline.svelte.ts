@@ -2,7 +2,8 @@
 // `open_timeline` / `timeline_range` / `timeline_item` and the `timeline:update` event.
 
 import { SvelteSet } from 'svelte/reactivity';
-import type { Backend, Unlisten } from './backend';
+import type { Backend } from './backend';
+import { Listeners } from './listeners';
 import { TimelineCache } from './timelineCache';
 import type { TimelineItem, TimelineUpdate } from './types';
 
@@ -11,7 +12,7 @@ export const TAIL = 200;
 export class TimelineView {
   #backend: Backend;
   #cache: TimelineCache | null = null;
-  #unlisten: Unlisten | null = null;
+  #listeners = new Listeners();
   #range = { start: 0, end: 0 };
 
   sessionId = $state<string | null>(null);
@@ -36,12 +37,13 @@ export class TimelineView {
   }
 
   async start(): Promise<void> {
-    this.#unlisten = await this.#backend.on('timeline:update', (u) => this.receive(u));
+    this.#listeners.stop();
+    const listeners = (this.#listeners = new Listeners());
+    await listeners.add(this.#backend.on('timeline:update', (u) => this.receive(u)));
   }
 
   stop(): void {
-    this.#unlisten?.();
-    this.#unlisten = null;
+    this.#listeners.stop();
   }
 
   /** A page of items is on its way: the open's tail or a range further up (the feed's aria-busy). */

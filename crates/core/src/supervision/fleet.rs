@@ -116,6 +116,29 @@ pub fn parse_owner_mark(mark: &[u8]) -> Option<(u32, u64)> {
 /// its data dir when it starts (P11, P12) — never what another data dir's Mimesis started.
 pub const OWNER_DATA_ENV: &str = "MIMESIS_OWNER_DATA";
 
+/// Every owner mark: what a process we start carries only when we give it (a supervised
+/// agent), never what one inherits from Mimesis's own environment (Claude Code's verbs, the
+/// window's terminals).
+pub const OWNER_MARKS: [&str; 2] = [OWNER_ENV, OWNER_DATA_ENV];
+
+/// Is this command line one of Claude Code's background service (2.1.332:
+/// `claude daemon run …`, its PTY hosts `claude bg-pty-host …` and spare sessions
+/// `claude bg-spare …`; docs/claude-code-observed.md)? Such a process is Claude Code's own,
+/// even when it carries our marks (an agent of ours ran `claude --bg`, which started the
+/// service): Mimesis acts on it only through Claude Code's verbs and never ends it, nor what
+/// runs under it. The verb is the first word after the program (and after the script, when
+/// an interpreter runs one).
+pub fn is_claude_service(argv: &[String]) -> bool {
+    let script = |w: &&str| [".js", ".mjs", ".cjs"].iter().any(|e| w.ends_with(e));
+    // A process that set its title has it as one string: its words are the same.
+    let mut words = argv.iter().flat_map(|a| a.split(' ')).filter(|w| !w.is_empty()).skip(1).skip_while(script);
+    match (words.next(), words.next()) {
+        (Some("daemon"), Some("run")) => true,
+        (Some(w), _) => matches!(w, "bg-pty-host" | "--bg-pty-host" | "bg-spare" | "--bg-spare"),
+        _ => false,
+    }
+}
+
 /// A process that carries the owner marks of one data dir ([`OWNER_ENV`] and
 /// [`OWNER_DATA_ENV`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,6 +149,9 @@ pub struct MarkedRow {
     pub state: char,
     /// The owner its mark names: (PID, start ticks).
     pub owner: (u32, u64),
+    /// It, or a process it runs under, is Claude Code's background service
+    /// ([`is_claude_service`]): never ended by Mimesis, whatever marks it carries.
+    pub claude_service: bool,
 }
 
 /// P12 at exit, P11 at start: which of the `marked` processes (of one data dir) to end —
@@ -133,11 +159,13 @@ pub struct MarkedRow {
 /// at a start). Never one in `spare` (this process and its ancestors: a Mimesis started
 /// from inside a supervised session carries its starter's mark), never a zombie, and never
 /// a process that started before the owner its mark names (it cannot have inherited that
-/// mark: it was copied).
+/// mark: it was copied), nor Claude Code's background service or what runs under it (an
+/// agent of ours that ran `claude --bg` started the service with our marks; it is Claude
+/// Code's, acted on only through its own verbs).
 pub fn strays(marked: &[MarkedRow], spare: &[u32], mut over: impl FnMut((u32, u64)) -> bool) -> Vec<u32> {
     marked
         .iter()
-        .filter(|m| !spare.contains(&m.pid) && m.state != 'Z' && m.state != 'X')
+        .filter(|m| !spare.contains(&m.pid) && m.state != 'Z' && m.state != 'X' && !m.claude_service)
         .filter(|m| m.start_ticks >= m.owner.1 && m.pid != m.owner.0)
         .filter(|m| over(m.owner))
         .map(|m| m.pid)
@@ -368,6 +396,30 @@ pub fn old_snapshots(files: &[PathBuf], now: Timestamp, max_age: Duration) -> Ve
 mod tests {
     use super::*;
 
+    #[test]
+    fn claude_codes_service_is_known_by_its_command_line() {
+        let argv = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        for yes in [
+            "claude daemon run --origin transient --spawned-by {}",
+            "/usr/bin/node /opt/claude/cli.js daemon run --origin transient",
+            "claude bg-pty-host --bg-pty-host /tmp/s/spare/ab.pty.sock 200 50 -- claude",
+            "claude bg-spare --bg-spare /tmp/s/spare/ab.claim.sock",
+        ] {
+            assert!(is_claude_service(&argv(yes)), "{yes}");
+            assert!(is_claude_service(&[yes.to_owned()]), "a title: {yes}");
+        }
+        for no in [
+            "claude --session-id 3f1c2d4e say hello",
+            "claude daemon stop --any",
+            "claude --bg daemon run",
+            "bash -c echo daemon run",
+            "sleep 300",
+            "claude",
+        ] {
+            assert!(!is_claude_service(&argv(no)), "{no}");
+        }
+    }
+
     fn e(id: &str, live: bool, suspendable: bool, used: i64) -> CapEntry {
         CapEntry { id: SessionId::parse(id).unwrap(), live, suspendable, last_used: Mono::from_millis(used as u64) }
     }
@@ -582,7 +634,7 @@ mod tests {
     /// next start found it. What carries a data dir's marks is found wherever it went.
     #[test]
     fn strays_are_the_marked_processes_of_an_owner_that_is_over_and_nothing_else() {
-        let row = |pid, start_ticks, state, owner| MarkedRow { pid, start_ticks, state, owner };
+        let row = |pid, start_ticks, state, owner| MarkedRow { pid, start_ticks, state, owner, claude_service: false };
         let me = (100, 50);
         let gone = (200, 10);
         let live = (300, 20);
@@ -599,6 +651,9 @@ mod tests {
         assert_eq!(strays(&marked, &spare, |o| o == me), [101], "at my exit, mine alone");
         assert_eq!(strays(&marked, &spare, |o| o == gone), [201], "at a start, the gone owner's alone");
         assert!(strays(&marked, &spare, |_| false).is_empty());
+        // Claude Code's service, started by `claude --bg` from one of my agents: not mine.
+        let service = [MarkedRow { claude_service: true, ..row(102, 61, 'S', me) }, row(101, 60, 'S', me)];
+        assert_eq!(strays(&service, &spare, |o| o == me), [101], "the service is never a stray");
     }
 
     #[test]

@@ -98,6 +98,10 @@ pub struct Limits {
     #[serde(rename = "restartLimitWindowSecs", with = "secs")]
     #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub restart_limit_window: Duration,
+    /// Apply the memory and duration limits to Claude Code's background sessions too
+    /// (issue 33): a memory restart is `claude respawn`, the end of the duration limit
+    /// `claude stop`; off by default.
+    pub background_sessions: bool,
 }
 
 /// The shortest duration any limit, check interval, grace or delay may have (other than
@@ -137,6 +141,7 @@ impl Default for Limits {
             crash_patterns: vec![DEFAULT_CRASH_PATTERN.to_owned()],
             restart_limit_burst: 5,
             restart_limit_window: Duration::from_secs(30 * 60),
+            background_sessions: false,
         }
     }
 }
@@ -185,7 +190,7 @@ pub const ENV_VARS: &[&str] = &[
 
 impl Limits {
     /// The JSON names of the fields, in the document's order (docs/ipc.md).
-    pub const FIELDS: [&'static str; 22] = [
+    pub const FIELDS: [&'static str; 23] = [
         "maxLiveSessions",
         "idleTimeoutSecs",
         "suspendMode",
@@ -208,6 +213,7 @@ impl Limits {
         "crashPatterns",
         "restartLimitBurst",
         "restartLimitWindowSecs",
+        "backgroundSessions",
     ];
 
     /// The idle-timeout range users may set (SPEC P6: 1–120 min).
@@ -687,7 +693,7 @@ mod tests {
             "recoveryRetries": 2, "recoveryRetryDelaySecs": 2,
             "crashDebounceSuccessSecs": 30, "crashDebounceFailureSecs": 5,
             "crashPatterns": ["RangeError: Maximum call stack size exceeded"],
-            "restartLimitBurst": 5, "restartLimitWindowSecs": 1800
+            "restartLimitBurst": 5, "restartLimitWindowSecs": 1800, "backgroundSessions": false
         });
         assert_eq!(v, expected);
         let mut keys: Vec<&str> = expected.as_object().unwrap().keys().map(String::as_str).collect();

@@ -3,20 +3,29 @@
 //!
 //! - [`policy`]: the per-session state machine, (state, input, now) → (state, effects).
 //! - [`fleet`]: the fleet-wide rules: the live-session cap (LRU), disk, orphans, PID reuse.
-//! - [`limits`]: every interval and threshold, with the spec's defaults and validation.
+//! - [`limits`]: every interval and threshold, with the spec's defaults and validation;
+//!   [`limit_clock`]: the duration limit and the restart start limit both policies use.
+//! - [`background`]: the limits applied to Claude Code's background sessions (when the
+//!   user turns them on), through the service's own verbs.
 //! - [`event`]: the supervision events and the seeds' wording.
 //! - [`view`]: what the faces see (`supervision` of a roster row, resources, metrics).
 //! - [`agent`]: the program a session runs.
+//! - [`baseline`]: memory restarts against what the agent needs at rest.
+//! - [`readiness`]: when an agent whose screen and registry say nothing is up.
 //! - [`ledger`]: the records of supervised processes and the seam they are kept through.
 //! - [`flow`]: flow control of terminal output towards a slow viewer.
 
 pub mod agent;
+pub mod background;
+pub mod baseline;
 pub mod event;
 pub mod fleet;
 pub mod flow;
 pub mod ledger;
+pub mod limit_clock;
 pub mod limits;
 pub mod policy;
+pub mod readiness;
 pub mod view;
 
 pub use agent::AgentCommand;

@@ -31,8 +31,11 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::baseline::{MemoryBaseline, Verdict};
 use super::event::{EventKind, ReadyStatus, SupervisionEvent, wording};
+use super::limit_clock::{DurationLimit, DurationVerdict, RestartLimit};
 use super::limits::{Limits, SuspendMode};
+use super::readiness::Readiness;
 use super::view::{Mode, RestartHold, Supervision, SupervisionState, TerminatedReason};
 use crate::clock::{Mono, Now, Timestamp};
 use crate::ids::SessionId;
@@ -230,8 +233,7 @@ pub const EXIT_SETTLE: Duration = Duration::from_secs(2);
 pub const MAX_CONSECUTIVE_CRASHES: u32 = 2;
 /// After the n-th automatic memory or disk restart within the start-limit window, the
 /// next waits `RESTART_BACKOFF × 2^(n-1)`, at most [`RESTART_BACKOFF_MAX`].
-pub const RESTART_BACKOFF: Duration = Duration::from_secs(10);
-pub const RESTART_BACKOFF_MAX: Duration = Duration::from_secs(5 * 60);
+pub use crate::supervision::limit_clock::{RESTART_BACKOFF, RESTART_BACKOFF_MAX};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RestartReason {
@@ -388,22 +390,22 @@ pub struct SessionPolicy {
     /// When the current process started (wall), for display.
     process_wall: Option<Timestamp>,
     next_duration_check: Mono,
-    /// When the duration was last checked: a warning/limit instant at or before it was
-    /// already acted on (or found moot), so it is no wake-up any more.
-    duration_checked_at: Mono,
-    duration_warned: bool,
+    /// The duration limit's warning and end (when it was last checked: a warning/limit
+    /// instant at or before that was already acted on, or found moot).
+    duration: DurationLimit,
     duration_grace_until: Option<Mono>,
     next_rss_check: Mono,
     rss_warned: bool,
     restart_reason: Option<RestartReason>,
     restart_grace_until: Option<Mono>,
-    /// When each automatic restart (memory, disk, crash recovery) of the start-limit
-    /// window began, oldest first.
-    restarts: VecDeque<Mono>,
+    /// The automatic restarts (memory, disk, crash recovery) of the start-limit window.
+    restarts: RestartLimit,
     /// Automatic memory and disk restarts are stopped, and why.
     hold: Option<RestartHold>,
-    /// A memory restart happened and the agent has done no work since (no turn, no input).
-    fresh_from_memory_restart: bool,
+    /// One memory restart, then hold while the agent is over the limit at rest.
+    baseline: MemoryBaseline,
+    /// Whether the agent's screen or registry says when it is up (else its quiet output).
+    readiness: Readiness,
     next_health_check: Mono,
     idle_deadline: Option<Mono>,
     last_used: Mono,
@@ -422,6 +424,10 @@ pub struct SessionPolicy {
     last_recovery: Option<(Mono, bool)>,
     retry: Option<Retry>,
     resume_rejected: bool,
+    /// What went to a resumed process before it showed a turn: it may yet refuse the
+    /// resume and exit, taking that text with it; then it is queued again for the new
+    /// session (`None` once the process worked, or for other processes).
+    unconfirmed: Option<Vec<Vec<u8>>>,
     last_exit_code: Option<i32>,
     out: Vec<Effect>,
     now: Mono,
@@ -458,16 +464,16 @@ impl SessionPolicy {
             created_at: now,
             process_wall: None,
             next_duration_check: now.plus(limits.duration_check),
-            duration_checked_at: now,
-            duration_warned: false,
+            duration: DurationLimit::new(now),
             duration_grace_until: None,
             next_rss_check: now.plus(limits.rss_check),
             rss_warned: false,
             restart_reason: None,
             restart_grace_until: None,
-            restarts: VecDeque::new(),
+            restarts: RestartLimit::default(),
             hold: None,
-            fresh_from_memory_restart: false,
+            baseline: MemoryBaseline::default(),
+            readiness: Readiness::default(),
             next_health_check: now.plus(limits.health_check),
             idle_deadline: None,
             last_used: now,
@@ -483,6 +489,7 @@ impl SessionPolicy {
             last_recovery: None,
             retry: None,
             resume_rejected: false,
+            unconfirmed: None,
             last_exit_code: None,
             out: Vec::new(),
             now,
@@ -597,6 +604,7 @@ impl SessionPolicy {
             Proc::Stopping { next_at, .. } => t.push(*next_at),
             Proc::Starting { since, pid: Some(_), .. } => {
                 t.push(Some(since.plus(READY_FALLBACK)));
+                t.push(self.readiness.quiet_deadline(*since, self.last_output));
                 t.push(Some(self.next_health_check));
             }
             Proc::Live { .. } if !self.frozen => {
@@ -669,7 +677,6 @@ impl SessionPolicy {
         self.now = now;
         self.wall = at.wall;
         self.last_used = now;
-        self.fresh_from_memory_restart = false;
         let delivery = self.deliver_or_queue(bytes);
         (delivery, std::mem::take(&mut self.out))
     }
@@ -700,6 +707,7 @@ impl SessionPolicy {
         self.screen = Activity::Unknown;
         self.turn_open = false;
         self.resume_rejected = false;
+        self.unconfirmed = None;
         let launch = if self.kind == AgentKind::MonitoredOnly { Launch::Fresh } else { launch };
         self.proc =
             Proc::Starting { generation: self.generation, pid: None, since: self.now, launch: launch.clone(), purpose };
@@ -805,6 +813,9 @@ impl SessionPolicy {
         };
         if takes_input && self.queue.is_empty() {
             self.touch_idle();
+            if let Some(sent) = &mut self.unconfirmed {
+                sent.push(bytes.clone());
+            }
             self.out.push(Effect::Write(bytes));
             Delivery::Written
         } else {
@@ -822,6 +833,11 @@ impl SessionPolicy {
     /// follows its line only once the TUI has taken the text.
     fn flush_queue(&mut self) {
         let all: Vec<u8> = self.queue.drain(..).flatten().collect();
+        if let Some(sent) = &mut self.unconfirmed
+            && !all.is_empty()
+        {
+            sent.push(all.clone());
+        }
         for (text, enter) in typed_lines(&all) {
             self.out.push(if enter { Effect::TypeLine(text) } else { Effect::Write(text) });
         }
@@ -877,6 +893,7 @@ impl SessionPolicy {
             ScreenSignal::Activity(a) => {
                 let before = self.activity();
                 self.screen = a;
+                self.readiness.screen(a);
                 // Only the process's own screen proves it is up: the transcript may still be
                 // the previous process's (or a refused resume's) words.
                 if a != Activity::Unknown && matches!(self.proc, Proc::Starting { pid: Some(_), .. }) {
@@ -912,6 +929,9 @@ impl SessionPolicy {
             },
             _ => Activity::Unknown,
         };
+        if self.registry != Activity::Unknown {
+            self.readiness.registry();
+        }
         self.transcript = match report.status {
             Status::Working => Activity::Working,
             Status::WaitingForApproval => Activity::Permission,
@@ -940,7 +960,9 @@ impl SessionPolicy {
         }
         if now.busy() {
             self.turn_open = true;
-            self.fresh_from_memory_restart = false;
+            self.unconfirmed = None;
+            self.baseline.turn_started();
+            self.readiness.turn(self.screen, self.registry);
             self.idle_deadline = None;
         } else if before.busy() {
             // A finished turn, or a dialog answered "no": a safe idle either way.
@@ -972,6 +994,9 @@ impl SessionPolicy {
         let Proc::Starting { generation, pid: Some(pid), since, purpose, ref launch } = self.proc else { return };
         let resumed = *launch == Launch::Resume;
         self.proc = Proc::Live { generation, pid, since, purpose, resumed };
+        if resumed {
+            self.unconfirmed = Some(Vec::new());
+        }
         self.retry = None;
         match purpose {
             Purpose::Initial | Purpose::OneShot => {}
@@ -1100,28 +1125,17 @@ impl SessionPolicy {
 
     /// Automatic restarts within the window, after forgetting older ones.
     fn recent_restarts(&mut self) -> usize {
-        let window = self.limits.restart_limit_window;
-        while self.restarts.front().is_some_and(|t| self.now.since(*t) >= window) {
-            self.restarts.pop_front();
-        }
-        self.restarts.len()
+        self.restarts.recent(self.now, &self.limits)
     }
 
     /// Takes one automatic restart from the start limit; false when the limit is reached.
     fn start_allowed(&mut self) -> bool {
-        if self.recent_restarts() >= self.limits.restart_limit_burst as usize {
-            return false;
-        }
-        self.restarts.push_back(self.now);
-        true
+        self.restarts.take(self.now, &self.limits)
     }
 
     /// When the next automatic memory/disk restart may begin (back-off).
     fn backoff_until(&mut self) -> Option<Mono> {
-        let n = self.recent_restarts() as u32;
-        let last = *self.restarts.back()?;
-        let wait = RESTART_BACKOFF.saturating_mul(2u32.saturating_pow(n.saturating_sub(1))).min(RESTART_BACKOFF_MAX);
-        Some(last.plus(wait)).filter(|t| *t > self.now)
+        self.restarts.backoff_until(self.now, &self.limits)
     }
 
     /// Stops automatic memory and disk restarts; the session keeps running. Said once.
@@ -1141,14 +1155,18 @@ impl SessionPolicy {
             }
             RestartHold::RateLimit => wording::restart_limit(self.recent_restarts(), self.limits.restart_limit_window),
         };
-        tracing::warn!(session = %self.id, ?hold, "automatic restarts stopped");
-        self.emit(EventKind::SessionWarning { reason: "restart_limit".into(), remaining_seconds: None, message });
+        let reason = match hold {
+            RestartHold::MemoryBaseline => "memory_baseline",
+            RestartHold::RateLimit => "restart_limit",
+        };
+        tracing::info!(session = %self.id, ?hold, "automatic restarts stopped");
+        self.emit(EventKind::SessionWarning { reason: reason.into(), remaining_seconds: None, message });
     }
 
     /// Lifts a hold: the user acted, or the limits changed.
     fn release_hold(&mut self) {
         self.hold = None;
-        self.fresh_from_memory_restart = false;
+        self.baseline.reset();
         self.rss_warned = false;
     }
 
@@ -1290,6 +1308,10 @@ impl SessionPolicy {
         self.out.push(Effect::Renamed { from: old, to: new });
         self.retry = None;
         self.state = SupervisionState::Recovering;
+        // What it was given went with it: the new session gets it.
+        for b in self.unconfirmed.take().unwrap_or_default().into_iter().rev() {
+            self.queue.push_front(b);
+        }
         self.spawn(Launch::Fresh, Purpose::Fresh);
     }
 
@@ -1526,7 +1548,7 @@ impl SessionPolicy {
                     self.created_at = self.now;
                     self.created_wall = self.wall;
                     self.next_duration_check = self.now.plus(self.limits.duration_check);
-                    self.duration_warned = false;
+                    self.duration.warned = false;
                 }
             }
             _ => {}
@@ -1586,25 +1608,20 @@ impl SessionPolicy {
     /// them (a 2 s limit with the default 60 s check still ends at 2 s): the next of them
     /// that the duration check has not seen yet.
     fn duration_due(&self) -> Option<Mono> {
-        let max = self.limits.max_duration;
-        let limit_at = self.created_at.plus(max);
-        let warn_ms = (max.as_millis() * u128::from(self.limits.duration_warn_percent)).div_ceil(100);
-        let warn_at = self.created_at.plus(Duration::from_millis(u64::try_from(warn_ms).unwrap_or(u64::MAX)));
-        let due = if self.duration_warned { limit_at } else { warn_at.min(limit_at) };
-        (due > self.duration_checked_at).then_some(due)
+        self.duration.due(self.created_at, &self.limits)
     }
 
     fn duration_check(&mut self) {
-        self.duration_checked_at = self.now;
         if self.state == SupervisionState::Terminated || self.duration_grace_until.is_some() {
+            self.duration.checked_at = self.now;
             return;
         }
         if matches!(self.proc, Proc::Stopping { why: StopWhy::Duration { .. }, .. }) {
+            self.duration.checked_at = self.now;
             return;
         }
-        let max = self.limits.max_duration;
-        let elapsed = self.now.since(self.created_at);
-        if elapsed >= max {
+        let verdict = self.duration.check(self.created_at, self.now, &self.limits);
+        if verdict == DurationVerdict::Reached {
             let busy = matches!(self.proc, Proc::Live { .. }) && self.activity().busy() && !self.frozen;
             if busy && !self.limits.turn_grace.is_zero() {
                 tracing::info!(session = %self.id, "duration limit reached mid-turn: waiting for the turn to finish");
@@ -1612,12 +1629,7 @@ impl SessionPolicy {
             } else {
                 self.end_for_duration(busy);
             }
-        } else if !self.duration_warned
-            && elapsed.as_millis() * 100 >= max.as_millis() * u128::from(self.limits.duration_warn_percent)
-        {
-            self.duration_warned = true;
-            // Whole seconds, rounded up: 0.2 s left is "1 second", never "0 seconds".
-            let remaining = Duration::from_secs((max - elapsed).as_millis().div_ceil(1000) as u64);
+        } else if let DurationVerdict::Warn(remaining) = verdict {
             self.emit(EventKind::SessionWarning {
                 reason: "duration".into(),
                 remaining_seconds: Some(remaining.as_secs()),
@@ -1634,16 +1646,19 @@ impl SessionPolicy {
         if bytes <= max {
             return;
         }
-        tracing::warn!(
-            session = %self.id,
-            "RSS={}MB exceeds threshold={}MB. Flagged for restart.",
-            bytes / (1024 * 1024),
-            self.limits.max_rss_mb
-        );
-        if self.fresh_from_memory_restart && self.claude_like() {
-            // Over the limit again right after a memory restart, before any work: the
-            // limit is below what the agent needs at rest, and restarting cannot help.
-            return self.hold_restarts(RestartHold::MemoryBaseline, Some(bytes));
+        if self.claude_like() {
+            match self.baseline.over_limit(bytes) {
+                // Over the limit again right after a memory restart, before any work: the
+                // limit is below what the agent needs at rest, and restarting cannot help.
+                Verdict::Hold { rss } => return self.hold_restarts(RestartHold::MemoryBaseline, Some(rss)),
+                Verdict::Held => return,
+                Verdict::Grew if self.hold == Some(RestartHold::MemoryBaseline) => {
+                    // Grown past what it needs at rest: a restart can free that again.
+                    self.hold = None;
+                }
+                Verdict::Grew => {}
+                Verdict::Restart => {}
+            }
         }
         if !self.claude_like() {
             if !self.rss_warned {
@@ -1659,6 +1674,14 @@ impl SessionPolicy {
                 });
             }
             return;
+        }
+        if self.hold.is_none() {
+            tracing::info!(
+                session = %self.id,
+                "RSS={}MB exceeds threshold={}MB. Flagged for restart.",
+                bytes / (1024 * 1024),
+                self.limits.max_rss_mb
+            );
         }
         self.flag_restart(RestartReason::Memory, Some(bytes > max.saturating_mul(2)));
     }
@@ -1701,7 +1724,9 @@ impl SessionPolicy {
             if !self.start_allowed() {
                 return self.hold_restarts(RestartHold::RateLimit, None);
             }
-            self.fresh_from_memory_restart = reason == RestartReason::Memory;
+            if reason == RestartReason::Memory {
+                self.baseline.restarting();
+            }
         }
         self.restart_grace_until = None;
         let (tag, message) = match reason {
@@ -1728,7 +1753,7 @@ impl SessionPolicy {
         if old.max_duration != l.max_duration || old.duration_warn_percent != l.duration_warn_percent {
             let elapsed = now.since(self.created_at);
             if elapsed.as_millis() * 100 < l.max_duration.as_millis() * u128::from(l.duration_warn_percent) {
-                self.duration_warned = false; // the warning is ahead again
+                self.duration.warned = false; // the warning is ahead again
             }
             if elapsed < l.max_duration {
                 self.duration_grace_until = None; // no longer over the limit
@@ -1793,7 +1818,8 @@ impl SessionPolicy {
             self.spawn(Launch::Resume, Purpose::Recovery);
         }
         if let Proc::Starting { since, pid: Some(_), .. } = self.proc
-            && now.since(since) >= READY_FALLBACK
+            && (now.since(since) >= READY_FALLBACK
+                || self.readiness.quiet_deadline(since, self.last_output).is_some_and(|t| t <= now))
         {
             self.ready();
         }

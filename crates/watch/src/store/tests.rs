@@ -5,6 +5,8 @@ use serde_json::{Value, json};
 use std::io::Write;
 use std::time::Duration;
 
+mod at_prompt;
+
 struct Fixture {
     _dir: tempfile::TempDir,
     root: PathBuf,
@@ -127,6 +129,30 @@ fn registry_makes_sessions_live_and_their_end_idle() {
     let changes = json_of(changes);
     assert_eq!(changes["live"], false);
     assert_eq!(changes["status"], "idle", "its process ended");
+}
+
+/// Issue 33: the name the registry gave a session stays on its row once its process is
+/// gone, also for the next run, which never saw that registry entry.
+#[test]
+fn the_registrys_name_outlives_the_process_and_the_run() {
+    let fx = Fixture::new();
+    fx.append(SID, &[prompt("go", 0)]);
+    let mut store = Store::new(Timeouts::default());
+    store.file_changed(fx.loc(SID), at(1));
+    let me = std::process::id();
+    let entry =
+        parse_entry(format!(r#"{{"pid":{me},"sessionId":"{SID}","status":"idle","name":"proj-73"}}"#).as_bytes(), me)
+            .unwrap();
+    store.set_registry(&fx.root, vec![entry], at(1));
+    let id = SessionId::parse(SID).unwrap();
+    assert_eq!(store.get(&id).unwrap().name.as_deref(), Some("proj-73"));
+    store.set_registry(&fx.root, vec![], at(2));
+    assert_eq!(store.get(&id).unwrap().name.as_deref(), Some("proj-73"), "after its exit");
+    let stored = store.take_batch().sessions.remove(0);
+
+    let mut next = Store::new(Timeouts::default());
+    next.adopt(IndexedFile::unchanged(stored).expect("unchanged"), at(3));
+    assert_eq!(next.get(&id).unwrap().name.as_deref(), Some("proj-73"), "in the next run");
 }
 
 #[test]
@@ -356,4 +382,164 @@ fn an_ended_supervised_session_is_idle_not_waiting_for_input() {
     }
     store.set_supervision(fx.loc(SID), Some(running), at(5));
     assert_eq!(status_of(&store), Status::WaitingForInput, "running again, its turn ended: it waits for the user");
+}
+
+mod background {
+    use super::*;
+    use mimesis_core::daemon::Worker;
+    use mimesis_core::ids::JobId;
+    use mimesis_core::job::{JobState, SessionKind};
+
+    const JOB: &str = "11111111";
+
+    fn state(tempo: &str, detail: &str, needs: Option<&str>) -> JobState {
+        JobState {
+            state: Some("working".into()),
+            detail: Some(detail.into()),
+            tempo: Some(tempo.into()),
+            needs: needs.map(str::to_owned),
+            intent: Some("fix it".into()),
+            session_id: Some(SessionId::parse(SID).unwrap()),
+            cwd: Some("/p".into()),
+            updated_at: Some(at(0)),
+            ..Default::default()
+        }
+    }
+
+    fn worker(attempt: u32) -> Worker {
+        Worker {
+            job: JobId::parse(JOB).unwrap(),
+            pid: 41,
+            proc_start: None,
+            repl_pid: Some(42),
+            repl_proc_start: None,
+            session_id: SessionId::parse(SID).unwrap(),
+            attempt: Some(attempt),
+            cli_version: Some("2.1.332".into()),
+            cwd: Some("/p".into()),
+            started_at: None,
+        }
+    }
+
+    fn files(state: Option<JobState>, worker: Option<Worker>) -> BackgroundFiles {
+        BackgroundFiles {
+            jobs: state.map(|s| (JobId::parse(JOB).unwrap(), s)).into_iter().collect(),
+            workers: worker.into_iter().collect(),
+        }
+    }
+
+    fn row(s: &Store) -> TrackedSession {
+        s.get(&SessionId::parse(SID).unwrap()).unwrap().clone()
+    }
+
+    /// A 2.1.332 background session's prompt record.
+    fn bg_prompt(secs: u64) -> Value {
+        let mut p = prompt("fix it", secs);
+        p["version"] = json!("2.1.332");
+        p["entrypoint"] = json!("cli");
+        p["sessionKind"] = json!("bg");
+        p
+    }
+
+    #[test]
+    fn a_dispatched_job_is_a_row_at_once_then_its_transcript_goes_on() {
+        let fx = Fixture::new();
+        let mut store = Store::new(Timeouts::default());
+        let ev =
+            store.set_background(&fx.root, files(Some(state("active", "starting…", None)), Some(worker(1))), at(0));
+        let [StoreEvent::Discovered { session }] = ev.as_slice() else { panic!("{ev:?}") };
+        assert_eq!(
+            (session.kind, session.status, session.live, session.pid),
+            (Some(SessionKind::Background), Status::Working, true, Some(42))
+        );
+        let job = session.job.clone().unwrap();
+        assert_eq!(
+            (job.id.as_str(), job.state.as_deref(), job.detail.as_deref()),
+            (JOB, Some("working"), Some("starting…"))
+        );
+        assert_eq!((job.intent.as_deref(), job.attempt, job.needs), (Some("fix it"), Some(1), None));
+        assert_eq!(session.transcript_path, fx.path(SID).to_string_lossy());
+        assert_eq!(session.cwd.as_deref(), Some("/p"));
+        // The same files again: nothing.
+        assert!(
+            store
+                .set_background(&fx.root, files(Some(state("active", "starting…", None)), Some(worker(1))), at(1))
+                .is_empty()
+        );
+
+        fx.append(SID, &[bg_prompt(2)]);
+        let ev = store.file_changed(fx.loc(SID), at(2));
+        assert!(matches!(ev.as_slice(), [StoreEvent::Updated { .. }]), "{ev:?}");
+        assert_eq!(row(&store).goal.as_deref(), Some("fix it"));
+
+        // A dialog: the job is blocked on an approval.
+        let blocked = state("blocked", "Writing", Some("approve Bash: rm -rf build"));
+        store.set_background(&fx.root, files(Some(blocked.clone()), Some(worker(1))), at(3));
+        let r = row(&store);
+        assert_eq!(r.status, Status::WaitingForApproval);
+        let job = r.job.unwrap();
+        assert_eq!((job.state.as_deref(), job.needs.as_deref()), (Some("blocked"), Some("approve Bash: rm -rf build")));
+
+        // A crash restart: the attempt grows.
+        store.set_background(&fx.root, files(Some(blocked.clone()), Some(worker(2))), at(4));
+        assert_eq!(row(&store).job.unwrap().attempt, Some(2));
+
+        // Stopped: no worker. Not live, ended; the job and its last attempt stay.
+        store.set_background(&fx.root, files(Some(blocked), None), at(5));
+        let r = row(&store);
+        assert_eq!((r.live, r.pid, r.status), (false, None, Status::Idle));
+        assert_eq!(r.job.unwrap().attempt, Some(2));
+
+        // Removed (`claude rm`): no job, still a background session's transcript.
+        store.set_background(&fx.root, files(None, None), at(6));
+        let r = row(&store);
+        assert_eq!((r.kind, r.job), (Some(SessionKind::Background), None));
+    }
+
+    #[test]
+    fn a_job_that_never_wrote_a_transcript_goes_with_its_worker_and_folder() {
+        let fx = Fixture::new();
+        let mut store = Store::new(Timeouts::default());
+        store.set_background(&fx.root, files(Some(state("active", "starting…", None)), Some(worker(1))), at(0));
+        assert!(store.get(&SessionId::parse(SID).unwrap()).is_some());
+        let ev = store.set_background(&fx.root, files(None, None), at(1));
+        assert!(matches!(ev.as_slice(), [StoreEvent::Removed { .. }]), "{ev:?}");
+        assert!(store.get(&SessionId::parse(SID).unwrap()).is_none());
+    }
+
+    #[test]
+    fn a_job_naming_another_session_or_a_path_outside_the_root_is_not_followed() {
+        let fx = Fixture::new();
+        let mut store = Store::new(Timeouts::default());
+        let mut st = state("active", "x", None);
+        st.session_id = Some(SessionId::parse("99999999-2222-4333-8444-555555555555").unwrap());
+        assert!(store.set_background(&fx.root, files(Some(st), None), at(0)).is_empty(), "the folder is not its job");
+        let mut st = state("active", "x", None);
+        st.transcript = Some(format!("/etc/{SID}.jsonl"));
+        store.set_background(&fx.root, files(Some(st), Some(worker(1))), at(0));
+        assert_eq!(
+            row(&store).transcript_path,
+            fx.path(SID).to_string_lossy(),
+            "the expected path, not the file's word"
+        );
+    }
+
+    #[test]
+    fn the_registry_names_the_kind_of_an_interactive_session() {
+        let fx = Fixture::new();
+        fx.append(SID, &[prompt("hi", 0)]);
+        let mut store = Store::new(Timeouts::default());
+        store.file_changed(fx.loc(SID), at(0));
+        assert_eq!(row(&store).kind, None, "unknown until something says");
+        let me = std::process::id();
+        let e = parse_entry(
+            format!(r#"{{"pid":{me},"sessionId":"{SID}","kind":"interactive","status":"busy"}}"#).as_bytes(),
+            me,
+        )
+        .unwrap();
+        store.set_registry(&fx.root, vec![e], at(1));
+        assert_eq!(row(&store).kind, Some(SessionKind::Interactive));
+        store.set_registry(&fx.root, vec![], at(2));
+        assert_eq!(row(&store).kind, Some(SessionKind::Interactive), "kept once it ended");
+    }
 }

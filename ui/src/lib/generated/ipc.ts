@@ -52,6 +52,44 @@ target: string, };
 export type Source = "watcher" | "pty";
 
 /**
+ * How a session runs, when known: in a terminal of its own (an interactive `claude`, or a
+ * session Mimesis supervises in a PTY), or under Claude Code's background service.
+ */
+export type SessionKind = "interactive" | "background";
+
+/**
+ * What a row shows of a background session's job (docs/ipc.md `job`).
+ */
+export type Job = { 
+/**
+ * The service's short id (`claude agents --json`'s `id`): what `mimesis attach|logs|
+ * stop|respawn` and `claude attach|…` take.
+ */
+id: string, 
+/**
+ * The job's state as `claude agents` shows it: `working`, `blocked` (a dialog waits
+ * for the user), `done`, `failed`, … (the service's word, cleaned); null when unknown.
+ */
+state: string | null, 
+/**
+ * The service's one line about it ("starting…", the call under way, the question).
+ */
+detail: string | null, 
+/**
+ * The prompt it was dispatched with.
+ */
+intent: string | null, 
+/**
+ * The service's attempt: 1, one more at each restart after a crash (the last one seen
+ * while it ran); null when never seen running.
+ */
+attempt: number | null, 
+/**
+ * What it waits for while blocked ("approve Bash: …", "answer: …", "approve plan").
+ */
+needs?: string | null, };
+
+/**
  * The `status` values of a status file (seed 001).
  */
 export type ReportedStatus = "working" | "waiting_for_approval" | "waiting_for_input" | "completed" | "error" | "blocked" | "idle";
@@ -104,7 +142,16 @@ provisional?: boolean,
  * The SSH destination of the machine the session runs on (issue 13), as the user
  * gave it; null for a session on this machine.
  */
-host: string | null, };
+host: string | null, 
+/**
+ * How it runs: `interactive` (a terminal of its own, or supervised here), `background`
+ * (Claude Code's background service, 2.1.332), null when unknown (docs/ipc.md `kind`).
+ */
+kind: SessionKind | null, 
+/**
+ * A background session's job (docs/ipc.md `job`), else null.
+ */
+job: Job | null, };
 
 /** What changed in a roster row: the changed fields only, null included. */
 export type SessionPatch = Partial<TrackedSession>;
@@ -360,7 +407,13 @@ crashPatterns: Array<string>,
  * R2, like systemd's start limit: at most this many automatic restarts (memory,
  * disk, crash recovery) within `restart_limit_window`; past it they stop, and say why.
  */
-restartLimitBurst: number, restartLimitWindowSecs: number, };
+restartLimitBurst: number, restartLimitWindowSecs: number, 
+/**
+ * Apply the memory and duration limits to Claude Code's background sessions too
+ * (issue 33): a memory restart is `claude respawn`, the end of the duration limit
+ * `claude stop`; off by default.
+ */
+backgroundSessions: boolean, };
 
 export type AgentSettings = { command: string, args: Array<string>, };
 
@@ -549,7 +602,30 @@ export type Question = { question: string, header?: string | null, options: Arra
 export type Detail = { "kind": "edit", file: string, edits: Array<Replacement>, } | { "kind": "write", file: string, content: string, } | { "kind": "plan", plan: string, } | { "kind": "questions", questions: Array<Question>, };
 
 /**
- * An open request as faces and `mimesis pending --json` show it.
+ * How an open request is answered (`channel` in `mimesis pending --json`).
+ */
+export type Channel = "hook" | "pty" | "attach" | "tmux" | "kitty" | "wezterm" | "terminal";
+
+/**
+ * What a button does: its label and, in a sentence, exactly what follows.
+ */
+export type Action = { label: string, means: string, };
+
+/**
+ * What kind of dialog it is.
+ */
+export type DialogKind = "permission" | "autoMode" | "question" | "plan" | "other";
+
+/**
+ * A key an option is chosen with, when the dialog names keys instead of listing options
+ * (auto mode's dialog).
+ */
+export type DialogKey = "enter" | "escape" | "shiftTab";
+
+/**
+ * An open request as faces and `mimesis pending --json` show it: a `PermissionRequest`
+ * hook's request, or a dialog on a session's screen that no hook asked about
+ * ([`crate::answering`]).
  */
 export type Pending = { 
 /**
@@ -564,7 +640,24 @@ knownSession: boolean,
 /**
  * How the face calls the session (its folder and title), when it knows it.
  */
-sessionName?: string | null, sessionId: string, tool: string, 
+sessionName?: string | null, 
+/**
+ * How it is answered: `hook`, or typed into the session's screen (`pty`, `attach`,
+ * `tmux`, `kitty`, `wezterm`), or `terminal`: not from here.
+ */
+channel: Channel, 
+/**
+ * The dialog on screen it stands for, when no hook asked.
+ */
+dialog?: DialogKind | null, 
+/**
+ * What approving does, and denying: the faces' words for their buttons.
+ */
+approve?: Action | null, deny?: Action | null, 
+/**
+ * With `channel: terminal`: where to answer it, in a sentence.
+ */
+answerIn?: string | null, sessionId: string, tool: string, 
 /**
  * The command, the file, the URL… (cleaned, at most 300 characters).
  */
@@ -582,18 +675,29 @@ number: number | null, label: string,
 /**
  * Marked `❯`: what Enter would choose.
  */
-selected: boolean, };
+selected: boolean, 
+/**
+ * The key that chooses it, when the dialog names keys ("Enter to stay in auto mode").
+ */
+key: DialogKey | null, 
+/**
+ * Choosing it changes the user's settings or the session's mode for them ("always
+ * allow", "don't ask again", "switch to auto mode", leaving auto mode): never what
+ * approve means; offered in the terminal, or when the user names it.
+ */
+changesSettings: boolean, };
 
 /**
  * A dialog as the screen shows it.
  */
-export type Dialog = { 
+export type Dialog = { kind: DialogKind, 
 /**
- * Its question row ("Do you want to proceed?").
+ * Its question row ("Do you want to proceed?"), or its title for a dialog that asks
+ * none (auto mode's).
  */
 question: string, 
 /**
- * The rows just above the question (the tool and its target), at most three.
+ * The rows of its box above the question (the tool, its target, why it asks), at most six.
  */
 context: Array<string>, options: Array<DialogOption>, };
 
@@ -714,6 +818,12 @@ export interface Commands {
   pty_dialog: { args: { sessionId: string }; ret: Dialog | null };
   pty_answer: { args: { sessionId: string; answer: string }; ret: string };
   resources: { args: undefined; ret: Resources };
+  bg_create: { args: { cwd: string; prompt: string; permissionMode?: string | null }; ret: Created };
+  bg_attach: { args: { sessionId: string; cols?: number | null; rows?: number | null }; ret: null };
+  bg_detach: { args: { sessionId: string }; ret: null };
+  bg_stop: { args: { sessionId: string }; ret: string };
+  bg_respawn: { args: { sessionId: string }; ret: string };
+  bg_remove: { args: { sessionId: string }; ret: string };
   hosts_list: { args: undefined; ret: Array<HostInfo> };
   host_retry: { args: { host: string }; ret: null };
   host_install: { args: { host: string }; ret: null };

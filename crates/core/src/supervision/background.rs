@@ -1,0 +1,439 @@
+//! Mimesis's limits applied to one of Claude Code's background sessions (issue 33 §4), when
+//! the user turns them on (`limits.backgroundSessions`): a pure machine of (state, input,
+//! now) → effects, on the monotonic clock. The driver (`mimesis-wiring`) measures, runs the
+//! verbs and sends the events; nothing of the service is ever signalled: a memory restart is
+//! `claude respawn <id>`, the end of the duration limit `claude stop <id>`.
+//!
+//! - Memory (P9): the RSS of the worker's process tree over `maxRssMb` → a restart at an idle
+//!   moment (after the turn, at most `turnGrace` later; at once at twice the limit), rate
+//!   limited like a supervised session's ([`RestartLimit`], back-off); over the limit again
+//!   right after one, before any work: held (`memory_baseline`), said once.
+//! - Duration (P8): the same warning at `durationWarnPercent`, the same grace for a turn under
+//!   way, then `session_terminated` (`duration_limit`) and the stop. Counted from when the
+//!   service started the session.
+//! - Crashes: the service restarts a crashed session itself; when its `attempt` grows, a
+//!   `crash_detected` and a `session_recovered` event say so.
+
+use std::time::Duration;
+
+use crate::clock::Mono;
+use crate::ids::SessionId;
+use crate::supervision::event::{EventKind, wording};
+use crate::supervision::limit_clock::{DurationLimit, DurationVerdict, RestartLimit};
+use crate::supervision::limits::Limits;
+use crate::supervision::view::RestartHold;
+
+/// What the roster says of the session at an instant.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct BgObservation {
+    /// The service runs a worker for it.
+    pub live: bool,
+    /// A turn runs (its status is `working`).
+    pub busy: bool,
+    /// The service's attempt (1, more after crash restarts).
+    pub attempt: Option<u32>,
+    /// When the service started it, on the monotonic clock.
+    pub started: Mono,
+}
+
+/// What the driver does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BgEffect {
+    /// Sends this supervision event for the session.
+    Emit(EventKind),
+    /// Measures the RSS of the worker's process tree and reports it ([`BgLimits::rss`]).
+    MeasureRss,
+    /// `claude respawn <id>`.
+    Respawn,
+    /// `claude stop <id>`.
+    Stop,
+}
+
+/// The limits of one background session.
+#[derive(Clone, Debug)]
+pub struct BgLimits {
+    id: SessionId,
+    limits: Limits,
+    obs: BgObservation,
+    duration: DurationLimit,
+    duration_grace_until: Option<Mono>,
+    /// Stopped for its duration: nothing more until it runs again.
+    ended: bool,
+    next_rss_check: Mono,
+    restarts: RestartLimit,
+    /// A memory restart waits for the turn (or its grace, or the back-off).
+    memory_pending: bool,
+    memory_grace_until: Option<Mono>,
+    /// A memory restart happened and the session has done no work since.
+    fresh_from_memory_restart: bool,
+    hold: Option<RestartHold>,
+}
+
+impl BgLimits {
+    pub fn new(id: SessionId, obs: BgObservation, limits: Limits, now: Mono) -> BgLimits {
+        BgLimits {
+            id,
+            next_rss_check: now,
+            limits,
+            obs,
+            duration: DurationLimit::new(now.min(obs.started)),
+            duration_grace_until: None,
+            ended: false,
+            restarts: RestartLimit::default(),
+            memory_pending: false,
+            memory_grace_until: None,
+            fresh_from_memory_restart: false,
+            hold: None,
+        }
+    }
+
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    /// New limits apply to what is ahead; a hold is lifted (the user changed something).
+    pub fn set_limits(&mut self, limits: Limits, now: Mono) {
+        if limits.max_duration != self.limits.max_duration
+            || limits.duration_warn_percent != self.limits.duration_warn_percent
+        {
+            self.duration = DurationLimit::new(now.min(self.obs.started));
+            self.duration_grace_until = None;
+        }
+        self.limits = limits;
+        self.hold = None;
+        self.next_rss_check = now;
+    }
+
+    /// When [`BgLimits::tick`] has something to do.
+    pub fn next_deadline(&self) -> Option<Mono> {
+        if !self.obs.live || self.ended {
+            return None;
+        }
+        [
+            self.duration.due(self.obs.started, &self.limits),
+            self.duration_grace_until,
+            self.memory_grace_until,
+            Some(self.next_rss_check),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// What the roster says now.
+    pub fn observe(&mut self, obs: BgObservation, now: Mono) -> Vec<BgEffect> {
+        let mut out = Vec::new();
+        let before = self.obs;
+        self.obs = obs;
+        if let (Some(a), Some(b)) = (before.attempt, obs.attempt)
+            && b > a
+        {
+            out.push(BgEffect::Emit(EventKind::CrashDetected { deferred: false }));
+            out.push(BgEffect::Emit(EventKind::SessionRecovered { message: restarted_by_service(b) }));
+        }
+        if obs.started > before.started || (obs.live && !before.live && self.ended) {
+            // Started again (respawned by the user, after a stop): the limit counts anew.
+            self.duration = DurationLimit::new(now.min(obs.started));
+            self.duration_grace_until = None;
+            self.ended = false;
+        }
+        if !obs.live {
+            self.memory_pending = false;
+            self.memory_grace_until = None;
+            return out;
+        }
+        if obs.busy {
+            self.fresh_from_memory_restart = false;
+        } else if before.busy {
+            // The turn is over: what waited for it goes now.
+            if self.duration_grace_until.take().is_some() {
+                out.extend(self.end_for_duration(false));
+            } else if self.memory_pending {
+                out.extend(self.restart_now(now));
+            }
+        }
+        out
+    }
+
+    /// The RSS of the worker's process tree, measured.
+    pub fn rss(&mut self, bytes: u64, now: Mono) -> Vec<BgEffect> {
+        let max = self.limits.max_rss_bytes();
+        if !self.obs.live || self.ended || bytes <= max || self.hold.is_some() {
+            return Vec::new();
+        }
+        if self.fresh_from_memory_restart {
+            // Over the limit again right after a memory restart, before any work: the
+            // limit is below what the session needs at rest; restarting cannot help.
+            return self.hold_restarts(RestartHold::MemoryBaseline, Some(bytes), now);
+        }
+        if !self.memory_pending && self.restarts.exhausted(now, &self.limits) {
+            return self.hold_restarts(RestartHold::RateLimit, None, now);
+        }
+        self.memory_pending = true;
+        let force = bytes > max.saturating_mul(2);
+        if force || !self.obs.busy || self.limits.turn_grace.is_zero() {
+            self.restart_now(now)
+        } else {
+            self.memory_grace_until.get_or_insert(now.plus(self.limits.turn_grace));
+            Vec::new()
+        }
+    }
+
+    /// Whatever fell due at `now`.
+    pub fn tick(&mut self, now: Mono) -> Vec<BgEffect> {
+        let mut out = Vec::new();
+        if !self.obs.live || self.ended {
+            return out;
+        }
+        if self.duration_grace_until.is_some_and(|g| g <= now) {
+            self.duration_grace_until = None;
+            // The turn did not finish in time: its last answer may be incomplete.
+            out.extend(self.end_for_duration(self.obs.busy));
+            return out;
+        }
+        if self.duration_grace_until.is_none()
+            && self.duration.due(self.obs.started, &self.limits).is_some_and(|d| d <= now)
+        {
+            match self.duration.check(self.obs.started, now, &self.limits) {
+                DurationVerdict::Reached if self.obs.busy && !self.limits.turn_grace.is_zero() => {
+                    self.duration_grace_until = Some(now.plus(self.limits.turn_grace));
+                }
+                DurationVerdict::Reached => return self.end_for_duration(false),
+                DurationVerdict::Warn(remaining) => out.push(BgEffect::Emit(EventKind::SessionWarning {
+                    reason: "duration".into(),
+                    remaining_seconds: Some(remaining.as_secs()),
+                    message: wording::duration_warning(remaining),
+                })),
+                DurationVerdict::Nothing => {}
+            }
+        }
+        if self.memory_grace_until.is_some_and(|g| g <= now) {
+            self.memory_grace_until = None;
+            out.extend(self.restart_now(now));
+        }
+        if self.next_rss_check <= now {
+            self.next_rss_check = now.plus(self.limits.rss_check.max(Duration::from_secs(1)));
+            out.push(BgEffect::MeasureRss);
+        }
+        out
+    }
+
+    fn end_for_duration(&mut self, incomplete: bool) -> Vec<BgEffect> {
+        self.ended = true;
+        self.memory_pending = false;
+        self.memory_grace_until = None;
+        let message = if incomplete {
+            wording::DURATION_ENDED_INCOMPLETE.to_owned()
+        } else {
+            wording::duration_ended(self.limits.max_duration)
+        };
+        vec![
+            BgEffect::Emit(EventKind::SessionTerminated {
+                reason: "duration_limit".into(),
+                message,
+                resume_session_id: self.id.clone(),
+            }),
+            BgEffect::Stop,
+        ]
+    }
+
+    fn restart_now(&mut self, now: Mono) -> Vec<BgEffect> {
+        if let Some(at) = self.restarts.backoff_until(now, &self.limits) {
+            // Back-off between consecutive restarts: still pending, until then.
+            self.memory_grace_until = Some(self.memory_grace_until.map_or(at, |g| g.max(at)));
+            return Vec::new();
+        }
+        if !self.restarts.take(now, &self.limits) {
+            return self.hold_restarts(RestartHold::RateLimit, None, now);
+        }
+        self.memory_pending = false;
+        self.memory_grace_until = None;
+        self.fresh_from_memory_restart = true;
+        vec![
+            BgEffect::Emit(EventKind::SessionRestarting {
+                reason: "memory_limit".into(),
+                message: wording::RESTARTING.into(),
+            }),
+            BgEffect::Respawn,
+        ]
+    }
+
+    fn hold_restarts(&mut self, hold: RestartHold, rss: Option<u64>, now: Mono) -> Vec<BgEffect> {
+        self.memory_pending = false;
+        self.memory_grace_until = None;
+        if self.hold == Some(hold) {
+            return Vec::new();
+        }
+        self.hold = Some(hold);
+        let message = match hold {
+            RestartHold::MemoryBaseline => {
+                wording::memory_below_baseline(self.limits.max_rss_mb, rss.unwrap_or(0) / (1024 * 1024))
+            }
+            RestartHold::RateLimit => {
+                wording::restart_limit(self.restarts.recent(now, &self.limits), self.limits.restart_limit_window)
+            }
+        };
+        vec![BgEffect::Emit(EventKind::SessionWarning {
+            reason: "restart_limit".into(),
+            remaining_seconds: None,
+            message,
+        })]
+    }
+}
+
+/// What the crash event says when the service restarted a session.
+pub fn restarted_by_service(attempt: u32) -> String {
+    format!(
+        "Claude Code's background service restarted the session after its process ended unexpectedly (attempt {attempt})."
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MB: u64 = 1024 * 1024;
+
+    fn at(s: u64) -> Mono {
+        Mono::from_millis(s * 1000)
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            max_duration: Duration::from_secs(100),
+            duration_warn_percent: 90,
+            turn_grace: Duration::from_secs(10),
+            max_rss_mb: 100,
+            rss_check: Duration::from_secs(5),
+            restart_limit_burst: 2,
+            restart_limit_window: Duration::from_secs(1000),
+            ..Limits::default()
+        }
+    }
+
+    fn obs(busy: bool) -> BgObservation {
+        BgObservation { live: true, busy, attempt: Some(1), started: at(0) }
+    }
+
+    fn policy() -> BgLimits {
+        BgLimits::new(SessionId::parse("s1").unwrap(), obs(false), limits(), at(0))
+    }
+
+    fn kinds(effects: &[BgEffect]) -> Vec<String> {
+        effects
+            .iter()
+            .map(|e| match e {
+                BgEffect::Emit(k) => format!("{k:?}").split([' ', '{']).next().unwrap_or_default().to_owned(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn measures_every_rss_check_while_it_runs() {
+        let mut p = policy();
+        assert_eq!(p.next_deadline(), Some(at(0)));
+        assert_eq!(p.tick(at(0)), [BgEffect::MeasureRss]);
+        assert_eq!(p.next_deadline(), Some(at(5)));
+        assert_eq!(p.tick(at(3)), []);
+        p.observe(BgObservation { live: false, ..obs(false) }, at(4));
+        assert_eq!(p.next_deadline(), None, "stopped: nothing to measure");
+    }
+
+    #[test]
+    fn over_the_memory_limit_it_is_respawned_at_an_idle_moment() {
+        let mut p = policy();
+        p.tick(at(0));
+        p.observe(obs(true), at(1));
+        assert_eq!(p.rss(150 * MB, at(2)), [], "a turn runs: it waits");
+        assert_eq!(p.next_deadline(), Some(at(5)));
+        let out = p.observe(obs(false), at(4));
+        assert_eq!(kinds(&out), ["SessionRestarting", "Respawn"]);
+        // Over again before any work: the limit is below what it needs at rest. Said once.
+        let out = p.rss(150 * MB, at(20));
+        assert_eq!(kinds(&out), ["SessionWarning"]);
+        let BgEffect::Emit(EventKind::SessionWarning { message, .. }) = &out[0] else { panic!() };
+        assert!(message.contains("100 MB"), "{message}");
+        assert_eq!(p.rss(150 * MB, at(30)), []);
+    }
+
+    #[test]
+    fn a_turn_gets_its_grace_and_twice_the_limit_none() {
+        let mut p = policy();
+        p.tick(at(0));
+        p.observe(obs(true), at(1));
+        assert_eq!(p.rss(150 * MB, at(2)), []);
+        assert_eq!(p.next_deadline(), Some(at(5)));
+        assert_eq!(kinds(&p.tick(at(12))), ["SessionRestarting", "Respawn", "MeasureRss"]);
+        let mut q = policy();
+        q.observe(obs(true), at(1));
+        assert_eq!(kinds(&q.rss(201 * MB, at(2))), ["SessionRestarting", "Respawn"], "forced at twice the limit");
+    }
+
+    #[test]
+    fn memory_restarts_are_rate_limited_and_backed_off() {
+        let mut p = policy();
+        assert_eq!(kinds(&p.rss(150 * MB, at(1))), ["SessionRestarting", "Respawn"]);
+        p.observe(obs(true), at(2)); // it works: no longer fresh
+        p.observe(obs(false), at(3));
+        assert_eq!(p.rss(150 * MB, at(4)), [], "the back-off: 10 s after the last");
+        assert_eq!(kinds(&p.tick(at(11))), ["SessionRestarting", "Respawn", "MeasureRss"]);
+        p.observe(obs(true), at(12));
+        p.observe(obs(false), at(13));
+        let out = p.rss(150 * MB, at(40));
+        assert_eq!(kinds(&out), ["SessionWarning"], "two restarts in the window: held");
+        let BgEffect::Emit(EventKind::SessionWarning { reason, .. }) = &out[0] else { panic!() };
+        assert_eq!(reason, "restart_limit");
+        assert_eq!(p.rss(150 * MB, at(50)), []);
+    }
+
+    #[test]
+    fn the_duration_limit_warns_waits_for_the_turn_then_stops() {
+        let mut p = policy();
+        p.tick(at(0));
+        assert_eq!(p.next_deadline(), Some(at(5)));
+        for s in (5..90).step_by(5) {
+            assert_eq!(kinds(&p.tick(at(s))), ["MeasureRss"], "{s}");
+        }
+        let out = p.tick(at(90));
+        assert_eq!(kinds(&out), ["SessionWarning", "MeasureRss"]);
+        let BgEffect::Emit(EventKind::SessionWarning { remaining_seconds, .. }) = &out[0] else { panic!() };
+        assert_eq!(*remaining_seconds, Some(10));
+        p.observe(obs(true), at(95));
+        assert_eq!(kinds(&p.tick(at(100))), ["MeasureRss"], "a turn runs: its grace");
+        assert_eq!(p.next_deadline(), Some(at(105)));
+        let out = p.observe(obs(false), at(103));
+        assert_eq!(kinds(&out), ["SessionTerminated", "Stop"]);
+        let BgEffect::Emit(EventKind::SessionTerminated { reason, resume_session_id, .. }) = &out[0] else { panic!() };
+        assert_eq!((reason.as_str(), resume_session_id.as_str()), ("duration_limit", "s1"));
+        assert_eq!(p.next_deadline(), None);
+        assert_eq!(p.rss(500 * MB, at(104)), [], "ended: nothing more");
+        // Respawned by the user later: it counts anew.
+        p.observe(BgObservation { live: false, ..obs(false) }, at(110));
+        p.observe(BgObservation { started: at(200), ..obs(false) }, at(200));
+        assert_eq!(kinds(&p.tick(at(200))), ["MeasureRss"]);
+        let warned = (201..=290).find(|s| kinds(&p.tick(at(*s))).contains(&"SessionWarning".to_owned()));
+        assert_eq!(warned, Some(290));
+    }
+
+    #[test]
+    fn a_turn_that_outlasts_its_grace_is_stopped_incomplete() {
+        let mut p = policy();
+        p.observe(obs(true), at(1));
+        p.tick(at(100));
+        let out = p.tick(at(110));
+        assert_eq!(kinds(&out), ["SessionTerminated", "Stop"]);
+        let BgEffect::Emit(EventKind::SessionTerminated { message, .. }) = &out[0] else { panic!() };
+        assert_eq!(message, wording::DURATION_ENDED_INCOMPLETE);
+    }
+
+    #[test]
+    fn a_growing_attempt_is_a_crash_the_service_recovered() {
+        let mut p = policy();
+        let out = p.observe(BgObservation { attempt: Some(2), ..obs(false) }, at(5));
+        assert_eq!(kinds(&out), ["CrashDetected", "SessionRecovered"]);
+        let BgEffect::Emit(EventKind::SessionRecovered { message }) = &out[1] else { panic!() };
+        assert!(message.contains("attempt 2"), "{message}");
+        assert_eq!(p.observe(BgObservation { attempt: Some(2), ..obs(false) }, at(6)), []);
+    }
+}

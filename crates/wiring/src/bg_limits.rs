@@ -1,0 +1,299 @@
+//! The driver of Mimesis's limits on Claude Code's background sessions (issue 33 §4), on
+//! when the user turns them on (`limits.backgroundSessions`). The rules are
+//! `mimesis_core::supervision::background` (a machine per session, on the injected clock);
+//! this task feeds it the roster's rows, measures the RSS of the worker's process tree when
+//! asked, runs Claude Code's own verbs (`claude respawn|stop <id>`: nothing of the service
+//! is ever signalled by Mimesis) and sends the events through the supervisor, so the window,
+//! the tray and notifications see them like a supervised session's.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use mimesis_core::clock::{Clock, Mono};
+use mimesis_core::ids::{JobId, SessionId};
+use mimesis_core::job::SessionKind;
+use mimesis_core::session::{StoreEvent, TrackedSession};
+use mimesis_core::status::Status;
+use mimesis_core::supervision::SupervisionEvent;
+use mimesis_core::supervision::background::{BgEffect, BgLimits, BgObservation};
+use mimesis_core::supervision::limits::Limits;
+use mimesis_supervise::Supervisor;
+use mimesis_watch::background::running_workers;
+use tokio::sync::{broadcast, mpsc};
+
+use crate::Mimesis;
+use crate::background::{Claude, Verb, claude_program};
+
+/// One background session under the limits.
+struct Watched {
+    limits: BgLimits,
+    job: JobId,
+    root: PathBuf,
+    /// The session's folder (Claude Code's verbs run there).
+    cwd: Option<PathBuf>,
+}
+
+/// What the limits need of a roster row (a copy of every row would double the roster's
+/// memory).
+#[derive(Clone, Debug, Default)]
+struct Slim {
+    kind: Option<SessionKind>,
+    job: Option<mimesis_core::job::Job>,
+    live: bool,
+    status: Status,
+    host: Option<String>,
+}
+
+impl Slim {
+    fn of(s: &TrackedSession) -> Slim {
+        Slim { kind: s.kind, job: s.job.clone(), live: s.live, status: s.status, host: s.host.clone() }
+    }
+
+    fn apply(&mut self, p: &mimesis_core::session::SessionPatch) {
+        if let Some(k) = p.kind {
+            self.kind = k;
+        }
+        if let Some(j) = &p.job {
+            self.job = j.clone();
+        }
+        if let Some(l) = p.live {
+            self.live = l;
+        }
+        if let Some(s) = p.status {
+            self.status = s;
+        }
+        if let Some(h) = &p.host {
+            self.host = h.clone();
+        }
+    }
+}
+
+/// What came back from work done off the task.
+enum Done {
+    Rss(SessionId, u64),
+}
+
+/// Runs until the engine's stream ends.
+pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor) {
+    let engine = mimesis.engine().clone();
+    let mut events = engine.subscribe();
+    let mut settings = mimesis.subscribe_settings();
+    let clock = mimesis.clock().clone();
+    engine.ready().await;
+    let mut rows: HashMap<SessionId, Slim> = HashMap::new();
+    let mut seq = 0;
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
+    let mut d = Driver { mimesis, sup, clock, watched: HashMap::new(), done: done_tx };
+    // Rows are followed only while the limits apply to background sessions (off by default).
+    let mut following = false;
+    loop {
+        let wait = d
+            .next_deadline()
+            .map(|at| tokio::time::Instant::now() + at.since(d.clock.mono()).min(std::time::Duration::from_secs(3600)));
+        let on = d.limits().is_some();
+        if on && !following {
+            if let Ok(snap) = engine.snapshot().await {
+                seq = snap.seq;
+                rows = snap.sessions.iter().map(|s| (s.session_id.clone(), Slim::of(s))).collect();
+            }
+            following = true;
+            d.settings_changed(&rows);
+        } else if !on && following {
+            following = false;
+            rows.clear();
+            d.settings_changed(&rows);
+        }
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Ok(_) if !following => {}
+                Ok(env) => {
+                    if env.seq <= seq {
+                        continue;
+                    }
+                    seq = env.seq;
+                    let id = env.event.session_id().clone();
+                    match &env.event {
+                        StoreEvent::Discovered { session } => {
+                            rows.insert(id.clone(), Slim::of(session));
+                        }
+                        StoreEvent::Updated { changes, .. } => {
+                            if let Some(r) = rows.get_mut(&id) {
+                                r.apply(changes);
+                            }
+                        }
+                        StoreEvent::Removed { .. } => {
+                            rows.remove(&id);
+                        }
+                    }
+                    d.row_changed(&id, rows.get(&id));
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    if let Ok(snap) = engine.snapshot().await {
+                        seq = snap.seq;
+                        rows = snap.sessions.iter().map(|s| (s.session_id.clone(), Slim::of(s))).collect();
+                        let ids: Vec<SessionId> = rows.keys().cloned().collect();
+                        for id in ids {
+                            d.row_changed(&id, rows.get(&id));
+                        }
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            changed = settings.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                if following {
+                    d.settings_changed(&rows);
+                }
+            }
+            Some(done) = done_rx.recv() => match done {
+                Done::Rss(id, bytes) => {
+                    let now = d.clock.mono();
+                    let effects = d.watched.get_mut(&id).map(|w| w.limits.rss(bytes, now)).unwrap_or_default();
+                    d.carry_out(&id, effects);
+                }
+            },
+            _ = sleep_until(wait) => d.tick(),
+        }
+    }
+}
+
+/// The worker's folder, checked (absolute, no `..`).
+fn cwd_of(w: &mimesis_core::daemon::Worker) -> Option<PathBuf> {
+    w.cwd.as_deref().and_then(|c| mimesis_core::layout::checked_cwd(c).ok())
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+struct Driver {
+    mimesis: Mimesis,
+    sup: Supervisor,
+    clock: Arc<dyn Clock>,
+    watched: HashMap<SessionId, Watched>,
+    done: mpsc::UnboundedSender<Done>,
+}
+
+impl Driver {
+    /// The limits in force, when they apply to background sessions.
+    fn limits(&self) -> Option<Limits> {
+        self.mimesis.effective_limits().map(|e| e.limits).filter(|l| l.background_sessions)
+    }
+
+    fn next_deadline(&self) -> Option<Mono> {
+        self.watched.values().filter_map(|w| w.limits.next_deadline()).min()
+    }
+
+    fn settings_changed(&mut self, rows: &HashMap<SessionId, Slim>) {
+        let Some(limits) = self.limits() else {
+            if !self.watched.is_empty() {
+                tracing::info!("limits no longer applied to background sessions");
+            }
+            self.watched.clear();
+            return;
+        };
+        let now = self.clock.mono();
+        for w in self.watched.values_mut() {
+            w.limits.set_limits(limits.clone(), now);
+        }
+        for (id, row) in rows {
+            self.row_changed(id, Some(row));
+        }
+    }
+
+    /// Where the service's worker of `job` is (its config folder), and when it started.
+    fn worker(&self, job: &JobId) -> Option<(PathBuf, mimesis_core::daemon::Worker)> {
+        self.mimesis
+            .roots()
+            .iter()
+            .find_map(|r| running_workers(r).into_iter().find(|w| w.job == *job).map(|w| (r.clone(), w)))
+    }
+
+    fn row_changed(&mut self, id: &SessionId, row: Option<&Slim>) {
+        let job =
+            row.filter(|r| r.kind == Some(SessionKind::Background) && r.host.is_none()).and_then(|r| r.job.clone());
+        let (Some(row), Some(job), Some(limits)) = (row, job, self.limits()) else {
+            self.watched.remove(id);
+            return;
+        };
+        let now = self.clock.mono();
+        let wall = self.clock.now();
+        let found = if row.live { self.worker(&job.id) } else { None };
+        let started_wall = found.as_ref().and_then(|(_, w)| w.started_at);
+        let started = started_wall.map_or(now, |s| {
+            Mono::from_millis(now.millis().saturating_sub(wall.millis().saturating_sub(s.millis()).max(0) as u64))
+        });
+        let obs = BgObservation { live: row.live, busy: row.status == Status::Working, attempt: job.attempt, started };
+        let effects = match self.watched.get_mut(id) {
+            Some(w) => {
+                if let Some((root, worker)) = found {
+                    w.root = root;
+                    w.cwd = cwd_of(&worker).or(w.cwd.take());
+                }
+                w.limits.observe(obs, now)
+            }
+            None => {
+                let Some((root, worker)) = found else { return };
+                tracing::info!(session = %id, job = %job.id, "the limits apply to this background session");
+                let limits = BgLimits::new(id.clone(), obs, limits, now);
+                let cwd = cwd_of(&worker);
+                self.watched.insert(id.clone(), Watched { limits, job: job.id.clone(), root, cwd });
+                Vec::new()
+            }
+        };
+        self.carry_out(id, effects);
+    }
+
+    fn tick(&mut self) {
+        let now = self.clock.mono();
+        let due: Vec<SessionId> = self
+            .watched
+            .iter()
+            .filter(|(_, w)| w.limits.next_deadline().is_some_and(|d| d <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            let effects = self.watched.get_mut(&id).map(|w| w.limits.tick(now)).unwrap_or_default();
+            self.carry_out(&id, effects);
+        }
+    }
+
+    fn carry_out(&mut self, id: &SessionId, effects: Vec<BgEffect>) {
+        let Some(w) = self.watched.get(id) else { return };
+        let (job, root, cwd) = (w.job.clone(), w.root.clone(), w.cwd.clone());
+        for effect in effects {
+            match effect {
+                BgEffect::Emit(kind) => {
+                    self.sup.publish_event(SupervisionEvent { kind, session_id: id.clone(), at: self.clock.now() })
+                }
+                BgEffect::MeasureRss => {
+                    let (done, id, job, roots) = (self.done.clone(), id.clone(), job.clone(), vec![root.clone()]);
+                    tokio::task::spawn_blocking(move || {
+                        let pid = roots.iter().find_map(|r| running_workers(r).into_iter().find(|w| w.job == job))?.pid;
+                        let (rss, _) = mimesis_os::procs::tree_usage(pid);
+                        done.send(Done::Rss(id, rss)).ok()
+                    });
+                }
+                BgEffect::Respawn | BgEffect::Stop => {
+                    let verb = if effect == BgEffect::Respawn { Verb::Respawn } else { Verb::Stop };
+                    let claude = Claude::new(claude_program(self.mimesis.data_dir()), &root).in_folder(cwd.as_deref());
+                    let (id, job) = (id.clone(), job.clone());
+                    tokio::task::spawn_blocking(move || match claude.act(&job, verb) {
+                        Ok(said) => {
+                            tracing::info!(session = %id, %said, "background session limit: claude {}", verb.word())
+                        }
+                        Err(e) => {
+                            tracing::warn!(session = %id, error = %e, "background session limit: claude {} failed", verb.word())
+                        }
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! Mimesis's limits on Claude Code 2.1.332's background sessions (issue 33 §4), for real:
+//! the wiring both faces use (`Mimesis::start`, the engine following every session, a
+//! supervisor) with `limits.backgroundSessions` on, the real CLI's service against the
+//! scripted mock API. A memory limit below what the session needs at rest (2.1.332's
+//! worker uses ~320 MB) makes one `claude respawn` at an idle moment (`session_restarting`), then a hold
+//! (`memory_baseline`: over again before any work), never a loop; the duration limit warns
+//! at its share, then `session_terminated` and `claude stop`. Nothing of the service is
+//! signalled by Mimesis: the respawn and the stop are Claude Code's own verbs, seen in its
+//! roster (`launch.mode: "resume"`, then no worker).
+//!
+//! One test in its own binary: it gives the process the home's environment (Claude Code's
+//! verbs inherit it), which no other test shares.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, ensure};
+use mimesis_core::supervision::limits::Limits;
+use mimesis_core::supervision::{AgentCommand, EventKind, SupervisionEvent};
+use mimesis_tests::bg::Background;
+use mimesis_tests::claude::{CLAUDE_CODE_NEWEST, ClaudeHome, ensure_claude_version};
+use mimesis_tests::mock_api::{MockApi, Reply};
+use mimesis_wiring::{Follow, Mimesis, Options, SuperviseOptions};
+use serde_json::json;
+
+const T: Duration = Duration::from_secs(90);
+
+/// The supervision events of one session, in order.
+struct Waiter<'a> {
+    rx: &'a mut tokio::sync::broadcast::Receiver<std::sync::Arc<SupervisionEvent>>,
+    seen: &'a mut Vec<SupervisionEvent>,
+    sid: &'a str,
+    t0: Instant,
+}
+
+impl Waiter<'_> {
+    /// The next event of the session that `pick` takes, and when (since dispatch).
+    async fn next(&mut self, what: &str, pick: impl Fn(&EventKind) -> bool) -> Result<(SupervisionEvent, Duration)> {
+        let deadline = tokio::time::Instant::now() + T;
+        loop {
+            let ev = tokio::time::timeout_at(deadline, self.rx.recv())
+                .await
+                .with_context(|| format!("timed out waiting for {what}; seen: {:?}", self.seen))??;
+            if ev.session_id.as_str() != self.sid {
+                continue;
+            }
+            self.seen.push((*ev).clone());
+            if pick(&ev.kind) {
+                return Ok(((*ev).clone(), self.t0.elapsed()));
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_and_duration_limits_act_through_claude_codes_verbs() -> Result<()> {
+    let claude = ensure_claude_version(CLAUDE_CODE_NEWEST)?;
+    let api = MockApi::start()?;
+    let home = ClaudeHome::for_version(&api.base_url(), CLAUDE_CODE_NEWEST)?;
+    let data = tempfile::tempdir()?;
+    // SAFETY: the only test of this binary, before any thread of ours reads the environment.
+    unsafe {
+        for (k, v) in home.env() {
+            std::env::set_var(k, v);
+        }
+        std::env::set_var("MIMESIS_AGENT", &claude);
+    }
+    let bg = Background::new(&home, &claude);
+    let limits = Limits {
+        background_sessions: true,
+        // The worker's process tree of 2.1.332 at rest: ~320 MB (the PTY host and the
+        // session, ~250 MB of it). Over 200 MB, under twice that: a restart that waits for
+        // the turn to end.
+        max_rss_mb: 200,
+        rss_check: Duration::from_secs(1),
+        turn_grace: Duration::from_secs(30),
+        max_duration: Duration::from_secs(40),
+        duration_warn_percent: 50,
+        ..Limits::default()
+    };
+    let mut supervise = SuperviseOptions::new(home.config_dir().to_owned());
+    supervise.agent = Some(AgentCommand::new(&claude));
+    supervise.limits = Some(limits);
+    supervise.subreaper = false;
+    let mut opts = Options::watching(vec![home.config_dir().to_owned()], data.path().to_owned());
+    opts.follow = Follow::Everything;
+    opts.poll_interval = Duration::from_millis(200);
+    opts.supervise = Some(supervise);
+    let mimesis = Mimesis::start(opts).await;
+    let sup = mimesis.supervisor().await.context("the supervisor")?;
+    let mut rx = sup.subscribe();
+    let result = async {
+        api.push(Reply::text("Hello from the background."));
+        let t0 = Instant::now();
+        let job = bg.dispatch(&[], "say hello")?;
+        let sid = bg.job_state(&job).and_then(|s| s["sessionId"].as_str().map(str::to_owned)).context("its session")?;
+        let mut seen: Vec<SupervisionEvent> = Vec::new();
+        let mut w = Waiter { rx: &mut rx, seen: &mut seen, sid: &sid, t0 };
+        // Memory: one respawn at an idle moment, through `claude respawn`.
+        let (ev, at) = w.next("session_restarting", |k| matches!(k, EventKind::SessionRestarting { .. })).await?;
+        let EventKind::SessionRestarting { reason, .. } = &ev.kind else { unreachable!() };
+        ensure!(reason == "memory_limit", "{ev:?}");
+        eprintln!("[bg] memory limit: respawned through claude respawn {} ms after dispatch", at.as_millis());
+        bg.wait("the worker resumed by the service", T, |b| {
+            b.worker(&job).is_some_and(|w| w["dispatch"]["launch"]["mode"] == json!("resume"))
+        })?;
+        // Over again before any work: held, said once.
+        let (ev, at) = w.next("the memory baseline hold", |k| matches!(k, EventKind::SessionWarning { .. })).await?;
+        let EventKind::SessionWarning { reason, message, .. } = &ev.kind else { unreachable!() };
+        ensure!(reason == "restart_limit" && message.contains("200 MB"), "{ev:?}");
+        eprintln!("[bg] memory limit: held after one restart ({} ms): {message}", at.as_millis());
+        // Duration: the warning at half, then the stop.
+        let (ev, at) = w
+            .next(
+                "the duration warning",
+                |k| matches!(k, EventKind::SessionWarning { reason, .. } if reason == "duration"),
+            )
+            .await?;
+        eprintln!("[bg] duration limit: warned at {} ms: {:?}", at.as_millis(), ev.message());
+        let (ev, at) = w.next("the duration end", |k| matches!(k, EventKind::SessionTerminated { .. })).await?;
+        let EventKind::SessionTerminated { reason, .. } = &ev.kind else { unreachable!() };
+        ensure!(reason == "duration_limit", "{ev:?}");
+        bg.wait("the worker stopped by claude stop", T, |b| b.worker(&job).is_none())?;
+        eprintln!("[bg] duration limit: stopped through claude stop at {} ms", at.as_millis());
+        let restarts = w.seen.iter().filter(|e| matches!(e.kind, EventKind::SessionRestarting { .. })).count();
+        ensure!(restarts == 1, "one memory restart, never a loop: {seen:?}");
+        ensure!(bg.job_state(&job).is_some(), "stopped, not removed");
+        anyhow::Ok(())
+    }
+    .await;
+    mimesis.shutdown().await;
+    let result = result.map_err(|e| e.context(bg.diagnostics()));
+    bg.shutdown()?;
+    result
+}
