@@ -20,7 +20,7 @@ it('announces a new approval request and the open session\'s status changes, in 
   expect(urgent.getAttribute('aria-live')).toBe('assertive');
   expect([status.textContent, urgent.textContent]).toEqual(['', '']);
 
-  const req = (id: string, target: string): PermissionRequest => ({ id, since: '2026-11-01T12:00:00Z', knownSession: true, sessionName: null, sessionId: 'a', tool: 'Bash', target, cwd: '/r' });
+  const req = (id: string, target: string): PermissionRequest => ({ id, since: '2026-11-01T12:00:00Z', knownSession: true, sessionName: null, sessionId: 'a', tool: 'Bash', target, cwd: '/r', channel: 'hook' });
   sup.approvals = [req('req_1', 'rm -rf build')];
   await tick();
   expect(urgent.textContent).toBe('Approval requested: Bash rm -rf build, in fix the parser');
