@@ -13,7 +13,7 @@ use anyhow::{Context, Result, ensure};
 use fantoccini::Locator;
 use mimesis_core::{Clock, SystemClock, Timestamp};
 use mimesis_tests::supervised::{hook_output, permission_hook};
-use mimesis_tests::webdriver::{DesktopApp, workspace_root};
+use mimesis_tests::webdriver::{DesktopApp, axe_violations, workspace_root};
 use serde_json::{Value, json};
 
 const LIVE: &str = "aaaaaaaa-0000-4000-8000-000000000001";
@@ -115,6 +115,48 @@ async fn row_status(app: &DesktopApp, id: &str) -> Result<Option<String>> {
         .js(&format!("const r = document.querySelector(\"{}\"); return r ? r.dataset.status : null;", row(id)))
         .await?;
     Ok(v.as_str().map(str::to_owned))
+}
+
+async fn roster_order(app: &DesktopApp) -> Result<Vec<String>> {
+    let v = app
+        .js("return [...document.querySelectorAll('[data-testid=roster-row]')].map(r => r.dataset.sessionId);")
+        .await?;
+    Ok(v.as_array().context("rows")?.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+}
+
+async fn roster_holds_still(app: &DesktopApp, fx: &Fixture) -> Result<()> {
+    use fantoccini::actions::{InputSource, MouseActions, PointerAction};
+    let before = roster_order(app).await?;
+    ensure!(before.last().map(String::as_str) == Some(OLD), "the old session is the last row: {before:?}");
+    // The pointer rests on the old session's row; then that session gets new activity.
+    let old = app.client.find(Locator::Css(&row(OLD))).await?;
+    let hover = MouseActions::new("mouse".into()).then(PointerAction::MoveToElement {
+        element: old,
+        duration: None,
+        x: 0.0,
+        y: 0.0,
+    });
+    app.client.perform_actions(hover).await?;
+    write(&fx.project.join(format!("{OLD}.jsonl")), &[prompt("Back to the old task", 0)])?;
+    app.wait_for("the new activity marked in place", Duration::from_secs(10), || async {
+        Ok(app.count(&format!("{} [data-testid=moved]", row(OLD))).await? == 1)
+    })
+    .await?;
+    ensure!(roster_order(app).await? == before, "nothing moved under the pointer");
+    // The click opens the row under the pointer.
+    app.click(&row(OLD)).await?;
+    app.wait_for("the clicked row's timeline", Duration::from_secs(5), || async {
+        Ok(app.count(&format!("[data-testid=timeline][data-session-id='{OLD}']")).await? == 1)
+    })
+    .await?;
+    ensure!(roster_order(app).await? == before, "the click moved nothing (the focus holds the order too)");
+    // The pointer and the focus leave: the new order comes.
+    app.click("[data-testid=search]").await?;
+    app.wait_for("the old session on top once the user left the roster", Duration::from_secs(5), || async {
+        Ok(roster_order(app).await?.first().map(String::as_str) == Some(OLD))
+    })
+    .await?;
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -226,6 +268,11 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
         "the row's font is the named family first: {fonts:?}"
     );
 
+    // 5b. The roster holds still under the pointer (issue 37): a row that gets new activity is
+    //     marked in place, not moved; a click opens the row it lands on; the new order comes
+    //     when the pointer and the focus have left.
+    roster_holds_still(app, fx).await?;
+
     // 6. Accessibility (issue 16): axe-core in the real webview, with its layout (contrast
     //    included), on the roster with a timeline open, then on Settings.
     let mut found = Vec::new();
@@ -251,36 +298,18 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     .await?;
     ensure!(app.count("[data-testid=spend-session]").await? >= 2, "the fixture's sessions are among the costliest");
     found.extend(axe_violations(app, "spend").await?);
+    // Resources too (issue 37: every view, contrast on).
+    app.click("[data-testid=page-resources]").await?;
+    app.wait_for("Resources", Duration::from_secs(10), || async {
+        Ok(app.count("[data-testid=resource-view]").await? == 1)
+    })
+    .await?;
+    found.extend(axe_violations(app, "resources").await?);
     // Back to the roster (what the screenshot shows; WebKit takes a minute to shoot the long
     // Settings page).
     app.click("[data-testid=page-sessions]").await?;
     ensure!(found.is_empty(), "accessibility violations:\n{}", found.join("\n"));
     Ok(())
-}
-
-/// axe-core's violations on the page as it is, one line each (`view: rule (impact): help — targets`).
-async fn axe_violations(app: &DesktopApp, view: &str) -> Result<Vec<String>> {
-    let axe = std::fs::read_to_string(workspace_root().join("ui/node_modules/axe-core/axe.min.js"))
-        .context("axe-core (ui/package.json devDependencies; scripts/setup.sh installs it)")?;
-    // Run as the body of a WebDriver script, not as a <script> in the page.
-    app.client.execute(&format!("{axe}\n;window.axe = window.axe || axe; return null;"), vec![]).await?;
-    let found = app
-        .client
-        .execute_async(
-            "const done = arguments[arguments.length - 1]; \
-             window.axe.run(document, {resultTypes: ['violations']}).then(r => done(r.violations.map(v => \
-               v.id + ' (' + v.impact + '): ' + v.help + ' — ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(', ')))) \
-             .catch(e => done(['axe failed: ' + e]));",
-            vec![],
-        )
-        .await?;
-    Ok(found
-        .as_array()
-        .context("violations")?
-        .iter()
-        .filter_map(Value::as_str)
-        .map(|v| format!("{view}: {v}"))
-        .collect())
 }
 
 /// Issue 12: a permission dialog of a session in the user's own terminal, answered from the
@@ -322,6 +351,9 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
 
     let hook = permission_hook(&fx.data, LIVE, "Bash", json!({"command": "rm -rf build"}))?;
     app.wait_for("the request over the timeline", Duration::from_secs(10), || shows("rm -rf build")).await?;
+    // The approval bar passes axe-core, contrast included (issue 37).
+    let found = axe_violations(app, "approval bar").await?;
+    ensure!(found.is_empty(), "accessibility violations:\n{}", found.join("\n"));
     // The tray offers it too (its menu, as the probe reports it).
     app.wait_for("the request in the tray menu", Duration::from_secs(10), || async {
         let p: Value = serde_json::from_slice(&std::fs::read(probe).unwrap_or_default()).unwrap_or_default();
@@ -540,7 +572,7 @@ async fn a_machine_over_ssh_joins_the_roster() -> Result<()> {
         Ok(()) => Ok(()),
         Err(e) => {
             let hosts = app
-                .js("return [...document.querySelectorAll('[data-testid=host-badge]')].map(b => b.title).join('\\n') \
+                .js("return [...document.querySelectorAll('[data-testid=host-badge]')].map(b => b.dataset.tip).join('\\n') \
                      + ' · stop buttons: ' + JSON.stringify([...document.querySelectorAll('[data-testid=pty-stop]')] \
                      .map(b => ({disabled: b.disabled, session: b.closest('[data-session-id]')?.dataset.sessionId ?? null})));")
                 .await

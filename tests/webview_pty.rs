@@ -20,7 +20,7 @@ use anyhow::{Context, Result, bail, ensure};
 use fantoccini::Locator;
 use fantoccini::key::Key;
 use mimesis_tests::supervised::standin;
-use mimesis_tests::webdriver::{DesktopApp, workspace_root};
+use mimesis_tests::webdriver::{DesktopApp, axe_violations, workspace_root};
 use serde_json::Value;
 
 struct Fixture {
@@ -209,6 +209,9 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     let text = terminal_text(app).await?;
     ensure!(text.contains(&started), "the agent started as wide as its terminal ({started}…): {text}");
     toolkit_env_stays_with_the_app(app, fx)?;
+    // The terminal view passes axe-core, contrast included (issue 37: every view).
+    let found = axe_violations(app, "terminal").await?;
+    ensure!(found.is_empty(), "accessibility violations:\n{}", found.join("\n"));
 
     // 2. Keystrokes reach the agent; its answer shows in xterm.
     let textarea = app.client.find(Locator::Css("[data-testid=terminal] textarea")).await?;

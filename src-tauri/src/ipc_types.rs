@@ -269,7 +269,7 @@ commands! {
     pty_attach(session_id: String, on_data: Channel<InvokeResponseBody> as "ByteChannel") -> Attached;
     pty_ack(session_id: String, attachment: u64, parsed: u64) -> ();
     pty_detach(session_id: String) -> ();
-    pty_input(session_id: String, data: String) -> InputResult;
+    pty_input(session_id: String, data: String, binary: Option<bool>) -> InputResult;
     pty_resize(session_id: String, cols: u16, rows: u16) -> ();
     pty_stop(session_id: String) -> ();
     pty_resume(session_id: String) -> ();

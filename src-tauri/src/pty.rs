@@ -339,15 +339,30 @@ pub struct InputResult {
 }
 
 #[tauri::command(rename_all = "camelCase")]
-pub async fn pty_input(state: tauri::State<'_, PtyState>, session_id: String, data: String) -> CmdResult<InputResult> {
+pub async fn pty_input(
+    state: tauri::State<'_, PtyState>,
+    session_id: String,
+    data: String,
+    binary: Option<bool>,
+) -> CmdResult<InputResult> {
+    let bytes = if binary == Some(true) { binary_bytes(&data)? } else { data.into_bytes() };
     if let Some(term) = state.plain(&session_id) {
-        term?.write(data.as_bytes())?;
+        term?.write(&bytes)?;
         return Ok(InputResult { queued: false });
     }
     let id = self::session_id(&session_id)?;
     let sup = state.sup().await?;
-    let queued = sup.input(&id, data.as_bytes()).await.map_err(|e| e.to_string())?;
+    let queued = sup.input(&id, &bytes).await.map_err(|e| e.to_string())?;
     Ok(InputResult { queued })
+}
+
+/// xterm's binary input (`onBinary`: mouse reports past column 95, in the X10 encoding) is a
+/// string of one byte per character: those bytes, not their UTF-8.
+fn binary_bytes(data: &str) -> Result<Vec<u8>, String> {
+    data.chars()
+        .map(|c| u8::try_from(u32::from(c)))
+        .collect::<Result<_, _>>()
+        .map_err(|_| "binary terminal input has a character past byte 255: it was not sent".to_owned())
 }
 
 #[tauri::command(rename_all = "camelCase")]
@@ -613,5 +628,16 @@ async fn forward_output(
             return;
         }
         last_send = Instant::now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn binary_input_is_one_byte_per_character() {
+        // A mouse report at column 200 (X10: 32 + 200 = 232), which UTF-8 would make two bytes.
+        let report = format!("\x1b[M {}!", char::from(232u8));
+        assert_eq!(super::binary_bytes(&report).unwrap(), [0x1b, b'[', b'M', b' ', 232, b'!']);
+        assert!(super::binary_bytes("é€").is_err());
     }
 }

@@ -518,3 +518,28 @@ fn tracing_note(msg: &str) {
         eprintln!("{msg}");
     }
 }
+
+/// axe-core's violations on the page as it is, one line each (`view: rule (impact): help — targets`).
+pub async fn axe_violations(app: &DesktopApp, view: &str) -> Result<Vec<String>> {
+    let axe = std::fs::read_to_string(workspace_root().join("ui/node_modules/axe-core/axe.min.js"))
+        .context("axe-core (ui/package.json devDependencies; scripts/setup.sh installs it)")?;
+    // Run as the body of a WebDriver script, not as a <script> in the page.
+    app.client.execute(&format!("{axe}\n;window.axe = window.axe || axe; return null;"), vec![]).await?;
+    let found = app
+        .client
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; \
+             window.axe.run(document, {resultTypes: ['violations']}).then(r => done(r.violations.map(v => \
+               v.id + ' (' + v.impact + '): ' + v.help + ' — ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(', ')))) \
+             .catch(e => done(['axe failed: ' + e]));",
+            vec![],
+        )
+        .await?;
+    Ok(found
+        .as_array()
+        .context("violations")?
+        .iter()
+        .filter_map(Value::as_str)
+        .map(|v| format!("{view}: {v}"))
+        .collect())
+}

@@ -53,3 +53,32 @@ it('the prompt label and error tags read at 4.5:1 in both themes (axe found the 
     expect(contrast(error[i], blend(error[i], 0.09, pane[i])), `error tag (${i})`).toBeGreaterThanOrEqual(4.5);
   }
 });
+
+it('every status colour reads at 4.5:1 in both themes: as a pill, and as text on its row (issue 37: the light approval pill was 2.92:1)', () => {
+  const all = (name: string) => [...css.matchAll(new RegExp(`--${name}:\\s*(#[0-9a-fA-F]{6})`, 'g'))].map((m) => m[1]);
+  const theme = (i: number) => (i ? 'light' : 'dark');
+  // Where a row can be: the pane, open, selected (a status row's tint lies over the pane).
+  const grounds = ['bg-pane', 'bg-open', 'bg-selected', 'bg-elev'].map(all);
+  for (const g of grounds) expect(g.length).toBe(2);
+  for (const status of ['working', 'approval', 'input', 'idle', 'live']) {
+    const colour = all(status);
+    expect(colour.length, status).toBe(2);
+    for (let i = 0; i < 2; i++) {
+      if (status === 'approval' || status === 'input') {
+        // A solid pill: its ink on its colour.
+        const ink = all(`${status}-ink`);
+        expect(contrast(ink[i], colour[i]), `${status} pill (${theme(i)})`).toBeGreaterThanOrEqual(4.5);
+      }
+      for (const [k, g] of grounds.entries()) {
+        expect(contrast(colour[i], g[i]), `${status} text on ${g[i]} (${theme(i)})`).toBeGreaterThanOrEqual(4.5);
+        // A tinted pill (working, idle) on any row; the row's own tint (approval, input, the
+        // attention button) only over the pane or a card: an open or selected row shows its own ground.
+        if ((status === 'approval' || status === 'input') && (k === 1 || k === 2)) continue;
+        // "Live" (a supervised session running) is text and a dot on the ground, never tinted.
+        if (status === 'live') continue;
+        const tint = blend(colour[i], 0.13, g[i]);
+        expect(contrast(colour[i], tint), `${status} on its tint over ${g[i]} (${theme(i)})`).toBeGreaterThanOrEqual(4.5);
+      }
+    }
+  }
+});

@@ -12,7 +12,7 @@ describe('the doctor report, part by part', () => {
     expect(row(rows, 'Mimesis')?.value).toBe('0.1.0, data in /x/mimesis (mode 0700)');
     expect(row(rows, 'Config folder')?.value).toBe('/x/.claude: 3 sessions, hooks installed');
     expect(row(rows, 'File watching')?.value).toBe('ok (up to 65,536 watches)');
-    expect(row(rows, 'Supervision')?.value).toBe('0 processes of 0 sessions on record, 0 supervisors, 0 metrics publishers');
+    expect(row(rows, 'Supervision')?.value).toBe('0 processes of 0 sessions on record, 0 supervisors, 0 reporting resource use');
   });
 
   it('flags what is wrong, with the engine’s reason', () => {
@@ -34,4 +34,14 @@ describe('the doctor report, part by part', () => {
     expect(row(rows, 'Database')?.value).toContain('process 4242 still has the deleted file open');
     expect(row(rows, 'Supervision')?.value).toContain('1 supervisor (1 gone)');
   });
+});
+
+it('words the report for the window: its Install button, not a command, and no jargon', async () => {
+  const { windowWords } = await import('../src/lib/doctor');
+  expect(windowWords('hooks are not installed in /home/me/.claude (run `mimesis hooks install` for exact statuses and work chains)')).toBe(
+    'hooks are not installed in /home/me/.claude (install them above for exact statuses and work chains)',
+  );
+  expect(windowWords('supervised: 2 processes of 2 sessions on record (1 supervisors, 1 running); 1 publishing metrics')).toBe(
+    'supervised: 2 processes of 2 sessions on record (1 supervisors, 1 running); 1 reporting resource use',
+  );
 });

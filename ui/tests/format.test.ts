@@ -8,6 +8,7 @@ import {
   shortModel,
   toolTarget,
   formatUsd,
+  costLabel,
   costSentence,
   totalTokens,
   turnDurationText,
@@ -45,6 +46,9 @@ describe('relativeTime', () => {
     [3 * 60_000 + 5000, '3 min ago'],
     [2 * 3600_000, '2 h ago'],
     [4 * 86400_000, '4 d ago'],
+    [29 * 86400_000, '29 d ago'],
+    // 30 days: a month, never "0 mo ago".
+    [30 * 86400_000, '1 mo ago'],
     [90 * 86400_000, '2 mo ago'],
     [800 * 86400_000, '2 y ago'],
   ])('%d ms ago → %s', (ms, s) => expect(relativeTime(ago(ms), now)).toBe(s));
@@ -105,6 +109,9 @@ describe('cost', () => {
   it('formats dollars and says what the estimate leaves out', () => {
     expect(formatUsd(0.0176)).toBe('$0.0176');
     expect(formatUsd(1.234)).toBe('$1.23');
+    // A row says which figure it shows: the billed one, or our estimate.
+    expect(costLabel({ billed: { costUsd: 1.234 }, estimatedUsd: 1.1 } as never)).toBe('$1.23 billed');
+    expect(costLabel({ billed: null, estimatedUsd: 1.1 } as never)).toBe('≈ $1.10 est.');
     expect(costSentence({ estimatedUsd: 0.5, unknownModels: ['claude-x'], pricesAsOf: '2026-11-20', billed: null })).toBe(
       'about $0.50 at the prices of 2026-11-20; no price known for claude-x',
     );
@@ -141,11 +148,20 @@ describe('countOf and indexingText', () => {
   });
 });
 
+it('writes a moment one way everywhere: the time today, the day and time on another day', async () => {
+  const { formatMoment } = await import('../src/lib/format');
+  const now = new Date(2026, 10, 24, 18, 0, 0).getTime();
+  expect(formatMoment(new Date(2026, 10, 24, 9, 5, 7).toISOString(), now)).toBe('09:05:07');
+  expect(formatMoment(new Date(2026, 9, 3, 9, 5, 7).toISOString(), now)).toBe('3 Oct 2026, 09:05');
+  expect(formatMoment(null, now)).toBe('—');
+});
+
 describe('newDay', () => {
-  it('marks the first item of a new day, not the first item nor one of the same day', async () => {
+  it('marks the first item and the first item of a new day, not one of the same day', async () => {
     const { newDay } = await import('../src/lib/format');
     const at = (iso: string) => ({ timestamp: iso });
-    expect(newDay(undefined, at('2026-11-24T10:00:00'))).toBeNull();
+    expect(newDay(undefined, at('2026-11-24T10:00:00'))).toBe('Tuesday, 24 November 2026');
+    expect(newDay(undefined, { timestamp: null })).toBeNull();
     expect(newDay(at('2026-11-24T10:00:00'), at('2026-11-24T23:00:00'))).toBeNull();
     expect(newDay(at('2026-11-24T23:00:00'), at('2026-11-25T09:00:00'))).toBe('Wednesday, 25 November 2026');
     expect(newDay(at('2026-11-24T23:00:00'), { timestamp: null })).toBeNull();

@@ -15,6 +15,32 @@ const tool = (over: Partial<Extract<Item, { kind: 'tool_call' }>> = {}): Item =>
 });
 
 describe('timeline items', () => {
+  it("shows AskUserQuestion's input as its questions and options, the chosen one marked, not as JSON", async () => {
+    const input = {
+      questions: [
+        {
+          header: 'Colour',
+          question: 'Which colour?',
+          multiSelect: false,
+          options: [
+            { label: 'Red', description: 'warm' },
+            { label: 'Blue', description: 'cool' },
+          ],
+        },
+        { header: 'Name', question: 'What name?', multiSelect: false, options: [{ label: 'Ada', description: '' }] },
+      ],
+    };
+    const result = { content: 'User has answered your questions: "Which colour?"="Blue", "What name?"="Grace". You can now continue with the user\'s answers in mind.', isError: false, timestamp: null };
+    const { container } = render(TimelineItem, { props: { item: tool({ tool: 'AskUserQuestion', input, result }), expanded: true, ontoggle: () => {} } });
+    const qs = [...container.querySelectorAll('[data-testid=question]')];
+    expect(qs.map((q) => q.querySelector('.q-text')?.textContent)).toEqual(['Which colour?', 'What name?']);
+    const text = (o: Element) => o.textContent?.replace(/\s+/g, ' ').trim();
+    expect([...qs[0].querySelectorAll('[data-chosen=true]')].map(text)).toEqual(['● Blue — cool (chosen)']);
+    // An answer typed by the user (none of the options) is shown as the answer.
+    expect([...qs[1].querySelectorAll('[data-chosen=true]')].map(text)).toEqual(['●Answered: Grace']);
+    expect(container.textContent).not.toContain('"questions"');
+  });
+
   it('shows a collapsed tool call as its name and target, and the input and result when expanded', async () => {
     const ontoggle = vi.fn();
     const { container, rerender } = render(TimelineItem, { props: { item: tool(), ontoggle } });

@@ -51,18 +51,42 @@ describe('the key map', () => {
 
   });
 
+  it('Enter in the search box opens the only match at once; with more, the roster takes the keys', async () => {
+    const { roster } = await app();
+    const id = within(roster).getAllByRole('option')[0].dataset.sessionId as string;
+    const search = screen.getByRole('searchbox', { name: 'Search sessions' });
+    search.focus();
+    await fireEvent.input(search, { target: { value: id } });
+    await waitFor(() => expect(within(roster).getAllByRole('option')).toHaveLength(1));
+    await fireEvent.keyDown(search, { key: 'Enter' });
+    const opened = await waitFor(() => screen.getByRole('region', { name: /^(Timeline|Supervised session)$/ }));
+    expect(opened.dataset.sessionId).toBe(id);
+    search.focus();
+    await fireEvent.input(search, { target: { value: '' } });
+    await fireEvent.keyDown(search, { key: 'Enter' });
+    expect(document.activeElement).toBe(roster);
+  });
+
   it('n opens the next session that needs you, from any page', async () => {
     // The pty recording: a session started in the shop, asking for a permission.
     const b = recorded('pty');
     render(App, { props: { connect: () => Promise.resolve(b) } });
-    await fireEvent.click(await waitFor(() => screen.getByRole('button', { name: /New session/ })));
+    const newSession = await waitFor(() => screen.getByRole('button', { name: /New session/ }));
+    // Nothing waits yet: `n` says so (in a live region that was there before its words).
+    const note = screen.getByTestId('attention-note');
+    expect(note.getAttribute('role')).toBe('status');
+    expect(note.textContent).toBe('');
+    await press('n');
+    expect(note.textContent).toBe('Nothing needs you now');
+    await fireEvent.click(newSession);
     const dialog = await waitFor(() => screen.getByRole('dialog', { name: 'New session' }));
     await fireEvent.input(within(dialog).getByRole('textbox', { name: 'Folder' }), { target: { value: PROJECT } });
     const start = within(dialog).getByRole('button', { name: 'Start' });
     await waitFor(() => expect((start as HTMLButtonElement).disabled).toBe(false));
     await fireEvent.click(start);
     const needsYou = screen.getByRole('button', { name: /needs you/ });
-    await waitFor(() => expect((needsYou as HTMLButtonElement).disabled).toBe(false));
+    await waitFor(() => expect(Number(needsYou.dataset.count)).toBeGreaterThan(0));
+    expect(screen.getByTestId('attention-live').textContent).toMatch(/^\d+ sessions? needs? you$/);
     const id = b.recorded('attention:changed').find((a) => a.count > 0)?.sessionIds[0];
     await fireEvent.click(within(screen.getByRole('navigation', { name: 'Views' })).getByRole('button', { name: 'Settings' }));
     await press('n');

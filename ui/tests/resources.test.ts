@@ -29,12 +29,14 @@ describe('resource formatting', () => {
     expect(idleLeft(null, 0, 0)).toBe('—');
     expect(idleLeft(300, 1000, 61_000)).toBe('4 min');
     expect(idleLeft(30, 0, 90_000)).toBe('0 s');
+    // The session's idle deadline wins: the same figure as its header's "idle suspend in …".
+    expect(idleLeft(null, 0, 60_000, new Date(660_000).toISOString())).toBe('10 min');
   });
 
   it('start times: clock time today, date and minute otherwise', () => {
     const now = new Date(2026, 10, 1, 15, 0, 0).getTime();
     expect(formatStart(new Date(2026, 10, 1, 14, 3, 7).toISOString(), now)).toBe('14:03:07');
-    expect(formatStart(new Date(2026, 9, 30, 9, 5, 0).toISOString(), now)).toBe('2026-10-30 09:05');
+    expect(formatStart(new Date(2026, 9, 30, 9, 5, 0).toISOString(), now)).toBe('30 Oct 2026, 09:05');
     expect(formatStart(null, now)).toBe('—');
   });
 });

@@ -1,5 +1,6 @@
 // The roster as a screen reader and a keyboard meet it: found by role and name only.
 import { fireEvent, render, screen, within } from '@testing-library/svelte';
+import { tick } from 'svelte';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import Roster from '../src/components/Roster.svelte';
 import { prefs } from '../src/lib/prefs.svelte';
@@ -127,6 +128,46 @@ describe('the roster listbox', () => {
     await fireEvent.click(row);
     expect(onopen).toHaveBeenLastCalledWith('b1', false);
     expect(document.activeElement).toBe(list);
+  });
+
+  it('holds still while the user is in it: a click opens the row it landed on, new activity is marked in place', async () => {
+    const { store, onopen, list } = mount();
+    const scroller = list.closest('.roster') as HTMLElement;
+    await fireEvent.pointerEnter(scroller);
+    // b1 gets activity and a new session comes, between the press and the release.
+    const row = within(list).getByRole('option', { name: /write the docs/ });
+    await fireEvent.pointerDown(row);
+    store.receive([
+      { type: 'updated', sessionId: 'b1', changes: { lastActivityAt: at(59) }, seq: 1 },
+      { type: 'discovered', session: session('n1', { repoRoot: '/r/alpha', goal: 'brand new', lastActivityAt: at(58) }), seq: 2 },
+    ]);
+    await tick();
+    await fireEvent.click(row);
+    expect(onopen).toHaveBeenLastCalledWith('a2', false);
+    // Nothing moved; b1 is marked, the new one waits behind a button.
+    expect(names(within(list).getAllByRole('option'))).toEqual(['fix the parser', 'write the docs', 'bump the deps']);
+    const b1 = within(list).getByRole('option', { name: /bump the deps/ });
+    expect(within(b1).getByText('New activity')).toBeTruthy();
+    const show = screen.getByRole('button', { name: /1 new session/ });
+    // The focus is in the roster too: the pointer leaving does not re-sort under the cursor.
+    await fireEvent.pointerLeave(scroller);
+    expect(names(within(list).getAllByRole('option'))).toEqual(['fix the parser', 'write the docs', 'bump the deps']);
+    await fireEvent.click(show);
+    expect(within(list).getAllByRole('option').map((o) => o.textContent?.match(/fix the parser|write the docs|bump the deps|brand new/)?.[0])).toEqual([
+      'bump the deps',
+      'brand new',
+      'fix the parser',
+      'write the docs',
+    ]);
+    expect(screen.queryByRole('button', { name: /new session/ })).toBeNull();
+    // `r` applies the order too; leaving with the focus lets it follow activity again.
+    store.receive([{ type: 'updated', sessionId: 'a2', changes: { lastActivityAt: '2026-11-01T13:00:00.000Z' }, seq: 3 }]);
+    await fireEvent.keyDown(list, { key: 'r' });
+    expect(store.lines.order()[0].sessionId).toBe('a2');
+    list.blur();
+    await fireEvent.focusOut(list);
+    store.receive([{ type: 'updated', sessionId: 'b1', changes: { lastActivityAt: '2026-11-01T13:01:00.000Z' }, seq: 4 }]);
+    expect(store.lines.order()[0].sessionId).toBe('b1');
   });
 
   it('skips a collapsed group', async () => {

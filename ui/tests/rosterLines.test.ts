@@ -21,7 +21,8 @@ function kept(store: RosterStore): string[] {
 }
 
 function scratch(store: RosterStore, attention: ReadonlySet<string>): string[] {
-  const v = buildView(store.sorted, store.filters, store.collapsed, attention);
+  // New sessions wait off the list while the order is held (they are counted, not listed).
+  const v = buildView(store.sorted.filter((s) => !store.deferred.has(s.sessionId)), store.filters, store.collapsed, attention);
   return shown(flatten(v.groups, store.collapsed));
 }
 

@@ -184,7 +184,7 @@ describe("a work chain's cost on the roster", () => {
     const { container } = render(RosterRow, { props: { session: row, selected: false, open: false, onpick: () => {}, chainUsd: store.chainCost('a') } });
     const tag = container.querySelector('[data-testid=chain-length]') as HTMLElement;
     expect(tag.querySelector('[data-testid=chain-cost]')?.textContent).toContain('$1.75');
-    expect(tag.title).toContain('$1.75 in all');
-    expect(container.querySelector('[data-testid=cost]')?.textContent).toBe('$0.25');
+    expect(tag.dataset.tip).toContain('$1.75 in all');
+    expect(container.querySelector('[data-testid=cost]')?.textContent).toBe('≈ $0.25 est.');
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RosterStore } from '../src/lib/store.svelte';
+import { IDLE_RESORT_MS, RosterStore } from '../src/lib/store.svelte';
 import type { RosterSnapshot } from '../src/lib/types';
 import { MockBackend, flush, session, snapshot } from './helpers';
 
@@ -60,12 +60,14 @@ describe('RosterStore', () => {
     expect(store.seq).toBe(4);
   });
 
-  it('holds the order while held: moved rows stay, new ones come on top, removed ones go; resort and release re-sort', async () => {
+  it('holds the order while held: moved rows stay and are marked, new ones wait off the list, removed ones go; resort and release re-sort', async () => {
     const { b, store } = setup({
       sessions: [session('a', { lastActivityAt: at(3) }), session('b', { lastActivityAt: at(2) }), session('c', { lastActivityAt: at(1) })],
     });
     await store.start();
     const ids = () => store.sorted.map((s) => s.sessionId);
+    const listed = () => store.lines.order().map((s) => s.sessionId);
+    const moved = (id: string) => store.sorted.some((s) => s.sessionId === id && store.movedSince(s));
     store.hold(true);
     b.fire('store:events', {
       events: [
@@ -74,17 +76,89 @@ describe('RosterStore', () => {
         { type: 'removed', sessionId: 'b', seq: 8 },
       ],
     });
+    // Nothing is inserted above a row the user may be on: the new one waits, counted.
+    expect(listed()).toEqual(['a', 'c']);
+    expect(store.waiting).toBe(1);
+    expect(store.view.counts.all).toBe(3);
     expect(ids()).toEqual(['n', 'a', 'c']);
     expect(store.get('c')?.status).toBe('working');
     expect(store.sorted[2]).toBe(store.get('c'));
+    // c had activity: marked in place; a did not.
+    expect(moved('c')).toBe(true);
+    expect(moved('a')).toBe(false);
     store.resort();
-    expect(ids()).toEqual(['c', 'n', 'a']);
+    expect(listed()).toEqual(['c', 'n', 'a']);
+    expect(store.waiting).toBe(0);
+    expect(moved('c')).toBe(false);
     b.fire('store:events', { events: [{ type: 'updated', sessionId: 'a', changes: { lastActivityAt: at(10) }, seq: 9 }] });
     expect(ids()).toEqual(['c', 'n', 'a']);
     store.hold(false);
     expect(ids()).toEqual(['a', 'c', 'n']);
+    expect(listed()).toEqual(['a', 'c', 'n']);
     // Per-root counts follow transcript paths as sessions come and go.
     expect(store.rootCounts.get('/home/me/.claude')).toBe(3);
+  });
+
+  it('holds the order while the pointer or the focus is in the roster, until both leave', async () => {
+    const { b, store } = setup({ sessions: [session('a', { lastActivityAt: at(3) }), session('b', { lastActivityAt: at(2) })] });
+    await store.start();
+    const listed = () => store.lines.order().map((s) => s.sessionId);
+    store.hold(true, 'focus');
+    store.hold(true, 'pointer');
+    b.fire('store:events', { events: [{ type: 'updated', sessionId: 'b', changes: { lastActivityAt: at(9) }, seq: 6 }] });
+    store.hold(false, 'pointer');
+    // The keyboard focus is still there: the cursor's row does not move.
+    expect(listed()).toEqual(['a', 'b']);
+    store.hold(false, 'focus');
+    expect(listed()).toEqual(['b', 'a']);
+  });
+
+  it('applies a held order after the user has left the roster untouched for a while, on its injected timer', async () => {
+    const timers: { fn: () => void; ms: number; live: boolean }[] = [];
+    const b = new MockBackend({ roster_snapshot: () => snapshot({ seq: 5, sessions: [session('a', { lastActivityAt: at(3) }), session('b', { lastActivityAt: at(2) })] }) });
+    const store = new RosterStore(b, {
+      timers: {
+        set: (fn, ms) => {
+          const t = { fn, ms, live: true };
+          timers.push(t);
+          return t;
+        },
+        clear: (t) => void ((t as { live: boolean }).live = false),
+      },
+    });
+    await store.start();
+    const listed = () => store.lines.order().map((s) => s.sessionId);
+    const fire = () => {
+      const live = timers.filter((t) => t.live);
+      expect(live).toHaveLength(1);
+      expect(live[0].ms).toBe(IDLE_RESORT_MS);
+      live[0].live = false;
+      live[0].fn();
+    };
+    store.hold(true);
+    // Untouched with nothing changed: the order stays, the wait starts again.
+    fire();
+    expect(listed()).toEqual(['a', 'b']);
+    b.fire('store:events', {
+      events: [
+        { type: 'updated', sessionId: 'b', changes: { lastActivityAt: at(9) }, seq: 6 },
+        { type: 'discovered', session: session('n', { lastActivityAt: at(8) }), seq: 7 },
+      ],
+    });
+    // A touch restarts the wait; the order holds meanwhile.
+    store.touch();
+    expect(timers.filter((t) => t.live)).toHaveLength(1);
+    expect(listed()).toEqual(['a', 'b']);
+    fire();
+    // Applied, and held again (the pointer is still there).
+    expect(listed()).toEqual(['b', 'n', 'a']);
+    expect(store.waiting).toBe(0);
+    b.fire('store:events', { events: [{ type: 'updated', sessionId: 'a', changes: { lastActivityAt: at(10) }, seq: 8 }] });
+    expect(listed()).toEqual(['b', 'n', 'a']);
+    // Released: no wait is left behind.
+    store.hold(false);
+    expect(timers.filter((t) => t.live)).toHaveLength(0);
+    expect(listed()).toEqual(['a', 'b', 'n']);
   });
 
   it('shows the roster asked for at document start before its listeners are there, then says it listens', async () => {

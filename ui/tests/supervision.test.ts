@@ -208,6 +208,9 @@ describe('SupervisionStore', () => {
     const { sup, b } = setup({ pty_input: () => ({ queued }) });
     await sup.input('s', 'hello\r');
     expect(b.calls.at(-1)).toEqual({ cmd: 'pty_input', args: { sessionId: 's', data: 'hello\r' } });
+    // Binary input says so: the app writes its characters as bytes.
+    await sup.input('s', '\x1b[M ' + String.fromCharCode(232) + '!', true);
+    expect(b.calls.at(-1)).toEqual({ cmd: 'pty_input', args: { sessionId: 's', data: '\x1b[M ' + String.fromCharCode(232) + '!', binary: true } });
     expect(sup.of('s').queued).toBe(true);
     sup.receive(E.resumed);
     expect(sup.of('s').queued).toBe(false);

@@ -90,6 +90,30 @@ describe('InputSender', () => {
     await new Promise((r) => setTimeout(r, 0));
     expect(sent).toEqual(['a', 'bc', 'd']);
   });
+
+  it('keeps binary input (a mouse report past column 95) apart from text, in order', async () => {
+    const { InputSender } = await import('../src/lib/terminal');
+    const sent: [string, boolean][] = [];
+    const releases: (() => void)[] = [];
+    const s = new InputSender((d, binary) => {
+      sent.push([d, binary]);
+      return new Promise<void>((r) => releases.push(r));
+    });
+    const report = '\x1b[M ' + String.fromCharCode(232) + '!';
+    s.push('a');
+    s.push(report, true);
+    s.push(report, true);
+    s.push('b');
+    for (let i = 0; i < 3; i++) {
+      releases.shift()?.();
+      await new Promise((r) => setTimeout(r, 0));
+    }
+    expect(sent).toEqual([
+      ['a', false],
+      [report + report, true],
+      ['b', false],
+    ]);
+  });
 });
 
 describe('ParseAcker', () => {
@@ -161,5 +185,17 @@ describe('ParseAcker with the real timers', () => {
     await new Promise((r) => setTimeout(r, ACK_DELAY_MS + 30));
     expect(acks).toEqual([5]);
     a.dispose();
+  });
+});
+
+describe("the terminal's screen-reader mode", () => {
+  it('is a setting of this window, off by default, remembered', async () => {
+    const { prefs } = await import('../src/lib/prefs.svelte');
+    expect(prefs.terminalReader).toBe(false);
+    prefs.setTerminalReader(true);
+    expect(prefs.terminalReader).toBe(true);
+    expect(localStorage.getItem('mimesis.terminal-screen-reader')).toBe('on');
+    prefs.setTerminalReader(false);
+    expect(localStorage.getItem('mimesis.terminal-screen-reader')).toBe('off');
   });
 });

@@ -36,7 +36,7 @@ describe('the status filter', () => {
     const store = new RosterStore(new MockBackend());
     store.applySnapshot(snapshot({ seq: 0, demo: false, roots: [], sessions: [session('a')] }));
     const noop = () => {};
-    render(Toolbar, { props: { store, page: 'sessions', attention: 0, onescape: noop, onleave: noop, onpage: noop, onnew: noop, onattention: noop } });
+    render(Toolbar, { props: { store, page: 'sessions', attention: 0, onescape: noop, onleave: noop, onpage: noop, onnew: noop, onattention: noop, onopen: noop } });
     return { store, group: screen.getByRole('radiogroup', { name: 'Filter by status' }) };
   }
 

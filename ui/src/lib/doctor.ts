@@ -4,6 +4,17 @@
 import { countOf, formatInt } from './format';
 import type { DoctorReport } from './types';
 
+/**
+ * A line of the doctor's report as the window says it: the window has an Install button
+ * where the terminal needs a command, and no jargon ("publishing metrics").
+ */
+export function windowWords(line: string): string {
+  return line
+    .replace(/\(run `mimesis hooks install` for ([^)]*)\)/, '(install them above for $1)')
+    .replace(/\brun `mimesis hooks install`/, 'install them above')
+    .replace(/(\d+) publishing metrics/, (_, n: string) => `${n} reporting resource use`);
+}
+
 export interface DoctorRow {
   part: string;
   value: string;
@@ -73,7 +84,7 @@ export function doctorRows(r: DoctorReport): DoctorRow[] {
     value:
       v.error ??
       `${countOf(v.recordedProcesses, 'process', 'processes')} of ${countOf(v.recordedSessions, 'session')} on record, ` +
-        `${countOf(v.supervisors.length, 'supervisor')}${gone ? ` (${gone} gone)` : ''}, ${countOf(v.metricsPublishers.length, 'metrics publisher')}` +
+        `${countOf(v.supervisors.length, 'supervisor')}${gone ? ` (${gone} gone)` : ''}, ${`${v.metricsPublishers.length} reporting resource use`}` +
         (v.staleMetrics ? `, ${countOf(v.staleMetrics, 'stale snapshot')}` : ''),
     bad: v.error !== null || gone > 0,
   });

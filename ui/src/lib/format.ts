@@ -58,7 +58,8 @@ export function relativeTime(iso: string | null, now: number): string {
   const d = Math.floor(h / 24);
   if (d < 30) return `${d} d ago`;
   // One style all the way: months, then years (the exact date is in the title).
-  const mo = Math.floor(d / 30.44);
+  // (At least one: 30 days are "1 mo ago", never "0 mo ago".)
+  const mo = Math.max(1, Math.floor(d / 30.44));
   if (mo < 12) return `${mo} mo ago`;
   return `${Math.floor(d / 365.25)} y ago`;
 }
@@ -85,7 +86,7 @@ export function relativeTimeChangesAt(iso: string | null, now: number): number |
   const d = Math.floor(h / 24);
   if (d < 30) return after(d + 1, DAY);
   // Months and years count whole days (see relativeTime): the next day whose count differs.
-  const mo = Math.floor(d / 30.44);
+  const mo = Math.max(1, Math.floor(d / 30.44));
   if (mo < 12) return after(Math.ceil((mo + 1) * 30.44), DAY);
   return after(Math.ceil((Math.floor(d / 365.25) + 1) * 365.25), DAY);
 }
@@ -188,6 +189,11 @@ export function costSentence(c: Cost | undefined): string {
   return parts.join('; ');
 }
 
+/** A row's cost, saying which it is: "$1.20 billed" (Claude Code's figure) or "≈ $1.20 est." (ours). */
+export function costLabel(c: Cost): string {
+  return c.billed ? `${formatUsd(c.billed.costUsd)} billed` : `≈ ${formatUsd(c.estimatedUsd ?? 0)} est.`;
+}
+
 export function oneLine(s: string, max = 300): string {
   const line = s.replace(/\s+/g, ' ').trim();
   return line.length > max ? line.slice(0, max - 1) + '…' : line;
@@ -224,16 +230,25 @@ export function indexingText(p: { indexing: boolean; done: number; total: number
   return `Reading ${p.done.toLocaleString('en-US')} of ${countOf(p.total, 'session')}…`;
 }
 
-/** The day `item` falls on ("Tuesday, 24 November 2026"), when it is not the day of `prev`
- * (the item before it); null on the same day, or when either has no time. */
+/** The day `item` falls on ("Tuesday, 24 November 2026"), when it is the first item (no
+ * `prev`) or not the day of `prev` (the item before it); null on the same day, or without a time. */
 export function newDay(prev: { timestamp: string | null } | undefined, item: { timestamp: string | null }): string | null {
   const t = parseTime(item.timestamp);
   if (t === null) return null;
   const day = (ms: number) => new Date(ms).toDateString();
-  if (!prev) return null;
-  const p = parseTime(prev.timestamp);
-  if (p === null || day(p) === day(t)) return null;
+  const p = prev ? parseTime(prev.timestamp) : null;
+  if (prev && (p === null || day(p) === day(t))) return null;
   return new Date(t).toLocaleDateString('en-GB', { weekday: 'long', day: 'numeric', month: 'long', year: 'numeric' });
+}
+
+/** A moment in the one date style of the window: "14:03:07" today, "24 Nov 2026, 14:03" on another day. */
+export function formatMoment(iso: string | null, now: number): string {
+  const t = parseTime(iso);
+  if (t === null || iso === null) return '—';
+  const d = new Date(t);
+  if (d.toDateString() === new Date(now).toDateString()) return clockTime(iso);
+  const p = (x: number) => String(x).padStart(2, '0');
+  return `${d.getDate()} ${d.toLocaleDateString('en-GB', { month: 'short' })} ${d.getFullYear()}, ${p(d.getHours())}:${p(d.getMinutes())}`;
 }
 
 type Named = Pick<TrackedSession, 'sessionId' | 'title' | 'goal' | 'cwd'> & { name?: string | null };

@@ -1,12 +1,23 @@
 // Preferences of this window (kept in the webview's storage, not the engine's settings).
 
 const LETTER_KEYS = 'mimesis.letter-keys';
+const TERMINAL_READER = 'mimesis.terminal-screen-reader';
 
-function load(storage: Pick<Storage, 'getItem'> | null): boolean {
+/** A stored on/off, `fallback` when none is stored (or storage is off). */
+function load(storage: Pick<Storage, 'getItem'> | null, key = LETTER_KEYS, fallback = true): boolean {
   try {
-    return storage?.getItem(LETTER_KEYS) !== 'off';
+    const v = storage?.getItem(key);
+    return v === 'on' ? true : v === 'off' ? false : fallback;
   } catch {
-    return true;
+    return fallback;
+  }
+}
+
+function save(key: string, on: boolean): void {
+  try {
+    globalThis.localStorage?.setItem(key, on ? 'on' : 'off');
+  } catch {
+    // Storage off: this window still remembers.
   }
 }
 
@@ -14,13 +25,17 @@ class Prefs {
   /** Single-character shortcuts (j, k, n, c, r, h, /): on unless turned off (WCAG 2.1.4). */
   letterKeys = $state(load(globalThis.localStorage ?? null));
 
+  /** The embedded terminal's screen-reader mode (xterm's `screenReaderMode`): off unless turned on. */
+  terminalReader = $state(load(globalThis.localStorage ?? null, TERMINAL_READER, false));
+
   setLetterKeys(on: boolean): void {
     this.letterKeys = on;
-    try {
-      globalThis.localStorage?.setItem(LETTER_KEYS, on ? 'on' : 'off');
-    } catch {
-      // Storage off: this window still remembers.
-    }
+    save(LETTER_KEYS, on);
+  }
+
+  setTerminalReader(on: boolean): void {
+    this.terminalReader = on;
+    save(TERMINAL_READER, on);
   }
 }
 

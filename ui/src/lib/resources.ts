@@ -1,6 +1,6 @@
 // Formatting for the resource view (P7, P14): bytes, uptimes, CPU, idle time left.
 
-import { clockTime, parseTime } from './format';
+import { formatMoment, parseTime } from './format';
 
 /** 512 B, 12.3 KB, 845 MB, 4.1 GB (binary units, one decimal below 100). */
 export function formatBytes(n: number | null | undefined): string {
@@ -34,19 +34,16 @@ export function formatCpu(p: number | null | undefined): string {
   return `${p < 10 ? p.toFixed(1) : Math.round(p)} %`;
 }
 
-/** The start time: "14:03:07" today, "2026-11-01 14:03" on another day. */
-export function formatStart(iso: string | null, now: number): string {
-  const t = parseTime(iso);
-  if (t === null || iso === null) return '—';
-  const d = new Date(t);
-  const today = new Date(now);
-  if (d.toDateString() === today.toDateString()) return clockTime(iso);
-  const p = (x: number) => String(x).padStart(2, '0');
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`;
-}
+/** The start time, in the window's one date style (`formatMoment`). */
+export const formatStart = formatMoment;
 
-/** Idle time left, counted down from when the row was read; "—" when no idle timer runs. */
-export function idleLeft(secs: number | null, readAt: number, now: number): string {
+/**
+ * Idle time left: to the session's idle deadline (what its header counts down, "idle suspend
+ * in …"), else counted down from when the row was read; "—" when no idle timer runs.
+ */
+export function idleLeft(secs: number | null, readAt: number, now: number, deadline: string | null = null): string {
+  const t = parseTime(deadline);
+  if (t !== null) return formatSecs(Math.max(0, Math.round((t - now) / 1000)));
   if (secs === null) return '—';
   return formatSecs(Math.max(0, secs - Math.floor((now - readAt) / 1000)));
 }

@@ -58,6 +58,8 @@ export interface Shown {
   collapsed: ReadonlySet<string>;
   attention: ReadonlySet<string>;
   order: Order;
+  /** Sessions kept off the list for now (new while the order is held); counted, not listed. */
+  deferred?: ReadonlySet<string>;
 }
 
 export class RosterLines implements Sizes {
@@ -273,6 +275,7 @@ export class RosterLines implements Sizes {
   }
 
   #listed(s: TrackedSession): boolean {
+    if (this.#shown.deferred?.has(s.sessionId)) return false;
     return matchesStatus(s, this.#shown.filters.status, this.#shown.attention);
   }
 

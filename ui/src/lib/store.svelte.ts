@@ -5,7 +5,7 @@ import type { Backend } from './backend';
 import { Listeners } from './listeners';
 import { SNAPSHOT } from './marks';
 import { chainCosts } from './spend';
-import { DEFAULT_FILTERS, applyEvents, byActivityDesc, chainHead, heldOrder, newlySuperseded, type SessionTable, type Filters, type RosterView } from './roster';
+import { DEFAULT_FILTERS, activityKey, applyEvents, byActivityDesc, chainHead, heldOrder, newlySuperseded, type SessionTable, type Filters, type RosterView } from './roster';
 import { RosterIndex, type IndexWork } from './rosterIndex';
 import { RosterLines, heldCompare, type LinesWork } from './rosterLines';
 import type { HostInfo, IndexProgress, RemoteEvent, RootInfo, RosterSnapshot, SeqEvent, TrackedSession } from './types';
@@ -15,6 +15,9 @@ export function laterProgress(a: IndexProgress, b: IndexProgress): IndexProgress
   if (a.done !== b.done) return a.done > b.done ? a : b;
   return a.indexing ? b : a;
 }
+
+/** How long the user leaves the roster untouched before a held order is applied anyway. */
+export const IDLE_RESORT_MS = 20_000;
 
 export interface Totals {
   sessions: number;
@@ -34,6 +37,9 @@ export class RosterStore {
     get: (id) => this.#index.get(id),
     set: (id, s) => {
       const old = this.#index.get(id);
+      // While the order is held, a new session waits off the list: nothing is inserted above
+      // the row under the pointer or the cursor. It comes when the order is applied.
+      if (!old && this.#held && !this.#held.has(id)) this.#deferred.add(id);
       this.#index.set(id, s);
       this.#lines.change(old, s);
       return this.#table;
@@ -43,6 +49,7 @@ export class RosterStore {
       if (!old) return false;
       this.#index.delete(id);
       this.#lines.change(old, undefined);
+      this.#deferred.delete(id);
       return true;
     },
   };
@@ -68,6 +75,18 @@ export class RosterStore {
 
   /** The order held while the user looks at the roster (session id → position), or null. */
   #held = $state.raw<ReadonlyMap<string, number> | null>(null);
+  /** Each held session's activity when the order was taken: a later one is marked in place. */
+  // eslint-disable-next-line svelte/prefer-svelte-reactivity -- read through `shown`
+  #heldActivity = new Map<string, string>();
+  /** Sessions new since the order was held: off the list until it is applied. */
+  // eslint-disable-next-line svelte/prefer-svelte-reactivity -- read through `waiting`
+  #deferred = new Set<string>();
+  /** Who holds the order: the pointer over the roster, the keyboard focus in it. */
+  // eslint-disable-next-line svelte/prefer-svelte-reactivity -- not read by views
+  #holders = new Set<'pointer' | 'focus'>();
+  /** Something changed since the order was held: applying it would move rows. */
+  #stale = false;
+  #idleTimer: unknown = null;
   // No sort here: the index keeps the order as events come (a copy, so the views see a new array).
   readonly sorted: TrackedSession[] = $derived.by(() => {
     void this.version;
@@ -121,28 +140,86 @@ export class RosterStore {
    * so a burst re-sorts and re-counts the roster once per frame, not once per batch); none:
    * at once.
    */
-  constructor(backend: Backend, opts: { schedule?: (apply: () => void) => void } = {}) {
+  constructor(
+    backend: Backend,
+    opts: { schedule?: (apply: () => void) => void; timers?: { set: (fn: () => void, ms: number) => unknown; clear: (t: unknown) => void } } = {},
+  ) {
     this.#backend = backend;
     this.#schedule = opts.schedule ?? null;
+    this.#timers = opts.timers ?? { set: (fn, ms) => setTimeout(fn, ms), clear: (t) => clearTimeout(t as ReturnType<typeof setTimeout>) };
   }
+
+  #timers: { set: (fn: () => void, ms: number) => unknown; clear: (t: unknown) => void };
 
   #schedule: ((apply: () => void) => void) | null;
   #queue: SeqEvent[] = [];
   #scheduled = false;
 
-  /** Holds the roster's order while the user looks at it (`true`), re-sorts on release. */
-  hold(on: boolean): void {
-    if (on === (this.#held !== null)) return;
-    if (on) {
+  /** How many sessions came while the order was held and wait for it to be applied. */
+  waiting = $state(0);
+
+  /**
+   * Holds the roster's order while the user is in it (the pointer over it, the keyboard focus
+   * in it), re-sorts when the last one leaves. While held, rows keep their places, changed
+   * ones are marked (`movedSince`), new sessions wait (`waiting`), and after `IDLE_RESORT_MS`
+   * without a `touch` the new order is applied anyway.
+   */
+  hold(on: boolean, who: 'pointer' | 'focus' = 'pointer'): void {
+    if (on) this.#holders.add(who);
+    else this.#holders.delete(who);
+    const want = this.#holders.size > 0;
+    if (want === (this.#held !== null)) {
+      if (want) this.touch();
+      return;
+    }
+    if (want) {
       // eslint-disable-next-line svelte/prefer-svelte-reactivity -- built once, never mutated
       const held = new Map(this.sorted.map((s, i) => [s.sessionId, i]));
+      // eslint-disable-next-line svelte/prefer-svelte-reactivity -- read through `shown`
+      this.#heldActivity = new Map(this.sorted.map((s) => [s.sessionId, activityKey(s)]));
       this.#held = held;
+      this.#stale = false;
       // The lines are in this order already: only later changes follow the held one.
       this.#lines.setOrder(heldCompare(held, byActivityDesc));
+      this.touch();
     } else {
-      this.#held = null;
+      this.#release();
       this.#rebuild();
     }
+  }
+
+  /** The user did something in the roster: the held order waits again for them to pause. */
+  touch(): void {
+    if (this.#idleTimer !== null) this.#timers.clear(this.#idleTimer);
+    this.#idleTimer = this.#held
+      ? this.#timers.set(() => {
+          this.#idleTimer = null;
+          if (this.#stale) this.resort();
+          else this.touch();
+        }, IDLE_RESORT_MS)
+      : null;
+  }
+
+  /** The sessions waiting off the list for the held order to be applied (read-only). */
+  get deferred(): ReadonlySet<string> {
+    return this.#deferred;
+  }
+
+  /** Whether `s` has had activity since the order was held (it would have moved): marked in place. */
+  movedSince(s: TrackedSession): boolean {
+    void this.shown;
+    const was = this.#held ? this.#heldActivity.get(s.sessionId) : undefined;
+    return was !== undefined && activityKey(s) !== was;
+  }
+
+  #release(): void {
+    this.#held = null;
+    this.#heldActivity.clear();
+    this.#deferred.clear();
+    this.#stale = false;
+    this.waiting = 0;
+    if (this.#idleTimer !== null) this.#timers.clear(this.#idleTimer);
+    this.#idleTimer = null;
   }
 
   /** The lines' source: the whole view again, from the kept order. O(n): user actions and snapshots only. */
@@ -153,6 +230,7 @@ export class RosterStore {
       filters: { ...this.filters },
       collapsed: this.collapsed,
       attention: this.attention,
+      deferred: this.#deferred,
       order: held ? heldCompare(held, byActivityDesc) : byActivityDesc,
     });
     this.shown++;
@@ -177,9 +255,11 @@ export class RosterStore {
   /** Re-sorts now (an explicit key), holding the new order if it was held. */
   resort(): void {
     if (this.#held === null) return;
-    this.#held = null;
+    const holders = [...this.#holders];
+    this.#holders.clear();
+    this.#release();
     this.#rebuild();
-    this.hold(true);
+    for (const who of holders) this.hold(true, who);
   }
 
   get seq(): number {
@@ -401,6 +481,10 @@ export class RosterStore {
   }
 
   #changed(): void {
+    if (this.#held) {
+      this.#stale = true;
+      this.waiting = this.#deferred.size;
+    }
     this.version++;
     this.shown++;
   }

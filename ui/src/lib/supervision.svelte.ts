@@ -203,9 +203,9 @@ export class SupervisionStore {
     return r.sessionId;
   }
 
-  /** Sends keystrokes or a paste; notes when the engine kept them for later (P2). */
-  async input(sessionId: string, data: string): Promise<void> {
-    const r = await this.#run('send input', () => this.#backend.call('pty_input', { sessionId, data }));
+  /** Sends keystrokes or a paste (`binary`: one byte per character, xterm's `onBinary`); notes when the engine kept them for later (P2). */
+  async input(sessionId: string, data: string, binary = false): Promise<void> {
+    const r = await this.#run('send input', () => this.#backend.call('pty_input', binary ? { sessionId, data, binary } : { sessionId, data }));
     if (r.ok && r.value.queued) {
       const n = this.of(sessionId);
       if (!n.queued) this.notices.set(sessionId, { ...n, queued: true });

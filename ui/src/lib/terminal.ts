@@ -181,23 +181,23 @@ export class ParseAcker {
  */
 export class InputSender {
   #inflight = false;
-  #pending = '';
+  /** What waits, in order: runs of text and of binary (xterm's `onBinary`: one byte per character). */
+  #pending: { data: string; binary: boolean }[] = [];
 
-  constructor(private readonly send: (data: string) => Promise<void>) {}
+  constructor(private readonly send: (data: string, binary: boolean) => Promise<void>) {}
 
-  push(data: string): void {
+  push(data: string, binary = false): void {
     if (this.#inflight) {
-      this.#pending += data;
+      const last = this.#pending[this.#pending.length - 1];
+      if (last && last.binary === binary) last.data += data;
+      else this.#pending.push({ data, binary });
       return;
     }
     this.#inflight = true;
-    void this.send(data).finally(() => {
+    void this.send(data, binary).finally(() => {
       this.#inflight = false;
-      if (this.#pending) {
-        const next = this.#pending;
-        this.#pending = '';
-        this.push(next);
-      }
+      const next = this.#pending.shift();
+      if (next) this.push(next.data, next.binary);
     });
   }
 }

@@ -215,6 +215,17 @@ fn a_compaction_shows_its_summary_without_the_wrapper() {
 }
 
 #[test]
+fn a_compaction_summary_is_shown_without_claude_codes_wrapping() {
+    let wrapped = "This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\n<system-reminder>\n<tools-used-before-summary>Bash</tools-used-before-summary>\n</system-reminder>\nSummary: the user asked for a file and it was created.\n\nIf you need specific details from before compaction, read the full transcript at: /home/u/.claude/projects/-p/x.jsonl\nContinue the conversation from where it left off without asking the user any further questions.";
+    let items = build(&[
+        rec("system", "b1", json!({"subtype": "compact_boundary", "compactMetadata": {"trigger": "auto"}})),
+        rec("user", "s1", json!({"isCompactSummary": true, "message": {"content": wrapped}})),
+    ]);
+    let TimelineItem::Compaction { summary: Some(s), .. } = &items[0] else { panic!("{items:?}") };
+    assert_eq!(s, "the user asked for a file and it was created.");
+}
+
+#[test]
 fn notes_are_placed_among_the_transcripts_items_by_time_and_at_the_end_when_later() {
     use crate::approval::{Answered, Via};
     let note = |id: &str, ms: i64| {

@@ -887,7 +887,7 @@ export interface Commands {
   pty_attach: { args: { sessionId: string; onData: ByteChannel }; ret: Attached };
   pty_ack: { args: { sessionId: string; attachment: number; parsed: number }; ret: null };
   pty_detach: { args: { sessionId: string }; ret: null };
-  pty_input: { args: { sessionId: string; data: string }; ret: InputResult };
+  pty_input: { args: { sessionId: string; data: string; binary?: boolean | null }; ret: InputResult };
   pty_resize: { args: { sessionId: string; cols: number; rows: number }; ret: null };
   pty_stop: { args: { sessionId: string }; ret: null };
   pty_resume: { args: { sessionId: string }; ret: null };
