@@ -11,6 +11,7 @@
 //! - [`view`]: what the faces see (`supervision` of a roster row, resources, metrics).
 //! - [`agent`]: the program a session runs.
 //! - [`ledger`]: the records of supervised processes and the seam they are kept through.
+//! - [`interrupted`]: the sessions Mimesis's quit or crash interrupted, offered for resume.
 //! - [`flow`]: flow control of terminal output towards a slow viewer.
 
 pub mod agent;
@@ -18,6 +19,7 @@ pub mod background;
 pub mod event;
 pub mod fleet;
 pub mod flow;
+pub mod interrupted;
 pub mod ledger;
 pub mod limit_clock;
 pub mod limits;
