@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 use mimesis_core::SessionId;
 use mimesis_core::supervision::interrupted::InterruptedBy;
 use mimesis_core::supervision::ledger::ProcessLedger;
@@ -145,6 +145,17 @@ async fn a_dismissed_offer_is_forgotten() -> Result<()> {
     let s = Supervised::standin(quick_limits()).await?;
     let id = started(&s).await?;
     s.shutdown().await;
+    // `mimesis ls --json` shows the mark on the session's row.
+    let out = std::process::Command::new(mimesis()?)
+        .args(["ls", "--json"])
+        .env("MIMESIS_DATA_DIR", &s.data_dir)
+        .env("CLAUDE_CONFIG_DIR", &s.config_root)
+        .output()?;
+    ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout)?;
+    let row = rows.iter().find(|r| r["sessionId"] == id.as_str()).context("the session's row")?;
+    ensure!(row["interrupted"]["by"] == "quit" && row["interrupted"]["sessionId"] == id.as_str(), "{row}");
+    ensure!(rows.iter().filter(|r| r.get("interrupted").is_some()).count() == 1, "only that row is marked");
     let Supervised { dir, config_root, data_dir, cwd, .. } = s;
     let s = restart(dir, config_root, data_dir, cwd).await?;
     ensure!(offered(&s, 1).await? == [id.clone()]);

@@ -19,6 +19,7 @@ use mimesis_core::attention::AttentionSet;
 use mimesis_core::cwd_files::{ReportedStatus, StatusReport};
 use mimesis_core::dialog::{Dialog, DialogOption};
 use mimesis_core::job::{Job, SessionKind};
+use mimesis_core::supervision::interrupted::{Interrupted, InterruptedBy};
 use mimesis_core::remote::HostState;
 use mimesis_core::session::{Billed, Cost, SessionPatch, Source};
 use mimesis_core::settings::{
@@ -78,6 +79,9 @@ struct Decl {
 fn decls() -> Vec<Decl> {
     vec![
         decl::<Status>(),
+        decl::<InterruptedBy>(),
+        decl::<Interrupted>(),
+        decl::<crate::quit::QuitRequest>(),
         decl::<Usage>(),
         decl::<Billed>(),
         decl::<Cost>(),
@@ -279,6 +283,9 @@ commands! {
     host_install(host: String) -> ();
     host_add(host: String) -> ();
     host_remove(host: String) -> ();
+    app_quit(choice: String) -> ();
+    sessions_interrupted() -> Vec<Interrupted>;
+    interrupted_dismiss(session_ids: Vec<String>) -> ();
 }
 
 /// What an event's payload may be: its TypeScript, and the declared shapes it names.
@@ -304,6 +311,7 @@ fn events() -> Vec<(&'static str, Vec<Payload>)> {
         ("app:open-session", vec![p::<OpenSession<'static>>()]),
         ("remote:events", vec![p::<EventsPayload>()]),
         ("hosts:changed", vec![p::<HostsPayload>()]),
+        ("app:quit-requested", vec![p::<crate::quit::QuitRequest>()]),
     ]
 }
 

@@ -31,6 +31,7 @@ mod hosts;
 mod ipc_types;
 mod notify;
 mod pty;
+mod quit;
 #[cfg(feature = "record")]
 mod record;
 mod remote;
@@ -386,6 +387,9 @@ fn main() {
             remote::host_add,
             remote::host_remove,
             commands::open_link,
+            quit::app_quit,
+            quit::sessions_interrupted,
+            quit::interrupted_dismiss,
             #[cfg(feature = "record")]
             record::record_write,
         ])

@@ -204,8 +204,10 @@ pub fn on_event<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
                 let _ = window.hide();
             } else {
                 // Nothing could show a hidden window again: closing the last window quits,
-                // as usual.
+                // as usual, asking first while supervised sessions run.
                 tracing::info!("no tray host on this desktop: closing the window quits");
+                api.prevent_close();
+                crate::quit::request(window.app_handle());
             }
         }
         _ => {}
