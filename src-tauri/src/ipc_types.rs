@@ -19,7 +19,6 @@ use mimesis_core::attention::AttentionSet;
 use mimesis_core::cwd_files::{ReportedStatus, StatusReport};
 use mimesis_core::dialog::{Dialog, DialogOption};
 use mimesis_core::job::{Job, SessionKind};
-use mimesis_core::supervision::interrupted::{Interrupted, InterruptedBy};
 use mimesis_core::remote::HostState;
 use mimesis_core::session::{Billed, Cost, SessionPatch, Source};
 use mimesis_core::settings::{
@@ -27,6 +26,7 @@ use mimesis_core::settings::{
 };
 use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::supervision::event::{EventKind, ReadyStatus};
+use mimesis_core::supervision::interrupted::{Interrupted, InterruptedBy};
 use mimesis_core::supervision::limits::{FieldError, Limits, SuspendMode};
 use mimesis_core::supervision::view::{
     Metrics, Mode, ResourceRow, Resources, RestartHold, Supervision, SupervisionState, TerminatedReason,

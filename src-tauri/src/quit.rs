@@ -36,9 +36,8 @@ pub fn request<R: Runtime>(app: &AppHandle<R>) {
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
         let sup = app.try_state::<AppState>().and_then(|s| s.mimesis.supervisor_now());
-        let running = sup.map_or(0, |sup| {
-            interrupted::at_quit(&sup.sessions(), InterruptedBy::Quit, Default::default()).len()
-        });
+        let running =
+            sup.map_or(0, |sup| interrupted::at_quit(&sup.sessions(), InterruptedBy::Quit, Default::default()).len());
         if running == 0 {
             app.exit(0);
             return;
