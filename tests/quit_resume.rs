@@ -66,7 +66,7 @@ async fn a_session_running_at_quit_is_offered_after_the_next_start_and_resumes()
 
     let Supervised { dir, config_root, data_dir, cwd, .. } = s;
     let s = restart(dir, config_root, data_dir, cwd).await?;
-    ensure!(offered(&s, 1).await? == [running.clone()], "offered for resume, the stopped one not");
+    ensure!(offered(&s, 1).await? == std::slice::from_ref(&running), "offered for resume, the stopped one not");
     // The window's Resume: the resume path every row's Resume takes (`--resume <id>`).
     let id = s.sup.create(&s.cwd, Some(running.clone())).await?;
     ensure!(id == running);
@@ -158,7 +158,7 @@ async fn a_dismissed_offer_is_forgotten() -> Result<()> {
     ensure!(rows.iter().filter(|r| r.get("interrupted").is_some()).count() == 1, "only that row is marked");
     let Supervised { dir, config_root, data_dir, cwd, .. } = s;
     let s = restart(dir, config_root, data_dir, cwd).await?;
-    ensure!(offered(&s, 1).await? == [id.clone()]);
+    ensure!(offered(&s, 1).await? == std::slice::from_ref(&id));
     s.sup.dismiss_interrupted(vec![id]);
     ensure!(offered(&s, 0).await?.is_empty(), "dismissed");
     s.shutdown().await;
