@@ -67,6 +67,15 @@ describe('the resume banner', () => {
     expect(r.queryByTestId('resume-banner')).toBeNull();
   });
 
+  it('one resumed another way (its row’s Resume) leaves the banner', async () => {
+    const { b, i } = setup();
+    await i.start();
+    const r = render(ResumeBanner, { interrupted: i, label: (id: string) => id });
+    b.fire('supervision:event', { type: 'session_started', sessionId: 'bbbb2222', at });
+    await flush();
+    expect(r.getByTestId('resume-all').textContent).toBe('Resume the 2 sessions that were running');
+  });
+
   it('shows nothing when nothing was interrupted', async () => {
     const b = new MockBackend({ sessions_interrupted: () => [] });
     const i = new InterruptedSessions(b, async () => {});

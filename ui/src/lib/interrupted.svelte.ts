@@ -26,7 +26,7 @@ export class InterruptedSessions {
   quitting: number | null = $state(null);
   #backend: Backend;
   #resume: ResumeFn;
-  #unlisten: Unlisten | null = null;
+  #unlisten: Unlisten[] = [];
 
   constructor(backend: Backend, resume: ResumeFn) {
     this.#backend = backend;
@@ -34,7 +34,13 @@ export class InterruptedSessions {
   }
 
   async start(): Promise<void> {
-    this.#unlisten = await this.#backend.on('app:quit-requested', (p) => (this.quitting = p.running));
+    this.#unlisten = await Promise.all([
+      this.#backend.on('app:quit-requested', (p) => (this.quitting = p.running)),
+      // Resumed another way (its row's Resume, another Mimesis): no longer offered.
+      this.#backend.on('supervision:event', (ev) => {
+        if (ev.type === 'session_started' && this.has(ev.sessionId)) this.list = this.list.filter((i) => i.sessionId !== ev.sessionId);
+      }),
+    ]);
     try {
       this.list = await this.#backend.call('sessions_interrupted');
     } catch {
@@ -43,7 +49,7 @@ export class InterruptedSessions {
   }
 
   stop(): void {
-    this.#unlisten?.();
+    this.#unlisten.forEach((u) => u());
   }
 
   has(sessionId: string): boolean {
