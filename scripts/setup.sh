@@ -20,7 +20,7 @@ APT_BUILD=(libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librs
   libsoup-3.0-dev libjavascriptcoregtk-4.1-dev build-essential pkg-config file curl ca-certificates)
 # dbus: a private session bus per desktop test (dbus-run-session); dunst: a real notification
 # server, so notifications and their clicks are tested for real.
-APT_TEST=(xvfb xauth webkit2gtk-driver dbus dunst openssh-server openssh-client)
+APT_TEST=(xvfb xauth webkit2gtk-driver dbus dunst openssh-server openssh-client tmux)
 
 # A clear word before a build that would fail half-way on a full disk.
 need_disk() {

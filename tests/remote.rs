@@ -346,16 +346,18 @@ fn a_session_started_over_ssh_t_is_supervised_there_and_its_supervision_comes_th
     let work_s = work.to_string_lossy().into_owned();
     let term = remote_terminal(&rig, "gpu", &["--cwd", &work_s, "--session-id", id])?;
     screen_until(&term, "for shortcuts").context("the agent's screen through ssh -t")?;
+    // (The row may come first from the agent's registry entry, before its supervisor's
+    // snapshot gives it its supervision.)
     let row = w.wait_for("the supervised row", |v| {
-        let s = if v["type"] == "discovered" { &v["session"] } else { v };
-        s["sessionId"] == id && v["host"].as_str().or(s["host"].as_str()) == Some("gpu")
+        let (s, sup) = match v["type"] == "discovered" {
+            true => (&v["session"], &v["session"]["supervision"]),
+            false => (v, &v["changes"]["supervision"]),
+        };
+        s["sessionId"] == id && v["host"].as_str().or(s["host"].as_str()) == Some("gpu") && sup.is_object()
     })?;
-    let supervised = if row["type"] == "discovered" {
-        row["session"]["supervision"].clone()
-    } else {
-        row["changes"]["supervision"].clone()
-    };
-    ensure!(supervised.is_object() || row["type"] == "updated", "supervised on its machine: {row}");
+    let supervised =
+        if row["type"] == "discovered" { &row["session"]["supervision"] } else { &row["changes"]["supervision"] };
+    ensure!(supervised["state"] == "running", "supervised on its machine: {row}");
 
     // Typing in the terminal reaches the agent there; its transcript changes the row here.
     term.write(b"rename the billing module\r").map_err(anyhow::Error::msg)?;

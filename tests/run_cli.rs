@@ -53,6 +53,19 @@ impl Home {
         Ok(Run(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?))
     }
 
+    /// `mimesis run` of the stand-in agent with `extra`, for a terminal.
+    fn run_in_terminal(&self, extra: &[&str]) -> Result<PtyCommand> {
+        Ok(PtyCommand::new(mimesis()?)
+            .args(["run", "--agent"])
+            .arg(standin()?)
+            .args(extra.iter().copied())
+            .inherit_env()
+            .env("CLAUDE_CONFIG_DIR", &self.root)
+            .env("MIMESIS_DATA_DIR", &self.data)
+            .env("TERM", "xterm-256color")
+            .cwd(&self.cwd))
+    }
+
     fn events(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.events)
             .unwrap_or_default()
@@ -281,6 +294,39 @@ fn stdin_without_a_terminal_is_typed_and_a_crash_is_recovered() -> Result<()> {
     Ok(())
 }
 
+/// Issue 33: an agent that draws a screen unlike Claude Code's and keeps no live registry
+/// (the stand-in's `--plain` and `--no-registry`): its transcript is all there is to read.
+/// A crash while it works is recovered once the transcript shows the turn ended, and the
+/// resumed agent is ready for what the user typed meanwhile (it was never delivered: the
+/// agent never looked ready).
+#[test]
+fn an_agent_with_an_unknown_screen_and_no_registry_is_read_from_its_transcript() -> Result<()> {
+    let h = Home::new()?;
+    let mut c = h.command()?;
+    c.env("MIMESIS_STANDIN_PLAIN", "1").env("MIMESIS_STANDIN_NO_REGISTRY", "1");
+    c.args(["run", "--agent"]).arg(standin()?).arg("--events-json").arg(&h.events);
+    let mut child = Run(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?);
+    let id = h.wait_type("session_started")?["sessionId"].as_str().context("id")?.to_owned();
+    let transcript =
+        h.root.join("projects").join(mimesis_core::layout::project_dir_name(&h.cwd)).join(format!("{id}.jsonl"));
+    type_line(&mut child, "hello")?;
+    wait_file(&transcript, "Echo: hello")?;
+    ensure!(!h.root.join("sessions").exists(), "no registry");
+    // A crash dump while it works: deferred until the transcript shows the turn ended.
+    type_line(&mut child, "crash-during-work 3")?;
+    let crash = h.wait_type("crash_detected")?;
+    ensure!(crash["deferred"] == true, "{crash}");
+    h.wait_type("session_recovered")?;
+    ensure!(std::fs::read_to_string(&transcript)?.contains("Echo: crash-during-work 3"), "the turn ended first");
+    // Typed while the resumed agent starts: delivered once it is ready.
+    type_line(&mut child, "after the crash")?;
+    wait_file(&transcript, "Echo: after the crash")?;
+    type_line(&mut child, "/exit")?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}; events {:?}", h.types());
+    Ok(())
+}
+
 #[test]
 fn a_signal_ends_the_run_with_a_final_event() -> Result<()> {
     for (sig, name, expected) in [(libc::SIGTERM, "SIGTERM", 143), (libc::SIGINT, "SIGINT", 130)] {
@@ -354,7 +400,7 @@ fn a_memory_limit_below_the_agents_baseline_restarts_once_then_holds() -> Result
     c.args(["--max-rss-mb", "30", "--rss-check", "200ms"]);
     let mut child = Run(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?);
     let warning = h.wait_type("session_warning")?;
-    ensure!(warning["reason"] == "restart_limit", "{warning}");
+    ensure!(warning["reason"] == "memory_baseline", "{warning}");
     let message = warning["message"].as_str().unwrap_or("");
     ensure!(message.starts_with("The memory limit (30 MB) is below what the agent needs at rest"), "{message}");
     // A barrier: a whole turn later (many more 200 ms checks), still one restart.
@@ -417,17 +463,7 @@ fn wait_file(path: &Path, needle: &str) -> Result<()> {
 #[test]
 fn in_a_terminal_keys_go_through_raw_and_resizes_are_forwarded() -> Result<()> {
     let h = Home::new()?;
-    let mut pty = Pty::spawn(
-        PtyCommand::new(mimesis()?)
-            .args(["run", "--agent"])
-            .arg(standin()?)
-            .inherit_env()
-            .env("CLAUDE_CONFIG_DIR", &h.root)
-            .env("MIMESIS_DATA_DIR", &h.data)
-            .env("TERM", "xterm-256color")
-            .cwd(&h.cwd)
-            .size(90, 25),
-    )?;
+    let mut pty = Pty::spawn(h.run_in_terminal(&[])?.size(90, 25))?;
     pty.wait_for_text("? for shortcuts", T)?;
     let rule_width =
         |s: &mimesis_tests::pty::Screen| s.rows.iter().find(|r| r.starts_with('─')).map(|r| r.chars().count());
@@ -439,6 +475,42 @@ fn in_a_terminal_keys_go_through_raw_and_resizes_are_forwarded() -> Result<()> {
     pty.wait_for_text("hello", T)?;
     pty.send("\r")?;
     pty.wait_for_text("Echo: hello", T)?;
+    pty.send("/exit")?;
+    pty.wait_for_text("/exit", T)?;
+    pty.send("\r")?;
+    let status = pty.wait_exit(T)?;
+    ensure!(status.exit_code() == 0, "{status:?}");
+    Ok(())
+}
+
+/// Issue 33: in a terminal, Mimesis's own words never land in the agent's screen (a WARN
+/// line over the prompt box every check, and the warning's sentence drawn into it): logs go
+/// to a private file in the data dir, and what supervision says goes into the terminal's
+/// title while the agent runs.
+#[test]
+fn in_a_terminal_mimesis_speaks_in_the_title_and_logs_to_a_file_never_on_the_agents_screen() -> Result<()> {
+    let h = Home::new()?;
+    let events = h.events.to_str().context("events")?;
+    let args = ["--events-json", events, "--max-rss-mb", "30", "--rss-check", "200ms"];
+    let mut pty = Pty::spawn(h.run_in_terminal(&args)?.env("MIMESIS_STANDIN_BASELINE_MB", "60").size(100, 30))?;
+    // One memory restart, then the hold (memory_baseline): a warning while the agent runs.
+    h.wait_type("session_warning")?;
+    pty.wait_for_text("? for shortcuts", T)?;
+    let said = "\x1b]0;mimesis: The memory limit (30 MB) is below what the agent needs at rest";
+    let deadline = Instant::now() + T;
+    while !String::from_utf8_lossy(&pty.raw_output()).contains(said) {
+        ensure!(Instant::now() < deadline, "the warning never reached the title");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let raw = String::from_utf8_lossy(&pty.raw_output()).into_owned();
+    for ours in ["Flagged for restart", "WARN", "INFO", " mimesis \x1b[0m The memory limit"] {
+        ensure!(!raw.contains(ours), "{ours:?} drawn into the agent's terminal");
+    }
+    let screen = pty.screen().text();
+    ensure!(!screen.contains("memory limit"), "on the agent's screen:\n{screen}");
+    let log = h.data.join("logs/run.log");
+    ensure!(std::fs::read_to_string(&log)?.contains("Flagged for restart"), "the log is in its file");
+    ensure!(mode(&log)? == 0o600, "the log is the user's alone");
     pty.send("/exit")?;
     pty.wait_for_text("/exit", T)?;
     pty.send("\r")?;
@@ -695,6 +767,48 @@ fn ls_and_metrics_show_a_session_run_by_mimesis_run() -> Result<()> {
     ensure!(code == 0, "exit {code}: {err}");
     let row = ls()?;
     ensure!(row.is_null() || (row["supervision"].is_null() && row["source"] == "watcher"), "{row}");
+    Ok(())
+}
+
+/// `mimesis watch --json` shows that session's `supervision` too (issue 33 §3: it was null
+/// there while `ls` showed it): the watch follows the supervisors of its data dir.
+#[test]
+fn watch_json_carries_the_supervision_of_a_session_run_by_mimesis_run() -> Result<()> {
+    let h = Home::new()?;
+    let mut watch = h.command()?.args(["watch", "--json"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+    let stdout = watch.stdout.take().context("stdout")?;
+    let watch = Run(watch);
+    let (tx, lines) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok) {
+            if tx.send(serde_json::from_str(&line).unwrap_or(Value::Null)).is_err() {
+                return;
+            }
+        }
+    });
+    let mut child = h.spawn(&[])?;
+    let started = h.wait_type("session_started")?;
+    let id = started["sessionId"].as_str().context("id")?.to_owned();
+    let deadline = Instant::now() + T;
+    let mut seen = Vec::new();
+    let supervision = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(line) = lines.recv_timeout(left) else { bail!("no supervision in watch --json: {seen:#?}") };
+        let sup = match line["type"].as_str() {
+            Some("discovered") if line["session"]["sessionId"] == id.as_str() => line["session"]["supervision"].clone(),
+            Some("updated") if line["sessionId"] == id.as_str() => line["changes"]["supervision"].clone(),
+            _ => Value::Null,
+        };
+        if sup["state"] == "running" && sup["pid"].is_u64() {
+            break sup;
+        }
+        seen.push(line);
+    };
+    ensure!(supervision["cwd"] == h.cwd.to_str().context("cwd")?, "{supervision}");
+    type_line(&mut child, "/exit")?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    drop(watch);
     Ok(())
 }
 

@@ -171,11 +171,18 @@ fn with_run(version: &str, name: &'static str, args: &[&str], body: impl FnOnce(
 fn a_prompt_and_its_reply() -> Result<()> {
     each_version("a prompt and its reply", |v| {
         with_run(v, "prompt and reply", &[], |r| {
+            // At its prompt, before any: a row already (issue 33), with no transcript yet.
+            let id = r.session()?;
+            r.wait("the session at its prompt", |st| {
+                st.field(&id, "live") == Some(&json!(true))
+                    && st.field(&id, "status") == Some(&json!("idle"))
+                    && st.field(&id, "goal") == Some(&Value::Null)
+            })?;
             r.s.api.push(Reply::text("Hello back.").with_delay(Duration::from_millis(600)));
             let t0 = Instant::now();
             r.s.type_line("say hello")?;
             r.s.wait_until("the reply", |screen, _| screen.contains("Hello back."))?;
-            let id = r.session()?;
+            ensure!(r.session()? == id, "the same session");
             r.status_is(&id, "waiting_for_input")?;
             r.wait("working, then waiting for input", |st| {
                 st.statuses.get(&id).is_some_and(|h| h.iter().any(|s| s == "working"))
@@ -306,6 +313,14 @@ fn a_question_from_ask_user_question() -> Result<()> {
                     .wait_for_request(NOTICE, |q| q.kind == RequestKind::Main && !q.tool_results().is_empty())
                     .context("the answer went back")?;
             ensure!(req.body_text().contains("Blue"), "the answer is Blue");
+            // The CLI rewrites its registry entry in place as the answer goes in (2.1.332 was
+            // seen half written): its session stays live throughout (issue 33).
+            r.s.wait_until("the reply", |screen, _| screen.contains("Blue it is."))?;
+            r.status_is(&id, "waiting_for_input")?;
+            let flicker = r.engine.with(|st| {
+                st.events.iter().any(|e| e["sessionId"] == id.as_str() && e["changes"]["live"] == json!(false))
+            });
+            ensure!(!flicker, "live:false while the CLI ran");
             Ok(())
         })
     })

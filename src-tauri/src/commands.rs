@@ -565,8 +565,11 @@ pub async fn approval_decide(
     answers: Option<BTreeMap<String, String>>,
 ) -> CmdResult<Pending> {
     let behavior = if allow { Behavior::Allow } else { Behavior::Deny };
-    // By its whole id: a click names one request.
-    state.mimesis.approvals().decide(Target::Id(&id), behavior, message, answers, None, Via::Window)
+    // By its whole id: a click names one request. A dialog's request returns once the
+    // dialog on the session's screen is gone (or says why not).
+    let given =
+        state.mimesis.approvals().decide(Target::Id(&id), behavior, message, answers, None, Via::Window).await?;
+    Ok(given.request)
 }
 
 /// The session the window shows now (`null`: none).

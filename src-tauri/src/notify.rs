@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use mimesis_core::SessionId;
 use mimesis_core::approval::{Behavior, Pending, Via};
 use mimesis_core::attention::{BURST_ALONE, BURST_WINDOW, Coalesced, Coalescer, NotificationKind};
+use mimesis_core::dialog::DialogKind;
 use mimesis_watch::Engine;
 use mimesis_wiring::Mimesis;
 use mimesis_wiring::approvals::Target;
@@ -36,17 +37,31 @@ const BODY_CHARS: usize = 200;
 /// The notification's payload keys: its session, and the request its actions answer.
 const SESSION_KEY: &str = "sessionId";
 const REQUEST_KEY: &str = "requestId";
-/// The action type of notifications that can be answered.
+/// The action types of notifications that can be answered, each naming what its actions do:
+/// a tool call's permission, auto mode's own dialog, plan mode's exit.
 const ANSWERABLE: &str = "approval";
+const ANSWERABLE_AUTO_MODE: &str = "approval-auto-mode";
+const ANSWERABLE_PLAN: &str = "approval-plan";
 const APPROVE: &str = "approve";
 const DENY: &str = "deny";
 
 /// Makes clicks on our notifications open their session, and their actions answer it.
 pub fn init<R: Runtime>(app: &AppHandle<R>) {
-    let actions = ActionType::builder(ANSWERABLE)
-        .actions(vec![Action::builder(APPROVE, "Approve once").build(), Action::builder(DENY, "Deny").build()])
-        .build();
-    let _ = app.notification().register_action_types(vec![actions]);
+    let kinds = [
+        (ANSWERABLE, DialogKind::Permission),
+        (ANSWERABLE_AUTO_MODE, DialogKind::AutoMode),
+        (ANSWERABLE_PLAN, DialogKind::Plan),
+    ];
+    let types = kinds
+        .into_iter()
+        .map(|(id, kind)| {
+            let (yes, no) = mimesis_core::answering::describe(kind, None, None);
+            ActionType::builder(id)
+                .actions(vec![Action::builder(APPROVE, &yes.label).build(), Action::builder(DENY, &no.label).build()])
+                .build()
+        })
+        .collect();
+    let _ = app.notification().register_action_types(types);
     let handle = app.clone();
     let _ = app.notification().on_action(move |performed| {
         let extra = performed.notification().map(|n| n.extra().clone()).unwrap_or_default();
@@ -80,6 +95,7 @@ async fn answer(mimesis: &Mimesis, id: &SessionId, request: Option<&str>, behavi
         return mimesis
             .approvals()
             .decide(Target::Id(request), behavior, None, None, None, Via::Notification)
+            .await
             .map(|_| ());
     }
     let sup = mimesis.supervisor_now().ok_or("this session is not supervised by Mimesis")?;
@@ -174,9 +190,27 @@ fn show_approval<R: Runtime>(
     body: &str,
     pending: &[Pending],
 ) -> Shown {
-    let request = pending.iter().find(|p| &p.request.session_id == session);
+    // A request that can be answered from here (a dialog in a terminal Mimesis cannot
+    // reach is not), and with actions that say what they do; a question needs its options
+    // chosen in the window.
+    let request = pending.iter().find(|p| &p.request.session_id == session && p.channel.answerable());
     let supervised = mimesis.supervisor_now().and_then(|s| s.supervision(session)).is_some_and(|s| s.pid.is_some());
-    let answerable = request.is_some() || supervised;
+    let kind = request.map(|p| {
+        p.dialog.unwrap_or(match p.request.tool.as_str() {
+            "AskUserQuestion" => DialogKind::Question,
+            "ExitPlanMode" => DialogKind::Plan,
+            _ => DialogKind::Permission,
+        })
+    });
+    let actions = match kind {
+        Some(DialogKind::AutoMode) => Some(ANSWERABLE_AUTO_MODE),
+        Some(DialogKind::Plan) => Some(ANSWERABLE_PLAN),
+        Some(DialogKind::Question) => None,
+        Some(_) => Some(ANSWERABLE),
+        None if supervised => Some(ANSWERABLE),
+        None => None,
+    };
+    let answerable = actions.is_some();
     // The request's own words where there is one: the tool and what it would touch.
     let body = match request {
         Some(p) => {
@@ -188,7 +222,7 @@ fn show_approval<R: Runtime>(
         }
         None => body.to_owned(),
     };
-    let id = show(app, title, &body, session.as_str(), answerable.then(|| request.map(|p| p.id.as_str())));
+    let id = show(app, title, &body, session.as_str(), actions.map(|a| (a, request.map(|p| p.id.as_str()))));
     Shown { id, request: request.map(|p| p.id.clone()), answerable, title: title.to_owned(), body }
 }
 
@@ -197,15 +231,22 @@ fn body_of(body: &str) -> String {
     lines.join("\n")
 }
 
-/// Shows one notification; `answer: Some(request)` offers the approval actions (for the
-/// request, or the supervised session's dialog when `None` inside). Returns its id.
-fn show<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str, session: &str, answer: Option<Option<&str>>) -> i32 {
+/// Shows one notification; `answer: Some((actions, request))` offers the approval actions
+/// of that type (for the request, or the supervised session's dialog when `None` inside).
+/// Returns its id.
+fn show<R: Runtime>(
+    app: &AppHandle<R>,
+    title: &str,
+    body: &str,
+    session: &str,
+    answer: Option<(&str, Option<&str>)>,
+) -> i32 {
     static NEXT_ID: AtomicI32 = AtomicI32::new(1);
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let mut builder =
         app.notification().builder().id(id).title(title).body(escape_markup(body)).extra(SESSION_KEY, session);
-    if let Some(request) = answer {
-        builder = builder.action_type_id(ANSWERABLE);
+    if let Some((actions, request)) = answer {
+        builder = builder.action_type_id(actions);
         if let Some(r) = request {
             builder = builder.extra(REQUEST_KEY, r);
         }
@@ -216,7 +257,7 @@ fn show<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str, session: &str, 
     id
 }
 
-fn show_text<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str, session: &SessionId) {
+pub(crate) fn show_text<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str, session: &SessionId) {
     show(app, title, &body_of(body), session.as_str(), None);
 }
 

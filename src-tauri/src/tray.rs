@@ -56,7 +56,7 @@ pub struct Tray<R: Runtime> {
 /// simply not shown.
 pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     let base = base_icon();
-    let menu = build_menu(app, &[], 0, &[])?;
+    let menu = build_menu(app, &[], 0, &[], &[])?;
     let icon = TrayIconBuilder::with_id("main")
         .icon(Image::new_owned(draw_badge(&base, 0), SIDE, SIDE))
         .tooltip("Mimesis")
@@ -84,13 +84,21 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
             } else if let Some(key) = id.strip_prefix(ID_OPEN).filter(|k| crate::hosts::is_remote(k)) {
                 window::open_key(app, key);
             } else if let Some((request, behavior)) = approval_item(id) {
-                // The user's click: the one way a request is answered from the tray.
+                // The user's click: the one way a request is answered from the tray. (A
+                // dialog's answer is typed into its screen: that takes a moment.)
                 let Some(state) = app.try_state::<crate::commands::AppState>() else { return };
-                if let Err(e) =
-                    state.mimesis.approvals().decide(Target::Id(request), behavior, None, None, None, Via::Tray)
-                {
-                    tracing::warn!(error = %e, "the tray's answer was not taken");
-                }
+                let (mimesis, request, app) = (state.mimesis.clone(), request.to_owned(), app.clone());
+                tauri::async_runtime::spawn(async move {
+                    let session = mimesis.approvals().pending().into_iter().find(|p| p.id == request);
+                    let decided =
+                        mimesis.approvals().decide(Target::Id(&request), behavior, None, None, None, Via::Tray).await;
+                    if let Err(e) = decided {
+                        tracing::warn!(error = %e, "the tray's answer was not taken");
+                        if let Some(p) = session {
+                            crate::notify::show_text(&app, "Could not answer from the tray", &e, &p.request.session_id);
+                        }
+                    }
+                });
             }
         }
     }
@@ -276,9 +284,11 @@ async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, set: &Attentio
         1 => "Mimesis — 1 session needs you".to_owned(),
         n => format!("Mimesis — {n} sessions need you"),
     };
-    let approvals: Vec<(String, String)> = requests
+    // Only what can be answered from here (a dialog Mimesis cannot reach is answered in its
+    // terminal); each item says what it does ("Stay in auto mode" for auto mode's dialog).
+    let offered: Vec<&Pending> = requests.iter().filter(|r| r.channel.answerable()).take(MENU_SESSIONS).collect();
+    let approvals: Vec<(String, String)> = offered
         .iter()
-        .take(MENU_SESSIONS)
         .map(|r| {
             let name = sessions
                 .get(&r.request.session_id)
@@ -291,7 +301,16 @@ async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, set: &Attentio
             (r.id.clone(), format!("{} — {}", clean_label(&what, LABEL_CHARS), clean_label(&name, 24)))
         })
         .collect();
-    match build_menu(app, &entries, more, &approvals) {
+    let buttons: Vec<(String, String)> = offered
+        .iter()
+        .map(|r| {
+            let label = |a: &Option<mimesis_core::answering::Action>, default: &str| {
+                a.as_ref().map_or(default.to_owned(), |a| clean_label(&a.label, 40))
+            };
+            (label(&r.approve, "Approve once"), label(&r.deny, "Deny"))
+        })
+        .collect();
+    match build_menu(app, &entries, more, &approvals, &buttons) {
         Ok(menu) => {
             if let Err(e) = tray.icon.set_menu(Some(menu)) {
                 tracing::warn!(error = %e, "cannot update the tray menu");
@@ -340,12 +359,13 @@ fn build_menu<R: Runtime>(
     entries: &[Entry],
     more: usize,
     approvals: &[(String, String)],
+    buttons: &[(String, String)],
 ) -> tauri::Result<Menu<R>> {
     let menu = Menu::new(app)?;
-    for (id, label) in approvals {
+    for ((id, label), (approve, deny)) in approvals.iter().zip(buttons) {
         menu.append(&MenuItem::with_id(app, format!("tray:asks:{id}"), label, false, None::<&str>)?)?;
-        menu.append(&MenuItem::with_id(app, format!("{ID_ALLOW}{id}"), "    Approve once", true, None::<&str>)?)?;
-        menu.append(&MenuItem::with_id(app, format!("{ID_DENY}{id}"), "    Deny", true, None::<&str>)?)?;
+        menu.append(&MenuItem::with_id(app, format!("{ID_ALLOW}{id}"), format!("    {approve}"), true, None::<&str>)?)?;
+        menu.append(&MenuItem::with_id(app, format!("{ID_DENY}{id}"), format!("    {deny}"), true, None::<&str>)?)?;
     }
     if !approvals.is_empty() {
         menu.append(&PredefinedMenuItem::separator(app)?)?;

@@ -207,8 +207,8 @@ describe('supervised sessions in the app', () => {
       roster_snapshot: () =>
         snapshot({
           seq: 0,
-          sessions: [session('here', { cwd: '/srv/api' })],
-          remote: [session('devbox:there', { cwd: '/srv/api', host: 'devbox' })],
+          sessions: [session('here', { cwd: '/srv/api', live: false })],
+          remote: [session('devbox:there', { cwd: '/srv/api', host: 'devbox', live: false })],
           roots: [],
           demo: false,
         }),
@@ -218,6 +218,55 @@ describe('supervised sessions in the app', () => {
     const r = render(NewSessionDialog, { props: { store, initialCwd: '/srv/api', check: async () => null, oncreate: async () => {}, onclose: () => {} } });
     await waitFor(() => expect(r.container.querySelectorAll('[data-testid=new-session-resume-option]').length).toBe(1));
     expect((r.container.querySelector('[data-testid=new-session-resume-option]') as HTMLInputElement).value).toBe('here');
+    r.unmount();
+  });
+
+  it('New session: a session that runs already is offered to open, never to resume (which would run it twice)', async () => {
+    const { default: NewSessionDialog } = await import('../src/components/pty/NewSessionDialog.svelte');
+    const { RosterStore } = await import('../src/lib/store.svelte');
+    const { MockBackend, session, snapshot } = await import('./helpers');
+    const b = new MockBackend({
+      roster_snapshot: () =>
+        snapshot({
+          seq: 0,
+          sessions: [
+            session('ended', { cwd: '/srv/api', live: false }),
+            session('elsewhere', { cwd: '/srv/api', live: true, pid: 4242 }),
+            // Claude Code's background service runs it (its row's `kind`): attached to, once the window can.
+            Object.assign(session('bg', { cwd: '/srv/api', live: true, pid: 4343 }), { kind: 'background' }),
+          ],
+          roots: [],
+          demo: false,
+        }),
+    });
+    const store = new RosterStore(b);
+    await store.start();
+    const opened: [string, string][] = [];
+    let closed = false;
+    const r = render(NewSessionDialog, {
+      props: {
+        store,
+        initialCwd: '/srv/api',
+        check: async () => null,
+        oncreate: async () => {},
+        onopen: (id: string, action: string) => opened.push([id, action]),
+        onclose: () => (closed = true),
+      },
+    });
+    await waitFor(() => expect(r.container.querySelectorAll('[data-testid=new-session-live-option]').length).toBe(2));
+    const resumable = [...r.container.querySelectorAll('[data-testid=new-session-resume-option]')].map((e) => (e as HTMLInputElement).value);
+    expect(resumable).toEqual(['ended']);
+    expect(r.container.textContent).not.toContain('live in another terminal');
+    const live = r.container.querySelector('[data-testid=new-session-live-option][data-session-id=elsewhere]') as HTMLElement;
+    expect(live.textContent).toContain('running in another terminal');
+    await fireEvent.click(live.querySelector('[data-testid=new-session-open]') as HTMLElement);
+    const bg = r.container.querySelector('[data-testid=new-session-live-option][data-session-id=bg]') as HTMLElement;
+    await fireEvent.click(bg.querySelector('[data-testid=new-session-open]') as HTMLElement);
+    expect(opened).toEqual([
+      ['elsewhere', 'open'],
+      ['bg', 'attach'],
+    ]);
+    expect(closed).toBe(true);
     r.unmount();
   });
 

@@ -139,7 +139,7 @@ describe('SupervisionStore', () => {
   });
 
   it('answers a permission dialog only on a click: through its hook request, else by label in the PTY', async () => {
-    const request = { id: 'r1', sessionId: 'ext', tool: 'Bash', target: 'rm -rf build', cwd: null, since: '2026-11-25T18:00:00.000Z', knownSession: true };
+    const request = { id: 'r1', sessionId: 'ext', tool: 'Bash', target: 'rm -rf build', cwd: null, since: '2026-11-25T18:00:00.000Z', knownSession: true, channel: 'hook' as const };
     const { sup, b } = setup({ approvals_pending: () => [request], approval_decide: () => request, pty_answer: () => 'Yes' });
     await sup.start();
     expect(sup.requestOf('ext')).toEqual(request);
@@ -158,8 +158,8 @@ describe('SupervisionStore', () => {
   });
 
   it('requests of sessions in no roster are listed on their own as from an unknown session, answered by their whole id (issue 32)', async () => {
-    const known = { id: 'req_aa', sessionId: 'ext', tool: 'Bash', target: 'echo harmless', cwd: null, since: at, knownSession: true, sessionName: 'p · Fix it' };
-    const stranger = { id: 'req_bb', sessionId: '5bd58612-9f00', tool: 'Bash', target: 'rm -rf ~/important', cwd: '/tmp/x', since: at, knownSession: false };
+    const known = { id: 'req_aa', sessionId: 'ext', tool: 'Bash', target: 'echo harmless', cwd: null, since: at, knownSession: true, sessionName: 'p · Fix it', channel: 'hook' as const };
+    const stranger = { id: 'req_bb', sessionId: '5bd58612-9f00', tool: 'Bash', target: 'rm -rf ~/important', cwd: '/tmp/x', since: at, knownSession: false, channel: 'hook' as const };
     const { sup, b } = setup({ approvals_pending: () => [known, stranger], approval_decide: () => stranger });
     await sup.start();
     expect(sup.strangers).toEqual([stranger]);
@@ -178,7 +178,7 @@ describe('SupervisionStore', () => {
   });
 
   it('a request that came while the list was being read is kept (the event is newer than the answer)', async () => {
-    const request = { id: 'r2', sessionId: 'ext', tool: 'Bash', target: 'echo window > w.txt', cwd: null, since: '2026-11-27T12:00:00.000Z', knownSession: true };
+    const request = { id: 'r2', sessionId: 'ext', tool: 'Bash', target: 'echo window > w.txt', cwd: null, since: '2026-11-27T12:00:00.000Z', knownSession: true, channel: 'hook' as const };
     let read: (list: never[]) => void = () => {};
     const { sup, b } = setup({ approvals_pending: () => new Promise<never[]>((r) => (read = r)) });
     const started = sup.start();

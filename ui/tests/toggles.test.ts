@@ -81,6 +81,7 @@ describe("a question's answers", () => {
     cwd: null,
     since: '2026-11-01T12:00:00.000Z',
     knownSession: true,
+    channel: 'hook',
     detail: {
       kind: 'questions',
       questions: [

@@ -7,6 +7,8 @@ mod remote_cmd;
 mod render;
 // Its terminal is the agent's, passed through as it is (crate::term's one exception).
 mod run;
+mod run_log;
+mod run_status;
 mod term;
 
 use std::io::{self, Write};
@@ -225,9 +227,9 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    init_logging();
     let roots = roots::from_env(&cli.config_dir);
     let data_dir = cli.data_dir.as_deref().map(roots::absolute).unwrap_or_else(roots::data_dir);
+    init_logging(matches!(cli.command, Some(Command::Run(_))).then_some(data_dir.as_path()));
     let command = cli.command.unwrap_or(Command::Ls { json: false, all: false, remote: Default::default() });
     if let Command::Run(args) = command {
         return match run::run(*args, &cli.config_dir, &data_dir) {
@@ -303,16 +305,29 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging() {
+/// Logs go to stderr, but `mimesis run`'s (`run_log`: its terminal is the agent's) to a
+/// file in the data dir, `info` and up unless `MIMESIS_LOG` says otherwise.
+fn init_logging(run_in: Option<&std::path::Path>) {
+    let default = if run_in.is_some() { "info" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("MIMESIS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Plain text through the terminal filter: a log line may quote a remote's words.
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(Term::stderr)
-        .with_ansi(false)
-        .with_target(false)
-        .init();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_target(false);
+    match run_in.map(run_log::RunLog::open) {
+        Some(Ok(file)) => logs.with_writer(file).init(),
+        // Nowhere to write it: never onto the agent's screen either.
+        Some(Err(_)) => logs.with_writer(io::sink).init(),
+        None => logs.with_writer(Term::stderr).init(),
+    }
+}
+
+/// A task that ends with its owner.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -476,8 +491,13 @@ async fn watch(
     let mut hosts_open = !remote.hosts.is_empty();
     let mimesis = match remote.no_local {
         true => None,
-        false => Some(Mimesis::start(Options::watching(roots, data_dir)).await),
+        false => Some(Mimesis::start(Options::watching(roots.clone(), data_dir.clone())).await),
     };
+    // The sessions `mimesis run`s supervise here: their rows carry their `supervision`.
+    let _follower = mimesis.as_ref().map(|m| {
+        let follow = mimesis_wiring::supervisors::follow(roots, data_dir, m.engine().clone(), None);
+        AbortOnDrop(tokio::spawn(follow))
+    });
     let mut out = Term::stdout();
     let emit_discovered = |s: &TrackedSession, out: &mut Term<_>| -> io::Result<()> {
         if json {
@@ -597,6 +617,8 @@ fn focus_cmd(roots: &[PathBuf], data_dir: &std::path::Path, query: &str) -> anyh
 
 /// How long the CLI waits for the running Mimesis.
 const FACE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long `approve` / `deny` wait for the answer to be taken.
+const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
 
 fn pending_cmd(data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
     let list = mimesis_hooks::approvals::list(data_dir, FACE_WAIT)?;
@@ -617,10 +639,35 @@ fn pending_cmd(data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
                 (false, _) => format!("unknown session {} (in no roster Mimesis follows)", r.session_id),
             };
             writeln!(out, "{}  {session}  {}{}  ({age})", p.id, render::sanitize(&r.tool, false), target)?;
+            if let Some(line) = dialog_line(p) {
+                writeln!(out, "    {}", render::sanitize(&line, false))?;
+            }
         }
         writeln!(out, "Answer with `mimesis approve <id>` or `mimesis deny <id> [--message TEXT]`.")?;
     }
     Ok(out.flush()?)
+}
+
+/// What a dialog's request is and what approving it does (a hook's request says it in
+/// its first line).
+fn dialog_line(p: &mimesis_core::approval::Pending) -> Option<String> {
+    let kind = p.dialog?;
+    let short = p.request.session_id.short();
+    Some(match (&p.answer_in, &p.approve, &p.deny) {
+        (Some(why), ..) => {
+            format!("{} on its screen: {why}; `mimesis focus {short}` brings its terminal forward", kind.words())
+        }
+        (None, Some(yes), Some(no)) => format!(
+            "{} on its screen, answered {}: approve = {}: {} deny = {}: {}",
+            kind.words(),
+            p.channel.words(),
+            yes.label,
+            yes.means,
+            no.label,
+            no.means
+        ),
+        _ => format!("{} on its screen, answered {}", kind.words(), p.channel.words()),
+    })
 }
 
 fn decide_cmd(
@@ -632,7 +679,8 @@ fn decide_cmd(
     json: bool,
 ) -> anyhow::Result<()> {
     let msg = ToFace::Decide { target, behavior, message, answers: None, answers_in_order, via: Via::Cli };
-    let decided: Decided = mimesis_hooks::approvals::call(data_dir, &msg, FACE_WAIT)?;
+    // A dialog's answer is typed into its screen and checked gone: that takes seconds.
+    let decided: Decided = mimesis_hooks::approvals::call(data_dir, &msg, ANSWER_WAIT)?;
     let mut out = Term::stdout();
     if json {
         term::json_line(&mut out, &decided)?;
@@ -640,7 +688,11 @@ fn decide_cmd(
     match (decided.answered, decided.error) {
         (Some(p), _) => {
             if !json {
-                writeln!(out, "{}.", p.answered_sentence(behavior))?;
+                writeln!(
+                    out,
+                    "{}.",
+                    render::sanitize(&p.answered_sentence(behavior, decided.choice.as_deref()), false)
+                )?;
             }
             Ok(out.flush()?)
         }

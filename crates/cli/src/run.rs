@@ -26,6 +26,8 @@ use mimesis_os::roots;
 use mimesis_wiring::{Follow, Mimesis, Options, SuperviseOptions, Supervisor, limits_env_of_process};
 use tokio::sync::broadcast;
 
+use crate::run_status::{self, Boundary};
+
 fn duration(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
@@ -209,20 +211,42 @@ async fn session(
     let mut stdout = std::io::stdout();
     stdout.write_all(&attach.scrollback)?;
     stdout.flush()?;
+    let mut boundary = Boundary::default();
+    boundary.feed(&attach.scrollback);
     let mut output = attach.output;
+    // The agent's output, and between its pieces the titles of ours (run_status).
+    let (title_tx, mut titles) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
     tokio::spawn(async move {
         let mut out = std::io::stdout();
+        let mut held: Option<Vec<u8>> = None;
         loop {
-            match output.recv().await {
-                Ok(chunk) => {
-                    let _ = out.write_all(&chunk);
-                    let _ = out.flush();
+            tokio::select! {
+                chunk = output.recv() => match chunk {
+                    Ok(chunk) => {
+                        let _ = out.write_all(&chunk);
+                        boundary.feed(&chunk);
+                        if boundary.clear() && let Some(t) = held.take() {
+                            let _ = out.write_all(&t);
+                        }
+                        let _ = out.flush();
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => break,
+                },
+                Some(title) = titles.recv() => {
+                    if boundary.clear() {
+                        let _ = out.write_all(&title);
+                        let _ = out.flush();
+                    } else {
+                        held = Some(title);
+                    }
                 }
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(broadcast::error::RecvError::Closed) => break,
             }
         }
     });
+    // A screen the agent draws on: our sentences go into its title, and on a line only
+    // while no agent draws (run_status).
+    let says = Says { screen: std::io::stdout().is_terminal(), titles: title_tx };
     let (in_tx, mut in_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
     std::thread::Builder::new().name("stdin".into()).spawn(move || {
         let mut stdin = std::io::stdin();
@@ -269,7 +293,7 @@ async fn session(
             ev = events.recv() => match ev {
                 Ok(ev) => {
                     record(&ev, &mut events_file);
-                    tell(&ev, tty);
+                    says.tell(&sup, &ev);
                     if let Some(code) = ended(&sup, &ev) {
                         break code;
                     }
@@ -277,7 +301,7 @@ async fn session(
                         if !stdin_open {
                             break unhealthy_exit_code(&sup, &ev.session_id).unwrap_or(1);
                         }
-                        tell_line(RETRY_HINT, tty);
+                        tell_line(RETRY_HINT, says.screen);
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(n)) => tracing::warn!(missed = n, "missed supervision events"),
@@ -369,18 +393,41 @@ fn record(ev: &SupervisionEvent, file: &mut Option<std::fs::File>) {
     }
 }
 
-/// The seeds' sentences on the terminal, on a line of their own.
-fn tell(ev: &SupervisionEvent, tty: bool) {
-    let Some(msg) = ev.message() else { return };
-    if matches!(ev.kind, EventKind::ModeChange { .. }) {
-        return;
-    }
-    tell_line(msg, tty);
+/// Where the seeds' sentences go.
+struct Says {
+    /// Standard output is a terminal, which the agent draws on.
+    screen: bool,
+    titles: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
 }
 
+impl Says {
+    /// On a screen: in its title, and on a line of their own only while no agent process
+    /// draws on it. Elsewhere: on a line of their own.
+    fn tell(&self, sup: &Supervisor, ev: &SupervisionEvent) {
+        let Some(msg) = ev.message() else { return };
+        if matches!(ev.kind, EventKind::ModeChange { .. }) {
+            return;
+        }
+        if !self.screen {
+            return tell_line(msg, false);
+        }
+        let _ = self.titles.send(run_status::title(msg));
+        if sup.supervision(&ev.session_id).is_none_or(|s| s.pid.is_none()) {
+            tell_line(msg, true);
+        }
+    }
+}
+
+/// A sentence on a line of its own (the label's colours are ours; the words go through the
+/// terminal filter: an error may quote the agent).
 fn tell_line(msg: &str, tty: bool) {
-    let mut err = std::io::stderr();
-    let _ = if tty { write!(err, "\r\n\x1b[7m mimesis \x1b[0m {msg}\r\n") } else { writeln!(err, "mimesis: {msg}") };
+    let mut line: Vec<u8> = if tty { b"\r\n\x1b[7m mimesis \x1b[0m ".to_vec() } else { b"mimesis: ".to_vec() };
+    {
+        let mut clean = crate::term::Term::new(&mut line, false, 120);
+        let _ = clean.write_all(msg.as_bytes());
+    }
+    line.extend_from_slice(if tty { b"\r\n" } else { b"\n" });
+    let _ = std::io::stderr().write_all(&line);
 }
 
 fn terminal_size() -> Option<(u16, u16)> {

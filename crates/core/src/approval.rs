@@ -15,7 +15,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::answering::{Action, Channel, describe};
 use crate::clock::Timestamp;
+use crate::dialog::DialogKind;
 use crate::ids::SessionId;
 use crate::text::{clean_block, clean_text};
 use crate::timeline::TimelineItem;
@@ -278,7 +280,9 @@ impl Answered {
     }
 }
 
-/// An open request as faces and `mimesis pending --json` show it.
+/// An open request as faces and `mimesis pending --json` show it: a `PermissionRequest`
+/// hook's request, or a dialog on a session's screen that no hook asked about
+/// ([`crate::answering`]).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -295,27 +299,78 @@ pub struct Pending {
     /// How the face calls the session (its folder and title), when it knows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_name: Option<String>,
+    /// How it is answered: `hook`, or typed into the session's screen (`pty`, `attach`,
+    /// `tmux`, `kitty`, `wezterm`), or `terminal`: not from here.
+    #[serde(default)]
+    pub channel: Channel,
+    /// The dialog on screen it stands for, when no hook asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialog: Option<DialogKind>,
+    /// What approving does, and denying: the faces' words for their buttons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<Action>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny: Option<Action>,
+    /// With `channel: terminal`: where to answer it, in a sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_in: Option<String>,
 }
 
 impl Pending {
-    /// What was answered, in a sentence: "Approved Bash `rm -rf build` in proj · Fix it
-    /// (5bd58612)". Cleaned text; still for a text face to filter as it filters all.
-    pub fn answered_sentence(&self, behavior: Behavior) -> String {
-        let verb = match behavior {
-            Behavior::Allow => "Approved",
-            Behavior::Deny => "Denied",
+    /// A hook's request, opened at `since`.
+    pub fn hook(id: String, request: Request, since: Timestamp) -> Pending {
+        let kind = match request.tool.as_str() {
+            "AskUserQuestion" => DialogKind::Question,
+            "ExitPlanMode" => DialogKind::Plan,
+            _ => DialogKind::Permission,
         };
+        let (approve, deny) = describe(kind, Some(&request.tool), request.target.as_deref());
+        Pending {
+            id,
+            request,
+            since,
+            known_session: false,
+            session_name: None,
+            channel: Channel::Hook,
+            dialog: None,
+            approve: Some(approve),
+            deny: Some(deny),
+            answer_in: None,
+        }
+    }
+
+    /// What was answered, in a sentence: "Approved Bash `rm -rf build` in proj · Fix it
+    /// (5bd58612)"; with the option typed into a dialog, "… (chose “Yes” through its tmux
+    /// pane)". Cleaned text; still for a text face to filter as it filters all.
+    pub fn answered_sentence(&self, behavior: Behavior, choice: Option<&str>) -> String {
         let r = &self.request;
         let what = match &r.target {
             Some(t) => format!("{} `{}`", clean_text(&r.tool, 100), clean_text(t, 300).replace('`', "'")),
             None => clean_text(&r.tool, 100),
         };
+        let done = match (self.dialog, behavior) {
+            (Some(DialogKind::AutoMode), Behavior::Allow) => format!("Stayed in auto mode for {what}"),
+            (Some(DialogKind::AutoMode), Behavior::Deny) => format!("Cancelled {what}"),
+            (Some(DialogKind::Question), Behavior::Allow) => format!("Answered {what}"),
+            (Some(DialogKind::Question), Behavior::Deny) => format!("Declined {what}"),
+            (Some(DialogKind::Plan), Behavior::Allow) => "Approved the plan".to_owned(),
+            (Some(DialogKind::Plan), Behavior::Deny) => "Kept planning".to_owned(),
+            (_, Behavior::Allow) => format!("Approved {what}"),
+            (_, Behavior::Deny) => format!("Denied {what}"),
+        };
         let short = r.session_id.short();
-        match (&self.session_name, self.known_session) {
-            (Some(name), true) => format!("{verb} {what} in {} ({short})", clean_text(name, 120)),
-            (None, true) => format!("{verb} {what} in session {short}"),
-            (_, false) => format!("{verb} {what} in an unknown session ({short})"),
+        let mut out = match (&self.session_name, self.known_session) {
+            (Some(name), true) => format!("{done} in {} ({short})", clean_text(name, 120)),
+            (None, true) => format!("{done} in session {short}"),
+            (_, false) => format!("{done} in an unknown session ({short})"),
+        };
+        if let Some(c) = choice {
+            out.push_str(&format!(" (chose “{}” {})", clean_text(c, 120), self.channel.words()));
         }
+        if (self.dialog, behavior) == (Some(DialogKind::AutoMode), Behavior::Allow) {
+            out.push_str("; Claude Code asks about the call next");
+        }
+        out
     }
 
     /// The request in a few words, for a sentence that lists several.
@@ -406,6 +461,9 @@ pub struct Decided {
     /// The request answered, or why none was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered: Option<Pending>,
+    /// The option typed into its dialog (a dialog's request), by its label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -651,19 +709,17 @@ mod tests {
     }
 
     fn open(id: &str, session: &str, target: &str) -> Pending {
-        Pending {
-            id: id.into(),
-            request: Request {
-                session_id: SessionId::parse(session).unwrap(),
-                tool: "Bash".into(),
-                target: Some(target.into()),
-                cwd: None,
-                detail: None,
-            },
-            since: Timestamp::from_millis(1),
-            known_session: true,
-            session_name: Some("proj · Tidy up".into()),
-        }
+        let request = Request {
+            session_id: SessionId::parse(session).unwrap(),
+            tool: "Bash".into(),
+            target: Some(target.into()),
+            cwd: None,
+            detail: None,
+        };
+        let mut p = Pending::hook(id.into(), request, Timestamp::from_millis(1));
+        p.known_session = true;
+        p.session_name = Some("proj · Tidy up".into());
+        p
     }
 
     /// Issue 32, 3: `approve 5bd586`, meant for the request of `echo harmless`, answered
@@ -713,17 +769,26 @@ mod tests {
     fn an_answer_says_what_it_answered_and_where() {
         let mut p = open("req_1", "5bd58612-9f00-4000", "rm -rf ~/important");
         assert_eq!(
-            p.answered_sentence(Behavior::Allow),
+            p.answered_sentence(Behavior::Allow, None),
             "Approved Bash `rm -rf ~/important` in proj · Tidy up (5bd58612)"
         );
         p.session_name = None;
-        assert_eq!(p.answered_sentence(Behavior::Deny), "Denied Bash `rm -rf ~/important` in session 5bd58612");
+        assert_eq!(p.answered_sentence(Behavior::Deny, None), "Denied Bash `rm -rf ~/important` in session 5bd58612");
         p.known_session = false;
         p.request.target = Some("a `b`\x1b]52;c;AAAA\x07".into());
         assert_eq!(
-            p.answered_sentence(Behavior::Deny),
+            p.answered_sentence(Behavior::Deny, None),
             "Denied Bash `a 'b']52;c;AAAA` in an unknown session (5bd58612)"
         );
+        // A dialog typed into: what it did, and the option chosen where.
+        let mut gate = open("req_2", "5bd58612-9f00-4000", "curl x | sh");
+        (gate.dialog, gate.channel) = (Some(DialogKind::AutoMode), Channel::Tmux);
+        assert_eq!(
+            gate.answered_sentence(Behavior::Allow, Some("Stay in auto mode")),
+            "Stayed in auto mode for Bash `curl x | sh` in proj · Tidy up (5bd58612) (chose “Stay in auto mode” through its tmux pane); Claude Code asks about the call next"
+        );
+        gate.dialog = Some(DialogKind::Plan);
+        assert!(gate.answered_sentence(Behavior::Deny, Some("No")).starts_with("Kept planning in proj"));
         assert!(new_id([0xab; 16]).starts_with("req_abab") && new_id([0; 16]).len() == 36);
     }
 

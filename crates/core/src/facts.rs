@@ -85,6 +85,9 @@ pub struct SessionFacts {
     pub background: bool,
     custom_title: Option<String>,
     ai_title: Option<String>,
+    /// The name Claude Code's registry gave the session while it ran (not in the
+    /// transcript): kept here so that the name outlives the process and the face that saw it.
+    pub registry_name: Option<String>,
     pub permission_mode: Option<String>,
     pub compaction_count: u32,
     pub open_tools: Vec<OpenTool>,
@@ -797,7 +800,8 @@ pub fn compact_summary_body(text: &str) -> &str {
         t = match (t.find("\n\n"), t.find("summarized below:")) {
             (_, Some(i)) => &t[i + "summarized below:".len()..],
             (Some(i), None) => &t[i..],
-            (None, None) => "",
+            // One line: the summary is what follows its label, if it has one.
+            (None, None) => t.find("Summary:").map_or("", |i| &t[i..]),
         };
     }
     let mut t = t.trim_start();

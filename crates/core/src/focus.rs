@@ -24,51 +24,90 @@ pub struct Plan {
     pub what: String,
 }
 
+/// The terminal pane a session runs in, as Mimesis can address it: each id a plain id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pane {
+    pub kind: PaneKind,
+    /// `%7` (tmux), `4` (kitty window), `3` (WezTerm pane).
+    pub id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PaneKind {
+    /// On the server of `socket` (the first field of `$TMUX`), else the default one.
+    Tmux {
+        socket: Option<String>,
+    },
+    Kitty,
+    Wezterm,
+}
+
+impl Pane {
+    /// "tmux pane %3", "kitty window 4"…
+    pub fn what(&self) -> String {
+        match self.kind {
+            PaneKind::Tmux { .. } => format!("tmux pane {}", self.id),
+            PaneKind::Kitty => format!("kitty window {}", self.id),
+            PaneKind::Wezterm => format!("WezTerm pane {}", self.id),
+        }
+    }
+
+    /// `tmux [-S socket]`, `kitty @`, `wezterm cli`: the start of every command for it.
+    pub fn program(&self) -> Vec<String> {
+        let words: Vec<&str> = match &self.kind {
+            PaneKind::Tmux { socket: Some(s) } => vec!["tmux", "-S", s],
+            PaneKind::Tmux { socket: None } => vec!["tmux"],
+            PaneKind::Kitty => vec!["kitty", "@"],
+            PaneKind::Wezterm => vec!["wezterm", "cli"],
+        };
+        words.into_iter().map(str::to_owned).collect()
+    }
+}
+
+/// The pane of a session, from its hooks' terminal context and, failing that, the tmux
+/// field of its live registry entry (`session:@window.%pane`): the tmux pane first, then the
+/// kitty window, then the WezTerm pane. Ids that are not plain ids are never used.
+pub fn pane_of(ctx: Option<&TerminalContext>, registry_tmux: Option<&str>) -> Option<Pane> {
+    let ctx = ctx.cloned().unwrap_or_default();
+    let tmux = ctx.tmux_pane.clone().or_else(|| registry_tmux.and_then(|t| t.rsplit('.').next()).map(str::to_owned));
+    if let Some(pane) = tmux.filter(|p| is_id(p.strip_prefix('%').unwrap_or(""))) {
+        let socket = ctx.tmux_socket.filter(|s| s.starts_with('/') && !s.contains(".."));
+        return Some(Pane { kind: PaneKind::Tmux { socket }, id: pane });
+    }
+    if let Some(w) = ctx.kitty_window_id.filter(|w| is_id(w)) {
+        return Some(Pane { kind: PaneKind::Kitty, id: w });
+    }
+    ctx.wezterm_pane.filter(|p| is_id(p)).map(|p| Pane { kind: PaneKind::Wezterm, id: p })
+}
+
 /// The plan for a session, from its hooks' terminal context and, failing that, the tmux
 /// field of its live registry entry (`session:@window.%pane`). `Err` says why none.
 pub fn plan(ctx: Option<&TerminalContext>, registry_tmux: Option<&str>) -> Result<Plan, String> {
-    let step = |argv: Vec<&str>, optional| Step { argv: argv.into_iter().map(str::to_owned).collect(), optional };
-    let ctx = ctx.cloned().unwrap_or_default();
-    let pane = ctx.tmux_pane.clone().or_else(|| registry_tmux.and_then(|t| t.rsplit('.').next()).map(str::to_owned));
-    if let Some(pane) = pane.filter(|p| is_id(p.strip_prefix('%').unwrap_or(""))) {
-        let socket = ctx.tmux_socket.as_deref().filter(|s| s.starts_with('/') && !s.contains(".."));
-        let tmux = |verb: &str, optional| {
-            let mut argv = vec!["tmux"];
-            if let Some(s) = socket {
-                argv.extend(["-S", s]);
-            }
-            argv.extend([verb, "-t", pane.as_str()]);
-            step(argv, optional)
-        };
-        return Ok(Plan {
-            steps: vec![
-                // The client last used goes to the pane's session (none attached: no matter).
-                tmux("switch-client", true),
-                tmux("select-window", false),
-                tmux("select-pane", false),
-            ],
-            what: format!("tmux pane {pane}"),
+    let Some(pane) = pane_of(ctx, registry_tmux) else {
+        return Err(match ctx.and_then(|c| c.tty.as_deref()) {
+            Some(tty) => format!(
+                "its terminal ({tty}) is not one Mimesis can bring forward: it can focus tmux panes, kitty windows and WezTerm panes"
+            ),
+            None => "Mimesis does not know its terminal: install Mimesis's hooks (`mimesis hooks install`) and it learns it at the session's next event".to_owned(),
         });
-    }
-    if let Some(w) = ctx.kitty_window_id.as_deref().filter(|w| is_id(w)) {
-        let m = format!("id:{w}");
-        return Ok(Plan {
-            steps: vec![step(vec!["kitty", "@", "focus-window", "--match", &m], false)],
-            what: format!("kitty window {w}"),
-        });
-    }
-    if let Some(p) = ctx.wezterm_pane.as_deref().filter(|p| is_id(p)) {
-        return Ok(Plan {
-            steps: vec![step(vec!["wezterm", "cli", "activate-pane", "--pane-id", p], false)],
-            what: format!("WezTerm pane {p}"),
-        });
-    }
-    Err(match ctx.tty {
-        Some(tty) => format!(
-            "its terminal ({tty}) is not one Mimesis can bring forward: it can focus tmux panes, kitty windows and WezTerm panes"
-        ),
-        None => "Mimesis does not know its terminal: install Mimesis's hooks (`mimesis hooks install`) and it learns it at the session's next event".to_owned(),
-    })
+    };
+    let step = |verb: &[&str], optional| {
+        let mut argv = pane.program();
+        argv.extend(verb.iter().map(|s| (*s).to_owned()));
+        Step { argv, optional }
+    };
+    let id = pane.id.as_str();
+    let steps = match pane.kind {
+        PaneKind::Tmux { .. } => vec![
+            // The client last used goes to the pane's session (none attached: no matter).
+            step(&["switch-client", "-t", id], true),
+            step(&["select-window", "-t", id], false),
+            step(&["select-pane", "-t", id], false),
+        ],
+        PaneKind::Kitty => vec![step(&["focus-window", "--match", &format!("id:{id}")], false)],
+        PaneKind::Wezterm => vec![step(&["activate-pane", "--pane-id", id], false)],
+    };
+    Ok(Plan { steps, what: pane.what() })
 }
 
 fn is_id(s: &str) -> bool {

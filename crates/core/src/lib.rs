@@ -23,6 +23,7 @@
 //! - [`supervision`]: the per-session and fleet policies of supervised PTY sessions, their
 //!   limits, events and wording.
 
+pub mod answering;
 pub mod approval;
 pub mod attention;
 pub mod chain;

@@ -25,6 +25,9 @@ pub struct RegistryEntry {
     pub status_updated_at: Option<Timestamp>,
     /// `procStart` as written by the CLI (its format is not documented).
     pub proc_start: Option<serde_json::Value>,
+    /// `pidDomain` (2.1.330): `linux:<machine-id>:<pid namespace>`, where `pid` means
+    /// something; an entry of another domain cannot be checked against this process table.
+    pub pid_domain: Option<String>,
     /// The session's name (2.1.330: `proj-73`), when the CLI gives one.
     pub name: Option<String>,
     /// The tmux pane running it (2.1.330: `session:@window.%pane`), when inside tmux.
@@ -46,6 +49,7 @@ struct RawEntry {
     updated_at: Option<serde_json::Value>,
     status_updated_at: Option<serde_json::Value>,
     proc_start: Option<serde_json::Value>,
+    pid_domain: Option<serde_json::Value>,
     name: Option<serde_json::Value>,
     tmux: Option<serde_json::Value>,
     kind: Option<serde_json::Value>,
@@ -88,6 +92,7 @@ pub fn parse_entry(bytes: &[u8], file_pid: u32) -> Option<RegistryEntry> {
         waiting_for: text(raw.waiting_for),
         status_updated_at: raw.status_updated_at.as_ref().or(raw.updated_at.as_ref()).and_then(timestamp_of),
         proc_start: raw.proc_start,
+        pid_domain: short_text(raw.pid_domain, 256),
         name: short_text(raw.name, 128),
         tmux: short_text(raw.tmux, 256),
         kind: match raw.kind.as_ref().and_then(|k| k.as_str()) {
@@ -141,6 +146,9 @@ mod tests {
         assert_eq!(e.signal().state, RegistryState::WaitingForApproval);
         assert_eq!(e.status_updated_at, Some(Timestamp::from_millis(1_800_000_000_001)));
         assert_eq!((e.kind, e.job_id), (Some(SessionKind::Interactive), None));
+        assert_eq!(e.pid_domain, None);
+        let e = parse_entry(br#"{"sessionId":"a","pidDomain":"linux:3d12:pid:[4026531836]"}"#, 7).unwrap();
+        assert_eq!(e.pid_domain.as_deref(), Some("linux:3d12:pid:[4026531836]"));
     }
 
     #[test]

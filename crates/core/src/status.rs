@@ -201,7 +201,9 @@ pub struct StatusInput {
     pub hook: Option<HookSignal>,
     /// What a fresh status file says (SPEC W6); the store passes it only while trusted.
     pub reported: Option<Status>,
-    /// The process that ran the session is known to have exited.
+    /// The process that ran the session is known to have exited: Mimesis ended it, or a
+    /// registry that speaks for it (readable, of this pid namespace, and no transcript
+    /// activity since the entry went) has no entry. A missing entry alone is no end.
     pub ended: bool,
 }
 

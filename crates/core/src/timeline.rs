@@ -604,6 +604,7 @@ impl TimelineBuilder {
     }
 
     fn compact_summary(&mut self, summary: String, ts: Option<Timestamp>, uuid: String, changed: &mut Vec<usize>) {
+        let summary = summary_body(summary);
         if let Some(i) = self.last_compaction.take()
             && let TimelineItem::Compaction { summary: slot @ None, .. } = &mut self.items[i]
         {
@@ -649,10 +650,19 @@ impl TimelineBuilder {
                 timestamp: ts,
                 trigger: None,
                 pre_tokens: None,
-                summary: Some(text),
+                summary: Some(summary_body(text)),
             });
         }
         Some(TimelineItem::Prompt { uuid, timestamp: ts, text })
+    }
+}
+
+/// A compaction's summary, not the instructions to the model around it (the wrapper); all
+/// of it where nothing is left without them.
+fn summary_body(text: String) -> String {
+    match crate::facts::compact_summary_body(&text) {
+        "" => text,
+        body => body.to_owned(),
     }
 }
 

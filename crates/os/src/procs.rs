@@ -200,6 +200,18 @@ pub fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_owned()).unwrap_or_default()
 }
 
+/// This machine and pid namespace as Claude Code names them in its registry (`pidDomain`,
+/// since 2.1.330): `linux:<machine-id>:<the link /proc/self/ns/pid>`. A registry entry of
+/// another domain (a container, another machine sharing the folder) names a PID that means
+/// nothing here. None when either part cannot be read.
+pub fn pid_domain() -> Option<String> {
+    let id = ["/etc/machine-id", "/var/lib/dbus/machine-id"]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()))?;
+    let ns = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    Some(format!("linux:{id}:{}", ns.to_str()?))
+}
+
 /// The page size in bytes.
 pub fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.

@@ -13,7 +13,10 @@
 //! With `--plain` (or `MIMESIS_STANDIN_PLAIN=1`) it draws no Claude Code TUI at all: plain lines, a `> ` prompt, a
 //! `[y/n]` question for permission, no spinner, no rules, no "? for shortcuts", no resume
 //! hint; transcripts and the live registry stay exactly as above. Supervision must then
-//! read the agent through those, not its screen.
+//! read the agent through those, not its screen. With `--no-registry` (or
+//! `MIMESIS_STANDIN_NO_REGISTRY=1`) it keeps no live registry entry either (an agent that is
+//! not Claude Code, or one whose `sessions/` cannot be written): its transcript is all there
+//! is to read.
 //!
 //! Typed commands make it misbehave: `crash` (stack-overflow dump, survives),
 //! `crash-die [code]` (dump, then exit), `crash-during-work <secs>` (the dump within the
@@ -59,6 +62,7 @@ fn main() {
     let mut print = false;
     // `--plain`, or `MIMESIS_STANDIN_PLAIN=1` (for a `mimesis run` that passes env along).
     let mut plain = std::env::var_os("MIMESIS_STANDIN_PLAIN").is_some_and(|v| v == "1");
+    let mut no_registry = std::env::var_os("MIMESIS_STANDIN_NO_REGISTRY").is_some_and(|v| v == "1");
     let mut positional = Vec::new();
     let mut options_done = false;
     let mut i = 0;
@@ -81,6 +85,7 @@ fn main() {
             }
             "-p" | "--print" => print = true,
             "--plain" => plain = true,
+            "--no-registry" => no_registry = true,
             "--version" | "-v" => {
                 println!("{VERSION} (Claude Code)");
                 return;
@@ -128,7 +133,9 @@ fn main() {
         println!("{reply}");
         return;
     }
-    Agent::new(config, cwd, id, transcript, resume.is_some(), plain).run();
+    let mut agent = Agent::new(config, cwd, id, transcript, resume.is_some(), plain);
+    agent.no_registry = no_registry;
+    agent.run();
 }
 
 /// `fail-resumes <n>` left a count in the config folder: takes one failure from it.
@@ -289,6 +296,8 @@ struct Agent {
     plain: bool,
     /// Plain mode: log lines already printed.
     printed: std::cell::Cell<usize>,
+    /// Keeps no live registry entry.
+    no_registry: bool,
 }
 
 const DUMP: &[&str] = &[
@@ -339,6 +348,7 @@ impl Agent {
             survive_hangup: false,
             plain,
             printed: std::cell::Cell::new(0),
+            no_registry: false,
         }
     }
 
@@ -383,6 +393,9 @@ impl Agent {
     }
 
     fn registry(&self, status: &str, waiting_for: Option<&str>) {
+        if self.no_registry {
+            return;
+        }
         let dir = self.config.join("sessions");
         let _ = std::fs::create_dir_all(&dir);
         let pid = std::process::id();

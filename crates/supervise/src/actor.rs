@@ -194,8 +194,8 @@ pub(crate) struct SessionActor {
     corrupted: Option<SessionId>,
     /// An I/O message taken while coalescing output, handled next.
     stashed: Option<Io>,
-    /// When output was last noted to the policy.
-    output_noted: Option<std::time::Instant>,
+    /// When output was last noted to the policy, and of which process.
+    output_noted: Option<(u64, std::time::Instant)>,
     /// Events of the current step, sent after its state is published.
     unsent: Vec<SupervisionEvent>,
     /// When the last process started and ended.
@@ -373,7 +373,7 @@ impl SessionActor {
                     match d.keys(&a.answer) {
                         Err(e) => Some(Err(e)),
                         Ok(keys) => {
-                            let label = d.find(&a.answer).map(|o| o.label.clone()).unwrap_or_default();
+                            let label = d.chosen_label(&a.answer).unwrap_or_default();
                             a.stage = AnswerStage::Typing { dialog: d, label, keys: keys.into(), next: now };
                             None
                         }
@@ -450,9 +450,12 @@ impl SessionActor {
                     self.send(replies);
                 }
                 self.check_typing();
-                // Output only moves the idle timer: a tenth of a second is precise enough.
-                if self.output_noted.is_none_or(|t| now.duration_since(t) >= OUTPUT_NOTE_EVERY) {
-                    self.output_noted = Some(now);
+                // Output only moves the idle timer (and, for an agent whose screen says
+                // nothing, tells when it is up): a tenth of a second is precise enough. A new
+                // process's first output is always noted.
+                if self.output_noted.is_none_or(|(g, t)| g != generation || now.duration_since(t) >= OUTPUT_NOTE_EVERY)
+                {
+                    self.output_noted = Some((generation, now));
                     self.step(Input::Output { generation });
                 }
                 self.screen_signals(generation, signals);

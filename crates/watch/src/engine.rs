@@ -18,6 +18,7 @@ use mimesis_core::hook_event::{self as hooks, HookEvent};
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout::{self as roots, TranscriptLocation};
 use mimesis_core::persist::{Batch, PersistedSession, SessionArchive};
+use mimesis_core::registry::RegistryEntry;
 use mimesis_core::session::TrackedSession;
 use mimesis_core::settings::NotificationSettings;
 use mimesis_core::status::Timeouts;
@@ -210,6 +211,8 @@ enum Command {
     Tick(Reply<()>),
     Path(SessionId, Reply<Option<PathBuf>>),
     AgentReports(Reply<Vec<(SessionId, AgentReport)>>),
+    Terminal(SessionId, Reply<Option<mimesis_core::hook_event::TerminalContext>>),
+    HooksSeen(SessionId, Reply<bool>),
     InstallTimeline(SessionId, Box<OpenTimeline>, usize, Reply<TimelinePage>),
     TimelineRange(SessionId, usize, usize, Reply<Result<TimelinePage, EngineError>>),
     TimelineItem(SessionId, usize, Reply<Result<Option<TimelineItem>, EngineError>>),
@@ -239,6 +242,7 @@ pub struct Engine {
     timeline: broadcast::Sender<Arc<TimelineUpdate>>,
     agent_reports: broadcast::Sender<Arc<(SessionId, AgentReport)>>,
     notifications: broadcast::Sender<Notification>,
+    live: LiveSignals,
     attention: watch::Receiver<AttentionSet>,
     ready: watch::Receiver<Phase>,
     progress: watch::Receiver<IndexProgress>,
@@ -270,11 +274,13 @@ impl Engine {
         let (timeline, _) = broadcast::channel(1024);
         let (agent_reports, _) = broadcast::channel(256);
         let (notifications, _) = broadcast::channel(256);
+        let live = LiveSignals::new();
         let (attention_tx, attention) = watch::channel(AttentionSet::default());
         let (ready_tx, ready) = watch::channel(Phase::Starting);
         let (progress_tx, progress) = watch::channel(IndexProgress { indexing: true, done: 0, total: 0 });
         let now = config.clock.now();
         let mut store = Store::new(config.timeouts);
+        store.set_rows_at_prompt(config.follow == Follow::Everything);
         store.set_timeouts(config.timeouts, config.status_file_ttl, now);
         let watcher = match RootWatcher::new(fs_tx) {
             Ok(mut w) => {
@@ -302,6 +308,7 @@ impl Engine {
             events: events.clone(),
             timeline: timeline.clone(),
             agent_reports: agent_reports.clone(),
+            live: live.clone(),
             seq: 0,
             clock: config.clock.clone(),
             timelines: HashMap::new(),
@@ -391,6 +398,7 @@ impl Engine {
             timeline,
             agent_reports,
             notifications,
+            live,
             attention,
             ready,
             progress,
@@ -431,6 +439,34 @@ impl Engine {
     /// it changes: their supervisor reads the agent through these before its screen.
     pub fn subscribe_agent_reports(&self) -> broadcast::Receiver<Arc<(SessionId, AgentReport)>> {
         self.agent_reports.subscribe()
+    }
+
+    /// Every live registry entry (`sessions/<pid>.json` of a process found alive) by config
+    /// root, now and after every change: what answering the default mode lists its dialogs
+    /// from (`waiting`, `waitingFor`), beside the roster's status.
+    pub fn subscribe_registry(&self) -> watch::Receiver<Arc<LiveRegistry>> {
+        self.live.registry.subscribe()
+    }
+
+    /// The terminal the session's hooks last ran in (its tmux pane, kitty window…), if any.
+    pub async fn terminal_of(
+        &self,
+        id: &SessionId,
+    ) -> Result<Option<mimesis_core::hook_event::TerminalContext>, EngineError> {
+        let id = id.clone();
+        self.ask(|r| Command::Terminal(id, r)).await
+    }
+
+    /// Whether a hook of the session was read (Mimesis's hooks run for it).
+    pub async fn hooks_seen(&self, id: &SessionId) -> Result<bool, EngineError> {
+        let id = id.clone();
+        self.ask(|r| Command::HooksSeen(id, r)).await
+    }
+
+    /// Every hook event read from the spool from now on (Notification's type, the terminal
+    /// a session runs in).
+    pub fn subscribe_hooks(&self) -> broadcast::Receiver<Arc<HookEvent>> {
+        self.live.hooks.subscribe()
     }
 
     /// Every supervised session's current report (after a receiver fell behind).
@@ -664,6 +700,32 @@ impl Persister {
     }
 }
 
+/// The live registry entries by config root.
+pub type LiveRegistry = std::collections::BTreeMap<PathBuf, Vec<RegistryEntry>>;
+
+/// What the registry and the hooks say as they change, for answering the default mode.
+#[derive(Clone)]
+struct LiveSignals {
+    registry: watch::Sender<Arc<LiveRegistry>>,
+    hooks: broadcast::Sender<Arc<HookEvent>>,
+}
+
+impl LiveSignals {
+    fn new() -> LiveSignals {
+        LiveSignals { registry: watch::channel(Arc::default()).0, hooks: broadcast::channel(256).0 }
+    }
+
+    fn registry(&self, root: &Path, alive: &[RegistryEntry]) {
+        self.registry.send_if_modified(|all| {
+            if all.get(root).map(Vec::as_slice) == Some(alive) {
+                return false;
+            }
+            Arc::make_mut(all).insert(root.to_owned(), alive.to_vec());
+            true
+        });
+    }
+}
+
 struct Actor {
     store: Store,
     roots: Vec<PathBuf>,
@@ -671,6 +733,7 @@ struct Actor {
     events: broadcast::Sender<Arc<Envelope>>,
     timeline: broadcast::Sender<Arc<TimelineUpdate>>,
     agent_reports: broadcast::Sender<Arc<(SessionId, AgentReport)>>,
+    live: LiveSignals,
     seq: u64,
     clock: Arc<dyn Clock>,
     timelines: HashMap<SessionId, OpenTimeline>,
@@ -922,6 +985,9 @@ impl Actor {
         let now = self.clock.now();
         let mut events = Vec::new();
         for ev in found {
+            if self.live.hooks.receiver_count() > 0 {
+                let _ = self.live.hooks.send(Arc::new(ev.clone()));
+            }
             events.extend(self.store.hook_event(ev, now));
         }
         self.publish(events);
@@ -1143,6 +1209,12 @@ impl Actor {
                 let events = self.store.tick(now);
                 self.publish(events);
                 let _ = reply.send(());
+            }
+            Command::Terminal(id, reply) => {
+                let _ = reply.send(self.store.terminal(&id));
+            }
+            Command::HooksSeen(id, reply) => {
+                let _ = reply.send(self.store.hooks_seen(&id));
             }
             Command::AgentReports(reply) => {
                 let _ = reply.send(self.store.agent_reports());
@@ -1408,9 +1480,9 @@ impl Actor {
         let dirty: Vec<PathBuf> = self.registry_dirty.drain().collect();
         let mut events = Vec::new();
         for root in dirty {
-            let alive: Vec<_> =
-                registry::read_dir(&roots::sessions_dir(&root)).into_iter().filter(registry::alive).collect();
-            events.extend(self.store.set_registry(&root, alive, now));
+            let snapshot = registry::read(&roots::sessions_dir(&root), self.store.registry_of(&root));
+            self.live.registry(&root, &snapshot.alive);
+            events.extend(self.store.set_registry_snapshot(&root, snapshot, now));
         }
         if !self.indexing && self.follow == Follow::Everything {
             for root in self.background_dirty.drain().collect::<Vec<_>>() {
@@ -1481,8 +1553,7 @@ fn store_once(
     store.restore_links(links);
     index(&mut store);
     for root in roots {
-        let alive = registry::read_dir(&roots::sessions_dir(root)).into_iter().filter(registry::alive).collect();
-        store.set_registry(root, alive, now);
+        store.set_registry_snapshot(root, registry::read(&roots::sessions_dir(root), &[]), now);
         store.set_background(root, background::read_once(root), now);
     }
     if let Some(d) = data_dir {

@@ -158,6 +158,8 @@ struct HookInfo {
     subagents: u32,
     /// A StopFailure ended the last turn (an API error), until the next prompt.
     failed: bool,
+    /// Where the session's transcript is (or will be), as the hooks last said.
+    transcript_path: Option<String>,
 }
 
 /// The roster's single source of truth.
@@ -172,6 +174,8 @@ pub struct Store {
     live: HashMap<SessionId, RegistryEntry>,
     /// Sessions that had a live process at some point: gone now means ended.
     ever_live: HashSet<SessionId>,
+    /// Where a missing entry means ended (store/reach.rs).
+    reach: reach::Reach,
     /// Sessions by working folder (their transcript's, else their hooks'), so matching a
     /// `/clear` successor looks at its folder, not at every session (no square growth
     /// when thousands of sessions share one repository).
@@ -228,6 +232,8 @@ pub struct Store {
     attempts: HashMap<SessionId, u32>,
     /// The last kind the registry or the service gave each session (kept once it ended).
     kinds: HashMap<SessionId, mimesis_core::job::SessionKind>,
+    /// Running sessions have rows before their transcripts (store/at_prompt.rs).
+    rows_at_prompt: bool,
 }
 
 impl Store {
@@ -238,6 +244,7 @@ impl Store {
             registry: HashMap::default(),
             live: HashMap::default(),
             ever_live: HashSet::default(),
+            reach: reach::Reach::default(),
             by_cwd: HashMap::default(),
             cwd_of: HashMap::default(),
             settings: RefCell::new(SettingsCache::new(dirs::home_dir())),
@@ -266,6 +273,7 @@ impl Store {
             jobs: HashMap::default(),
             attempts: HashMap::default(),
             kinds: HashMap::default(),
+            rows_at_prompt: true,
         }
     }
 
@@ -384,6 +392,8 @@ impl Store {
         let id = file.location.session_id.clone();
         if let Some(other) = self.entries.get(&id)
             && other.location.path != file.location.path
+            // (A row waiting for its transcript where it was expected gives way to it.)
+            && other.location.path.exists()
         {
             tracing::warn!(session = %id, kept = %other.location.path.display(), ignored = %file.location.path.display(),
                     "two transcripts have the same session id; following the first one");
@@ -489,9 +499,9 @@ impl Store {
             return events;
         }
         if let Some(id) = self.by_path.get(path).cloned()
-            // A supervised or running background session keeps its row; its next update
-            // refreshes it.
-            && !self.stands_alone(&id)
+            // A supervised, running or running background session keeps its row; its next
+            // update refreshes it.
+            && !self.has_row_before_its_file(&id)
         {
             self.remove_id(&id, &mut events);
         }
@@ -513,6 +523,7 @@ impl Store {
             self.remove_id(&id, &mut events);
         }
         self.registry.remove(root);
+        self.reach.forget(root);
         events
     }
 
@@ -568,7 +579,7 @@ impl Store {
     }
 
     fn read_entry(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
-        let stands_alone = self.stands_alone(id);
+        let keeps_row = self.has_row_before_its_file(id);
         let Some(entry) = self.entries.get_mut(id) else { return };
         let mut sink = FactsSink { facts: std::mem::take(&mut entry.facts), scratch: String::new() };
         let before = (entry.tail.stats.bytes_read, entry.tail.stats.resets);
@@ -578,9 +589,9 @@ impl Store {
             self.dirty.insert(id.clone());
         }
         match outcome {
-            // A supervised or running background session keeps its row while its file
-            // does not exist (yet).
-            Ok(ReadOutcome::Missing) if !stands_alone => {
+            // A supervised, running or running background session keeps its row while its
+            // file does not exist (yet).
+            Ok(ReadOutcome::Missing) if !keeps_row => {
                 self.remove_id(id, events);
                 return;
             }
@@ -598,6 +609,7 @@ impl Store {
         if self.registry.get(root) == Some(&alive) {
             return Vec::new();
         }
+        self.reach.read(root, now);
         self.registry.insert(root.to_owned(), alive);
         let mut merged: HashMap<SessionId, RegistryEntry> = HashMap::default();
         for e in self.registry.values().flatten() {
@@ -615,6 +627,7 @@ impl Store {
             }
         }
         self.ever_live.extend(merged.keys().cloned());
+        self.reach.running(&self.live, &merged, now);
         for (id, e) in &merged {
             self.last_pid.insert(id.clone(), e.pid);
             if let Some(name) = &e.name {
@@ -626,8 +639,9 @@ impl Store {
         }
         self.live = merged;
         let mut events = Vec::new();
-        for id in touched {
-            self.refresh(&id, now, &mut events);
+        self.live_sessions_changed(&touched, now, &mut events);
+        for id in &touched {
+            self.refresh(id, now, &mut events);
         }
         events
     }
@@ -691,6 +705,16 @@ impl Store {
         events
     }
 
+    /// Whether a hook of the session was read.
+    pub fn hooks_seen(&self, id: &SessionId) -> bool {
+        self.hooks.contains_key(id)
+    }
+
+    /// The terminal the session's hooks last ran in, when they named one.
+    pub fn terminal(&self, id: &SessionId) -> Option<TerminalContext> {
+        self.hooks.get(id).map(|h| h.terminal.clone()).filter(|t| !t.is_empty())
+    }
+
     /// The supervised sessions' reports that changed since the last call.
     pub fn take_agent_reports(&mut self) -> Vec<(SessionId, AgentReport)> {
         std::mem::take(&mut self.new_agent_reports)
@@ -746,7 +770,7 @@ impl Store {
         let Some(entry) = self.entries.get(id) else { return };
         // A file with no complete line yet (created empty, or its first write still torn)
         // is not a session yet: it is announced with its first record, not before.
-        if !entry.shown && !entry.partial && !entry.tail.has_lines() && !self.stands_alone(id) {
+        if !entry.shown && !entry.partial && !entry.tail.has_lines() && !self.has_row_before_its_file(id) {
             return;
         }
         if !self.keep_rows {
@@ -771,6 +795,9 @@ impl Store {
             }
         }
         let entry = self.entries.get_mut(id).expect("entry checked above");
+        if row.name.is_some() && entry.facts.registry_name != row.name {
+            entry.facts.registry_name.clone_from(&row.name);
+        }
         match &entry.published {
             None => events.push(StoreEvent::Discovered { session: Box::new(row.clone()) }),
             Some(old) => {
@@ -817,16 +844,17 @@ impl Store {
             hook: self.hooks.get(id).and_then(|h| h.signal),
             reported: report.map(|r| r.status.status()),
             // Gone: seen running before, or written by a CLI that keeps a registry entry for
-            // as long as it runs (then no entry means no process: `ls` and `watch` agree).
-            // A supervised session whose process Mimesis ended (a limit, the user, an
-            // earlier run of the app) is over too: idle, not waiting for input.
+            // as long as it runs (then no entry means no process: `ls` and `watch` agree),
+            // where that registry speaks for its process (store/reach.rs). A supervised
+            // session whose process Mimesis ended (a limit, the user, an earlier run of the
+            // app) is over too: idle, not waiting for input.
             ended: live.is_none()
                 && worker.is_none()
                 && supervision.is_none_or(|s| s.pid.is_none())
                 // (A background session runs only while the service runs a worker for it.)
-                && (self.ever_live.contains(id)
-                    || self.jobs.contains_key(id)
-                    || f.registers_while_running()
+                && (self.jobs.contains_key(id)
+                    || (self.ever_live.contains(id) || f.registers_while_running())
+                        && self.reach.speaks_for(&entry.location.root, id, f.last_activity)
                     || supervision.is_some_and(|s| {
                         matches!(s.state, SupervisionState::Terminated | SupervisionState::Suspended)
                     })),
@@ -886,7 +914,8 @@ impl Store {
             name: self
                 .job_name(id)
                 .or_else(|| live.and_then(|e| e.name.clone()))
-                .or_else(|| self.names.get(id).cloned()),
+                .or_else(|| self.names.get(id).cloned())
+                .or_else(|| f.registry_name.clone()),
             cost: mimesis_core::pricing::estimate(&f.usage_by_model, f.billed.clone()),
             // Only while the turn runs: a finished turn has no subagent working.
             subagents: match derived.status {
@@ -902,13 +931,15 @@ impl Store {
     }
 
     /// When the session last did something: its last record, else its file's mtime, else
-    /// when its supervision began.
+    /// when its supervision began, else when its registry entry last changed.
     fn last_activity(&self, entry: &Entry) -> Timestamp {
+        let id = &entry.location.session_id;
         entry
             .facts
             .last_activity
             .or(entry.tail.mtime.map(Timestamp::from_system_time))
-            .or(self.supervised.get(&entry.location.session_id).map(|s| s.created_at))
+            .or(self.supervised.get(id).map(|s| s.created_at))
+            .or(self.live.get(id).and_then(|e| e.status_updated_at))
             .unwrap_or(Timestamp::from_millis(0))
     }
 
@@ -935,8 +966,10 @@ fn sorted(mut v: Vec<TrackedSession>) -> Vec<TrackedSession> {
     v
 }
 
+mod at_prompt;
 mod background;
 mod chains;
+mod reach;
 
 pub use background::BackgroundFiles;
 

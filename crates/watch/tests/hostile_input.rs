@@ -356,7 +356,9 @@ fn permission_messages_and_typed_targets_survive_anything() {
                     cwd: None,
                     detail: None,
                 };
-                Pending { id, request, since: Timestamp::from_millis(0), known_session: true, session_name: None }
+                let mut p = Pending::hook(id, request, Timestamp::from_millis(0));
+                p.known_session = true;
+                p
             })
             .collect();
         let list: Vec<&Pending> = open.iter().collect();

@@ -226,8 +226,9 @@ async fn the_live_registry_marks_sessions_live_and_waiting() {
     append(&r.project.join(format!("{ID}.jsonl")), &line(&prompt("live one")));
     let engine = start(vec![r.root.clone()]).await;
     wait_session(&engine, ID, "discovery", |s| s["live"] == false).await;
-    // This test process plays the running `claude`.
-    let pid = std::process::id();
+    // A child of this test plays the running `claude`.
+    let mut child = std::process::Command::new("sleep").arg("600").spawn().unwrap();
+    let pid = child.id();
     let sessions = r.root.join("sessions");
     std::fs::create_dir_all(&sessions).unwrap();
     let entry = json!({"pid": pid, "sessionId": ID, "cwd": "/work/proj", "status": "waiting",
@@ -238,7 +239,10 @@ async fn the_live_registry_marks_sessions_live_and_waiting() {
     })
     .await;
     assert_eq!(s["pid"], pid);
+    // It exits: its file goes, then its process.
     std::fs::remove_file(sessions.join(format!("{pid}.json"))).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
     wait_session(&engine, ID, "ended", |s| s["live"] == false && s["status"] == "idle").await;
     // A registry file of a dead process counts for nothing.
     let dead = json!({"pid": 999_999_999u32, "sessionId": ID, "status": "busy"});
@@ -418,5 +422,126 @@ async fn the_first_index_reports_its_progress_and_its_provisional_rows() {
             .unwrap()
             .contains_key("provisional"))
     );
+    engine.shutdown().await;
+}
+
+/// A transcript record of Claude Code `version` in its terminal (`entrypoint: cli`): a
+/// version that keeps a registry entry for as long as it runs.
+fn cli(mut record: Value, version: &str) -> Value {
+    record["entrypoint"] = json!("cli");
+    record["version"] = json!(version);
+    record["sessionId"] = json!(ID);
+    record
+}
+
+/// The assistant asks the user a question (AskUserQuestion): waiting for input at once.
+fn question() -> Value {
+    json!({"type": "assistant", "uuid": uuid::Uuid::new_v4().to_string(), "timestamp": now_iso(),
+           "message": {"id": "msg_q", "model": "claude-opus-5-5", "stop_reason": "tool_use",
+                       "content": [{"type": "tool_use", "id": "toolu_q", "name": "AskUserQuestion",
+                                    "input": {"questions": [{"question": "Red or blue?", "options": []}]}}],
+                       "usage": {"input_tokens": 1, "output_tokens": 1}}})
+}
+
+/// Issue 33: where no registry can be read for a session's process, a missing entry says
+/// nothing, and the session is read from its transcript. (It used to be idle from its
+/// first prompt on: "no entry means no process" for the CLI's interactive sessions.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_readable_registry_a_cli_session_is_read_from_its_transcript() {
+    for (case, setup) in [
+        // 2.1.330 in a config folder whose `sessions` is not a folder (it cannot register).
+        ("sessions is a file", Some(false)),
+        // A transcript replayed (or written from a container) into a folder with no registry.
+        ("no sessions folder", None),
+        // A container's session: its entry names another pid namespace.
+        ("another pid namespace", Some(true)),
+    ] {
+        let r = root();
+        match setup {
+            Some(false) => std::fs::write(r.root.join("sessions"), b"").unwrap(),
+            Some(true) => {
+                std::fs::create_dir_all(r.root.join("sessions")).unwrap();
+                let entry = json!({"pid": 999_999_999u32, "sessionId": ID, "status": "busy",
+                                   "pidDomain": "linux:00000000000000000000000000000000:pid:[1]"});
+                std::fs::write(r.root.join("sessions/999999999.json"), entry.to_string()).unwrap();
+            }
+            None => {}
+        }
+        let path = r.project.join(format!("{ID}.jsonl"));
+        let engine = start(vec![r.root.clone()]).await;
+        append(&path, &line(&cli(prompt("first prompt"), "2.1.330")));
+        wait_session(&engine, ID, &format!("{case}: working"), |s| s["status"] == "working").await;
+        append(&path, &line(&cli(question(), "2.1.330")));
+        let s = wait_session(&engine, ID, &format!("{case}: asking"), |s| s["status"] == "waiting_for_input").await;
+        assert_eq!(s["live"], false, "{case}: nothing says it is live either");
+        engine.shutdown().await;
+    }
+}
+
+/// Issue 33: where the registry is read, a session gone from it ended; if its transcript
+/// then goes on (it runs where this registry does not see it), it is read from that again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_gone_from_a_readable_registry_ended_until_its_transcript_goes_on() {
+    let r = root();
+    let sessions = r.root.join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let path = r.project.join(format!("{ID}.jsonl"));
+    let mut child = std::process::Command::new("sleep").arg("600").spawn().unwrap();
+    let pid = child.id();
+    let entry = json!({"pid": pid, "sessionId": ID, "status": "busy"});
+    std::fs::write(sessions.join(format!("{pid}.json")), entry.to_string()).unwrap();
+    append(&path, &line(&cli(prompt("go"), "2.1.332")));
+    let engine = start(vec![r.root.clone()]).await;
+    wait_session(&engine, ID, "live", |s| s["live"] == true && s["status"] == "working").await;
+    std::fs::remove_file(sessions.join(format!("{pid}.json"))).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_session(&engine, ID, "ended", |s| s["live"] == false && s["status"] == "idle").await;
+    append(&path, &line(&cli(prompt("more, from elsewhere"), "2.1.332")));
+    wait_session(&engine, ID, "working again", |s| s["status"] == "working").await;
+    engine.shutdown().await;
+}
+
+/// Issue 33: the CLI rewrites its registry file in place while it runs (after a dialog is
+/// answered its status changes), and a read may find it empty, half written or gone for a
+/// moment: its session stays live while its process runs (it used to flicker `live:false`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_file_rewritten_in_place_never_makes_its_session_flicker() {
+    let r = root();
+    let sessions = r.root.join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let path = r.project.join(format!("{ID}.jsonl"));
+    let mut child = std::process::Command::new("sleep").arg("600").spawn().unwrap();
+    let pid = child.id();
+    let file = sessions.join(format!("{pid}.json"));
+    let entry = |status: &str| json!({"pid": pid, "sessionId": ID, "status": status}).to_string();
+    std::fs::write(&file, entry("waiting")).unwrap();
+    append(&path, &line(&cli(prompt("go"), "2.1.332")));
+    let engine = start(vec![r.root.clone()]).await;
+    wait_session(&engine, ID, "live", |s| s["live"] == true).await;
+    let mut rx = engine.subscribe();
+    for i in 0..20 {
+        let status = if i % 2 == 0 { "busy" } else { "waiting" };
+        if i % 3 == 0 {
+            std::fs::remove_file(&file).unwrap();
+        } else {
+            std::fs::write(&file, b"").unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        std::fs::write(&file, entry(status)).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    // A barrier: the last write, read.
+    append(&path, &line(&cli(reply(1), "2.1.332")));
+    wait_session(&engine, ID, "the reply", |s| s["usage"]["outputTokens"] == 1).await;
+    while let Ok(env) = rx.try_recv() {
+        if let StoreEvent::Updated { changes, .. } = &env.event {
+            let changes = serde_json::to_value(changes).unwrap();
+            assert_ne!(changes["live"], false, "flickered: {changes}");
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_session(&engine, ID, "ended once its process is gone", |s| s["live"] == false).await;
     engine.shutdown().await;
 }

@@ -7,11 +7,17 @@
 //! uid is checked. Request ids are `req_` and 128 random bits, single-use. Nothing here
 //! decides: [`Approvals::decide`] is called for a user's explicit action only.
 //!
+//! Beside the hooks' requests it lists the dialogs no hook asks about (auto mode's own and
+//! the per-call dialog after it, any dialog of a session without Mimesis's hooks), which
+//! [`crate::answering`] keeps in step with the sessions ([`Approvals::sync_dialogs`]) and
+//! answers by typing into the session's screen ([`dialogs`]).
+//!
 //! One face of a data dir serves the socket at a time ([`owner`]): another waits and takes
 //! over when it stops. At most [`MAX_OPEN`] requests are held open, each one connection;
 //! one beyond them is refused at once (its dialog decides), and connections still being
 //! read are bounded too, so that the face's file descriptors stay for its watcher.
 
+mod dialogs;
 mod owner;
 mod roster;
 
@@ -30,8 +36,9 @@ use mimesis_core::approval::{
 use mimesis_core::clock::{Clock, Mono, Timestamp};
 use mimesis_core::ids::SessionId;
 
+pub use dialogs::{DialogAnswerer, DialogCall, Listed};
 pub use owner::LOCK;
-pub use roster::follow as follow_roster;
+pub use roster::{Row, Rows, follow as follow_roster};
 
 /// How long a client has to send its one line.
 const READ_LINE: Duration = Duration::from_secs(5);
@@ -67,6 +74,15 @@ pub struct Approvals {
     /// The lock and the socket while this face serves.
     held: Arc<Mutex<Option<(owner::Lock, owner::Bound)>>>,
     connections: Arc<Semaphore>,
+    /// Types an answer into a dialog's screen (set by [`crate::answering`]).
+    answerer: Arc<RwLock<Option<DialogAnswerer>>>,
+}
+
+/// An answer given: the request, and for a dialog the label of the option typed.
+#[derive(Clone, Debug)]
+pub struct Given {
+    pub request: Pending,
+    pub choice: Option<String>,
 }
 
 /// How a request to answer is named.
@@ -99,7 +115,18 @@ struct Open {
     pending: Pending,
     seq: u64,
     since: Mono,
-    reply: oneshot::Sender<Decision>,
+    /// A hook's request: where its decision goes. `None`: a dialog ([`Open::dialog`]).
+    reply: Option<oneshot::Sender<Decision>>,
+    dialog: Option<dialogs::OpenDialog>,
+}
+
+impl Open {
+    /// Ends a hook's request with `d` (a dialog has nobody waiting).
+    fn end(self, d: Decision) {
+        if let Some(r) = self.reply {
+            let _ = r.send(d);
+        }
+    }
 }
 
 /// Appends one answer to the data dir's answers log (created owner-only), in one write.
@@ -140,6 +167,7 @@ impl Approvals {
             serving,
             held: Arc::new(Mutex::new(None)),
             connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+            answerer: Arc::new(RwLock::new(None)),
         };
         let lock_path = data_dir.join(LOCK);
         match owner::Lock::try_take(&lock_path) {
@@ -220,7 +248,7 @@ impl Approvals {
         let gone: Vec<Open> = self.lock().list.drain(..).collect();
         if !gone.is_empty() {
             for o in gone {
-                let _ = o.reply.send(Decision::default());
+                o.end(Decision::default());
             }
             self.publish();
         }
@@ -271,14 +299,15 @@ impl Approvals {
         }
     }
 
-    /// Ends the requests that waited longer than the wait, by the face's clock: their hook
-    /// returns no decision and Claude Code's dialog decides. Returns how many ended.
+    /// Ends the hooks' requests that waited longer than the wait, by the face's clock:
+    /// their hook returns no decision and Claude Code's dialog decides. Returns how many
+    /// ended. (A dialog's request lasts while its dialog does.)
     pub fn expire(&self) -> usize {
-        let wait = *self.wait.lock().unwrap_or_else(|e| e.into_inner());
+        let wait = self.wait();
         let now = self.clock.mono();
         let gone: Vec<Open> = {
             let mut open = self.lock();
-            let (gone, keep) = open.list.drain(..).partition(|o| now.since(o.since) >= wait);
+            let (gone, keep) = open.list.drain(..).partition(|o| o.reply.is_some() && now.since(o.since) >= wait);
             open.list = keep;
             gone
         };
@@ -286,11 +315,16 @@ impl Approvals {
         if n > 0 {
             for o in gone {
                 tracing::info!(session = %o.pending.request.session_id, "a permission request waited too long; the terminal's dialog decides");
-                let _ = o.reply.send(Decision::default());
+                o.end(Decision::default());
             }
             self.publish();
         }
         n
+    }
+
+    /// How long a hook's request waits for an answer here.
+    pub fn wait(&self) -> Duration {
+        *self.wait.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The open requests, oldest first, each marked with whether its session is known.
@@ -345,9 +379,11 @@ impl Approvals {
     /// notification), or by a target the user typed (`mimesis approve/deny`: a request id
     /// or a session id, or a prefix of either that names a single request;
     /// [`approval::resolve`] refuses anything ambiguous). `answers` answer an
-    /// AskUserQuestion request (with `allow` only; checked against its questions). The
-    /// answer is logged for the session's timeline, marked with `via`.
-    pub fn decide(
+    /// AskUserQuestion request (with `allow` only; checked against its questions). A
+    /// dialog's request is answered by typing into the session's screen, and returns once
+    /// the dialog is gone (or says why not). The answer is logged for the session's
+    /// timeline, marked with `via`.
+    pub async fn decide(
         &self,
         target: Target<'_>,
         behavior: Behavior,
@@ -355,7 +391,7 @@ impl Approvals {
         answers: Option<BTreeMap<String, String>>,
         answers_in_order: Option<Vec<String>>,
         via: Via,
-    ) -> Result<Pending, String> {
+    ) -> Result<Given, String> {
         let (target, exact) = match target {
             Target::Id(id) => (id, true),
             Target::Typed(t) => (t, false),
@@ -363,55 +399,45 @@ impl Approvals {
         if *self.serving.borrow() != Serving::Yes {
             return Err("another running Mimesis answers permission requests".into());
         }
-        let (open, answers) = {
+        let message = message.filter(|m| !m.trim().is_empty() && behavior == Behavior::Deny);
+        let taken = {
             let mut open = self.lock();
             let i = {
                 let all: Vec<&Pending> = open.list.iter().map(|o| &o.pending).collect();
                 approval::resolve(target, &all, exact)?
             };
-            let request = &open.list[i].pending.request;
-            let answers = match (answers, answers_in_order) {
-                (Some(a), _) => Some(a),
-                (None, Some(list)) => Some(approval::answers_by_question(request, &list)?),
-                (None, None) => None,
-            };
-            if let Some(a) = &answers {
-                if behavior != Behavior::Allow {
-                    return Err("answers go with approve, not deny".into());
+            if open.list[i].dialog.is_some() {
+                let call = self.dialog_call(&mut open.list[i], behavior, message.clone(), answers, answers_in_order)?;
+                Taken::Dialog(call, open.list[i].pending.clone())
+            } else {
+                let request = &open.list[i].pending.request;
+                let answers = match (answers, answers_in_order) {
+                    (Some(a), _) => Some(a),
+                    (None, Some(list)) => Some(approval::answers_by_question(request, &list)?),
+                    (None, None) => None,
+                };
+                if let Some(a) = &answers {
+                    if behavior != Behavior::Allow {
+                        return Err("answers go with approve, not deny".into());
+                    }
+                    approval::check_answers(request, a)?;
                 }
-                approval::check_answers(request, a)?;
+                Taken::Hook(open.list.remove(i), answers)
             }
-            (open.list.remove(i), answers)
+        };
+        let (open, answers) = match taken {
+            Taken::Dialog(call, pending) => return self.answer_dialog(call, pending, behavior, via).await,
+            Taken::Hook(open, answers) => (open, answers),
         };
         self.publish();
-        let message = message.filter(|m| !m.trim().is_empty() && behavior == Behavior::Deny);
+        let decision =
+            Decision { behavior: Some(behavior), message: message.clone(), answers: answers.clone(), error: None };
+        let pending = open.pending.clone();
         // (A hook that went away meanwhile gets nothing: its request is gone either way.)
-        let _ = open.reply.send(Decision {
-            behavior: Some(behavior),
-            message: message.clone(),
-            answers: answers.clone(),
-            error: None,
-        });
-        tracing::info!(session = %open.pending.request.session_id, ?behavior, "a permission request answered from Mimesis");
-        let request = &open.pending.request;
-        let answered = Answered {
-            session_id: request.session_id.clone(),
-            at: self.clock.now(),
-            id: open.pending.id.clone(),
-            tool: Some(request.tool.clone()),
-            target: request.target.clone(),
-            behavior: match behavior {
-                Behavior::Allow => "allow",
-                Behavior::Deny => "deny",
-            }
-            .into(),
-            choice: None,
-            message,
-            answers,
-            via,
-        };
-        self.record(&answered);
-        Ok(self.marked(vec![open.pending]).remove(0))
+        open.end(decision);
+        tracing::info!(session = %pending.request.session_id, ?behavior, "a permission request answered from Mimesis");
+        self.record(&answered(&pending, behavior, None, message, answers, via, self.clock.now()));
+        Ok(Given { request: self.marked(vec![pending]).remove(0), choice: None })
     }
 
     fn record(&self, answered: &Answered) {
@@ -425,14 +451,15 @@ impl Approvals {
     pub fn cancel_session(&self, id: &SessionId, moved_on_at: Timestamp) {
         let gone: Vec<Open> = {
             let mut open = self.lock();
-            let (gone, keep) =
-                open.list.drain(..).partition(|o| &o.pending.request.session_id == id && o.pending.since < moved_on_at);
+            let (gone, keep) = open.list.drain(..).partition(|o| {
+                o.reply.is_some() && &o.pending.request.session_id == id && o.pending.since < moved_on_at
+            });
             open.list = keep;
             gone
         };
         if !gone.is_empty() {
             for o in gone {
-                let _ = o.reply.send(Decision::default());
+                o.end(Decision::default());
             }
             self.publish();
         }
@@ -502,9 +529,11 @@ impl Approvals {
                 Err(e) => error_line(e),
             },
             Ok(ToFace::Decide { target, behavior, message, answers, answers_in_order, via }) => {
-                json(&match self.decide(Target::Typed(&target), behavior, message, answers, answers_in_order, via) {
-                    Ok(p) => Decided { answered: Some(p), error: None },
-                    Err(e) => Decided { answered: None, error: Some(e) },
+                let decided =
+                    self.decide(Target::Typed(&target), behavior, message, answers, answers_in_order, via).await;
+                json(&match decided {
+                    Ok(g) => Decided { answered: Some(g.request), choice: g.choice, error: None },
+                    Err(e) => Decided { answered: None, choice: None, error: Some(e) },
                 })
             }
             Ok(ToFace::Request(request)) => {
@@ -518,14 +547,8 @@ impl Approvals {
                     } else {
                         let seq = open.next_seq;
                         open.next_seq += 1;
-                        let pending = Pending {
-                            id: id.clone(),
-                            request,
-                            since: self.clock.now(),
-                            known_session: false,
-                            session_name: None,
-                        };
-                        open.list.push(Open { pending, seq, since: self.clock.mono(), reply: tx });
+                        let pending = Pending::hook(id.clone(), request, self.clock.now());
+                        open.list.push(Open { pending, seq, since: self.clock.mono(), reply: Some(tx), dialog: None });
                         true
                     }
                 };
@@ -567,6 +590,41 @@ impl Approvals {
         };
         let _ = wr.write_all(format!("{reply}\n").as_bytes()).await;
         let _ = wr.shutdown().await;
+    }
+}
+
+/// A request taken to be answered.
+enum Taken {
+    Hook(Open, Option<BTreeMap<String, String>>),
+    Dialog(DialogCall, Pending),
+}
+
+/// The log line of an answer.
+fn answered(
+    p: &Pending,
+    behavior: Behavior,
+    choice: Option<String>,
+    message: Option<String>,
+    answers: Option<BTreeMap<String, String>>,
+    via: Via,
+    at: Timestamp,
+) -> Answered {
+    let r = &p.request;
+    Answered {
+        session_id: r.session_id.clone(),
+        at,
+        id: p.id.clone(),
+        tool: Some(r.tool.clone()),
+        target: r.target.clone(),
+        behavior: match behavior {
+            Behavior::Allow => "allow",
+            Behavior::Deny => "deny",
+        }
+        .into(),
+        choice,
+        message,
+        answers,
+        via,
     }
 }
 

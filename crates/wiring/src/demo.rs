@@ -3,7 +3,10 @@
 //! The demo writes real transcript files under a config root of its own, one record at a
 //! time, on a timer, the way the CLI does. The engine watches that root like any other,
 //! so the demo shows the real pipeline (watcher, tailer, parser, state machine) at work.
-//! It never touches the user's own config roots.
+//! It never touches the user's own config roots. It keeps no live registry (it has no
+//! processes): its root has no `sessions/` folder, so its sessions are read from their
+//! transcripts (working, waiting for approval, waiting for input), as any session whose
+//! registry cannot be read.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 use mimesis_core::clock::{Clock, SystemClock};
+use mimesis_core::status::Timeouts;
 
 /// A running demo. Dropping it (or [`Demo::stop`]) stops the writers; the files stay.
 pub struct Demo {
@@ -366,7 +370,14 @@ impl DemoSession {
                     Some("tool_use"),
                 )?;
                 match approve_after {
-                    Some(wait) => self.sleep(wait, speed).await,
+                    // A dialog shows for as long as the user takes, and at any speed long
+                    // enough for the roster to call it one: with no registry to say so, a
+                    // pending call waits for approval once APPROVAL_TIMEOUT has passed.
+                    Some(wait) => {
+                        let shown = Timeouts::default().approval.as_secs_f64() + 3.0;
+                        let s = (self.jitter(wait) / speed).max(shown);
+                        tokio::time::sleep(Duration::from_secs_f64(s)).await;
+                    }
                     None => self.sleep(1.2, speed).await,
                 }
                 self.user(

@@ -19,6 +19,7 @@
 //! - [`once`]: the roster and timelines read once, without watching (`ls`, `show`).
 //! - [`ui_contract`]: what the UI must word and offer as the engine does, as TypeScript.
 
+pub mod answering;
 pub mod approvals;
 pub mod background;
 mod bg_limits;
@@ -275,7 +276,7 @@ impl Mimesis {
         mimesis_os::procs::raise_open_files_limit();
         let approvals = approvals::Approvals::serve(&data_dir, opts.clock.clone(), on_answer);
         approvals.set_wait(Duration::from_secs(stored.watch.answer_wait_secs));
-        approvals::follow_roster(&engine, &approvals);
+        let rows = approvals::follow_roster(&engine, &approvals);
         tokio::spawn(cancel_answered_elsewhere(engine.subscribe(), approvals.clone(), opts.clock.clone()));
         if opts.follow == Follow::Everything {
             // The first index allocates and frees a lot: give the freed memory back once.
@@ -298,6 +299,7 @@ impl Mimesis {
                 approvals,
             }),
         };
+        answering::start(&mimesis, rows);
         if let Some(s) = opts.supervise {
             let fixed = mimesis.inner.supervise.as_ref().expect("set above");
             let mut config = SupervisorConfig::new(s.config_root.clone(), mimesis_fleetdb::ledger::open(&data_dir));

@@ -2,7 +2,8 @@
 //! followed from what they publish under `<data dir>/metrics/`: the supervision of their
 //! sessions (for the roster's `supervision`) and their supervision events, in order. Used
 //! by `mimesis serve`, so a window on another machine sees a session started there through
-//! `ssh -t … mimesis run` as supervised, with its events, like one of its own.
+//! `ssh -t … mimesis run` as supervised, with its events, like one of its own; and by
+//! `mimesis watch`, whose rows of a `mimesis run`'s sessions carry their `supervision`.
 //!
 //! Events are read from each supervisor's events file as it grows (never the history from
 //! before the follower started). An event is held back until its supervisor's snapshot is
@@ -13,12 +14,14 @@
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use mimesis_core::clock::Timestamp;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::supervision::view::Supervision;
 use mimesis_supervise::metrics;
+use tokio::sync::mpsc;
 
 /// Polls an event waits for its supervisor's snapshot at most.
 pub const HOLD_MAX: u32 = 4;
@@ -159,6 +162,51 @@ fn read_lines(file: &Path, tail: &mut EventsTail) -> Vec<Vec<u8>> {
         tail.partial.clear();
     }
     lines
+}
+
+/// How often the supervisors of this machine are looked at (their snapshots settle within
+/// a quarter second of a change).
+const SUPERVISORS_POLL: Duration = Duration::from_millis(300);
+
+/// Follows the other supervisors of `data_dir` ([`crate::supervisors`]): sets their
+/// sessions' supervision on the engine's rows, and sends their events once those row
+/// changes are out (a round trip through the engine's queue), to `out` when there is one
+/// (`mimesis serve`; `mimesis watch` wants the rows only).
+pub async fn follow(
+    roots: Vec<PathBuf>,
+    data_dir: PathBuf,
+    engine: mimesis_watch::Engine,
+    out: Option<mpsc::Sender<Vec<SupervisionEvent>>>,
+) {
+    let mut followed = crate::supervisors::Supervisors::new(roots, &data_dir);
+    loop {
+        let Ok((back, found)) = tokio::task::spawn_blocking(move || {
+            let found = followed.poll();
+            (followed, found)
+        })
+        .await
+        else {
+            return;
+        };
+        followed = back;
+        let changed = !found.changed.is_empty() || !found.gone.is_empty();
+        for (location, supervision) in found.changed {
+            engine.set_supervision(location, Some(supervision));
+        }
+        for location in found.gone {
+            engine.set_supervision(location, None);
+        }
+        if changed || !found.events.is_empty() {
+            let _ = engine.attention().await;
+        }
+        if let Some(out) = &out
+            && !found.events.is_empty()
+            && out.send(found.events).await.is_err()
+        {
+            return;
+        }
+        tokio::time::sleep(SUPERVISORS_POLL).await;
+    }
 }
 
 #[cfg(test)]

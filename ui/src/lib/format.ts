@@ -247,6 +247,17 @@ export function sessionLabel(s: Named | undefined, id = s?.sessionId ?? ''): str
   return s?.title ?? s?.goal ?? s?.name ?? (s?.cwd ? `Session in ${s.cwd}` : id.slice(0, 8));
 }
 
+/**
+ * How New session reaches a session that runs already instead of resuming it (which would run
+ * it twice): `open` selects its row (its terminal, when supervised here). The seam for Claude
+ * Code's background sessions: a row whose `kind` is `background` (issue 33 § 1; the field comes
+ * with them) is reached by `attach`, through Claude's own attach, once the window can do it.
+ */
+export function liveAction(s: TrackedSession): { action: 'open' | 'attach'; label: string } {
+  const kind = (s as { kind?: string | null }).kind;
+  return kind === 'background' ? { action: 'attach', label: 'Open' } : { action: 'open', label: 'Open' };
+}
+
 /** A session's heading in its row and its header (its folder is shown beside it). */
 export function sessionHeading(s: Pick<TrackedSession, 'title' | 'goal'>): string {
   return s.title ?? s.goal ?? '(no prompt yet)';

@@ -10,12 +10,15 @@
 //! - [`event`]: the supervision events and the seeds' wording.
 //! - [`view`]: what the faces see (`supervision` of a roster row, resources, metrics).
 //! - [`agent`]: the program a session runs.
+//! - [`baseline`]: memory restarts against what the agent needs at rest.
+//! - [`readiness`]: when an agent whose screen and registry say nothing is up.
 //! - [`ledger`]: the records of supervised processes and the seam they are kept through.
 //! - [`interrupted`]: the sessions Mimesis's quit or crash interrupted, offered for resume.
 //! - [`flow`]: flow control of terminal output towards a slow viewer.
 
 pub mod agent;
 pub mod background;
+pub mod baseline;
 pub mod event;
 pub mod fleet;
 pub mod flow;
@@ -24,6 +27,7 @@ pub mod ledger;
 pub mod limit_clock;
 pub mod limits;
 pub mod policy;
+pub mod readiness;
 pub mod view;
 
 pub use agent::AgentCommand;

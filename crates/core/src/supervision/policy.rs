@@ -31,9 +31,11 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::baseline::{MemoryBaseline, Verdict};
 use super::event::{EventKind, ReadyStatus, SupervisionEvent, wording};
 use super::limit_clock::{DurationLimit, DurationVerdict, RestartLimit};
 use super::limits::{Limits, SuspendMode};
+use super::readiness::Readiness;
 use super::view::{Mode, RestartHold, Supervision, SupervisionState, TerminatedReason};
 use crate::clock::{Mono, Now, Timestamp};
 use crate::ids::SessionId;
@@ -400,8 +402,10 @@ pub struct SessionPolicy {
     restarts: RestartLimit,
     /// Automatic memory and disk restarts are stopped, and why.
     hold: Option<RestartHold>,
-    /// A memory restart happened and the agent has done no work since (no turn, no input).
-    fresh_from_memory_restart: bool,
+    /// One memory restart, then hold while the agent is over the limit at rest.
+    baseline: MemoryBaseline,
+    /// Whether the agent's screen or registry says when it is up (else its quiet output).
+    readiness: Readiness,
     next_health_check: Mono,
     idle_deadline: Option<Mono>,
     last_used: Mono,
@@ -420,6 +424,10 @@ pub struct SessionPolicy {
     last_recovery: Option<(Mono, bool)>,
     retry: Option<Retry>,
     resume_rejected: bool,
+    /// What went to a resumed process before it showed a turn: it may yet refuse the
+    /// resume and exit, taking that text with it; then it is queued again for the new
+    /// session (`None` once the process worked, or for other processes).
+    unconfirmed: Option<Vec<Vec<u8>>>,
     last_exit_code: Option<i32>,
     out: Vec<Effect>,
     now: Mono,
@@ -464,7 +472,8 @@ impl SessionPolicy {
             restart_grace_until: None,
             restarts: RestartLimit::default(),
             hold: None,
-            fresh_from_memory_restart: false,
+            baseline: MemoryBaseline::default(),
+            readiness: Readiness::default(),
             next_health_check: now.plus(limits.health_check),
             idle_deadline: None,
             last_used: now,
@@ -480,6 +489,7 @@ impl SessionPolicy {
             last_recovery: None,
             retry: None,
             resume_rejected: false,
+            unconfirmed: None,
             last_exit_code: None,
             out: Vec::new(),
             now,
@@ -594,6 +604,7 @@ impl SessionPolicy {
             Proc::Stopping { next_at, .. } => t.push(*next_at),
             Proc::Starting { since, pid: Some(_), .. } => {
                 t.push(Some(since.plus(READY_FALLBACK)));
+                t.push(self.readiness.quiet_deadline(*since, self.last_output));
                 t.push(Some(self.next_health_check));
             }
             Proc::Live { .. } if !self.frozen => {
@@ -666,7 +677,6 @@ impl SessionPolicy {
         self.now = now;
         self.wall = at.wall;
         self.last_used = now;
-        self.fresh_from_memory_restart = false;
         let delivery = self.deliver_or_queue(bytes);
         (delivery, std::mem::take(&mut self.out))
     }
@@ -697,6 +707,7 @@ impl SessionPolicy {
         self.screen = Activity::Unknown;
         self.turn_open = false;
         self.resume_rejected = false;
+        self.unconfirmed = None;
         let launch = if self.kind == AgentKind::MonitoredOnly { Launch::Fresh } else { launch };
         self.proc =
             Proc::Starting { generation: self.generation, pid: None, since: self.now, launch: launch.clone(), purpose };
@@ -802,6 +813,9 @@ impl SessionPolicy {
         };
         if takes_input && self.queue.is_empty() {
             self.touch_idle();
+            if let Some(sent) = &mut self.unconfirmed {
+                sent.push(bytes.clone());
+            }
             self.out.push(Effect::Write(bytes));
             Delivery::Written
         } else {
@@ -819,6 +833,11 @@ impl SessionPolicy {
     /// follows its line only once the TUI has taken the text.
     fn flush_queue(&mut self) {
         let all: Vec<u8> = self.queue.drain(..).flatten().collect();
+        if let Some(sent) = &mut self.unconfirmed
+            && !all.is_empty()
+        {
+            sent.push(all.clone());
+        }
         for (text, enter) in typed_lines(&all) {
             self.out.push(if enter { Effect::TypeLine(text) } else { Effect::Write(text) });
         }
@@ -874,6 +893,7 @@ impl SessionPolicy {
             ScreenSignal::Activity(a) => {
                 let before = self.activity();
                 self.screen = a;
+                self.readiness.screen(a);
                 // Only the process's own screen proves it is up: the transcript may still be
                 // the previous process's (or a refused resume's) words.
                 if a != Activity::Unknown && matches!(self.proc, Proc::Starting { pid: Some(_), .. }) {
@@ -909,6 +929,9 @@ impl SessionPolicy {
             },
             _ => Activity::Unknown,
         };
+        if self.registry != Activity::Unknown {
+            self.readiness.registry();
+        }
         self.transcript = match report.status {
             Status::Working => Activity::Working,
             Status::WaitingForApproval => Activity::Permission,
@@ -937,7 +960,9 @@ impl SessionPolicy {
         }
         if now.busy() {
             self.turn_open = true;
-            self.fresh_from_memory_restart = false;
+            self.unconfirmed = None;
+            self.baseline.turn_started();
+            self.readiness.turn(self.screen, self.registry);
             self.idle_deadline = None;
         } else if before.busy() {
             // A finished turn, or a dialog answered "no": a safe idle either way.
@@ -969,6 +994,9 @@ impl SessionPolicy {
         let Proc::Starting { generation, pid: Some(pid), since, purpose, ref launch } = self.proc else { return };
         let resumed = *launch == Launch::Resume;
         self.proc = Proc::Live { generation, pid, since, purpose, resumed };
+        if resumed {
+            self.unconfirmed = Some(Vec::new());
+        }
         self.retry = None;
         match purpose {
             Purpose::Initial | Purpose::OneShot => {}
@@ -1127,14 +1155,18 @@ impl SessionPolicy {
             }
             RestartHold::RateLimit => wording::restart_limit(self.recent_restarts(), self.limits.restart_limit_window),
         };
-        tracing::warn!(session = %self.id, ?hold, "automatic restarts stopped");
-        self.emit(EventKind::SessionWarning { reason: "restart_limit".into(), remaining_seconds: None, message });
+        let reason = match hold {
+            RestartHold::MemoryBaseline => "memory_baseline",
+            RestartHold::RateLimit => "restart_limit",
+        };
+        tracing::info!(session = %self.id, ?hold, "automatic restarts stopped");
+        self.emit(EventKind::SessionWarning { reason: reason.into(), remaining_seconds: None, message });
     }
 
     /// Lifts a hold: the user acted, or the limits changed.
     fn release_hold(&mut self) {
         self.hold = None;
-        self.fresh_from_memory_restart = false;
+        self.baseline.reset();
         self.rss_warned = false;
     }
 
@@ -1276,6 +1308,10 @@ impl SessionPolicy {
         self.out.push(Effect::Renamed { from: old, to: new });
         self.retry = None;
         self.state = SupervisionState::Recovering;
+        // What it was given went with it: the new session gets it.
+        for b in self.unconfirmed.take().unwrap_or_default().into_iter().rev() {
+            self.queue.push_front(b);
+        }
         self.spawn(Launch::Fresh, Purpose::Fresh);
     }
 
@@ -1610,16 +1646,19 @@ impl SessionPolicy {
         if bytes <= max {
             return;
         }
-        tracing::warn!(
-            session = %self.id,
-            "RSS={}MB exceeds threshold={}MB. Flagged for restart.",
-            bytes / (1024 * 1024),
-            self.limits.max_rss_mb
-        );
-        if self.fresh_from_memory_restart && self.claude_like() {
-            // Over the limit again right after a memory restart, before any work: the
-            // limit is below what the agent needs at rest, and restarting cannot help.
-            return self.hold_restarts(RestartHold::MemoryBaseline, Some(bytes));
+        if self.claude_like() {
+            match self.baseline.over_limit(bytes) {
+                // Over the limit again right after a memory restart, before any work: the
+                // limit is below what the agent needs at rest, and restarting cannot help.
+                Verdict::Hold { rss } => return self.hold_restarts(RestartHold::MemoryBaseline, Some(rss)),
+                Verdict::Held => return,
+                Verdict::Grew if self.hold == Some(RestartHold::MemoryBaseline) => {
+                    // Grown past what it needs at rest: a restart can free that again.
+                    self.hold = None;
+                }
+                Verdict::Grew => {}
+                Verdict::Restart => {}
+            }
         }
         if !self.claude_like() {
             if !self.rss_warned {
@@ -1635,6 +1674,14 @@ impl SessionPolicy {
                 });
             }
             return;
+        }
+        if self.hold.is_none() {
+            tracing::info!(
+                session = %self.id,
+                "RSS={}MB exceeds threshold={}MB. Flagged for restart.",
+                bytes / (1024 * 1024),
+                self.limits.max_rss_mb
+            );
         }
         self.flag_restart(RestartReason::Memory, Some(bytes > max.saturating_mul(2)));
     }
@@ -1677,7 +1724,9 @@ impl SessionPolicy {
             if !self.start_allowed() {
                 return self.hold_restarts(RestartHold::RateLimit, None);
             }
-            self.fresh_from_memory_restart = reason == RestartReason::Memory;
+            if reason == RestartReason::Memory {
+                self.baseline.restarting();
+            }
         }
         self.restart_grace_until = None;
         let (tag, message) = match reason {
@@ -1769,7 +1818,8 @@ impl SessionPolicy {
             self.spawn(Launch::Resume, Purpose::Recovery);
         }
         if let Proc::Starting { since, pid: Some(_), .. } = self.proc
-            && now.since(since) >= READY_FALLBACK
+            && (now.since(since) >= READY_FALLBACK
+                || self.readiness.quiet_deadline(since, self.last_output).is_some_and(|t| t <= now))
         {
             self.ready();
         }

@@ -196,7 +196,22 @@ fn compact_as_2_1_330_writes_it() {
         ["prompt", "command:/compact", "compaction", "command_output:Compacted (ctrl+o to see full summary)"]
     );
     let TimelineItem::Compaction { summary: Some(s), trigger, .. } = &items[2] else { panic!("{items:?}") };
-    assert!(s.contains("Summary: hello.") && trigger.as_deref() == Some("manual"));
+    assert!(s == "hello." && trigger.as_deref() == Some("manual"), "{s:?}");
+}
+
+/// Issue 33: `show` gives the summary of a compaction without the wrapper 2.1.332 puts
+/// around it for the model (what PostCompact's `compact_summary` holds).
+#[test]
+fn a_compaction_shows_its_summary_without_the_wrapper() {
+    let wrapped = "This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\n<system-reminder>\n<tools-used-before-summary>Bash</tools-used-before-summary>\n</system-reminder>\nSummary: the user asked for a file and it was created.\n\nIf you need specific details from before compaction (like exact code snippets, error messages, or content you generated), read the full transcript at: /home/u/.claude/projects/-p/x.jsonl\nContinue the conversation from where it left off without asking the user any further questions.\n\nThe messages after this summary are the most recent messages from before compaction.";
+    for summary in [
+        rec("user", "s1", json!({"isCompactSummary": true, "message": {"content": wrapped}})),
+        rec("user", "s1", json!({"message": {"content": wrapped}})),
+    ] {
+        let items = build(&[rec("user", "u1", json!({"message": {"content": "hello"}})), summary]);
+        let Some(TimelineItem::Compaction { summary: Some(s), .. }) = items.last() else { panic!("{items:?}") };
+        assert_eq!(s, "the user asked for a file and it was created.");
+    }
 }
 
 #[test]

@@ -91,7 +91,7 @@ impl Store {
     fn background_changed(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
         if self.entries.contains_key(id) {
             // A row that stood for a running job alone goes when the job does.
-            if !self.stands_alone(id) && !self.entries[id].location.path.exists() {
+            if !self.has_row_before_its_file(id) && !self.entries[id].location.path.exists() {
                 self.remove_id(id, events);
             } else {
                 self.refresh(id, now, events);
@@ -133,12 +133,6 @@ impl Store {
     /// Is any background session running (whose end only a poll may see)?
     pub(crate) fn has_live_jobs(&self) -> bool {
         self.jobs.values().any(|v| v.worker.is_some())
-    }
-
-    /// A session whose row stands before its transcript does: supervised here, or a
-    /// running background session.
-    pub(crate) fn stands_alone(&self, id: &SessionId) -> bool {
-        self.supervised.contains_key(id) || self.live_job(id)
     }
 
     pub(crate) fn worker_of(&self, id: &SessionId) -> Option<&Worker> {

@@ -21,6 +21,7 @@ impl Store {
             cwd: None,
             subagents: 0,
             failed: false,
+            transcript_path: None,
         });
         info.first_at = info.first_at.min(ev.at);
         if ev.at >= info.last_at {
@@ -30,6 +31,9 @@ impl Store {
             }
             if ev.cwd.is_some() {
                 info.cwd = ev.cwd.clone();
+            }
+            if ev.transcript_path.is_some() {
+                info.transcript_path = ev.transcript_path.clone();
             }
         }
         match ev.event.as_str() {
@@ -209,6 +213,7 @@ impl Store {
         for (_, id) in todo {
             self.check_chain(&id, now, &mut events);
         }
+        self.rows_for_live_sessions(now, &mut events);
         events
     }
 

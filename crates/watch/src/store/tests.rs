@@ -5,6 +5,8 @@ use serde_json::{Value, json};
 use std::io::Write;
 use std::time::Duration;
 
+mod at_prompt;
+
 struct Fixture {
     _dir: tempfile::TempDir,
     root: PathBuf,
@@ -127,6 +129,30 @@ fn registry_makes_sessions_live_and_their_end_idle() {
     let changes = json_of(changes);
     assert_eq!(changes["live"], false);
     assert_eq!(changes["status"], "idle", "its process ended");
+}
+
+/// Issue 33: the name the registry gave a session stays on its row once its process is
+/// gone, also for the next run, which never saw that registry entry.
+#[test]
+fn the_registrys_name_outlives_the_process_and_the_run() {
+    let fx = Fixture::new();
+    fx.append(SID, &[prompt("go", 0)]);
+    let mut store = Store::new(Timeouts::default());
+    store.file_changed(fx.loc(SID), at(1));
+    let me = std::process::id();
+    let entry =
+        parse_entry(format!(r#"{{"pid":{me},"sessionId":"{SID}","status":"idle","name":"proj-73"}}"#).as_bytes(), me)
+            .unwrap();
+    store.set_registry(&fx.root, vec![entry], at(1));
+    let id = SessionId::parse(SID).unwrap();
+    assert_eq!(store.get(&id).unwrap().name.as_deref(), Some("proj-73"));
+    store.set_registry(&fx.root, vec![], at(2));
+    assert_eq!(store.get(&id).unwrap().name.as_deref(), Some("proj-73"), "after its exit");
+    let stored = store.take_batch().sessions.remove(0);
+
+    let mut next = Store::new(Timeouts::default());
+    next.adopt(IndexedFile::unchanged(stored).expect("unchanged"), at(3));
+    assert_eq!(next.get(&id).unwrap().name.as_deref(), Some("proj-73"), "in the next run");
 }
 
 #[test]

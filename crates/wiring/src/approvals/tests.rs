@@ -48,18 +48,18 @@ async fn a_hooks_request_waits_for_the_users_answer_once() {
     wait_open(&a, 1).await;
     let id = a.pending()[0].id.clone();
     assert!(id.len() == 36 && id.starts_with("req_"), "128 bits, in a form of their own: {id}");
-    let err = a.decide(Target::Typed("zzzz"), Behavior::Allow, None, None, None, Via::Cli).unwrap_err();
+    let err = a.decide(Target::Typed("zzzz"), Behavior::Allow, None, None, None, Via::Cli).await.unwrap_err();
     assert!(err.contains("no open permission request matches"), "{err}");
     assert!(
-        a.decide(Target::Id("abc"), Behavior::Deny, None, None, None, Via::Window).is_err(),
+        a.decide(Target::Id("abc"), Behavior::Deny, None, None, None, Via::Window).await.is_err(),
         "the window names whole ids"
     );
     let answered =
-        a.decide(Target::Typed("abc-"), Behavior::Deny, Some("not now".into()), None, None, Via::Cli).unwrap();
-    assert_eq!(answered.id, id);
+        a.decide(Target::Typed("abc-"), Behavior::Deny, Some("not now".into()), None, None, Via::Cli).await.unwrap();
+    assert_eq!(answered.request.id, id);
     let d = hook.await.unwrap();
     assert_eq!(d, Decision { behavior: Some(Behavior::Deny), message: Some("not now".into()), ..Decision::default() });
-    assert!(a.decide(Target::Id(&id), Behavior::Allow, None, None, None, Via::Cli).is_err(), "single-use");
+    assert!(a.decide(Target::Id(&id), Behavior::Allow, None, None, None, Via::Cli).await.is_err(), "single-use");
 
     // Over the socket, as the CLI does; the list is empty again.
     let data = dir.path().to_owned();
@@ -150,12 +150,13 @@ async fn questions_are_answered_by_question_and_every_answer_is_recorded_with_wh
     let hook = tokio::task::spawn_blocking(move || ask(&data, &q, Duration::from_secs(30)));
     wait_open(&a, 1).await;
     let wrong: BTreeMap<String, String> = [("Which colour?".to_owned(), "red".to_owned())].into();
-    let err = a.decide(Target::Typed("q-1"), Behavior::Allow, None, Some(wrong), None, Via::Window).unwrap_err();
+    let err = a.decide(Target::Typed("q-1"), Behavior::Allow, None, Some(wrong), None, Via::Window).await.unwrap_err();
     assert!(err.contains("no answer to"), "{err}");
-    let err = a.decide(Target::Typed("q-1"), Behavior::Allow, None, None, Some(vec![]), Via::Cli).unwrap_err();
+    let err = a.decide(Target::Typed("q-1"), Behavior::Allow, None, None, Some(vec![]), Via::Cli).await.unwrap_err();
     assert!(err.contains("1 question(s) asked, 0 answer(s) given"), "{err}");
     assert_eq!(a.pending().len(), 1, "a wrong answer leaves the request open");
     a.decide(Target::Typed("q-1"), Behavior::Allow, None, None, Some(vec!["SQLite".into()]), Via::Notification)
+        .await
         .unwrap();
     let d = hook.await.unwrap();
     let expected: BTreeMap<String, String> = [("Which database?".to_owned(), "SQLite".to_owned())].into();
@@ -425,7 +426,7 @@ async fn requests_past_the_bound_are_refused_at_once_and_the_hook_says_why() {
         .unwrap();
     assert_eq!(all.pending.len(), MAX_OPEN, "the list still goes through");
     let first = all.pending[0].id.clone();
-    a.decide(Target::Id(&first), Behavior::Allow, None, None, None, Via::Window).unwrap();
+    a.decide(Target::Id(&first), Behavior::Allow, None, None, None, Via::Window).await.unwrap();
     let h = raw_hook(dir.path(), request("s-after")).await;
     wait_open(&a, MAX_OPEN).await;
     assert!(a.pending().iter().any(|p| p.request.session_id.as_str() == "s-after"), "room again after an answer");
@@ -458,7 +459,7 @@ async fn a_waiting_face_takes_over_and_a_stopping_face_takes_its_socket_with_it(
     let b = serve(dir.path());
     assert!(a.is_serving());
     assert_eq!(*b.serving().borrow(), Serving::Waiting);
-    let err = b.decide(Target::Typed("s"), Behavior::Allow, None, None, None, Via::Cli).unwrap_err();
+    let err = b.decide(Target::Typed("s"), Behavior::Allow, None, None, None, Via::Cli).await.unwrap_err();
     assert!(err.contains("another running Mimesis answers"), "{err}");
     takes_over_and_lets_go(&a, dir.path(), "s-1").await;
     takes_over_and_lets_go(&b, dir.path(), "s-2").await;

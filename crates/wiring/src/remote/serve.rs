@@ -3,7 +3,6 @@
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use mimesis_core::clock::Clock;
 use mimesis_core::ids::SessionId;
@@ -52,7 +51,8 @@ pub async fn serve(
     // The sessions this machine's `mimesis run`s supervise: their supervision on the rows,
     // then their events.
     let (sup_tx, mut sup_events) = mpsc::channel::<Vec<SupervisionEvent>>(16);
-    let follower = tokio::spawn(follow_supervisors(roots.clone(), data_dir.clone(), engine.clone(), sup_tx));
+    let follower =
+        tokio::spawn(crate::supervisors::follow(roots.clone(), data_dir.clone(), engine.clone(), Some(sup_tx)));
     let result: io::Result<()> = async {
         // Requests that arrive while the first index runs are answered after it.
         engine.ready().await;
@@ -140,47 +140,6 @@ async fn write_queued(
         }
     }
     Ok(())
-}
-
-/// How often the supervisors of this machine are looked at (their snapshots settle within
-/// a quarter second of a change).
-const SUPERVISORS_POLL: Duration = Duration::from_millis(300);
-
-/// Follows the other supervisors of `data_dir` ([`crate::supervisors`]): sets their
-/// sessions' supervision on the engine's rows, and sends their events once those row
-/// changes are out (a round trip through the engine's queue).
-async fn follow_supervisors(
-    roots: Vec<PathBuf>,
-    data_dir: PathBuf,
-    engine: mimesis_watch::Engine,
-    out: mpsc::Sender<Vec<SupervisionEvent>>,
-) {
-    let mut followed = crate::supervisors::Supervisors::new(roots, &data_dir);
-    loop {
-        let Ok((back, found)) = tokio::task::spawn_blocking(move || {
-            let found = followed.poll();
-            (followed, found)
-        })
-        .await
-        else {
-            return;
-        };
-        followed = back;
-        let changed = !found.changed.is_empty() || !found.gone.is_empty();
-        for (location, supervision) in found.changed {
-            engine.set_supervision(location, Some(supervision));
-        }
-        for location in found.gone {
-            engine.set_supervision(location, None);
-        }
-        if changed || !found.events.is_empty() {
-            let _ = engine.attention().await;
-        }
-        if !found.events.is_empty() && out.send(found.events).await.is_err() {
-            return;
-        }
-        tokio::time::sleep(SUPERVISORS_POLL).await;
-    }
 }
 
 /// Lines from the peer, parsed; `None` once at the end (or on a line that is not the

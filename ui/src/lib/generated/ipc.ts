@@ -622,7 +622,30 @@ export type Question = { question: string, header?: string | null, options: Arra
 export type Detail = { "kind": "edit", file: string, edits: Array<Replacement>, } | { "kind": "write", file: string, content: string, } | { "kind": "plan", plan: string, } | { "kind": "questions", questions: Array<Question>, };
 
 /**
- * An open request as faces and `mimesis pending --json` show it.
+ * How an open request is answered (`channel` in `mimesis pending --json`).
+ */
+export type Channel = "hook" | "pty" | "attach" | "tmux" | "kitty" | "wezterm" | "terminal";
+
+/**
+ * What a button does: its label and, in a sentence, exactly what follows.
+ */
+export type Action = { label: string, means: string, };
+
+/**
+ * What kind of dialog it is.
+ */
+export type DialogKind = "permission" | "autoMode" | "question" | "plan" | "other";
+
+/**
+ * A key an option is chosen with, when the dialog names keys instead of listing options
+ * (auto mode's dialog).
+ */
+export type DialogKey = "enter" | "escape" | "shiftTab";
+
+/**
+ * An open request as faces and `mimesis pending --json` show it: a `PermissionRequest`
+ * hook's request, or a dialog on a session's screen that no hook asked about
+ * ([`crate::answering`]).
  */
 export type Pending = { 
 /**
@@ -637,7 +660,24 @@ knownSession: boolean,
 /**
  * How the face calls the session (its folder and title), when it knows it.
  */
-sessionName?: string | null, sessionId: string, tool: string, 
+sessionName?: string | null, 
+/**
+ * How it is answered: `hook`, or typed into the session's screen (`pty`, `attach`,
+ * `tmux`, `kitty`, `wezterm`), or `terminal`: not from here.
+ */
+channel: Channel, 
+/**
+ * The dialog on screen it stands for, when no hook asked.
+ */
+dialog?: DialogKind | null, 
+/**
+ * What approving does, and denying: the faces' words for their buttons.
+ */
+approve?: Action | null, deny?: Action | null, 
+/**
+ * With `channel: terminal`: where to answer it, in a sentence.
+ */
+answerIn?: string | null, sessionId: string, tool: string, 
 /**
  * The command, the file, the URL… (cleaned, at most 300 characters).
  */
@@ -655,18 +695,29 @@ number: number | null, label: string,
 /**
  * Marked `❯`: what Enter would choose.
  */
-selected: boolean, };
+selected: boolean, 
+/**
+ * The key that chooses it, when the dialog names keys ("Enter to stay in auto mode").
+ */
+key: DialogKey | null, 
+/**
+ * Choosing it changes the user's settings or the session's mode for them ("always
+ * allow", "don't ask again", "switch to auto mode", leaving auto mode): never what
+ * approve means; offered in the terminal, or when the user names it.
+ */
+changesSettings: boolean, };
 
 /**
  * A dialog as the screen shows it.
  */
-export type Dialog = { 
+export type Dialog = { kind: DialogKind, 
 /**
- * Its question row ("Do you want to proceed?").
+ * Its question row ("Do you want to proceed?"), or its title for a dialog that asks
+ * none (auto mode's).
  */
 question: string, 
 /**
- * The rows just above the question (the tool and its target), at most three.
+ * The rows of its box above the question (the tool, its target, why it asks), at most six.
  */
 context: Array<string>, options: Array<DialogOption>, };
 

@@ -1035,7 +1035,7 @@ fn a_memory_limit_below_the_agents_baseline_stops_restarts_instead_of_storming()
     let e = rss(&mut h, 230);
     assert_eq!(events(&e), ["session_warning"]);
     let w = event(&e, "session_warning");
-    assert!(matches!(&w.kind, EventKind::SessionWarning { reason, .. } if reason == "restart_limit"));
+    assert!(matches!(&w.kind, EventKind::SessionWarning { reason, .. } if reason == "memory_baseline"));
     assert_eq!(
         w.message(),
         Some(
@@ -1057,6 +1057,53 @@ fn a_memory_limit_below_the_agents_baseline_stops_restarts_instead_of_storming()
     assert!(rss(&mut h, 301).is_empty(), "backing off after the last restart");
     assert_eq!(h.p.state(), SupervisionState::RestartPending);
     assert_eq!(events(&h.to(10.0)), ["session_restarting"]);
+}
+
+#[test]
+fn what_a_terminal_sends_by_itself_is_no_work_after_a_memory_restart() {
+    // `mimesis run` in a real terminal with 2.1.332 (about 210 MB at rest, limit 100 MB):
+    // the CLI asks the terminal things and turns on mouse and focus reports, so input
+    // arrives while nobody works. It used to count as work, and the session restarted on
+    // every check until the start limit.
+    let mut h = H::ready(Limits { max_rss_mb: 100, ..limits() });
+    let e = memory_restart(&mut h, 214);
+    assert_eq!(events(&e), ["session_restarting", "session_ready"]);
+    h.now = 30.0;
+    h.type_keys("\x1b[?64;1;2c\x1b[I\x1b[<35;10;5M");
+    let e = rss(&mut h, 214);
+    assert_eq!(events(&e), ["session_warning"]);
+    assert!(
+        matches!(&event(&e, "session_warning").kind, EventKind::SessionWarning { reason, .. } if reason == "memory_baseline")
+    );
+    assert!(event(&e, "session_warning").message().unwrap().contains("(214 MB right after a restart)"));
+    for i in 0..10 {
+        h.now = 60.0 + 30.0 * f64::from(i);
+        assert!(rss(&mut h, 214).is_empty(), "held, said once");
+        assert!(signals(&h.to(h.now + 1.0)).is_empty());
+    }
+}
+
+#[test]
+fn a_memory_baseline_hold_ends_when_the_memory_grows_past_its_margin() {
+    let mut h = H::ready(Limits { max_rss_mb: 100, ..limits() });
+    memory_restart(&mut h, 214);
+    h.now = 30.0;
+    assert_eq!(events(&rss(&mut h, 214)), ["session_warning"]);
+    // Work piles up, but not by a quarter of what it needs at rest: still held.
+    h.turn();
+    h.now = 100.0;
+    assert!(rss(&mut h, 260).is_empty());
+    // Past it: that much a restart can free again.
+    h.now = 200.0;
+    let e = rss(&mut h, 280);
+    assert_eq!(events(&e), ["session_restarting"]);
+    assert_eq!(h.p.supervision("", "").restarts_held, None);
+    h.exit(143);
+    h.come_up();
+    // And back at rest, over the limit again: held again, and said again.
+    h.now = 230.0;
+    assert_eq!(events(&rss(&mut h, 214)), ["session_warning"]);
+    assert_eq!(h.p.supervision("", "").restarts_held, Some(RestartHold::MemoryBaseline));
 }
 
 #[test]
@@ -1138,6 +1185,39 @@ fn a_corrupted_session_is_archived_and_replaced_by_a_fresh_one_ec_007() {
     assert_eq!(ready.session_id, sid("fresh-1"));
     assert_eq!(ready.message(), Some("Previous session could not be restored. Starting a new session."));
     assert_eq!(h.p.id(), &sid("fresh-1"));
+}
+
+/// 2.1.197 may show its prompt (and be taken to be up) before it refuses the resume: what
+/// was typed into it meanwhile goes with it, so the new session gets it instead.
+#[test]
+fn what_went_to_a_resume_that_is_then_refused_is_typed_into_the_new_session() {
+    let mut h = H::ready(limits());
+    h.exit(137);
+    assert_eq!(h.type_keys("go on\r").0, Delivery::Queued);
+    h.to(2.0);
+    let e = h.come_up();
+    assert_eq!(typed(&e), ["go on⏎"], "delivered to the resumed process");
+    assert_eq!(h.type_keys("and then").0, Delivery::Written);
+    h.signal(ScreenSignal::ResumeRejected);
+    let e = h.exit(1);
+    assert_eq!(spawn_of(&e), Some((&sid("fresh-1"), &Launch::Fresh)));
+    assert_eq!(h.p.supervision("", "").queued_inputs, 2);
+    let e = h.come_up();
+    assert!(matches!(event(&e, "session_ready").kind, EventKind::SessionReady { status: ReadyStatus::New, .. }));
+    assert_eq!(typed(&e), ["go on⏎", "and then"]);
+
+    // A resume that worked keeps nothing: a later refusal (none comes after a turn) has
+    // nothing to give again.
+    let mut h = H::ready(limits());
+    h.exit(137);
+    h.type_keys("go on\r");
+    h.to(2.0);
+    h.come_up();
+    h.screen(Activity::Working);
+    h.screen(Activity::Idle);
+    h.signal(ScreenSignal::ResumeRejected);
+    h.exit(1);
+    assert_eq!(h.p.supervision("", "").queued_inputs, 0);
 }
 
 #[test]
@@ -1337,6 +1417,32 @@ fn the_transcript_tells_when_the_screen_cannot() {
     assert_eq!(h.p.activity(), Activity::Working);
     h.feed(Input::Agent(AgentReport::status(Status::WaitingForApproval)));
     assert!(!h.p.supervision("", "").awaiting_permission);
+}
+
+#[test]
+fn an_agent_whose_screen_and_registry_say_nothing_is_read_from_its_transcript_and_its_quiet_output() {
+    // Issue 33: an agent that draws an unknown screen and keeps no registry.
+    let mut h = H::with(limits(), AgentKind::ClaudeLike, false);
+    h.spawned();
+    h.output();
+    h.to(30.0); // its first launch: nothing to go by but the fallback (type-ahead goes straight to it)
+    h.feed(Input::Agent(AgentReport::status(Status::Working))); // a turn, told by the transcript alone
+    // A crash dump while it works: deferred until the transcript shows the turn ended.
+    let e = h.signal(ScreenSignal::Crash);
+    assert!(matches!(event(&e, "crash_detected").kind, EventKind::CrashDetected { deferred: true }));
+    h.now = 33.0;
+    h.feed(Input::Agent(AgentReport::status(Status::WaitingForInput)));
+    assert_eq!(h.p.state(), SupervisionState::Recovering, "recovering once the turn ended");
+    h.exit(0);
+    h.to(h.now + limits().recovery_retry_delay.as_secs_f64());
+    h.spawned(); // --resume: it draws its screen and waits, writing nothing
+    let (d, _) = h.type_keys("after the crash\r");
+    assert_eq!(d, Delivery::Queued, "kept until it is up");
+    h.output();
+    assert!(events(&h.to(h.now + 0.9)).is_empty(), "still drawing, as far as anyone knows");
+    let e = h.to(h.now + 0.1);
+    assert_eq!(events(&e), ["session_recovered"], "up once its output went quiet, not after 30 s");
+    assert_eq!(typed(&e).concat(), "after the crash⏎");
 }
 
 #[test]
