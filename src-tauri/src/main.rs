@@ -322,7 +322,11 @@ fn main() {
             tauri::async_runtime::spawn(commands::prepare_roster(app.handle().clone()));
             Ok(())
         })
-        .on_window_event(window::on_event)
+        .on_window_event(|w, e| {
+            if window::on_event(w, e) {
+                quit::request(w.app_handle());
+            }
+        })
         // A reloaded page has no terminals: their output goes nowhere.
         .on_page_load(|webview, payload| {
             tracing::debug!(at = ?since_start(), event = ?payload.event(), "the page");

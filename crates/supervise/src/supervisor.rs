@@ -314,7 +314,8 @@ impl Supervisor {
                     Cleanup::default()
                 });
                 // Their sessions were running when their Mimesis died: offered for resume.
-                let crashed = interrupted::after_crash(&c.resumable, now);
+                let crashed =
+                    interrupted::after_crash(c.resumable.iter().map(|r| (&r.session_id, r.cwd.as_str())), now);
                 if !crashed.is_empty()
                     && let Err(e) = ledger.mark_interrupted(&crashed)
                 {

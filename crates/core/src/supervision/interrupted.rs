@@ -8,7 +8,6 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::ledger::ProcessRecord;
 use super::view::{Supervision, SupervisionState};
 use crate::clock::Timestamp;
 use crate::ids::SessionId;
@@ -70,13 +69,14 @@ pub fn at_quit(sessions: &[(SessionId, Supervision)], by: InterruptedBy, at: Tim
 }
 
 /// After a crash: the sessions whose agents a dead Mimesis had recorded as running (a
-/// process that ended by itself is no longer in its records), each once.
-pub fn after_crash(records: &[ProcessRecord], at: Timestamp) -> Vec<Interrupted> {
+/// process that ended by itself is no longer in its records), given as (session, folder)
+/// of each record, each once.
+pub fn after_crash<'a>(records: impl IntoIterator<Item = (&'a SessionId, &'a str)>, at: Timestamp) -> Vec<Interrupted> {
     let mut seen = HashSet::new();
     records
-        .iter()
-        .filter(|r| seen.insert(r.session_id.clone()))
-        .map(|r| Interrupted { session_id: r.session_id.clone(), cwd: r.cwd.clone(), at, by: InterruptedBy::Crash })
+        .into_iter()
+        .filter(|(id, _)| seen.insert((*id).clone()))
+        .map(|(id, cwd)| Interrupted { session_id: id.clone(), cwd: cwd.to_owned(), at, by: InterruptedBy::Crash })
         .collect()
 }
 
@@ -125,16 +125,8 @@ mod tests {
 
     #[test]
     fn a_crash_interrupts_each_recorded_session_once() {
-        let rec = |sid: &str, pid: u32| ProcessRecord {
-            session_id: id(sid),
-            cwd: format!("/{sid}"),
-            pid,
-            start_ticks: 1,
-            cmdline: vec![],
-            boot_id: "b".into(),
-            started_at: Timestamp::from_millis(0),
-        };
-        let got = after_crash(&[rec("a", 1), rec("b", 2), rec("a", 3)], Timestamp::from_millis(9));
+        let recs = [(id("a"), "/a"), (id("b"), "/b"), (id("a"), "/a")];
+        let got = after_crash(recs.iter().map(|(i, c)| (i, *c)), Timestamp::from_millis(9));
         assert_eq!(got.len(), 2);
         assert!(got.iter().all(|i| i.by == InterruptedBy::Crash));
         assert_eq!(got[1].cwd, "/b");
