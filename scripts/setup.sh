@@ -19,8 +19,9 @@ fi
 APT_BUILD=(libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev libssl-dev
   libsoup-3.0-dev libjavascriptcoregtk-4.1-dev build-essential pkg-config file curl ca-certificates)
 # dbus: a private session bus per desktop test (dbus-run-session); dunst: a real notification
-# server, so notifications and their clicks are tested for real.
-APT_TEST=(xvfb xauth webkit2gtk-driver dbus dunst openssh-server openssh-client tmux)
+# server, so notifications and their clicks are tested for real; python3: the generated
+# corpora of tests/cost.rs (bench/gen_corpus.py).
+APT_TEST=(xvfb xauth webkit2gtk-driver dbus dunst openssh-server openssh-client tmux python3)
 
 # A clear word before a build that would fail half-way on a full disk.
 need_disk() {

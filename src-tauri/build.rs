@@ -27,6 +27,7 @@ const COMMANDS: &[&str] = &[
     "pty_restart",
     "pty_delete",
     "resources",
+    "spend_view",
     "approvals_pending",
     "approval_decide",
     "pty_answer",

@@ -11,6 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use mimesis_core::remote::PROTOCOL;
 use mimesis_tests::mimesis::{HOSTILE, ensure_inert, stdout_lines};
 use mimesis_tests::sshd::Sshd;
 use mimesis_tests::supervised::mimesis;
@@ -378,6 +379,48 @@ fn a_session_started_over_ssh_t_is_supervised_there_and_its_supervision_comes_th
     Ok(())
 }
 
+/// `mimesis cost --host` (issue 36): the remote's report comes through `serve` in one
+/// request, answered from its files without indexing there, and its rows are merged with
+/// this machine's, each naming its host, under one total; a machine with no Mimesis is
+/// said, with what to do.
+#[test]
+fn cost_host_merges_the_remote_rows_under_their_host() -> Result<()> {
+    let Some(rig) = Rig::new()? else { return Ok(()) };
+    write_session(&rig.remote_root("devbox"), "-srv-api", 1, "fix the flaky test", "/srv/api")?;
+    write_session(&rig.remote_root("devbox"), "-srv-web", 2, "add dark mode", "/srv/web")?;
+    write_session(&rig.local_root(), "-home-me-p", 3, "local work", "/home/me/p")?;
+
+    let (code, out, err) = rig.run(&["cost", "--json", "--host", "devbox"])?;
+    ensure!(code == 1, "exit {code}, stdout {out}, stderr {err}");
+    ensure!(err.contains("devbox") && err.contains("--install-helper"), "{err}");
+    let here: Value = serde_json::from_str(&out)?;
+    assert_eq!(here["total"]["inputTokens"], 10, "this machine's report is printed all the same");
+
+    let v = rig.json(&["cost", "--json", "--by", "session", "--host", "devbox", "--install-helper"])?;
+    let rows = v["rows"].as_array().context("rows")?;
+    let host_of = |n: u32| rows.iter().find(|r| r["key"] == id(n)).map(|r| r["host"].clone());
+    assert_eq!(host_of(1), Some(json!("devbox")));
+    assert_eq!(host_of(2), Some(json!("devbox")));
+    assert_eq!(host_of(3), Some(Value::Null), "this machine's row has host null");
+    assert_eq!((&v["total"]["inputTokens"], &v["total"]["outputTokens"]), (&json!(30), &json!(60)));
+    assert_eq!(v["total"]["models"], json!(["claude-opus-4-8"]));
+
+    let v = rig.json(&["cost", "--json", "--host", "devbox", "--no-local"])?;
+    assert_eq!(v["rows"].as_array().map(Vec::len), Some(1));
+    assert_eq!((&v["rows"][0]["key"], &v["rows"][0]["host"]), (&json!("2026-11-25"), &json!("devbox")));
+    assert_eq!(v["rows"][0]["inputTokens"], 20);
+
+    let (code, text, err) = rig.run(&["cost", "--host", "devbox"])?;
+    ensure!(code == 0, "{err}");
+    let head = text.lines().next().unwrap_or_default();
+    ensure!(head.contains("Host") && text.contains("devbox") && text.contains("here"), "{text}");
+
+    // A range that cannot match is refused before any machine is asked.
+    let (code, _, err) = rig.run(&["cost", "--since", "2026-11-02", "--until", "2026-11-01", "--host", "devbox"])?;
+    ensure!(code == 1 && err.contains("is after --until"), "{code} {err}");
+    Ok(())
+}
+
 // ---- hostile remotes (issue 32) ------------------------------------------------------------
 
 /// Makes `alias`'s "Mimesis" a shell script: what a hostile (or broken) machine runs when
@@ -446,8 +489,11 @@ fn no_word_of_a_hostile_remote_reaches_the_terminal_raw() -> Result<()> {
     let Some(rig) = Rig::new()? else { return Ok(()) };
     // It says hello, sends rows whose every field is hostile, answers every `show` with a
     // timeline whose every field is hostile, then a supervision event, and stays.
-    let start =
-        said(&rig, "start.jsonl", [hello(2, "0.1.0"), json!({"type": "snapshot", "sessions": [hostile_row(1)]})])?;
+    let start = said(
+        &rig,
+        "start.jsonl",
+        [hello(PROTOCOL, "0.1.0"), json!({"type": "snapshot", "sessions": [hostile_row(1)]})],
+    )?;
     let items = rig.base.join("items.json");
     std::fs::write(&items, hostile_items().to_string())?;
     hostile_helper(
@@ -511,7 +557,7 @@ fn a_hostile_remotes_words_in_errors_are_filtered_and_cut_short() -> Result<()> 
         // The version string in "speaks protocol 99".
         ("protocol", said(&rig, "p.jsonl", [hello(99, &long)])?, "speaks protocol 99"),
         // serde's "unknown variant `…`".
-        ("variant", said(&rig, "v.jsonl", [hello(2, "0.1.0"), json!({"type": long})])?, "unknown variant"),
+        ("variant", said(&rig, "v.jsonl", [hello(PROTOCOL, "0.1.0"), json!({"type": long})])?, "unknown variant"),
     ];
     for (what, lines, needle) in cases {
         hostile_helper(&rig, "devbox", &format!("read -r hello; cat '{}'; exec sleep 30", lines.display()))?;
@@ -565,7 +611,7 @@ fn ensure_gone(rig: &Rig, what: &str) -> Result<()> {
 fn a_host_that_says_hello_and_goes_silent_is_given_up_and_its_ssh_ends_with_mimesis() -> Result<()> {
     let Some(rig) = Rig::new()? else { return Ok(()) };
     // Hello, then nothing, its input ignored, for longer than any wait of the test.
-    let lines = said(&rig, "hello.jsonl", [hello(2, "0.1.0")])?;
+    let lines = said(&rig, "hello.jsonl", [hello(PROTOCOL, "0.1.0")])?;
     hostile_helper(&rig, "devbox", &format!("read -r hello; cat '{}'; exec sleep 90", lines.display()))?;
 
     // Every wait is bounded: before issue 32, `ls --host` waited for the snapshot for ever.
@@ -614,7 +660,7 @@ fn a_host_that_keeps_discovering_sessions_or_sends_a_huge_line_is_cut_off_with_a
     let lines = said(
         &rig,
         "discover.jsonl",
-        [hello(2, "0.1.0"), json!({"type": "snapshot", "sessions": []})].into_iter().chain(discovering),
+        [hello(PROTOCOL, "0.1.0"), json!({"type": "snapshot", "sessions": []})].into_iter().chain(discovering),
     )?;
     hostile_helper(&rig, "devbox", &format!("read -r hello; cat '{}'; exec sleep 60", lines.display()))?;
     let mut w = Watch::start(&rig, &["--json", "--host", "devbox", "--no-local"])?;
@@ -629,7 +675,7 @@ fn a_host_that_keeps_discovering_sessions_or_sends_a_huge_line_is_cut_off_with_a
     {
         use std::io::Write;
         let mut f = std::io::BufWriter::new(std::fs::File::create(&huge)?);
-        writeln!(f, "{}", hello(2, "0.1.0"))?;
+        writeln!(f, "{}", hello(PROTOCOL, "0.1.0"))?;
         write!(f, "{{\"type\":\"snapshot\",\"sessions\":[")?;
         let one = row(1).to_string();
         let mut n = 0;
@@ -654,8 +700,11 @@ fn a_remote_update_patches_only_its_own_fields() -> Result<()> {
     mine["transcriptPath"] = "/srv/.claude/projects/-srv-api/x.jsonl".into();
     let hijack = json!({"type": "event", "event": {"type": "updated", "sessionId": id(1), "changes":
         {"sessionId": "hijack", "transcriptPath": "/etc/shadow", "host": "elsewhere", "goal": "and the docs"}}});
-    let lines =
-        said(&rig, "update.jsonl", [hello(2, "0.1.0"), json!({"type": "snapshot", "sessions": [mine]}), hijack])?;
+    let lines = said(
+        &rig,
+        "update.jsonl",
+        [hello(PROTOCOL, "0.1.0"), json!({"type": "snapshot", "sessions": [mine]}), hijack],
+    )?;
     hostile_helper(&rig, "devbox", &format!("read -r hello; cat '{}'; exec sleep 60", lines.display()))?;
     let mut w = Watch::start(&rig, &["--json", "--host", "devbox", "--no-local"])?;
     let update = w.wait_for("the update", |v| v["type"] == "updated")?;

@@ -252,6 +252,25 @@ fn small_values_are_accepted_on_the_command_line() -> Result<()> {
     Ok(())
 }
 
+/// Ctrl-C at a session suspended for idleness has nothing to interrupt: `mimesis run`
+/// leaves (0), saying how to go on, and neither wakes the agent nor counts a crash.
+#[test]
+fn ctrl_c_at_a_suspended_session_leaves_it_resumable() -> Result<()> {
+    let h = Home::new()?;
+    let mut child = h.spawn(&["--idle-timeout", "300ms"])?;
+    type_line(&mut child, "hello")?;
+    h.wait_type("session_suspended")?;
+    let stdin = child.stdin.as_mut().context("stdin")?;
+    stdin.write_all(b"\x03")?;
+    stdin.flush()?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+    ensure!(err.contains("Left the suspended session"), "{err}");
+    let types = h.types();
+    ensure!(!types.iter().any(|t| t == "crash_detected" || t == "session_resumed"), "{types:?}");
+    Ok(())
+}
+
 #[test]
 fn the_agents_final_exit_code_is_the_exit_code() -> Result<()> {
     let h = Home::new()?;

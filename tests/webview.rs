@@ -236,6 +236,21 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     })
     .await?;
     found.extend(axe_violations(app, "settings").await?);
+    // Issue 36: the Spend view reads the fixture's requests and Chart.js draws their days.
+    app.click("[data-testid=page-spend]").await?;
+    app.wait_for("the Spend view's chart", Duration::from_secs(20), || async {
+        let drawn = app
+            .js("const c = document.querySelector('[data-testid=spend-chart]'); \
+                 const t = document.querySelector('[data-testid=spend-shown]'); \
+                 if (!c || !t || c.width === 0 || c.height === 0) return false; \
+                 const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; \
+                 return /\\$[1-9]|\\$0\\.[0-9]*[1-9]|<\\$0\\.01/.test(t.textContent) && px.some((v) => v !== 0);")
+            .await?;
+        Ok(drawn == json!(true))
+    })
+    .await?;
+    ensure!(app.count("[data-testid=spend-session]").await? >= 2, "the fixture's sessions are among the costliest");
+    found.extend(axe_violations(app, "spend").await?);
     // Back to the roster (what the screenshot shows; WebKit takes a minute to shoot the long
     // Settings page).
     app.click("[data-testid=page-sessions]").await?;

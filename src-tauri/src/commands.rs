@@ -35,6 +35,8 @@ pub struct AppState {
     pub early_roster: Early<Prepared>,
 }
 
+use mimesis_core::spend::SpendView;
+
 type CmdResult<T> = Result<T, String>;
 
 fn session_id(s: &str) -> CmdResult<SessionId> {
@@ -592,6 +594,17 @@ pub async fn focus_terminal(state: tauri::State<'_, AppState>, session_id: Strin
     tokio::task::spawn_blocking(move || mimesis_wiring::once::focus_terminal(&roots, &data_dir, &id))
         .await
         .map_err(|e| e.to_string())?
+}
+
+/// The Spend view (docs/ipc.md `spend_view`): the cost of each of the last `days` days
+/// (1 to 366) by project and by model, today, this week and this month, and the costliest
+/// sessions, from every transcript of this machine, read anew.
+#[tauri::command]
+pub async fn spend_view(state: tauri::State<'_, AppState>, days: u32) -> CmdResult<SpendView> {
+    let (roots, data_dir) = (state.mimesis.roots().to_vec(), state.mimesis.data_dir().to_owned());
+    tokio::task::spawn_blocking(move || mimesis_wiring::cost::spend_view(&roots, &data_dir, days))
+        .await
+        .map_err(|e| format!("the report failed: {e}"))
 }
 
 /// Opens a link from a transcript or a terminal in the system's browser: only a plain web

@@ -25,6 +25,7 @@ use mimesis_core::session::{Billed, Cost, SessionPatch, Source};
 use mimesis_core::settings::{
     AgentSettings, DesktopSettings, MachineSettings, NotificationSettings, SetOutcome, Settings, WatchSettings,
 };
+use mimesis_core::spend::{SpendSeries, SpendSession, SpendTotal, SpendView};
 use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::supervision::event::{EventKind, ReadyStatus};
 use mimesis_core::supervision::interrupted::{Interrupted, InterruptedBy};
@@ -116,6 +117,10 @@ fn decls() -> Vec<Decl> {
         decl::<ResourceRow>(),
         decl::<Metrics>(),
         decl::<Resources>(),
+        decl::<SpendSeries>(),
+        decl::<SpendTotal>(),
+        decl::<SpendSession>(),
+        decl::<SpendView>(),
         decl::<WatchSettings>(),
         decl::<SuspendMode>(),
         decl::<Limits>(),
@@ -283,6 +288,7 @@ commands! {
     bg_stop(session_id: String) -> String;
     bg_respawn(session_id: String) -> String;
     bg_remove(session_id: String) -> String;
+    spend_view(days: u32) -> SpendView;
     hosts_list() -> Vec<HostInfo>;
     host_retry(host: String) -> ();
     host_install(host: String) -> ();

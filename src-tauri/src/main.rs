@@ -394,6 +394,7 @@ fn main() {
             quit::app_quit,
             quit::sessions_interrupted,
             quit::interrupted_dismiss,
+            commands::spend_view,
             #[cfg(feature = "record")]
             record::record_write,
         ])

@@ -77,63 +77,70 @@ pub fn ensure_claude_version(version: &str) -> Result<PathBuf> {
         "{version:?} is not a version"
     );
 
+    let spec = format!("{CLAUDE_CODE_PACKAGE}@{version}");
+    let exe = npm_install_cached(&format!("claude-code-{version}"), &[spec], |dir| find_exe(dir, version))?;
+    memo.push((version.to_owned(), exe.clone()));
+    Ok(exe)
+}
+
+/// Installs the npm packages `specs` into `<cache>/<name>` once and returns what `verify`
+/// finds in the install (its executable). The install goes into a temporary sibling
+/// directory that is renamed into place once `verify` accepts it, all under an exclusive
+/// `flock` on `<cache>/<name>.lock`, so concurrent test processes install once and never
+/// see a partial install.
+pub fn npm_install_cached(name: &str, specs: &[String], verify: impl Fn(&Path) -> Result<PathBuf>) -> Result<PathBuf> {
     let cache = cache_root();
-    let dir = cache.join(format!("claude-code-{version}"));
+    let dir = cache.join(name);
     if dir.join(COMPLETE_MARKER).is_file()
-        && let Ok(exe) = find_exe(&dir, version)
+        && let Ok(exe) = verify(&dir)
     {
-        memo.push((version.to_owned(), exe.clone()));
         return Ok(exe);
     }
 
     fs::create_dir_all(&cache).with_context(|| format!("create cache dir {}", cache.display()))?;
-    let lock_path = cache.join(format!("claude-code-{version}.lock"));
-    let _lock = FileLock::acquire(&lock_path)?;
+    let _lock = FileLock::acquire(&cache.join(format!("{name}.lock")))?;
 
     // Another process may have finished the install while we waited for the lock.
     if dir.join(COMPLETE_MARKER).is_file()
-        && let Ok(exe) = find_exe(&dir, version)
+        && let Ok(exe) = verify(&dir)
     {
-        memo.push((version.to_owned(), exe.clone()));
         return Ok(exe);
     }
 
-    let tmp = cache.join(format!(".claude-code-{version}.tmp-{}", std::process::id()));
+    let tmp = cache.join(format!(".{name}.tmp-{}", std::process::id()));
     if tmp.exists() {
         fs::remove_dir_all(&tmp).with_context(|| format!("remove {}", tmp.display()))?;
     }
     fs::create_dir_all(&tmp)?;
-    let spec = format!("{CLAUDE_CODE_PACKAGE}@{version}");
-    eprintln!("[mimesis-tests] installing {spec} into {}", dir.display());
+    eprintln!("[mimesis-tests] installing {} into {}", specs.join(" "), dir.display());
     let out = Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--prefix"])
         .arg(&tmp)
-        .arg(&spec)
+        .args(specs)
         .current_dir(&tmp)
         .output()
         .context("run npm (is Node.js/npm installed and on PATH?)")?;
     if !out.status.success() {
         let _ = fs::remove_dir_all(&tmp);
         bail!(
-            "npm install {spec} failed ({}):\n{}\n{}",
+            "npm install {} failed ({}):\n{}\n{}",
+            specs.join(" "),
             out.status,
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    if let Err(e) = find_exe(&tmp, version) {
+    if let Err(e) = verify(&tmp) {
         let _ = fs::remove_dir_all(&tmp);
         return Err(e.context(format!("verify fresh install in {}", tmp.display())));
     }
-    fs::write(tmp.join(COMPLETE_MARKER), version)?;
+    fs::write(tmp.join(COMPLETE_MARKER), specs.join(" "))?;
     if dir.exists() {
         // An incomplete or broken earlier install.
         fs::remove_dir_all(&dir).with_context(|| format!("remove stale {}", dir.display()))?;
     }
     fs::rename(&tmp, &dir).with_context(|| format!("rename {} -> {}", tmp.display(), dir.display()))?;
-    let exe = find_exe(&dir, version)?;
-    memo.push((version.to_owned(), exe.clone()));
-    Ok(exe)
+    verify(&dir)
 }
 
 /// The working `claude` of an install: `node_modules/.bin/claude`, or, should that be the

@@ -116,7 +116,7 @@ describe('hostile supervision text', () => {
     expect(container.querySelector('[data-testid=segment-boundary]')).not.toBeNull();
     unmount();
 
-    const b = new MockBackend({ roster_snapshot: () => snapshot({ seq: 0, sessions: [session('x', { cwd: '/p', title: EVIL, goal: EVIL })], roots: [], demo: false }) });
+    const b = new MockBackend({ roster_snapshot: () => snapshot({ seq: 0, sessions: [session('x', { cwd: '/p', title: EVIL, goal: EVIL, live: false })], roots: [], demo: false }) });
     const store = new RosterStore(b);
     await store.start();
     const r = render(NewSessionDialog, { props: { store, initialCwd: '/p', oncreate: async () => {}, onclose: () => {} } });

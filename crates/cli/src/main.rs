@@ -3,6 +3,7 @@
 //! the JSON it prints is a contract (docs/ipc.md).
 
 mod control;
+mod cost_cmd;
 mod remote_cmd;
 mod render;
 // Its terminal is the agent's, passed through as it is (crate::term's one exception).
@@ -77,6 +78,10 @@ enum Command {
         #[command(flatten)]
         remote: remote_cmd::RemoteArgs,
     },
+    /// What Claude Code cost: tokens and estimated dollars by day, week, month, session,
+    /// project or model, each API request counted once and priced by itself (LiteLLM's
+    /// price table). Reads the transcripts only: no database, no running Mimesis.
+    Cost(Box<cost_cmd::CostArgs>),
     /// Other machines whose sessions the window shows: their state now, or add/remove one.
     Hosts {
         #[command(subcommand)]
@@ -273,6 +278,7 @@ fn main() -> ExitCode {
         Command::Hosts { action, json, install_helper } => {
             remote_cmd::hosts_cmd(&data_dir, action, json, install_helper)
         }
+        Command::Cost(args) => cost_cmd::run(&roots, &data_dir, *args),
         Command::Serve { stdio: _ } => remote_cmd::serve(roots, data_dir),
         Command::Hook => {
             hooks::record_from_stdin(&data_dir);

@@ -52,9 +52,15 @@ fn say_failure(dest: &Destination, f: &Failure) {
     crate::term::say(format_args!("mimesis: {dest}: {}{hint}", f.sentence()));
 }
 
-/// The roster of every host, fetched at once. Failures are said on stderr; true when
-/// any host failed.
-pub fn rosters(args: &RemoteArgs) -> anyhow::Result<(Vec<TrackedSession>, bool)> {
+/// Asks every host of `args` at once (`ask` with ssh, the host, and this build's binary
+/// when `--install-helper` allows copying it there); the answers in the hosts' order.
+/// Failures are said on stderr; true when any host failed.
+pub fn ask_each<T, F, Fut>(args: &RemoteArgs, ask: F) -> anyhow::Result<(Vec<(Destination, T)>, bool)>
+where
+    T: Send + 'static,
+    F: Fn(Ssh, Destination, Option<PathBuf>) -> Fut,
+    Fut: std::future::Future<Output = Result<T, Failure>> + Send + 'static,
+{
     let dests = args.dests()?;
     if dests.is_empty() {
         return Ok((Vec::new(), false));
@@ -62,31 +68,34 @@ pub fn rosters(args: &RemoteArgs) -> anyhow::Result<(Vec<TrackedSession>, bool)>
     let exe = args.exe()?;
     let ssh = Ssh::from_env();
     let results = crate::runtime()?.block_on(async {
-        let tasks: Vec<_> = dests
-            .iter()
-            .map(|d| {
-                let (ssh, d, exe) = (ssh.clone(), d.clone(), exe.clone());
-                tokio::spawn(async move { remote::roster(&ssh, &d, exe.as_deref(), &SystemClock).await.map(|r| r.1) })
-            })
-            .collect();
+        let tasks: Vec<_> = dests.iter().map(|d| tokio::spawn(ask(ssh.clone(), d.clone(), exe.clone()))).collect();
         let mut out = Vec::new();
         for t in tasks {
             out.push(t.await.unwrap_or_else(|e| Err(Failure::Unreachable(e.to_string()))));
         }
         out
     });
-    let mut rows = Vec::new();
+    let mut answers = Vec::new();
     let mut failed = false;
-    for (d, r) in dests.iter().zip(results) {
+    for (d, r) in dests.into_iter().zip(results) {
         match r {
-            Ok(sessions) => rows.extend(sessions),
+            Ok(a) => answers.push((d, a)),
             Err(f) => {
-                say_failure(d, &f);
+                say_failure(&d, &f);
                 failed = true;
             }
         }
     }
-    Ok((rows, failed))
+    Ok((answers, failed))
+}
+
+/// The roster of every host, fetched at once. Failures are said on stderr; true when
+/// any host failed.
+pub fn rosters(args: &RemoteArgs) -> anyhow::Result<(Vec<TrackedSession>, bool)> {
+    let (answers, failed) = ask_each(args, |ssh, d, exe| async move {
+        remote::roster(&ssh, &d, exe.as_deref(), &SystemClock).await.map(|r| r.1)
+    })?;
+    Ok((answers.into_iter().flat_map(|(_, rows)| rows).collect(), failed))
 }
 
 /// `show host:id`: the timeline of a session on another machine.

@@ -26,7 +26,7 @@ pub fn sanitize(s: &str, multiline: bool) -> String {
 }
 
 /// Cuts to `width` characters (display width approximated by chars), with an ellipsis.
-fn fit(s: &str, width: usize) -> String {
+pub(crate) fn fit(s: &str, width: usize) -> String {
     let n = s.chars().count();
     if n <= width {
         return format!("{s:width$}");

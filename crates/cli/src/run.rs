@@ -269,6 +269,9 @@ async fn session(
             bytes = in_rx.recv(), if stdin_open => match bytes {
                 Some(bytes) => {
                     let current = sup.current_id(&id);
+                    if let Some(code) = quit_while_suspended(&sup, &current, &bytes, tty) {
+                        break code;
+                    }
                     if let Err(e) = sup.input(&current, &bytes).await {
                         tracing::info!(error = %e, "input not taken");
                         if let Some(code) = while_unhealthy(&sup, &current, &bytes, tty) {
@@ -361,6 +364,18 @@ fn while_unhealthy(sup: &Supervisor, id: &SessionId, bytes: &[u8], tty: bool) ->
         tell_line(RETRY_HINT, tty);
     }
     None
+}
+
+/// Ctrl-C or Ctrl-D alone, typed while the session is suspended (ended or paused): nothing
+/// to interrupt, so `mimesis run` leaves, the session resumable as it is (the policy would
+/// drop the keys rather than wake the agent only to quit it).
+fn quit_while_suspended(sup: &Supervisor, id: &SessionId, bytes: &[u8], tty: bool) -> Option<u8> {
+    let s = sup.supervision(id)?;
+    if s.state != SupervisionState::Suspended || bytes.is_empty() || !bytes.iter().all(|b| matches!(b, 0x03 | 0x04)) {
+        return None;
+    }
+    tell_line(&format!("Left the suspended session; `mimesis run --resume {id}` goes on with it."), tty);
+    Some(0)
 }
 
 /// A signal to `mimesis run` itself: stop the session (it can be resumed), with a last

@@ -108,8 +108,13 @@ pub struct SessionFacts {
     pub malformed_fields: u64,
     /// Tokens per model (for the cost estimate); at most [`MAX_MODELS`] models.
     pub usage_by_model: ByModel,
-    /// What Claude Code says it billed (its last `cost-state` record, 2.1.330).
+    /// What Claude Code says it billed: the last `cost-state` record (2.1.330) of each
+    /// cost ledger the transcript shows, summed (see [`SessionFacts::note_cost_state`]).
     pub billed: Option<crate::session::Billed>,
+    /// The ledgers before the current one, summed, and the current one's start and figure.
+    billed_before: Option<crate::session::Billed>,
+    ledger_start: Option<f64>,
+    ledger_billed: Option<crate::session::Billed>,
     pub records: u64,
     /// How the file begins.
     pub birth: Birth,
@@ -212,7 +217,7 @@ fn asks_question(text: &str) -> bool {
 }
 
 /// FNV-1a: a fast, stable hash for short keys.
-fn fnv(parts: &[&str]) -> u64 {
+pub(crate) fn fnv(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for p in parts {
         for b in p.bytes().chain(std::iter::once(0xff)) {
@@ -262,7 +267,7 @@ impl SessionFacts {
                 if r.kind() == "cost-state"
                     && let Ok(c) = crate::json::from_slice::<crate::pricing::CostState>(line)
                 {
-                    self.billed = c.billed().or(self.billed.take());
+                    self.note_cost_state(&c);
                 }
                 self.apply(&r)
             }
@@ -276,6 +281,32 @@ impl SessionFacts {
                 }
             }
         }
+    }
+
+    /// A `cost-state` record: Claude Code's running total for its process's cost ledger,
+    /// written at `/clear` and exit. A resumed process restores the ledger from the last
+    /// record (same `startTime`) and its record replaces the one before; a process that
+    /// starts a ledger of its own (a different `startTime`: the process before it wrote
+    /// its figure, then its successor did not take it up) adds to what came before.
+    fn note_cost_state(&mut self, c: &crate::pricing::CostState) {
+        let Some(billed) = c.billed() else { return };
+        let start = c.start_time.filter(|t| t.is_finite() && *t >= 0.0);
+        if let (Some(new), Some(old), Some(prev)) = (start, self.ledger_start, self.ledger_billed.take())
+            && new != old
+        {
+            let mut before = self.billed_before.take().unwrap_or_default();
+            before.cost_usd += prev.cost_usd;
+            before.usage.add(&prev.usage);
+            self.billed_before = Some(before);
+        }
+        self.ledger_start = start.or(self.ledger_start);
+        let mut total = billed.clone();
+        if let Some(before) = &self.billed_before {
+            total.cost_usd += before.cost_usd;
+            total.usage.add(&before.usage);
+        }
+        self.ledger_billed = Some(billed);
+        self.billed = Some(total);
     }
 
     /// Applies one parsed record.

@@ -18,6 +18,8 @@
 //!   Claude Code's background service (its jobs, the roster of its running sessions).
 //! - [`session`]: the roster row ([`TrackedSession`]), its typed patch and the store
 //!   events; [`chain`]: work chains; [`attention`]: who needs the user and when to say so.
+//! - [`pricing`]: LiteLLM's prices of Anthropic's models, vendored; [`spend`]: requests
+//!   counted once across files and summed into cost reports by day, session, model….
 //! - [`settings`]: Mimesis's settings document and its validation; [`persist`]: what
 //!   the engine and the fleet database exchange.
 //! - [`supervision`]: the per-session and fleet policies of supervised PTY sessions, their
@@ -46,6 +48,7 @@ pub mod registry;
 pub mod remote;
 pub mod session;
 pub mod settings;
+pub mod spend;
 pub mod status;
 pub mod supervision;
 pub mod text;

@@ -9,8 +9,9 @@
 //! OS and architecture), then `snapshot` once its first index is done, then one `event`
 //! per roster change; `show` requests are answered by `timeline` or `error` carrying the
 //! request's number, and one `supervision` per supervision event of the sessions its
-//! supervisors (each `mimesis run` there) run. The remote stops when its stdin closes, so
-//! it never outlives the connection.
+//! supervisors (each `mimesis run` there) run; `cost` requests by `cost` (also one-shot, in
+//! place of the hello). The remote stops when its stdin closes, so it never outlives the
+//! connection.
 
 use std::time::Duration;
 
@@ -18,13 +19,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{Mono, Timestamp};
 use crate::session::{StoreEvent, TrackedSession};
+use crate::spend::{CostQuery, CostReport};
 use crate::supervision::SupervisionEvent;
 use crate::timeline::TimelineItem;
 
 /// The protocol this build speaks. A remote that answers with another one is a helper of
 /// another version: the user is offered to install this build's.
-/// 2: `supervision` messages.
-pub const PROTOCOL: u32 = 2;
+/// 2: `supervision` messages. 3: `cost` requests.
+pub const PROTOCOL: u32 = 3;
 
 /// What a host may send, and what this side holds of it (issue 32): a hostile or broken
 /// remote is cut off with a sentence when it passes one, never followed into memory.
@@ -122,6 +124,13 @@ pub enum ToRemote {
         req: u64,
         session_id: String,
     },
+    /// A cost report of the host's transcripts (`mimesis cost --host`). Sent in place of
+    /// `hello` it is a one-shot request: answered from the files, without indexing or
+    /// watching, and the remote stops.
+    Cost {
+        req: u64,
+        query: CostQuery,
+    },
 }
 
 /// Remote → local.
@@ -151,6 +160,10 @@ pub enum FromRemote {
     Timeline {
         req: u64,
         items: Vec<TimelineItem>,
+    },
+    Cost {
+        req: u64,
+        report: Box<CostReport>,
     },
     /// A request that failed (`req`), or the remote stopping (no `req`).
     Error {
@@ -229,6 +242,8 @@ impl FromRemote {
         let (kind, max) = match &msg {
             FromRemote::Snapshot { .. } => ("snapshot", MAX_SNAPSHOT_LINE),
             FromRemote::Timeline { .. } => ("timeline", MAX_TIMELINE_LINE),
+            // A report by session has a row a session: a snapshot's size.
+            FromRemote::Cost { .. } => ("cost", MAX_SNAPSHOT_LINE),
             FromRemote::Hello { .. } => ("hello", MAX_EVENT_LINE),
             FromRemote::Event { .. } => ("event", MAX_EVENT_LINE),
             FromRemote::Supervision { .. } => ("supervision", MAX_EVENT_LINE),

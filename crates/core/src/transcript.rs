@@ -34,7 +34,7 @@ pub struct LBool(pub bool);
 pub struct LU64(pub Option<u64>);
 
 /// An object field; anything that is not an object reads as `None`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LMap<T>(pub Option<T>);
 
 impl<T> Default for LMap<T> {
@@ -141,6 +141,8 @@ impl<'de> Deserialize<'de> for LU64 {
 pub enum Tokens {
     #[default]
     Absent,
+    /// `null`: absent for the roster; a cost report leaves the record out, as ccusage does.
+    Null,
     Count(u64),
     Invalid,
 }
@@ -162,7 +164,7 @@ impl<'de> Deserialize<'de> for Tokens {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Ok(match Scalar::deserialize(d)? {
             Scalar::U64(v) if v <= MAX_TOKENS => Tokens::Count(v),
-            Scalar::Null => Tokens::Absent,
+            Scalar::Null => Tokens::Null,
             _ => Tokens::Invalid,
         })
     }
@@ -376,30 +378,113 @@ pub struct RawUsage {
     pub output_tokens: Tokens,
     pub cache_creation_input_tokens: Tokens,
     pub cache_read_input_tokens: Tokens,
+    /// How the cache writes split between the 5-minute and the 1-hour cache (priced apart).
+    pub cache_creation: LMap<CacheCreation>,
+    /// `"fast"` for a request in fast mode (priced at the table's multiplier).
+    pub speed: Speed,
+}
+
+/// `usage.cache_creation`.
+#[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(default)]
+pub struct CacheCreation {
+    pub ephemeral_5m_input_tokens: Tokens,
+    pub ephemeral_1h_input_tokens: Tokens,
+}
+
+/// `usage.speed`: fast mode or not (anything but the string `"fast"` is not).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Speed {
+    pub fast: bool,
+}
+
+impl<'de> Deserialize<'de> for Speed {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Speed { fast: matches!(Scalar::deserialize(d)?, Scalar::Str(s) if s == "fast") })
+    }
 }
 
 impl RawUsage {
     /// How many of the four counts are present but not a sane count.
     pub fn invalid_fields(&self) -> u64 {
-        [self.input_tokens, self.output_tokens, self.cache_creation_input_tokens, self.cache_read_input_tokens]
-            .iter()
-            .filter(|t| **t == Tokens::Invalid)
-            .count() as u64
+        let split = self.cache_creation.0.unwrap_or_default();
+        [
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_creation_input_tokens,
+            self.cache_read_input_tokens,
+            split.ephemeral_5m_input_tokens,
+            split.ephemeral_1h_input_tokens,
+        ]
+        .iter()
+        .filter(|t| **t == Tokens::Invalid)
+        .count() as u64
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+/// `message`: the API message a record carries.
+#[derive(Debug, Default)]
 pub struct Message<'a> {
-    #[serde(borrow)]
     pub id: LStr<'a>,
-    #[serde(borrow)]
     pub model: LStr<'a>,
-    #[serde(borrow)]
     pub stop_reason: LStr<'a>,
     pub usage: LMap<RawUsage>,
-    #[serde(borrow)]
     pub content: Content<'a>,
+}
+
+/// Which fields of a record a reader needs. One reader reads records either way; the
+/// fields a reader does not need are skipped unread (not materialised).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Fields {
+    /// Everything the roster and the timeline read.
+    #[default]
+    All,
+    /// What a cost report reads ([`Record::message_usage`], `cwd`, `type`): the message's
+    /// content, tool results and side texts are skipped.
+    Usage,
+}
+
+struct MessageVisitor<'a> {
+    fields: Fields,
+    _life: PhantomData<&'a ()>,
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for MessageVisitor<'a> {
+    type Value = Message<'a>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an API message (a JSON object)")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut m = Message::default();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            match key.as_ref() {
+                "id" => m.id = map.next_value()?,
+                "model" => m.model = map.next_value()?,
+                "stop_reason" => m.stop_reason = map.next_value()?,
+                "usage" => m.usage = map.next_value()?,
+                "content" if self.fields == Fields::All => m.content = map.next_value()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(m)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Message<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(MessageVisitor { fields: Fields::All, _life: PhantomData })
+    }
+}
+
+/// A message read for its usage only ([`Fields::Usage`]).
+struct UsageMessage<'a>(Message<'a>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for UsageMessage<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(MessageVisitor { fields: Fields::Usage, _life: PhantomData }).map(UsageMessage)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -407,6 +492,23 @@ pub struct Message<'a> {
 pub struct ProgressData<'a> {
     #[serde(rename = "type", borrow)]
     pub kind: LStr<'a>,
+    /// An `agent_progress` record's copy of a subagent's message (older versions wrote
+    /// them into the parent's transcript): its usage counts, once.
+    #[serde(borrow)]
+    pub message: LMap<ProgressMessage<'a>>,
+}
+
+/// `data.message` of a progress record: the subagent's record, as far as usage goes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ProgressMessage<'a> {
+    #[serde(borrow)]
+    pub timestamp: LStr<'a>,
+    #[serde(borrow)]
+    pub request_id: LStr<'a>,
+    pub is_sidechain: LBool,
+    #[serde(borrow)]
+    pub message: LMap<Message<'a>>,
 }
 
 /// One transcript record, as far as the roster is concerned.
@@ -471,52 +573,84 @@ impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
     }
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Record<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Record<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a transcript record (a JSON object)")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut r = Record::default();
-                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-                    match key.as_ref() {
-                        "type" => r.kind = map.next_value()?,
-                        "subtype" => r.subtype = map.next_value()?,
-                        "uuid" => r.uuid = map.next_value()?,
-                        "sessionId" => r.session_id = map.next_value()?,
-                        "timestamp" => r.timestamp = map.next_value()?,
-                        "cwd" => r.cwd = map.next_value()?,
-                        "gitBranch" => r.git_branch = map.next_value()?,
-                        "isSidechain" => r.is_sidechain = map.next_value()?,
-                        "isMeta" => r.is_meta = map.next_value()?,
-                        "isCompactSummary" => r.is_compact_summary = map.next_value()?,
-                        "isApiErrorMessage" => r.is_api_error_message = map.next_value()?,
-                        "requestId" => r.request_id = map.next_value()?,
-                        "permissionMode" => r.permission_mode = map.next_value()?,
-                        "message" => r.message = map.next_value()?,
-                        "summary" | "lastPrompt" | "customTitle" | "aiTitle" | "operation" => {
-                            r.side_text = map.next_value()?
-                        }
-                        "data" => r.data = map.next_value()?,
-                        "parentToolUseID" => r.parent_tool_use_id = map.next_value()?,
-                        "toolUseID" => r.tool_use_id = map.next_value()?,
-                        "toolUseResult" => r.tool_use_result = map.next_value()?,
-                        "content" => r.content = map.next_value()?,
-                        "version" => r.version = map.next_value()?,
-                        "entrypoint" => r.entrypoint = map.next_value()?,
-                        "sessionKind" => r.session_kind = map.next_value()?,
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
+struct RecordVisitor<'a> {
+    fields: Fields,
+    _life: PhantomData<&'a ()>,
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for RecordVisitor<'a> {
+    type Value = Record<'a>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a transcript record (a JSON object)")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut r = Record::default();
+        if self.fields == Fields::Usage {
+            while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                match key.as_ref() {
+                    "type" => r.kind = map.next_value()?,
+                    "sessionId" => r.session_id = map.next_value()?,
+                    "timestamp" => r.timestamp = map.next_value()?,
+                    "cwd" => r.cwd = map.next_value()?,
+                    "isSidechain" => r.is_sidechain = map.next_value()?,
+                    "requestId" => r.request_id = map.next_value()?,
+                    "message" => r.message = LMap(map.next_value::<LMap<UsageMessage<'de>>>()?.0.map(|m| m.0)),
+                    "data" => r.data = map.next_value()?,
+                    "version" => r.version = map.next_value()?,
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
                     }
                 }
-                Ok(r)
+            }
+            return Ok(r);
+        }
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            match key.as_ref() {
+                "type" => r.kind = map.next_value()?,
+                "subtype" => r.subtype = map.next_value()?,
+                "uuid" => r.uuid = map.next_value()?,
+                "sessionId" => r.session_id = map.next_value()?,
+                "timestamp" => r.timestamp = map.next_value()?,
+                "cwd" => r.cwd = map.next_value()?,
+                "gitBranch" => r.git_branch = map.next_value()?,
+                "isSidechain" => r.is_sidechain = map.next_value()?,
+                "isMeta" => r.is_meta = map.next_value()?,
+                "isCompactSummary" => r.is_compact_summary = map.next_value()?,
+                "isApiErrorMessage" => r.is_api_error_message = map.next_value()?,
+                "requestId" => r.request_id = map.next_value()?,
+                "permissionMode" => r.permission_mode = map.next_value()?,
+                "message" => r.message = map.next_value()?,
+                "summary" | "lastPrompt" | "customTitle" | "aiTitle" | "operation" => r.side_text = map.next_value()?,
+                "data" => r.data = map.next_value()?,
+                "parentToolUseID" => r.parent_tool_use_id = map.next_value()?,
+                "toolUseID" => r.tool_use_id = map.next_value()?,
+                "toolUseResult" => r.tool_use_result = map.next_value()?,
+                "content" => r.content = map.next_value()?,
+                "version" => r.version = map.next_value()?,
+                "entrypoint" => r.entrypoint = map.next_value()?,
+                "sessionKind" => r.session_kind = map.next_value()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
         }
-        d.deserialize_map(V(PhantomData))
+        Ok(r)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Record<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(RecordVisitor { fields: Fields::All, _life: PhantomData })
+    }
+}
+
+/// A record read for [`Fields::Usage`] only: what a [`RecordParser`] parses for a cost
+/// report.
+pub struct UsageRecord<'a>(pub Record<'a>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for UsageRecord<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(RecordVisitor { fields: Fields::Usage, _life: PhantomData }).map(UsageRecord)
     }
 }
 
@@ -529,6 +663,53 @@ impl Record<'_> {
     }
 }
 
+/// What a record says of one API request's tokens, for cost reports: any record with a
+/// `message.usage` (the assistant's, whatever its type, as ccusage counts them), or an
+/// `agent_progress` record's copy of a subagent's.
+#[derive(Debug, Clone, Copy)]
+pub struct MessageUsage<'r> {
+    pub timestamp: Option<&'r str>,
+    pub model: Option<&'r str>,
+    pub message_id: Option<&'r str>,
+    pub request_id: Option<&'r str>,
+    pub session_id: Option<&'r str>,
+    pub version: Option<&'r str>,
+    pub is_sidechain: bool,
+    pub usage: RawUsage,
+}
+
+impl<'a> Record<'a> {
+    /// The usage this record states, if it states one.
+    pub fn message_usage(&self) -> Option<MessageUsage<'_>> {
+        if let Some(m) = self.message.0.as_ref()
+            && let Some(usage) = m.usage.0
+        {
+            return Some(MessageUsage {
+                timestamp: self.timestamp.get(),
+                model: m.model.get(),
+                message_id: m.id.get(),
+                request_id: self.request_id.get(),
+                session_id: self.session_id.get(),
+                version: self.version.get(),
+                is_sidechain: self.is_sidechain.0,
+                usage,
+            });
+        }
+        let p = self.data.0.as_ref()?.message.0.as_ref()?;
+        let m = p.message.0.as_ref()?;
+        Some(MessageUsage {
+            timestamp: p.timestamp.get(),
+            model: m.model.get(),
+            message_id: m.id.get(),
+            request_id: p.request_id.get(),
+            session_id: None,
+            version: None,
+            is_sidechain: p.is_sidechain.0,
+            usage: m.usage.0?,
+        })
+    }
+}
+
 /// A line that is not a record: not JSON, not an object, or nested too deep.
 #[derive(Debug, thiserror::Error)]
 #[error("malformed transcript line: {0}")]
@@ -537,8 +718,9 @@ pub struct Malformed(pub String);
 /// The JSON parser records go through. [`SerdeJson`] here; the watcher plugs in a faster
 /// one for the cold index. Either way [`parse_line_with`] applies the depth guard first.
 pub trait RecordParser {
-    fn parse_bytes<'a>(&self, line: &'a [u8]) -> Result<Record<'a>, String>;
-    fn parse_str<'a>(&self, line: &'a str) -> Result<Record<'a>, String>;
+    /// Parses a record, reading only `fields` of it.
+    fn parse_bytes<'a>(&self, line: &'a [u8], fields: Fields) -> Result<Record<'a>, String>;
+    fn parse_str<'a>(&self, line: &'a str, fields: Fields) -> Result<Record<'a>, String>;
 }
 
 /// serde_json.
@@ -546,11 +728,19 @@ pub trait RecordParser {
 pub struct SerdeJson;
 
 impl RecordParser for SerdeJson {
-    fn parse_bytes<'a>(&self, line: &'a [u8]) -> Result<Record<'a>, String> {
-        serde_json::from_slice(line).map_err(|e| e.to_string())
+    fn parse_bytes<'a>(&self, line: &'a [u8], fields: Fields) -> Result<Record<'a>, String> {
+        match fields {
+            Fields::All => serde_json::from_slice(line),
+            Fields::Usage => serde_json::from_slice::<UsageRecord>(line).map(|r| r.0),
+        }
+        .map_err(|e| e.to_string())
     }
-    fn parse_str<'a>(&self, line: &'a str) -> Result<Record<'a>, String> {
-        serde_json::from_str(line).map_err(|e| e.to_string())
+    fn parse_str<'a>(&self, line: &'a str, fields: Fields) -> Result<Record<'a>, String> {
+        match fields {
+            Fields::All => serde_json::from_str(line),
+            Fields::Usage => serde_json::from_str::<UsageRecord>(line).map(|r| r.0),
+        }
+        .map_err(|e| e.to_string())
     }
 }
 
@@ -568,17 +758,27 @@ pub fn parse_line_with<'a, P: RecordParser + ?Sized>(
     line: &'a [u8],
     scratch: &'a mut String,
 ) -> Result<Record<'a>, Malformed> {
+    parse_fields_with(parser, line, scratch, Fields::All)
+}
+
+/// [`parse_line_with`], reading only `fields` of the record.
+pub fn parse_fields_with<'a, P: RecordParser + ?Sized>(
+    parser: &P,
+    line: &'a [u8],
+    scratch: &'a mut String,
+    fields: Fields,
+) -> Result<Record<'a>, Malformed> {
     if crate::json::too_deep(line, crate::json::MAX_DEPTH) {
         return Err(Malformed(format!("nested deeper than {} levels", crate::json::MAX_DEPTH)));
     }
-    match parser.parse_bytes(line) {
+    match parser.parse_bytes(line, fields) {
         Ok(r) => Ok(r),
         Err(e) => {
             if std::str::from_utf8(line).is_ok() {
                 return Err(Malformed(e));
             }
             *scratch = String::from_utf8_lossy(line).into_owned();
-            parser.parse_str(scratch).map_err(Malformed)
+            parser.parse_str(scratch, fields).map_err(Malformed)
         }
     }
 }
@@ -642,141 +842,4 @@ pub fn trailing_timestamp(line: &[u8]) -> Option<&str> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(s: &str) -> Record<'_> {
-        serde_json::from_str(s).unwrap()
-    }
-
-    #[test]
-    fn reads_an_assistant_tool_use() {
-        let r = parse(
-            r#"{"type":"assistant","uuid":"u1","timestamp":"2026-11-01T00:00:00.000Z","requestId":"req_1",
-            "message":{"id":"msg_1","model":"claude-opus-4-8","stop_reason":"tool_use",
-            "usage":{"input_tokens":3,"output_tokens":5,"cache_read_input_tokens":7},
-            "content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"cargo test","description":"run"}}]}}"#,
-        );
-        assert_eq!(r.kind(), "assistant");
-        let m = r.message.0.unwrap();
-        assert_eq!(m.usage.0.unwrap().output_tokens, Tokens::Count(5));
-        let Content::Blocks(b) = m.content else { panic!() };
-        assert_eq!(b[0].name.get(), Some("Bash"));
-        assert_eq!(b[0].input.0.as_ref().unwrap().target(), Some("cargo test"));
-    }
-
-    #[test]
-    fn a_question_or_a_plan_is_the_target() {
-        let r = parse(
-            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"AskUserQuestion",
-            "input":{"questions":[{"question":"Which database?","header":"DB","options":[{"label":"Postgres"}],
-            "multiSelect":false},{"question":"Second?"}]}}]}}"#,
-        );
-        let Content::Blocks(b) = r.message.0.unwrap().content else { panic!() };
-        assert_eq!(b[0].input.0.as_ref().unwrap().target(), Some("Which database?"));
-        let r = parse(
-            r##"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"ExitPlanMode",
-            "input":{"plan":"\n# Plan: add a cache\n\n1. Measure\n2. Cache"}}]}}"##,
-        );
-        let Content::Blocks(b) = r.message.0.unwrap().content else { panic!() };
-        assert_eq!(b[0].input.0.as_ref().unwrap().target(), Some("Plan: add a cache"));
-        let r =
-            parse(r#"{"type":"assistant","message":{"content":[{"type":"tool_use","input":{"questions":"oops"}}]}}"#);
-        let Content::Blocks(b) = r.message.0.unwrap().content else { panic!() };
-        assert_eq!(b[0].input.0.as_ref().unwrap().target(), None);
-    }
-
-    #[test]
-    fn wrong_types_read_as_absent_not_as_errors() {
-        let r = parse(
-            r#"{"type":"user","uuid":7,"isMeta":"yes","timestamp":{"a":[1,2]},"message":"oops",
-            "toolUseResult":{"stdout":"big"},"cwd":null}"#,
-        );
-        assert_eq!(r.kind(), "user");
-        assert_eq!(r.uuid.get(), None);
-        assert!(!r.is_meta.0);
-        assert_eq!(r.timestamp.get(), None);
-        assert!(r.message.0.is_none());
-        assert!(r.tool_use_result.get().is_none());
-    }
-
-    #[test]
-    fn unknown_types_and_fields_are_ignored() {
-        let r = parse(r#"{"type":"brand-new-thing","future":{"deep":[{"x":1}]},"uuid":"u"}"#);
-        assert_eq!(r.kind(), "brand-new-thing");
-        let r = parse(r#"{"type":"user","message":{"content":[{"type":"hologram","data":[1,2,3]},"str",3]}}"#);
-        let Content::Blocks(b) = r.message.0.unwrap().content else { panic!() };
-        assert_eq!(b.len(), 1);
-        assert_eq!(b[0].kind.get(), Some("hologram"));
-    }
-
-    #[test]
-    fn strings_with_escapes_are_owned_others_borrowed() {
-        let r = parse(r#"{"type":"user","message":{"content":"line one\nline two"}}"#);
-        let Content::Text(t) = r.message.0.unwrap().content else { panic!() };
-        assert_eq!(t, "line one\nline two");
-        let r = parse(r#"{"type":"user","cwd":"/home/me"}"#);
-        assert!(matches!(r.cwd.0, Some(Cow::Borrowed("/home/me"))));
-    }
-
-    #[test]
-    fn invalid_utf8_is_repaired_not_fatal() {
-        let mut line = br#"{"type":"user","message":{"content":"caf"#.to_vec();
-        line.extend_from_slice(&[0xff, 0xfe]);
-        line.extend_from_slice(br#""}}"#);
-        let mut scratch = String::new();
-        let r = parse_line(&line, &mut scratch).unwrap();
-        let Content::Text(t) = r.message.0.unwrap().content else { panic!() };
-        assert!(t.starts_with("caf\u{fffd}"));
-    }
-
-    #[test]
-    fn malformed_json_is_an_error() {
-        let mut s = String::new();
-        assert!(parse_line(b"{\"type\":\"user\",", &mut s).is_err());
-        assert!(parse_line(b"not json", &mut s).is_err());
-    }
-
-    /// `target` tries the keys in TARGET_KEYS' order: each key wins over all after it.
-    #[test]
-    fn the_target_follows_the_key_order() {
-        let value = |k: &str| match k {
-            "questions" => serde_json::json!([{"question": "q-questions"}]),
-            "plan" => serde_json::json!("# q-plan\nmore"),
-            _ => serde_json::json!(format!("q-{k}")),
-        };
-        for (i, key) in TARGET_KEYS.iter().enumerate() {
-            let input: serde_json::Map<String, serde_json::Value> =
-                TARGET_KEYS[i..].iter().map(|k| (k.to_string(), value(k))).collect();
-            let text = serde_json::to_string(&input).unwrap();
-            let parsed: ToolInput = serde_json::from_str(&text).unwrap();
-            assert_eq!(parsed.target(), Some(format!("q-{key}").as_str()), "{key}");
-        }
-    }
-
-    /// The cheap skip finds 2.1.330's big records by their first bytes, and nothing else:
-    /// a lookalike further in, another key first, a torn line or a conversation record is
-    /// parsed as usual.
-    #[test]
-    fn big_records_are_recognised_from_their_first_bytes() {
-        let snapshot = format!(
-            r#"{{"parentUuid":"p","isSidechain":false,"attachment":{{"type":"prompt_snapshot","systemPrompt":["{}"]}},"type":"attachment","uuid":"u","timestamp":"2026-11-24T02:23:30.649Z"}}"#,
-            "x".repeat(70_000)
-        );
-        assert_eq!(skippable(snapshot.as_bytes()), Some(Skipped::Attachment));
-        assert_eq!(trailing_timestamp(snapshot.as_bytes()), Some("2026-11-24T02:23:30.649Z"));
-        assert_eq!(skippable(br#"{"type":"api-request-shape","shape":{}}"#), Some(Skipped::Request));
-        assert_eq!(skippable(br#"{"type":"api-request","x":1}"#), Some(Skipped::Request));
-        assert_eq!(skippable(br#"{"type":"api-request-sha"#), None, "torn: parsed (and counted) as usual");
-        for kept in [
-            &br#"{"type":"api-requests","x":1}"#[..],
-            br#"{"type":"user","message":{"content":"{\"type\":\"api-request-shape\"}"}}"#,
-            br#"{"uuid":"u","type":"api-request-shape"}"#,
-            br#"{"parentUuid":"p","attachment":{"type":"plan_mode"},"type":"attachment"}"#,
-            br#"{"parentUuid":"p","attachment":{"type":"prompt_snapshots"},"type":"attachment"}"#,
-            br#"{"type":"attachment","attachment":{"type":"prompt_snapshot"}}"#,
-        ] {
-            assert_eq!(skippable(kept), None, "{}", String::from_utf8_lossy(kept));
-        }
-    }
-}
+mod tests;

@@ -53,9 +53,112 @@ pub fn read_regular(path: &Path, max: u64, links: Links) -> io::Result<Vec<u8>> 
     Ok(buf)
 }
 
+/// A regular file mapped into memory, read-only: its bytes without copying them.
+///
+/// A mapping of a file that another process truncates meanwhile faults (`SIGBUS`) on
+/// the bytes that are gone; only a short-lived reader that has made that fault say so
+/// ([`say_on_bus_error`]) maps files.
+pub struct Mapped {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned; `&[u8]` views of it are shared as any slice.
+unsafe impl Send for Mapped {}
+unsafe impl Sync for Mapped {}
+
+impl Mapped {
+    /// Maps the regular file `path` (a FIFO or device is refused, as by [`open_regular`]);
+    /// `None` when it is empty.
+    pub fn open(path: &Path) -> io::Result<Option<Mapped>> {
+        use std::os::fd::AsRawFd;
+        let f = open_regular(path, Links::Follow)?;
+        let len = usize::try_from(f.metadata()?.len()).map_err(|_| io::Error::from(io::ErrorKind::FileTooLarge))?;
+        if len == 0 {
+            return Ok(None);
+        }
+        // SAFETY: a fresh read-only shared mapping of an open regular file, of its length;
+        // the descriptor may close after mmap returns.
+        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, f.as_raw_fd(), 0) };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: advice on the mapping just made.
+        unsafe { libc::madvise(ptr, len, libc::MADV_SEQUENTIAL) };
+        Ok(Some(Mapped { ptr, len }))
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `ptr` maps `len` readable bytes until drop.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
+    }
+
+    /// Lets go of the pages before `upto` (they stay in the page cache): a long file read
+    /// from start to end holds only what is being read, not all it has read.
+    pub fn release_before(&self, upto: usize) {
+        let page = page_size();
+        let end = upto.min(self.len) / page * page;
+        if end > 0 {
+            // SAFETY: a page-aligned range inside the mapping, which is read-only: dropping
+            // its pages loses nothing; a later read maps them again.
+            unsafe { libc::madvise(self.ptr, end, libc::MADV_DONTNEED) };
+        }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // SAFETY: unmaps the mapping made in `open`, once.
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
+}
+
+static BUS_ERROR_SENTENCE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+
+/// Makes a `SIGBUS` (a mapped file cut short by another process while it was read: see
+/// [`Mapped`]) end the process with `sentence` on stderr and exit status 1, instead of a
+/// core dump. For short-lived processes only: it ends the process.
+pub fn say_on_bus_error(sentence: &str) {
+    let _ = BUS_ERROR_SENTENCE.set(format!("{sentence}\n").into_bytes());
+    extern "C" fn on_bus(_: libc::c_int) {
+        if let Some(s) = BUS_ERROR_SENTENCE.get() {
+            // SAFETY: write(2) and _exit(2) are async-signal-safe; `s` is never freed.
+            unsafe { libc::write(libc::STDERR_FILENO, s.as_ptr().cast(), s.len()) };
+        }
+        // SAFETY: as above.
+        unsafe { libc::_exit(1) };
+    }
+    // SAFETY: installs a handler that only calls async-signal-safe functions.
+    unsafe { libc::signal(libc::SIGBUS, on_bus as extern "C" fn(libc::c_int) as libc::sighandler_t) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mapped_file_reads_as_its_bytes_and_lets_go_of_what_was_read() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.jsonl");
+        let bytes: Vec<u8> = (0..3 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&p, &bytes).unwrap();
+        let m = Mapped::open(&p).unwrap().unwrap();
+        assert_eq!(m.bytes(), &bytes[..]);
+        m.release_before(2 * 1024 * 1024 + 17);
+        assert_eq!(m.bytes(), &bytes[..], "released pages read again from the file");
+        std::fs::write(d.path().join("empty.jsonl"), b"").unwrap();
+        assert!(Mapped::open(&d.path().join("empty.jsonl")).unwrap().is_none());
+        let fifo = d.path().join("fifo.jsonl");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(Mapped::open(&fifo).err().map(|e| e.kind()), Some(io::ErrorKind::InvalidInput));
+    }
 
     #[test]
     fn only_regular_files_open_and_nothing_blocks() {

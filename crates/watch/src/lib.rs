@@ -13,6 +13,7 @@
 //!   (markers and status files), [`permission_files`] (settings files' permission rules),
 //!   [`git`] (a cwd's repository root).
 //! - [`timeline_view`]: timelines read from transcript files, live.
+//! - [`spend`]: every transcript's usage read once for a cost report (`mimesis cost`).
 //!
 //! Layer: above `mimesis-core` (the types and rules: parsing, facts, the status state
 //! machine, chains, attention) and `mimesis-os`. It never names the fleet database: it
@@ -27,6 +28,7 @@ pub mod parse;
 pub mod permission_files;
 pub mod registry;
 pub mod scan;
+pub mod spend;
 pub mod spool;
 pub mod store;
 pub mod tail;

@@ -3,17 +3,25 @@
 //! own `SerdeJson` parses the same records the same way, more slowly. The depth guard runs
 //! before either (`transcript::parse_line_with`).
 
-use mimesis_core::transcript::{Record, RecordParser};
+use mimesis_core::transcript::{Fields, Record, RecordParser, UsageRecord};
 
 #[derive(Copy, Clone, Debug, Default)]
 pub struct SonicJson;
 
 impl RecordParser for SonicJson {
-    fn parse_bytes<'a>(&self, line: &'a [u8]) -> Result<Record<'a>, String> {
-        sonic_rs::from_slice(line).map_err(|e| e.to_string())
+    fn parse_bytes<'a>(&self, line: &'a [u8], fields: Fields) -> Result<Record<'a>, String> {
+        match fields {
+            Fields::All => sonic_rs::from_slice(line),
+            Fields::Usage => sonic_rs::from_slice::<UsageRecord>(line).map(|r| r.0),
+        }
+        .map_err(|e| e.to_string())
     }
-    fn parse_str<'a>(&self, line: &'a str) -> Result<Record<'a>, String> {
-        sonic_rs::from_str(line).map_err(|e| e.to_string())
+    fn parse_str<'a>(&self, line: &'a str, fields: Fields) -> Result<Record<'a>, String> {
+        match fields {
+            Fields::All => sonic_rs::from_str(line),
+            Fields::Usage => sonic_rs::from_str::<UsageRecord>(line).map(|r| r.0),
+        }
+        .map_err(|e| e.to_string())
     }
 }
 
@@ -21,6 +29,7 @@ impl RecordParser for SonicJson {
 mod tests {
     use super::*;
     use mimesis_core::facts::SessionFacts;
+    use mimesis_core::spend::FileUsage;
     use mimesis_core::transcript::SerdeJson;
 
     /// Both parsers make the same facts of the same lines, odd ones included.
@@ -43,5 +52,12 @@ mod tests {
             (a.usage, a.malformed, a.malformed_fields, a.goal().map(str::to_owned), a.records),
             (b.usage, b.malformed, b.malformed_fields, b.goal().map(str::to_owned), b.records)
         );
+        // And read for a cost report: the same requests.
+        let (mut c, mut d) = (FileUsage::new("s", "p"), FileUsage::new("s", "p"));
+        for l in lines {
+            c.add_line(&SonicJson, l, &mut s1);
+            d.add_line(&SerdeJson, l, &mut s2);
+        }
+        assert_eq!((c.entries, c.skipped), (d.entries, d.skipped));
     }
 }

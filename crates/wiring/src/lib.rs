@@ -17,12 +17,14 @@
 //! - [`doctor`]: is this installation able to watch Claude Code?
 //! - [`demo`]: generated live sessions for a newcomer (SPEC X2).
 //! - [`once`]: the roster and timelines read once, without watching (`ls`, `show`).
+//! - [`cost`]: cost reports by day, session, project or model (`cost`).
 //! - [`ui_contract`]: what the UI must word and offer as the engine does, as TypeScript.
 
 pub mod answering;
 pub mod approvals;
 pub mod background;
 mod bg_limits;
+pub mod cost;
 pub mod demo;
 pub mod doctor;
 pub mod once;

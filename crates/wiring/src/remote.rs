@@ -22,4 +22,4 @@ mod tests;
 pub use feed::{FeedCmd, FeedMsg, HostFeed, HostInfo};
 pub use hub::{Hub, HubEvent, change_configured, configured, face_row, face_supervision};
 pub use serve::serve;
-pub use ssh::{Connection, Hello, Ssh, connect, connect_or_install, install_helper, roster, timeline};
+pub use ssh::{Connection, Hello, Ssh, connect, connect_or_install, cost, install_helper, roster, timeline};

@@ -11,15 +11,28 @@ use mimesis_watch::{Engine, EngineConfig};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demos_live_sessions_work_ask_and_wait_for_approval() {
+    demo_shows_what_it_means(false).await;
+}
+
+/// The window's Demo button (`start_demo`): the demo's root is added to a running engine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_windows_demo_added_to_a_running_engine_works_asks_and_needs_you() {
+    demo_shows_what_it_means(true).await;
+}
+
+async fn demo_shows_what_it_means(added_later: bool) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("demo");
-    let demo = mimesis_wiring::demo::start(&root, 4.0).unwrap();
     let engine = Engine::start(EngineConfig {
-        roots: vec![root],
+        roots: if added_later { vec![] } else { vec![root.clone()] },
         poll_interval: Duration::from_millis(200),
         ..Default::default()
     });
+    let demo = mimesis_wiring::demo::start(&root, 4.0).unwrap();
     engine.ready().await;
+    if added_later {
+        engine.add_root(root).await.unwrap();
+    }
     let attention = engine.subscribe_attention();
     let mut seen = BTreeSet::new();
     let mut needed_you = 0;

@@ -12,7 +12,7 @@ import { SupervisionStore } from './supervision.svelte';
 import { TimelineView } from './timeline.svelte';
 import type { TermSize } from './termsize';
 
-export type Page = 'sessions' | 'resources' | 'settings';
+export type Page = 'sessions' | 'spend' | 'resources' | 'settings';
 
 /** The engine's side of the window, all there once connected. */
 export interface Engine {

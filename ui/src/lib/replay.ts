@@ -48,6 +48,7 @@ const READS = new Set<string>([
   'settings_in_effect',
   'approvals_pending',
   'resources',
+  'spend_view',
   'hosts_list',
   'folder_check',
   'gpu_available',

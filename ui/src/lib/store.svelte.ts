@@ -4,6 +4,7 @@
 import type { Backend } from './backend';
 import { Listeners } from './listeners';
 import { SNAPSHOT } from './marks';
+import { chainCosts } from './spend';
 import { DEFAULT_FILTERS, applyEvents, byActivityDesc, chainHead, heldOrder, newlySuperseded, type SessionTable, type Filters, type RosterView } from './roster';
 import { RosterIndex, type IndexWork } from './rosterIndex';
 import { RosterLines, heldCompare, type LinesWork } from './rosterLines';
@@ -187,6 +188,19 @@ export class RosterStore {
 
   get(id: string): TrackedSession | undefined {
     return this.#index.get(id);
+  }
+
+  #chainCosts: ReadonlyMap<string, number> = chainCosts([]);
+  #chainCostsAt = -1;
+
+  /** A work chain's cost, its sessions' summed (worked out once a roster change, when asked). */
+  chainCost(chainId: string): number | null {
+    const v = this.version;
+    if (this.#chainCostsAt !== v) {
+      this.#chainCosts = chainCosts(this.#index.sessions.values());
+      this.#chainCostsAt = v;
+    }
+    return this.#chainCosts.get(chainId) ?? null;
   }
 
   /** The work the index has done so far (rows touched, comparisons): the benchmark diffs it per batch. */

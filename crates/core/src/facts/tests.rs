@@ -425,6 +425,34 @@ fn usage_per_model_and_what_was_billed() {
     assert_eq!((billed.cost_usd, billed.usage.input_tokens), (0.02, 5000));
 }
 
+/// A supervised session restarted after a crash: the process before wrote its figure,
+/// the resumed one started a ledger of its own (another `startTime`); what was billed is
+/// both, not the last alone. A resumed process that took the ledger up (the same
+/// `startTime`) already counts the one before.
+#[test]
+fn billed_counts_the_process_before_a_restart() {
+    let cost = |start: u64, usd: f64, input: u64| {
+        json!({"type": "cost-state", "sessionId": "s", "totalCostUSD": usd, "startTime": start,
+               "modelUsage": {"claude-opus-5-5": {"inputTokens": input, "outputTokens": 0}}})
+    };
+    let billed = |lines: &[serde_json::Value]| {
+        let mut f = SessionFacts::default();
+        let mut scratch = String::new();
+        for v in lines {
+            f.apply_line(v.to_string().as_bytes(), &mut scratch);
+        }
+        let b = f.billed.unwrap();
+        ((b.cost_usd * 1e6).round() / 1e6, b.usage.input_tokens)
+    };
+    assert_eq!(billed(&[cost(1, 0.00028, 70), cost(2, 0.00014, 35)]), (0.00042, 105), "a new ledger adds");
+    assert_eq!(billed(&[cost(1, 0.00028, 70), cost(1, 0.00042, 105)]), (0.00042, 105), "a restored one replaces");
+    assert_eq!(
+        billed(&[cost(1, 0.0001, 1), cost(1, 0.0002, 2), cost(2, 0.0001, 1), cost(2, 0.0003, 3), cost(3, 0.0001, 1)]),
+        (0.0006, 6),
+        "the last figure of each ledger"
+    );
+}
+
 #[test]
 fn the_goal_cut_from_the_cleaned_prompt_is_the_prompt_cleaned_to_the_goals_length() {
     use crate::text::clean_text;

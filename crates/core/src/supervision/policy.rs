@@ -221,6 +221,11 @@ pub enum Delivery {
     Refused,
 }
 
+/// Keys that only interrupt or quit the agent: Ctrl-C and Ctrl-D.
+fn only_interrupts(bytes: &[u8]) -> bool {
+    bytes.iter().all(|b| matches!(b, 0x03 | 0x04))
+}
+
 /// A process that shows nothing recognisable this long after its spawn is taken to be up.
 pub const READY_FALLBACK: Duration = Duration::from_secs(30);
 /// How long an interrupted turn has to wind down (write its interruption) before SIGTERM.
@@ -796,6 +801,9 @@ impl SessionPolicy {
         match self.state {
             SupervisionState::Terminated => return Delivery::Refused,
             SupervisionState::Unhealthy if !matches!(self.proc, Proc::Live { .. }) => return Delivery::Refused,
+            // Ctrl-C (or Ctrl-D) at a suspended session interrupts nothing: it does not wake
+            // the agent to be handed keys that quit it (an exit then taken for a crash).
+            SupervisionState::Suspended if only_interrupts(&bytes) => return Delivery::Written,
             SupervisionState::Suspended => {
                 self.queue.push_back(bytes);
                 if matches!(self.proc, Proc::None) || self.frozen {

@@ -371,7 +371,8 @@ async fn run_connection(
                     FromRemote::Error { req: None, message } => {
                         return Some(Failure::HelperMismatch(remote::quote(&message)));
                     }
-                    FromRemote::Hello { .. } => true,
+                    // The feed asks for no report.
+                    FromRemote::Hello { .. } | FromRemote::Cost { .. } => true,
                 };
                 if !alive {
                     return None;

@@ -37,6 +37,17 @@ pub async fn serve(
     // The peer's hello first: one of another protocol is told so, and nothing is indexed.
     match requests.recv().await.flatten() {
         Some(ToRemote::Hello { protocol }) if protocol == PROTOCOL => {}
+        // A one-shot cost report: answered from the files, nothing indexed or watched.
+        Some(ToRemote::Cost { req, query }) => {
+            // This process ends with the answer: it may read the files mapped.
+            crate::cost::say_on_bus_error();
+            let how = crate::cost::Reading::Mapped;
+            let reply = tokio::task::spawn_blocking(move || crate::cost::reply(&roots, &data_dir, req, query, how))
+                .await
+                .unwrap_or_else(|e| FromRemote::Error { req: Some(req), message: format!("the report failed: {e}") });
+            write_msg(&mut output, &reply).await?;
+            return output.flush().await;
+        }
         Some(ToRemote::Hello { protocol }) => {
             let message = format!("this Mimesis speaks protocol {PROTOCOL}, not {protocol}");
             write_msg(&mut output, &FromRemote::Error { req: None, message }).await?;
@@ -76,6 +87,13 @@ pub async fn serve(
                                 Ok(items) => FromRemote::Timeline { req, items },
                                 Err(message) => FromRemote::Error { req: Some(req), message },
                             };
+                            let _ = done_tx.blocking_send(reply);
+                        });
+                    }
+                    Some(ToRemote::Cost { req, query }) => {
+                        let (roots, data_dir, done_tx) = (roots.clone(), data_dir.clone(), done_tx.clone());
+                        tokio::task::spawn_blocking(move || {
+                            let reply = crate::cost::reply(&roots, &data_dir, req, query, crate::cost::Reading::Copied);
                             let _ = done_tx.blocking_send(reply);
                         });
                     }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use mimesis_core::clock::{Clock, Mono};
 use mimesis_core::remote::{self, Destination, Failure, FromRemote, PROTOCOL, ToRemote, Waits, wait_words};
 use mimesis_core::session::TrackedSession;
+use mimesis_core::spend::{CostQuery, CostReport};
 use mimesis_core::timeline::TimelineItem;
 use serde::Serialize;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -117,6 +118,16 @@ pub struct Connection {
 /// Connects to `dest` and checks that the remote speaks this protocol, within
 /// `ssh.waits.hello` of `clock`.
 pub async fn connect(ssh: &Ssh, dest: &Destination, clock: &dyn Clock) -> Result<Connection, Failure> {
+    connect_with(ssh, dest, clock, &ToRemote::Hello { protocol: PROTOCOL }).await
+}
+
+/// [`connect`], with `first` sent in place of the hello (a one-shot request).
+async fn connect_with(
+    ssh: &Ssh,
+    dest: &Destination,
+    clock: &dyn Clock,
+    first: &ToRemote,
+) -> Result<Connection, Failure> {
     let mut child = ssh
         .command(dest, &remote::remote_mimesis(&["serve", "--stdio"]))
         .spawn()
@@ -136,7 +147,7 @@ pub async fn connect(ssh: &Ssh, dest: &Destination, clock: &dyn Clock) -> Result
         waits: ssh.waits,
     };
     // Sent at once: the remote checks it while ssh still negotiates nothing more.
-    let _ = conn.send(&ToRemote::Hello { protocol: PROTOCOL }).await;
+    let _ = conn.send(first).await;
     let wait = ssh.waits.hello;
     let first = before(clock, clock.mono().plus(wait), conn.recv())
         .await
@@ -363,17 +374,48 @@ pub async fn connect_or_install(
     install: Option<&Path>,
     clock: &dyn Clock,
 ) -> Result<Connection, Failure> {
-    match connect(ssh, dest, clock).await {
+    connect_or_install_with(ssh, dest, install, clock, &ToRemote::Hello { protocol: PROTOCOL }).await
+}
+
+async fn connect_or_install_with(
+    ssh: &Ssh,
+    dest: &Destination,
+    install: Option<&Path>,
+    clock: &dyn Clock,
+    first: &ToRemote,
+) -> Result<Connection, Failure> {
+    match connect_with(ssh, dest, clock, first).await {
         Err(f) if f.wants_helper() => match install {
             Some(exe) => {
                 // A copy that fails leaves the host without a helper, said with why.
                 install_helper(ssh, dest, exe, clock).await.map_err(Failure::HelperMismatch)?;
-                connect(ssh, dest, clock).await
+                connect_with(ssh, dest, clock, first).await
             }
             None => Err(f),
         },
         other => other,
     }
+}
+
+/// The report of `dest`'s transcripts, once (`mimesis cost --host`): one request sent in
+/// place of the hello, answered there from the files, without indexing; the answer
+/// within `ssh.waits.snapshot` (the host reads every transcript first).
+pub async fn cost(
+    ssh: &Ssh,
+    dest: &Destination,
+    query: &CostQuery,
+    install: Option<&Path>,
+    clock: &dyn Clock,
+) -> Result<CostReport, Failure> {
+    let first = ToRemote::Cost { req: 1, query: query.clone() };
+    let conn = connect_or_install_with(ssh, dest, install, clock, &first).await?;
+    // The host reads every transcript first: as long as a snapshot may take.
+    answer_of_request_1(conn, clock, ssh.waits.snapshot, |msg| match msg {
+        FromRemote::Cost { req: 1, report } => Some(Ok(*report)),
+        FromRemote::Error { req: None, message } => Some(Err(message)),
+        _ => None,
+    })
+    .await
 }
 
 /// What the remote said in its hello, and its roster (rows marked as the host's), from one
@@ -404,28 +446,37 @@ pub async fn timeline(
     conn.send(&ToRemote::Show { req: 1, session_id: id.to_owned() })
         .await
         .map_err(|e| Failure::Unreachable(format!("cannot write to the host: {e}")))?;
-    let wait = ssh.waits.reply;
+    answer_of_request_1(conn, clock, ssh.waits.reply, |msg| match msg {
+        FromRemote::Timeline { req: 1, items } => Some(Ok(items)),
+        _ => None,
+    })
+    .await
+}
+
+/// The answer to request 1 on `conn`, within `wait`: what `pick` takes (its `Err`: the
+/// host's own words), or the host's `error` for request 1; then the connection is closed.
+/// A host that failed is not waited for: dropped, its ssh is killed.
+async fn answer_of_request_1<T>(
+    mut conn: Connection,
+    clock: &dyn Clock,
+    wait: Duration,
+    mut pick: impl FnMut(FromRemote) -> Option<Result<T, String>>,
+) -> Result<T, Failure> {
     let answer = before(clock, clock.mono().plus(wait), async {
         loop {
-            match conn.recv().await? {
-                FromRemote::Timeline { req: 1, items } => return Ok(Ok(items)),
-                FromRemote::Error { req: Some(1), message } => {
-                    return Ok(Err(Failure::Protocol(remote::quote(&message))));
-                }
-                _ => {}
+            let msg = match conn.recv().await? {
+                FromRemote::Error { req: Some(1), message } => return Ok(Err(message)),
+                msg => msg,
+            };
+            if let Some(a) = pick(msg) {
+                return Ok(a);
             }
         }
     })
     .await
-    .unwrap_or_else(|| Err(no_answer(wait)));
-    match answer {
-        Ok(answered) => {
-            conn.close().await;
-            answered
-        }
-        // A host that failed is not waited for: dropped, its ssh is killed.
-        Err(f) => Err(f),
-    }
+    .unwrap_or_else(|| Err(no_answer(wait)))?;
+    conn.close().await;
+    answer.map_err(|message| Failure::Protocol(remote::quote(&message)))
 }
 
 /// A request the host did not answer in time.

@@ -350,6 +350,84 @@ export type Metrics = { rssBytes: { [key in string]: number }, zombieProcessesCl
  */
 export type Resources = { rows: Array<ResourceRow>, metrics: Metrics, };
 
+/**
+ * One stack of the chart: a project's or a model's cost on each day of the view.
+ */
+export type SpendSeries = { 
+/**
+ * A project's folder (its working directory), a model, or "Other".
+ */
+name: string, 
+/**
+ * Dollars on each day of [`SpendView::days`], in the same order.
+ */
+usd: Array<number>, };
+
+/**
+ * A sum over some days: dollars (estimated) and tokens.
+ */
+export type SpendTotal = { usd: number, tokens: number, };
+
+/**
+ * One of the costliest sessions of the days shown.
+ */
+export type SpendSession = { sessionId: string, project: string, 
+/**
+ * Estimated over the days shown.
+ */
+usd: number, tokens: number, 
+/**
+ * Its last request's time (ms since the epoch).
+ */
+lastAt: number, };
+
+/**
+ * What the Spend view shows (docs/ipc.md `spend_view`).
+ */
+export type SpendView = { 
+/**
+ * The days shown, oldest first, the last one today (`2026-11-28`, local time).
+ */
+days: Array<string>, 
+/**
+ * The chart stacked by project: the costliest first, then "Other".
+ */
+byProject: Array<SpendSeries>, 
+/**
+ * The chart stacked by model: the costliest first, then "Other".
+ */
+byModel: Array<SpendSeries>, 
+/**
+ * All the days shown.
+ */
+shown: SpendTotal, today: SpendTotal, 
+/**
+ * Monday to today.
+ */
+week: SpendTotal, 
+/**
+ * The 1st of the month to today.
+ */
+month: SpendTotal, 
+/**
+ * The costliest sessions of the days shown, the costliest first.
+ */
+topSessions: Array<SpendSession>, 
+/**
+ * "LiteLLM 1.110.2 (2026-11-28)".
+ */
+prices: string, 
+/**
+ * Models used in the days shown that the table does not price (their tokens are
+ * counted, not priced).
+ */
+unknownModels: Array<string>, 
+/**
+ * What a reader must know about these figures (a price file that could not be used,
+ * transcripts that could not be read), one sentence each.
+ */
+warnings: Array<string>, };
+
 export type WatchSettings = { approvalTimeoutSecs: number, staleTimeoutSecs: number, idleTimeoutSecs: number, statusFileTtlSecs: number, 
 /**
  * How long a permission request from an external session waits for an answer from
@@ -844,6 +922,7 @@ export interface Commands {
   bg_stop: { args: { sessionId: string }; ret: string };
   bg_respawn: { args: { sessionId: string }; ret: string };
   bg_remove: { args: { sessionId: string }; ret: string };
+  spend_view: { args: { days: number }; ret: SpendView };
   hosts_list: { args: undefined; ret: Array<HostInfo> };
   host_retry: { args: { host: string }; ret: null };
   host_install: { args: { host: string }; ret: null };

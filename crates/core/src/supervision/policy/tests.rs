@@ -779,6 +779,32 @@ fn a_message_racing_the_idle_timer_never_makes_two_processes() {
     assert_eq!(typed(&e), ["hi⏎"]);
 }
 
+/// Issue 33: Ctrl-C at a session suspended for idleness is not a message: it does not
+/// resume the agent only to hand it the keys that quit it (its exit then counted as a
+/// crash and recovered). The next message resumes it as ever.
+#[test]
+fn ctrl_c_at_a_suspended_session_neither_wakes_it_nor_counts_as_a_crash() {
+    for mode in [SuspendMode::Terminate, SuspendMode::Stop] {
+        let mut h = H::ready(Limits { suspend_mode: mode, ..limits() });
+        h.turn();
+        h.to(600.0);
+        if mode == SuspendMode::Terminate {
+            h.exit(143);
+        }
+        assert_eq!(h.p.state(), SupervisionState::Suspended);
+        for keys in ["\x03", "\x03\x03", "\x04"] {
+            let (d, e) = h.type_keys(keys);
+            assert_eq!(d, Delivery::Written, "{mode:?}: taken");
+            assert!(spawn_of(&e).is_none() && signals(&e).is_empty(), "{mode:?}: not woken: {e:#?}");
+            assert!(writes(&e).is_empty() && events(&e).is_empty(), "{mode:?}: nothing sent: {e:#?}");
+        }
+        assert_eq!(h.p.state(), SupervisionState::Suspended);
+        assert_eq!(h.p.supervision("", "").consecutive_crashes, 0);
+        let (_, e) = h.type_keys("go on\r");
+        assert_eq!(events(&e).first(), Some(&"session_resumed"), "{mode:?}");
+    }
+}
+
 #[test]
 fn suspend_mode_stop_uses_sigstop_and_sigcont() {
     let mut h = H::ready(Limits { suspend_mode: SuspendMode::Stop, ..limits() });

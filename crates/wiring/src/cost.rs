@@ -1,0 +1,96 @@
+//! Cost reports (`mimesis cost`, `--host` through `serve`'s `cost` request): the
+//! transcripts of `roots` read once ([`mimesis_watch::spend`]), priced with the user's
+//! price file over the shipped table, summed by local day (the system's time zone, `TZ`
+//! respected) into [`mimesis_core::spend::CostReport`]. Needs neither the fleet database
+//! nor a running Mimesis; changes nothing on disk.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Local, NaiveDate};
+use mimesis_core::clock::Timestamp;
+use mimesis_core::pricing::PriceTable;
+use mimesis_core::remote::FromRemote;
+use mimesis_core::spend::{self, CostQuery, CostReport, SpendView};
+
+/// The price file read from the data folder when none is named.
+pub const PRICE_FILE: &str = "prices.json";
+
+/// A price file larger than this is not one (LiteLLM's whole table is about 3.5 MB).
+const MAX_PRICE_FILE: u64 = 64 * 1024 * 1024;
+
+pub use mimesis_watch::spend::Reading;
+
+/// The report for `q` over the transcripts of `roots`. `prices`: a price file the user
+/// named (said when it cannot be used); else `<data_dir>/prices.json` when it exists.
+/// `how`: [`Reading::Mapped`] only in a short-lived process that says a bus error
+/// ([`say_on_bus_error`]).
+pub fn report(roots: &[PathBuf], data_dir: &Path, q: &CostQuery, prices: Option<&Path>, how: Reading) -> CostReport {
+    let (table, price_warnings) = price_table(data_dir, prices);
+    let ledger = mimesis_watch::spend::read(roots, how);
+    let mut r = ledger.report(q, &table, &local_day);
+    r.warnings.splice(0..0, price_warnings);
+    r
+}
+
+/// The window's Spend view of the `days` days up to today (local time), over the
+/// transcripts of `roots`, read copied (the window lives long), with the data folder's
+/// price file when there is one.
+pub fn spend_view(roots: &[PathBuf], data_dir: &Path, days: u32) -> SpendView {
+    let (table, price_warnings) = price_table(data_dir, None);
+    let ledger = mimesis_watch::spend::read(roots, Reading::Copied);
+    let today = Local::now().date_naive();
+    let mut v = ledger.spend_view(&table, &local_day, today, days);
+    v.warnings.splice(0..0, price_warnings);
+    v
+}
+
+/// The user's price file (`named`, else `<data_dir>/prices.json` when it exists) over the
+/// shipped table, with why it could not be used.
+fn price_table(data_dir: &Path, named: Option<&Path>) -> (PriceTable, Vec<String>) {
+    let default = data_dir.join(PRICE_FILE);
+    let file = match named {
+        Some(p) => Some(p.to_owned()),
+        None => default.exists().then_some(default),
+    };
+    let read = file.as_ref().map(|p| (p.display().to_string(), read_price_file(p)));
+    spend::price_table(read.as_ref().map(|(p, r)| (p.as_str(), r.clone())))
+}
+
+/// Makes a transcript cut short by another process while this one reads it mapped end
+/// the process with a sentence, not a core dump (see [`Reading::Mapped`]).
+pub fn say_on_bus_error() {
+    mimesis_os::files::say_on_bus_error(
+        "mimesis: a transcript was cut short by another program while it was being read; run the report again",
+    );
+}
+
+fn read_price_file(p: &Path) -> Result<String, String> {
+    let f = mimesis_os::files::open_regular(p, mimesis_os::files::Links::Follow).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "there is no such file".to_owned(),
+        _ => e.to_string(),
+    })?;
+    let mut text = String::new();
+    f.take(MAX_PRICE_FILE + 1).read_to_string(&mut text).map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_PRICE_FILE {
+        return Err(format!("it is larger than {} MB", MAX_PRICE_FILE >> 20));
+    }
+    Ok(text)
+}
+
+/// The day `t` falls on here (the system's time zone; `TZ` overrides it).
+pub fn local_day(t: Timestamp) -> NaiveDate {
+    match DateTime::from_timestamp_millis(t.millis()) {
+        Some(utc) => utc.with_timezone(&Local).date_naive(),
+        None => NaiveDate::default(),
+    }
+}
+
+/// The answer to a `cost` request: this machine's report (its own price file applies).
+pub(crate) fn reply(roots: &[PathBuf], data_dir: &Path, req: u64, query: CostQuery, how: Reading) -> FromRemote {
+    let query = CostQuery { project: query.project.map(|p| mimesis_core::text::clean_text(&p, 4096)), ..query };
+    match query.check() {
+        Ok(()) => FromRemote::Cost { req, report: Box::new(report(roots, data_dir, &query, None, how)) },
+        Err(message) => FromRemote::Error { req: Some(req), message },
+    }
+}
