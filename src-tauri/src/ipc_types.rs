@@ -28,6 +28,7 @@ use mimesis_core::settings::{
 use mimesis_core::spend::{SpendSeries, SpendSession, SpendTotal, SpendView};
 use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::supervision::event::{EventKind, ReadyStatus};
+use mimesis_core::supervision::interrupted::{Interrupted, InterruptedBy};
 use mimesis_core::supervision::limits::{FieldError, Limits, SuspendMode};
 use mimesis_core::supervision::view::{
     Metrics, Mode, ResourceRow, Resources, RestartHold, Supervision, SupervisionState, TerminatedReason,
@@ -80,6 +81,9 @@ struct Decl {
 fn decls() -> Vec<Decl> {
     vec![
         decl::<Status>(),
+        decl::<InterruptedBy>(),
+        decl::<Interrupted>(),
+        decl::<crate::quit::QuitRequest>(),
         decl::<Usage>(),
         decl::<Billed>(),
         decl::<Cost>(),
@@ -290,6 +294,9 @@ commands! {
     host_install(host: String) -> ();
     host_add(host: String) -> ();
     host_remove(host: String) -> ();
+    app_quit(choice: String) -> ();
+    sessions_interrupted() -> Vec<Interrupted>;
+    interrupted_dismiss(session_ids: Vec<String>) -> ();
 }
 
 /// What an event's payload may be: its TypeScript, and the declared shapes it names.
@@ -315,6 +322,7 @@ fn events() -> Vec<(&'static str, Vec<Payload>)> {
         ("app:open-session", vec![p::<OpenSession<'static>>()]),
         ("remote:events", vec![p::<EventsPayload>()]),
         ("hosts:changed", vec![p::<HostsPayload>()]),
+        ("app:quit-requested", vec![p::<crate::quit::QuitRequest>()]),
     ]
 }
 

@@ -32,6 +32,7 @@ mod hosts;
 mod ipc_types;
 mod notify;
 mod pty;
+mod quit;
 #[cfg(feature = "record")]
 mod record;
 mod remote;
@@ -322,7 +323,11 @@ fn main() {
             tauri::async_runtime::spawn(commands::prepare_roster(app.handle().clone()));
             Ok(())
         })
-        .on_window_event(window::on_event)
+        .on_window_event(|w, e| {
+            if window::on_event(w, e) {
+                quit::request(w.app_handle());
+            }
+        })
         // A reloaded page has no terminals: their output goes nowhere.
         .on_page_load(|webview, payload| {
             tracing::debug!(at = ?since_start(), event = ?payload.event(), "the page");
@@ -387,6 +392,9 @@ fn main() {
             remote::host_add,
             remote::host_remove,
             commands::open_link,
+            quit::app_quit,
+            quit::sessions_interrupted,
+            quit::interrupted_dismiss,
             commands::spend_view,
             #[cfg(feature = "record")]
             record::record_write,

@@ -77,7 +77,7 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
 fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
     match id {
         ID_SHOW => window::show_main(app),
-        ID_QUIT => app.exit(0),
+        ID_QUIT => crate::quit::request(app),
         _ => {
             if let Some(sid) = id.strip_prefix(ID_OPEN).and_then(|s| SessionId::parse(s).ok()) {
                 window::open_session(app, &sid);

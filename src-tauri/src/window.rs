@@ -189,10 +189,11 @@ pub fn save_now<R: Runtime>(app: &AppHandle<R>) {
 }
 
 /// Window events of the main window: keep its place; closing hides it while a tray can
-/// bring it back, else quits.
-pub fn on_event<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
+/// bring it back, else the window stays and `true` says the user asked to quit (the
+/// caller asks first while supervised sessions run: `quit::request`).
+pub fn on_event<R: Runtime>(window: &Window<R>, event: &WindowEvent) -> bool {
     if window.label() != MAIN {
-        return;
+        return false;
     }
     match event {
         WindowEvent::Moved(_) | WindowEvent::Resized(_) => note_place(window),
@@ -204,10 +205,13 @@ pub fn on_event<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
                 let _ = window.hide();
             } else {
                 // Nothing could show a hidden window again: closing the last window quits,
-                // as usual.
+                // as usual, asking first while supervised sessions run.
                 tracing::info!("no tray host on this desktop: closing the window quits");
+                api.prevent_close();
+                return true;
             }
         }
         _ => {}
     }
+    false
 }

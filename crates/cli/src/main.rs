@@ -353,6 +353,15 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
 }
 
+/// A row of `ls --json`: the roster row, and its `interrupted` mark when it has one.
+#[derive(serde::Serialize)]
+struct LsRow<'a> {
+    #[serde(flatten)]
+    row: &'a TrackedSession,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interrupted: Option<&'a mimesis_core::supervision::interrupted::Interrupted>,
+}
+
 fn ls(
     roots: &[PathBuf],
     data_dir: &std::path::Path,
@@ -372,10 +381,19 @@ fn ls(
         // is never all in memory.
         let mut written = Ok(0usize);
         out.write_all(b"[")?;
+        // A session a quit or a crash of Mimesis interrupted, not supervised again since,
+        // carries `interrupted` (docs/ipc.md).
+        let interrupted = if local { once::interrupted(data_dir) } else { Vec::new() };
         let mut write_row = |row: &TrackedSession| {
             if let Ok(n) = &mut written {
                 let sep: &[u8] = if *n == 0 { b"" } else { b"," };
-                written = out.write_all(sep).and_then(|_| term::json(&mut out, row)).map(|_| *n + 1);
+                let mark = row
+                    .supervision
+                    .is_none()
+                    .then(|| interrupted.iter().find(|i| i.session_id == row.session_id))
+                    .flatten();
+                let row = LsRow { row, interrupted: mark };
+                written = out.write_all(sep).and_then(|_| term::json(&mut out, &row)).map(|_| *n + 1);
             }
         };
         if local {

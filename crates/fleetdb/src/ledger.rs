@@ -11,6 +11,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use mimesis_core::ids::SessionId;
+use mimesis_core::supervision::interrupted::Interrupted;
 use mimesis_core::supervision::ledger::{CorruptedSession, Owner, ProcessLedger, ProcessRecord, merge};
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +41,21 @@ impl FileLedger {
 
     fn owner_path(&self, owner: &Owner) -> PathBuf {
         self.owners_dir().join(format!("{}-{}.json", owner.pid, owner.start_ticks))
+    }
+
+    fn interrupted_path(&self) -> PathBuf {
+        self.dir.join("interrupted.json")
+    }
+
+    fn write_interrupted(&self, all: &[Interrupted]) -> io::Result<()> {
+        if all.is_empty() {
+            return match std::fs::remove_file(self.interrupted_path()) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            };
+        }
+        mimesis_os::private::create_dir_all(&self.dir)?;
+        mimesis_os::private::write_atomic(&self.interrupted_path(), &serde_json::to_vec(all)?)
     }
 }
 
@@ -87,6 +104,31 @@ impl ProcessLedger for FileLedger {
         let mut line = serde_json::to_vec(entry)?;
         line.push(b'\n');
         f.write_all(&line)
+    }
+
+    fn mark_interrupted(&self, entries: &[Interrupted]) -> io::Result<()> {
+        let mut all = self.interrupted()?;
+        all.retain(|i| !entries.iter().any(|e| e.session_id == i.session_id));
+        all.extend_from_slice(entries);
+        self.write_interrupted(&all)
+    }
+
+    fn interrupted(&self) -> io::Result<Vec<Interrupted>> {
+        match mimesis_os::files::read_bounded(&self.interrupted_path(), 1 << 20) {
+            Ok(b) => Ok(mimesis_core::json::from_slice(b.as_slice()).unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "ignoring an unreadable file of interrupted sessions");
+                Vec::new()
+            })),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn clear_interrupted(&self, ids: &[SessionId]) -> io::Result<()> {
+        let mut all = self.interrupted()?;
+        let before = all.len();
+        all.retain(|i| !ids.contains(&i.session_id));
+        if all.len() == before { Ok(()) } else { self.write_interrupted(&all) }
     }
 }
 
@@ -158,6 +200,33 @@ impl ProcessLedger for DbLedger {
             tracing::warn!(error = %e, "the fleet database refused the corrupted-session record; keeping it in a file");
             self.files.archive_corrupted(entry)
         })
+    }
+
+    fn mark_interrupted(&self, entries: &[Interrupted]) -> io::Result<()> {
+        ProcessLedger::mark_interrupted(&self.db, entries).or_else(|e| {
+            tracing::warn!(error = %e, "the fleet database refused the interrupted sessions; keeping them in a file");
+            self.files.mark_interrupted(entries)
+        })
+    }
+
+    /// The database's and the fallback file's, each session once.
+    fn interrupted(&self) -> io::Result<Vec<Interrupted>> {
+        let mut all = ProcessLedger::interrupted(&self.db).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot read the interrupted sessions from the fleet database");
+            Vec::new()
+        });
+        for i in self.files.interrupted()? {
+            if !all.iter().any(|a| a.session_id == i.session_id) {
+                all.push(i);
+            }
+        }
+        Ok(all)
+    }
+
+    fn clear_interrupted(&self, ids: &[SessionId]) -> io::Result<()> {
+        let db = ProcessLedger::clear_interrupted(&self.db, ids);
+        self.files.clear_interrupted(ids)?;
+        db
     }
 }
 

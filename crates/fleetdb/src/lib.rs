@@ -28,6 +28,7 @@ use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::persist::{Batch, PersistedSession, SessionArchive, TailState};
 use mimesis_core::settings::Settings;
+use mimesis_core::supervision::interrupted::{Interrupted, InterruptedBy};
 use mimesis_core::supervision::ledger::{CorruptedSession, Owner, ProcessLedger, ProcessRecord};
 
 pub mod ledger;
@@ -97,6 +98,14 @@ const MIGRATIONS: &[&str] = &[
         ON supervised_processes (owner_boot_id, owner_pid, owner_start_ticks);
     ALTER TABLE corrupted_sessions ADD COLUMN replaced_by TEXT;
     ALTER TABLE corrupted_sessions ADD COLUMN cwd TEXT;",
+    // 3: supervised sessions a quit or a crash of Mimesis interrupted (issue 37), offered
+    // for resume until resumed or dismissed.
+    "CREATE TABLE interrupted_sessions (
+        session_id TEXT PRIMARY KEY,
+        cwd TEXT NOT NULL,
+        cause TEXT NOT NULL,
+        at INTEGER NOT NULL
+    );",
 ];
 
 /// How long a statement waits for another process's write (the app and a CLI may share
@@ -678,6 +687,53 @@ impl Db {
         Ok(())
     }
 
+    // ------------------------------------------------------------ interrupted sessions
+
+    fn put_interrupted(&self, entries: &[Interrupted]) -> Result<(), DbError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        {
+            let mut put = tx.prepare_cached(
+                "INSERT OR REPLACE INTO interrupted_sessions (session_id, cwd, cause, at) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for i in entries {
+                put.execute(params![i.session_id.as_str(), i.cwd, i.by.as_str(), i.at.millis()])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The sessions recorded as interrupted, oldest first.
+    pub fn interrupted_sessions(&self) -> Result<Vec<Interrupted>, DbError> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare("SELECT session_id, cwd, cause, at FROM interrupted_sessions ORDER BY at, session_id")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, cwd, cause, at) = row?;
+            let (Ok(session_id), Some(by)) = (SessionId::parse(&id), InterruptedBy::parse(&cause)) else {
+                tracing::warn!(session = id, "an unreadable interrupted-session row; it is not offered");
+                continue;
+            };
+            out.push(Interrupted { session_id, cwd, at: Timestamp::from_millis(at), by });
+        }
+        Ok(out)
+    }
+
+    fn drop_interrupted(&self, ids: &[SessionId]) -> Result<(), DbError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        for id in ids {
+            tx.execute("DELETE FROM interrupted_sessions WHERE session_id = ?1", params![id.as_str()])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     // ------------------------------------------------------------ health
 
     pub fn stats(&self) -> DbStats {
@@ -721,6 +777,18 @@ impl ProcessLedger for Db {
 
     fn archive_corrupted(&self, entry: &CorruptedSession) -> std::io::Result<()> {
         self.archive(entry).map_err(std::io::Error::other)
+    }
+
+    fn mark_interrupted(&self, entries: &[Interrupted]) -> std::io::Result<()> {
+        self.put_interrupted(entries).map_err(std::io::Error::other)
+    }
+
+    fn interrupted(&self) -> std::io::Result<Vec<Interrupted>> {
+        self.interrupted_sessions().map_err(std::io::Error::other)
+    }
+
+    fn clear_interrupted(&self, ids: &[SessionId]) -> std::io::Result<()> {
+        self.drop_interrupted(ids).map_err(std::io::Error::other)
     }
 }
 

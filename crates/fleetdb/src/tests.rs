@@ -255,3 +255,37 @@ fn loading_and_saving_leave_no_page_cache_behind() {
     assert_eq!(db.load_sessions(std::slice::from_ref(&root)).unwrap().len(), 2000);
     assert!(cache_used(&db) < 256 * 1024, "after the load: {} bytes cached", cache_used(&db));
 }
+
+#[test]
+fn interrupted_sessions_outlive_the_process_that_recorded_them_until_cleared() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join(FILE_NAME);
+    let mark = |s: &str, at: i64, by| Interrupted {
+        session_id: sid(s),
+        cwd: format!("/{s}"),
+        at: Timestamp::from_millis(at),
+        by,
+    };
+    {
+        let db = Db::open_shared(&path).unwrap();
+        db.mark_interrupted(&[mark("b", 2, InterruptedBy::Quit), mark("a", 1, InterruptedBy::Crash)]).unwrap();
+        // A later quit marks one again: one row, the newer mark.
+        db.mark_interrupted(&[mark("b", 3, InterruptedBy::Signal)]).unwrap();
+    }
+    // Another process opens the file (the next start of Mimesis).
+    let db = Db::open_shared(&path).unwrap();
+    assert_eq!(
+        ProcessLedger::interrupted(&db).unwrap(),
+        [mark("a", 1, InterruptedBy::Crash), mark("b", 3, InterruptedBy::Signal)]
+    );
+    db.clear_interrupted(&[sid("a"), sid("unknown")]).unwrap();
+    assert_eq!(ProcessLedger::interrupted(&db).unwrap(), [mark("b", 3, InterruptedBy::Signal)]);
+    // The file ledger (the database could not be used) keeps them the same way.
+    let files = ledger::FileLedger::new(d.path().join("files"));
+    files.mark_interrupted(&[mark("a", 1, InterruptedBy::Quit)]).unwrap();
+    files.mark_interrupted(&[mark("a", 4, InterruptedBy::Crash), mark("c", 5, InterruptedBy::Quit)]).unwrap();
+    assert_eq!(files.interrupted().unwrap(), [mark("a", 4, InterruptedBy::Crash), mark("c", 5, InterruptedBy::Quit)]);
+    files.clear_interrupted(&[sid("a"), sid("c")]).unwrap();
+    assert!(files.interrupted().unwrap().is_empty());
+    assert!(!d.path().join("files/interrupted.json").exists(), "nothing left, no file");
+}

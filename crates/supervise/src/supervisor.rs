@@ -28,6 +28,7 @@ use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::supervision::AgentCommand;
 use mimesis_core::supervision::event::{EventKind, SupervisionEvent, wording};
 use mimesis_core::supervision::fleet::{self, CapEntry, DiskAction, DiskWatch, OrphanWatch, ScanFacts};
+use mimesis_core::supervision::interrupted::{self, Interrupted, InterruptedBy};
 use mimesis_core::supervision::ledger::{Owner, ProcessLedger, ProcessRecord};
 use mimesis_core::supervision::limits::Limits;
 use mimesis_core::supervision::policy::{AgentReport, Delivery, Input, SessionPolicy};
@@ -306,11 +307,20 @@ impl Supervisor {
         let cleanup = if config.clean_previous {
             let (ledger, kill_after, me) = (config.ledger.clone(), config.limits.kill_after, me.clone());
             let data = config.data_dir.clone();
+            let now = config.clock.now();
             let clean = move || {
                 let mut c = cleanup::clean_previous_runs(ledger.as_ref(), &me, kill_after).unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "could not read the ledger of supervised processes");
                     Cleanup::default()
                 });
+                // Their sessions were running when their Mimesis died: offered for resume.
+                let crashed =
+                    interrupted::after_crash(c.resumable.iter().map(|r| (&r.session_id, r.cwd.as_str())), now);
+                if !crashed.is_empty()
+                    && let Err(e) = ledger.mark_interrupted(&crashed)
+                {
+                    tracing::warn!(error = %e, "could not record the sessions a crash of Mimesis interrupted");
+                }
                 // What they left outside their agents' sessions (`setsid`), or never recorded.
                 if let Some(data) = data {
                     c.killed.extend(cleanup::end_strays_of_gone_owners(&data, &me, kill_after));
@@ -471,6 +481,8 @@ impl Supervisor {
         }
         let handle = tokio::spawn(tracing::Instrument::instrument(actor.run(), tracing::info_span!("session", %id)));
         lock(&s.tasks).push(handle);
+        // Running again: no longer one a quit interrupted.
+        s.recorder.send(RecordMsg::Clear(vec![id.clone()]));
         Ok(id)
     }
 
@@ -672,18 +684,46 @@ impl Supervisor {
         let _ = rx.await;
     }
 
+    /// The sessions a quit or a crash of Mimesis interrupted (this run's predecessors', or
+    /// another Mimesis's on the same data dir) that are not supervised now: what the
+    /// window offers to resume. Reads the ledger.
+    pub async fn interrupted(&self) -> Vec<Interrupted> {
+        let ledger = self.shared.config.ledger.clone();
+        let recorded = tokio::task::spawn_blocking(move || ledger.interrupted()).await;
+        let recorded = match recorded {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "cannot read the interrupted sessions");
+                Vec::new()
+            }
+            Err(_) => Vec::new(),
+        };
+        let supervised: HashSet<SessionId> = lock(&self.shared.sessions).keys().cloned().collect();
+        interrupted::offered(&recorded, &supervised)
+    }
+
+    /// The user dismissed these sessions' offer to resume: forgotten.
+    pub fn dismiss_interrupted(&self, ids: Vec<SessionId>) {
+        self.shared.recorder.send(RecordMsg::Clear(ids));
+    }
+
     /// P12: stops every session in parallel (SIGTERM, grace, SIGKILL) and waits for them.
+    /// Those still running are recorded as interrupted by a quit, to be offered for resume.
     pub async fn shutdown(&self) {
-        self.stop_all(|| Input::Shutdown).await;
+        self.stop_all(InterruptedBy::Quit, || Input::Shutdown).await;
     }
 
     /// [`Supervisor::shutdown`] because this process got `signal` (SIGTERM, SIGINT,
     /// SIGHUP): each session ends with a `session_terminated` of reason `signal`.
     pub async fn shutdown_signalled(&self, signal: &str) {
-        self.stop_all(|| Input::Signalled(signal.to_owned())).await;
+        self.stop_all(InterruptedBy::Signal, || Input::Signalled(signal.to_owned())).await;
     }
 
-    async fn stop_all(&self, input: impl Fn() -> Input) {
+    async fn stop_all(&self, by: InterruptedBy, input: impl Fn() -> Input) {
+        let cut = interrupted::at_quit(&self.sessions(), by, self.shared.clock.now());
+        if !cut.is_empty() {
+            self.shared.recorder.send(RecordMsg::Mark(cut));
+        }
         let senders: Vec<_> = lock(&self.shared.sessions).values().map(|e| e.tx.clone()).collect();
         for tx in senders {
             let _ = tx.send(SessionCmd::Control(input()));
@@ -870,6 +910,10 @@ enum RecordMsg {
     Event(Arc<SupervisionEvent>),
     /// Forget the records, withdraw the metrics, and stop.
     Finish(oneshot::Sender<()>),
+    /// Record these sessions as interrupted (before a `Finish` sent after it).
+    Mark(Vec<Interrupted>),
+    /// Forget these sessions' interrupted marks.
+    Clear(Vec<SessionId>),
 }
 
 /// Writes the ledger and the metrics snapshot on a thread of its own: a database busy
@@ -910,6 +954,16 @@ impl Recorder {
                         RecordMsg::Metrics(m) => snapshot = Some(m),
                         RecordMsg::Event(e) => events.push((*e).clone()),
                         RecordMsg::Finish(ack) => finish = Some(ack),
+                        RecordMsg::Mark(m) => {
+                            if let Err(e) = ledger.mark_interrupted(&m) {
+                                tracing::warn!(error = %e, "could not record the sessions this quit interrupts");
+                            }
+                        }
+                        RecordMsg::Clear(ids) => {
+                            if let Err(e) = ledger.clear_interrupted(&ids) {
+                                tracing::debug!(error = %e, "could not forget the interrupted marks");
+                            }
+                        }
                     }
                 }
                 if let Some(dir) = &metrics_dir
@@ -963,6 +1017,10 @@ impl Recorder {
 
     fn event(&self, ev: Arc<SupervisionEvent>) {
         let _ = self.tx.send(RecordMsg::Event(ev));
+    }
+
+    fn send(&self, msg: RecordMsg) {
+        let _ = self.tx.send(msg);
     }
 
     /// Forgets this supervisor's records and withdraws its metrics, after every write

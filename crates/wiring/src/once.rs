@@ -11,6 +11,8 @@ use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::session::TrackedSession;
 use mimesis_core::status::Timeouts;
+use mimesis_core::supervision::interrupted::Interrupted;
+use mimesis_core::supervision::ledger::ProcessLedger;
 use mimesis_core::supervision::view::Supervision;
 use mimesis_core::timeline::TimelineItem;
 use mimesis_fleetdb::Db;
@@ -22,6 +24,21 @@ pub(crate) fn stored_links(data_dir: &Path) -> Vec<Link> {
         .ok()
         .and_then(|db| db.load_links().ok())
         .unwrap_or_default()
+}
+
+/// The supervised sessions a quit or a crash of Mimesis interrupted (issue 37), as the
+/// data dir keeps them (its fleet database, and the file its fallback writes), each once.
+pub fn interrupted(data_dir: &Path) -> Vec<Interrupted> {
+    let mut all = Db::open_read_only(&data_dir.join(mimesis_fleetdb::FILE_NAME))
+        .ok()
+        .and_then(|db| db.interrupted_sessions().ok())
+        .unwrap_or_default();
+    for i in mimesis_fleetdb::ledger::FileLedger::new(data_dir).interrupted().unwrap_or_default() {
+        if !all.iter().any(|a| a.session_id == i.session_id) {
+            all.push(i);
+        }
+    }
+    all
 }
 
 /// Every session under `roots` with its status at `now` (superseded ones included). The

@@ -15,6 +15,7 @@ export type {
   HookStatus,
   HostInfo,
   InEffect,
+  Interrupted,
   IndexProgress,
   Metrics,
   ResourceRow,

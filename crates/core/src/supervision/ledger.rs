@@ -12,6 +12,7 @@ use std::io;
 use serde::{Deserialize, Serialize};
 
 use super::fleet::Recorded;
+use super::interrupted::Interrupted;
 use crate::clock::Timestamp;
 use crate::ids::SessionId;
 
@@ -63,6 +64,13 @@ pub trait ProcessLedger: Send + Sync {
     fn load(&self) -> io::Result<Vec<(Owner, Vec<ProcessRecord>)>>;
     fn forget(&self, owner: &Owner) -> io::Result<()>;
     fn archive_corrupted(&self, entry: &CorruptedSession) -> io::Result<()>;
+    /// Records sessions a quit or a crash of Mimesis interrupted (issue 37), each replacing
+    /// an earlier mark of the same session.
+    fn mark_interrupted(&self, entries: &[Interrupted]) -> io::Result<()>;
+    /// Every session recorded as interrupted.
+    fn interrupted(&self) -> io::Result<Vec<Interrupted>>;
+    /// Forgets the marks of these sessions (resumed, or dismissed by the user).
+    fn clear_interrupted(&self, ids: &[SessionId]) -> io::Result<()>;
 }
 
 /// Adds `more` owners' records to `all`, each process once.

@@ -13,6 +13,7 @@
 //! - [`baseline`]: memory restarts against what the agent needs at rest.
 //! - [`readiness`]: when an agent whose screen and registry say nothing is up.
 //! - [`ledger`]: the records of supervised processes and the seam they are kept through.
+//! - [`interrupted`]: the sessions Mimesis's quit or crash interrupted, offered for resume.
 //! - [`flow`]: flow control of terminal output towards a slow viewer.
 
 pub mod activity;
@@ -22,6 +23,7 @@ pub mod baseline;
 pub mod event;
 pub mod fleet;
 pub mod flow;
+pub mod interrupted;
 pub mod ledger;
 pub mod limit_clock;
 pub mod limits;

@@ -7,6 +7,26 @@
 export type Status = "idle" | "working" | "waiting_for_approval" | "waiting_for_input";
 
 /**
+ * How Mimesis ended while the session ran.
+ */
+export type InterruptedBy = "quit" | "signal" | "crash";
+
+/**
+ * A supervised session that Mimesis's end interrupted: offered for resume until it is
+ * resumed or the user dismisses it.
+ */
+export type Interrupted = { sessionId: string, cwd: string, at: string, by: InterruptedBy, };
+
+/**
+ * `app:quit-requested`: the window asks the user what to do with the running sessions.
+ */
+export type QuitRequest = { 
+/**
+ * Supervised sessions that a quit now would stop.
+ */
+running: number, };
+
+/**
  * Token usage, each API message counted once.
  */
 export type Usage = { inputTokens: number, outputTokens: number, cacheCreationInputTokens: number, cacheReadInputTokens: number, };
@@ -908,6 +928,9 @@ export interface Commands {
   host_install: { args: { host: string }; ret: null };
   host_add: { args: { host: string }; ret: null };
   host_remove: { args: { host: string }; ret: null };
+  app_quit: { args: { choice: string }; ret: null };
+  sessions_interrupted: { args: undefined; ret: Array<Interrupted> };
+  interrupted_dismiss: { args: { sessionIds: Array<string> }; ret: null };
 }
 
 /** The events of docs/ipc.md and their payloads. */
@@ -922,4 +945,5 @@ export interface Events {
   "app:open-session": OpenSession;
   "remote:events": EventsPayload;
   "hosts:changed": HostsPayload;
+  "app:quit-requested": QuitRequest;
 }

@@ -1,0 +1,88 @@
+// Sessions a quit or a crash of Mimesis interrupted (issue 37): offered for resume after the
+// next start, all at once from one banner; and the question a quit with supervised sessions
+// running asks (`app:quit-requested`).
+import type { Backend, Unlisten } from './backend';
+import type { Interrupted } from './types';
+
+/** The banner's button: one click resumes every one. */
+export function resumeAllText(n: number): string {
+  return n === 1 ? 'Resume the session that was running' : `Resume the ${n} sessions that were running`;
+}
+
+/** What the quit dialog says the quit does. */
+export function quitText(running: number): string {
+  const them = running === 1 ? 'A supervised session is' : `${running} supervised sessions are`;
+  return `${them} running. Quitting stops ${running === 1 ? 'it' : 'them'}; the next start of Mimesis offers to resume ${running === 1 ? 'it' : 'them'}.`;
+}
+
+/** Starts a supervised session resuming `sessionId` in `cwd` (the roster's own Resume). */
+export type ResumeFn = (cwd: string, sessionId: string) => Promise<unknown>;
+
+export class InterruptedSessions {
+  list: Interrupted[] = $state([]);
+  busy = $state(false);
+  error: string | null = $state(null);
+  /** Supervised sessions running when a quit was asked for; null when not asking. */
+  quitting: number | null = $state(null);
+  #backend: Backend;
+  #resume: ResumeFn;
+  #unlisten: Unlisten[] = [];
+
+  constructor(backend: Backend, resume: ResumeFn) {
+    this.#backend = backend;
+    this.#resume = resume;
+  }
+
+  async start(): Promise<void> {
+    this.#unlisten = await Promise.all([
+      this.#backend.on('app:quit-requested', (p) => (this.quitting = p.running)),
+      // Resumed another way (its row's Resume, another Mimesis): no longer offered.
+      this.#backend.on('supervision:event', (ev) => {
+        if (ev.type === 'session_started' && this.has(ev.sessionId)) this.list = this.list.filter((i) => i.sessionId !== ev.sessionId);
+      }),
+    ]);
+    try {
+      this.list = await this.#backend.call('sessions_interrupted');
+    } catch {
+      this.list = [];
+    }
+  }
+
+  stop(): void {
+    this.#unlisten.forEach((u) => u());
+  }
+
+  has(sessionId: string): boolean {
+    return this.list.some((i) => i.sessionId === sessionId);
+  }
+
+  /** Resumes these (all by default), each through the roster's Resume; those that fail stay offered. */
+  async resume(ids: string[] = this.list.map((i) => i.sessionId)): Promise<void> {
+    this.busy = true;
+    const failed: string[] = [];
+    for (const i of this.list.filter((x) => ids.includes(x.sessionId))) {
+      try {
+        await this.#resume(i.cwd, i.sessionId);
+        this.list = this.list.filter((x) => x.sessionId !== i.sessionId);
+      } catch (e) {
+        failed.push(`${i.sessionId.slice(0, 8)}: ${String(e)}`);
+      }
+    }
+    this.error = failed.length ? `Could not resume ${failed.join('; ')}` : null;
+    this.busy = false;
+  }
+
+  /** Not resumed: forgotten, the banner goes. */
+  async dismiss(): Promise<void> {
+    const sessionIds = this.list.map((i) => i.sessionId);
+    this.list = [];
+    this.error = null;
+    if (sessionIds.length) await this.#backend.call('interrupted_dismiss', { sessionIds }).catch(() => {});
+  }
+
+  /** The quit dialog's answer. */
+  async answerQuit(choice: 'stop' | 'cancel'): Promise<void> {
+    this.quitting = null;
+    await this.#backend.call('app_quit', { choice });
+  }
+}

@@ -1,0 +1,107 @@
+// Issue 37: the banner that resumes the sessions a quit or a crash interrupted, and the
+// question a quit with supervised sessions running asks.
+import { describe, expect, it } from 'vitest';
+import { fireEvent, render } from '@testing-library/svelte';
+import ResumeBanner from '../src/components/ResumeBanner.svelte';
+import QuitDialog from '../src/components/QuitDialog.svelte';
+import { InterruptedSessions, quitText, resumeAllText } from '../src/lib/interrupted.svelte';
+import type { Interrupted } from '../src/lib/types';
+import { MockBackend, flush } from './helpers';
+
+const at = '2026-11-01T12:00:00.000Z';
+const marks: Interrupted[] = [
+  { sessionId: 'aaaa1111', cwd: '/p/a', at, by: 'quit' },
+  { sessionId: 'bbbb2222', cwd: '/p/b', at, by: 'crash' },
+  { sessionId: 'cccc3333', cwd: '/p/c', at, by: 'signal' },
+];
+
+function setup(fail: string[] = []) {
+  const resumed: [string, string][] = [];
+  const b = new MockBackend({
+    sessions_interrupted: () => marks,
+    interrupted_dismiss: () => null,
+    app_quit: () => null,
+  });
+  const i = new InterruptedSessions(b, async (cwd, id) => {
+    if (fail.includes(id)) throw new Error('No conversation found');
+    resumed.push([cwd, id]);
+  });
+  return { b, i, resumed };
+}
+
+describe('the resume banner', () => {
+  it('says how many were running and resumes them all with one click, through the roster’s resume', async () => {
+    const { i, resumed } = setup();
+    await i.start();
+    const r = render(ResumeBanner, { interrupted: i, label: (id: string) => id.slice(0, 4) });
+    const all = r.getByTestId('resume-all');
+    expect(all.textContent).toBe('Resume the 3 sessions that were running');
+    expect(r.getAllByTestId('resume-one').map((e) => e.textContent)).toEqual(['Resume aaaa', 'Resume bbbb', 'Resume cccc']);
+    await fireEvent.click(all);
+    await flush();
+    expect(resumed).toEqual([['/p/a', 'aaaa1111'], ['/p/b', 'bbbb2222'], ['/p/c', 'cccc3333']]);
+    expect(r.queryByTestId('resume-banner')).toBeNull();
+  });
+
+  it('keeps offering one whose resume failed, and says why', async () => {
+    const { i, resumed } = setup(['bbbb2222']);
+    await i.start();
+    const r = render(ResumeBanner, { interrupted: i, label: (id: string) => id });
+    await fireEvent.click(r.getByTestId('resume-all'));
+    await flush();
+    expect(resumed.map(([, id]) => id)).toEqual(['aaaa1111', 'cccc3333']);
+    expect(r.getByTestId('resume-all').textContent).toBe('Resume the session that was running');
+    expect(r.getByRole('alert').textContent).toContain('No conversation found');
+  });
+
+  it('one session alone resumes from its own button; Dismiss forgets the rest', async () => {
+    const { b, i, resumed } = setup();
+    await i.start();
+    const r = render(ResumeBanner, { interrupted: i, label: (id: string) => id });
+    await fireEvent.click(r.getAllByTestId('resume-one')[1]);
+    await flush();
+    expect(resumed).toEqual([['/p/b', 'bbbb2222']]);
+    await fireEvent.click(r.getByTestId('resume-dismiss'));
+    await flush();
+    expect(b.calls.at(-1)).toEqual({ cmd: 'interrupted_dismiss', args: { sessionIds: ['aaaa1111', 'cccc3333'] } });
+    expect(r.queryByTestId('resume-banner')).toBeNull();
+  });
+
+  it('one resumed another way (its row’s Resume) leaves the banner', async () => {
+    const { b, i } = setup();
+    await i.start();
+    const r = render(ResumeBanner, { interrupted: i, label: (id: string) => id });
+    b.fire('supervision:event', { type: 'session_started', sessionId: 'bbbb2222', at });
+    await flush();
+    expect(r.getByTestId('resume-all').textContent).toBe('Resume the 2 sessions that were running');
+  });
+
+  it('shows nothing when nothing was interrupted', async () => {
+    const b = new MockBackend({ sessions_interrupted: () => [] });
+    const i = new InterruptedSessions(b, async () => {});
+    await i.start();
+    const r = render(ResumeBanner, { interrupted: i, label: (id: string) => id });
+    expect(r.queryByTestId('resume-banner')).toBeNull();
+    expect(resumeAllText(1)).toBe('Resume the session that was running');
+  });
+});
+
+describe('the quit dialog', () => {
+  it('asks when the app says sessions run; Stop answers stop, Cancel answers cancel', async () => {
+    const { b, i } = setup();
+    await i.start();
+    b.fire('app:quit-requested', { running: 2 });
+    expect(i.quitting).toBe(2);
+    let stopped = 0;
+    let cancelled = 0;
+    const r = render(QuitDialog, { running: 2, onstop: () => stopped++, oncancel: () => cancelled++ });
+    expect(r.getByTestId('quit-dialog').textContent).toContain(quitText(2));
+    expect(quitText(2)).toBe('2 supervised sessions are running. Quitting stops them; the next start of Mimesis offers to resume them.');
+    await fireEvent.click(r.getByTestId('quit-stop'));
+    await fireEvent.click(r.getByTestId('quit-cancel'));
+    expect([stopped, cancelled]).toEqual([1, 1]);
+    await i.answerQuit('stop');
+    expect(b.calls.at(-1)).toEqual({ cmd: 'app_quit', args: { choice: 'stop' } });
+    expect(i.quitting).toBeNull();
+  });
+});
