@@ -11,6 +11,7 @@ use anyhow::{Context, bail};
 use mimesis_wiring::background::{self as bg, BgTarget, Claude, ControlError, Target, Verb};
 
 use crate::render::sanitize;
+use crate::term::{self, Term};
 
 #[derive(clap::Args)]
 pub struct BgArgs {
@@ -54,10 +55,9 @@ pub fn dispatch(roots: &[PathBuf], data_dir: &Path, args: BgArgs) -> anyhow::Res
     let claude = Claude::new(bg::claude_program(data_dir), root);
     let prompt = args.prompt.join(" ");
     let started = claude.dispatch(&cwd, &prompt, args.permission_mode.as_deref())?;
-    let mut out = io::stdout().lock();
+    let mut out = Term::stdout();
     if args.json {
-        serde_json::to_writer(&mut out, &started)?;
-        writeln!(out)?;
+        term::json_line(&mut out, &started)?;
     } else {
         writeln!(
             out,
@@ -87,8 +87,8 @@ pub fn act(roots: &[PathBuf], data_dir: &Path, action: Action, query: &str) -> a
                 return Err(exec(cmd)).context("cannot run ssh");
             }
             let out = cmd.output().with_context(|| format!("cannot run ssh to {host}"))?;
-            print_lines(&out.stdout, &mut io::stdout().lock())?;
-            print_lines(&out.stderr, &mut io::stderr().lock())?;
+            print_lines(&out.stdout, &mut Term::stdout())?;
+            print_lines(&out.stderr, &mut Term::stderr())?;
             Ok(ExitCode::from(out.status.code().map_or(1, |c| c.clamp(0, 255) as u8)))
         }
         Target::Supervised { session_id, owner } => {
@@ -112,7 +112,7 @@ fn background(data_dir: &Path, action: Action, t: &BgTarget) -> anyhow::Result<E
     let claude = Claude::of(data_dir, t);
     match action {
         Action::Attach => {
-            if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
+            if !io::stdin().is_terminal() || !term::stdout_is_terminal() {
                 bail!("attach needs a terminal: run it in one (Ctrl+Z detaches and leaves the session running)");
             }
             Err(exec(claude.attach_command(&t.job))).with_context(|| format!("cannot run {}", claude.program.display()))
@@ -120,7 +120,7 @@ fn background(data_dir: &Path, action: Action, t: &BgTarget) -> anyhow::Result<E
         Action::Logs => {
             // Raw terminal output: drawn on a screen model, then printed as plain lines.
             let raw = claude.logs(&t.job)?;
-            let mut out = io::stdout().lock();
+            let mut out = Term::stdout();
             for line in bg::screen_text(&raw, 200, 50) {
                 writeln!(out, "{}", sanitize(&line, false))?;
             }
@@ -129,7 +129,7 @@ fn background(data_dir: &Path, action: Action, t: &BgTarget) -> anyhow::Result<E
         }
         Action::Act(verb) => {
             let said = claude.act(&t.job, verb)?;
-            println!("{}", sanitize(&said, false));
+            writeln!(Term::stdout(), "{}", sanitize(&said, false))?;
             Ok(ExitCode::SUCCESS)
         }
     }

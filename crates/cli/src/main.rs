@@ -267,7 +267,7 @@ fn main() -> ExitCode {
         return match control::act(&roots, &data_dir, action, &id) {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("mimesis: {e:#}");
+                term::say(format_args!("mimesis: {e:#}"));
                 ExitCode::from(1)
             }
         };

@@ -1,7 +1,7 @@
 //! `mimesis search`: every prompt, reply, tool call, tool result and thinking of every
 //! session, most recent first (issue 35; docs/ipc.md "search").
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -49,20 +49,20 @@ pub fn search(roots: &[PathBuf], data_dir: &Path, args: SearchArgs) -> anyhow::R
         limit: args.limit,
     };
     req.checked().map_err(anyhow::Error::msg)?;
-    let show_progress = std::io::stderr().is_terminal();
+    let show_progress = crate::term::stderr_is_terminal();
     let shown = std::cell::Cell::new(false);
     let mut progress = |done: usize, total: usize| {
         // Only a long first build is worth a line.
         if show_progress && total >= 50 {
-            let mut err = std::io::stderr();
-            let _ = write!(err, "\rIndexing the history for search: {done} of {total} transcripts…");
+            let _ = Term::stderr()
+                .rewrite_line(&format!("Indexing the history for search: {done} of {total} transcripts…"));
             shown.set(true);
         }
     };
     let results = crate::remote_cmd::searches(&args.remote, &req, || {
         let found = mimesis_wiring::search::search(roots, data_dir, &req, &mut progress).map_err(anyhow::Error::msg);
         if shown.get() {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+            let _ = Term::stderr().clear_line();
         }
         found
     })?;

@@ -80,6 +80,21 @@ impl<W: Write> Term<W> {
         self.out.write_all(b"\x1b[0m")
     }
 
+    /// Replaces the terminal's current line with `text` (filtered): a progress line. The
+    /// carriage return and the erase are ours, like colour.
+    pub fn rewrite_line(&mut self, text: &str) -> io::Result<()> {
+        self.out.write_all(b"\r")?;
+        self.write_all(text.as_bytes())?;
+        self.out.write_all(b"\x1b[K")?;
+        self.out.flush()
+    }
+
+    /// Erases the terminal's current line (a progress line that is done).
+    pub fn clear_line(&mut self) -> io::Result<()> {
+        self.out.write_all(b"\r\x1b[2K")?;
+        self.out.flush()
+    }
+
     pub fn dim(&mut self, text: &str) -> io::Result<()> {
         self.paint("2", text)
     }
@@ -145,6 +160,16 @@ impl<W: Write> Drop for Term<W> {
         }
         let _ = self.out.flush();
     }
+}
+
+/// Standard output is a terminal (a person reads it).
+pub fn stdout_is_terminal() -> bool {
+    io::stdout().is_terminal()
+}
+
+/// Standard error is a terminal (progress lines are worth drawing).
+pub fn stderr_is_terminal() -> bool {
+    io::stderr().is_terminal()
 }
 
 /// A sentence on stderr, through the filter (`mimesis: <what happened>`).

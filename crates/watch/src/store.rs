@@ -146,6 +146,23 @@ struct Entry {
     as_stored: bool,
 }
 
+impl Entry {
+    /// A session whose file is to be read from its start (nothing of it known yet).
+    fn fresh(location: TranscriptLocation) -> Box<Entry> {
+        let tail = FileTail::new(&location.path);
+        Box::new(Entry {
+            location,
+            tail,
+            facts: SessionFacts::default(),
+            partial: false,
+            peeked: false,
+            published: None,
+            shown: false,
+            as_stored: false,
+        })
+    }
+}
+
 /// What hooks told about one session.
 #[derive(Clone, Debug)]
 struct HookInfo {
@@ -469,21 +486,7 @@ impl Store {
                 return events;
             }
             self.by_path.insert(location.path.clone(), id.clone());
-            let tail = FileTail::new(&location.path);
-            let facts = SessionFacts::default();
-            self.entries.insert(
-                id.clone(),
-                Box::new(Entry {
-                    location,
-                    tail,
-                    facts,
-                    partial: false,
-                    peeked: false,
-                    published: None,
-                    shown: false,
-                    as_stored: false,
-                }),
-            );
+            self.entries.insert(id.clone(), Entry::fresh(location));
         }
         if self.entries.get(&id).is_some_and(|e| e.partial) {
             return events; // the full read of the index will cover this change
@@ -673,18 +676,7 @@ impl Store {
                 self.supervised.insert(id.clone(), sup);
                 if !self.entries.contains_key(&id) {
                     self.by_path.insert(location.path.clone(), id.clone());
-                    let tail = FileTail::new(&location.path);
-                    let entry = Box::new(Entry {
-                        location,
-                        tail,
-                        facts: SessionFacts::default(),
-                        partial: false,
-                        peeked: false,
-                        published: None,
-                        shown: false,
-                        as_stored: false,
-                    });
-                    self.entries.insert(id.clone(), entry);
+                    self.entries.insert(id.clone(), Entry::fresh(location));
                     self.read_entry(&id, now, &mut events);
                 } else {
                     self.refresh(&id, now, &mut events);

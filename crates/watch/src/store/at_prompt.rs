@@ -40,18 +40,7 @@ impl Store {
                 continue; // (two roots naming one session)
             }
             self.by_path.insert(location.path.clone(), id.clone());
-            let tail = FileTail::new(&location.path);
-            let entry = Entry {
-                location,
-                tail,
-                facts: SessionFacts::default(),
-                partial: false,
-                peeked: false,
-                published: None,
-                shown: false,
-                as_stored: false,
-            };
-            self.entries.insert(id.clone(), Box::new(entry));
+            self.entries.insert(id.clone(), Entry::fresh(location));
             self.read_entry(&id, now, events);
         }
     }

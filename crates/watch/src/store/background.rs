@@ -108,20 +108,7 @@ impl Store {
         if self.keep_rows {
             self.by_path.insert(location.path.clone(), id.clone());
         }
-        let tail = FileTail::new(&location.path);
-        self.entries.insert(
-            id.clone(),
-            Box::new(Entry {
-                location,
-                tail,
-                facts: SessionFacts::default(),
-                partial: false,
-                peeked: false,
-                published: None,
-                shown: false,
-                as_stored: false,
-            }),
-        );
+        self.entries.insert(id.clone(), Entry::fresh(location));
         self.read_entry(id, now, events);
     }
 
