@@ -34,8 +34,16 @@ fn facts_of(name: &str) -> SessionFacts {
 #[test]
 fn every_fixture_is_whole_json() {
     let mut seen = 0;
-    for entry in std::fs::read_dir(dir()).unwrap() {
-        let path = entry.unwrap().path();
+    // (The dialogs' screens sit in a folder of their own: read too.)
+    let mut files = Vec::new();
+    let mut dirs = vec![dir()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() { dirs.push(path) } else { files.push(path) }
+        }
+    }
+    for path in files {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let bytes = std::fs::read(&path).unwrap();
         if name.ends_with(".json") {
