@@ -30,7 +30,15 @@ fn check(
     let current = obs.session_id.clone();
     match obs.checkpoint {
         Checkpoint::Started => {
-            ensure!(engine.with(|st| st.sessions.is_empty()), "no transcript exists yet, so no session");
+            // No transcript yet, and still a row from its start (issue 33 §3): its live
+            // registry entry says where the transcript will be. One row, live, no goal yet.
+            engine.wait_for("the started session as a live row with no prompt yet", NOTICE, |st| {
+                st.sessions.len() == 1
+                    && st
+                        .sessions
+                        .values()
+                        .all(|r| r.get("goal").is_none_or(Value::is_null) && r.get("live") == Some(&json!(true)))
+            })?;
         }
         Checkpoint::InFlight => {
             let id = current.context("session id")?;
