@@ -20,6 +20,9 @@ pub(super) struct Reach {
     foreign: HashMap<PathBuf, Vec<SessionId>>,
     /// When each session seen running was last seen gone from its registry.
     vanished: HashMap<SessionId, Timestamp>,
+    /// Sessions whose process's entry now names another session (`/clear` in the same
+    /// process): over, whatever their transcript still receives.
+    replaced: HashSet<SessionId>,
 }
 
 impl Reach {
@@ -36,11 +39,15 @@ impl Reach {
         now_live: &HashMap<SessionId, RegistryEntry>,
         now: Timestamp,
     ) {
-        for id in before.keys().filter(|id| !now_live.contains_key(*id)) {
+        for (id, e) in before.iter().filter(|(id, _)| !now_live.contains_key(*id)) {
             self.vanished.insert(id.clone(), now);
+            if now_live.values().any(|n| n.pid == e.pid) {
+                self.replaced.insert(id.clone());
+            }
         }
         for id in now_live.keys() {
             self.vanished.remove(id);
+            self.replaced.remove(id);
         }
     }
 
@@ -70,6 +77,9 @@ impl Reach {
 
     /// Does `root`'s registry, with no entry for `id`, say that its process is gone?
     pub(super) fn speaks_for(&self, root: &Path, id: &SessionId, last_activity: Option<Timestamp>) -> bool {
+        if self.replaced.contains(id) {
+            return true;
+        }
         if self.foreign.values().any(|f| f.binary_search(id).is_ok()) {
             return false;
         }

@@ -131,6 +131,28 @@ fn registry_makes_sessions_live_and_their_end_idle() {
     assert_eq!(changes["status"], "idle", "its process ended");
 }
 
+/// `/clear` in the same process: the registry entry of that pid now names the new session,
+/// so the old one is over even when its transcript still gets a record after that was seen
+/// (the engine read the registry before Claude Code's last write to the old file).
+#[test]
+fn a_session_whose_process_moved_on_to_another_ends_whatever_its_transcript_gets() {
+    let fx = Fixture::new();
+    fx.append(SID, &[prompt("go", 0)]);
+    let mut store = Store::new(Timeouts::default());
+    store.file_changed(fx.loc(SID), at(1));
+    let me = std::process::id();
+    let entry = |sid: &str| {
+        parse_entry(format!(r#"{{"pid":{me},"sessionId":"{sid}","status":"idle"}}"#).as_bytes(), me).unwrap()
+    };
+    store.set_registry(&fx.root, vec![entry(SID)], at(1));
+    store.set_registry(&fx.root, vec![entry("99999999-2222-4333-8444-555555555555")], at(3));
+    fx.append(SID, &[prompt("a last record", 5)]);
+    store.file_changed(fx.loc(SID), at(6));
+    let row = store.snapshot().into_iter().find(|s| s.session_id.as_str() == SID).expect("the old row");
+    assert!(!row.live);
+    assert_eq!(row.status, Status::Idle, "its process runs another session now: over, not working");
+}
+
 /// Issue 33: the name the registry gave a session stays on its row once its process is
 /// gone, also for the next run, which never saw that registry entry.
 #[test]
