@@ -18,13 +18,14 @@ use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use mimesis_core::clock::Timestamp;
-use mimesis_core::dialog::{Answer, Dialog};
+use mimesis_core::clock::{Mono, Timestamp};
+use mimesis_core::dialog::Answer;
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::supervision::AgentCommand;
 use mimesis_core::supervision::event::SupervisionEvent;
 use mimesis_core::supervision::fleet;
+use mimesis_core::supervision::keys::{AnswerError, KeyEffect, Keys};
 use mimesis_core::supervision::ledger::{CorruptedSession, ProcessRecord};
 use mimesis_core::supervision::policy::{AgentKind, Delivery, Effect, Input, Launch, ScreenSignal, SessionPolicy, Sig};
 use mimesis_core::supervision::view::Supervision;
@@ -51,7 +52,7 @@ pub(crate) enum SessionCmd {
     Control(Input),
     Screen(oneshot::Sender<Vec<String>>),
     /// Choose an option of the dialog on screen; the reply names the option chosen.
-    Answer(Answer, oneshot::Sender<Result<String, String>>),
+    Answer(Answer, oneshot::Sender<Result<String, AnswerError>>),
 }
 
 /// What a client gets when it attaches: the kept scrollback, then every new byte.
@@ -86,59 +87,6 @@ enum Io {
         cpu_ticks: u64,
     },
 }
-
-/// Bytes to the PTY that wait behind a typed line's Enter.
-enum Held {
-    Bytes(Vec<u8>),
-    Line(Vec<u8>),
-}
-
-/// A typed line whose Enter is not sent yet: it goes once the TUI shows the text in its
-/// input row (so it has read it), at least [`ENTER_PAUSE`] after the text and at most
-/// [`ENTER_WAIT`] after it (a TUI that does not echo).
-struct Typing {
-    /// The end of the line, without whitespace, as the screen would show it.
-    needle: String,
-    since: tokio::time::Instant,
-}
-
-/// An answer to a dialog under way: it waits for the dialog to settle (2.1.330 ignores keys
-/// for a moment after a dialog appears), types its keys one at a time, then checks that
-/// the dialog is gone — or says why not.
-struct Answering {
-    answer: Answer,
-    reply: oneshot::Sender<Result<String, String>>,
-    stage: AnswerStage,
-    /// When it gives up.
-    deadline: tokio::time::Instant,
-}
-
-enum AnswerStage {
-    /// The dialog last read and since when it has looked the same.
-    Settling(Option<(Dialog, tokio::time::Instant)>),
-    Typing {
-        dialog: Dialog,
-        label: String,
-        keys: VecDeque<Vec<u8>>,
-        next: tokio::time::Instant,
-    },
-    Checking {
-        dialog: Dialog,
-        label: String,
-    },
-}
-
-/// A dialog is answered once it has been on screen, unchanged or with no output, this long.
-const DIALOG_SETTLE: Duration = Duration::from_millis(800);
-/// Between the keys of an answer.
-const KEY_PAUSE: Duration = Duration::from_millis(60);
-/// An answer not done in this long has failed.
-const ANSWER_WAIT: Duration = Duration::from_secs(10);
-
-const ENTER_PAUSE: Duration = Duration::from_millis(50);
-const ENTER_WAIT: Duration = Duration::from_secs(2);
-/// How often the screen is looked at while an Enter waits.
-const ENTER_POLL: Duration = Duration::from_millis(25);
 
 /// The [`fleet::OWNER_ENV`] mark of this process, given to every agent.
 fn own_mark() -> &'static str {
@@ -200,13 +148,12 @@ pub(crate) struct SessionActor {
     unsent: Vec<SupervisionEvent>,
     /// When the last process started and ended.
     last_lifetime: Option<(Timestamp, Timestamp)>,
-    /// A typed line waiting for its Enter, and what was written after it.
-    typing: Option<Typing>,
-    held: VecDeque<Held>,
+    /// The pace of keys to the agent's TUI (a typed line's Enter, a dialog's answer), on
+    /// the terminal's real time since `pace`; and who waits for the answer under way.
+    keys: Keys,
+    pace: tokio::time::Instant,
+    answer_reply: Option<oneshot::Sender<Result<String, AnswerError>>>,
     finished: bool,
-    answering: Option<Answering>,
-    /// When the current process last printed something.
-    output_at: tokio::time::Instant,
     /// The process generation whose usage was sampled once it was up (`mimesis metrics`
     /// shows its RSS from the start, not after the first check of the memory limit).
     sampled: Option<u64>,
@@ -248,11 +195,10 @@ impl SessionActor {
             output_noted: None,
             stashed: None,
             last_lifetime: None,
-            typing: None,
-            held: VecDeque::new(),
+            keys: Keys::new(Mono::from_millis(0)),
+            pace: tokio::time::Instant::now(),
+            answer_reply: None,
             finished: false,
-            answering: None,
-            output_at: tokio::time::Instant::now(),
             sampled: None,
         };
         actor.run_effects(first);
@@ -271,12 +217,11 @@ impl SessionActor {
                 continue;
             }
             // (Also here: a steady stream of commands must not starve the poll below.)
-            self.check_typing();
+            self.poll_keys(false);
             let deadline = self.policy.next_deadline().map(|t| self.shared.instant_at(t));
             let drain = self.proc.as_ref().and_then(|p| p.exit.map(|(_, at)| at));
             let read_screen = self.monitor.dirty().then(|| tokio::time::Instant::now() + READ_EVERY);
-            let typing =
-                (self.typing.is_some() || self.answering.is_some()).then(|| tokio::time::Instant::now() + ENTER_POLL);
+            let typing = self.keys.next_poll(self.pace_now()).map(|t| self.pace + Duration::from_millis(t.millis()));
             tokio::select! {
                 biased;
                 cmd = self.rx.recv() => match cmd {
@@ -287,10 +232,7 @@ impl SessionActor {
                 Some(io) = self.io_rx.recv() => self.io(io),
                 _ = sleep_until(drain) => self.finish_exit(),
                 _ = sleep_until(read_screen) => self.flush_screen(),
-                _ = sleep_until(typing) => {
-                    self.check_typing();
-                    self.check_answer();
-                }
+                _ = sleep_until(typing) => self.poll_keys(true),
                 _ = sleep_until(deadline) => self.step(Input::Tick),
             }
         }
@@ -347,77 +289,44 @@ impl SessionActor {
             }
             SessionCmd::Answer(answer, reply) => {
                 if self.proc.is_none() {
-                    let _ = reply.send(Err("the session has no running agent to answer".into()));
-                } else if self.answering.is_some() {
-                    let _ = reply.send(Err("another answer to this session is under way".into()));
+                    let _ = reply.send(Err(AnswerError::NoAgent));
+                } else if self.answer_reply.is_some() {
+                    let _ = reply.send(Err(AnswerError::Busy));
                 } else {
-                    let deadline = tokio::time::Instant::now() + ANSWER_WAIT;
-                    self.answering = Some(Answering { answer, reply, stage: AnswerStage::Settling(None), deadline });
-                    self.check_answer();
+                    self.answer_reply = Some(reply);
+                    let now = self.pace_now();
+                    let monitor = &self.monitor;
+                    let effects = self.keys.answer(answer, now, &|| monitor.rows());
+                    self.keys_effects(effects);
                 }
             }
         }
     }
 
-    /// Moves an answer on: settled → keys, one at a time → the dialog gone.
-    fn check_answer(&mut self) {
-        let Some(mut a) = self.answering.take() else { return };
-        let now = tokio::time::Instant::now();
-        let shown = Dialog::read(&self.monitor.rows());
-        let quiet = now.duration_since(self.output_at) >= DIALOG_SETTLE;
-        let outcome = match &mut a.stage {
-            AnswerStage::Settling(seen) => match (shown, seen.take()) {
-                (None, _) if quiet => Some(Err("no dialog is on the session's screen".to_owned())),
-                (None, _) => None,
-                (Some(d), Some((before, since))) if d.same_as(&before) && (quiet || now >= since + DIALOG_SETTLE) => {
-                    match d.keys(&a.answer) {
-                        Err(e) => Some(Err(e)),
-                        Ok(keys) => {
-                            let label = d.chosen_label(&a.answer).unwrap_or_default();
-                            a.stage = AnswerStage::Typing { dialog: d, label, keys: keys.into(), next: now };
-                            None
-                        }
+    /// The terminal's real time, for the pace of keys.
+    fn pace_now(&self) -> Mono {
+        Mono::from_millis(u64::try_from(self.pace.elapsed().as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// Looks at the screen for a waiting Enter (and, when `answer`, an answer's next step).
+    fn poll_keys(&mut self, answer: bool) {
+        let now = self.pace_now();
+        let monitor = &self.monitor;
+        let screen = || monitor.rows();
+        let effects = if answer { self.keys.poll(now, &screen) } else { self.keys.poll_typing(now, &screen) };
+        self.keys_effects(effects);
+    }
+
+    fn keys_effects(&mut self, effects: Vec<KeyEffect>) {
+        for effect in effects {
+            match effect {
+                KeyEffect::Send(bytes) => self.send(bytes),
+                KeyEffect::Answered(result) => {
+                    if let Some(reply) = self.answer_reply.take() {
+                        let _ = reply.send(result);
                     }
                 }
-                (Some(d), Some((before, since))) if d.same_as(&before) => {
-                    *seen = Some((before, since));
-                    None
-                }
-                (Some(d), _) => {
-                    *seen = Some((d, now));
-                    None
-                }
-            },
-            AnswerStage::Typing { dialog, label, keys, next } => {
-                if now >= *next
-                    && let Some(k) = keys.pop_front()
-                {
-                    self.send(k);
-                    *next = now + KEY_PAUSE;
-                }
-                if keys.is_empty() {
-                    let (dialog, label) = (dialog.clone(), std::mem::take(label));
-                    a.stage = AnswerStage::Checking { dialog, label };
-                }
-                None
             }
-            AnswerStage::Checking { dialog, label } => {
-                (!shown.is_some_and(|d| d.same_as(dialog))).then(|| Ok(label.clone()))
-            }
-        };
-        match outcome {
-            Some(result) => {
-                tracing::info!(?result, "answered the dialog on screen");
-                let _ = a.reply.send(result);
-            }
-            None if now >= a.deadline => {
-                let why = match a.stage {
-                    AnswerStage::Settling(_) => "the dialog never settled on screen",
-                    _ => "the dialog is still on screen: the agent did not take the answer",
-                };
-                let _ = a.reply.send(Err(why.to_owned()));
-            }
-            None => self.answering = Some(a),
         }
     }
 
@@ -440,7 +349,8 @@ impl SessionActor {
                 if current != Some(generation) {
                     return;
                 }
-                self.output_at = tokio::time::Instant::now();
+                let paced = self.pace_now();
+                self.keys.output(paced);
                 let now = std::time::Instant::now();
                 let signals = self.monitor.feed(&bytes, now);
                 let replies = self.monitor.take_replies();
@@ -449,7 +359,7 @@ impl SessionActor {
                     // (at once: a query is not typing).
                     self.send(replies);
                 }
-                self.check_typing();
+                self.poll_keys(false);
                 // Output only moves the idle timer (and, for an agent whose screen says
                 // nothing, tells when it is up): a tenth of a second is precise enough. A new
                 // process's first output is always noted.
@@ -509,11 +419,8 @@ impl SessionActor {
         let generation = self.proc.as_ref().map_or(0, |p| p.generation);
         self.flush_screen_of(generation);
         let p = self.proc.take().expect("checked above");
-        if let Some(a) = self.answering.take() {
-            let _ = a.reply.send(Err("the agent exited before the answer was taken".into()));
-        }
-        self.typing = None;
-        self.held.clear();
+        let effects = self.keys.process_ended();
+        self.keys_effects(effects);
         self.last_lifetime = Some((p.started_at, self.shared.clock().now()));
         self.shared.process_ended(p.pid);
         drop(p);
@@ -562,11 +469,15 @@ impl SessionActor {
                 })
             }
             Effect::Write(bytes) => {
-                self.write(Held::Bytes(bytes));
+                let (now, monitor) = (self.pace_now(), &self.monitor);
+                let effects = self.keys.write(bytes, now, &|| monitor.rows());
+                self.keys_effects(effects);
                 None
             }
             Effect::TypeLine(line) => {
-                self.write(Held::Line(line));
+                let (now, monitor) = (self.pace_now(), &self.monitor);
+                let effects = self.keys.type_line(line, now, &|| monitor.rows());
+                self.keys_effects(effects);
                 None
             }
             Effect::Echo(bytes) => {
@@ -626,47 +537,11 @@ impl SessionActor {
         }
     }
 
-    /// Input for the agent, in order: behind a typed line still waiting for its Enter.
-    fn write(&mut self, msg: Held) {
-        if self.typing.is_some() {
-            self.held.push_back(msg);
-            return;
-        }
-        match msg {
-            Held::Bytes(b) => self.send(b),
-            Held::Line(line) => {
-                let text = String::from_utf8_lossy(&line);
-                let needle: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-                let needle = needle.chars().rev().take(16).collect::<Vec<_>>().into_iter().rev().collect();
-                self.send(line);
-                self.typing = Some(Typing { needle, since: tokio::time::Instant::now() });
-                self.check_typing();
-            }
-        }
-    }
-
     fn send(&self, bytes: Vec<u8>) {
         if let Some(p) = &self.proc
             && !bytes.is_empty()
         {
             let _ = p.writer.send(bytes);
-        }
-    }
-
-    /// Sends a waiting Enter once the TUI shows the line (or waited long enough), then
-    /// what was held behind it.
-    fn check_typing(&mut self) {
-        let Some(t) = &self.typing else { return };
-        let waited = t.since.elapsed();
-        if waited < ENTER_PAUSE || (waited < ENTER_WAIT && !input_shows(&self.monitor.rows(), &t.needle)) {
-            return;
-        }
-        self.typing = None;
-        self.send(b"\r".to_vec());
-        while self.typing.is_none()
-            && let Some(msg) = self.held.pop_front()
-        {
-            self.write(msg);
         }
     }
 
@@ -719,8 +594,7 @@ impl SessionActor {
         };
         self.shared.process_started(record);
         self.monitor = Monitor::new(self.rows, self.cols, &self.policy.limits().crash_patterns);
-        self.typing = None;
-        self.held.clear();
+        self.keys.process_started();
         tracing::info!(pid, ?launch, "agent started");
         self.proc = Some(Running { generation, pid, process, writer: wtx, started_at, exit: None, eof: false });
         Ok(pid)
@@ -851,21 +725,6 @@ fn write_loop(mut writer: Box<dyn Write + Send>, rx: std::sync::mpsc::Receiver<V
             break;
         }
     }
-}
-
-/// Does the TUI's input row (the last `❯` row and what wraps below it, up to the box's
-/// rule) show `needle` (compared without whitespace)? Without such a row, any row counts.
-fn input_shows(rows: &[String], needle: &str) -> bool {
-    if needle.is_empty() {
-        return true;
-    }
-    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
-    let Some(start) = rows.iter().rposition(|r| r.trim_start().starts_with('❯')) else {
-        return rows.iter().any(|r| squeeze(r).contains(needle));
-    };
-    let input: String =
-        rows[start..].iter().take_while(|r| !r.trim_start().starts_with('─')).map(|r| squeeze(r)).collect();
-    input.contains(needle)
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {

@@ -29,6 +29,7 @@ use mimesis_core::supervision::AgentCommand;
 use mimesis_core::supervision::event::{EventKind, SupervisionEvent, wording};
 use mimesis_core::supervision::fleet::{self, CapEntry, DiskAction, DiskWatch, OrphanWatch, ScanFacts};
 use mimesis_core::supervision::interrupted::{self, Interrupted, InterruptedBy};
+use mimesis_core::supervision::keys::AnswerError;
 use mimesis_core::supervision::ledger::{Owner, ProcessLedger, ProcessRecord};
 use mimesis_core::supervision::limits::Limits;
 use mimesis_core::supervision::policy::{AgentReport, Delivery, Input, SessionPolicy};
@@ -56,7 +57,7 @@ pub enum SupervisorError {
     #[error("the supervisor has stopped")]
     Stopped,
     #[error("could not answer session {0}: {1}")]
-    Answer(SessionId, String),
+    Answer(SessionId, AnswerError),
 }
 
 pub(crate) enum FleetMsg {
