@@ -33,7 +33,7 @@ use mimesis_os::procs;
 
 use crate::host::Host;
 use crate::monitor::{Monitor, READ_EVERY};
-use crate::process::{AgentProcess, StartSpec, Started};
+use crate::process::{AgentProcess, StartError, StartSpec, Started};
 
 /// Messages to a session actor.
 pub(crate) enum SessionCmd {
@@ -465,7 +465,7 @@ impl SessionActor {
             Effect::Spawn { generation, session_id, launch } => {
                 Some(match self.spawn(generation, &session_id, &launch) {
                     Ok(pid) => Input::Spawned { generation, pid },
-                    Err(error) => Input::SpawnFailed { generation, error },
+                    Err(error) => Input::SpawnFailed { generation, error: error.to_string() },
                 })
             }
             Effect::Write(bytes) => {
@@ -564,7 +564,7 @@ impl SessionActor {
         let _ = self.output.send(Arc::from(bytes));
     }
 
-    fn spawn(&mut self, generation: u64, id: &SessionId, launch: &Launch) -> Result<u32, String> {
+    fn spawn(&mut self, generation: u64, id: &SessionId, launch: &Launch) -> Result<u32, StartError> {
         let spec = self.start_spec(generation, id, launch);
         // What was passed, not /proc/<pid>/cmdline: right after the start the kernel may
         // still show the parent's while exec finishes.

@@ -32,7 +32,7 @@ use mimesis_core::supervision::interrupted::{self, Interrupted, InterruptedBy};
 use mimesis_core::supervision::keys::AnswerError;
 use mimesis_core::supervision::ledger::{Owner, ProcessLedger, ProcessRecord};
 use mimesis_core::supervision::limits::Limits;
-use mimesis_core::supervision::policy::{AgentReport, Delivery, Input, SessionPolicy};
+use mimesis_core::supervision::policy::{AgentReport, Delivery, Input, SessionPolicy, StopSignal};
 use mimesis_core::supervision::view::{Metrics, ResourceRow, Resources, Supervision, SupervisionState};
 use mimesis_os::procs;
 
@@ -41,6 +41,7 @@ use crate::cleanup::{self, Cleanup};
 use crate::host::Host;
 pub use crate::host::{Roster, SupervisorConfig};
 use crate::metrics;
+use crate::process::StartError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SupervisorError {
@@ -53,7 +54,7 @@ pub enum SupervisorError {
     #[error("session {0} is already supervised; attach to it instead")]
     AlreadySupervised(SessionId),
     #[error("{0}")]
-    Spawn(String),
+    Spawn(StartError),
     #[error("the supervisor has stopped")]
     Stopped,
     #[error("could not answer session {0}: {1}")]
@@ -477,18 +478,13 @@ impl Supervisor {
         if sup.state == SupervisionState::Terminated && sup.pid.is_none() {
             // The first launch failed outright (no such program): say why, keep nothing.
             lock(&s.sessions).remove(&id);
-            let why = self.last_error(&id).unwrap_or_else(|| format!("cannot start {}", s.agent().program.display()));
-            return Err(SupervisorError::Spawn(why));
+            return Err(SupervisorError::Spawn(why_not_started(&s.agent().program)));
         }
         let handle = tokio::spawn(tracing::Instrument::instrument(actor.run(), tracing::info_span!("session", %id)));
         lock(&s.tasks).push(handle);
         // Running again: no longer one a quit interrupted.
         s.recorder.send(RecordMsg::Clear(vec![id.clone()]));
         Ok(id)
-    }
-
-    fn last_error(&self, _id: &SessionId) -> Option<String> {
-        which(&self.shared.agent().program).err()
     }
 
     /// The kept scrollback and a stream of new output. `terminal`: the client is a
@@ -716,8 +712,8 @@ impl Supervisor {
 
     /// [`Supervisor::shutdown`] because this process got `signal` (SIGTERM, SIGINT,
     /// SIGHUP): each session ends with a `session_terminated` of reason `signal`.
-    pub async fn shutdown_signalled(&self, signal: &str) {
-        self.stop_all(InterruptedBy::Signal, || Input::Signalled(signal.to_owned())).await;
+    pub async fn shutdown_signalled(&self, signal: StopSignal) {
+        self.stop_all(InterruptedBy::Signal, || Input::Signalled(signal)).await;
     }
 
     async fn stop_all(&self, by: InterruptedBy, input: impl Fn() -> Input) {
@@ -762,8 +758,8 @@ pub fn new_session_id() -> SessionId {
     SessionId::parse(&uuid::Uuid::new_v4().to_string()).expect("a UUID is a valid session id")
 }
 
-/// Why `program` cannot be run, in a sentence (for a failed first launch).
-fn which(program: &Path) -> Result<PathBuf, String> {
+/// Why `program` could not be started (for a failed first launch).
+fn why_not_started(program: &Path) -> StartError {
     let found = if program.components().count() > 1 {
         program.is_file().then(|| program.to_owned())
     } else {
@@ -772,11 +768,8 @@ fn which(program: &Path) -> Result<PathBuf, String> {
             .unwrap_or(None)
     };
     match found {
-        Some(p) => Err(format!("cannot start {}; check that it is executable", p.display())),
-        None => Err(format!(
-            "cannot find the agent program {:?} (not a file, nor on PATH); install it or pass --agent",
-            program.display().to_string()
-        )),
+        Some(p) => StartError::NotExecutable(p),
+        None => StartError::NotFound(program.to_owned()),
     }
 }
 

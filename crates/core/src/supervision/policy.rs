@@ -60,7 +60,7 @@ use crate::ids::SessionId;
 use crate::status::{HookSignal, HookState, RegistryState, Status};
 
 pub use self::health::READY_FALLBACK;
-pub use self::process::{EXIT_SETTLE, INTERRUPT_GRACE};
+pub use self::process::{EXIT_SETTLE, INTERRUPT_GRACE, StopSignal};
 
 pub use super::activity::Activity;
 
@@ -184,8 +184,8 @@ pub enum Input {
     Delete,
     /// Mimesis quits (P12): stop quietly, resumable.
     Shutdown,
-    /// The supervisor was told to stop by a signal (named): stop, and say so.
-    Signalled(String),
+    /// The supervisor was told to stop by a signal: stop, and say so.
+    Signalled(StopSignal),
     /// The limits changed (the settings view): future checks use the new ones.
     Limits(Box<Limits>),
     /// Re-evaluate timers.

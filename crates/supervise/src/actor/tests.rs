@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use crate::host::SupervisorConfig;
-use crate::process::{OsTerminals, Terminals};
+use crate::process::{OsTerminals, StartError, TerminalError, Terminals};
 use mimesis_core::clock::{Clock, ManualClock, SystemClock};
 use mimesis_core::status::RegistryState;
 use mimesis_core::supervision::event::EventKind;
@@ -115,7 +115,7 @@ impl FakeTerminals {
 }
 
 impl Terminals for FakeTerminals {
-    fn start(&self, spec: StartSpec) -> Result<Started, String> {
+    fn start(&self, spec: StartSpec) -> Result<Started, StartError> {
         let mut agents = self.agents.lock().unwrap();
         let (screen, output) = std::sync::mpsc::channel();
         let agent = Arc::new(FakeAgent {
@@ -213,7 +213,7 @@ impl AgentProcess for FakeAgent {
     fn usage(&self) -> (u64, u64) {
         (self.rss.load(Ordering::Relaxed), 0)
     }
-    fn resize(&self, cols: u16, rows: u16) -> Result<(), String> {
+    fn resize(&self, cols: u16, rows: u16) -> Result<(), TerminalError> {
         *self.size.lock().unwrap() = (cols, rows);
         Ok(())
     }

@@ -16,6 +16,40 @@ pub const INTERRUPT_GRACE: Duration = Duration::from_secs(1);
 /// `/exit` typed in between loses the turn (the resume then finds less, or nothing: EC-007).
 pub const EXIT_SETTLE: Duration = Duration::from_secs(2);
 
+/// A signal that told the supervisor itself to stop (`mimesis run` got it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopSignal {
+    Term,
+    Int,
+    Hup,
+}
+
+impl StopSignal {
+    /// Its name, as the operating system's documentation spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            StopSignal::Term => "SIGTERM",
+            StopSignal::Int => "SIGINT",
+            StopSignal::Hup => "SIGHUP",
+        }
+    }
+
+    /// Its number: a program it stopped exits with 128 + this.
+    pub fn number(self) -> u8 {
+        match self {
+            StopSignal::Term => 15,
+            StopSignal::Int => 2,
+            StopSignal::Hup => 1,
+        }
+    }
+}
+
+impl std::fmt::Display for StopSignal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum RestartReason {
     Memory,
@@ -38,7 +72,7 @@ pub(super) enum StopWhy {
     Duration { incomplete: bool },
     User,
     Shutdown,
-    Signal(String),
+    Signal(StopSignal),
     Delete,
 }
 
@@ -250,7 +284,7 @@ impl SessionPolicy {
             StopWhy::Signal(name) => {
                 // The last word of a `mimesis run` that was told to stop.
                 self.terminate(TerminatedReason::Signal);
-                self.terminated("signal", wording::signalled(&name, &self.id));
+                self.terminated("signal", wording::signalled(name.name(), &self.id));
                 self.out.push(Effect::Finished);
             }
             StopWhy::Delete => {
