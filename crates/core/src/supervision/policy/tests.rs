@@ -1,6 +1,7 @@
 //! Every rule of the policy, on instants: a 4-hour limit is tested in microseconds.
 
 use super::*;
+use crate::status::{HookSignal, RegistryState, Status};
 use crate::supervision::limits::SuspendMode;
 use crate::supervision::view::RestartHold;
 use std::time::Duration;
