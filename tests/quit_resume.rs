@@ -11,6 +11,7 @@ use anyhow::{Context, Result, ensure};
 use mimesis_core::SessionId;
 use mimesis_core::supervision::interrupted::InterruptedBy;
 use mimesis_core::supervision::ledger::ProcessLedger;
+use mimesis_core::supervision::policy::StopSignal;
 use mimesis_core::supervision::{AgentCommand, SupervisionState};
 use mimesis_fleetdb::{Db, FILE_NAME};
 use mimesis_tests::pty::{Pty, PtyCommand};
@@ -79,7 +80,7 @@ async fn a_session_running_at_quit_is_offered_after_the_next_start_and_resumes()
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // A quit by signal (a logout, a shutdown) records them too, without asking.
-    s.sup.shutdown_signalled("SIGTERM").await;
+    s.sup.shutdown_signalled(StopSignal::Term).await;
     let marks = ProcessLedger::interrupted(&db)?;
     ensure!(marks.len() == 1 && marks[0].by == InterruptedBy::Signal, "a signal records them too: {marks:?}");
     s.shutdown().await;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use mimesis_core::SessionId;
-use mimesis_core::dialog::Answer;
+use mimesis_core::dialog::{Answer, Dialog};
 use mimesis_core::supervision::{AgentCommand, EventKind, ReadyStatus, SupervisionState};
 use mimesis_tests::claude::{CLAUDE_CODE_VERSION, ClaudeHome, ensure_claude, ensure_claude_version, versions};
 use mimesis_tests::mock_api::{MockApi, Reply, RequestKind};
@@ -191,7 +191,8 @@ async fn permission_dialogs(v: &str, args: &[&str], auto: bool) -> Result<()> {
                 ensure!(std::time::Instant::now() < deadline, "auto mode's dialog stayed");
             }
         }
-        s.wait_text(&id, "Do you want to proceed?", T).await?;
+        // The question can be drawn a frame before its options: wait for the whole dialog.
+        s.wait_screen(&id, "the dialog", T, |rows| Dialog::read(rows).is_some()).await?;
         let dialog = s.sup.dialog(&id).await?.context("the dialog read from the screen")?;
         let labels: Vec<&str> = dialog.options.iter().map(|o| o.label.as_str()).collect();
         ensure!(labels.contains(&"Yes") && labels.contains(&"No"), "{labels:?}");

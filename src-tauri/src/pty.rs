@@ -371,7 +371,7 @@ pub async fn pty_resize(state: tauri::State<'_, PtyState>, session_id: String, c
         return Err(format!("a terminal of {cols}×{rows} cannot be shown"));
     }
     if let Some(term) = state.plain(&session_id) {
-        return term?.resize(cols, rows);
+        return Ok(term?.resize(cols, rows)?);
     }
     let id = self::session_id(&session_id)?;
     state.sup().await?.resize(&id, cols, rows).map_err(|e| e.to_string())

@@ -19,6 +19,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use mimesis_core::SessionId;
+use mimesis_core::supervision::policy::StopSignal;
 use mimesis_core::supervision::{
     AgentCommand, EventKind, LimitFlags, SupervisionEvent, SupervisionState, parse_duration,
 };
@@ -315,9 +316,9 @@ async fn session(
                     let _ = sup.resize(&sup.current_id(&id), cols, rows);
                 }
             }
-            _ = term.recv() => break stop(&sup, &mut events, &mut events_file, 15, "SIGTERM").await,
-            _ = int.recv() => break stop(&sup, &mut events, &mut events_file, 2, "SIGINT").await,
-            _ = hup.recv() => break stop(&sup, &mut events, &mut events_file, 1, "SIGHUP").await,
+            _ = term.recv() => break stop(&sup, &mut events, &mut events_file, StopSignal::Term).await,
+            _ = int.recv() => break stop(&sup, &mut events, &mut events_file, StopSignal::Int).await,
+            _ = hup.recv() => break stop(&sup, &mut events, &mut events_file, StopSignal::Hup).await,
         }
     };
     sup.shutdown().await;
@@ -384,12 +385,11 @@ async fn stop(
     sup: &Supervisor,
     events: &mut broadcast::Receiver<std::sync::Arc<SupervisionEvent>>,
     file: &mut Option<std::fs::File>,
-    sig: u8,
-    name: &str,
+    signal: StopSignal,
 ) -> u8 {
-    sup.shutdown_signalled(name).await;
+    sup.shutdown_signalled(signal).await;
     drain_events(events, file);
-    128 + sig
+    128 + signal.number()
 }
 
 fn drain_events(events: &mut broadcast::Receiver<std::sync::Arc<SupervisionEvent>>, file: &mut Option<std::fs::File>) {

@@ -28,4 +28,5 @@ mod process;
 pub mod supervisor;
 
 pub use actor::Attachment;
+pub use process::{StartError, TerminalError};
 pub use supervisor::{Roster, Supervisor, SupervisorConfig, SupervisorError, new_session_id};

@@ -18,7 +18,7 @@ use mimesis_core::supervision::policy::Sig;
 use tokio::sync::{broadcast, watch};
 
 use crate::actor::Attachment;
-use crate::process::{AgentProcess, OsTerminals, StartSpec, Started, Terminals};
+use crate::process::{AgentProcess, OsTerminals, StartError, StartSpec, Started, TerminalError, Terminals};
 
 /// How long the exit waits for the program's last output to be read.
 const DRAIN_WAIT: Duration = Duration::from_millis(500);
@@ -105,7 +105,7 @@ pub struct PlainTerminal {
 }
 
 impl PlainTerminal {
-    pub fn start(spec: PlainSpec) -> Result<PlainTerminal, String> {
+    pub fn start(spec: PlainSpec) -> Result<PlainTerminal, StartError> {
         let (cols, rows) = (spec.cols.clamp(20, 1000), spec.rows.clamp(5, 500));
         let Started { output, input, process } = OsTerminals.start(StartSpec {
             program: spec.program,
@@ -165,14 +165,14 @@ impl PlainTerminal {
     }
 
     /// Keystrokes or a paste; an error once the program has ended.
-    pub fn write(&self, bytes: &[u8]) -> Result<(), String> {
+    pub fn write(&self, bytes: &[u8]) -> Result<(), TerminalError> {
         if let Some(code) = self.exit_code() {
-            return Err(format!("this terminal has ended (exit code {code})"));
+            return Err(TerminalError::Ended(code));
         }
-        self.inner.input.send(bytes.to_vec()).map_err(|_| "this terminal has ended".to_owned())
+        self.inner.input.send(bytes.to_vec()).map_err(|_| TerminalError::Closed)
     }
 
-    pub fn resize(&self, cols: u16, rows: u16) -> Result<(), String> {
+    pub fn resize(&self, cols: u16, rows: u16) -> Result<(), TerminalError> {
         let (cols, rows) = (cols.clamp(20, 1000), rows.clamp(5, 500));
         {
             let mut s = lock(&self.inner.screen);

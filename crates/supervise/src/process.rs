@@ -14,6 +14,50 @@ use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use mimesis_core::supervision::policy::Sig;
 use mimesis_os::procs;
 
+/// Why a program could not be started in a terminal: the sentence is the Display.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot open a pseudo-terminal: {0}")]
+    OpenPty(String),
+    #[error("cannot read the pseudo-terminal: {0}")]
+    ReadPty(String),
+    #[error("cannot write to the pseudo-terminal: {0}")]
+    WritePty(String),
+    #[error("cannot start {}: {reason}", program.display())]
+    Exec { program: PathBuf, reason: String },
+    #[error("the agent started without a process id")]
+    NoPid,
+    #[error("cannot start {}; check that it is executable", .0.display())]
+    NotExecutable(PathBuf),
+    #[error("cannot find the agent program {:?} (not a file, nor on PATH); install it or pass --agent", .0.display().to_string())]
+    NotFound(PathBuf),
+}
+
+/// Why a terminal did not take keys or a size: the sentence is the Display.
+#[derive(Debug, thiserror::Error)]
+pub enum TerminalError {
+    #[error("this terminal has ended (exit code {0})")]
+    Ended(i32),
+    #[error("this terminal has ended")]
+    Closed,
+    /// The pseudo-terminal refused the size (its own words).
+    #[error("{0}")]
+    Resize(String),
+}
+
+/// The faces answer in sentences: an error of a terminal is its sentence.
+impl From<StartError> for String {
+    fn from(e: StartError) -> String {
+        e.to_string()
+    }
+}
+
+impl From<TerminalError> for String {
+    fn from(e: TerminalError) -> String {
+        e.to_string()
+    }
+}
+
 /// What to start: the program, its arguments, directory and environment, in a terminal of
 /// `cols` × `rows`.
 #[derive(Clone, Debug)]
@@ -47,7 +91,7 @@ pub(crate) struct Started {
 pub(crate) trait Terminals: Send + Sync {
     /// Everything that can fail comes before the process starts: a started agent always
     /// gets its waiter.
-    fn start(&self, spec: StartSpec) -> Result<Started, String>;
+    fn start(&self, spec: StartSpec) -> Result<Started, StartError>;
 }
 
 /// One started agent process (the leader of its process group).
@@ -63,7 +107,7 @@ pub(crate) trait AgentProcess: Send + Sync {
     fn alive(&self) -> bool;
     /// RSS in bytes and CPU ticks of its process tree.
     fn usage(&self) -> (u64, u64);
-    fn resize(&self, cols: u16, rows: u16) -> Result<(), String>;
+    fn resize(&self, cols: u16, rows: u16) -> Result<(), TerminalError>;
 }
 
 /// Agents whose waiter thread has not reaped them yet, across every supervisor of this
@@ -79,9 +123,9 @@ pub(crate) fn waited_agents() -> MutexGuard<'static, BTreeSet<u32>> {
 pub(crate) struct OsTerminals;
 
 impl Terminals for OsTerminals {
-    fn start(&self, spec: StartSpec) -> Result<Started, String> {
+    fn start(&self, spec: StartSpec) -> Result<Started, StartError> {
         let size = PtySize { rows: spec.rows, cols: spec.cols, pixel_width: 0, pixel_height: 0 };
-        let pair = native_pty_system().openpty(size).map_err(|e| format!("cannot open a pseudo-terminal: {e}"))?;
+        let pair = native_pty_system().openpty(size).map_err(|e| StartError::OpenPty(e.to_string()))?;
         let mut cmd = CommandBuilder::new(&spec.program);
         cmd.args(&spec.args);
         cmd.cwd(&spec.cwd);
@@ -102,15 +146,17 @@ impl Terminals for OsTerminals {
             cmd.env(k, v);
         }
         let master = pair.master;
-        let output = master.try_clone_reader().map_err(|e| format!("cannot read the pseudo-terminal: {e}"))?;
-        let input = master.take_writer().map_err(|e| format!("cannot write to the pseudo-terminal: {e}"))?;
+        let output = master.try_clone_reader().map_err(|e| StartError::ReadPty(e.to_string()))?;
+        let input = master.take_writer().map_err(|e| StartError::WritePty(e.to_string()))?;
         let pid = {
             let mut waited = waited_agents();
-            let child =
-                pair.slave.spawn_command(cmd).map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
+            let child = pair
+                .slave
+                .spawn_command(cmd)
+                .map_err(|e| StartError::Exec { program: spec.program.clone(), reason: e.to_string() })?;
             // The waiter reaps it; the handle is not needed (dropping it does nothing).
             let Some(pid) = child.process_id() else {
-                return Err("the agent started without a process id".into());
+                return Err(StartError::NoPid);
             };
             waited.insert(pid);
             pid
@@ -197,9 +243,9 @@ impl AgentProcess for OsProcess {
         procs::tree_usage(self.pid)
     }
 
-    fn resize(&self, cols: u16, rows: u16) -> Result<(), String> {
+    fn resize(&self, cols: u16, rows: u16) -> Result<(), TerminalError> {
         let size = PtySize { rows, cols, pixel_width: 0, pixel_height: 0 };
         let master = self.master.lock().unwrap_or_else(|e| e.into_inner());
-        master.resize(size).map_err(|e| e.to_string())
+        master.resize(size).map_err(|e| TerminalError::Resize(e.to_string()))
     }
 }

@@ -15,6 +15,7 @@
 //! - [`ledger`]: the records of supervised processes and the seam they are kept through.
 //! - [`interrupted`]: the sessions Mimesis's quit or crash interrupted, offered for resume.
 //! - [`flow`]: flow control of terminal output towards a slow viewer.
+//! - [`keys`]: the pace of keys to the agent's TUI: a typed line's Enter, a dialog's answer.
 
 pub mod activity;
 pub mod agent;
@@ -24,6 +25,7 @@ pub mod event;
 pub mod fleet;
 pub mod flow;
 pub mod interrupted;
+pub mod keys;
 pub mod ledger;
 pub mod limit_clock;
 pub mod limits;

@@ -150,7 +150,7 @@ impl Screen for Attached {
     async fn send(&mut self, key: &[u8]) -> Result<(), String> {
         match self.ended() {
             Some(why) => Err(why),
-            None => self.term.write(key),
+            None => Ok(self.term.write(key)?),
         }
     }
 }

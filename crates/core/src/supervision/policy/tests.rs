@@ -1,6 +1,10 @@
 //! Every rule of the policy, on instants: a 4-hour limit is tested in microseconds.
 
 use super::*;
+use crate::status::{HookSignal, RegistryState, Status};
+use crate::supervision::limits::SuspendMode;
+use crate::supervision::view::RestartHold;
+use std::time::Duration;
 
 const BASE: i64 = 1_800_000_000_000;
 
@@ -439,13 +443,13 @@ fn after_a_failed_recovery_detections_are_debounced_five_seconds() {
 fn a_pending_recovery_is_retried_once_the_failure_debounce_has_passed() {
     let mut h = H::ready(limits());
     // A failed recovery attempt just happened…
-    h.p.last_recovery = Some((mono(0.0), false));
+    h.p.crash.last_recovery = Some((mono(0.0), false));
     h.screen(Activity::Working);
     h.now = 6.0;
     h.signal(ScreenSignal::Crash);
     assert!(h.p.supervision("", "").pending_crash_recovery);
     // …then another one fails at 10 s, while the session is idle and pending.
-    h.p.last_recovery = Some((mono(10.0), false));
+    h.p.crash.last_recovery = Some((mono(10.0), false));
     h.now = 11.0;
     let e = h.screen(Activity::Idle);
     assert!(!e.contains(&Effect::TypeLine("/exit".into())), "within the 5 s failure debounce");
