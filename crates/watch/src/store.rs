@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mimesis_core::chain::{self, Candidate, Chains, Link, LinkReason, Newcomer};
-use mimesis_core::clock::Timestamp;
+use mimesis_core::clock::{Mono, Now, Timestamp};
 use mimesis_core::cwd_files::{Marker, STATUS_FILE_TTL, StatusReport};
 use mimesis_core::facts::{Birth, SessionFacts};
 use mimesis_core::hook_event::{HookEvent, TerminalContext};
@@ -721,14 +721,16 @@ impl Store {
             .collect()
     }
 
-    /// When the next timeout falls due, if any.
-    pub fn next_deadline(&self) -> Option<Timestamp> {
+    /// When the next timeout falls due, if any, on the monotonic clock of `now`. (A status
+    /// changes at a time its transcript names, on the wall clock: the wait from `now.wall`.)
+    pub fn next_deadline(&self, now: Now) -> Option<Mono> {
         let status = self.deadlines.peek().map(|Reverse((t, _))| *t);
         let chain = self.chain_checks.iter().map(|(t, _)| *t).min();
-        match (status, chain) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let next = match (status, chain) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        Some(now.mono.plus(next.since(now.wall)))
     }
 
     /// Re-evaluates every session whose timeout fell due at `now`.

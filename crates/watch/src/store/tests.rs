@@ -95,14 +95,20 @@ fn timeouts_fire_through_deadlines() {
     let mut store = Store::new(Timeouts::default());
     store.file_changed(fx.loc(SID), at(2));
     assert_eq!(status_of(&store), Status::Working);
-    assert_eq!(store.next_deadline(), Some(at(6)), "approval timeout 5 s after the tool_use");
+    // On the monotonic clock: 4 s after `now` (at 2 s on the wall clock, 1,000 ms mono).
+    let now = mimesis_core::clock::Now { wall: at(2), mono: mimesis_core::clock::Mono::from_millis(1_000) };
+    assert_eq!(
+        store.next_deadline(now),
+        Some(mimesis_core::clock::Mono::from_millis(5_000)),
+        "approval timeout 5 s after the tool_use"
+    );
     assert!(store.tick(at(5)).is_empty());
     let ev = store.tick(at(6));
     assert_eq!(ev.len(), 1);
     assert_eq!(status_of(&store), Status::WaitingForApproval);
     store.tick(at(601));
     assert_eq!(status_of(&store), Status::Idle);
-    assert_eq!(store.next_deadline(), None);
+    assert_eq!(store.next_deadline(now), None);
 }
 
 #[test]
