@@ -57,7 +57,9 @@ impl Store {
             .iter()
             .filter(|id| !self.has_row_before_its_file(id))
             .filter(|id| {
-                self.entries.get(*id).is_some_and(|e| !e.partial && !e.tail.has_lines() && !e.location.path.exists())
+                self.entries
+                    .get(*id)
+                    .is_some_and(|e| !e.partial && !e.tail.has_lines && !self.disk.exists(&e.location.path))
             })
             .cloned()
             .collect();

@@ -91,7 +91,7 @@ impl Store {
     fn background_changed(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
         if self.entries.contains_key(id) {
             // A row that stood for a running job alone goes when the job does.
-            if !self.has_row_before_its_file(id) && !self.entries[id].location.path.exists() {
+            if !self.has_row_before_its_file(id) && !self.disk.exists(&self.entries[id].location.path) {
                 self.remove_id(id, events);
             } else {
                 self.refresh(id, now, events);

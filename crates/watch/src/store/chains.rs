@@ -350,7 +350,7 @@ impl Store {
             if e.partial {
                 continue;
             }
-            let Some(tail) = e.tail.state() else { continue };
+            let Some(tail) = e.tail.state else { continue };
             batch.sessions.push(PersistedSession {
                 location: e.location.clone(),
                 tail,
