@@ -15,25 +15,8 @@ use mimesis_core::persist::PersistedSession;
 use mimesis_core::status::{Approval, Timeouts};
 
 use crate::permission_files::SettingsCache;
-use crate::store::{Disk, Store, TailInfo};
+use crate::store::{Disk, IndexedFile, Store, TailInfo};
 use crate::tail::{FileTail, LineSink, ReadOutcome};
-
-/// A transcript read by the indexer, ready to be adopted by the store.
-pub struct IndexedFile {
-    pub location: TranscriptLocation,
-    pub tail: FileTail,
-    pub facts: SessionFacts,
-    /// Only both ends were read ([`crate::scan::peek`]): the facts are a first guess and
-    /// the tail is no reading position. The store waits for the full read.
-    pub partial: bool,
-    /// The facts are a guess from the file's ends ([`crate::scan::peek`]), not a stored
-    /// full read: its row is provisional.
-    pub peeked: bool,
-    /// The file is exactly as the fleet database holds it ([`IndexedFile::unchanged`]): the
-    /// store neither opens it again nor writes it back. (Its folder is watched before the
-    /// `stat`, and changes wait for the end of the index: a later write is read on then.)
-    pub as_stored: bool,
-}
 
 impl IndexedFile {
     /// Reads a transcript from the start.

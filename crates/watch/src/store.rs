@@ -35,7 +35,6 @@ use mimesis_core::supervision::policy::AgentReport;
 use mimesis_core::supervision::view::{Supervision, SupervisionState};
 use mimesis_core::text::clean_text;
 
-pub use crate::disk::IndexedFile;
 use crate::tail::ReadOutcome;
 
 /// A new file that looks like a successor waits this long for the hook events and the
@@ -753,7 +752,7 @@ mod chains;
 mod reach;
 
 pub use background::BackgroundFiles;
-pub use disk::{Disk, TailInfo};
+pub use disk::{Disk, IndexedFile, TailInfo};
 
 #[cfg(test)]
 mod tests;

@@ -2,24 +2,23 @@
 //! loop waits for a command, a file event or the next deadline; every deadline is a [`Mono`]
 //! instant of the injected clock ([`Alarm`]), and every wait is computed from it.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mimesis_core::attention::{Attention, AttentionSet, DEFAULT_DEBOUNCE, Notification};
+use mimesis_core::attention::{Attention, DEFAULT_DEBOUNCE};
 use mimesis_core::clock::{Clock, Mono};
 use mimesis_core::hook_event as hooks;
 use mimesis_core::ids::SessionId;
-use mimesis_core::supervision::policy::AgentReport;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::mpsc;
 
 use super::command::Command;
 use super::cwd::CwdWatches;
 use super::hook_spool::HookSpool;
 use super::persist::{PERSIST_BATCH_MAX, PERSIST_INTERVAL, Persister};
-use super::timelines::{TimelineUpdate, Timelines};
-use super::{EngineConfig, Envelope, Follow, IndexProgress, LiveSignals, Phase, PollState};
+use super::timelines::Timelines;
+use super::{Actor, Alerts, EngineConfig, Envelope, Follow, Outputs, PollState, Polling};
 use crate::background::BackgroundReader;
 use crate::spool;
 use crate::store::{Store, StoreEvent};
@@ -97,53 +96,6 @@ impl Timers {
         self.dir_rescans = later;
         due.into_iter().map(|(root, dir, _)| (root, dir)).collect()
     }
-}
-
-/// Where the actor's results go: the handle's channels.
-pub(super) struct Outputs {
-    pub(super) events: broadcast::Sender<Arc<Envelope>>,
-    pub(super) timeline: broadcast::Sender<Arc<TimelineUpdate>>,
-    pub(super) agent_reports: broadcast::Sender<Arc<(SessionId, AgentReport)>>,
-    pub(super) notifications: broadcast::Sender<Notification>,
-    pub(super) attention: watch::Sender<AttentionSet>,
-    pub(super) ready: watch::Sender<Phase>,
-    pub(super) progress: watch::Sender<IndexProgress>,
-    pub(super) live: LiveSignals,
-}
-
-/// The attention policy, and whether its decisions have started.
-pub(super) struct Alerts {
-    pub(super) attention: Attention,
-    /// The initial roster is the attention baseline; decisions start after it.
-    pub(super) armed: bool,
-}
-
-/// What the next registry and background polls read again.
-pub(super) struct Polling {
-    pub(super) registry_dirty: HashSet<PathBuf>,
-    /// Roots whose background service files (2.1.332's jobs and roster) are to be read
-    /// again, and their reader.
-    pub(super) background_dirty: HashSet<PathBuf>,
-    pub(super) background: BackgroundReader,
-}
-
-pub(super) struct Actor {
-    pub(super) store: Store,
-    pub(super) roots: Vec<PathBuf>,
-    pub(super) watcher: Option<RootWatcher>,
-    pub(super) follow: Follow,
-    pub(super) clock: Arc<dyn Clock>,
-    /// The last store event's sequence number.
-    pub(super) seq: u64,
-    pub(super) indexing: bool,
-    pub(super) out: Outputs,
-    pub(super) alerts: Alerts,
-    pub(super) timelines: Timelines,
-    pub(super) polling: Polling,
-    pub(super) timers: Timers,
-    pub(super) spool: HookSpool,
-    pub(super) cwd: CwdWatches,
-    pub(super) persist: Option<Persister>,
 }
 
 impl Actor {

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mimesis_core::attention::{AttentionSet, SupervisionSignal};
-use mimesis_core::chain::Link;
 use mimesis_core::hook_event::TerminalContext;
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
@@ -13,12 +12,12 @@ use mimesis_core::settings::NotificationSettings;
 use mimesis_core::status::Timeouts;
 use mimesis_core::supervision::policy::AgentReport;
 use mimesis_core::supervision::view::Supervision;
-use mimesis_core::timeline::{ChainSegment, TimelineItem};
+use mimesis_core::timeline::ChainSegment;
 
-use super::actor::Actor;
-use super::timelines::OpenTimeline;
-use super::{PollState, Reply, RootInfo, Snapshot, TimelinePage};
-use crate::store::{BackgroundFiles, IndexedFile};
+use super::index::IndexMsg;
+use super::timelines::TimelineCmd;
+use super::{Actor, PollState, Reply, RootInfo, Snapshot};
+use crate::store::BackgroundFiles;
 
 pub(super) enum Command {
     Query(Query),
@@ -50,29 +49,6 @@ pub(super) enum Change {
     RemoveRoot(PathBuf, Reply<()>),
     Tick(Reply<()>),
     Supervise(TranscriptLocation, Option<Box<Supervision>>),
-}
-
-/// Open timelines (engine/timelines.rs).
-pub(super) enum TimelineCmd {
-    Install(SessionId, Box<OpenTimeline>, usize, Reply<TimelinePage>),
-    Range(SessionId, usize, usize, Reply<Result<TimelinePage, super::EngineError>>),
-    Item(SessionId, usize, Reply<Result<Option<TimelineItem>, super::EngineError>>),
-    Close(SessionId),
-    /// An item from outside the transcript for the session's open timeline.
-    Note(SessionId, Box<TimelineItem>),
-    List(Reply<Vec<(SessionId, usize)>>),
-}
-
-/// What the index thread hands over (engine/index.rs).
-pub(super) enum IndexMsg {
-    /// The first roster from the fleet database, with the chain links it kept.
-    Restored(Vec<IndexedFile>, Vec<Link>),
-    /// The first roster: every transcript read at both ends only.
-    Peeked(Vec<IndexedFile>),
-    /// Full reads, as they finish (a big roster fills in while the rest is read).
-    Part(Vec<IndexedFile>),
-    /// The last full reads: the index is done.
-    Done(Vec<IndexedFile>),
 }
 
 impl From<Query> for Command {

@@ -10,7 +10,7 @@ use mimesis_core::cwd_files::{self, CwdFile, Marker, Rejected, StatusReport};
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout as roots;
 
-use super::actor::Actor;
+use super::Actor;
 use crate::cwd_files::read_bounded;
 use crate::store::Store;
 

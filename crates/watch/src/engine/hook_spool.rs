@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use mimesis_core::hook_event::{self as hooks, HookEvent};
 
-use super::actor::Actor;
+use super::Actor;
 use crate::spool;
 use crate::tail::FileTail;
 

@@ -5,12 +5,10 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use tokio::sync::mpsc;
+use mimesis_core::chain::Link;
 
-use super::actor::Actor;
-use super::command::{Command, IndexMsg};
 use super::persist::load_persisted;
-use super::{EngineConfig, Follow, Phase};
+use super::{Actor, EngineConfig, Follow, Phase};
 use crate::scan;
 use crate::store::IndexedFile;
 use crate::tail::FileTail;
@@ -18,14 +16,11 @@ use crate::tail::FileTail;
 /// Full reads handed to the engine at once while the index runs.
 const INDEX_PART: usize = 512;
 
-/// Indexes the roots of `config` on the blocking pool, sending each part to the actor.
-pub(super) fn spawn(config: &EngineConfig, tx: mpsc::UnboundedSender<Command>) {
+/// Indexes the roots of `config` on the blocking pool, handing each part to `send`.
+pub(super) fn spawn(config: &EngineConfig, send: impl Fn(IndexMsg) + Send + 'static) {
     let roots = config.roots.clone();
     let archive = config.archive.clone();
     let follow = config.follow;
-    let send = move |m: IndexMsg| {
-        let _ = tx.send(m.into());
-    };
     tokio::task::spawn_blocking(move || {
         // A quick first roster, then the exact one: only the full read counts usage
         // and compactions, and only it leaves each file at a reading position. With
@@ -80,6 +75,18 @@ pub(super) fn spawn(config: &EngineConfig, tx: mpsc::UnboundedSender<Command>) {
             send(IndexMsg::Done(scan::index_resuming(&roots, changed, &done)));
         }
     });
+}
+
+/// What the index thread hands over (engine/index.rs).
+pub(super) enum IndexMsg {
+    /// The first roster from the fleet database, with the chain links it kept.
+    Restored(Vec<IndexedFile>, Vec<Link>),
+    /// The first roster: every transcript read at both ends only.
+    Peeked(Vec<IndexedFile>),
+    /// Full reads, as they finish (a big roster fills in while the rest is read).
+    Part(Vec<IndexedFile>),
+    /// The last full reads: the index is done.
+    Done(Vec<IndexedFile>),
 }
 
 impl Actor {

@@ -11,11 +11,12 @@
 //! [`cwd`] (the `<cwd>/.claude` folders), [`timelines`] (open timelines), [`persist`] (the
 //! fleet database) and [`once`] (the one-shot roster of `mimesis ls`).
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mimesis_core::attention::{AttentionSet, Notification, SupervisionSignal};
+use mimesis_core::attention::{Attention, AttentionSet, Notification, SupervisionSignal};
 use mimesis_core::clock::{Clock, SystemClock};
 use mimesis_core::cwd_files::STATUS_FILE_TTL;
 use mimesis_core::hook_event::HookEvent;
@@ -32,7 +33,9 @@ use mimesis_core::timeline::TimelineItem;
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
-use crate::store::StoreEvent;
+use crate::background::BackgroundReader;
+use crate::store::{Store, StoreEvent};
+use crate::watcher::RootWatcher;
 
 mod actor;
 mod command;
@@ -45,10 +48,14 @@ mod timelines;
 mod watches;
 
 pub use actor::IDLE_POLL;
-use command::{Change, Command, Query, TimelineCmd};
+use actor::Timers;
+use command::{Change, Command, Query};
+use cwd::CwdWatches;
+use hook_spool::HookSpool;
 pub use once::{chain_of, roster_once, roster_once_each};
-use timelines::OpenTimeline;
+use persist::Persister;
 pub use timelines::{IndexedItem, TimelinePage, TimelineUpdate};
+use timelines::{OpenTimeline, TimelineCmd, Timelines};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -217,7 +224,7 @@ impl Engine {
         let (attention_tx, attention) = watch::channel(AttentionSet::default());
         let (ready_tx, ready) = watch::channel(Phase::Starting);
         let (progress_tx, progress) = watch::channel(IndexProgress { indexing: true, done: 0, total: 0 });
-        let outputs = actor::Outputs {
+        let outputs = Outputs {
             events: events.clone(),
             timeline: timeline.clone(),
             agent_reports: agent_reports.clone(),
@@ -227,8 +234,11 @@ impl Engine {
             progress: progress_tx,
             live: live.clone(),
         };
-        let actor = actor::Actor::new(&config, fs_tx, outputs);
-        index::spawn(&config, cmd_tx.clone());
+        let actor = Actor::new(&config, fs_tx, outputs);
+        let index_tx = cmd_tx.clone();
+        index::spawn(&config, move |m| {
+            let _ = index_tx.send(Command::Index(m));
+        });
         tokio::spawn(actor.run(cmd_rx, fs_rx, config.poll_interval, config.idle_poll_interval));
         Engine {
             cmd: cmd_tx,
@@ -463,4 +473,51 @@ impl LiveSignals {
             true
         });
     }
+}
+
+/// Where the actor's results go: the handle's channels.
+struct Outputs {
+    events: broadcast::Sender<Arc<Envelope>>,
+    timeline: broadcast::Sender<Arc<TimelineUpdate>>,
+    agent_reports: broadcast::Sender<Arc<(SessionId, AgentReport)>>,
+    notifications: broadcast::Sender<Notification>,
+    attention: watch::Sender<AttentionSet>,
+    ready: watch::Sender<Phase>,
+    progress: watch::Sender<IndexProgress>,
+    live: LiveSignals,
+}
+
+/// The attention policy, and whether its decisions have started.
+struct Alerts {
+    attention: Attention,
+    /// The initial roster is the attention baseline; decisions start after it.
+    armed: bool,
+}
+
+/// What the next registry and background polls read again.
+struct Polling {
+    registry_dirty: HashSet<PathBuf>,
+    /// Roots whose background service files (2.1.332's jobs and roster) are to be read
+    /// again, and their reader.
+    background_dirty: HashSet<PathBuf>,
+    background: BackgroundReader,
+}
+
+struct Actor {
+    store: Store,
+    roots: Vec<PathBuf>,
+    watcher: Option<RootWatcher>,
+    follow: Follow,
+    clock: Arc<dyn Clock>,
+    /// The last store event's sequence number.
+    seq: u64,
+    indexing: bool,
+    out: Outputs,
+    alerts: Alerts,
+    timelines: Timelines,
+    polling: Polling,
+    timers: Timers,
+    spool: HookSpool,
+    cwd: CwdWatches,
+    persist: Option<Persister>,
 }

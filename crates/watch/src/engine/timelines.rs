@@ -9,9 +9,7 @@ use mimesis_core::ids::SessionId;
 use mimesis_core::timeline::{ChainSegment, TimelineItem};
 use serde::Serialize;
 
-use super::EngineError;
-use super::actor::Actor;
-use super::command::TimelineCmd;
+use super::{Actor, EngineError, Reply};
 use crate::timeline_view::{self as timeline, TimelineView};
 
 #[derive(Serialize, Clone, Debug)]
@@ -48,6 +46,17 @@ pub struct TimelineUpdate {
 pub struct IndexedItem {
     pub index: usize,
     pub item: TimelineItem,
+}
+
+/// Open timelines (engine/timelines.rs).
+pub(super) enum TimelineCmd {
+    Install(SessionId, Box<OpenTimeline>, usize, Reply<TimelinePage>),
+    Range(SessionId, usize, usize, Reply<Result<TimelinePage, EngineError>>),
+    Item(SessionId, usize, Reply<Result<Option<TimelineItem>, EngineError>>),
+    Close(SessionId),
+    /// An item from outside the transcript for the session's open timeline.
+    Note(SessionId, Box<TimelineItem>),
+    List(Reply<Vec<(SessionId, usize)>>),
 }
 
 /// An open timeline: the earlier segments of its chain (fixed), then the live file.

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use mimesis_core::layout::{self as roots, TranscriptLocation};
 
+use super::Actor;
 use super::Follow;
-use super::actor::{Actor, Alarm};
+use super::actor::Alarm;
 use crate::store::StoreEvent;
 use crate::watcher::{PathKind, classify};
 use crate::{registry, scan};

@@ -1,11 +1,13 @@
 //! What the store asks of the disk. The store does no I/O: the watch layer answers
-//! ([`crate::disk::Files`]: the transcripts' tails, `stat`, settings files, git).
+//! ([`crate::disk::Files`]: the transcripts' tails, `stat`, settings files, git), and
+//! reads files for the index ([`IndexedFile`]'s constructors are there too).
 
 use std::path::Path;
 
 use mimesis_core::clock::Timestamp;
 use mimesis_core::facts::SessionFacts;
 use mimesis_core::ids::SessionId;
+use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::persist::TailState;
 use mimesis_core::status::Approval;
 
@@ -57,4 +59,21 @@ pub trait Disk: Send {
     /// What the settings files (of `root`, of `cwd`, managed) say of a call of `tool` on
     /// `target` in permission mode `mode`.
     fn approval(&self, root: &Path, cwd: Option<&Path>, tool: &str, target: &str, mode: Option<&str>) -> Approval;
+}
+
+/// A transcript read by the indexer, ready to be adopted by the store.
+pub struct IndexedFile {
+    pub location: TranscriptLocation,
+    pub tail: FileTail,
+    pub facts: SessionFacts,
+    /// Only both ends were read ([`crate::scan::peek`]): the facts are a first guess and
+    /// the tail is no reading position. The store waits for the full read.
+    pub partial: bool,
+    /// The facts are a guess from the file's ends ([`crate::scan::peek`]), not a stored
+    /// full read: its row is provisional.
+    pub peeked: bool,
+    /// The file is exactly as the fleet database holds it ([`IndexedFile::unchanged`]): the
+    /// store neither opens it again nor writes it back. (Its folder is watched before the
+    /// `stat`, and changes wait for the end of the index: a later write is read on then.)
+    pub as_stored: bool,
 }
