@@ -6,6 +6,7 @@ use std::io::Write;
 use std::time::Duration;
 
 mod at_prompt;
+mod no_io;
 
 struct Fixture {
     _dir: tempfile::TempDir,
