@@ -21,18 +21,19 @@ pub(super) fn spawn(config: &EngineConfig, send: impl Fn(IndexMsg) + Send + 'sta
     let roots = config.roots.clone();
     let archive = config.archive.clone();
     let follow = config.follow;
+    let clock = config.clock.clone();
     tokio::task::spawn_blocking(move || {
         // A quick first roster, then the exact one: only the full read counts usage
         // and compactions, and only it leaves each file at a reading position. With
         // a fleet database both come from it: its rows at once, then each file read
         // on from where the last run stopped.
-        let t0 = std::time::Instant::now();
+        let t0 = clock.mono();
         let (persisted, links) = match &archive {
             Some(archive) => load_persisted(archive.as_ref(), &roots),
             None => (Vec::new(), Vec::new()),
         };
         if archive.is_some() {
-            tracing::info!(sessions = persisted.len(), links = links.len(), elapsed = ?t0.elapsed(),
+            tracing::info!(sessions = persisted.len(), links = links.len(), elapsed = ?clock.mono().since(t0),
                 "loaded the fleet database");
         }
         if follow == Follow::SupervisedOnly {
