@@ -503,6 +503,8 @@ struct Polling {
     background: BackgroundReader,
 }
 
+/// The actor's state, one field per concern: its loop is in engine/actor.rs, and each
+/// concern's methods are in its own module (watches, index, hook_spool, cwd, timelines).
 struct Actor {
     store: Store,
     roots: Vec<PathBuf>,
