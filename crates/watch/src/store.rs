@@ -140,8 +140,9 @@ pub struct Store {
     /// Status files by session: the folder they were found in and what they say.
     status_files: HashMap<SessionId, (String, StatusReport)>,
     status_file_ttl: Duration,
-    /// New files that may be successors, to match once [`CHAIN_GRACE`] has passed.
-    chain_checks: Vec<(Timestamp, SessionId)>,
+    /// New files that may be successors, to match once [`CHAIN_GRACE`] has passed (on the
+    /// monotonic clock: the grace is the store's own wait, not a time a transcript names).
+    chain_checks: Vec<(Mono, SessionId)>,
     /// Sessions whose predecessor question is settled.
     chain_checked: HashSet<SessionId>,
     /// The initial index is being adopted: chain matching waits for all of it.
@@ -220,7 +221,7 @@ impl Store {
     }
 
     /// Changes the timeouts; every row is re-derived.
-    pub fn set_timeouts(&mut self, timeouts: Timeouts, status_file_ttl: Duration, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn set_timeouts(&mut self, timeouts: Timeouts, status_file_ttl: Duration, now: Now) -> Vec<StoreEvent> {
         self.timeouts = timeouts;
         self.status_file_ttl = status_file_ttl;
         let ids: Vec<SessionId> = self.entries.keys().cloned().collect();
@@ -246,7 +247,7 @@ impl Store {
 
     /// Every session's row at `now`, most recently active first, one at a time: a one-time
     /// read derives each here, so no two rows need to be in memory together.
-    pub fn for_each_row(&self, now: Timestamp, mut f: impl FnMut(TrackedSession)) {
+    pub fn for_each_row(&self, now: Now, mut f: impl FnMut(TrackedSession)) {
         if self.keep_rows {
             return self.snapshot().into_iter().for_each(f);
         }
@@ -254,7 +255,7 @@ impl Store {
             self.entries.iter().filter(|(_, e)| e.shown).map(|(id, e)| (self.last_activity(e), id)).collect();
         order.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
         for (_, id) in order {
-            f(self.row(&self.entries[id], now).0);
+            f(self.row(&self.entries[id], now.wall).0);
         }
     }
 
@@ -321,7 +322,7 @@ impl Store {
     /// Adopts a file read by the indexer. If the store already follows that path (the
     /// file changed while it was being indexed), the indexed state replaces it and the
     /// file is read on from the indexed offset, so no line is applied twice.
-    pub fn adopt(&mut self, mut file: IndexedFile, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn adopt(&mut self, mut file: IndexedFile, now: Now) -> Vec<StoreEvent> {
         if !self.keep_rows {
             file.facts.release_dedup(); // a one-time read reads no further
         }
@@ -388,7 +389,7 @@ impl Store {
     }
 
     /// A transcript path changed on disk (created, appended, truncated, replaced, removed).
-    pub fn file_changed(&mut self, location: TranscriptLocation, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn file_changed(&mut self, location: TranscriptLocation, now: Now) -> Vec<StoreEvent> {
         let mut events = Vec::new();
         let id = location.session_id.clone();
         match self.entries.get(&id) {
@@ -502,7 +503,7 @@ impl Store {
         }
     }
 
-    fn read_entry(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+    fn read_entry(&mut self, id: &SessionId, now: Now, events: &mut Vec<StoreEvent>) {
         let keeps_row = self.has_row_before_its_file(id);
         let Some(entry) = self.entries.get_mut(id) else { return };
         let before = (entry.tail.stats.bytes_read, entry.tail.stats.resets);
@@ -527,11 +528,11 @@ impl Store {
     }
 
     /// Replaces what the registry of `root` says: the entries whose processes are alive.
-    pub fn set_registry(&mut self, root: &Path, alive: Vec<RegistryEntry>, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn set_registry(&mut self, root: &Path, alive: Vec<RegistryEntry>, now: Now) -> Vec<StoreEvent> {
         if self.registry.get(root) == Some(&alive) {
             return Vec::new();
         }
-        self.reach.read(root, now);
+        self.reach.read(root, now.wall);
         self.registry.insert(root.to_owned(), alive);
         let mut merged: HashMap<SessionId, RegistryEntry> = HashMap::default();
         for e in self.registry.values().flatten() {
@@ -549,7 +550,7 @@ impl Store {
             }
         }
         self.ever_live.extend(merged.keys().cloned());
-        self.reach.running(&self.live, &merged, now);
+        self.reach.running(&self.live, &merged, now.wall);
         for (id, e) in &merged {
             self.last_pid.insert(id.clone(), e.pid);
             if let Some(name) = &e.name {
@@ -569,7 +570,7 @@ impl Store {
     }
 
     /// A settings file changed: permission answers may differ for pending tools.
-    pub fn settings_changed(&mut self, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn settings_changed(&mut self, now: Now) -> Vec<StoreEvent> {
         let ids: Vec<SessionId> =
             self.entries.iter().filter(|(_, e)| !e.facts.open_tools.is_empty()).map(|(id, _)| id.clone()).collect();
         let mut events = Vec::new();
@@ -586,7 +587,7 @@ impl Store {
         &mut self,
         location: TranscriptLocation,
         supervision: Option<Supervision>,
-        now: Timestamp,
+        now: Now,
     ) -> Vec<StoreEvent> {
         let id = location.session_id.clone();
         let mut events = Vec::new();
@@ -641,22 +642,22 @@ impl Store {
     }
 
     /// When the next timeout falls due, if any, on the monotonic clock of `now`. (A status
-    /// changes at a time its transcript names, on the wall clock: the wait from `now.wall`.)
+    /// changes at a time its transcript names, on the wall clock: the wait from `now.wall`;
+    /// the chain matching grace is the store's own, on the monotonic clock.)
     pub fn next_deadline(&self, now: Now) -> Option<Mono> {
-        let status = self.deadlines.peek().map(|Reverse((t, _))| *t);
+        let status = self.deadlines.peek().map(|Reverse((t, _))| now.mono.plus(t.since(now.wall)));
         let chain = self.chain_checks.iter().map(|(t, _)| *t).min();
-        let next = match (status, chain) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => a.or(b)?,
-        };
-        Some(now.mono.plus(next.since(now.wall)))
+        match (status, chain) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Re-evaluates every session whose timeout fell due at `now`.
-    pub fn tick(&mut self, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn tick(&mut self, now: Now) -> Vec<StoreEvent> {
         let mut due = Vec::new();
         while let Some(Reverse((t, _))) = self.deadlines.peek() {
-            if *t > now {
+            if *t > now.wall {
                 break;
             }
             let Some(Reverse((_, id))) = self.deadlines.pop() else { break };
@@ -665,7 +666,7 @@ impl Store {
         due.sort();
         due.dedup();
         let mut events = Vec::new();
-        let (ready, later): (Vec<_>, Vec<_>) = self.chain_checks.drain(..).partition(|(t, _)| *t <= now);
+        let (ready, later): (Vec<_>, Vec<_>) = self.chain_checks.drain(..).partition(|(t, _)| *t <= now.mono);
         self.chain_checks = later;
         for (_, id) in ready {
             self.check_chain(&id, now, &mut events);
@@ -677,7 +678,7 @@ impl Store {
     }
 
     /// Recomputes one session's row and publishes the difference.
-    fn refresh(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+    fn refresh(&mut self, id: &SessionId, now: Now, events: &mut Vec<StoreEvent>) {
         self.ensure_repo_root(id);
         self.index_cwd(id);
         let Some(entry) = self.entries.get(id) else { return };
@@ -691,7 +692,7 @@ impl Store {
             entry.shown = true;
             return;
         }
-        let (row, next_check) = self.row(entry, now);
+        let (row, next_check) = self.row(entry, now.wall);
         if let Some(t) = next_check {
             self.deadlines.push(Reverse((t, id.clone())));
         }

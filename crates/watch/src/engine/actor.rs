@@ -100,7 +100,7 @@ impl Timers {
 
 impl Actor {
     pub(super) fn new(config: &EngineConfig, fs_tx: mpsc::UnboundedSender<FsSignal>, out: Outputs) -> Actor {
-        let now = config.clock.now();
+        let now = config.clock.both();
         let mut store = Store::new(config.timeouts);
         store.set_rows_at_prompt(config.follow == Follow::Everything);
         store.set_timeouts(config.timeouts, config.status_file_ttl, now);
@@ -110,7 +110,7 @@ impl Actor {
                     w.watch_root(r);
                 }
                 if let Some(d) = &config.data_dir {
-                    spool::prune_spool(d, now);
+                    spool::prune_spool(d, now.wall);
                     let spool = hooks::spool_dir(d);
                     let _ = mimesis_os::private::own_dir(&spool);
                     w.watch_dir(&spool);
@@ -209,7 +209,7 @@ impl Actor {
                     self.poll_registry();
                 }
                 _ = ring(deadline) => {
-                    let events = self.store.tick(self.clock.now());
+                    let events = self.store.tick(self.clock.both());
                     self.publish(events);
                 }
                 _ = ring(rescan) => self.rescan_new_dirs(),

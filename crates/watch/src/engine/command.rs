@@ -134,7 +134,7 @@ impl Actor {
     }
 
     fn change(&mut self, c: Change) {
-        let now = self.clock.now();
+        let now = self.clock.both();
         match c {
             Change::ApplySettings(timeouts, status_file_ttl, notifications, reply) => {
                 let events = self.store.set_timeouts(timeouts, status_file_ttl, now);
@@ -143,7 +143,7 @@ impl Actor {
                 let _ = reply.send(());
             }
             Change::Supervision(id, signal) => {
-                for n in self.alerts.attention.on_supervision(&id, signal, now) {
+                for n in self.alerts.attention.on_supervision(&id, signal, now.wall) {
                     let _ = self.out.notifications.send(n);
                 }
                 self.update_attention();

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mimesis_core::clock::{Mono, Timestamp};
+use mimesis_core::clock::{Mono, Now, Timestamp};
 use mimesis_core::cwd_files::{self, CwdFile, Marker, Rejected, StatusReport};
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout as roots;
@@ -88,7 +88,7 @@ fn read_cwd_file(path: &Path, cwd: &str) -> Result<Option<CwdRead>, (&'static st
 }
 
 /// Hands what a `.claude/` file says to the store.
-fn apply(store: &mut Store, read: CwdRead, cwd: &str, now: Timestamp) -> Vec<crate::store::StoreEvent> {
+fn apply(store: &mut Store, read: CwdRead, cwd: &str, now: Now) -> Vec<crate::store::StoreEvent> {
     match read {
         CwdRead::Marker(m) => store.marker(m, now),
         CwdRead::Status(id, report) => store.status_file(&id, cwd, report, now),
@@ -97,7 +97,7 @@ fn apply(store: &mut Store, read: CwdRead, cwd: &str, now: Timestamp) -> Vec<cra
 
 /// Reads every marker and status file of the recent cwds' `.claude/` folders into a
 /// one-time store (hostile and malformed files change nothing).
-pub(super) fn read_all_once(store: &mut Store, now: Timestamp) {
+pub(super) fn read_all_once(store: &mut Store, now: Now) {
     for cwd in store.recent_cwds(Timestamp::from_millis(0)) {
         let Ok(checked) = roots::checked_cwd(&cwd) else { continue };
         let dir = cwd_files::dot_claude(&checked);
@@ -151,7 +151,7 @@ impl Actor {
         let Some(cwd) = self.cwd.dirs.get(dir).cloned() else { return };
         match read_cwd_file(path, &cwd) {
             Ok(Some(read)) => {
-                let events = apply(&mut self.store, read, &cwd, self.clock.now());
+                let events = apply(&mut self.store, read, &cwd, self.clock.both());
                 self.publish(events);
             }
             Ok(None) => {}

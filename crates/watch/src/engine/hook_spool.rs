@@ -54,7 +54,7 @@ impl Actor {
 
     pub(super) fn read_spool_file(&mut self, path: &Path) {
         let found = self.spool.read_new(path);
-        let now = self.clock.now();
+        let now = self.clock.both();
         let mut events = Vec::new();
         for ev in found {
             if self.out.live.hooks.receiver_count() > 0 {

@@ -127,7 +127,7 @@ impl Actor {
             }
             IndexMsg::Done(files) => {
                 let n = files.len();
-                let now = self.clock.now();
+                let now = self.clock.both();
                 let mut events = Vec::new();
                 for f in files {
                     events.extend(self.store.adopt(f, now));
@@ -148,7 +148,7 @@ impl Actor {
     }
 
     fn adopt(&mut self, files: Vec<IndexedFile>) {
-        let now = self.clock.now();
+        let now = self.clock.both();
         let mut events = Vec::new();
         for f in files {
             events.extend(self.store.adopt(f, now));
@@ -159,7 +159,7 @@ impl Actor {
     /// After the initial index: hook events, markers and status files, then the chains
     /// the files alone show; then notifications start.
     fn after_index(&mut self) {
-        let now = self.clock.now();
+        let now = self.clock.both();
         self.read_spool();
         let events = self.store.end_bulk(now);
         self.publish(events);

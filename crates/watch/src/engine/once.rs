@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use mimesis_core::chain::Link;
-use mimesis_core::clock::Timestamp;
+use mimesis_core::clock::{Mono, Now, Timestamp};
 use mimesis_core::layout::{self as roots, TranscriptLocation};
 use mimesis_core::session::TrackedSession;
 use mimesis_core::status::Timeouts;
@@ -45,6 +45,7 @@ pub fn roster_once_each(
     supervised: Vec<(TranscriptLocation, Supervision)>,
     f: impl FnMut(TrackedSession),
 ) {
+    let now = one_time(now);
     let mut store = store_once(roots, timeouts, now, data_dir, links, |store| {
         scan::index_each(roots, |f| {
             store.adopt(f, now);
@@ -56,10 +57,17 @@ pub fn roster_once_each(
     store.for_each_row(now, f);
 }
 
+/// The time of a one-time read: its wall clock, at which every row is derived. It sets no
+/// deadline that anything waits for (nothing ticks it), so its monotonic clock stands at
+/// its origin.
+fn one_time(wall: Timestamp) -> Now {
+    Now { wall, mono: Mono::default() }
+}
+
 fn store_once(
     roots: &[PathBuf],
     timeouts: Timeouts,
-    now: Timestamp,
+    now: Now,
     data_dir: Option<&Path>,
     links: Vec<Link>,
     index: impl FnOnce(&mut Store),
@@ -96,6 +104,7 @@ pub fn chain_of(
     if let Some(dir) = path.parent() {
         scan::discover_project(&loc.root, dir, &mut found);
     }
+    let now = one_time(now);
     let store = store_once(roots, Timeouts::default(), now, data_dir, links, |store| {
         for f in scan::index_locations(found) {
             store.adopt(f, now);

@@ -33,7 +33,7 @@ impl Actor {
     }
 
     pub(super) fn paths_changed(&mut self, paths: BTreeSet<PathBuf>) {
-        let now = self.clock.now();
+        let now = self.clock.both();
         let mut events = Vec::new();
         let mut settings_changed = false;
         let mut touched_sessions = Vec::new();
@@ -135,7 +135,7 @@ impl Actor {
     }
 
     pub(super) fn rescan_events(&mut self, root: &Path) -> Vec<StoreEvent> {
-        let now = self.clock.now();
+        let now = self.clock.both();
         let mut events = Vec::new();
         for loc in scan::discover(root) {
             if self.follows(&loc.session_id) {
@@ -184,7 +184,7 @@ impl Actor {
     /// Reads the live registry of the roots that changed, and (once the index is in, for an
     /// engine that follows every session) their background service's files.
     pub(super) fn poll_registry(&mut self) {
-        let now = self.clock.now();
+        let now = self.clock.both();
         let dirty: Vec<PathBuf> = self.polling.registry_dirty.drain().collect();
         let mut events = Vec::new();
         for root in dirty {

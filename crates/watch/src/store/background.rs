@@ -49,7 +49,7 @@ impl BgView {
 
 impl Store {
     /// Replaces what the background files of `root` say.
-    pub fn set_background(&mut self, root: &Path, files: BackgroundFiles, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn set_background(&mut self, root: &Path, files: BackgroundFiles, now: Now) -> Vec<StoreEvent> {
         if self.background.get(root) == Some(&files) {
             return Vec::new();
         }
@@ -88,7 +88,7 @@ impl Store {
         events
     }
 
-    fn background_changed(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+    fn background_changed(&mut self, id: &SessionId, now: Now, events: &mut Vec<StoreEvent>) {
         if self.entries.contains_key(id) {
             // A row that stood for a running job alone goes when the job does.
             if !self.has_row_before_its_file(id) && !self.disk.exists(&self.entries[id].location.path) {

@@ -9,7 +9,7 @@ const FOLDER_CANDIDATES: usize = 32;
 
 impl Store {
     /// Applies one recorded hook event (SPEC W5, C4).
-    pub fn hook_event(&mut self, ev: HookEvent, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn hook_event(&mut self, ev: HookEvent, now: Now) -> Vec<StoreEvent> {
         let mut events = Vec::new();
         let id = ev.session_id.clone();
         let known_before = self.hooks.get(&id).is_some_and(|h| h.first_at < ev.at);
@@ -88,7 +88,7 @@ impl Store {
     }
 
     /// A compaction marker (SPEC C1) found in `<cwd>/.claude/`.
-    pub fn marker(&mut self, marker: Marker, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn marker(&mut self, marker: Marker, now: Now) -> Vec<StoreEvent> {
         let mut events = Vec::new();
         let id = marker.new_session_id.clone();
         if self.chains.link_into(&id).is_some() {
@@ -100,7 +100,7 @@ impl Store {
     }
 
     /// Acts on a pending marker once the session's file says how it begins.
-    fn settle_marker(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+    fn settle_marker(&mut self, id: &SessionId, now: Now, events: &mut Vec<StoreEvent>) {
         let Some(entry) = self.entries.get(id) else { return };
         if entry.partial || entry.facts.birth == Birth::Unknown {
             return;
@@ -125,7 +125,7 @@ impl Store {
         id: &SessionId,
         cwd: &str,
         report: Option<StatusReport>,
-        now: Timestamp,
+        now: Now,
     ) -> Vec<StoreEvent> {
         match report {
             Some(r) => {
@@ -149,7 +149,7 @@ impl Store {
 
     /// After a read: a file that begins like a successor is matched, after a grace
     /// period for the hooks and the registry to name its terminal.
-    pub(super) fn consider_chain(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+    pub(super) fn consider_chain(&mut self, id: &SessionId, now: Now, events: &mut Vec<StoreEvent>) {
         if self.pending_markers.contains_key(id) {
             self.settle_marker(id, now, events);
         }
@@ -160,7 +160,7 @@ impl Store {
         match e.facts.birth {
             Birth::Clear | Birth::Compacted => {
                 if !self.chain_checks.iter().any(|(_, c)| c == id) {
-                    self.chain_checks.push((now.plus(CHAIN_GRACE), id.clone()));
+                    self.chain_checks.push((now.mono.plus(CHAIN_GRACE), id.clone()));
                 }
             }
             Birth::Fresh => {
@@ -172,7 +172,7 @@ impl Store {
 
     /// Matches a successor-looking file by what the files (and whatever hooks and the
     /// registry told meanwhile) say.
-    pub(super) fn check_chain(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+    pub(super) fn check_chain(&mut self, id: &SessionId, now: Now, events: &mut Vec<StoreEvent>) {
         if self.chain_checked.contains(id) || self.chains.link_into(id).is_some() {
             return;
         }
@@ -192,7 +192,7 @@ impl Store {
 
     /// The end of the initial index: every successor-looking file is matched, oldest
     /// first, so "not superseded" means what it meant at the time.
-    pub fn end_bulk(&mut self, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn end_bulk(&mut self, now: Now) -> Vec<StoreEvent> {
         self.bulk = false;
         let mut events = Vec::new();
         let pending: Vec<SessionId> = self.pending_markers.keys().cloned().collect();
@@ -282,7 +282,7 @@ impl Store {
         successor: SessionId,
         reason: LinkReason,
         at: Timestamp,
-        now: Timestamp,
+        now: Now,
         events: &mut Vec<StoreEvent>,
     ) {
         let link = Link { predecessor, successor, reason, at };

@@ -97,17 +97,17 @@ impl Store {
         &mut self,
         root: &Path,
         snapshot: crate::registry::Snapshot,
-        now: Timestamp,
+        now: Now,
     ) -> Vec<StoreEvent> {
         let mut events = Vec::new();
-        if self.reach.update(root, snapshot.readable, snapshot.foreign, now) {
+        if self.reach.update(root, snapshot.readable, snapshot.foreign, now.wall) {
             // Only recent sessions can read otherwise: an older one is idle either way.
             let idle = self.timeouts.idle;
             let ids: Vec<SessionId> = self
                 .entries
                 .values()
                 .filter(|e| e.location.root == root)
-                .filter(|e| e.facts.last_activity.is_some_and(|a| a.plus(idle) > now))
+                .filter(|e| e.facts.last_activity.is_some_and(|a| a.plus(idle) > now.wall))
                 .map(|e| e.location.session_id.clone())
                 .collect();
             for id in ids {

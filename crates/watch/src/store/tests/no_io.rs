@@ -69,18 +69,18 @@ fn the_store_runs_on_a_disk_in_memory() {
     let path = root.join(format!("projects/-p/{SID}.jsonl"));
     let loc = TranscriptLocation::of(&root, &path).unwrap();
     let mut store = Store::with_disk(Timeouts::default(), Box::new(disk.clone()));
-    store.end_bulk(at(0));
-    assert!(store.file_changed(loc.clone(), at(0)).is_empty(), "no file: no session");
+    store.end_bulk(now(0));
+    assert!(store.file_changed(loc.clone(), now(0)).is_empty(), "no file: no session");
 
     disk.append(&path, &prompt("go", 0));
     disk.append(&path, &tool_use("t1", 1));
-    let ev = store.file_changed(loc.clone(), at(2));
+    let ev = store.file_changed(loc.clone(), now(2));
     let [StoreEvent::Discovered { session }] = ev.as_slice() else { panic!("{ev:?}") };
     assert_eq!((session.status, session.goal.as_deref()), (Status::Working, Some("go")));
     // The approval timeout, 5 s after the tool_use, as an instant of the monotonic clock.
-    let now = mimesis_core::clock::Now { wall: at(2), mono: Mono::from_millis(10_000) };
-    assert_eq!(store.next_deadline(now), Some(Mono::from_millis(14_000)));
-    let ev = store.tick(at(6));
+    let later = Now { wall: at(2), mono: Mono::from_millis(10_000) };
+    assert_eq!(store.next_deadline(later), Some(Mono::from_millis(14_000)));
+    let ev = store.tick(now(6));
     let [StoreEvent::Updated { changes, .. }] = ev.as_slice() else { panic!("{ev:?}") };
     assert_eq!(json_of(changes)["status"], json!("waiting_for_approval"));
 
