@@ -6,8 +6,11 @@
 //! The store owns no thread, timer or watcher, and does no I/O: a driver ([`crate::engine`],
 //! or the CLI's one-shot `ls`) calls it, and what it needs of files (a transcript read on
 //! from its offset, whether a path exists, settings files, git) it asks of its [`Disk`],
-//! which the watch layer answers ([`crate::disk::Files`]). Its next deadline is an instant
-//! of the monotonic clock ([`Store::next_deadline`]).
+//! which the watch layer answers ([`crate::disk::Files`]). It reads no clock either: every
+//! entry point takes the driver's [`Now`]: the wall clock for the times transcripts, hooks
+//! and status files name, the monotonic clock for the waits that are the store's own (the
+//! chain matching grace). Its next deadline is an instant of the monotonic clock
+//! ([`Store::next_deadline`]).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
@@ -38,7 +41,8 @@ use mimesis_core::text::clean_text;
 use crate::tail::ReadOutcome;
 
 /// A new file that looks like a successor waits this long for the hook events and the
-/// registry update that name its terminal before it is matched by folder alone.
+/// registry update that name its terminal before it is matched by folder alone. A wait of
+/// the store's own, so on the monotonic clock (`Now::mono`), not a time a transcript names.
 pub const CHAIN_GRACE: Duration = Duration::from_secs(2);
 /// A `SessionEnd` with reason `clear` pairs with the `SessionStart` that follows within this.
 const CLEAR_PAIRING: Duration = Duration::from_secs(300);
