@@ -1,7 +1,9 @@
 //! The session store (SPEC W7): every known session, its facts and the roster row last
 //! published for it. Changes come in (new lines of a file, a registry snapshot, the clock
 //! moving on) and store events come out: `discovered`, `updated` with only the fields that
-//! changed, `removed`.
+//! changed, `removed`, handed back by the entry point that made them ([`Changes`], with the
+//! supervised sessions' reports that changed). What the fleet database is to keep is taken
+//! apart, on its own schedule ([`Store::take_batch`]).
 //!
 //! The store owns no thread, timer or watcher, and does no I/O: a driver ([`crate::engine`],
 //! or the CLI's one-shot `ls`) calls it, and what it needs of files (a transcript read on
@@ -99,6 +101,27 @@ struct HookInfo {
     transcript_path: Option<String>,
 }
 
+/// What one change to the store made, handed back by each of its entry points: the roster's
+/// events, and the supervised sessions' reports that changed (for their supervisors).
+#[derive(Debug, Default)]
+pub struct Changes {
+    pub events: Vec<StoreEvent>,
+    pub reports: Vec<(SessionId, AgentReport)>,
+}
+
+impl Changes {
+    /// Nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty() && self.reports.is_empty()
+    }
+
+    /// These changes, then `more`.
+    pub fn add(&mut self, more: Changes) {
+        self.events.extend(more.events);
+        self.reports.extend(more.reports);
+    }
+}
+
 /// The roster's single source of truth.
 pub struct Store {
     /// Boxed: an entry is large (facts, tail, row) and the map's spare slots and its growth
@@ -161,7 +184,7 @@ pub struct Store {
     /// Sessions Mimesis runs in a PTY, and their supervision (shown as `source: pty`).
     supervised: HashMap<SessionId, Supervision>,
     /// What each supervised session's own records said last (for its supervisor), and the
-    /// reports that changed since [`Store::take_agent_reports`].
+    /// reports that changed since an entry point last handed them back ([`Changes`]).
     agent_reports: HashMap<SessionId, AgentReport>,
     new_agent_reports: Vec<(SessionId, AgentReport)>,
     /// Each root's background files as last reported, and the background sessions they
@@ -225,7 +248,7 @@ impl Store {
     }
 
     /// Changes the timeouts; every row is re-derived.
-    pub fn set_timeouts(&mut self, timeouts: Timeouts, status_file_ttl: Duration, now: Now) -> Vec<StoreEvent> {
+    pub fn set_timeouts(&mut self, timeouts: Timeouts, status_file_ttl: Duration, now: Now) -> Changes {
         self.timeouts = timeouts;
         self.status_file_ttl = status_file_ttl;
         let ids: Vec<SessionId> = self.entries.keys().cloned().collect();
@@ -233,7 +256,7 @@ impl Store {
         for id in ids {
             self.refresh(&id, now, &mut events);
         }
-        events
+        self.changes(events)
     }
 
     pub fn len(&self) -> usize {
@@ -326,7 +349,7 @@ impl Store {
     /// Adopts a file read by the indexer. If the store already follows that path (the
     /// file changed while it was being indexed), the indexed state replaces it and the
     /// file is read on from the indexed offset, so no line is applied twice.
-    pub fn adopt(&mut self, mut file: IndexedFile, now: Now) -> Vec<StoreEvent> {
+    pub fn adopt(&mut self, mut file: IndexedFile, now: Now) -> Changes {
         if !self.keep_rows {
             file.facts.release_dedup(); // a one-time read reads no further
         }
@@ -338,7 +361,7 @@ impl Store {
         {
             tracing::warn!(session = %id, kept = %other.location.path.display(), ignored = %file.location.path.display(),
                     "two transcripts have the same session id; following the first one");
-            return Vec::new();
+            return Changes::default();
         }
         if self.keep_rows {
             // (Paths are looked up only when files change: a one-time read sees none.)
@@ -378,28 +401,28 @@ impl Store {
         } else {
             self.read_entry(&id, now, &mut events);
         }
-        events
+        self.changes(events)
     }
 
     /// Sessions still known only from a peek (their file vanished before the full read):
     /// forgets them.
-    pub fn drop_partial(&mut self) -> Vec<StoreEvent> {
+    pub fn drop_partial(&mut self) -> Changes {
         let ids: Vec<SessionId> = self.entries.iter().filter(|(_, e)| e.partial).map(|(id, _)| id.clone()).collect();
         let mut events = Vec::new();
         for id in ids {
             self.remove_id(&id, &mut events);
         }
-        events
+        self.changes(events)
     }
 
     /// A transcript path changed on disk (created, appended, truncated, replaced, removed).
-    pub fn file_changed(&mut self, location: TranscriptLocation, now: Now) -> Vec<StoreEvent> {
+    pub fn file_changed(&mut self, location: TranscriptLocation, now: Now) -> Changes {
         let mut events = Vec::new();
         let id = location.session_id.clone();
         match self.entries.get(&id) {
             Some(e) if e.location.path != location.path => {
                 if self.disk.exists(&e.location.path) {
-                    return events; // a duplicate id elsewhere: ignored, as in `adopt`
+                    return self.changes(events); // a duplicate id elsewhere: ignored, as in `adopt`
                 }
                 // The first file is gone: follow the new one.
                 self.remove_id(&id, &mut events);
@@ -408,23 +431,23 @@ impl Store {
         }
         if !self.entries.contains_key(&id) {
             if !self.disk.exists(&location.path) {
-                return events;
+                return self.changes(events);
             }
             self.by_path.insert(location.path.clone(), id.clone());
             self.entries.insert(id.clone(), Entry::fresh(location));
         }
         if self.entries.get(&id).is_some_and(|e| e.partial) {
-            return events; // the full read of the index will cover this change
+            return self.changes(events); // the full read of the index will cover this change
         }
         self.read_entry(&id, now, &mut events);
-        events
+        self.changes(events)
     }
 
     /// A path that may have been a transcript is gone.
-    pub fn path_removed(&mut self, path: &Path) -> Vec<StoreEvent> {
+    pub fn path_removed(&mut self, path: &Path) -> Changes {
         let mut events = Vec::new();
         if self.disk.exists(path) {
-            return events;
+            return self.changes(events);
         }
         if let Some(id) = self.by_path.get(path).cloned()
             // A supervised, running or running background session keeps its row; its next
@@ -433,17 +456,21 @@ impl Store {
         {
             self.remove_id(&id, &mut events);
         }
-        events
+        self.changes(events)
     }
 
     /// Every transcript inside `dir` is gone (its project folder was removed).
-    pub fn remove_under(&mut self, dir: &Path) -> Vec<StoreEvent> {
+    pub fn remove_under(&mut self, dir: &Path) -> Changes {
         let gone: Vec<PathBuf> = self.by_path.keys().filter(|p| p.starts_with(dir)).cloned().collect();
-        gone.iter().flat_map(|p| self.path_removed(p)).collect()
+        let mut changes = Changes::default();
+        for p in &gone {
+            changes.add(self.path_removed(p));
+        }
+        changes
     }
 
     /// Forgets every session under `root` (a root was removed from the watch list).
-    pub fn remove_root(&mut self, root: &Path) -> Vec<StoreEvent> {
+    pub fn remove_root(&mut self, root: &Path) -> Changes {
         let mut events = Vec::new();
         let ids: Vec<SessionId> =
             self.entries.values().filter(|e| e.location.root == root).map(|e| e.location.session_id.clone()).collect();
@@ -452,7 +479,7 @@ impl Store {
         }
         self.registry.remove(root);
         self.reach.forget(root);
-        events
+        self.changes(events)
     }
 
     /// A session's folder (its transcript's, else its hooks') and last activity (the
@@ -532,9 +559,9 @@ impl Store {
     }
 
     /// Replaces what the registry of `root` says: the entries whose processes are alive.
-    pub fn set_registry(&mut self, root: &Path, alive: Vec<RegistryEntry>, now: Now) -> Vec<StoreEvent> {
+    pub fn set_registry(&mut self, root: &Path, alive: Vec<RegistryEntry>, now: Now) -> Changes {
         if self.registry.get(root) == Some(&alive) {
-            return Vec::new();
+            return Changes::default();
         }
         self.reach.read(root, now.wall);
         self.registry.insert(root.to_owned(), alive);
@@ -570,18 +597,18 @@ impl Store {
         for id in &touched {
             self.refresh(id, now, &mut events);
         }
-        events
+        self.changes(events)
     }
 
     /// A settings file changed: permission answers may differ for pending tools.
-    pub fn settings_changed(&mut self, now: Now) -> Vec<StoreEvent> {
+    pub fn settings_changed(&mut self, now: Now) -> Changes {
         let ids: Vec<SessionId> =
             self.entries.iter().filter(|(_, e)| !e.facts.open_tools.is_empty()).map(|(id, _)| id.clone()).collect();
         let mut events = Vec::new();
         for id in ids {
             self.refresh(&id, now, &mut events);
         }
-        events
+        self.changes(events)
     }
 
     /// Marks a session as supervised in a PTY (or no longer, with `None`). Claude Code
@@ -592,7 +619,7 @@ impl Store {
         location: TranscriptLocation,
         supervision: Option<Supervision>,
         now: Now,
-    ) -> Vec<StoreEvent> {
+    ) -> Changes {
         let id = location.session_id.clone();
         let mut events = Vec::new();
         match supervision {
@@ -618,7 +645,7 @@ impl Store {
                 }
             }
         }
-        events
+        self.changes(events)
     }
 
     /// Whether a hook of the session was read.
@@ -629,11 +656,6 @@ impl Store {
     /// The terminal the session's hooks last ran in, when they named one.
     pub fn terminal(&self, id: &SessionId) -> Option<TerminalContext> {
         self.hooks.get(id).map(|h| h.terminal.clone()).filter(|t| !t.is_empty())
-    }
-
-    /// The supervised sessions' reports that changed since the last call.
-    pub fn take_agent_reports(&mut self) -> Vec<(SessionId, AgentReport)> {
-        std::mem::take(&mut self.new_agent_reports)
     }
 
     /// Every supervised session's current report (for a consumer that fell behind).
@@ -658,7 +680,7 @@ impl Store {
     }
 
     /// Re-evaluates every session whose timeout fell due at `now`.
-    pub fn tick(&mut self, now: Now) -> Vec<StoreEvent> {
+    pub fn tick(&mut self, now: Now) -> Changes {
         let mut due = Vec::new();
         while let Some(Reverse((t, _))) = self.deadlines.peek() {
             if *t > now.wall {
@@ -678,7 +700,12 @@ impl Store {
         for id in due {
             self.refresh(&id, now, &mut events);
         }
-        events
+        self.changes(events)
+    }
+
+    /// What an entry point hands back: its events, and the reports its refreshes changed.
+    fn changes(&mut self, events: Vec<StoreEvent>) -> Changes {
+        Changes { events, reports: std::mem::take(&mut self.new_agent_reports) }
     }
 
     /// Recomputes one session's row and publishes the difference.

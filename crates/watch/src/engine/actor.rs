@@ -21,7 +21,7 @@ use super::timelines::Timelines;
 use super::{Actor, Alerts, EngineConfig, Envelope, Follow, Outputs, PollState, Polling};
 use crate::background::BackgroundReader;
 use crate::spool;
-use crate::store::{Store, StoreEvent};
+use crate::store::{Changes, Store};
 use crate::watcher::{FsSignal, RootWatcher};
 
 /// The poll's interval while nothing calls for a quicker one (see [`poll_wait`]). Each poll
@@ -247,8 +247,11 @@ impl Actor {
         self.follow == Follow::Everything || self.store.is_supervised(id)
     }
 
-    pub(super) fn publish(&mut self, events: Vec<StoreEvent>) {
-        for report in self.store.take_agent_reports() {
+    /// Sends what the store handed back: its supervised sessions' reports, then its
+    /// events (with the notifications they raise).
+    pub(super) fn publish(&mut self, changes: Changes) {
+        let Changes { events, reports } = changes;
+        for report in reports {
             let _ = self.out.agent_reports.send(Arc::new(report));
         }
         if events.is_empty() {

@@ -166,7 +166,7 @@ impl Actor {
                     w.unwatch_root(&root);
                 }
                 let mut events = self.store.set_background(&root, BackgroundFiles::default(), now);
-                events.extend(self.store.remove_root(&root));
+                events.add(self.store.remove_root(&root));
                 self.publish(events);
                 let _ = reply.send(());
             }

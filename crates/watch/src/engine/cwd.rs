@@ -88,7 +88,7 @@ fn read_cwd_file(path: &Path, cwd: &str) -> Result<Option<CwdRead>, (&'static st
 }
 
 /// Hands what a `.claude/` file says to the store.
-fn apply(store: &mut Store, read: CwdRead, cwd: &str, now: Now) -> Vec<crate::store::StoreEvent> {
+fn apply(store: &mut Store, read: CwdRead, cwd: &str, now: Now) -> crate::store::Changes {
     match read {
         CwdRead::Marker(m) => store.marker(m, now),
         CwdRead::Status(id, report) => store.status_file(&id, cwd, report, now),

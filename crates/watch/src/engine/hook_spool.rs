@@ -10,6 +10,7 @@ use mimesis_core::hook_event::{self as hooks, HookEvent};
 
 use super::Actor;
 use crate::spool;
+use crate::store::Changes;
 use crate::tail::FileTail;
 
 /// Where the spool is, and the reading position in each of its files.
@@ -55,12 +56,12 @@ impl Actor {
     pub(super) fn read_spool_file(&mut self, path: &Path) {
         let found = self.spool.read_new(path);
         let now = self.clock.both();
-        let mut events = Vec::new();
+        let mut events = Changes::default();
         for ev in found {
             if self.out.live.hooks.receiver_count() > 0 {
                 let _ = self.out.live.hooks.send(Arc::new(ev.clone()));
             }
-            events.extend(self.store.hook_event(ev, now));
+            events.add(self.store.hook_event(ev, now));
         }
         self.publish(events);
     }

@@ -10,7 +10,7 @@ use mimesis_core::chain::Link;
 use super::persist::load_persisted;
 use super::{Actor, EngineConfig, Follow, Phase};
 use crate::scan;
-use crate::store::IndexedFile;
+use crate::store::{Changes, IndexedFile};
 use crate::tail::FileTail;
 
 /// Full reads handed to the engine at once while the index runs.
@@ -128,11 +128,11 @@ impl Actor {
             IndexMsg::Done(files) => {
                 let n = files.len();
                 let now = self.clock.both();
-                let mut events = Vec::new();
+                let mut events = Changes::default();
                 for f in files {
-                    events.extend(self.store.adopt(f, now));
+                    events.add(self.store.adopt(f, now));
                 }
-                events.extend(self.store.drop_partial());
+                events.add(self.store.drop_partial());
                 self.publish(events);
                 self.indexing = false;
                 self.out.progress.send_modify(|p| {
@@ -149,9 +149,9 @@ impl Actor {
 
     fn adopt(&mut self, files: Vec<IndexedFile>) {
         let now = self.clock.both();
-        let mut events = Vec::new();
+        let mut events = Changes::default();
         for f in files {
-            events.extend(self.store.adopt(f, now));
+            events.add(self.store.adopt(f, now));
         }
         self.publish(events);
     }

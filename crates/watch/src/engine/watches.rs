@@ -11,7 +11,7 @@ use mimesis_core::layout::{self as roots, TranscriptLocation};
 use super::Actor;
 use super::Follow;
 use super::actor::Alarm;
-use crate::store::StoreEvent;
+use crate::store::Changes;
 use crate::watcher::{PathKind, classify};
 use crate::{registry, scan};
 
@@ -34,7 +34,7 @@ impl Actor {
 
     pub(super) fn paths_changed(&mut self, paths: BTreeSet<PathBuf>) {
         let now = self.clock.both();
-        let mut events = Vec::new();
+        let mut events = Changes::default();
         let mut settings_changed = false;
         let mut touched_sessions = Vec::new();
         for path in paths {
@@ -62,7 +62,7 @@ impl Actor {
                 PathKind::ProjectFile => {
                     if let Some(loc) = TranscriptLocation::of(&root, &path).filter(|l| self.follows(&l.session_id)) {
                         touched_sessions.push(loc.session_id.clone());
-                        events.extend(self.store.file_changed(loc, now));
+                        events.add(self.store.file_changed(loc, now));
                     }
                 }
                 PathKind::ProjectDir => {
@@ -72,21 +72,21 @@ impl Actor {
                         found.retain(|l| self.follows(&l.session_id));
                         for loc in found {
                             touched_sessions.push(loc.session_id.clone());
-                            events.extend(self.store.file_changed(loc, now));
+                            events.add(self.store.file_changed(loc, now));
                         }
                         for d in DIR_RESCAN_DELAYS {
                             let at = Alarm::after(self.clock.as_ref(), d);
                             self.timers.dir_rescans.push((root.clone(), path.clone(), at));
                         }
                     } else {
-                        events.extend(self.store.remove_under(&path));
+                        events.add(self.store.remove_under(&path));
                     }
                 }
                 PathKind::ProjectsDir => {
                     if let Some(w) = &mut self.watcher {
                         w.watch_root(&root);
                     }
-                    events.extend(self.rescan_events(&root));
+                    events.add(self.rescan_events(&root));
                 }
                 PathKind::Registry => {
                     if path == roots::sessions_dir(&root)
@@ -110,7 +110,7 @@ impl Actor {
             }
         }
         if settings_changed {
-            events.extend(self.store.settings_changed(now));
+            events.add(self.store.settings_changed(now));
         }
         self.publish(events);
         touched_sessions.sort();
@@ -134,12 +134,12 @@ impl Actor {
         }
     }
 
-    pub(super) fn rescan_events(&mut self, root: &Path) -> Vec<StoreEvent> {
+    pub(super) fn rescan_events(&mut self, root: &Path) -> Changes {
         let now = self.clock.both();
-        let mut events = Vec::new();
+        let mut events = Changes::default();
         for loc in scan::discover(root) {
             if self.follows(&loc.session_id) {
-                events.extend(self.store.file_changed(loc, now));
+                events.add(self.store.file_changed(loc, now));
             }
         }
         events
@@ -186,16 +186,16 @@ impl Actor {
     pub(super) fn poll_registry(&mut self) {
         let now = self.clock.both();
         let dirty: Vec<PathBuf> = self.polling.registry_dirty.drain().collect();
-        let mut events = Vec::new();
+        let mut events = Changes::default();
         for root in dirty {
             let snapshot = registry::read(&roots::sessions_dir(&root), self.store.registry_of(&root));
             self.out.live.registry(&root, &snapshot.alive);
-            events.extend(self.store.set_registry_snapshot(&root, snapshot, now));
+            events.add(self.store.set_registry_snapshot(&root, snapshot, now));
         }
         if !self.indexing && self.follow == Follow::Everything {
             for root in self.polling.background_dirty.drain().collect::<Vec<_>>() {
                 let files = self.polling.background.read(&root);
-                events.extend(self.store.set_background(&root, files, now));
+                events.add(self.store.set_background(&root, files, now));
             }
         }
         self.publish(events);

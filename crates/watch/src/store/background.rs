@@ -49,9 +49,9 @@ impl BgView {
 
 impl Store {
     /// Replaces what the background files of `root` say.
-    pub fn set_background(&mut self, root: &Path, files: BackgroundFiles, now: Now) -> Vec<StoreEvent> {
+    pub fn set_background(&mut self, root: &Path, files: BackgroundFiles, now: Now) -> Changes {
         if self.background.get(root) == Some(&files) {
-            return Vec::new();
+            return Changes::default();
         }
         self.background.insert(root.to_owned(), files);
         let mut merged: HashMap<SessionId, BgView> = HashMap::default();
@@ -85,7 +85,7 @@ impl Store {
         for id in touched {
             self.background_changed(&id, now, &mut events);
         }
-        events
+        self.changes(events)
     }
 
     fn background_changed(&mut self, id: &SessionId, now: Now, events: &mut Vec<StoreEvent>) {

@@ -93,12 +93,7 @@ impl Store {
     /// Replaces what the registry of `root` says, as read ([`crate::registry::read`]):
     /// whether it can be read, the entries whose processes are alive, and the sessions
     /// that run in another pid namespace.
-    pub fn set_registry_snapshot(
-        &mut self,
-        root: &Path,
-        snapshot: crate::registry::Snapshot,
-        now: Now,
-    ) -> Vec<StoreEvent> {
+    pub fn set_registry_snapshot(&mut self, root: &Path, snapshot: crate::registry::Snapshot, now: Now) -> Changes {
         let mut events = Vec::new();
         if self.reach.update(root, snapshot.readable, snapshot.foreign, now.wall) {
             // Only recent sessions can read otherwise: an older one is idle either way.
@@ -114,8 +109,9 @@ impl Store {
                 self.refresh(&id, now, &mut events);
             }
         }
-        events.extend(self.set_registry(root, snapshot.alive, now));
-        events
+        let mut changes = self.changes(events);
+        changes.add(self.set_registry(root, snapshot.alive, now));
+        changes
     }
 
     /// The entries of `root` found alive at its last read.

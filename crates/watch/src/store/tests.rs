@@ -72,7 +72,7 @@ fn discovers_then_updates_only_what_changed_then_removes() {
     let fx = Fixture::new();
     fx.append(SID, &[prompt("fix it", 0)]);
     let mut store = Store::new(Timeouts::default());
-    let ev = store.file_changed(fx.loc(SID), now(1));
+    let ev = store.file_changed(fx.loc(SID), now(1)).events;
     let [StoreEvent::Discovered { session }] = ev.as_slice() else { panic!("{ev:?}") };
     assert_eq!(session.goal.as_deref(), Some("fix it"));
     assert_eq!(session.status, Status::Working);
@@ -82,7 +82,7 @@ fn discovers_then_updates_only_what_changed_then_removes() {
     assert!(store.file_changed(fx.loc(SID), now(2)).is_empty());
 
     fx.append(SID, &[tool_use("t1", 3)]);
-    let ev = store.file_changed(fx.loc(SID), now(3));
+    let ev = store.file_changed(fx.loc(SID), now(3)).events;
     let [StoreEvent::Updated { changes, .. }] = ev.as_slice() else { panic!("{ev:?}") };
     let changes = json_of(changes);
     let mut keys: Vec<&str> = changes.keys().map(String::as_str).collect();
@@ -91,7 +91,7 @@ fn discovers_then_updates_only_what_changed_then_removes() {
     assert_eq!(changes["pendingTool"], json!({"tool": "Bash", "target": "rm -rf build"}));
 
     std::fs::remove_file(fx.path(SID)).unwrap();
-    let ev = store.file_changed(fx.loc(SID), now(4));
+    let ev = store.file_changed(fx.loc(SID), now(4)).events;
     assert_eq!(ev, vec![StoreEvent::Removed { session_id: SessionId::parse(SID).unwrap() }]);
     assert!(store.is_empty());
 }
@@ -107,7 +107,7 @@ fn timeouts_fire_through_deadlines() {
     let later = Now { wall: at(2), mono: Mono::from_millis(1_000) };
     assert_eq!(store.next_deadline(later), Some(Mono::from_millis(5_000)), "approval timeout 5 s after the tool_use");
     assert!(store.tick(now(5)).is_empty());
-    let ev = store.tick(now(6));
+    let ev = store.tick(now(6)).events;
     assert_eq!(ev.len(), 1);
     assert_eq!(status_of(&store), Status::WaitingForApproval);
     store.tick(now(601));
@@ -127,14 +127,14 @@ fn registry_makes_sessions_live_and_their_end_idle() {
         me,
     )
     .unwrap();
-    let ev = store.set_registry(&fx.root, vec![entry.clone()], now(1));
+    let ev = store.set_registry(&fx.root, vec![entry.clone()], now(1)).events;
     let [StoreEvent::Updated { changes, .. }] = ev.as_slice() else { panic!("{ev:?}") };
     let changes = json_of(changes);
     assert_eq!(changes["status"], "waiting_for_approval", "at once, no 5 s wait");
     assert_eq!(changes["live"], true);
     assert_eq!(changes["pid"], me);
     assert!(store.set_registry(&fx.root, vec![entry], now(2)).is_empty(), "same registry: no event");
-    let ev = store.set_registry(&fx.root, vec![], now(3));
+    let ev = store.set_registry(&fx.root, vec![], now(3)).events;
     let [StoreEvent::Updated { changes, .. }] = ev.as_slice() else { panic!("{ev:?}") };
     let changes = json_of(changes);
     assert_eq!(changes["live"], false);
@@ -194,7 +194,7 @@ fn truncated_file_is_re_read() {
     let mut store = Store::new(Timeouts::default());
     store.file_changed(fx.loc(SID), now(1));
     std::fs::write(fx.path(SID), format!("{}\n", prompt("another goal", 5))).unwrap();
-    let ev = store.file_changed(fx.loc(SID), now(5));
+    let ev = store.file_changed(fx.loc(SID), now(5)).events;
     let [StoreEvent::Updated { changes, .. }] = ev.as_slice() else { panic!("{ev:?}") };
     let changes = json_of(changes);
     assert_eq!(changes["goal"], "another goal");
@@ -256,14 +256,14 @@ fn a_file_unchanged_since_it_was_stored_is_neither_read_nor_stored_again() {
     let mut store = Store::new(Timeouts::default());
     let file = IndexedFile::unchanged(stored).expect("unchanged");
     assert!(file.as_stored);
-    let ev = store.adopt(file, now(2));
+    let ev = store.adopt(file, now(2)).events;
     assert!(matches!(ev.as_slice(), [StoreEvent::Discovered { .. }]), "{ev:?}");
     assert_eq!(store.read_stats(), (0, 0), "not read again");
     assert!(!store.has_batch(), "nothing to store: the database holds it as it is");
 
     // Then it grows: read on from the stored position, and stored.
     fx.append(SID, &[tool_use("t1", 3)]);
-    let ev = store.file_changed(fx.loc(SID), now(3));
+    let ev = store.file_changed(fx.loc(SID), now(3)).events;
     assert!(matches!(ev.as_slice(), [StoreEvent::Updated { .. }]), "{ev:?}");
     assert_eq!(store.read_stats().1, 1, "only the new line");
     let batch = store.take_batch();
@@ -282,7 +282,7 @@ fn a_supervised_session_has_a_pty_row_before_its_transcript_exists() {
     let id = SessionId::parse(SID).unwrap();
     let loc = TranscriptLocation::expected(&f.root, Path::new("/p"), &id);
     assert_eq!(loc.path, f.path(SID), "the CLI's encoding of the cwd");
-    let ev = s.set_supervision(loc.clone(), Some(supervision(Some(42))), now(0));
+    let ev = s.set_supervision(loc.clone(), Some(supervision(Some(42))), now(0)).events;
     let StoreEvent::Discovered { session } = &ev[0] else { panic!("{ev:?}") };
     assert_eq!(session.source, Source::Pty);
     assert_eq!(session.cwd.as_deref(), Some("/p"));
@@ -290,21 +290,25 @@ fn a_supervised_session_has_a_pty_row_before_its_transcript_exists() {
     assert_eq!(session.last_activity_at, T0);
     assert_eq!(session.supervision.as_ref().unwrap().pid, Some(42));
     // A change of supervision is an `updated` with only that field.
-    let ev = s.set_supervision(loc.clone(), Some(supervision(Some(42))), now(1));
+    let ev = s.set_supervision(loc.clone(), Some(supervision(Some(42))), now(1)).events;
     assert!(ev.is_empty());
     let mut sup = supervision(Some(42));
     sup.queued_inputs = 2;
-    let ev = s.set_supervision(loc.clone(), Some(sup), now(1));
+    let ev = s.set_supervision(loc.clone(), Some(sup), now(1)).events;
     let StoreEvent::Updated { changes, .. } = &ev[0] else { panic!("{ev:?}") };
     let changes = json_of(changes);
     assert_eq!(changes.keys().collect::<Vec<_>>(), ["supervision"]);
     // The first prompt writes the file: the same row fills in.
     f.append(SID, &[prompt("hello", 5)]);
-    let ev = s.file_changed(loc.clone(), now(5));
+    let changes = s.file_changed(loc.clone(), now(5));
+    let ev = changes.events;
     assert!(matches!(&ev[0], StoreEvent::Updated { changes, .. } if changes.goal.is_some()), "{ev:?}");
+    // And its supervisor's report comes back with the events, from the same entry point.
+    let [(reported, report)] = changes.reports.as_slice() else { panic!("{:?}", changes.reports) };
+    assert_eq!((reported, report.last_record), (&id, Some(at(5))));
     assert_eq!(s.get(&id).unwrap().source, Source::Pty);
     // No longer supervised: a plain watched session again.
-    let ev = s.set_supervision(loc, None, now(6));
+    let ev = s.set_supervision(loc, None, now(6)).events;
     let StoreEvent::Updated { changes, .. } = &ev[0] else { panic!("{ev:?}") };
     let changes = json_of(changes);
     assert_eq!(changes["source"], "watcher");
@@ -318,7 +322,7 @@ fn an_unsupervised_placeholder_with_no_file_goes_away() {
     let id = SessionId::parse(SID).unwrap();
     let loc = TranscriptLocation::expected(&f.root, Path::new("/p"), &id);
     s.set_supervision(loc.clone(), Some(supervision(None)), now(0));
-    let ev = s.set_supervision(loc, None, now(1));
+    let ev = s.set_supervision(loc, None, now(1)).events;
     assert!(matches!(&ev[0], StoreEvent::Removed { .. }), "{ev:?}");
     assert!(s.is_empty());
 }
@@ -376,11 +380,11 @@ fn a_peeked_row_is_provisional_until_the_full_read() {
         "message": {"id": "m1", "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]}})]);
     let mut store = Store::new(Timeouts::default());
     let peek = crate::scan::peek_file(fx.loc(SID)).unwrap();
-    let ev = store.adopt(IndexedFile { partial: true, peeked: true, ..peek }, now(1));
+    let ev = store.adopt(IndexedFile { partial: true, peeked: true, ..peek }, now(1)).events;
     let StoreEvent::Discovered { session } = &ev[0] else { panic!("{ev:?}") };
     assert!(session.provisional && session.pending_tool.is_none(), "{session:?}");
     assert_eq!(serde_json::to_value(session.as_ref()).unwrap()["provisional"], json!(true));
-    let ev = store.adopt(IndexedFile::read(fx.loc(SID)).unwrap(), now(1));
+    let ev = store.adopt(IndexedFile::read(fx.loc(SID)).unwrap(), now(1)).events;
     let StoreEvent::Updated { changes, .. } = &ev[0] else { panic!("{ev:?}") };
     assert_eq!(changes.provisional, Some(false));
     assert!(changes.pending_tool.as_ref().is_some_and(|p| p.as_ref().is_some_and(|p| p.tool == "Bash")));
@@ -477,8 +481,9 @@ mod background {
     fn a_dispatched_job_is_a_row_at_once_then_its_transcript_goes_on() {
         let fx = Fixture::new();
         let mut store = Store::new(Timeouts::default());
-        let ev =
-            store.set_background(&fx.root, files(Some(state("active", "starting…", None)), Some(worker(1))), now(0));
+        let ev = store
+            .set_background(&fx.root, files(Some(state("active", "starting…", None)), Some(worker(1))), now(0))
+            .events;
         let [StoreEvent::Discovered { session }] = ev.as_slice() else { panic!("{ev:?}") };
         assert_eq!(
             (session.kind, session.status, session.live, session.pid),
@@ -500,7 +505,7 @@ mod background {
         );
 
         fx.append(SID, &[bg_prompt(2)]);
-        let ev = store.file_changed(fx.loc(SID), now(2));
+        let ev = store.file_changed(fx.loc(SID), now(2)).events;
         assert!(matches!(ev.as_slice(), [StoreEvent::Updated { .. }]), "{ev:?}");
         assert_eq!(row(&store).goal.as_deref(), Some("fix it"));
 
@@ -534,7 +539,7 @@ mod background {
         let mut store = Store::new(Timeouts::default());
         store.set_background(&fx.root, files(Some(state("active", "starting…", None)), Some(worker(1))), now(0));
         assert!(store.get(&SessionId::parse(SID).unwrap()).is_some());
-        let ev = store.set_background(&fx.root, files(None, None), now(1));
+        let ev = store.set_background(&fx.root, files(None, None), now(1)).events;
         assert!(matches!(ev.as_slice(), [StoreEvent::Removed { .. }]), "{ev:?}");
         assert!(store.get(&SessionId::parse(SID).unwrap()).is_none());
     }

@@ -28,7 +28,7 @@ fn a_running_session_is_a_row_at_its_prompt_before_its_transcript_exists() {
     .unwrap();
     assert!(s.hook_event(start, now(0)).is_empty(), "a hook alone is no row");
     let me = std::process::id();
-    let ev = s.set_registry(&f.root, vec![running(me, "idle")], now(1));
+    let ev = s.set_registry(&f.root, vec![running(me, "idle")], now(1)).events;
     let [StoreEvent::Discovered { session }] = ev.as_slice() else { panic!("{ev:?}") };
     assert_eq!((session.live, session.pid, session.status), (true, Some(me), Status::Idle));
     assert_eq!(session.goal, None, "no prompt yet");
@@ -37,7 +37,7 @@ fn a_running_session_is_a_row_at_its_prompt_before_its_transcript_exists() {
     assert!(!f.path(SID).exists());
     // The first prompt writes the file: the same row fills in.
     f.append(SID, &[prompt("hello", 5)]);
-    let ev = s.file_changed(f.loc(SID), now(5));
+    let ev = s.file_changed(f.loc(SID), now(5)).events;
     assert!(matches!(&ev[0], StoreEvent::Updated { changes, .. } if changes.goal.is_some()), "{ev:?}");
     assert_eq!(s.get(&id).unwrap().goal.as_deref(), Some("hello"));
 }
@@ -49,10 +49,10 @@ fn a_session_that_ends_before_its_first_prompt_leaves_no_row() {
     s.end_bulk(now(0));
     let me = std::process::id();
     // No hook: the transcript's place follows from the entry's cwd.
-    let ev = s.set_registry(&f.root, vec![running(me, "idle")], now(1));
+    let ev = s.set_registry(&f.root, vec![running(me, "idle")], now(1)).events;
     let [StoreEvent::Discovered { session }] = ev.as_slice() else { panic!("{ev:?}") };
     assert_eq!(session.transcript_path, f.path(SID).to_string_lossy());
-    let ev = s.set_registry(&f.root, vec![], now(2));
+    let ev = s.set_registry(&f.root, vec![], now(2)).events;
     assert_eq!(ev, [StoreEvent::Removed { session_id: SessionId::parse(SID).unwrap() }]);
     assert!(s.is_empty());
 }
@@ -67,7 +67,7 @@ fn during_the_first_index_the_row_waits_and_the_transcript_found_wins() {
     std::fs::create_dir_all(f.root.join("projects/-q")).unwrap();
     let elsewhere = f.root.join(format!("projects/-q/{SID}.jsonl"));
     std::fs::write(&elsewhere, format!("{}\n", prompt("from -q", 0))).unwrap();
-    let ev = s.end_bulk(now(2));
+    let ev = s.end_bulk(now(2)).events;
     assert!(matches!(&ev[..], [StoreEvent::Discovered { .. }]), "{ev:?}");
     s.adopt(IndexedFile::read(TranscriptLocation::of(&f.root, &elsewhere).unwrap()).unwrap(), now(3));
     let row = s.get(&SessionId::parse(SID).unwrap()).unwrap();

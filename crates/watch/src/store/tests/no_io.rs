@@ -74,13 +74,13 @@ fn the_store_runs_on_a_disk_in_memory() {
 
     disk.append(&path, &prompt("go", 0));
     disk.append(&path, &tool_use("t1", 1));
-    let ev = store.file_changed(loc.clone(), now(2));
+    let ev = store.file_changed(loc.clone(), now(2)).events;
     let [StoreEvent::Discovered { session }] = ev.as_slice() else { panic!("{ev:?}") };
     assert_eq!((session.status, session.goal.as_deref()), (Status::Working, Some("go")));
     // The approval timeout, 5 s after the tool_use, as an instant of the monotonic clock.
     let later = Now { wall: at(2), mono: Mono::from_millis(10_000) };
     assert_eq!(store.next_deadline(later), Some(Mono::from_millis(14_000)));
-    let ev = store.tick(now(6));
+    let ev = store.tick(now(6)).events;
     let [StoreEvent::Updated { changes, .. }] = ev.as_slice() else { panic!("{ev:?}") };
     assert_eq!(json_of(changes)["status"], json!("waiting_for_approval"));
 
