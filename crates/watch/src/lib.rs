@@ -22,6 +22,7 @@
 
 pub mod background;
 pub mod cwd_files;
+pub mod disk;
 pub mod engine;
 pub mod git;
 pub mod parse;

@@ -1,13 +1,19 @@
 //! The session store (SPEC W7): every known session, its facts and the roster row last
 //! published for it. Changes come in (new lines of a file, a registry snapshot, the clock
 //! moving on) and store events come out: `discovered`, `updated` with only the fields that
-//! changed, `removed`.
+//! changed, `removed`, handed back by the entry point that made them ([`Changes`], with the
+//! supervised sessions' reports that changed). What the fleet database is to keep is taken
+//! apart, on its own schedule ([`Store::take_batch`]).
 //!
-//! The store owns no thread, timer or watcher; a driver ([`crate::engine`], or the CLI's
-//! one-shot `ls`) calls it. It reads transcript files only through [`FileTail`], from the
-//! offset it reached before.
+//! The store owns no thread, timer or watcher, and does no I/O: a driver ([`crate::engine`],
+//! or the CLI's one-shot `ls`) calls it, and what it needs of files (a transcript read on
+//! from its offset, whether a path exists, settings files, git) it asks of its [`Disk`],
+//! which the watch layer answers ([`crate::disk::Files`]). It reads no clock either: every
+//! entry point takes the driver's [`Now`]: the wall clock for the times transcripts, hooks
+//! and status files name, the monotonic clock for the waits that are the store's own (the
+//! chain matching grace). Its next deadline is an instant of the monotonic clock
+//! ([`Store::next_deadline`]).
 
-use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 use std::sync::Arc;
@@ -19,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mimesis_core::chain::{self, Candidate, Chains, Link, LinkReason, Newcomer};
-use mimesis_core::clock::Timestamp;
+use mimesis_core::clock::{Mono, Now, Timestamp};
 use mimesis_core::cwd_files::{Marker, STATUS_FILE_TTL, StatusReport};
 use mimesis_core::facts::{Birth, SessionFacts};
 use mimesis_core::hook_event::{HookEvent, TerminalContext};
@@ -34,102 +40,19 @@ use mimesis_core::supervision::policy::AgentReport;
 use mimesis_core::supervision::view::{Supervision, SupervisionState};
 use mimesis_core::text::clean_text;
 
-use crate::permission_files::SettingsCache;
-use crate::tail::{FileTail, LineSink, ReadOutcome};
+use crate::tail::ReadOutcome;
 
 /// A new file that looks like a successor waits this long for the hook events and the
-/// registry update that name its terminal before it is matched by folder alone.
+/// registry update that name its terminal before it is matched by folder alone. A wait of
+/// the store's own, so on the monotonic clock (`Now::mono`), not a time a transcript names.
 pub const CHAIN_GRACE: Duration = Duration::from_secs(2);
 /// A `SessionEnd` with reason `clear` pairs with the `SessionStart` that follows within this.
 const CLEAR_PAIRING: Duration = Duration::from_secs(300);
 
-/// A transcript read by the indexer, ready to be adopted by the store.
-pub struct IndexedFile {
-    pub location: TranscriptLocation,
-    pub tail: FileTail,
-    pub facts: SessionFacts,
-    /// Only both ends were read ([`crate::scan::peek`]): the facts are a first guess and
-    /// the tail is no reading position. The store waits for the full read.
-    pub partial: bool,
-    /// The facts are a guess from the file's ends ([`crate::scan::peek`]), not a stored
-    /// full read: its row is provisional.
-    pub peeked: bool,
-    /// The file is exactly as the fleet database holds it ([`IndexedFile::unchanged`]): the
-    /// store neither opens it again nor writes it back. (Its folder is watched before the
-    /// `stat`, and changes wait for the end of the index: a later write is read on then.)
-    pub as_stored: bool,
-}
-
-impl IndexedFile {
-    /// Reads a transcript from the start.
-    pub fn read(location: TranscriptLocation) -> std::io::Result<IndexedFile> {
-        let mut tail = FileTail::new(&location.path);
-        let mut sink = FactsSink { facts: SessionFacts::default(), scratch: String::new() };
-        tail.read_into(&mut sink)?;
-        sink.facts.shrink_to_fit();
-        Ok(IndexedFile { location, tail, facts: sink.facts, partial: false, peeked: false, as_stored: false })
-    }
-
-    /// A previous run's session as it stands, when its file has not changed since: the same
-    /// file (device and inode), exactly as long as the stored reading position. One `stat`,
-    /// no read. Any other session is given back, to be read on ([`IndexedFile::resume`]).
-    pub fn unchanged(mut p: PersistedSession) -> Result<IndexedFile, Box<PersistedSession>> {
-        use std::os::unix::fs::MetadataExt;
-        let Ok(meta) = std::fs::metadata(&p.location.path) else { return Err(Box::new(p)) };
-        let same = meta.is_file() && (meta.dev(), meta.ino(), meta.len()) == (p.tail.dev, p.tail.ino, p.tail.offset);
-        if !same {
-            return Err(Box::new(p));
-        }
-        if let Some(d) = &p.dedup
-            && p.facts.restore_dedup(d).is_none()
-        {
-            return Err(Box::new(p));
-        }
-        let mut tail = FileTail::resume(&p.location.path, p.tail);
-        tail.mtime = meta.modified().ok();
-        Ok(IndexedFile { location: p.location, tail, facts: p.facts, partial: false, peeked: false, as_stored: true })
-    }
-
-    /// Reads on from where a previous run stopped (the fleet database): only what was
-    /// appended since, or the whole file again if it was replaced or shrank.
-    pub fn resume(p: PersistedSession) -> std::io::Result<IndexedFile> {
-        let location = p.location;
-        let mut facts = p.facts;
-        if let Some(d) = &p.dedup
-            && facts.restore_dedup(d).is_none()
-        {
-            // Without its dedup sets the usage could count twice: read it all again.
-            return IndexedFile::read(location);
-        }
-        let mut tail = FileTail::resume(&location.path, p.tail);
-        let mut sink = FactsSink { facts, scratch: String::new() };
-        match tail.read_into(&mut sink)? {
-            ReadOutcome::Missing => Err(std::io::Error::from(std::io::ErrorKind::NotFound)),
-            _ => {
-                sink.facts.shrink_to_fit();
-                Ok(IndexedFile { location, tail, facts: sink.facts, partial: false, peeked: false, as_stored: false })
-            }
-        }
-    }
-}
-
-struct FactsSink {
-    facts: SessionFacts,
-    scratch: String,
-}
-
-impl LineSink for FactsSink {
-    fn line(&mut self, line: &[u8]) {
-        self.facts.apply_line_with(&crate::parse::SonicJson, line, &mut self.scratch);
-    }
-    fn reset(&mut self) {
-        self.facts = SessionFacts::default();
-    }
-}
-
 struct Entry {
     location: TranscriptLocation,
-    tail: FileTail,
+    /// Where the reading of its file stands (the reading itself is the [`Disk`]'s).
+    tail: TailInfo,
     facts: SessionFacts,
     /// Peeked or restored, not read: never tailed until a full read replaces it.
     partial: bool,
@@ -149,10 +72,9 @@ struct Entry {
 impl Entry {
     /// A session whose file is to be read from its start (nothing of it known yet).
     fn fresh(location: TranscriptLocation) -> Box<Entry> {
-        let tail = FileTail::new(&location.path);
         Box::new(Entry {
             location,
-            tail,
+            tail: TailInfo::default(),
             facts: SessionFacts::default(),
             partial: false,
             peeked: false,
@@ -179,6 +101,27 @@ struct HookInfo {
     transcript_path: Option<String>,
 }
 
+/// What one change to the store made, handed back by each of its entry points: the roster's
+/// events, and the supervised sessions' reports that changed (for their supervisors).
+#[derive(Debug, Default)]
+pub struct Changes {
+    pub events: Vec<StoreEvent>,
+    pub reports: Vec<(SessionId, AgentReport)>,
+}
+
+impl Changes {
+    /// Nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty() && self.reports.is_empty()
+    }
+
+    /// These changes, then `more`.
+    pub fn add(&mut self, more: Changes) {
+        self.events.extend(more.events);
+        self.reports.extend(more.reports);
+    }
+}
+
 /// The roster's single source of truth.
 pub struct Store {
     /// Boxed: an entry is large (facts, tail, row) and the map's spare slots and its growth
@@ -201,8 +144,10 @@ pub struct Store {
     by_cwd: HashMap<Arc<str>, BTreeSet<(Option<Timestamp>, SessionId)>>,
     /// (The folder's name is shared with `by_cwd`: thousands of sessions share a folder.)
     cwd_of: HashMap<SessionId, (Arc<str>, Option<Timestamp>)>,
-    /// Parsed settings files (a memo: re-read when a file's stamp changes).
-    settings: RefCell<SettingsCache>,
+    /// What the store asks of the disk (transcripts, settings files, git): the watch layer
+    /// answers ([`crate::disk::Files`]), and the store itself does no I/O.
+    disk: Box<dyn Disk>,
+    /// Each cwd's repository root, as the disk last said.
     repo_roots: HashMap<String, Option<String>>,
     timeouts: Timeouts,
     deadlines: BinaryHeap<Reverse<(Timestamp, SessionId)>>,
@@ -222,8 +167,9 @@ pub struct Store {
     /// Status files by session: the folder they were found in and what they say.
     status_files: HashMap<SessionId, (String, StatusReport)>,
     status_file_ttl: Duration,
-    /// New files that may be successors, to match once [`CHAIN_GRACE`] has passed.
-    chain_checks: Vec<(Timestamp, SessionId)>,
+    /// New files that may be successors, to match once [`CHAIN_GRACE`] has passed (on the
+    /// monotonic clock: the grace is the store's own wait, not a time a transcript names).
+    chain_checks: Vec<(Mono, SessionId)>,
     /// Sessions whose predecessor question is settled.
     chain_checked: HashSet<SessionId>,
     /// The initial index is being adopted: chain matching waits for all of it.
@@ -238,7 +184,7 @@ pub struct Store {
     /// Sessions Mimesis runs in a PTY, and their supervision (shown as `source: pty`).
     supervised: HashMap<SessionId, Supervision>,
     /// What each supervised session's own records said last (for its supervisor), and the
-    /// reports that changed since [`Store::take_agent_reports`].
+    /// reports that changed since an entry point last handed them back ([`Changes`]).
     agent_reports: HashMap<SessionId, AgentReport>,
     new_agent_reports: Vec<(SessionId, AgentReport)>,
     /// Each root's background files as last reported, and the background sessions they
@@ -254,7 +200,8 @@ pub struct Store {
 }
 
 impl Store {
-    pub fn new(timeouts: Timeouts) -> Self {
+    /// A store that asks `disk` what it needs to know of files.
+    pub fn with_disk(timeouts: Timeouts, disk: Box<dyn Disk>) -> Self {
         Store {
             entries: HashMap::default(),
             by_path: HashMap::default(),
@@ -264,7 +211,7 @@ impl Store {
             reach: reach::Reach::default(),
             by_cwd: HashMap::default(),
             cwd_of: HashMap::default(),
-            settings: RefCell::new(SettingsCache::new(dirs::home_dir())),
+            disk,
             repo_roots: HashMap::default(),
             timeouts,
             deadlines: BinaryHeap::new(),
@@ -301,7 +248,7 @@ impl Store {
     }
 
     /// Changes the timeouts; every row is re-derived.
-    pub fn set_timeouts(&mut self, timeouts: Timeouts, status_file_ttl: Duration, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn set_timeouts(&mut self, timeouts: Timeouts, status_file_ttl: Duration, now: Now) -> Changes {
         self.timeouts = timeouts;
         self.status_file_ttl = status_file_ttl;
         let ids: Vec<SessionId> = self.entries.keys().cloned().collect();
@@ -309,7 +256,7 @@ impl Store {
         for id in ids {
             self.refresh(&id, now, &mut events);
         }
-        events
+        self.changes(events)
     }
 
     pub fn len(&self) -> usize {
@@ -327,7 +274,7 @@ impl Store {
 
     /// Every session's row at `now`, most recently active first, one at a time: a one-time
     /// read derives each here, so no two rows need to be in memory together.
-    pub fn for_each_row(&self, now: Timestamp, mut f: impl FnMut(TrackedSession)) {
+    pub fn for_each_row(&self, now: Now, mut f: impl FnMut(TrackedSession)) {
         if self.keep_rows {
             return self.snapshot().into_iter().for_each(f);
         }
@@ -335,7 +282,7 @@ impl Store {
             self.entries.iter().filter(|(_, e)| e.shown).map(|(id, e)| (self.last_activity(e), id)).collect();
         order.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
         for (_, id) in order {
-            f(self.row(&self.entries[id], now).0);
+            f(self.row(&self.entries[id], now.wall).0);
         }
     }
 
@@ -402,7 +349,7 @@ impl Store {
     /// Adopts a file read by the indexer. If the store already follows that path (the
     /// file changed while it was being indexed), the indexed state replaces it and the
     /// file is read on from the indexed offset, so no line is applied twice.
-    pub fn adopt(&mut self, mut file: IndexedFile, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn adopt(&mut self, mut file: IndexedFile, now: Now) -> Changes {
         if !self.keep_rows {
             file.facts.release_dedup(); // a one-time read reads no further
         }
@@ -410,11 +357,11 @@ impl Store {
         if let Some(other) = self.entries.get(&id)
             && other.location.path != file.location.path
             // (A row waiting for its transcript where it was expected gives way to it.)
-            && other.location.path.exists()
+            && self.disk.exists(&other.location.path)
         {
             tracing::warn!(session = %id, kept = %other.location.path.display(), ignored = %file.location.path.display(),
                     "two transcripts have the same session id; following the first one");
-            return Vec::new();
+            return Changes::default();
         }
         if self.keep_rows {
             // (Paths are looked up only when files change: a one-time read sees none.)
@@ -425,7 +372,8 @@ impl Store {
         let as_stored = file.as_stored && !file.partial && existing.is_none() && self.keep_rows;
         let (published, shown) = existing.map_or((None, false), |e| (e.published, e.shown));
         let (partial, peeked) = (file.partial, file.peeked);
-        if self.keep_rows && !partial && (file.tail.stats.bytes_read > 0 || file.tail.stats.resets > 0) {
+        let tail = self.disk.adopt(&id, file.tail);
+        if self.keep_rows && !partial && (tail.stats.bytes_read > 0 || tail.stats.resets > 0) {
             // Read by the index (in full, or on from a stored position): worth storing.
             self.dirty.insert(id.clone());
         }
@@ -434,7 +382,7 @@ impl Store {
             Box::new(Entry {
                 shown,
                 location: file.location,
-                tail: file.tail,
+                tail,
                 facts: file.facts,
                 partial,
                 peeked,
@@ -453,28 +401,28 @@ impl Store {
         } else {
             self.read_entry(&id, now, &mut events);
         }
-        events
+        self.changes(events)
     }
 
     /// Sessions still known only from a peek (their file vanished before the full read):
     /// forgets them.
-    pub fn drop_partial(&mut self) -> Vec<StoreEvent> {
+    pub fn drop_partial(&mut self) -> Changes {
         let ids: Vec<SessionId> = self.entries.iter().filter(|(_, e)| e.partial).map(|(id, _)| id.clone()).collect();
         let mut events = Vec::new();
         for id in ids {
             self.remove_id(&id, &mut events);
         }
-        events
+        self.changes(events)
     }
 
     /// A transcript path changed on disk (created, appended, truncated, replaced, removed).
-    pub fn file_changed(&mut self, location: TranscriptLocation, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn file_changed(&mut self, location: TranscriptLocation, now: Now) -> Changes {
         let mut events = Vec::new();
         let id = location.session_id.clone();
         match self.entries.get(&id) {
             Some(e) if e.location.path != location.path => {
-                if e.location.path.exists() {
-                    return events; // a duplicate id elsewhere: ignored, as in `adopt`
+                if self.disk.exists(&e.location.path) {
+                    return self.changes(events); // a duplicate id elsewhere: ignored, as in `adopt`
                 }
                 // The first file is gone: follow the new one.
                 self.remove_id(&id, &mut events);
@@ -482,24 +430,24 @@ impl Store {
             _ => {}
         }
         if !self.entries.contains_key(&id) {
-            if !location.path.exists() {
-                return events;
+            if !self.disk.exists(&location.path) {
+                return self.changes(events);
             }
             self.by_path.insert(location.path.clone(), id.clone());
             self.entries.insert(id.clone(), Entry::fresh(location));
         }
         if self.entries.get(&id).is_some_and(|e| e.partial) {
-            return events; // the full read of the index will cover this change
+            return self.changes(events); // the full read of the index will cover this change
         }
         self.read_entry(&id, now, &mut events);
-        events
+        self.changes(events)
     }
 
     /// A path that may have been a transcript is gone.
-    pub fn path_removed(&mut self, path: &Path) -> Vec<StoreEvent> {
+    pub fn path_removed(&mut self, path: &Path) -> Changes {
         let mut events = Vec::new();
-        if path.exists() {
-            return events;
+        if self.disk.exists(path) {
+            return self.changes(events);
         }
         if let Some(id) = self.by_path.get(path).cloned()
             // A supervised, running or running background session keeps its row; its next
@@ -508,17 +456,21 @@ impl Store {
         {
             self.remove_id(&id, &mut events);
         }
-        events
+        self.changes(events)
     }
 
     /// Every transcript inside `dir` is gone (its project folder was removed).
-    pub fn remove_under(&mut self, dir: &Path) -> Vec<StoreEvent> {
+    pub fn remove_under(&mut self, dir: &Path) -> Changes {
         let gone: Vec<PathBuf> = self.by_path.keys().filter(|p| p.starts_with(dir)).cloned().collect();
-        gone.iter().flat_map(|p| self.path_removed(p)).collect()
+        let mut changes = Changes::default();
+        for p in &gone {
+            changes.add(self.path_removed(p));
+        }
+        changes
     }
 
     /// Forgets every session under `root` (a root was removed from the watch list).
-    pub fn remove_root(&mut self, root: &Path) -> Vec<StoreEvent> {
+    pub fn remove_root(&mut self, root: &Path) -> Changes {
         let mut events = Vec::new();
         let ids: Vec<SessionId> =
             self.entries.values().filter(|e| e.location.root == root).map(|e| e.location.session_id.clone()).collect();
@@ -527,7 +479,7 @@ impl Store {
         }
         self.registry.remove(root);
         self.reach.forget(root);
-        events
+        self.changes(events)
     }
 
     /// A session's folder (its transcript's, else its hooks') and last activity (the
@@ -572,6 +524,7 @@ impl Store {
     fn remove_id(&mut self, id: &SessionId, events: &mut Vec<StoreEvent>) {
         self.unindex_cwd(id);
         if let Some(e) = self.entries.remove(id) {
+            self.disk.forget(id);
             self.by_path.remove(&e.location.path);
             self.dirty.remove(id);
             self.removed.push(id.clone());
@@ -581,13 +534,11 @@ impl Store {
         }
     }
 
-    fn read_entry(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+    fn read_entry(&mut self, id: &SessionId, now: Now, events: &mut Vec<StoreEvent>) {
         let keeps_row = self.has_row_before_its_file(id);
         let Some(entry) = self.entries.get_mut(id) else { return };
-        let mut sink = FactsSink { facts: std::mem::take(&mut entry.facts), scratch: String::new() };
         let before = (entry.tail.stats.bytes_read, entry.tail.stats.resets);
-        let outcome = entry.tail.read_into(&mut sink);
-        entry.facts = sink.facts;
+        let outcome = self.disk.read(id, &entry.location.path, &mut entry.facts, &mut entry.tail);
         if self.keep_rows && (entry.tail.stats.bytes_read, entry.tail.stats.resets) != before {
             self.dirty.insert(id.clone());
         }
@@ -608,11 +559,11 @@ impl Store {
     }
 
     /// Replaces what the registry of `root` says: the entries whose processes are alive.
-    pub fn set_registry(&mut self, root: &Path, alive: Vec<RegistryEntry>, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn set_registry(&mut self, root: &Path, alive: Vec<RegistryEntry>, now: Now) -> Changes {
         if self.registry.get(root) == Some(&alive) {
-            return Vec::new();
+            return Changes::default();
         }
-        self.reach.read(root, now);
+        self.reach.read(root, now.wall);
         self.registry.insert(root.to_owned(), alive);
         let mut merged: HashMap<SessionId, RegistryEntry> = HashMap::default();
         for e in self.registry.values().flatten() {
@@ -630,7 +581,7 @@ impl Store {
             }
         }
         self.ever_live.extend(merged.keys().cloned());
-        self.reach.running(&self.live, &merged, now);
+        self.reach.running(&self.live, &merged, now.wall);
         for (id, e) in &merged {
             self.last_pid.insert(id.clone(), e.pid);
             if let Some(name) = &e.name {
@@ -646,18 +597,18 @@ impl Store {
         for id in &touched {
             self.refresh(id, now, &mut events);
         }
-        events
+        self.changes(events)
     }
 
     /// A settings file changed: permission answers may differ for pending tools.
-    pub fn settings_changed(&mut self, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn settings_changed(&mut self, now: Now) -> Changes {
         let ids: Vec<SessionId> =
             self.entries.iter().filter(|(_, e)| !e.facts.open_tools.is_empty()).map(|(id, _)| id.clone()).collect();
         let mut events = Vec::new();
         for id in ids {
             self.refresh(&id, now, &mut events);
         }
-        events
+        self.changes(events)
     }
 
     /// Marks a session as supervised in a PTY (or no longer, with `None`). Claude Code
@@ -667,8 +618,8 @@ impl Store {
         &mut self,
         location: TranscriptLocation,
         supervision: Option<Supervision>,
-        now: Timestamp,
-    ) -> Vec<StoreEvent> {
+        now: Now,
+    ) -> Changes {
         let id = location.session_id.clone();
         let mut events = Vec::new();
         match supervision {
@@ -685,7 +636,7 @@ impl Store {
             None => {
                 self.agent_reports.remove(&id);
                 if self.supervised.remove(&id).is_some() {
-                    let gone = self.entries.get(&id).is_some_and(|e| !e.location.path.exists());
+                    let gone = self.entries.get(&id).is_some_and(|e| !self.disk.exists(&e.location.path));
                     if gone {
                         self.remove_id(&id, &mut events);
                     } else {
@@ -694,7 +645,7 @@ impl Store {
                 }
             }
         }
-        events
+        self.changes(events)
     }
 
     /// Whether a hook of the session was read.
@@ -707,11 +658,6 @@ impl Store {
         self.hooks.get(id).map(|h| h.terminal.clone()).filter(|t| !t.is_empty())
     }
 
-    /// The supervised sessions' reports that changed since the last call.
-    pub fn take_agent_reports(&mut self) -> Vec<(SessionId, AgentReport)> {
-        std::mem::take(&mut self.new_agent_reports)
-    }
-
     /// Every supervised session's current report (for a consumer that fell behind).
     pub fn agent_reports(&self) -> Vec<(SessionId, AgentReport)> {
         self.agent_reports
@@ -721,9 +667,11 @@ impl Store {
             .collect()
     }
 
-    /// When the next timeout falls due, if any.
-    pub fn next_deadline(&self) -> Option<Timestamp> {
-        let status = self.deadlines.peek().map(|Reverse((t, _))| *t);
+    /// When the next timeout falls due, if any, on the monotonic clock of `now`. (A status
+    /// changes at a time its transcript names, on the wall clock: the wait from `now.wall`;
+    /// the chain matching grace is the store's own, on the monotonic clock.)
+    pub fn next_deadline(&self, now: Now) -> Option<Mono> {
+        let status = self.deadlines.peek().map(|Reverse((t, _))| now.mono.plus(t.since(now.wall)));
         let chain = self.chain_checks.iter().map(|(t, _)| *t).min();
         match (status, chain) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -732,10 +680,10 @@ impl Store {
     }
 
     /// Re-evaluates every session whose timeout fell due at `now`.
-    pub fn tick(&mut self, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn tick(&mut self, now: Now) -> Changes {
         let mut due = Vec::new();
         while let Some(Reverse((t, _))) = self.deadlines.peek() {
-            if *t > now {
+            if *t > now.wall {
                 break;
             }
             let Some(Reverse((_, id))) = self.deadlines.pop() else { break };
@@ -744,7 +692,7 @@ impl Store {
         due.sort();
         due.dedup();
         let mut events = Vec::new();
-        let (ready, later): (Vec<_>, Vec<_>) = self.chain_checks.drain(..).partition(|(t, _)| *t <= now);
+        let (ready, later): (Vec<_>, Vec<_>) = self.chain_checks.drain(..).partition(|(t, _)| *t <= now.mono);
         self.chain_checks = later;
         for (_, id) in ready {
             self.check_chain(&id, now, &mut events);
@@ -752,17 +700,22 @@ impl Store {
         for id in due {
             self.refresh(&id, now, &mut events);
         }
-        events
+        self.changes(events)
+    }
+
+    /// What an entry point hands back: its events, and the reports its refreshes changed.
+    fn changes(&mut self, events: Vec<StoreEvent>) -> Changes {
+        Changes { events, reports: std::mem::take(&mut self.new_agent_reports) }
     }
 
     /// Recomputes one session's row and publishes the difference.
-    fn refresh(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+    fn refresh(&mut self, id: &SessionId, now: Now, events: &mut Vec<StoreEvent>) {
         self.ensure_repo_root(id);
         self.index_cwd(id);
         let Some(entry) = self.entries.get(id) else { return };
         // A file with no complete line yet (created empty, or its first write still torn)
         // is not a session yet: it is announced with its first record, not before.
-        if !entry.shown && !entry.partial && !entry.tail.has_lines() && !self.has_row_before_its_file(id) {
+        if !entry.shown && !entry.partial && !entry.tail.has_lines && !self.has_row_before_its_file(id) {
             return;
         }
         if !self.keep_rows {
@@ -770,7 +723,7 @@ impl Store {
             entry.shown = true;
             return;
         }
-        let (row, next_check) = self.row(entry, now);
+        let (row, next_check) = self.row(entry, now.wall);
         if let Some(t) = next_check {
             self.deadlines.push(Reverse((t, id.clone())));
         }
@@ -807,146 +760,10 @@ impl Store {
         }
     }
 
-    fn row(&self, entry: &Entry, now: Timestamp) -> (TrackedSession, Option<Timestamp>) {
-        let f = &entry.facts;
-        let id = &entry.location.session_id;
-        let live = self.live.get(id);
-        let supervision = self.supervised.get(id);
-        let worker = self.worker_of(id);
-        let last_activity = self.last_activity(entry);
-        // A first read of the file's ends cannot tell a pending call from one answered
-        // earlier in the file: none until the full read.
-        let pending = if entry.peeked { None } else { f.pending_tool() };
-        let report = self
-            .status_files
-            .get(id)
-            .filter(|(cwd, _)| f.cwd.as_deref() == Some(cwd.as_str()))
-            .map(|(_, r)| r)
-            .filter(|r| r.fresh(now, self.status_file_ttl));
-        let input = StatusInput {
-            tail: f.tail.clone(),
-            pending: pending.map(|t| PendingCall {
-                since: t.since.unwrap_or(last_activity),
-                approval: self.approval(entry, &t.name, &t.target),
-                running: t.running,
-            }),
-            last_activity: f.last_activity,
-            registry: live.map(RegistryEntry::signal),
-            job: self.job_signal(id),
-            hook: self.hooks.get(id).and_then(|h| h.signal),
-            reported: report.map(|r| r.status.status()),
-            // Gone: seen running before, or written by a CLI that keeps a registry entry for
-            // as long as it runs (then no entry means no process: `ls` and `watch` agree),
-            // where that registry speaks for its process (store/reach.rs). A supervised
-            // session whose process Mimesis ended (a limit, the user, an earlier run of the
-            // app) is over too: idle, not waiting for input.
-            ended: live.is_none()
-                && worker.is_none()
-                && supervision.is_none_or(|s| s.pid.is_none())
-                // (A background session runs only while the service runs a worker for it.)
-                && (self.jobs.contains_key(id)
-                    || (self.ever_live.contains(id) || f.registers_while_running())
-                        && self.reach.speaks_for(&entry.location.root, id, f.last_activity)
-                    || supervision.is_some_and(|s| {
-                        matches!(s.state, SupervisionState::Terminated | SupervisionState::Suspended)
-                    })),
-        };
-        let derived = status::derive(&input, now, &self.timeouts);
-        let derived = status::Derived {
-            next_check: match (derived.next_check, report.map(|r| r.updated.plus(self.status_file_ttl))) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            },
-            ..derived
-        };
-        let own = |sid: &SessionId| {
-            self.entries.get(sid).map_or((0, false), |e| (e.facts.compaction_count, e.facts.born_with_boundary))
-        };
-        let chain = chain::fields(&self.chains, id, own);
-        let work_chain_name = self
-            .chains
-            .segments(id)
-            .iter()
-            .find_map(|s| self.entries.get(s).and_then(|e| e.facts.title()))
-            .map(str::to_owned);
-        let row = TrackedSession {
-            session_id: id.clone(),
-            project_id: entry.location.project_id.clone(),
-            cwd: f.cwd.clone().or_else(|| supervision.map(|s| s.cwd.clone())).or_else(|| self.job_cwd(id)),
-            repo_root: f.cwd.as_ref().and_then(|c| self.repo_roots.get(c).cloned().flatten()),
-            branch: f.branch.clone(),
-            goal: f.goal().map(str::to_owned),
-            summary: f.summary().map(str::to_owned),
-            title: f.title().map(str::to_owned),
-            status: derived.status,
-            has_pending_tool_use: pending.is_some(),
-            pending_tool: pending.map(|t| PendingTool { tool: t.name.clone(), target: clean_text(&t.target, 300) }),
-            last_activity_at: last_activity,
-            created_at: f.created_at,
-            model: f.model.clone(),
-            usage: f.usage,
-            api_error: f.api_error || self.hooks.get(id).is_some_and(|h| h.failed),
-            compaction_count: f.compaction_count.saturating_add(chain.inherited_compactions),
-            superseded: chain.superseded_by.is_some(),
-            superseded_by: chain.superseded_by,
-            superseded_at: chain.superseded_at,
-            work_chain_id: Some(chain.work_chain_id),
-            work_chain_name,
-            chain_length: chain.chain_length,
-            source: if supervision.is_some() { Source::Pty } else { Source::Watcher },
-            supervision: supervision.cloned(),
-            live: live.is_some() || supervision.is_some_and(|s| s.pid.is_some()) || worker.is_some(),
-            pid: live.map(|e| e.pid).or(supervision.and_then(|s| s.pid)).or(worker.and_then(|w| w.repl_pid)),
-            transcript_path: entry.location.path.to_string_lossy().into_owned(),
-            permission_mode: f.permission_mode.clone(),
-            malformed_lines: f.malformed + entry.tail.stats.oversized_lines,
-            malformed_fields: f.malformed_fields,
-            status_file: report.cloned(),
-            // A background session's label is its job's first (the registry follows it).
-            name: self
-                .job_name(id)
-                .or_else(|| live.and_then(|e| e.name.clone()))
-                .or_else(|| self.names.get(id).cloned())
-                .or_else(|| f.registry_name.clone()),
-            cost: mimesis_core::pricing::estimate(&f.usage_by_model, f.billed.clone()),
-            // Only while the turn runs: a finished turn has no subagent working.
-            subagents: match derived.status {
-                mimesis_core::status::Status::Working => self.hooks.get(id).map_or(0, |h| h.subagents),
-                _ => 0,
-            },
-            provisional: entry.peeked,
-            host: None,
-            kind: self.kind_of(id, f),
-            job: self.job_row(id),
-        };
-        (row, derived.next_check)
-    }
-
-    /// When the session last did something: its last record, else its file's mtime, else
-    /// when its supervision began, else when its registry entry last changed.
-    fn last_activity(&self, entry: &Entry) -> Timestamp {
-        let id = &entry.location.session_id;
-        entry
-            .facts
-            .last_activity
-            .or(entry.tail.mtime.map(Timestamp::from_system_time))
-            .or(self.supervised.get(id).map(|s| s.created_at))
-            .or(self.live.get(id).and_then(|e| e.status_updated_at))
-            .unwrap_or(Timestamp::from_millis(0))
-    }
-
-    fn approval(&self, entry: &Entry, tool: &str, target: &str) -> status::Approval {
-        let cwd = entry.facts.cwd.as_deref().map(Path::new);
-        let mut settings = self.settings.borrow_mut();
-        let rules = settings.rules_for(&entry.location.root, cwd);
-        let ctx = settings.context(cwd.unwrap_or(Path::new("/")));
-        rules.approval(tool, target, entry.facts.permission_mode.as_deref(), &ctx)
-    }
-
     fn ensure_repo_root(&mut self, id: &SessionId) {
         let Some(cwd) = self.entries.get(id).and_then(|e| e.facts.cwd.as_ref()) else { return };
         if !self.repo_roots.contains_key(cwd) {
-            let root = crate::git::repo_root(Path::new(cwd)).map(|p| p.to_string_lossy().into_owned());
+            let root = self.disk.repo_root(Path::new(cwd));
             self.repo_roots.insert(cwd.clone(), root);
         }
     }
@@ -960,10 +777,14 @@ fn sorted(mut v: Vec<TrackedSession>) -> Vec<TrackedSession> {
 
 mod at_prompt;
 mod background;
+mod disk;
+mod row;
+
 mod chains;
 mod reach;
 
 pub use background::BackgroundFiles;
+pub use disk::{Disk, IndexedFile, TailInfo};
 
 #[cfg(test)]
 mod tests;

@@ -135,12 +135,22 @@ fn folders(root: &Path) -> [(PathBuf, bool); 5] {
     ]
 }
 
+/// Why folders cannot be watched here ([`probe`]): the watcher's own words, with the root
+/// it failed on.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("{0}")]
+    Start(notify::Error),
+    #[error("{}: {source}", root.display())]
+    Watch { root: PathBuf, source: notify::Error },
+}
+
 /// Can folders be watched here? Starts a watcher and watches each existing root (not
-/// recursively), for `doctor`. The error is the watcher's, with the root it failed on.
-pub fn probe(roots: &[PathBuf]) -> Result<(), String> {
-    let mut w = notify::recommended_watcher(|_res: notify::Result<notify::Event>| {}).map_err(|e| e.to_string())?;
+/// recursively), for `doctor`.
+pub fn probe(roots: &[PathBuf]) -> Result<(), ProbeError> {
+    let mut w = notify::recommended_watcher(|_res: notify::Result<notify::Event>| {}).map_err(ProbeError::Start)?;
     for r in roots.iter().filter(|r| r.is_dir()) {
-        w.watch(r, RecursiveMode::NonRecursive).map_err(|e| format!("{}: {e}", r.display()))?;
+        w.watch(r, RecursiveMode::NonRecursive).map_err(|source| ProbeError::Watch { root: r.clone(), source })?;
     }
     Ok(())
 }

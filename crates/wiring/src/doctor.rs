@@ -439,7 +439,7 @@ fn watcher_check(roots: &[PathBuf]) -> WatcherReport {
         std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches").ok().and_then(|s| s.trim().parse().ok());
     match mimesis_watch::watcher::probe(roots) {
         Ok(()) => WatcherReport { ok: true, max_user_watches, error: None },
-        Err(e) => WatcherReport { ok: false, max_user_watches, error: Some(e) },
+        Err(e) => WatcherReport { ok: false, max_user_watches, error: Some(e.to_string()) },
     }
 }
 

@@ -23,7 +23,7 @@ impl Store {
 
     /// Gives every running session with no row yet one, at the path its transcript will
     /// have. Not during the initial index, which may hold that transcript yet.
-    pub(super) fn rows_for_live_sessions(&mut self, now: Timestamp, events: &mut Vec<StoreEvent>) {
+    pub(super) fn rows_for_live_sessions(&mut self, now: Now, events: &mut Vec<StoreEvent>) {
         if self.bulk || !self.rows_at_prompt {
             return;
         }
@@ -50,14 +50,16 @@ impl Store {
     pub(super) fn live_sessions_changed(
         &mut self,
         touched: &HashSet<SessionId>,
-        now: Timestamp,
+        now: Now,
         events: &mut Vec<StoreEvent>,
     ) {
         let gone: Vec<SessionId> = touched
             .iter()
             .filter(|id| !self.has_row_before_its_file(id))
             .filter(|id| {
-                self.entries.get(*id).is_some_and(|e| !e.partial && !e.tail.has_lines() && !e.location.path.exists())
+                self.entries
+                    .get(*id)
+                    .is_some_and(|e| !e.partial && !e.tail.has_lines && !self.disk.exists(&e.location.path))
             })
             .cloned()
             .collect();

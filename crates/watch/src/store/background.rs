@@ -49,9 +49,9 @@ impl BgView {
 
 impl Store {
     /// Replaces what the background files of `root` say.
-    pub fn set_background(&mut self, root: &Path, files: BackgroundFiles, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn set_background(&mut self, root: &Path, files: BackgroundFiles, now: Now) -> Changes {
         if self.background.get(root) == Some(&files) {
-            return Vec::new();
+            return Changes::default();
         }
         self.background.insert(root.to_owned(), files);
         let mut merged: HashMap<SessionId, BgView> = HashMap::default();
@@ -85,13 +85,13 @@ impl Store {
         for id in touched {
             self.background_changed(&id, now, &mut events);
         }
-        events
+        self.changes(events)
     }
 
-    fn background_changed(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+    fn background_changed(&mut self, id: &SessionId, now: Now, events: &mut Vec<StoreEvent>) {
         if self.entries.contains_key(id) {
             // A row that stood for a running job alone goes when the job does.
-            if !self.has_row_before_its_file(id) && !self.entries[id].location.path.exists() {
+            if !self.has_row_before_its_file(id) && !self.disk.exists(&self.entries[id].location.path) {
                 self.remove_id(id, events);
             } else {
                 self.refresh(id, now, events);

@@ -9,7 +9,7 @@ const FOLDER_CANDIDATES: usize = 32;
 
 impl Store {
     /// Applies one recorded hook event (SPEC W5, C4).
-    pub fn hook_event(&mut self, ev: HookEvent, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn hook_event(&mut self, ev: HookEvent, now: Now) -> Changes {
         let mut events = Vec::new();
         let id = ev.session_id.clone();
         let known_before = self.hooks.get(&id).is_some_and(|h| h.first_at < ev.at);
@@ -84,23 +84,23 @@ impl Store {
             self.chain_checked.insert(id.clone());
         }
         self.refresh(&id, now, &mut events);
-        events
+        self.changes(events)
     }
 
     /// A compaction marker (SPEC C1) found in `<cwd>/.claude/`.
-    pub fn marker(&mut self, marker: Marker, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn marker(&mut self, marker: Marker, now: Now) -> Changes {
         let mut events = Vec::new();
         let id = marker.new_session_id.clone();
         if self.chains.link_into(&id).is_some() {
-            return events;
+            return self.changes(events);
         }
         self.pending_markers.insert(id.clone(), marker);
         self.settle_marker(&id, now, &mut events);
-        events
+        self.changes(events)
     }
 
     /// Acts on a pending marker once the session's file says how it begins.
-    fn settle_marker(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+    fn settle_marker(&mut self, id: &SessionId, now: Now, events: &mut Vec<StoreEvent>) {
         let Some(entry) = self.entries.get(id) else { return };
         if entry.partial || entry.facts.birth == Birth::Unknown {
             return;
@@ -120,13 +120,7 @@ impl Store {
     }
 
     /// A status file (SPEC W6) found in `<cwd>/.claude/`, or `None` when it is gone.
-    pub fn status_file(
-        &mut self,
-        id: &SessionId,
-        cwd: &str,
-        report: Option<StatusReport>,
-        now: Timestamp,
-    ) -> Vec<StoreEvent> {
+    pub fn status_file(&mut self, id: &SessionId, cwd: &str, report: Option<StatusReport>, now: Now) -> Changes {
         match report {
             Some(r) => {
                 self.status_files.insert(id.clone(), (cwd.to_owned(), r));
@@ -139,7 +133,7 @@ impl Store {
         }
         let mut events = Vec::new();
         self.refresh(id, now, &mut events);
-        events
+        self.changes(events)
     }
 
     /// Has the session's file a conversation of its own (not a successor's opening)?
@@ -149,7 +143,7 @@ impl Store {
 
     /// After a read: a file that begins like a successor is matched, after a grace
     /// period for the hooks and the registry to name its terminal.
-    pub(super) fn consider_chain(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+    pub(super) fn consider_chain(&mut self, id: &SessionId, now: Now, events: &mut Vec<StoreEvent>) {
         if self.pending_markers.contains_key(id) {
             self.settle_marker(id, now, events);
         }
@@ -160,7 +154,7 @@ impl Store {
         match e.facts.birth {
             Birth::Clear | Birth::Compacted => {
                 if !self.chain_checks.iter().any(|(_, c)| c == id) {
-                    self.chain_checks.push((now.plus(CHAIN_GRACE), id.clone()));
+                    self.chain_checks.push((now.mono.plus(CHAIN_GRACE), id.clone()));
                 }
             }
             Birth::Fresh => {
@@ -172,7 +166,7 @@ impl Store {
 
     /// Matches a successor-looking file by what the files (and whatever hooks and the
     /// registry told meanwhile) say.
-    pub(super) fn check_chain(&mut self, id: &SessionId, now: Timestamp, events: &mut Vec<StoreEvent>) {
+    pub(super) fn check_chain(&mut self, id: &SessionId, now: Now, events: &mut Vec<StoreEvent>) {
         if self.chain_checked.contains(id) || self.chains.link_into(id).is_some() {
             return;
         }
@@ -192,7 +186,7 @@ impl Store {
 
     /// The end of the initial index: every successor-looking file is matched, oldest
     /// first, so "not superseded" means what it meant at the time.
-    pub fn end_bulk(&mut self, now: Timestamp) -> Vec<StoreEvent> {
+    pub fn end_bulk(&mut self, now: Now) -> Changes {
         self.bulk = false;
         let mut events = Vec::new();
         let pending: Vec<SessionId> = self.pending_markers.keys().cloned().collect();
@@ -214,7 +208,7 @@ impl Store {
             self.check_chain(&id, now, &mut events);
         }
         self.rows_for_live_sessions(now, &mut events);
-        events
+        self.changes(events)
     }
 
     /// The session `id` (started at `started`, in `cwd`) replaces, by SPEC C2.
@@ -282,7 +276,7 @@ impl Store {
         successor: SessionId,
         reason: LinkReason,
         at: Timestamp,
-        now: Timestamp,
+        now: Now,
         events: &mut Vec<StoreEvent>,
     ) {
         let link = Link { predecessor, successor, reason, at };
@@ -350,7 +344,7 @@ impl Store {
             if e.partial {
                 continue;
             }
-            let Some(tail) = e.tail.state() else { continue };
+            let Some(tail) = e.tail.state else { continue };
             batch.sessions.push(PersistedSession {
                 location: e.location.clone(),
                 tail,

@@ -93,29 +93,25 @@ impl Store {
     /// Replaces what the registry of `root` says, as read ([`crate::registry::read`]):
     /// whether it can be read, the entries whose processes are alive, and the sessions
     /// that run in another pid namespace.
-    pub fn set_registry_snapshot(
-        &mut self,
-        root: &Path,
-        snapshot: crate::registry::Snapshot,
-        now: Timestamp,
-    ) -> Vec<StoreEvent> {
+    pub fn set_registry_snapshot(&mut self, root: &Path, snapshot: crate::registry::Snapshot, now: Now) -> Changes {
         let mut events = Vec::new();
-        if self.reach.update(root, snapshot.readable, snapshot.foreign, now) {
+        if self.reach.update(root, snapshot.readable, snapshot.foreign, now.wall) {
             // Only recent sessions can read otherwise: an older one is idle either way.
             let idle = self.timeouts.idle;
             let ids: Vec<SessionId> = self
                 .entries
                 .values()
                 .filter(|e| e.location.root == root)
-                .filter(|e| e.facts.last_activity.is_some_and(|a| a.plus(idle) > now))
+                .filter(|e| e.facts.last_activity.is_some_and(|a| a.plus(idle) > now.wall))
                 .map(|e| e.location.session_id.clone())
                 .collect();
             for id in ids {
                 self.refresh(&id, now, &mut events);
             }
         }
-        events.extend(self.set_registry(root, snapshot.alive, now));
-        events
+        let mut changes = self.changes(events);
+        changes.add(self.set_registry(root, snapshot.alive, now));
+        changes
     }
 
     /// The entries of `root` found alive at its last read.

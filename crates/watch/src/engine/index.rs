@@ -1,0 +1,171 @@
+//! The start-up: a first roster (from the fleet database, else from both ends of every
+//! file), then the full read, on the blocking pool; the actor adopts each part as it comes
+//! and starts following changes once the last is in.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use mimesis_core::chain::Link;
+
+use super::persist::load_persisted;
+use super::{Actor, EngineConfig, Follow, Phase};
+use crate::scan;
+use crate::store::{Changes, IndexedFile};
+use crate::tail::FileTail;
+
+/// Full reads handed to the engine at once while the index runs.
+const INDEX_PART: usize = 512;
+
+/// Indexes the roots of `config` on the blocking pool, handing each part to `send`.
+pub(super) fn spawn(config: &EngineConfig, send: impl Fn(IndexMsg) + Send + 'static) {
+    let roots = config.roots.clone();
+    let archive = config.archive.clone();
+    let follow = config.follow;
+    let clock = config.clock.clone();
+    tokio::task::spawn_blocking(move || {
+        // A quick first roster, then the exact one: only the full read counts usage
+        // and compactions, and only it leaves each file at a reading position. With
+        // a fleet database both come from it: its rows at once, then each file read
+        // on from where the last run stopped.
+        let t0 = clock.mono();
+        let (persisted, links) = match &archive {
+            Some(archive) => load_persisted(archive.as_ref(), &roots),
+            None => (Vec::new(), Vec::new()),
+        };
+        if archive.is_some() {
+            tracing::info!(sessions = persisted.len(), links = links.len(), elapsed = ?clock.mono().since(t0),
+                "loaded the fleet database");
+        }
+        if follow == Follow::SupervisedOnly {
+            send(IndexMsg::Restored(Vec::new(), links));
+            send(IndexMsg::Peeked(Vec::new()));
+            send(IndexMsg::Done(Vec::new()));
+        } else if persisted.is_empty() {
+            send(IndexMsg::Restored(Vec::new(), links));
+            send(IndexMsg::Peeked(scan::peek(&roots)));
+            // In parts: every read file need not wait in memory for the last one.
+            let mut part = Vec::new();
+            scan::index_each(&roots, |f| {
+                part.push(f);
+                if part.len() == INDEX_PART {
+                    send(IndexMsg::Part(std::mem::take(&mut part)));
+                }
+            });
+            send(IndexMsg::Done(part));
+        } else {
+            // A file unchanged since the last run is ready as stored: it is in the first
+            // roster complete, and neither read nor copied again. The others are shown
+            // from the database (provisional) until they are read on.
+            let (unchanged, changed) = scan::split_unchanged(persisted);
+            let done: HashSet<PathBuf> = unchanged.iter().map(|f| f.location.path.clone()).collect();
+            // The provisional ones first: every session is known when the complete
+            // ones are adopted (and their chains considered).
+            let mut first: Vec<IndexedFile> = changed
+                .iter()
+                .map(|p| IndexedFile {
+                    location: p.location.clone(),
+                    tail: FileTail::new(PathBuf::new()),
+                    facts: p.facts.clone(),
+                    partial: true,
+                    peeked: false,
+                    as_stored: false,
+                })
+                .collect();
+            first.extend(unchanged);
+            send(IndexMsg::Restored(first, links));
+            send(IndexMsg::Done(scan::index_resuming(&roots, changed, &done)));
+        }
+    });
+}
+
+/// What the index thread hands over (engine/index.rs).
+pub(super) enum IndexMsg {
+    /// The first roster from the fleet database, with the chain links it kept.
+    Restored(Vec<IndexedFile>, Vec<Link>),
+    /// The first roster: every transcript read at both ends only.
+    Peeked(Vec<IndexedFile>),
+    /// Full reads, as they finish (a big roster fills in while the rest is read).
+    Part(Vec<IndexedFile>),
+    /// The last full reads: the index is done.
+    Done(Vec<IndexedFile>),
+}
+
+impl Actor {
+    pub(super) fn index_message(&mut self, msg: IndexMsg) {
+        match msg {
+            IndexMsg::Restored(files, links) => {
+                self.store.restore_links(links);
+                let total = files.len();
+                // Those found unchanged are complete already.
+                let complete = files.iter().filter(|f| !f.partial).count();
+                self.out.progress.send_modify(|p| {
+                    p.done += complete;
+                    p.total = p.total.max(total);
+                });
+                if !files.is_empty() {
+                    self.adopt(files);
+                    self.poll_registry();
+                    let _ = self.out.ready.send(Phase::Peeked);
+                }
+            }
+            IndexMsg::Peeked(files) => {
+                let total = files.len();
+                self.out.progress.send_modify(|p| p.total = p.total.max(total));
+                self.adopt(files);
+                // Liveness and "waiting for approval" come from the registry: part of the
+                // first roster too.
+                self.poll_registry();
+                let _ = self.out.ready.send(Phase::Peeked);
+            }
+            IndexMsg::Part(files) => {
+                let n = files.len();
+                self.out.progress.send_modify(|p| {
+                    p.done += n;
+                    p.total = p.total.max(p.done);
+                });
+                self.adopt(files);
+            }
+            IndexMsg::Done(files) => {
+                let n = files.len();
+                let now = self.clock.both();
+                let mut events = Changes::default();
+                for f in files {
+                    events.add(self.store.adopt(f, now));
+                }
+                events.add(self.store.drop_partial());
+                self.publish(events);
+                self.indexing = false;
+                self.out.progress.send_modify(|p| {
+                    p.done += n;
+                    p.total = p.total.max(p.done);
+                    p.indexing = false;
+                });
+                self.poll_registry();
+                self.after_index();
+                let _ = self.out.ready.send(Phase::Indexed);
+            }
+        }
+    }
+
+    fn adopt(&mut self, files: Vec<IndexedFile>) {
+        let now = self.clock.both();
+        let mut events = Changes::default();
+        for f in files {
+            events.add(self.store.adopt(f, now));
+        }
+        self.publish(events);
+    }
+
+    /// After the initial index: hook events, markers and status files, then the chains
+    /// the files alone show; then notifications start.
+    fn after_index(&mut self) {
+        let now = self.clock.both();
+        self.read_spool();
+        let events = self.store.end_bulk(now);
+        self.publish(events);
+        self.ensure_cwd_watches();
+        self.alerts.attention.baseline(&self.store.snapshot());
+        self.alerts.armed = true;
+        self.update_attention();
+    }
+}
