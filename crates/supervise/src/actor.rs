@@ -909,7 +909,7 @@ mod tests {
             clock: Arc<dyn Clock>,
             fake: Option<FakeTerminals>,
         ) -> Arc<TestHost> {
-            let ledger = Arc::new(mimesis_fleetdb::ledger::FileLedger::new(dir.join("data")));
+            let ledger = Arc::new(crate::test_ledger::MemoryLedger::default());
             let mut config = SupervisorConfig::new(dir.join("claude"), ledger);
             config.agent = agent;
             config.clock = clock.clone();
