@@ -397,7 +397,7 @@ impl TimelineBuilder {
         let blocks: &[Block<'_>] = match content {
             Content::Blocks(b) => b,
             Content::Text(t) => {
-                one = [Block { bare: Some(t.clone()), ..Block::default() }];
+                one = [Block::bare(t.clone())];
                 &one
             }
             Content::Object(v) => {
@@ -487,14 +487,14 @@ impl TimelineBuilder {
         let blocks: &[Block<'_>] = match content {
             Content::Blocks(b) => b,
             Content::Text(t) => {
-                one = [Block { bare: Some(t.clone()), ..Block::default() }];
+                one = [Block::bare(t.clone())];
                 &one
             }
             _ => &[],
         };
         for b in blocks {
             let item = match b.kind.get() {
-                None => b.bare.as_ref().map(|t| TimelineItem::AssistantText {
+                None => b.timeline_fields().bare.as_ref().map(|t| TimelineItem::AssistantText {
                     uuid: ids.next(),
                     timestamp: ts,
                     text: t.to_string(),
@@ -509,7 +509,7 @@ impl TimelineBuilder {
                 Some("thinking") => Some(TimelineItem::Thinking {
                     uuid: ids.next(),
                     timestamp: ts,
-                    text: b.thinking.get().unwrap_or("").to_owned(),
+                    text: b.timeline_fields().thinking.get().unwrap_or("").to_owned(),
                     redacted: false,
                 }),
                 Some("redacted_thinking") => Some(TimelineItem::Thinking {
@@ -523,7 +523,7 @@ impl TimelineBuilder {
                     timestamp: ts,
                     tool_use_id: b.id.get().unwrap_or("").to_owned(),
                     tool: b.name.get().unwrap_or("tool").to_owned(),
-                    input: b.input_value.clone().unwrap_or(Value::Null),
+                    input: b.timeline_fields().input.clone().unwrap_or(Value::Null),
                     result: None,
                 }),
                 Some("web_search_tool_result") => {
@@ -532,7 +532,7 @@ impl TimelineBuilder {
                         && let TimelineItem::ToolCall { result, .. } = &mut self.items[i]
                     {
                         *result = Some(ToolResult {
-                            content: b.content.as_ref().map(|c| c.to_string()).unwrap_or_default(),
+                            content: b.timeline_fields().content.as_ref().map(|c| c.to_string()).unwrap_or_default(),
                             is_error: false,
                             timestamp: ts,
                         });

@@ -153,20 +153,30 @@ pub struct Block<'a> {
     pub is_error: LBool,
     #[serde(borrow)]
     pub input: LMap<ToolInput<'a>>,
-    /// The rest is read for the timeline only ([`TimelineBlock`]): thinking text, a tool
-    /// reference's name, the whole input, a tool result's content, and the text of an
-    /// element that is a bare string.
+    /// What only the timeline reads ([`TimelineBlock`]), boxed so that the roster's blocks
+    /// stay small.
     #[serde(skip)]
+    pub timeline: Option<Box<TimelineBlockFields<'a>>>,
+}
+
+/// What only the timeline reads of a content block.
+#[derive(Debug, Default)]
+pub struct TimelineBlockFields<'a> {
+    /// A thinking block's text.
     pub thinking: LStr<'a>,
-    #[serde(skip)]
+    /// A tool reference's tool.
     pub tool_name: LStr<'a>,
-    #[serde(skip)]
-    pub input_value: Option<serde_json::Value>,
-    #[serde(skip)]
+    /// A tool call's input, whole.
+    pub input: Option<serde_json::Value>,
+    /// A tool result's content, whole.
     pub content: Option<serde_json::Value>,
-    #[serde(skip)]
+    /// The text of an element that is a bare string.
     pub bare: Option<Cow<'a, str>>,
 }
+
+/// What a block read for the roster has of [`TimelineBlockFields`].
+const NO_TIMELINE_BLOCK_FIELDS: TimelineBlockFields<'static> =
+    TimelineBlockFields { thinking: LStr(None), tool_name: LStr(None), input: None, content: None, bare: None };
 
 /// An element of a content list, read whole for the timeline: an object as a [`Block`]
 /// with every field the timeline shows, a string as [`Block::bare`], anything else as an
@@ -196,10 +206,10 @@ impl<'de> Visitor<'de> for TimelineBlock {
                 "text" => b.text = map.next_value()?,
                 "tool_use_id" => b.tool_use_id = map.next_value()?,
                 "is_error" => b.is_error = map.next_value()?,
-                "thinking" => b.thinking = map.next_value()?,
-                "tool_name" => b.tool_name = map.next_value()?,
-                "input" => b.input_value = Some(map.next_value()?),
-                "content" => b.content = Some(map.next_value()?),
+                "thinking" => b.timeline.get_or_insert_default().thinking = map.next_value()?,
+                "tool_name" => b.timeline.get_or_insert_default().tool_name = map.next_value()?,
+                "input" => b.timeline.get_or_insert_default().input = Some(map.next_value()?),
+                "content" => b.timeline.get_or_insert_default().content = Some(map.next_value()?),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -208,13 +218,13 @@ impl<'de> Visitor<'de> for TimelineBlock {
         Ok(b)
     }
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Block { bare: Some(Cow::Borrowed(v)), ..Block::default() })
+        Ok(Block::bare(Cow::Borrowed(v)))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Block { bare: Some(Cow::Owned(v.to_owned())), ..Block::default() })
+        Ok(Block::bare(Cow::Owned(v.to_owned())))
     }
     fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Block { bare: Some(Cow::Owned(v)), ..Block::default() })
+        Ok(Block::bare(Cow::Owned(v)))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Self::Value, A::Error> {
         drain_seq(s).map(|_| Block::default())
@@ -223,6 +233,17 @@ impl<'de> Visitor<'de> for TimelineBlock {
 }
 
 impl<'a> Block<'a> {
+    /// An element that is a bare string.
+    pub fn bare(text: Cow<'a, str>) -> Block<'a> {
+        let fields = TimelineBlockFields { bare: Some(text), ..TimelineBlockFields::default() };
+        Block { timeline: Some(Box::new(fields)), ..Block::default() }
+    }
+
+    /// What the timeline reads of it (all absent for a block read for the roster).
+    pub fn timeline_fields(&self) -> &TimelineBlockFields<'a> {
+        self.timeline.as_deref().unwrap_or(&NO_TIMELINE_BLOCK_FIELDS)
+    }
+
     /// An object read as a block, for the timeline (a content that is one object).
     pub fn of_value(v: &'a serde_json::Value) -> Block<'a> {
         TimelineBlock.deserialize(v).unwrap_or_default()
@@ -235,14 +256,14 @@ impl<'a> Block<'a> {
             Some("text") => self.text.get().map(str::to_owned),
             Some("image") => Some("[image]".to_owned()),
             Some("document") => Some("[document]".to_owned()),
-            Some("tool_reference") => self.tool_name.get().map(|n| format!("[tool {n}]")),
-            _ => self.bare.as_deref().map(str::to_owned),
+            Some("tool_reference") => self.timeline_fields().tool_name.get().map(|n| format!("[tool {n}]")),
+            _ => self.timeline_fields().bare.as_deref().map(str::to_owned),
         }
     }
 
     /// A tool result's content as text ([`Content::text`]).
     pub fn content_text(&self) -> String {
-        self.content.as_ref().map(|c| Content::of_value(c).text()).unwrap_or_default()
+        self.timeline_fields().content.as_ref().map(|c| Content::of_value(c).text()).unwrap_or_default()
     }
 }
 
