@@ -3,7 +3,8 @@
 //! - the pure core crate has none of tokio, notify, rusqlite, portable-pty, vt100 or libc
 //!   among its normal dependencies (`cargo tree -e normal`);
 //! - the workspace's crates depend on one another in one direction (Cargo itself refuses
-//!   a cycle; this also checks each crate only uses the crates below it in the map);
+//!   a cycle; this also checks each crate only uses the crates below it in the map, in
+//!   its normal, dev and build dependencies alike, and that every crate is on a floor);
 //! - inside every crate, no module depends on another that depends back on it, directly
 //!   or through others. Modules are read from the sources: a `crate::a::b` or `super::x`
 //!   path is an edge to the deepest module it names; test code, and a parent's
@@ -36,17 +37,23 @@ fn the_core_crate_has_no_io_dependency() -> Result<()> {
     Ok(())
 }
 
-/// Which workspace crates each crate may use (normal dependencies), lowest layer first.
+/// Which workspace crates each crate may use, lowest floor first: core (pure) <- os <- the
+/// I/O crates, which never use one another <- wiring <- the faces, which reach the I/O
+/// crates only through wiring's re-exports. Test code keeps the same direction: a crate's
+/// dev-dependencies obey the same map (end-to-end tests that need several I/O crates at
+/// once are in tests/, the `mimesis-tests` crate, which is above everything).
 const LAYERS: &[(&str, &[&str])] = &[
-    ("core", &[]),
-    ("os", &["mimesis-core"]),
-    ("fleetdb", &["mimesis-core", "mimesis-os"]),
-    ("search", &["mimesis-core", "mimesis-os"]),
-    ("watch", &["mimesis-core", "mimesis-os"]),
-    ("supervise", &["mimesis-core", "mimesis-os"]),
-    ("hooks", &["mimesis-core", "mimesis-os"]),
+    ("crates/core", &[]),
+    ("crates/os", &["mimesis-core"]),
+    ("crates/fleetdb", IO),
+    ("crates/search", IO),
+    ("crates/watch", IO),
+    ("crates/supervise", IO),
+    ("crates/hooks", IO),
+    ("crates/remote", IO),
+    ("crates/approvals", IO),
     (
-        "wiring",
+        "crates/wiring",
         &[
             "mimesis-core",
             "mimesis-os",
@@ -55,25 +62,79 @@ const LAYERS: &[(&str, &[&str])] = &[
             "mimesis-watch",
             "mimesis-supervise",
             "mimesis-hooks",
+            "mimesis-remote",
+            "mimesis-approvals",
         ],
     ),
-    ("cli", &["mimesis-core", "mimesis-os", "mimesis-hooks", "mimesis-wiring"]),
+    ("crates/cli", FACE),
+    ("src-tauri", FACE),
 ];
 
+/// What an I/O crate may use.
+const IO: &[&str] = &["mimesis-core", "mimesis-os"];
+
+/// What a face may use.
+const FACE: &[&str] = &["mimesis-core", "mimesis-os", "mimesis-wiring"];
+
+/// The workspace crates a manifest names in each of its dependency tables (normal, dev,
+/// build, and the per-target ones), as `(table, crate)`.
+fn workspace_deps(manifest: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut table: Option<String> = None;
+    for line in manifest.lines().map(str::trim) {
+        if let Some(header) = line.strip_prefix('[') {
+            let header = header.trim_end_matches(']');
+            table = header.ends_with("dependencies").then(|| header.to_owned());
+            continue;
+        }
+        let Some(table) = &table else { continue };
+        let name = line.split(['.', '=', ' ']).next().unwrap_or("").trim();
+        if name.starts_with("mimesis-") {
+            out.push((table.clone(), name.to_owned()));
+        }
+    }
+    out
+}
+
 #[test]
-fn each_crate_uses_only_the_layers_below_it() -> Result<()> {
+fn each_crate_uses_only_the_layers_below_it_in_code_and_in_tests() -> Result<()> {
+    let members: BTreeSet<String> = std::fs::read_dir(workspace().join("crates"))?
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").exists())
+        .map(|e| format!("crates/{}", e.file_name().to_string_lossy()))
+        .collect();
+    for m in &members {
+        ensure!(
+            m == "crates/standin" || LAYERS.iter().any(|(dir, _)| dir == m),
+            "{m} is on no floor: add it to LAYERS (and README \"Architecture\")"
+        );
+    }
     for (dir, allowed) in LAYERS {
-        let manifest = std::fs::read_to_string(workspace().join("crates").join(dir).join("Cargo.toml"))?;
-        let deps = manifest.split("[dependencies]").nth(1).context("a [dependencies] table")?;
-        let deps = deps.split("\n[").next().unwrap_or(deps);
-        for line in deps.lines() {
-            let name = line.split(['.', '=', ' ']).next().unwrap_or("").trim();
-            if name.starts_with("mimesis-") {
-                ensure!(allowed.contains(&name), "crates/{dir} depends on {name}, which is not below it");
-            }
+        let manifest = std::fs::read_to_string(workspace().join(dir).join("Cargo.toml"))?;
+        let deps = workspace_deps(&manifest);
+        ensure!(manifest.contains("[dependencies]"), "{dir}: a [dependencies] table");
+        for (table, name) in deps {
+            ensure!(allowed.contains(&name.as_str()), "{dir} uses {name} in [{table}], which is not below it");
         }
     }
     Ok(())
+}
+
+#[test]
+fn the_dependency_reader_reads_every_table() {
+    let manifest = "[package]\nname = \"x\"\n[dependencies]\nmimesis-core.workspace = true\nserde = \"1\"\n\
+                    [dev-dependencies]\nmimesis-watch = { workspace = true }\n\
+                    [target.'cfg(unix)'.dependencies]\nmimesis-os.workspace = true\n[features]\nmimesis-x = []\n";
+    let deps = workspace_deps(manifest);
+    let names: Vec<(&str, &str)> = deps.iter().map(|(t, n)| (t.as_str(), n.as_str())).collect();
+    assert_eq!(
+        names,
+        [
+            ("dependencies", "mimesis-core"),
+            ("dev-dependencies", "mimesis-watch"),
+            ("target.'cfg(unix)'.dependencies", "mimesis-os")
+        ]
+    );
 }
 
 /// The module a source file defines: `src/supervision/policy.rs` → `supervision::policy`.

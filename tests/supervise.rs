@@ -789,3 +789,51 @@ async fn the_settings_in_effect_name_the_overrides_and_their_source() -> Result<
     s.shutdown().await;
     Ok(())
 }
+
+/// The fleet database's ledger (mimesis-fleetdb) under the supervisor's cleaning
+/// (mimesis-supervise): an older run that recorded its processes in files is cleaned too.
+#[test]
+fn the_database_ledger_cleans_orphans_an_older_run_recorded_in_files() -> Result<()> {
+    use mimesis_core::supervision::fleet;
+    use mimesis_core::supervision::ledger::{Owner, ProcessRecord};
+    use mimesis_fleetdb::ledger::{FileLedger, open};
+    use mimesis_os::procs;
+    let d = tempfile::tempdir()?;
+    let dead_owner = Owner { pid: 999_998, start_ticks: 3, boot_id: procs::boot_id() };
+    let mark = fleet::owner_mark(dead_owner.pid, dead_owner.start_ticks);
+    let mut orphan = std::process::Command::new("sleep").arg("300").env(fleet::OWNER_ENV, mark).spawn()?;
+    // Right after a spawn, /proc can still show the parent's command line, or none.
+    let mine = procs::cmdline(std::process::id()).unwrap_or_default();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let cmdline = loop {
+        let c = procs::cmdline(orphan.id()).unwrap_or_default();
+        if !c.is_empty() && c != mine {
+            break c;
+        }
+        ensure!(std::time::Instant::now() < deadline, "the child's command line never showed");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let record = ProcessRecord {
+        session_id: SessionId::parse("s1")?,
+        cwd: "/p".into(),
+        pid: orphan.id(),
+        start_ticks: procs::start_ticks(orphan.id()).unwrap_or(0),
+        cmdline,
+        boot_id: procs::boot_id(),
+        started_at: mimesis_core::clock::Timestamp::from_millis(0),
+    };
+    FileLedger::new(d.path()).save(&dead_owner, &[record])?;
+    let ledger = open(d.path());
+    ensure!(d.path().join(FILE_NAME).exists(), "the fleet database holds the ledger");
+    ensure!(ledger.load()?.len() == 1, "the file's records are read too");
+    let report = mimesis_supervise::cleanup::clean_previous_runs(
+        ledger.as_ref(),
+        &mimesis_os::owner::me(),
+        Duration::from_secs(2),
+    )?;
+    ensure!(report.killed == [orphan.id()], "{report:?}");
+    ensure!(orphan.wait()?.code().is_none(), "killed by a signal");
+    ensure!(ledger.load()?.is_empty());
+    ensure!(std::fs::read_dir(d.path().join("supervised"))?.count() == 0, "the old file is gone");
+    Ok(())
+}

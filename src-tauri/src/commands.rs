@@ -9,11 +9,11 @@ use std::sync::Mutex;
 use mimesis_core::approval::{Behavior, Pending, Via};
 use mimesis_core::settings::{FieldError, SetOutcome, Settings};
 use mimesis_core::{SessionId, TimelineItem};
-use mimesis_hooks::install::HookStatus;
-use mimesis_watch::{Snapshot, TimelinePage};
 use mimesis_wiring::approvals::Target;
 use mimesis_wiring::doctor::DoctorReport;
+use mimesis_wiring::hooks::install::HookStatus;
 use mimesis_wiring::{Mimesis, demo};
+use mimesis_wiring::{Snapshot, TimelinePage};
 use serde::Serialize;
 
 use tauri::Manager;
@@ -167,11 +167,11 @@ pub struct Prepared {
 /// What follows a snapshot to the page: the store's events and progress, subscribed before
 /// it was taken, and (held) other machines' changes.
 pub struct Follow {
-    rx: tokio::sync::broadcast::Receiver<std::sync::Arc<mimesis_watch::Envelope>>,
-    progress: tokio::sync::watch::Receiver<mimesis_watch::engine::IndexProgress>,
+    rx: tokio::sync::broadcast::Receiver<std::sync::Arc<mimesis_wiring::Envelope>>,
+    progress: tokio::sync::watch::Receiver<mimesis_wiring::IndexProgress>,
     remote: Option<tokio::sync::broadcast::Receiver<mimesis_wiring::remote::HubEvent>>,
     /// The snapshot's seq and progress.
-    at: (u64, mimesis_watch::engine::IndexProgress),
+    at: (u64, mimesis_wiring::IndexProgress),
 }
 
 /// Makes the launch's roster as soon as the first index is done, while WebKit starts and
@@ -489,7 +489,7 @@ pub async fn hooks_status(state: tauri::State<'_, AppState>) -> CmdResult<Vec<Ho
 pub async fn hooks_install(state: tauri::State<'_, AppState>) -> CmdResult<Vec<HookStatus>> {
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot tell where Mimesis is installed, so no hook was written: {e}"))?;
-    let program = mimesis_hooks::install::hook_program(&exe);
+    let program = mimesis_wiring::hooks::install::hook_program(&exe);
     blocking(&state, move |e| e.hooks_install(&program)).await?
 }
 

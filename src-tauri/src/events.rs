@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use mimesis_core::{SessionId, TimelineItem};
-use mimesis_watch::Engine;
-use mimesis_watch::engine::{IndexProgress, IndexedItem};
+use mimesis_wiring::Engine;
+use mimesis_wiring::{IndexProgress, IndexedItem};
 use serde::Serialize;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 use tokio::sync::broadcast::error::RecvError;
@@ -40,7 +40,7 @@ impl IpcItem {
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Clone)]
 pub(crate) struct StoreBatch {
-    events: Vec<Arc<mimesis_watch::Envelope>>,
+    events: Vec<Arc<mimesis_wiring::Envelope>>,
 }
 
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -78,7 +78,7 @@ fn ipc_indexed(i: &IndexedItem) -> IpcIndexed {
 /// and the page called its roster complete while a thousand sessions were still on their way.
 pub async fn forward_store<R: Runtime>(
     app: AppHandle<R>,
-    rx: tokio::sync::broadcast::Receiver<Arc<mimesis_watch::Envelope>>,
+    rx: tokio::sync::broadcast::Receiver<Arc<mimesis_wiring::Envelope>>,
     progress: tokio::sync::watch::Receiver<IndexProgress>,
     snapshot: (u64, IndexProgress),
 ) {
@@ -102,7 +102,7 @@ pub async fn forward_store<R: Runtime>(
 /// What the store forwarder sends the page, in this order.
 #[derive(Debug)]
 pub(crate) enum Out {
-    Events(Vec<Arc<mimesis_watch::Envelope>>),
+    Events(Vec<Arc<mimesis_wiring::Envelope>>),
     /// The first index ended: sent once, after every event published before it.
     Indexed(IndexProgress),
     /// The page fell behind: it must read a new snapshot.
@@ -114,13 +114,13 @@ pub(crate) enum Out {
 /// is what that snapshot said: the end is still to be said only then, and a change made
 /// since the subscription (even before this starts) is seen.
 pub(crate) async fn store_stream(
-    mut rx: tokio::sync::broadcast::Receiver<Arc<mimesis_watch::Envelope>>,
+    mut rx: tokio::sync::broadcast::Receiver<Arc<mimesis_wiring::Envelope>>,
     mut progress: tokio::sync::watch::Receiver<IndexProgress>,
     after: u64,
     mut indexing: bool,
     mut send: impl FnMut(Out),
 ) {
-    let mut pending: Vec<Arc<mimesis_watch::Envelope>> = Vec::new();
+    let mut pending: Vec<Arc<mimesis_wiring::Envelope>> = Vec::new();
     loop {
         tokio::select! {
             biased;
@@ -165,9 +165,9 @@ pub(crate) async fn store_stream(
 
 /// Moves what the channel holds now (after `after`) to `into`, up to a batch.
 fn drain(
-    rx: &mut tokio::sync::broadcast::Receiver<Arc<mimesis_watch::Envelope>>,
+    rx: &mut tokio::sync::broadcast::Receiver<Arc<mimesis_wiring::Envelope>>,
     after: u64,
-    into: &mut Vec<Arc<mimesis_watch::Envelope>>,
+    into: &mut Vec<Arc<mimesis_wiring::Envelope>>,
 ) {
     while into.len() < BATCH_MAX {
         match rx.try_recv() {
@@ -284,9 +284,9 @@ mod tests {
     use super::*;
     use mimesis_core::session::StoreEvent;
 
-    fn removed(seq: u64) -> Arc<mimesis_watch::Envelope> {
+    fn removed(seq: u64) -> Arc<mimesis_wiring::Envelope> {
         let session_id = SessionId::parse(&format!("00000000-0000-4000-8000-{seq:012}")).unwrap();
-        Arc::new(mimesis_watch::Envelope { seq, event: StoreEvent::Removed { session_id } })
+        Arc::new(mimesis_wiring::Envelope { seq, event: StoreEvent::Removed { session_id } })
     }
 
     fn seqs(out: &[Out]) -> Vec<String> {
@@ -303,7 +303,7 @@ mod tests {
 
     /// A store forwarder on these channels, its output collected.
     fn forwarder(
-        rx: tokio::sync::broadcast::Receiver<Arc<mimesis_watch::Envelope>>,
+        rx: tokio::sync::broadcast::Receiver<Arc<mimesis_wiring::Envelope>>,
         prx: tokio::sync::watch::Receiver<IndexProgress>,
         after: u64,
         indexing: bool,

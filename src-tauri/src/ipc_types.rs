@@ -35,14 +35,14 @@ use mimesis_core::supervision::view::{
 };
 use mimesis_core::timeline::ToolResult;
 use mimesis_core::{PendingTool, Status, StoreEvent, TimelineItem, TrackedSession, Usage};
-use mimesis_fleetdb::{DbHealth, DbStats};
-use mimesis_hooks::install::HookStatus;
-use mimesis_supervise::metrics::Publisher;
-use mimesis_watch::engine::{Envelope, IndexProgress, RootInfo};
 use mimesis_wiring::doctor::{
     ClaudeCodeReport, DoctorReport, RootReport, SpoolReport, SupervisionReport, SupervisorReport, WatcherReport,
 };
+use mimesis_wiring::hooks::install::HookStatus;
+use mimesis_wiring::metrics::Publisher;
 use mimesis_wiring::remote::HostInfo;
+use mimesis_wiring::{DbHealth, DbStats};
+use mimesis_wiring::{Envelope, IndexProgress, RootInfo};
 use mimesis_wiring::{InEffect, Override};
 
 use crate::commands::{DoctorView, IpcPage, RosterSnapshot};
@@ -812,7 +812,7 @@ fn samples() -> Vec<Sample> {
     sample(&mut out, "storeBatch", "StoreBatch", &serde_json::json!({ "events": envelopes }));
     let items = sample_items();
     sample(&mut out, "items", "TimelineItem[]", &items);
-    let page = IpcPage::from(mimesis_watch::engine::TimelinePage {
+    let page = IpcPage::from(mimesis_wiring::TimelinePage {
         session_id: id("s1"),
         total: items.len(),
         start: 0,
@@ -855,7 +855,7 @@ fn samples() -> Vec<Sample> {
     sample(&mut out, "hosts", "HostInfo[]", &hosts);
     // The snapshot flattens the engine's; another machine's rows are keyed by the hub.
     let roster = RosterSnapshot {
-        snapshot: mimesis_watch::Snapshot {
+        snapshot: mimesis_wiring::Snapshot {
             seq: 9,
             sessions: vec![bare.clone()],
             roots: vec![RootInfo { path: "/r".into(), exists: true, session_count: 1 }],

@@ -156,7 +156,7 @@ fn main() {
     // Claude Code runs this for every hook event: fast, silent, never failing.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|a| a == "hook") {
-        mimesis_hooks::run_hook(&args[2..]);
+        mimesis_wiring::hooks::run_hook(&args[2..]);
         std::process::exit(0);
     }
 

@@ -22,7 +22,7 @@ use mimesis_core::SessionId;
 use mimesis_core::approval::{Behavior, Pending, Via};
 use mimesis_core::attention::{BURST_ALONE, BURST_WINDOW, Coalesced, Coalescer, NotificationKind};
 use mimesis_core::dialog::DialogKind;
-use mimesis_watch::Engine;
+use mimesis_wiring::Engine;
 use mimesis_wiring::Mimesis;
 use mimesis_wiring::approvals::Target;
 use tauri::{AppHandle, Manager, Runtime};

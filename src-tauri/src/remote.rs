@@ -69,7 +69,7 @@ pub(crate) struct Changed {
     item: IpcItem,
 }
 
-async fn forward<R: Runtime>(app: AppHandle<R>, hub: Hub, open: Open, engine: mimesis_watch::Engine) {
+async fn forward<R: Runtime>(app: AppHandle<R>, hub: Hub, open: Open, engine: mimesis_wiring::Engine) {
     let mut rx = hub.subscribe();
     loop {
         match rx.recv().await {
@@ -175,7 +175,7 @@ pub async fn host_retry(state: tauri::State<'_, RemoteState>, host: String) -> R
 pub async fn host_install(state: tauri::State<'_, RemoteState>, host: String) -> Result<(), String> {
     let dest = Destination::parse(&host)?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot tell where Mimesis is installed: {e}"))?;
-    let cli = mimesis_hooks::install::hook_program(&exe);
+    let cli = mimesis_wiring::hooks::install::hook_program(&exe);
     if cli == exe {
         return Err("the mimesis command is not installed next to the app, so there is nothing to copy".into());
     }

@@ -15,7 +15,7 @@ use mimesis_core::approval::{Behavior, Pending, Via};
 use mimesis_core::attention::{AttentionSet, NotificationKind};
 use mimesis_core::text::clean_text;
 use mimesis_core::{SessionId, Status, StoreEvent, TrackedSession};
-use mimesis_watch::Engine;
+use mimesis_wiring::Engine;
 use mimesis_wiring::approvals::Target;
 use serde::Serialize;
 use tauri::image::Image;

@@ -21,8 +21,8 @@ use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use mimesis_core::approval::{Behavior, Decided, ToFace, Via};
 use mimesis_core::{Clock, SessionId, SystemClock, TrackedSession};
-use mimesis_hooks::{self as hooks, install};
 use mimesis_os::roots;
+use mimesis_wiring::hooks::{self, install};
 use mimesis_wiring::{Mimesis, Options, doctor, once};
 use term::Term;
 
@@ -632,7 +632,7 @@ const FACE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
 
 fn pending_cmd(data_dir: &std::path::Path, json: bool) -> anyhow::Result<()> {
-    let list = mimesis_hooks::approvals::list(data_dir, FACE_WAIT)?;
+    let list = mimesis_wiring::hooks::approvals::list(data_dir, FACE_WAIT)?;
     let mut out = Term::stdout();
     if json {
         term::json_line(&mut out, &list)?;
@@ -691,7 +691,7 @@ fn decide_cmd(
 ) -> anyhow::Result<()> {
     let msg = ToFace::Decide { target, behavior, message, answers: None, answers_in_order, via: Via::Cli };
     // A dialog's answer is typed into its screen and checked gone: that takes seconds.
-    let decided: Decided = mimesis_hooks::approvals::call(data_dir, &msg, ANSWER_WAIT)?;
+    let decided: Decided = mimesis_wiring::hooks::approvals::call(data_dir, &msg, ANSWER_WAIT)?;
     let mut out = Term::stdout();
     if json {
         term::json_line(&mut out, &decided)?;

@@ -458,7 +458,7 @@ impl SessionFacts {
                     self.user_text("[image]", ts);
                 }
             }
-            Content::None => {}
+            Content::None | Content::Object(_) | Content::Other(_) => {}
         }
     }
 
@@ -538,7 +538,7 @@ impl SessionFacts {
                     self.apply_assistant_block(b, ts, end_turn);
                 }
             }
-            Content::None => {}
+            Content::None | Content::Object(_) | Content::Other(_) => {}
         }
     }
 
@@ -804,7 +804,7 @@ fn first_text<'a>(c: &'a Content<'_>) -> Option<&'a str> {
     match c {
         Content::Text(t) => Some(t),
         Content::Blocks(b) => b.iter().find(|b| b.kind.get() == Some("text")).and_then(|b| b.text.get()),
-        Content::None => None,
+        Content::None | Content::Object(_) | Content::Other(_) => None,
     }
 }
 

@@ -8,7 +8,9 @@
 //!
 //! - [`clock`]: wall-clock [`Timestamp`]s, monotonic [`Mono`] instants, the injectable
 //!   [`Clock`]; [`ids`]: validated session ids; [`text`]: one-line text for a roster.
-//! - [`layout`]: where Claude Code keeps things inside a config root.
+//! - [`claude`]: Claude Code's formats in one place: [`layout`] (where it keeps things in a
+//!   config root), [`transcript`], [`registry`], [`hook_event`], [`dialog`], [`job`] and
+//!   [`daemon`], each also at its old path here.
 //! - [`transcript`]: one JSONL record, parsed leniently; [`json`]: the depth guard every
 //!   parse of outside JSON goes through; [`facts`]: records folded into what the roster
 //!   needs; [`timeline`]: the itemised history of one session.
@@ -29,22 +31,17 @@ pub mod answering;
 pub mod approval;
 pub mod attention;
 pub mod chain;
+pub mod claude;
 pub mod clock;
 pub mod cwd_files;
-pub mod daemon;
-pub mod dialog;
 pub mod facts;
 pub mod focus;
-pub mod hook_event;
 pub mod ids;
-pub mod job;
 pub mod json;
-pub mod layout;
 pub mod links;
 pub mod permissions;
 pub mod persist;
 pub mod pricing;
-pub mod registry;
 pub mod remote;
 pub mod search;
 pub mod session;
@@ -54,9 +51,11 @@ pub mod status;
 pub mod supervision;
 pub mod text;
 pub mod timeline;
-pub mod transcript;
 #[cfg(feature = "ts")]
 mod ts;
+
+// Claude Code's formats live in `claude`; their old paths stay for the crates above.
+pub use claude::{daemon, dialog, hook_event, job, layout, registry, transcript};
 
 pub use clock::{Clock, ManualClock, Mono, Now, SystemClock, Timestamp};
 pub use ids::SessionId;

@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::claude::transcript::{self, Block, Content, Record, TimelineLine};
 use crate::clock::Timestamp;
 use crate::text::clean_text;
 
@@ -240,6 +241,19 @@ fn shorten_value(v: &Value, max: usize, cut: &mut bool) -> Value {
     }
 }
 
+/// The ids of the items one record makes: its uuid, then `uuid#2`, `uuid#3`…
+struct ItemIds {
+    uuid: String,
+    n: usize,
+}
+
+impl ItemIds {
+    fn next(&mut self) -> String {
+        self.n += 1;
+        if self.n == 1 { self.uuid.clone() } else { format!("{}#{}", self.uuid, self.n) }
+    }
+}
+
 /// Builds a timeline line by line, attaching tool results to their calls.
 #[derive(Default)]
 pub struct TimelineBuilder {
@@ -252,33 +266,6 @@ pub struct TimelineBuilder {
     /// Items from outside the transcript (answers given from Mimesis), oldest first, not
     /// placed yet: each goes in before the first transcript item that is later than it.
     notes: std::collections::VecDeque<TimelineItem>,
-}
-
-pub(crate) fn text_of(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => {
-            let mut out = String::new();
-            for b in blocks {
-                let piece = match b.get("type").and_then(Value::as_str) {
-                    Some("text") => b.get("text").and_then(Value::as_str).map(str::to_owned),
-                    Some("image") => Some("[image]".to_owned()),
-                    Some("document") => Some("[document]".to_owned()),
-                    Some("tool_reference") => b.get("tool_name").and_then(Value::as_str).map(|n| format!("[tool {n}]")),
-                    _ => b.as_str().map(str::to_owned),
-                };
-                if let Some(p) = piece {
-                    if !out.is_empty() {
-                        out.push('\n');
-                    }
-                    out.push_str(&p);
-                }
-            }
-            out
-        }
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
 }
 
 /// The text inside `<tag>…</tag>`, or the whole string.
@@ -321,27 +308,12 @@ impl TimelineBuilder {
         if crate::transcript::skippable(line).is_some() {
             return;
         }
-        if crate::json::too_deep(line, crate::json::MAX_DEPTH) {
-            self.malformed += 1;
-            return;
+        let mut scratch = String::new();
+        match transcript::parse_timeline_line(line, &mut scratch) {
+            Ok(Some(record)) => self.push_parsed(&record, changed),
+            Ok(None) => {}
+            Err(_) => self.malformed += 1,
         }
-        let value: Value = match serde_json::from_slice(line) {
-            Ok(v) => v,
-            Err(_) => match std::str::from_utf8(line) {
-                Ok(_) => {
-                    self.malformed += 1;
-                    return;
-                }
-                Err(_) => match serde_json::from_str(&String::from_utf8_lossy(line)) {
-                    Ok(v) => v,
-                    Err(_) => {
-                        self.malformed += 1;
-                        return;
-                    }
-                },
-            },
-        };
-        self.push_record(&value, changed);
     }
 
     /// Adds items from outside the transcript; each is placed by its timestamp among the
@@ -373,13 +345,19 @@ impl TimelineBuilder {
         i
     }
 
-    /// Applies one parsed record.
+    /// Applies one record given as JSON (read with the same reader as a line).
     pub fn push_record(&mut self, r: &Value, changed: &mut Vec<usize>) {
-        let Some(obj) = r.as_object() else { return };
-        if obj.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+        if let Ok(TimelineLine(Some(record))) = TimelineLine::deserialize(r) {
+            self.push_parsed(&record, changed);
+        }
+    }
+
+    /// Applies one record, read by [`transcript::parse_timeline_line`].
+    pub fn push_parsed(&mut self, r: &Record<'_>, changed: &mut Vec<usize>) {
+        if r.is_sidechain.0 {
             return;
         }
-        let uuid = match obj.get("uuid").and_then(Value::as_str) {
+        let uuid = match r.uuid.get() {
             Some(u) => {
                 if !self.seen_uuids.insert(u.to_owned()) {
                     return; // replayed history
@@ -388,218 +366,241 @@ impl TimelineBuilder {
             }
             None => format!("line-{}", self.lines),
         };
-        let ts = obj.get("timestamp").and_then(Value::as_str).and_then(Timestamp::parse);
-        let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
-        let mut n = 0usize;
-        let mut next_uuid = || {
-            n += 1;
-            if n == 1 { uuid.clone() } else { format!("{uuid}#{n}") }
-        };
-        let message = obj.get("message");
-        let content = message.and_then(|m| m.get("content")).unwrap_or(&Value::Null);
-        match kind {
-            "user" => {
-                if obj.get("isMeta").and_then(Value::as_bool) == Some(true) {
-                    return;
-                }
-                if obj.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
-                    self.compact_summary(text_of(content), ts, next_uuid(), changed);
-                    return;
-                }
-                let blocks: Vec<&Value> = match content {
-                    Value::Array(b) => b.iter().collect(),
-                    other => vec![other],
-                };
-                let mut texts = Vec::new();
-                for b in blocks {
-                    match b.get("type").and_then(Value::as_str) {
-                        Some("tool_result") => {
-                            let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
-                            // What a command printed for a terminal, as text: its colours and
-                            // cursor moves (`␛[2m…`) are dropped.
-                            let result = ToolResult {
-                                content: crate::text::strip_ansi(&text_of(b.get("content").unwrap_or(&Value::Null))),
-                                is_error: b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
-                                timestamp: ts,
-                            };
-                            match self.tool_at.get(id) {
-                                Some(&i) => {
-                                    if let TimelineItem::ToolCall { result: slot, .. } = &mut self.items[i] {
-                                        *slot = Some(result);
-                                        changed.push(i);
-                                    }
-                                }
-                                None => {
-                                    let item = TimelineItem::System {
-                                        uuid: next_uuid(),
-                                        timestamp: ts,
-                                        subtype: "tool_result".into(),
-                                        text: result.content,
-                                    };
-                                    self.push(item, changed);
-                                }
-                            }
-                        }
-                        _ => texts.push(text_of(&Value::Array(vec![b.clone()]))),
-                    }
-                }
-                let text = texts.join("\n");
-                if !text.is_empty() {
-                    let item = self.user_text_item(text, ts, next_uuid());
-                    if let Some(item) = item {
-                        if let TimelineItem::Compaction { summary: Some(s), .. } = &item {
-                            self.compact_summary(s.clone(), ts, item.uuid().to_owned(), changed);
-                        } else if is_compact_command(&item) && self.items.last().is_some_and(is_compaction) {
-                            // 2.1.330 writes `/compact` after the boundary it caused: the
-                            // command goes first, the compaction moves after it.
-                            let at = self.items.len() - 1;
-                            let compaction = std::mem::replace(&mut self.items[at], item);
-                            changed.push(at);
-                            let i = self.push(compaction, changed);
-                            self.last_compaction = self.last_compaction.map(|_| i);
-                        } else {
-                            self.push(item, changed);
-                        }
-                    }
-                }
+        let mut ids = ItemIds { uuid, n: 0 };
+        let ts = r.timestamp.get().and_then(Timestamp::parse);
+        let message = r.message.0.as_ref();
+        let content = message.map_or(&Content::None, |m| &m.content);
+        match r.kind() {
+            "user" => self.user_record(r, content, ts, &mut ids, changed),
+            "assistant" => self.assistant_record(r, content, ts, &mut ids, changed),
+            "system" => self.system_record(r, ts, &mut ids, changed),
+            _ => {}
+        }
+    }
+
+    fn user_record(
+        &mut self,
+        r: &Record<'_>,
+        content: &Content<'_>,
+        ts: Option<Timestamp>,
+        ids: &mut ItemIds,
+        changed: &mut Vec<usize>,
+    ) {
+        if r.is_meta.0 {
+            return;
+        }
+        if r.is_compact_summary.0 {
+            self.compact_summary(content.text(), ts, ids.next(), changed);
+            return;
+        }
+        let one;
+        let blocks: &[Block<'_>] = match content {
+            Content::Blocks(b) => b,
+            Content::Text(t) => {
+                one = [Block::bare(t.clone())];
+                &one
             }
-            "assistant" => {
-                let model = message.and_then(|m| m.get("model")).and_then(Value::as_str).map(str::to_owned);
-                if obj.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true) {
-                    let item = TimelineItem::ApiError {
-                        uuid: next_uuid(),
+            Content::Object(v) => {
+                one = [Block::of_value(v)];
+                &one
+            }
+            Content::None | Content::Other(_) => {
+                one = [Block::default()];
+                &one
+            }
+        };
+        let mut texts = Vec::new();
+        for b in blocks {
+            if b.kind.get() != Some("tool_result") {
+                texts.push(b.piece().unwrap_or_default());
+                continue;
+            }
+            let id = b.tool_use_id.get().unwrap_or("");
+            // What a command printed for a terminal, as text: its colours and
+            // cursor moves (`␛[2m…`) are dropped.
+            let result = ToolResult {
+                content: crate::text::strip_ansi(&b.content_text()),
+                is_error: b.is_error.0,
+                timestamp: ts,
+            };
+            match self.tool_at.get(id) {
+                Some(&i) => {
+                    if let TimelineItem::ToolCall { result: slot, .. } = &mut self.items[i] {
+                        *slot = Some(result);
+                        changed.push(i);
+                    }
+                }
+                None => {
+                    let item = TimelineItem::System {
+                        uuid: ids.next(),
                         timestamp: ts,
-                        text: text_of(content),
-                        status: obj.get("apiErrorStatus").and_then(Value::as_u64),
-                        retrying: false,
+                        subtype: "tool_result".into(),
+                        text: result.content,
                     };
                     self.push(item, changed);
-                    return;
-                }
-                let blocks: Vec<&Value> = match content {
-                    Value::Array(b) => b.iter().collect(),
-                    Value::String(_) => vec![content],
-                    _ => Vec::new(),
-                };
-                for b in blocks {
-                    let item = match b.get("type").and_then(Value::as_str) {
-                        None if b.is_string() => Some(TimelineItem::AssistantText {
-                            uuid: next_uuid(),
-                            timestamp: ts,
-                            text: text_of(b),
-                            model: model.clone(),
-                        }),
-                        Some("text") => Some(TimelineItem::AssistantText {
-                            uuid: next_uuid(),
-                            timestamp: ts,
-                            text: b.get("text").and_then(Value::as_str).unwrap_or("").to_owned(),
-                            model: model.clone(),
-                        }),
-                        Some("thinking") => Some(TimelineItem::Thinking {
-                            uuid: next_uuid(),
-                            timestamp: ts,
-                            text: b.get("thinking").and_then(Value::as_str).unwrap_or("").to_owned(),
-                            redacted: false,
-                        }),
-                        Some("redacted_thinking") => Some(TimelineItem::Thinking {
-                            uuid: next_uuid(),
-                            timestamp: ts,
-                            text: String::new(),
-                            redacted: true,
-                        }),
-                        Some("tool_use" | "server_tool_use") => {
-                            let id = b.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
-                            Some(TimelineItem::ToolCall {
-                                uuid: next_uuid(),
-                                timestamp: ts,
-                                tool_use_id: id,
-                                tool: b.get("name").and_then(Value::as_str).unwrap_or("tool").to_owned(),
-                                input: b.get("input").cloned().unwrap_or(Value::Null),
-                                result: None,
-                            })
-                        }
-                        Some("web_search_tool_result") => {
-                            let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
-                            if let Some(&i) = self.tool_at.get(id)
-                                && let TimelineItem::ToolCall { result, .. } = &mut self.items[i]
-                            {
-                                *result = Some(ToolResult {
-                                    content: b.get("content").map(|c| c.to_string()).unwrap_or_default(),
-                                    is_error: false,
-                                    timestamp: ts,
-                                });
-                                changed.push(i);
-                            }
-                            None
-                        }
-                        _ => None,
-                    };
-                    if let Some(item) = item {
-                        let tool_id = match &item {
-                            TimelineItem::ToolCall { tool_use_id, .. } if !tool_use_id.is_empty() => {
-                                Some(tool_use_id.clone())
-                            }
-                            _ => None,
-                        };
-                        let i = self.push(item, changed);
-                        if let Some(id) = tool_id {
-                            self.tool_at.insert(id, i);
-                        }
-                    }
                 }
             }
-            "system" => {
-                let subtype = obj.get("subtype").and_then(Value::as_str).unwrap_or("");
-                let text = obj.get("content").map(text_of).unwrap_or_default();
-                let item = match subtype {
-                    "compact_boundary" => {
-                        let meta = obj.get("compactMetadata");
-                        Some(TimelineItem::Compaction {
-                            uuid: next_uuid(),
-                            timestamp: ts,
-                            trigger: meta.and_then(|m| m.get("trigger")).and_then(Value::as_str).map(str::to_owned),
-                            pre_tokens: meta.and_then(|m| m.get("preTokens")).and_then(Value::as_u64),
-                            summary: None,
-                        })
-                    }
-                    "api_error" => {
-                        let err = obj.get("error");
-                        let status = err.and_then(|e| e.get("status")).and_then(Value::as_u64);
-                        let detail = err
-                            .and_then(|e| e.get("error").and_then(|x| x.get("message")).or(e.get("message")))
-                            .and_then(Value::as_str)
-                            .map(str::to_owned);
-                        let text =
-                            detail.or(Some(text).filter(|t| !t.is_empty())).unwrap_or_else(|| "API error".into());
-                        Some(TimelineItem::ApiError { uuid: next_uuid(), timestamp: ts, text, status, retrying: true })
-                    }
-                    "turn_duration" => {
-                        let ms = obj.get("durationMs").and_then(Value::as_u64).unwrap_or(0);
-                        Some(TimelineItem::System {
-                            uuid: next_uuid(),
-                            timestamp: ts,
-                            subtype: subtype.into(),
-                            text: seconds(ms),
-                        })
-                    }
-                    "microcompact_boundary" | "stop_hook_summary" | "bridge_status" => None,
-                    _ if text.is_empty() => None,
-                    _ => Some(TimelineItem::System {
-                        uuid: next_uuid(),
-                        timestamp: ts,
-                        subtype: if subtype.is_empty() { "system".into() } else { subtype.into() },
-                        text: crate::text::strip_ansi(strip_tag(&text, "local-command-stdout")),
-                    }),
-                };
-                if let Some(item) = item {
-                    let is_compaction = matches!(item, TimelineItem::Compaction { .. });
-                    let i = self.push(item, changed);
-                    if is_compaction {
-                        self.last_compaction = Some(i);
-                    }
+        }
+        let text = texts.join("\n");
+        if !text.is_empty() {
+            let item = self.user_text_item(text, ts, ids.next());
+            if let Some(item) = item {
+                if let TimelineItem::Compaction { summary: Some(s), .. } = &item {
+                    self.compact_summary(s.clone(), ts, item.uuid().to_owned(), changed);
+                } else if is_compact_command(&item) && self.items.last().is_some_and(is_compaction) {
+                    // 2.1.330 writes `/compact` after the boundary it caused: the
+                    // command goes first, the compaction moves after it.
+                    let at = self.items.len() - 1;
+                    let compaction = std::mem::replace(&mut self.items[at], item);
+                    changed.push(at);
+                    let i = self.push(compaction, changed);
+                    self.last_compaction = self.last_compaction.map(|_| i);
+                } else {
+                    self.push(item, changed);
                 }
             }
-            _ => {}
+        }
+    }
+
+    fn assistant_record(
+        &mut self,
+        r: &Record<'_>,
+        content: &Content<'_>,
+        ts: Option<Timestamp>,
+        ids: &mut ItemIds,
+        changed: &mut Vec<usize>,
+    ) {
+        let message = r.message.0.as_ref();
+        let model = message.and_then(|m| m.model.get()).map(str::to_owned);
+        if r.is_api_error_message.0 {
+            let item = TimelineItem::ApiError {
+                uuid: ids.next(),
+                timestamp: ts,
+                text: content.text(),
+                status: r.timeline_fields().api_error_status.0,
+                retrying: false,
+            };
+            self.push(item, changed);
+            return;
+        }
+        let one;
+        let blocks: &[Block<'_>] = match content {
+            Content::Blocks(b) => b,
+            Content::Text(t) => {
+                one = [Block::bare(t.clone())];
+                &one
+            }
+            _ => &[],
+        };
+        for b in blocks {
+            let item = match b.kind.get() {
+                None => b.timeline_fields().bare.as_ref().map(|t| TimelineItem::AssistantText {
+                    uuid: ids.next(),
+                    timestamp: ts,
+                    text: t.to_string(),
+                    model: model.clone(),
+                }),
+                Some("text") => Some(TimelineItem::AssistantText {
+                    uuid: ids.next(),
+                    timestamp: ts,
+                    text: b.text.get().unwrap_or("").to_owned(),
+                    model: model.clone(),
+                }),
+                Some("thinking") => Some(TimelineItem::Thinking {
+                    uuid: ids.next(),
+                    timestamp: ts,
+                    text: b.timeline_fields().thinking.get().unwrap_or("").to_owned(),
+                    redacted: false,
+                }),
+                Some("redacted_thinking") => Some(TimelineItem::Thinking {
+                    uuid: ids.next(),
+                    timestamp: ts,
+                    text: String::new(),
+                    redacted: true,
+                }),
+                Some("tool_use" | "server_tool_use") => Some(TimelineItem::ToolCall {
+                    uuid: ids.next(),
+                    timestamp: ts,
+                    tool_use_id: b.id.get().unwrap_or("").to_owned(),
+                    tool: b.name.get().unwrap_or("tool").to_owned(),
+                    input: b.timeline_fields().input.clone().unwrap_or(Value::Null),
+                    result: None,
+                }),
+                Some("web_search_tool_result") => {
+                    let id = b.tool_use_id.get().unwrap_or("");
+                    if let Some(&i) = self.tool_at.get(id)
+                        && let TimelineItem::ToolCall { result, .. } = &mut self.items[i]
+                    {
+                        *result = Some(ToolResult {
+                            content: b.timeline_fields().content.as_ref().map(|c| c.to_string()).unwrap_or_default(),
+                            is_error: false,
+                            timestamp: ts,
+                        });
+                        changed.push(i);
+                    }
+                    None
+                }
+                _ => None,
+            };
+            if let Some(item) = item {
+                let tool_id = match &item {
+                    TimelineItem::ToolCall { tool_use_id, .. } if !tool_use_id.is_empty() => Some(tool_use_id.clone()),
+                    _ => None,
+                };
+                let i = self.push(item, changed);
+                if let Some(id) = tool_id {
+                    self.tool_at.insert(id, i);
+                }
+            }
+        }
+    }
+
+    fn system_record(&mut self, r: &Record<'_>, ts: Option<Timestamp>, ids: &mut ItemIds, changed: &mut Vec<usize>) {
+        let extra = r.timeline_fields();
+        let subtype = r.subtype();
+        let text = extra.content.text();
+        let item = match subtype {
+            "compact_boundary" => {
+                let meta = extra.compact_metadata.0.as_ref();
+                Some(TimelineItem::Compaction {
+                    uuid: ids.next(),
+                    timestamp: ts,
+                    trigger: meta.and_then(|m| m.trigger.get()).map(str::to_owned),
+                    pre_tokens: meta.and_then(|m| m.pre_tokens.0),
+                    summary: None,
+                })
+            }
+            "api_error" => {
+                let err = extra.error.0.as_ref();
+                let status = err.and_then(|e| e.status.0);
+                let detail = err.and_then(|e| e.detail()).map(str::to_owned);
+                let text = detail.or(Some(text).filter(|t| !t.is_empty())).unwrap_or_else(|| "API error".into());
+                Some(TimelineItem::ApiError { uuid: ids.next(), timestamp: ts, text, status, retrying: true })
+            }
+            "turn_duration" => {
+                let ms = extra.duration_ms.0.unwrap_or(0);
+                Some(TimelineItem::System {
+                    uuid: ids.next(),
+                    timestamp: ts,
+                    subtype: subtype.into(),
+                    text: seconds(ms),
+                })
+            }
+            "microcompact_boundary" | "stop_hook_summary" | "bridge_status" => None,
+            _ if text.is_empty() => None,
+            _ => Some(TimelineItem::System {
+                uuid: ids.next(),
+                timestamp: ts,
+                subtype: if subtype.is_empty() { "system".into() } else { subtype.into() },
+                text: crate::text::strip_ansi(strip_tag(&text, "local-command-stdout")),
+            }),
+        };
+        if let Some(item) = item {
+            let is_compaction = matches!(item, TimelineItem::Compaction { .. });
+            let i = self.push(item, changed);
+            if is_compaction {
+                self.last_compaction = Some(i);
+            }
         }
     }
 

@@ -150,9 +150,9 @@ pub fn terminate_all(pids: &[u32], kill_after: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_ledger::MemoryLedger;
     use mimesis_core::clock::Timestamp;
     use mimesis_core::ids::SessionId;
-    use mimesis_fleetdb::ledger::{FileLedger, open};
     use mimesis_os::owner;
 
     fn record(pid: u32) -> ProcessRecord {
@@ -179,8 +179,7 @@ mod tests {
 
     #[test]
     fn a_dead_owners_live_process_is_killed_a_reused_pid_is_not() {
-        let d = tempfile::tempdir().unwrap();
-        let l = FileLedger::new(d.path());
+        let l = MemoryLedger::default();
         let dead_owner = Owner { pid: 999_999, start_ticks: 1, boot_id: procs::boot_id() };
         let mark = fleet::owner_mark(dead_owner.pid, dead_owner.start_ticks);
         let mut victim = std::process::Command::new("sleep").arg("300").env(fleet::OWNER_ENV, &mark).spawn().unwrap();
@@ -241,7 +240,7 @@ mod tests {
         };
         let mut rec = record(agent.id());
         rec.cmdline = vec![script.to_string_lossy().into_owned()];
-        let l = FileLedger::new(d.path());
+        let l = MemoryLedger::default();
         l.save(&dead_owner, &[rec]).unwrap();
         let report = clean_previous_runs(&l, &owner::me(), Duration::from_secs(2)).unwrap();
         assert_eq!(report.killed, [agent.id(), child], "{report:?}");
@@ -251,22 +250,5 @@ mod tests {
             assert!(Instant::now() < deadline, "the script's child is gone");
             std::thread::sleep(Duration::from_millis(10));
         }
-    }
-
-    #[test]
-    fn the_database_ledger_cleans_orphans_an_older_run_recorded_in_files() {
-        let d = tempfile::tempdir().unwrap();
-        let dead_owner = Owner { pid: 999_998, start_ticks: 3, boot_id: procs::boot_id() };
-        let mark = fleet::owner_mark(dead_owner.pid, dead_owner.start_ticks);
-        let mut orphan = std::process::Command::new("sleep").arg("300").env(fleet::OWNER_ENV, mark).spawn().unwrap();
-        FileLedger::new(d.path()).save(&dead_owner, &[record(orphan.id())]).unwrap();
-        let ledger = open(d.path());
-        assert!(d.path().join(mimesis_fleetdb::FILE_NAME).exists(), "the fleet database holds the ledger");
-        assert_eq!(ledger.load().unwrap().len(), 1, "the file's records are read too");
-        let report = clean_previous_runs(ledger.as_ref(), &owner::me(), Duration::from_secs(2)).unwrap();
-        assert_eq!(report.killed, [orphan.id()]);
-        assert!(orphan.wait().unwrap().code().is_none());
-        assert!(ledger.load().unwrap().is_empty());
-        assert_eq!(std::fs::read_dir(d.path().join("supervised")).unwrap().count(), 0, "the old file is gone");
     }
 }

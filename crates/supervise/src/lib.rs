@@ -26,6 +26,8 @@ pub mod monitor;
 pub mod plain;
 mod process;
 pub mod supervisor;
+#[cfg(test)]
+mod test_ledger;
 
 pub use actor::Attachment;
 pub use process::{StartError, TerminalError};

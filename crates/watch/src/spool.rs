@@ -40,3 +40,39 @@ pub fn read_all(data_dir: &Path) -> Vec<HookEvent> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mimesis_core::hook_event::{TerminalContext, parse_payload, spool_file};
+
+    const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+
+    /// One event appended as `mimesis hook` writes it (`mimesis_hooks::append_event`).
+    fn append(data_dir: &Path, ev: &HookEvent) {
+        use std::io::Write;
+        let path = spool_file(data_dir, ev.at);
+        fs::create_dir_all(spool_dir(data_dir)).unwrap();
+        let mut line = serde_json::to_vec(ev).unwrap();
+        line.push(b'\n');
+        fs::OpenOptions::new().create(true).append(true).open(path).unwrap().write_all(&line).unwrap();
+    }
+
+    #[test]
+    fn old_spool_files_are_pruned() {
+        let d = tempfile::tempdir().unwrap();
+        let old = T0.plus(std::time::Duration::ZERO);
+        let now = Timestamp::from_millis(T0.millis() + 10 * 86_400_000);
+        append(
+            d.path(),
+            &parse_payload(br#"{"session_id":"a","hook_event_name":"Stop"}"#, old, TerminalContext::default()).unwrap(),
+        );
+        append(
+            d.path(),
+            &parse_payload(br#"{"session_id":"b","hook_event_name":"Stop"}"#, now, TerminalContext::default()).unwrap(),
+        );
+        assert_eq!(spool_files(d.path()).len(), 2);
+        prune_spool(d.path(), now);
+        assert_eq!(read_all(d.path()).iter().map(|e| e.session_id.as_str()).collect::<Vec<_>>(), ["b"]);
+    }
+}

@@ -8,9 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mimesis_core::attention::NotificationKind;
-use mimesis_core::hook_event::TerminalContext;
+use mimesis_core::hook_event::{TerminalContext, parse_payload, spool_dir, spool_file};
 use mimesis_core::{Clock, ManualClock, SystemClock, TimelineItem, Timestamp};
-use mimesis_hooks as hooks;
 use mimesis_watch::{Engine, EngineConfig};
 use serde_json::{Value, json};
 
@@ -94,7 +93,13 @@ impl Fx {
     fn hook(&self, payload: Value, at: Timestamp, pid: u32) {
         let terminal =
             TerminalContext { claude_pid: Some(pid), claude_start: Some(1000 + u64::from(pid)), ..Default::default() };
-        hooks::record(&self.data, payload.to_string().as_bytes(), at, terminal).unwrap();
+        // As `mimesis hook` appends it (`mimesis_hooks::record`), with the core's parser.
+        let ev = parse_payload(payload.to_string().as_bytes(), at, terminal).unwrap();
+        let mut line = serde_json::to_vec(&ev).unwrap();
+        line.push(b'\n');
+        std::fs::create_dir_all(spool_dir(&self.data)).unwrap();
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(spool_file(&self.data, at)).unwrap();
+        f.write_all(&line).unwrap();
     }
 }
 

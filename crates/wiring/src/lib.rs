@@ -9,8 +9,10 @@
 //! Hooks and `doctor` are here too, because they need the whole picture.
 //!
 //! Layer: the top of the library, above every I/O crate (`mimesis-fleetdb`,
-//! `mimesis-watch`, `mimesis-supervise`, `mimesis-hooks`) and `mimesis-core`. The faces
-//! (`mimesis` and `mimesis-desktop`) only parse their input, call this, and render.
+//! `mimesis-search`, `mimesis-watch`, `mimesis-supervise`, `mimesis-hooks`,
+//! `mimesis-remote`, `mimesis-approvals`) and `mimesis-core`. The faces (`mimesis` and
+//! `mimesis-desktop`) only parse their input, call this, and render: they reach the I/O
+//! crates only through what it re-exports.
 //!
 //! - [`background`]: one control vocabulary (`bg`, `attach`, `logs`, `stop`, `respawn`,
 //!   `rm`) for background, supervised and remote sessions, through Claude Code's own verbs.
@@ -52,13 +54,21 @@ use mimesis_core::supervision::{AgentCommand, SupervisionEvent};
 use mimesis_fleetdb::Db;
 use mimesis_hooks::install::{self, HookStatus};
 use mimesis_supervise::{Roster, SupervisorConfig};
-use mimesis_watch::engine::Envelope;
-use mimesis_watch::{Engine, EngineConfig};
+use mimesis_watch::EngineConfig;
 use tokio::sync::{broadcast, watch};
 
-pub use mimesis_fleetdb::FILE_NAME as DATABASE_FILE;
+pub use mimesis_fleetdb::{DbHealth, DbStats, FILE_NAME as DATABASE_FILE};
 pub use mimesis_supervise::{Attachment, Supervisor, metrics, new_session_id, plain};
 pub use mimesis_watch::engine::Follow;
+// The faces reach the watch and hook crates through here only (tests/layers.rs).
+pub use mimesis_watch::engine::{IndexProgress, IndexedItem, RootInfo, TimelinePage};
+pub use mimesis_watch::{Engine, Envelope, Snapshot};
+
+/// The hook side, which runs inside the faces' binaries (`mimesis hook`): its installer
+/// and the client of the approvals socket.
+pub mod hooks {
+    pub use mimesis_hooks::{approvals, install, record_from_stdin, run_hook};
+}
 
 /// How Mimesis should run.
 pub struct Options {

@@ -1,25 +1,37 @@
-//! Sessions on other machines (issue 13), over the user's own OpenSSH client: their
-//! `~/.ssh/config`, agent, keys, ProxyJump and ControlMaster all apply. Mimesis runs
-//! `ssh -T` in batch mode (it never answers a password or host-key prompt) with the same
-//! `mimesis` binary on the far side as `mimesis serve --stdio`, which does the reading
-//! there and sends only the roster and its changes (the protocol: `mimesis_core::remote`).
-//!
-//! - [`connect`]: one connection, its hello checked; [`Connection::recv`] / `send`.
-//! - [`serve`]: the far side of it.
-//! - [`install_helper`]: copies this build's binary to a host of the same OS and
-//!   architecture, into the helper folder of the user's data dir there, checksum verified.
-//! - [`HostFeed`]: one host kept connected (back-off on the injectable clock), its roster
-//!   held through drops and turned into store events that carry the host.
-//! - [`configured`], [`Hub`]: the machines of the settings, kept connected for a window.
+//! Sessions on other machines (issue 13): the transport, the helper installer, [`HostFeed`]
+//! and [`Hub`] are the `mimesis-remote` crate; here is what composes them with the rest of
+//! Mimesis: [`serve`] (`mimesis serve --stdio`, a whole Mimesis on the far side) and the
+//! machines of the stored settings ([`configured`], [`change_configured`]).
 
-mod feed;
-mod hub;
+use std::path::Path;
+
+use mimesis_core::remote::Destination;
+
 mod serve;
-mod ssh;
-#[cfg(test)]
-mod tests;
 
-pub use feed::{FeedCmd, FeedMsg, HostFeed, HostInfo};
-pub use hub::{Hub, HubEvent, change_configured, configured, face_row, face_supervision};
+pub use mimesis_remote::*;
 pub use serve::serve;
-pub use ssh::{Connection, Hello, Ssh, connect, connect_or_install, cost, install_helper, roster, search, timeline};
+
+/// The machines the user added (Settings › Machines, `mimesis hosts add`), as stored.
+pub fn configured(data_dir: &Path) -> Vec<Destination> {
+    crate::stored_settings(&data_dir.join(mimesis_fleetdb::FILE_NAME))
+        .machines
+        .hosts
+        .iter()
+        .filter_map(|h| Destination::parse(h).ok())
+        .collect()
+}
+
+/// Adds (`add`) or removes a machine in the stored settings. Returns the new list.
+pub fn change_configured(data_dir: &Path, dest: &Destination, add: bool) -> Result<Vec<Destination>, String> {
+    let path = data_dir.join(mimesis_fleetdb::FILE_NAME);
+    mimesis_os::private::create_dir_all(data_dir).map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
+    let db = mimesis_fleetdb::Db::open_shared(&path).map_err(|e| format!("cannot open the settings: {e}"))?;
+    let mut settings = db.settings();
+    settings.machines.change(dest, add)?;
+    if let Some(e) = settings.validate().into_iter().find(|e| e.field.starts_with("machines")) {
+        return Err(e.message);
+    }
+    db.save_settings(&settings).map_err(|e| format!("cannot save the settings: {e}"))?;
+    Ok(settings.machines.hosts.iter().filter_map(|h| Destination::parse(h).ok()).collect())
+}

@@ -31,7 +31,7 @@ impl TestHost {
         clock: Arc<dyn Clock>,
         fake: Option<FakeTerminals>,
     ) -> Arc<TestHost> {
-        let ledger = Arc::new(mimesis_fleetdb::ledger::FileLedger::new(dir.join("data")));
+        let ledger = Arc::new(crate::test_ledger::MemoryLedger::default());
         let mut config = SupervisorConfig::new(dir.join("claude"), ledger);
         config.agent = agent;
         config.clock = clock.clone();

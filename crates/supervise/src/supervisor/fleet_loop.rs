@@ -409,7 +409,7 @@ mod tests {
     #[tokio::test]
     async fn a_replaced_sessions_agent_reports_go_nowhere() {
         let dir = tempfile::tempdir().unwrap();
-        let ledger = std::sync::Arc::new(mimesis_fleetdb::ledger::FileLedger::new(dir.path().join("data")));
+        let ledger = std::sync::Arc::new(crate::test_ledger::MemoryLedger::default());
         let mut config = SupervisorConfig::new(dir.path().join("claude"), ledger);
         config.subreaper = false;
         config.clean_previous = false;

@@ -1,5 +1,18 @@
 //! The face's socket, with real hooks' clients on real sockets.
 
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mimesis_core::approval::{
+    self, Answered, Behavior, Decided, Decision, MAX_OPEN, Pending, PendingList, ToFace, Via,
+};
+use mimesis_core::clock::Timestamp;
+use mimesis_core::ids::SessionId;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+
 use super::*;
 use mimesis_core::approval::Request;
 use mimesis_core::clock::SystemClock;

@@ -12,8 +12,8 @@ use mimesis_core::timeline::TimelineItem;
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use super::ssh::read_line;
 use crate::{Mimesis, Options, once};
+use mimesis_remote::read_line;
 
 /// `mimesis serve --stdio`: says hello, indexes this machine's sessions, sends the roster
 /// and then every change, and answers `show` requests; stops when `input` ends (the

@@ -6,214 +6,21 @@
 //! a line that is not JSON at all is "malformed". Large payloads (tool results, file
 //! contents, progress data) are skipped by the parser without being materialised.
 //!
-//! The timeline (`crate::timeline`) parses the full content separately.
+//! The timeline (`crate::timeline`) reads the same records with the same reader, asking
+//! for more of them ([`parse_timeline_line`]): contents whole, and [`TimelineFields`].
 
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-/// A string field that reads as `None` when it holds anything other than a string.
-#[derive(Default, Debug, Clone, PartialEq, Eq)]
-pub struct LStr<'a>(pub Option<Cow<'a, str>>);
+#[macro_use]
+mod lenient;
 
-impl<'a> LStr<'a> {
-    pub fn get(&self) -> Option<&str> {
-        self.0.as_deref()
-    }
-}
-
-/// A boolean field that reads as `false` unless it is the JSON literal `true`.
-#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LBool(pub bool);
-
-/// A non-negative integer field; anything else reads as `None`.
-#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LU64(pub Option<u64>);
-
-/// An object field; anything that is not an object reads as `None`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LMap<T>(pub Option<T>);
-
-impl<T> Default for LMap<T> {
-    fn default() -> Self {
-        LMap(None)
-    }
-}
-
-fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
-    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-    Ok(())
-}
-
-fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
-    while seq.next_element::<IgnoredAny>()?.is_some() {}
-    Ok(())
-}
-
-/// Any JSON value, reduced to the scalars a lenient field can use. Containers are
-/// consumed unread.
-enum Scalar<'de> {
-    Str(Cow<'de, str>),
-    Bool(bool),
-    U64(u64),
-    I64(i64),
-    F64(f64),
-    Null,
-    Other,
-}
-
-impl<'de> Deserialize<'de> for Scalar<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Scalar<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Scalar::Str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Scalar::Str(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Scalar::Str(Cow::Owned(v)))
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-                Ok(Scalar::Bool(v))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(Scalar::U64(v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(Scalar::I64(v))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-                Ok(Scalar::F64(v))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(Scalar::Null)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Self::Value, A::Error> {
-                drain_map(m).map(|_| Scalar::Other)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Self::Value, A::Error> {
-                drain_seq(s).map(|_| Scalar::Other)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for LStr<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(match Scalar::deserialize(d)? {
-            Scalar::Str(s) => LStr(Some(s)),
-            _ => LStr(None),
-        })
-    }
-}
-
-impl<'de> Deserialize<'de> for LBool {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(LBool(matches!(Scalar::deserialize(d)?, Scalar::Bool(true))))
-    }
-}
-
-impl<'de> Deserialize<'de> for LU64 {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(LU64(match Scalar::deserialize(d)? {
-            Scalar::U64(v) => Some(v),
-            Scalar::I64(v) => u64::try_from(v).ok(),
-            Scalar::F64(v) if v.is_finite() && v >= 0.0 => Some(v as u64),
-            _ => None,
-        }))
-    }
-}
-
-/// A token count from outside: a non-negative whole number of a sane size, or absent.
-/// Anything else (`1.5e300`, `-3`, `2.5`, `"12"`, an object) is `Invalid`: counted as a
-/// malformed field and taken as 0, never turned into a huge number.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub enum Tokens {
-    #[default]
-    Absent,
-    /// `null`: absent for the roster; a cost report leaves the record out, as ccusage does.
-    Null,
-    Count(u64),
-    Invalid,
-}
-
-/// More tokens than any message could use (2^40, about 10^12); also far below what JSON
-/// readers hold exactly (2^53), so sums of many stay exact.
-pub const MAX_TOKENS: u64 = 1 << 40;
-
-impl Tokens {
-    pub fn count(self) -> u64 {
-        match self {
-            Tokens::Count(n) => n,
-            _ => 0,
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Tokens {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(match Scalar::deserialize(d)? {
-            Scalar::U64(v) if v <= MAX_TOKENS => Tokens::Count(v),
-            Scalar::Null => Tokens::Null,
-            _ => Tokens::Invalid,
-        })
-    }
-}
-
-/// Visitor methods for every JSON kind but the wanted ones: the value is consumed and
-/// `$none` returned.
-macro_rules! skip_scalars {
-    ($none:expr) => {
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-    };
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for LMap<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = LMap<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(|v| LMap(Some(v)))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(LMap(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Self::Value, A::Error> {
-                drain_seq(s).map(|_| LMap(None))
-            }
-            skip_scalars!(LMap(None));
-        }
-        d.deserialize_any(V(PhantomData))
-    }
-}
+use lenient::{Key, Scalar, drain_map, drain_seq};
+pub use lenient::{Keyed, LBool, LMap, LStr, LU64, LUInt, MAX_TOKENS, Tokens};
 
 /// `message.content`: a plain string or an array of blocks.
 #[derive(Debug, Default)]
@@ -222,40 +29,109 @@ pub enum Content<'a> {
     None,
     Text(Cow<'a, str>),
     Blocks(Vec<Block<'a>>),
+    /// An object where a string or a list was expected (read for the timeline only).
+    Object(serde_json::Value),
+    /// A number or a boolean, as JSON text (read for the timeline only).
+    Other(String),
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Content<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string or an array of content blocks")
+        d.deserialize_any(ContentVisitor { timeline: false })
+    }
+}
+
+/// Reads a [`Content`]; for the timeline, every element of a list is kept (a string as
+/// [`Block::bare`], anything else as an empty block) and an object or a scalar too.
+#[derive(Clone, Copy)]
+struct ContentVisitor {
+    timeline: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for ContentVisitor {
+    type Value = Content<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ContentVisitor {
+    type Value = Content<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string or an array of content blocks")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Content::Text(Cow::Borrowed(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Content::Text(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Content::Text(Cow::Owned(v)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut blocks = Vec::new();
+        if self.timeline {
+            while let Some(b) = seq.next_element_seed(TimelineBlock)? {
+                blocks.push(b);
             }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Content::Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Content::Text(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Content::Text(Cow::Owned(v)))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut blocks = Vec::new();
-                while let Some(LMap(b)) = seq.next_element::<LMap<Block<'de>>>()? {
-                    if let Some(b) = b {
-                        blocks.push(b);
-                    }
-                }
-                Ok(Content::Blocks(blocks))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Self::Value, A::Error> {
-                drain_map(m).map(|_| Content::None)
-            }
-            skip_scalars!(Content::None);
+            return Ok(Content::Blocks(blocks));
         }
-        d.deserialize_any(V)
+        while let Some(LMap(b)) = seq.next_element::<LMap<Block<'de>>>()? {
+            if let Some(b) = b {
+                blocks.push(b);
+            }
+        }
+        Ok(Content::Blocks(blocks))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Self::Value, A::Error> {
+        if self.timeline {
+            return serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(m)).map(Content::Object);
+        }
+        drain_map(m).map(|_| Content::None)
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(if self.timeline { Content::Other(v.to_string()) } else { Content::None })
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(if self.timeline { Content::Other(v.to_string()) } else { Content::None })
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(if self.timeline { Content::Other(serde_json::Value::from(v).to_string()) } else { Content::None })
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(if self.timeline { Content::Other(serde_json::Value::from(v).to_string()) } else { Content::None })
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Content::None)
+    }
+}
+
+impl Content<'_> {
+    /// The content as text, the way the timeline shows it: a string as it is, a list's
+    /// pieces ([`Block::piece`]) a line each, anything else as its JSON.
+    pub fn text(&self) -> String {
+        match self {
+            Content::None => String::new(),
+            Content::Text(t) => t.to_string(),
+            Content::Blocks(blocks) => {
+                let mut out = String::new();
+                for p in blocks.iter().filter_map(Block::piece) {
+                    if !out.is_empty() {
+                        out.push('\n');
+                    }
+                    out.push_str(&p);
+                }
+                out
+            }
+            Content::Object(v) => v.to_string(),
+            Content::Other(t) => t.clone(),
+        }
+    }
+
+    /// A JSON value read as content (a tool result's, for the timeline).
+    pub fn of_value(v: &serde_json::Value) -> Content<'_> {
+        ContentVisitor { timeline: true }.deserialize(v).unwrap_or_default()
     }
 }
 
@@ -277,6 +153,118 @@ pub struct Block<'a> {
     pub is_error: LBool,
     #[serde(borrow)]
     pub input: LMap<ToolInput<'a>>,
+    /// What only the timeline reads ([`TimelineBlock`]), boxed so that the roster's blocks
+    /// stay small.
+    #[serde(skip)]
+    pub timeline: Option<Box<TimelineBlockFields<'a>>>,
+}
+
+/// What only the timeline reads of a content block.
+#[derive(Debug, Default)]
+pub struct TimelineBlockFields<'a> {
+    /// A thinking block's text.
+    pub thinking: LStr<'a>,
+    /// A tool reference's tool.
+    pub tool_name: LStr<'a>,
+    /// A tool call's input, whole.
+    pub input: Option<serde_json::Value>,
+    /// A tool result's content, whole.
+    pub content: Option<serde_json::Value>,
+    /// The text of an element that is a bare string.
+    pub bare: Option<Cow<'a, str>>,
+}
+
+/// What a block read for the roster has of [`TimelineBlockFields`].
+const NO_TIMELINE_BLOCK_FIELDS: TimelineBlockFields<'static> =
+    TimelineBlockFields { thinking: LStr(None), tool_name: LStr(None), input: None, content: None, bare: None };
+
+/// An element of a content list, read whole for the timeline: an object as a [`Block`]
+/// with every field the timeline shows, a string as [`Block::bare`], anything else as an
+/// empty block.
+#[derive(Clone, Copy)]
+struct TimelineBlock;
+
+impl<'de> DeserializeSeed<'de> for TimelineBlock {
+    type Value = Block<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TimelineBlock {
+    type Value = Block<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a content block")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut b = Block::default();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            match key.as_ref() {
+                "type" => b.kind = map.next_value()?,
+                "id" => b.id = map.next_value()?,
+                "name" => b.name = map.next_value()?,
+                "text" => b.text = map.next_value()?,
+                "tool_use_id" => b.tool_use_id = map.next_value()?,
+                "is_error" => b.is_error = map.next_value()?,
+                "thinking" => b.timeline.get_or_insert_default().thinking = map.next_value()?,
+                "tool_name" => b.timeline.get_or_insert_default().tool_name = map.next_value()?,
+                "input" => b.timeline.get_or_insert_default().input = Some(map.next_value()?),
+                "content" => b.timeline.get_or_insert_default().content = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(b)
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Block::bare(Cow::Borrowed(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Block::bare(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Block::bare(Cow::Owned(v)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Self::Value, A::Error> {
+        drain_seq(s).map(|_| Block::default())
+    }
+    skip_scalars!(Block::default());
+}
+
+impl<'a> Block<'a> {
+    /// An element that is a bare string.
+    pub fn bare(text: Cow<'a, str>) -> Block<'a> {
+        let fields = TimelineBlockFields { bare: Some(text), ..TimelineBlockFields::default() };
+        Block { timeline: Some(Box::new(fields)), ..Block::default() }
+    }
+
+    /// What the timeline reads of it (all absent for a block read for the roster).
+    pub fn timeline_fields(&self) -> &TimelineBlockFields<'a> {
+        self.timeline.as_deref().unwrap_or(&NO_TIMELINE_BLOCK_FIELDS)
+    }
+
+    /// An object read as a block, for the timeline (a content that is one object).
+    pub fn of_value(v: &'a serde_json::Value) -> Block<'a> {
+        TimelineBlock.deserialize(v).unwrap_or_default()
+    }
+
+    /// What the block stands for in a text: its text, `[image]`, `[document]`,
+    /// `[tool <name>]`, a bare string itself; `None` for anything else.
+    pub fn piece(&self) -> Option<String> {
+        match self.kind.get() {
+            Some("text") => self.text.get().map(str::to_owned),
+            Some("image") => Some("[image]".to_owned()),
+            Some("document") => Some("[document]".to_owned()),
+            Some("tool_reference") => self.timeline_fields().tool_name.get().map(|n| format!("[tool {n}]")),
+            _ => self.timeline_fields().bare.as_deref().map(str::to_owned),
+        }
+    }
+
+    /// A tool result's content as text ([`Content::text`]).
+    pub fn content_text(&self) -> String {
+        self.timeline_fields().content.as_ref().map(|c| Content::of_value(c).text()).unwrap_or_default()
+    }
 }
 
 /// The fields of a tool's input that name what it acts on.
@@ -446,6 +434,8 @@ pub enum Fields {
 
 struct MessageVisitor<'a> {
     fields: Fields,
+    /// Read for the timeline: the content whole ([`ContentVisitor`]).
+    timeline: bool,
     _life: PhantomData<&'a ()>,
 }
 
@@ -462,6 +452,7 @@ impl<'de: 'a, 'a> Visitor<'de> for MessageVisitor<'a> {
                 "model" => m.model = map.next_value()?,
                 "stop_reason" => m.stop_reason = map.next_value()?,
                 "usage" => m.usage = map.next_value()?,
+                "content" if self.timeline => m.content = map.next_value_seed(ContentVisitor { timeline: true })?,
                 "content" if self.fields == Fields::All => m.content = map.next_value()?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -474,7 +465,7 @@ impl<'de: 'a, 'a> Visitor<'de> for MessageVisitor<'a> {
 
 impl<'de: 'a, 'a> Deserialize<'de> for Message<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(MessageVisitor { fields: Fields::All, _life: PhantomData })
+        d.deserialize_map(MessageVisitor { fields: Fields::All, timeline: false, _life: PhantomData })
     }
 }
 
@@ -483,7 +474,8 @@ struct UsageMessage<'a>(Message<'a>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for UsageMessage<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(MessageVisitor { fields: Fields::Usage, _life: PhantomData }).map(UsageMessage)
+        d.deserialize_map(MessageVisitor { fields: Fields::Usage, timeline: false, _life: PhantomData })
+            .map(UsageMessage)
     }
 }
 
@@ -549,32 +541,76 @@ pub struct Record<'a> {
     pub entrypoint: LStr<'a>,
     /// `bg` on the records of a background session (2.1.332).
     pub session_kind: LStr<'a>,
+    /// What only the timeline reads ([`parse_timeline_line`]), boxed so that the record
+    /// the roster reads stays small.
+    pub timeline: Option<Box<TimelineFields<'a>>>,
 }
 
-/// A map key, borrowed when it has no escapes (keys never do in practice).
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-        }
-        d.deserialize_str(V)
+lenient_struct! {
+    /// What only the timeline reads of a record.
+    pub struct TimelineFields<'a> {
+        /// An assistant record that is an API error: the HTTP status.
+        "apiErrorStatus" => api_error_status: LUInt,
+        /// A `compact_boundary`'s metadata.
+        "compactMetadata" => compact_metadata: LMap<CompactMetadata<'a>>,
+        /// An `api_error` system record's error.
+        "error" => error: LMap<ApiError<'a>>,
+        /// A `turn_duration` system record's duration.
+        "durationMs" => duration_ms: LUInt,
+        /// The top-level `content` whatever its shape (a system record's text).
+        "content" => content: Content<'a>,
     }
 }
 
+lenient_struct! {
+    /// `compactMetadata`.
+    pub struct CompactMetadata<'a> {
+        "trigger" => trigger: LStr<'a>,
+        "preTokens" => pre_tokens: LUInt,
+    }
+}
+
+lenient_struct! {
+    /// `error` of an `api_error` system record: the status and the API's message, nested
+    /// (`error.error.message`) or not (`error.message`).
+    pub struct ApiError<'a> {
+        "status" => status: LUInt,
+        "error" => error: LMap<ApiErrorDetail<'a>>,
+        "message" => message: LStr<'a>,
+    }
+}
+
+lenient_struct! {
+    /// `error.error`.
+    pub struct ApiErrorDetail<'a> {
+        "message" => message: Keyed<LStr<'a>>,
+    }
+}
+
+impl ApiError<'_> {
+    /// The API's message: the nested one when its key is there (whatever its value), else
+    /// the outer one.
+    pub fn detail(&self) -> Option<&str> {
+        match self.error.0.as_ref().filter(|e| e.message.present) {
+            Some(e) => e.message.value.get(),
+            None => self.message.get(),
+        }
+    }
+}
+
+/// Nothing the timeline reads: what a record without those fields has.
+const NO_TIMELINE_FIELDS: TimelineFields<'static> = TimelineFields {
+    api_error_status: LUInt(None),
+    compact_metadata: LMap(None),
+    error: LMap(None),
+    duration_ms: LUInt(None),
+    content: Content::None,
+};
+
 struct RecordVisitor<'a> {
     fields: Fields,
+    /// Read for the timeline too ([`TimelineFields`], contents whole).
+    timeline: bool,
     _life: PhantomData<&'a ()>,
 }
 
@@ -604,8 +640,28 @@ impl<'de: 'a, 'a> Visitor<'de> for RecordVisitor<'a> {
             }
             return Ok(r);
         }
+        let timeline = self.timeline;
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             match key.as_ref() {
+                "message" if timeline => {
+                    r.message = map.next_value_seed(MessageSeed)?;
+                }
+                "content" if timeline => {
+                    let content = map.next_value_seed(ContentVisitor { timeline: true })?;
+                    r.content = LStr(match &content {
+                        Content::Text(t) => Some(t.clone()),
+                        _ => None,
+                    });
+                    r.timeline.get_or_insert_default().content = content;
+                }
+                "apiErrorStatus" if timeline => {
+                    r.timeline.get_or_insert_default().api_error_status = map.next_value()?
+                }
+                "compactMetadata" if timeline => {
+                    r.timeline.get_or_insert_default().compact_metadata = map.next_value()?
+                }
+                "error" if timeline => r.timeline.get_or_insert_default().error = map.next_value()?,
+                "durationMs" if timeline => r.timeline.get_or_insert_default().duration_ms = map.next_value()?,
                 "type" => r.kind = map.next_value()?,
                 "subtype" => r.subtype = map.next_value()?,
                 "uuid" => r.uuid = map.next_value()?,
@@ -640,7 +696,7 @@ impl<'de: 'a, 'a> Visitor<'de> for RecordVisitor<'a> {
 
 impl<'de: 'a, 'a> Deserialize<'de> for Record<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(RecordVisitor { fields: Fields::All, _life: PhantomData })
+        d.deserialize_map(RecordVisitor { fields: Fields::All, timeline: false, _life: PhantomData })
     }
 }
 
@@ -650,13 +706,91 @@ pub struct UsageRecord<'a>(pub Record<'a>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for UsageRecord<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(RecordVisitor { fields: Fields::Usage, _life: PhantomData }).map(UsageRecord)
+        d.deserialize_map(RecordVisitor { fields: Fields::Usage, timeline: false, _life: PhantomData }).map(UsageRecord)
+    }
+}
+
+/// `message` read for the timeline: an object as a [`Message`] with its content whole,
+/// anything else as absent.
+struct MessageSeed;
+
+impl<'de> DeserializeSeed<'de> for MessageSeed {
+    type Value = LMap<Message<'de>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MessageSeed {
+    type Value = LMap<Message<'de>>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an API message")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        MessageVisitor { fields: Fields::All, timeline: true, _life: PhantomData }.visit_map(map).map(|m| LMap(Some(m)))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(LMap(None))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Self::Value, A::Error> {
+        drain_seq(s).map(|_| LMap(None))
+    }
+    skip_scalars!(LMap(None));
+}
+
+/// A line read for the timeline: a record, or `None` for JSON that is not an object
+/// (neither a record nor malformed).
+pub struct TimelineLine<'a>(pub Option<Record<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for TimelineLine<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = TimelineLine<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                let record = RecordVisitor { fields: Fields::All, timeline: true, _life: PhantomData };
+                record.visit_map(map).map(|r| TimelineLine(Some(r)))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(TimelineLine(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Self::Value, A::Error> {
+                drain_seq(s).map(|_| TimelineLine(None))
+            }
+            skip_scalars!(TimelineLine(None));
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// Parses one line for the timeline: every field the roster reads and [`TimelineFields`],
+/// contents whole. The same guards as [`parse_line_with`] (depth, invalid UTF-8 replaced).
+pub fn parse_timeline_line<'a>(line: &'a [u8], scratch: &'a mut String) -> Result<Option<Record<'a>>, Malformed> {
+    if crate::json::too_deep(line, crate::json::MAX_DEPTH) {
+        return Err(Malformed(format!("nested deeper than {} levels", crate::json::MAX_DEPTH)));
+    }
+    match serde_json::from_slice::<TimelineLine>(line) {
+        Ok(l) => Ok(l.0),
+        Err(e) => {
+            if std::str::from_utf8(line).is_ok() {
+                return Err(Malformed(e.to_string()));
+            }
+            *scratch = String::from_utf8_lossy(line).into_owned();
+            serde_json::from_str::<TimelineLine>(scratch).map(|l| l.0).map_err(|e| Malformed(e.to_string()))
+        }
     }
 }
 
 impl Record<'_> {
     pub fn kind(&self) -> &str {
         self.kind.get().unwrap_or("")
+    }
+    /// What the timeline reads of it (all absent unless read by [`parse_timeline_line`]).
+    pub fn timeline_fields(&self) -> &TimelineFields<'_> {
+        self.timeline.as_deref().unwrap_or(&NO_TIMELINE_FIELDS)
     }
     pub fn subtype(&self) -> &str {
         self.subtype.get().unwrap_or("")

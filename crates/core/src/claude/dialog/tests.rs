@@ -10,7 +10,7 @@ fn rows(s: &str) -> Vec<String> {
 /// Screens of the real 2.1.332 (120×40), as `tests/answer_dialogs.rs` saw them.
 macro_rules! screen {
     ($name:literal) => {
-        rows(include_str!(concat!("../../tests/fixtures/cc-2.1.332/screens/", $name, ".txt")))
+        rows(include_str!(concat!("../../../tests/fixtures/cc-2.1.332/screens/", $name, ".txt")))
     };
 }
 

@@ -277,7 +277,7 @@ impl Connection {
 /// Reads one line (without its newline) into `buf`, after what `buf` holds already (a
 /// call cancelled mid-line leaves its part there: clear `buf` once a line is used); false
 /// at the end of input. A line longer than `max` is an error, never a growing buffer.
-pub(super) async fn read_line(r: &mut (impl AsyncBufRead + Unpin), buf: &mut Vec<u8>, max: usize) -> io::Result<bool> {
+pub async fn read_line(r: &mut (impl AsyncBufRead + Unpin), buf: &mut Vec<u8>, max: usize) -> io::Result<bool> {
     loop {
         let available = r.fill_buf().await?;
         if available.is_empty() {

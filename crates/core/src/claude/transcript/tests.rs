@@ -163,3 +163,41 @@ fn a_record_read_for_usage_keeps_its_usage_and_skips_its_content() {
     assert_eq!(mu.timestamp, Some("2026-11-01T00:00:01.000Z"));
     assert!(parse(r#"{"type":"user","message":{"content":"hi"}}"#).message_usage().is_none());
 }
+
+#[test]
+fn the_timeline_reads_the_same_records_with_more_of_them() {
+    let mut scratch = String::new();
+    let line = br#"{"type":"system","subtype":"api_error","uuid":"u","error":{"status":529,"error":{"message":null},"message":"outer"},"content":7,"durationMs":12.0}"#;
+    let r = parse_timeline_line(line, &mut scratch).unwrap().unwrap();
+    assert_eq!((r.kind(), r.subtype(), r.uuid.get()), ("system", "api_error", Some("u")));
+    let t = r.timeline_fields();
+    let error = t.error.0.as_ref().unwrap();
+    assert_eq!(error.status.0, Some(529));
+    assert_eq!(error.detail(), None, "a nested message that is there, even null, is the one read");
+    assert_eq!(t.content.text(), "7", "content of another shape reads as its JSON");
+    assert_eq!(t.duration_ms.0, None, "a float is not a count of milliseconds");
+    // JSON that is not an object is neither a record nor malformed.
+    assert!(parse_timeline_line(b"[1,2]", &mut scratch).unwrap().is_none());
+    assert!(parse_timeline_line(b"{\"type\":", &mut scratch).is_err());
+    // The roster's reading of the same line reads none of it.
+    let mut scratch = String::new();
+    assert!(parse_line(line, &mut scratch).unwrap().timeline.is_none());
+}
+
+#[test]
+fn the_timeline_keeps_every_element_of_a_content_list() {
+    let mut scratch = String::new();
+    let line = br#"{"type":"user","message":{"content":[{"type":"text","text":"a"},"bare",3,{"type":"image"},{"type":"tool_reference","tool_name":"Bash"},{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"out"}]}]}}"#;
+    let r = parse_timeline_line(line, &mut scratch).unwrap().unwrap();
+    let Content::Blocks(b) = &r.message.0.as_ref().unwrap().content else { panic!() };
+    let pieces: Vec<Option<String>> = b.iter().map(Block::piece).collect();
+    assert_eq!(
+        pieces,
+        [Some("a".into()), Some("bare".into()), None, Some("[image]".into()), Some("[tool Bash]".into()), None]
+    );
+    assert_eq!(b[5].content_text(), "out");
+    // The roster's reader keeps the objects only.
+    let r = parse_line(line, &mut scratch).unwrap();
+    let Content::Blocks(b) = &r.message.0.as_ref().unwrap().content else { panic!() };
+    assert_eq!(b.len(), 4);
+}

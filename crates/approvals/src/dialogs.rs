@@ -1,5 +1,5 @@
 //! The dialogs no hook asks about, as open requests beside the hooks' (issue 33): listed
-//! from what [`crate::answering`] sees ([`Approvals::sync_dialogs`]), each with a request
+//! from what the wiring's `answering` sees ([`Approvals::sync_dialogs`]), each with a request
 //! id of its own that lasts while the dialog does, and answered by typing into the
 //! session's screen through the [`DialogAnswerer`], by the option's label, checked against
 //! the dialog the request names, and said to be done only once the dialog is gone.
@@ -17,7 +17,7 @@ use mimesis_core::session::PendingTool;
 
 use super::{Approvals, Given, Open, Serving, answered};
 
-/// A dialog to list, as [`crate::answering`] found it.
+/// A dialog to list, as the wiring's `answering` found it.
 #[derive(Clone, Debug)]
 pub struct Listed {
     pub session_id: SessionId,

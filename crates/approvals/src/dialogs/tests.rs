@@ -11,7 +11,7 @@ use mimesis_core::clock::{SystemClock, Timestamp};
 use tokio::sync::oneshot;
 
 use super::*;
-use crate::approvals::{Approvals, Target};
+use crate::{Approvals, Target};
 
 const S: &str = "5bd58612-9f00-4000-8000-000000000001";
 

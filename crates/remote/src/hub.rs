@@ -1,7 +1,7 @@
 //! The machines of the settings, and all of them kept connected for a window: [`Hub`].
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use mimesis_core::attention::{Attention, SupervisionSignal};
@@ -16,30 +16,6 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::feed::{FeedCmd, FeedMsg, HostFeed, HostInfo};
 use super::ssh::{Ssh, before, no_answer};
-
-/// The machines the user added (Settings › Machines, `mimesis hosts add`), as stored.
-pub fn configured(data_dir: &Path) -> Vec<Destination> {
-    crate::stored_settings(&data_dir.join(mimesis_fleetdb::FILE_NAME))
-        .machines
-        .hosts
-        .iter()
-        .filter_map(|h| Destination::parse(h).ok())
-        .collect()
-}
-
-/// Adds (`add`) or removes a machine in the stored settings. Returns the new list.
-pub fn change_configured(data_dir: &Path, dest: &Destination, add: bool) -> Result<Vec<Destination>, String> {
-    let path = data_dir.join(mimesis_fleetdb::FILE_NAME);
-    mimesis_os::private::create_dir_all(data_dir).map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
-    let db = mimesis_fleetdb::Db::open_shared(&path).map_err(|e| format!("cannot open the settings: {e}"))?;
-    let mut settings = db.settings();
-    settings.machines.change(dest, add)?;
-    if let Some(e) = settings.validate().into_iter().find(|e| e.field.starts_with("machines")) {
-        return Err(e.message);
-    }
-    db.save_settings(&settings).map_err(|e| format!("cannot save the settings: {e}"))?;
-    Ok(settings.machines.hosts.iter().filter_map(|h| Destination::parse(h).ok()).collect())
-}
 
 // ---- every configured host, for a window ---------------------------------------------------
 

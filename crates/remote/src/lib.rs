@@ -1,0 +1,27 @@
+//! Sessions on other machines (issue 13), over the user's own OpenSSH client: their
+//! `~/.ssh/config`, agent, keys, ProxyJump and ControlMaster all apply. Mimesis runs
+//! `ssh -T` in batch mode (it never answers a password or host-key prompt) with the same
+//! `mimesis` binary on the far side as `mimesis serve --stdio`, which does the reading
+//! there and sends only the roster and its changes (the protocol: `mimesis_core::remote`).
+//!
+//! - [`connect`]: one connection, its hello checked; [`Connection::recv`] / `send`.
+//! - the far side of it, `serve`, composes a whole Mimesis: it is in the wiring crate
+//!   (`mimesis_wiring::remote::serve`), reading lines with [`read_line`].
+//! - [`install_helper`]: copies this build's binary to a host of the same OS and
+//!   architecture, into the helper folder of the user's data dir there, checksum verified.
+//! - [`HostFeed`]: one host kept connected (back-off on the injectable clock), its roster
+//!   held through drops and turned into store events that carry the host.
+//! - [`Hub`]: the machines of the settings, kept connected for a window (the settings
+//!   themselves are read and written by the wiring crate).
+
+mod feed;
+mod hub;
+mod ssh;
+#[cfg(test)]
+mod tests;
+
+pub use feed::{FeedCmd, FeedMsg, HostFeed, HostInfo};
+pub use hub::{Hub, HubEvent, face_row, face_supervision};
+pub use ssh::{
+    Connection, Hello, Ssh, connect, connect_or_install, cost, install_helper, read_line, roster, search, timeline,
+};
