@@ -648,7 +648,7 @@ fn sample_supervision_events() -> Vec<SupervisionEvent> {
         EventKind::SessionRecovered { message: m() },
         EventKind::RecoveryFailed { message: m() },
         EventKind::SessionUnhealthy { message: m() },
-        EventKind::SessionSuspended { message: m() },
+        EventKind::SessionSuspended { message: m(), reason: "budget".into() },
         EventKind::SessionResumed { message: m() },
         EventKind::ModeChange { mode: "one_shot".into(), message: m() },
         EventKind::Error { exit_code: 1, message: m() },

@@ -32,6 +32,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::baseline::{MemoryBaseline, Verdict};
+use super::budget::{Scope, SessionBudget};
 use super::event::{EventKind, ReadyStatus, SupervisionEvent, wording};
 use super::limit_clock::{DurationLimit, DurationVerdict, RestartLimit};
 use super::limits::{Limits, SuspendMode};
@@ -169,6 +170,13 @@ pub enum Input {
     Limits(Box<Limits>),
     /// Re-evaluate timers.
     Tick,
+    /// Issue 36: what the session has spent so far (US dollars, its transcript's cost).
+    Spend(f64),
+    /// This session's own budget (`--budget-usd`, or raised by the user); `None`: the
+    /// settings' `budgetUsd`.
+    Budget(Option<f64>),
+    /// The fleet's daily budget is reached (its spend and limit), or no longer.
+    FleetBudget(Option<(f64, f64)>),
 }
 
 /// What the agent's own records say of it, for supervision (the wiring reads them from the
@@ -234,6 +242,7 @@ enum RestartReason {
 enum SuspendCause {
     Idle,
     Cap,
+    Budget(Scope),
 }
 
 /// Why a process is being stopped, and so what happens once it is gone.
@@ -420,6 +429,10 @@ pub struct SessionPolicy {
     out: Vec<Effect>,
     now: Mono,
     wall: Timestamp,
+    /// Issue 36 (policy/budgets.rs): the session's budget and the fleet's.
+    budget: SessionBudget,
+    /// Why it is suspended, while it is.
+    suspended_for: Option<SuspendCause>,
 }
 
 impl SessionPolicy {
@@ -482,8 +495,11 @@ impl SessionPolicy {
             out: Vec::new(),
             now,
             wall: at.wall,
+            budget: SessionBudget::default(),
+            suspended_for: None,
             limits,
         };
+        p.budget.set_default(p.limits.budget_usd.map(|u| u.0));
         let launch = if resume { Launch::Resume } else { Launch::Fresh };
         p.spawn(launch, Purpose::Initial);
         let effects = std::mem::take(&mut p.out);
@@ -575,6 +591,9 @@ impl SessionPolicy {
             last_exit_code: self.last_exit_code,
             terminated_reason: self.terminated_reason,
             restarts_held: self.hold,
+            budget_usd: self.budget.limit(),
+            spent_usd: Some(self.budget.spent()).filter(|s| *s > 0.0),
+            suspended_reason: self.suspended_reason(),
         }
     }
 
@@ -655,7 +674,11 @@ impl SessionPolicy {
             Input::Restart => self.user_restart(),
             Input::Limits(limits) => self.new_limits(*limits),
             Input::Tick => self.tick(),
+            Input::Spend(usd) => self.spend(usd),
+            Input::Budget(usd) => self.own_budget(usd),
+            Input::FleetBudget(reached) => self.budget.set_fleet(reached),
         }
+        self.suspend_if_over_budget();
         std::mem::take(&mut self.out)
     }
 
@@ -789,7 +812,7 @@ impl SessionPolicy {
             SupervisionState::Suspended if only_interrupts(&bytes) => return Delivery::Written,
             SupervisionState::Suspended => {
                 self.queue.push_back(bytes);
-                if matches!(self.proc, Proc::None) || self.frozen {
+                if (matches!(self.proc, Proc::None) || self.frozen) && !self.budget_holds() {
                     self.resume_from_suspension();
                 }
                 return if self.frozen_resumed_now() { Delivery::Written } else { Delivery::Queued };
@@ -1405,7 +1428,7 @@ impl SessionPolicy {
                 self.state = SupervisionState::Suspended;
                 self.suspended_at = Some(self.now);
                 self.announce_suspended(cause);
-                if !self.queue.is_empty() {
+                if !self.queue.is_empty() && !self.budget_holds() {
                     // A message arrived while it was stopping: come straight back.
                     self.resume_from_suspension();
                 }
@@ -1456,6 +1479,7 @@ impl SessionPolicy {
         match cause {
             SuspendCause::Idle => wording::suspended_idle(self.limits.idle_timeout),
             SuspendCause::Cap => wording::suspended_cap(self.limits.max_live_sessions),
+            SuspendCause::Budget(_) => self.budget_suspended_message(),
         }
     }
 
@@ -1468,7 +1492,8 @@ impl SessionPolicy {
     /// The process is stopped (or frozen).
     fn announce_suspended(&mut self, cause: SuspendCause) {
         let message = self.suspended_message(cause);
-        self.emit(EventKind::SessionSuspended { message });
+        let reason = view_reason(cause).as_str().to_owned();
+        self.emit(EventKind::SessionSuspended { message, reason });
     }
 
     fn stop(&mut self, why: StopWhy) {
@@ -1486,6 +1511,7 @@ impl SessionPolicy {
             return;
         }
         self.idle_deadline = None;
+        self.suspended_for = Some(cause);
         self.announce_mode_suspended(cause);
         match self.limits.suspend_mode {
             SuspendMode::Stop => {
@@ -1506,6 +1532,7 @@ impl SessionPolicy {
         let idle = self.now.since(self.suspended_at.unwrap_or(self.now));
         self.emit(EventKind::SessionResumed { message: wording::resuming(idle) });
         self.suspended_at = None;
+        self.suspended_for = None;
         if self.frozen {
             self.out.push(Effect::Signal(Sig::Cont));
             self.frozen = false;
@@ -1734,7 +1761,10 @@ impl SessionPolicy {
     /// (a shorter limit already passed ends the session now, with the usual grace); the
     /// periodic checks come no later than one new interval from now.
     fn new_limits(&mut self, new: Limits) {
+        let budget = new.budget_usd.map(|u| u.0);
         let old = std::mem::replace(&mut self.limits, new);
+        let crossed = self.budget.set_default(budget);
+        self.budget_crossed(crossed);
         let now = self.now;
         let l = &self.limits;
         if let Some(deadline) = self.idle_deadline {
@@ -1881,6 +1911,9 @@ fn typed_lines(bytes: &[u8]) -> Vec<(Vec<u8>, bool)> {
     }
     out
 }
+
+mod budgets;
+use budgets::view_reason;
 
 #[cfg(test)]
 mod tests;
