@@ -77,7 +77,8 @@ pub struct RunArgs {
     kill_after: Option<Duration>,
     /// The session's budget in US dollars (e.g. 5 or 0.50): a warning at 80 %, and at 100 %
     /// the session is suspended at its next idle moment (default: the settings' budgetUsd).
-    #[arg(long = "budget-usd", value_name = "USD", value_parser = mimesis_core::supervision::budget::parse_usd)]
+    #[arg(long = "budget-usd", value_name = "USD", allow_negative_numbers = true,
+          value_parser = mimesis_core::supervision::budget::parse_usd)]
     budget_usd: Option<mimesis_core::supervision::budget::Usd>,
     /// Arguments for the agent, after `--`.
     #[arg(last = true, value_name = "AGENT_ARGS")]

@@ -16,11 +16,11 @@ use std::fmt;
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
-/// A sum in US dollars, as the settings document writes it (a JSON number).
+/// A sum in US dollars, as the settings document writes it (a JSON number: a newtype is
+/// its value in serde).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[cfg_attr(feature = "ts", ts(type = "number"))]
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Serialize, Deserialize)]
-#[serde(transparent)]
 pub struct Usd(pub f64);
 
 // Budgets are validated ([`check_usd`]) before use: never NaN where compared.
@@ -251,6 +251,59 @@ impl FleetBudget {
     }
 }
 
+/// A session Mimesis does not supervise in a PTY: an external one (the notification only)
+/// or one of Claude Code's background sessions (stopped at its next idle moment through
+/// the service's own `claude stop`, the way its duration limit is).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowBudget {
+    budget: SessionBudget,
+    background: bool,
+    /// `claude stop` was asked for since the budget was reached.
+    stopped: bool,
+}
+
+/// What to do about a [`RowBudget`]'s session.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RowEffect {
+    /// Tell the user (the session's budget; the fleet's is said once by [`FleetBudget`]).
+    Say(Crossed),
+    /// `claude stop` (a background session, at an idle moment).
+    Stop(Scope),
+}
+
+impl RowBudget {
+    pub fn new(background: bool, budget_usd: Option<f64>) -> RowBudget {
+        let mut budget = SessionBudget::default();
+        budget.set_default(budget_usd);
+        RowBudget { budget, background, stopped: false }
+    }
+
+    /// The settings' per-session budget changed.
+    pub fn set_default(&mut self, usd: Option<f64>) -> Option<Crossed> {
+        self.budget.set_default(usd)
+    }
+
+    /// The fleet's daily budget is reached (its spend and limit), or not.
+    pub fn set_fleet(&mut self, reached: Option<(f64, f64)>) {
+        self.budget.set_fleet(reached);
+    }
+
+    /// What the row says now: its spend so far, and whether a turn is under way (or the
+    /// session has no process: nothing to stop).
+    pub fn observe(&mut self, spent: f64, busy: bool, live: bool) -> Vec<RowEffect> {
+        let mut out: Vec<RowEffect> = self.budget.observe(spent).map(RowEffect::Say).into_iter().collect();
+        match self.budget.exhausted() {
+            None => self.stopped = false,
+            Some((scope, ..)) if self.background && live && !busy && !self.stopped => {
+                self.stopped = true;
+                out.push(RowEffect::Stop(scope));
+            }
+            Some(_) => {}
+        }
+        out
+    }
+}
+
 /// The sentences of budgets.
 pub mod wording {
     use super::{Scope, dollars};
@@ -387,6 +440,29 @@ mod tests {
         assert_eq!(f.spent(), 0.5);
         assert_eq!(f.limit(), Some(20.0));
         assert_eq!(f.observe(day(29), 16.5), Some(Crossed::Warn { spent: 16.5, limit: 20.0 }));
+    }
+
+    #[test]
+    fn an_external_session_is_only_told_and_a_background_one_is_stopped_once_when_idle() {
+        let mut ext = RowBudget::new(false, Some(1.0));
+        assert_eq!(ext.observe(0.9, true, true), [RowEffect::Say(Crossed::Warn { spent: 0.9, limit: 1.0 })]);
+        assert_eq!(ext.observe(1.1, false, true), [RowEffect::Say(Crossed::Reached { spent: 1.1, limit: 1.0 })]);
+        assert!(ext.observe(1.2, false, true).is_empty(), "never stopped");
+        let mut bg = RowBudget::new(true, Some(1.0));
+        assert_eq!(bg.observe(1.1, true, true), [RowEffect::Say(Crossed::Reached { spent: 1.1, limit: 1.0 })]);
+        assert!(bg.observe(1.1, true, true).is_empty(), "not mid-turn");
+        assert_eq!(bg.observe(1.1, false, true), [RowEffect::Stop(Scope::Session)]);
+        assert!(bg.observe(1.1, false, true).is_empty(), "once");
+        assert!(bg.observe(1.1, false, false).is_empty());
+        // The fleet's budget stops it too, once more after the budget was raised.
+        let mut bg = RowBudget::new(true, None);
+        bg.set_fleet(Some((20.0, 20.0)));
+        assert_eq!(bg.observe(0.5, false, true), [RowEffect::Stop(Scope::Fleet)]);
+        bg.set_fleet(None);
+        assert!(bg.observe(0.5, false, true).is_empty());
+        bg.set_fleet(Some((30.0, 30.0)));
+        assert_eq!(bg.observe(0.5, false, true), [RowEffect::Stop(Scope::Fleet)]);
+        assert_eq!(bg.set_default(Some(0.4)), Some(Crossed::Reached { spent: 0.5, limit: 0.4 }));
     }
 
     #[test]
