@@ -383,3 +383,26 @@ impl Driver {
         });
     }
 }
+
+impl Mimesis {
+    /// "Continue (raise the budget)" of a session suspended for its budget: `usd` becomes
+    /// its own budget, or with `daily` the fleet's daily budget in the settings; then it
+    /// resumes (`--resume`, as from an idle suspension). A bad sum is refused in a
+    /// sentence and nothing changes.
+    pub async fn raise_budget(&self, id: &SessionId, usd: f64, daily: bool) -> Result<(), String> {
+        let usd = mimesis_core::supervision::budget::check_usd(usd).map_err(|e| format!("The budget {e}."))?;
+        let sup = self.supervisor_now().ok_or("Supervision is not running.")?;
+        if daily {
+            let mut settings = self.settings();
+            settings.limits.daily_budget_usd = Some(usd);
+            let doc = serde_json::to_value(&settings).map_err(|e| e.to_string())?;
+            let outcome = self.settings_set(&doc).await;
+            if let Some(e) = outcome.errors.first() {
+                return Err(format!("The daily budget could not be raised: {e}."));
+            }
+        } else {
+            sup.set_budget(id, Some(usd.0)).map_err(|e| e.to_string())?;
+        }
+        sup.resume(id).map_err(|e| e.to_string())
+    }
+}

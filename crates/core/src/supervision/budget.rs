@@ -18,8 +18,6 @@ use serde::{Deserialize, Serialize};
 
 /// A sum in US dollars, as the settings document writes it (a JSON number: a newtype is
 /// its value in serde).
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[cfg_attr(feature = "ts", ts(type = "number"))]
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Serialize, Deserialize)]
 pub struct Usd(pub f64);
 

@@ -106,8 +106,10 @@ pub struct Limits {
     pub background_sessions: bool,
     /// Issue 36: the budget of each supervised session in US dollars (null: none); at 80 %
     /// a warning, at 100 % the session is suspended at its next idle moment.
+    #[cfg_attr(feature = "ts", ts(type = "number | null"))]
     pub budget_usd: Option<Usd>,
     /// Issue 36: the budget of the whole fleet for a local day, in US dollars (null: none).
+    #[cfg_attr(feature = "ts", ts(type = "number | null"))]
     pub daily_budget_usd: Option<Usd>,
 }
 
