@@ -2,9 +2,11 @@
 import { fireEvent, render, screen } from '@testing-library/svelte';
 import { describe, expect, it, vi } from 'vitest';
 import BudgetBanner from '../src/components/pty/BudgetBanner.svelte';
+import TimelineHeader from '../src/components/TimelineHeader.svelte';
 import { budgetProblem, budgetStop, dollars } from '../src/lib/budget';
 import { DEFAULT_SETTINGS, validateSettings } from '../src/lib/settings';
 import type { Settings, Supervision } from '../src/lib/types';
+import { session } from './helpers';
 
 const sup = (over: Partial<Supervision>): Supervision =>
   ({ state: 'running', mode: 'persistent', agent: 'claude', cwd: '/p', pid: null, processStartedAt: null, createdAt: '2026-11-01T11:00:00.000Z',
@@ -72,5 +74,11 @@ describe('budgets', () => {
   it('no banner for a session that is not over budget', () => {
     render(BudgetBanner, { props: { supervision: sup({ state: 'suspended', suspendedReason: 'idle' }), onraise: () => {} } });
     expect(screen.queryByTestId('budget-banner')).toBeNull();
+  });
+
+  it('the session header shows its spend against its budget', () => {
+    const s = session('s', { source: 'pty', supervision: sup({ pid: 7, budgetUsd: 5, spentUsd: 4.25 }) });
+    render(TimelineHeader, { props: { session: s, total: 3 } });
+    expect(screen.getByTestId('budget-used').textContent).toBe('$4.25 of $5.00 budget');
   });
 });
