@@ -185,3 +185,46 @@ fn a_bad_budget_is_refused_with_a_sentence() -> Result<()> {
     }
     Ok(())
 }
+
+/// The fleet's daily budget, in the app's wiring (every session followed): two supervised
+/// sessions spend together past it, and each is suspended at its next idle moment with the
+/// reason `budget`; the user is told once, of the fleet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleets_daily_budget_suspends_every_supervised_session() -> Result<()> {
+    use mimesis_core::supervision::budget::Usd;
+    use mimesis_core::supervision::{AgentCommand, EventKind, Limits};
+    use mimesis_tests::supervised::{Supervised, quick_limits};
+
+    let mut agent = AgentCommand::new(standin()?);
+    agent.env.push(("MIMESIS_STANDIN_MODEL".into(), MODEL.into()));
+    // One reply ($0.000525) is 66 % of it; two are past it.
+    let limits = Limits { daily_budget_usd: Some(Usd(0.0008)), ..quick_limits() };
+    let s = Supervised::start(agent, limits, true, |_| {}).await?;
+    let a = s.sup.create(&s.cwd, None).await?;
+    let b = s.sup.create(&s.cwd, None).await?;
+    s.type_line(&a, "hello").await?;
+    s.type_line(&b, "hi").await?;
+    s.wait_event_n("session_suspended", 2, T).await?;
+    let events = s.events();
+    let suspended: Vec<_> = events.iter().filter(|e| e.type_name() == "session_suspended").collect();
+    for e in &suspended {
+        let EventKind::SessionSuspended { reason, message } = &e.kind else { unreachable!() };
+        ensure!(reason == "budget", "{e:?}");
+        ensure!(message.contains("today's budget for all sessions of $0.0008"), "{message}");
+    }
+    let mut ids: Vec<_> = suspended.iter().map(|e| e.session_id.clone()).collect();
+    ids.sort();
+    let mut both = vec![a.clone(), b.clone()];
+    both.sort();
+    ensure!(ids == both, "{ids:?}");
+    let told: Vec<_> = events
+        .iter()
+        .filter(|e| {
+            matches!(&e.kind, EventKind::SessionWarning { reason, message, .. }
+            if reason == "budget" && message.contains("today's budget for all sessions"))
+        })
+        .collect();
+    ensure!(told.len() == 1, "the fleet's budget is said once: {told:?}");
+    s.shutdown().await;
+    Ok(())
+}
