@@ -337,6 +337,9 @@ impl Driver {
         if row.supervised {
             return; // another face supervises it, and keeps its budget
         }
+        if !row.live && !self.budgets.contains_key(id) {
+            return; // a session no process runs (history): nothing to tell or stop
+        }
         let (session, _) = self.budget_usd();
         let reached = self.fleet_reached();
         let b = self.budgets.entry(id.clone()).or_insert_with(|| {
