@@ -31,7 +31,8 @@ use mimesis_core::supervision::event::{EventKind, ReadyStatus};
 use mimesis_core::supervision::interrupted::{Interrupted, InterruptedBy};
 use mimesis_core::supervision::limits::{FieldError, Limits, SuspendMode};
 use mimesis_core::supervision::view::{
-    Metrics, Mode, ResourceRow, Resources, RestartHold, Supervision, SupervisionState, TerminatedReason,
+    Metrics, Mode, ResourceRow, Resources, RestartHold, Supervision, SupervisionState, SuspendedReason,
+    TerminatedReason,
 };
 use mimesis_core::timeline::ToolResult;
 use mimesis_core::{PendingTool, Status, StoreEvent, TimelineItem, TrackedSession, Usage};
@@ -110,6 +111,7 @@ fn decls() -> Vec<Decl> {
         decl::<Mode>(),
         decl::<TerminatedReason>(),
         decl::<RestartHold>(),
+        decl::<SuspendedReason>(),
         decl::<Supervision>(),
         decl::<ReadyStatus>(),
         decl::<EventKind>(),
@@ -277,6 +279,7 @@ commands! {
     pty_resize(session_id: String, cols: u16, rows: u16) -> ();
     pty_stop(session_id: String) -> ();
     pty_resume(session_id: String) -> ();
+    pty_raise_budget(session_id: String, budget_usd: f64, daily: bool) -> ();
     pty_restart(session_id: String) -> ();
     pty_delete(session_id: String) -> ();
     pty_dialog(session_id: String) -> Option<Dialog>;
@@ -648,7 +651,7 @@ fn sample_supervision_events() -> Vec<SupervisionEvent> {
         EventKind::SessionRecovered { message: m() },
         EventKind::RecoveryFailed { message: m() },
         EventKind::SessionUnhealthy { message: m() },
-        EventKind::SessionSuspended { message: m() },
+        EventKind::SessionSuspended { message: m(), reason: "budget".into() },
         EventKind::SessionResumed { message: m() },
         EventKind::ModeChange { mode: "one_shot".into(), message: m() },
         EventKind::Error { exit_code: 1, message: m() },

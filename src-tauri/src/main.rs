@@ -377,6 +377,7 @@ fn main() {
             pty::pty_resize,
             pty::pty_stop,
             pty::pty_resume,
+            pty::pty_raise_budget,
             pty::pty_restart,
             pty::pty_delete,
             pty::resources,

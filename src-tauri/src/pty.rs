@@ -386,6 +386,22 @@ pub async fn pty_stop(state: tauri::State<'_, PtyState>, session_id: String) -> 
     state.sup().await?.stop(&id).map_err(|e| e.to_string())
 }
 
+/// Issue 36: "Continue (raise the budget)": the session's own budget (or, `daily`, the
+/// fleet's) becomes `budget_usd`, then the session resumes.
+#[tauri::command(rename_all = "camelCase")]
+pub async fn pty_raise_budget(
+    state: tauri::State<'_, PtyState>,
+    session_id: String,
+    budget_usd: f64,
+    daily: bool,
+) -> CmdResult<()> {
+    if is_remote(&session_id) {
+        return Err("A budget is raised on the machine that runs the session.".into());
+    }
+    let id = self::session_id(&session_id)?;
+    state.mimesis.raise_budget(&id, budget_usd, daily).await
+}
+
 #[tauri::command(rename_all = "camelCase")]
 pub async fn pty_resume<R: Runtime>(
     app: AppHandle<R>,

@@ -21,7 +21,7 @@ const E = {
   failed: { type: 'recovery_failed', sessionId: 's', at, message: 'Recovery failed; switched to one-shot mode.' },
   unhealthy: { type: 'session_unhealthy', sessionId: 's', at, message: 'Crashed 3 times; retry when ready.' },
   error: { type: 'error', sessionId: 's', at, exitCode: 1, message: 'Claude Code exited with code 1.' },
-  suspended: { type: 'session_suspended', sessionId: 's', at, message: 'Session suspended after 10 min idle.' },
+  suspended: { type: 'session_suspended', sessionId: 's', at, message: 'Session suspended after 10 min idle.', reason: 'idle' },
   resumed: { type: 'session_resumed', sessionId: 's', at, message: 'Resuming session (idle for 12 min)…' },
   mode: { type: 'mode_change', sessionId: 's', at, mode: 'one_shot', message: 'Switched to one-shot mode.' },
   started: { type: 'session_started', sessionId: 's', at },

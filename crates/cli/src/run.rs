@@ -76,6 +76,11 @@ pub struct RunArgs {
     /// Time between SIGTERM and SIGKILL (default 5s).
     #[arg(long = "kill-after", value_name = "D", value_parser = duration)]
     kill_after: Option<Duration>,
+    /// The session's budget in US dollars (e.g. 5 or 0.50): a warning at 80 %, and at 100 %
+    /// the session is suspended at its next idle moment (default: the settings' budgetUsd).
+    #[arg(long = "budget-usd", value_name = "USD", allow_negative_numbers = true,
+          value_parser = mimesis_core::supervision::budget::parse_usd)]
+    budget_usd: Option<mimesis_core::supervision::budget::Usd>,
     /// Arguments for the agent, after `--`.
     #[arg(last = true, value_name = "AGENT_ARGS")]
     agent_args: Vec<String>,
@@ -92,6 +97,7 @@ impl RunArgs {
             turn_grace: self.grace,
             kill_after: self.kill_after,
             crash_patterns: self.crash_pattern.clone(),
+            budget_usd: self.budget_usd,
         }
     }
 }

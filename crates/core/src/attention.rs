@@ -31,6 +31,8 @@ pub enum NotificationKind {
     Crashed,
     Recovered,
     Terminated,
+    /// Issue 36: a budget is 80 % spent, or spent (and what became of the session).
+    Budget,
 }
 
 /// A desktop notification to show; clicking it opens `session_id` (`app:open-session`).
@@ -116,6 +118,8 @@ pub enum SupervisionSignal {
     Terminated { message: String },
     /// It runs normally again, or was deleted: nothing to flag.
     Cleared,
+    /// A budget (issue 36): a notification, no flag.
+    Budget { message: String },
 }
 
 /// A text field of a patch that changed to a value.
@@ -144,6 +148,11 @@ impl SupervisionSignal {
             }
             EventKind::SessionTerminated { message, .. } => SupervisionSignal::Terminated { message: msg(message) },
             EventKind::SessionStarted {} | EventKind::SessionResumed { .. } => SupervisionSignal::Cleared,
+            EventKind::SessionWarning { reason, message, .. } | EventKind::SessionSuspended { reason, message }
+                if reason == "budget" =>
+            {
+                SupervisionSignal::Budget { message: msg(message) }
+            }
             _ => return None,
         })
     }
@@ -327,6 +336,7 @@ impl Attention {
                 t.flag = None;
                 return Vec::new();
             }
+            SupervisionSignal::Budget { message } => (NotificationKind::Budget, message),
         };
         self.send(id, kind, Some(message), now).into_iter().collect()
     }
@@ -345,6 +355,7 @@ impl Attention {
                 NotificationKind::Crashed => self.settings.crashed,
                 NotificationKind::Recovered => self.settings.recovered,
                 NotificationKind::Terminated => self.settings.terminated,
+                NotificationKind::Budget => true,
             };
         let t = self.sessions.get_mut(id)?;
         if !enabled {
@@ -365,6 +376,7 @@ impl Attention {
             NotificationKind::Crashed => "Session crashed",
             NotificationKind::Recovered => "Session recovered",
             NotificationKind::Terminated => "Session terminated",
+            NotificationKind::Budget => "Budget",
         };
         let mut body = if t.label.is_empty() { id.short().to_owned() } else { t.label.clone() };
         match (kind, &t.pending, message) {
@@ -610,6 +622,21 @@ mod tests {
         assert_eq!(n[0].kind, NotificationKind::Terminated);
         assert_eq!(a.set().count, 1);
         a.on_supervision(&sid("s"), SupervisionSignal::Cleared, at(4));
+        assert_eq!(a.set().count, 0);
+        // Issue 36: a budget's warning and suspension are notified, and flag nothing.
+        let warning = SupervisionEvent {
+            kind: EventKind::SessionWarning {
+                reason: "budget".into(),
+                remaining_seconds: None,
+                message: "80 %".into(),
+            },
+            session_id: sid("s"),
+            at: at(30),
+        };
+        let signal = SupervisionSignal::from_event(&warning).unwrap();
+        assert_eq!(signal, SupervisionSignal::Budget { message: "80 %".into() });
+        let n = a.on_supervision(&sid("s"), signal, at(30));
+        assert_eq!((n[0].kind, n[0].title.as_str()), (NotificationKind::Budget, "Budget"));
         assert_eq!(a.set().count, 0);
     }
 }

@@ -28,7 +28,8 @@
 //! `grow <MB>`, `spawn-child` (a grandchild in its own process group), `ignore-hup`,
 //! `shell` (the harness dies into a bare shell prompt), `fail-resumes <n>` (the next n
 //! `--resume` launches exit 2 before they show anything, like a CLI that cannot start).
-//! Anything else is a normal turn.
+//! Anything else is a normal turn. `MIMESIS_STANDIN_MODEL` names the model its replies
+//! say (default `claude-standin`, which no price table knows).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -238,9 +239,11 @@ impl Transcript {
     }
 
     fn assistant(&mut self, content: Value, stop: &str) {
+        // `MIMESIS_STANDIN_MODEL`: a priced model, for budgets (issue 36).
+        let model = std::env::var("MIMESIS_STANDIN_MODEL").unwrap_or_else(|_| "claude-standin".into());
         self.append(json!({"type": "assistant", "requestId": format!("req_{}", new_uuid().replace('-', "")),
             "message": {"id": format!("msg_{}", new_uuid().replace('-', "")), "type": "message", "role": "assistant",
-                "model": "claude-standin", "content": content, "stop_reason": stop, "stop_sequence": null,
+                "model": model, "content": content, "stop_reason": stop, "stop_sequence": null,
                 "usage": {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}));
     }
 

@@ -580,6 +580,30 @@ impl Supervisor {
         }
     }
 
+    /// Issue 36: what a supervised session has spent so far (its transcript's cost, in US
+    /// dollars; the wiring follows the roster). Like [`Supervisor::agent_report`], only a
+    /// session supervised under exactly this id takes it.
+    pub fn spend(&self, id: &SessionId, usd: f64) {
+        if let Some(tx) = self.shared.transcript_target(id) {
+            let _ = tx.send(SessionCmd::Control(Input::Spend(usd)));
+        }
+    }
+
+    /// This session's own budget in US dollars ("Continue (raise the budget)"); `None`:
+    /// the settings' `budgetUsd` again.
+    pub fn set_budget(&self, id: &SessionId, usd: Option<f64>) -> Result<(), SupervisorError> {
+        self.send(id, SessionCmd::Control(Input::Budget(usd)))
+    }
+
+    /// The fleet's daily budget is reached (its spend and limit), or no longer: every
+    /// supervised session is suspended at its next idle moment while it is.
+    pub fn fleet_budget(&self, reached: Option<(f64, f64)>) {
+        let txs: Vec<_> = lock(&self.shared.sessions).values().map(|e| e.tx.clone()).collect();
+        for tx in txs {
+            let _ = tx.send(SessionCmd::Control(Input::FleetBudget(reached)));
+        }
+    }
+
     /// Supervision events from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<SupervisionEvent>> {
         self.shared.events.subscribe()

@@ -26,6 +26,7 @@ pub mod answering;
 pub mod approvals;
 pub mod background;
 mod bg_limits;
+mod budgets;
 pub mod cost;
 pub mod demo;
 pub mod doctor;
@@ -335,6 +336,7 @@ impl Mimesis {
             // Supervised transcripts must be watched to be read.
             let _ = engine.add_root(s.config_root).await;
             let limits_of_background = (opts.follow == Follow::Everything).then(|| mimesis.clone());
+            let (budget_face, budget_fleet) = (mimesis.clone(), opts.follow == Follow::Everything);
             tokio::spawn(async move {
                 let sup = Supervisor::start(config).await;
                 let cleanup = sup.previous_runs();
@@ -343,6 +345,8 @@ impl Mimesis {
                 }
                 tokio::spawn(forward_supervision_events(sup.subscribe(), engine.clone()));
                 tokio::spawn(forward_agent_reports(engine.subscribe_agent_reports(), engine, sup.clone()));
+                // Budgets (issue 36); the fleet's daily budget where every session is followed.
+                tokio::spawn(budgets::run(budget_face, sup.clone(), budget_fleet));
                 if let Some(m) = limits_of_background {
                     // The limits on Claude Code's background sessions, when turned on.
                     tokio::spawn(bg_limits::run(m, sup.clone()));

@@ -219,7 +219,10 @@ mod tests {
 
     fn event(id: &str, at: i64) -> SupervisionEvent {
         SupervisionEvent {
-            kind: EventKind::SessionSuspended { message: "Suspended after 10 minutes idle.".into() },
+            kind: EventKind::SessionSuspended {
+                message: "Suspended after 10 minutes idle.".into(),
+                reason: "idle".into(),
+            },
             session_id: SessionId::parse(id).unwrap(),
             at: Timestamp::from_millis(at),
         }

@@ -3,6 +3,7 @@
 // engine's `settings_set` has the last word (it validates again and saves nothing on
 // error); this only answers sooner.
 
+import { budgetProblem } from './budget';
 import { SETTINGS_NUMBERS, type SettingsNumberPath } from './generated/engine';
 import type { Settings, SettingsError } from './types';
 
@@ -146,6 +147,10 @@ export function validateSettings(s: Settings): SettingsError[] {
     !errors.some((e) => e.field === 'limits.diskCleanupPercent')
   ) {
     errors.push({ field: 'limits.diskCleanupPercent', message: 'must be above the warning level' });
+  }
+  for (const k of ['budgetUsd', 'dailyBudgetUsd'] as const) {
+    const m = budgetProblem(l[k]);
+    if (m) errors.push({ field: `limits.${k}`, message: m });
   }
   if (l.crashPatterns.length > MAX_PATTERNS) errors.push({ field: 'limits.crashPatterns', message: `at most ${MAX_PATTERNS} patterns` });
   l.crashPatterns.forEach((p, i) => {

@@ -227,6 +227,11 @@ export class SupervisionStore {
     await this.#run('resume the session', () => this.#backend.call('pty_resume', { sessionId }));
   }
 
+  /** "Continue (raise the budget)": the session's own budget, or with `daily` the fleet's, then resume. */
+  async raiseBudget(sessionId: string, budgetUsd: number, daily: boolean): Promise<void> {
+    await this.#run('raise the budget', () => this.#backend.call('pty_raise_budget', { sessionId, budgetUsd, daily }));
+  }
+
   /** Also the "Retry" of an error banner. */
   async restart(sessionId: string): Promise<void> {
     const n = this.notices.get(sessionId);

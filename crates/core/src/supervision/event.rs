@@ -25,19 +25,56 @@ pub enum ReadyStatus {
 #[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum EventKind {
     SessionStarted {},
-    SessionWarning { reason: String, remaining_seconds: Option<u64>, message: String },
-    SessionTerminated { reason: String, message: String, resume_session_id: SessionId },
-    SessionRestarting { reason: String, message: String },
-    SessionReady { status: ReadyStatus, message: String },
-    CrashDetected { deferred: bool },
-    SessionRecovered { message: String },
-    RecoveryFailed { message: String },
-    SessionUnhealthy { message: String },
-    SessionSuspended { message: String },
-    SessionResumed { message: String },
-    ModeChange { mode: String, message: String },
-    Error { exit_code: i32, message: String },
-    SessionExited { exit_code: i32 },
+    SessionWarning {
+        reason: String,
+        remaining_seconds: Option<u64>,
+        message: String,
+    },
+    SessionTerminated {
+        reason: String,
+        message: String,
+        resume_session_id: SessionId,
+    },
+    SessionRestarting {
+        reason: String,
+        message: String,
+    },
+    SessionReady {
+        status: ReadyStatus,
+        message: String,
+    },
+    CrashDetected {
+        deferred: bool,
+    },
+    SessionRecovered {
+        message: String,
+    },
+    RecoveryFailed {
+        message: String,
+    },
+    SessionUnhealthy {
+        message: String,
+    },
+    /// `reason`: `idle`, `cap` or `budget` (empty from an older Mimesis).
+    SessionSuspended {
+        message: String,
+        #[serde(default)]
+        reason: String,
+    },
+    SessionResumed {
+        message: String,
+    },
+    ModeChange {
+        mode: String,
+        message: String,
+    },
+    Error {
+        exit_code: i32,
+        message: String,
+    },
+    SessionExited {
+        exit_code: i32,
+    },
 }
 
 /// One supervision event. (Read back from another machine's Mimesis: untrusted there.)
@@ -82,7 +119,7 @@ impl SupervisionEvent {
             | EventKind::SessionRecovered { message }
             | EventKind::RecoveryFailed { message }
             | EventKind::SessionUnhealthy { message }
-            | EventKind::SessionSuspended { message }
+            | EventKind::SessionSuspended { message, .. }
             | EventKind::SessionResumed { message }
             | EventKind::ModeChange { message, .. }
             | EventKind::Error { message, .. } => Some(message),

@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::budget::{Usd, check_usd};
+
 /// How an idle session is suspended (P6).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -102,6 +104,13 @@ pub struct Limits {
     /// (issue 33): a memory restart is `claude respawn`, the end of the duration limit
     /// `claude stop`; off by default.
     pub background_sessions: bool,
+    /// Issue 36: the budget of each supervised session in US dollars (null: none); at 80 %
+    /// a warning, at 100 % the session is suspended at its next idle moment.
+    #[cfg_attr(feature = "ts", ts(type = "number | null"))]
+    pub budget_usd: Option<Usd>,
+    /// Issue 36: the budget of the whole fleet for a local day, in US dollars (null: none).
+    #[cfg_attr(feature = "ts", ts(type = "number | null"))]
+    pub daily_budget_usd: Option<Usd>,
 }
 
 /// The shortest duration any limit, check interval, grace or delay may have (other than
@@ -142,6 +151,8 @@ impl Default for Limits {
             restart_limit_burst: 5,
             restart_limit_window: Duration::from_secs(30 * 60),
             background_sessions: false,
+            budget_usd: None,
+            daily_budget_usd: None,
         }
     }
 }
@@ -190,7 +201,7 @@ pub const ENV_VARS: &[&str] = &[
 
 impl Limits {
     /// The JSON names of the fields, in the document's order (docs/ipc.md).
-    pub const FIELDS: [&'static str; 23] = [
+    pub const FIELDS: [&'static str; 25] = [
         "maxLiveSessions",
         "idleTimeoutSecs",
         "suspendMode",
@@ -214,6 +225,8 @@ impl Limits {
         "restartLimitBurst",
         "restartLimitWindowSecs",
         "backgroundSessions",
+        "budgetUsd",
+        "dailyBudgetUsd",
     ];
 
     /// The idle-timeout range users may set (SPEC P6: 1–120 min).
@@ -337,6 +350,11 @@ impl Limits {
         c.zero_or_between("crashDebounceFailureSecs", self.crash_debounce_failure, MIN_DURATION, 3600);
         c.whole("restartLimitBurst", self.restart_limit_burst.into(), 1, 100, "");
         c.between("restartLimitWindowSecs", self.restart_limit_window, MIN_DURATION, 86_400);
+        for (field, v) in [("budgetUsd", self.budget_usd), ("dailyBudgetUsd", self.daily_budget_usd)] {
+            if let Some(Err(e)) = v.map(|v| check_usd(v.0)) {
+                c.add(field, e);
+            }
+        }
         // One field for the list, as the view shows it (a text box, one pattern a line).
         let field = "crashPatterns";
         if self.crash_patterns.len() > MAX_CRASH_PATTERNS {
@@ -460,6 +478,7 @@ pub struct LimitFlags {
     pub turn_grace: Option<Duration>,
     pub kill_after: Option<Duration>,
     pub crash_patterns: Vec<String>,
+    pub budget_usd: Option<Usd>,
 }
 
 impl LimitFlags {
@@ -481,6 +500,9 @@ impl LimitFlags {
         if !self.crash_patterns.is_empty() {
             l.crash_patterns = self.crash_patterns.clone();
         }
+        if self.budget_usd.is_some() {
+            l.budget_usd = self.budget_usd;
+        }
     }
 
     /// The flag that sets a field of the settings document (`limits.maxRssMb` →
@@ -494,6 +516,7 @@ impl LimitFlags {
             "limits.idleTimeoutSecs" => "--idle-timeout",
             "limits.turnGraceSecs" => "--grace",
             "limits.killAfterSecs" => "--kill-after",
+            "limits.budgetUsd" => "--budget-usd",
             f if f.starts_with("limits.crashPatterns") => "--crash-pattern",
             _ => return None,
         })
@@ -693,7 +716,8 @@ mod tests {
             "recoveryRetries": 2, "recoveryRetryDelaySecs": 2,
             "crashDebounceSuccessSecs": 30, "crashDebounceFailureSecs": 5,
             "crashPatterns": ["RangeError: Maximum call stack size exceeded"],
-            "restartLimitBurst": 5, "restartLimitWindowSecs": 1800, "backgroundSessions": false
+            "restartLimitBurst": 5, "restartLimitWindowSecs": 1800, "backgroundSessions": false,
+            "budgetUsd": null, "dailyBudgetUsd": null
         });
         assert_eq!(v, expected);
         let mut keys: Vec<&str> = expected.as_object().unwrap().keys().map(String::as_str).collect();

@@ -7,6 +7,7 @@
 //!   [`limit_clock`]: the duration limit and the restart start limit both policies use.
 //! - [`background`]: the limits applied to Claude Code's background sessions (when the
 //!   user turns them on), through the service's own verbs.
+//! - [`budget`]: the fleet's daily budget and each session's (issue 36).
 //! - [`event`]: the supervision events and the seeds' wording.
 //! - [`view`]: what the faces see (`supervision` of a roster row, resources, metrics).
 //! - [`agent`]: the program a session runs.
@@ -21,6 +22,7 @@ pub mod activity;
 pub mod agent;
 pub mod background;
 pub mod baseline;
+pub mod budget;
 pub mod event;
 pub mod fleet;
 pub mod flow;

@@ -35,6 +35,7 @@
 //! `health` (P13, when a process is up). `SessionPolicy` routes each input to its parts
 //! and gathers their effects.
 
+mod budgets;
 mod crash;
 mod duration;
 mod health;
@@ -53,6 +54,7 @@ use self::input::InputQueue;
 use self::observed::{Observed, from_registry, from_status};
 use self::process::{Proc, Purpose, RestartReason, StopHow, StopWhy, SuspendCause};
 use self::restart::RestartPart;
+use super::budget::SessionBudget;
 use super::event::{EventKind, ReadyStatus, SupervisionEvent, wording};
 use super::limits::Limits;
 use super::view::{Mode, Supervision, SupervisionState, TerminatedReason};
@@ -112,6 +114,10 @@ pub struct SessionPolicy {
     out: Vec<Effect>,
     now: Mono,
     wall: Timestamp,
+    /// Issue 36 (policy/budgets.rs): the session's budget and the fleet's.
+    budget: SessionBudget,
+    /// Why it is suspended, while it is.
+    suspended_for: Option<SuspendCause>,
 }
 
 impl SessionPolicy {
@@ -152,8 +158,11 @@ impl SessionPolicy {
             out: Vec::new(),
             now,
             wall: at.wall,
+            budget: SessionBudget::default(),
+            suspended_for: None,
             limits,
         };
+        p.budget.set_default(p.limits.budget_usd.map(|u| u.0));
         let launch = if resume { Launch::Resume } else { Launch::Fresh };
         p.spawn(launch, Purpose::Initial);
         let effects = std::mem::take(&mut p.out);
@@ -241,6 +250,9 @@ impl SessionPolicy {
             last_exit_code: self.last_exit_code,
             terminated_reason: self.terminated_reason,
             restarts_held: self.restart.hold,
+            budget_usd: self.budget.limit(),
+            spent_usd: Some(self.budget.spent()).filter(|s| *s > 0.0),
+            suspended_reason: self.suspended_reason(),
         }
     }
 
@@ -311,7 +323,11 @@ impl SessionPolicy {
             Input::Restart => self.user_restart(),
             Input::Limits(limits) => self.new_limits(*limits),
             Input::Tick => self.tick(),
+            Input::Spend(usd) => self.spend(usd),
+            Input::Budget(usd) => self.own_budget(usd),
+            Input::FleetBudget(reached) => self.budget.set_fleet(reached),
         }
+        self.suspend_if_over_budget();
         std::mem::take(&mut self.out)
     }
 
@@ -743,7 +759,10 @@ impl SessionPolicy {
     /// (a shorter limit already passed ends the session now, with the usual grace); the
     /// periodic checks come no later than one new interval from now.
     fn new_limits(&mut self, new: Limits) {
+        let budget = new.budget_usd.map(|u| u.0);
         let old = std::mem::replace(&mut self.limits, new);
+        let crossed = self.budget.set_default(budget);
+        self.budget_crossed(crossed);
         let (now, l) = (self.now, &self.limits);
         self.idle.retime(old.idle_timeout, l.idle_timeout);
         self.duration.new_limits(&old, l, now);

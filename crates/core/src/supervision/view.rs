@@ -87,6 +87,39 @@ pub struct Supervision {
     /// below what the agent needs at rest; `rate_limit`: too many within the window).
     #[serde(default)]
     pub restarts_held: Option<RestartHold>,
+    /// Issue 36: the budget in force for this session in US dollars (its own, else the
+    /// settings' `budgetUsd`), or null.
+    #[serde(default)]
+    pub budget_usd: Option<f64>,
+    /// What the session has spent so far (its transcript's estimated cost), when known.
+    #[serde(default)]
+    pub spent_usd: Option<f64>,
+    /// When state is suspended: why (`idle`, `cap`: the live-session cap, `budget`).
+    #[serde(default)]
+    pub suspended_reason: Option<SuspendedReason>,
+}
+
+/// Why a session is suspended.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SuspendedReason {
+    /// Idle for `idleTimeoutSecs`.
+    Idle,
+    /// Over the live-session cap (the least recently used).
+    Cap,
+    /// Its budget, or the fleet's daily budget, is spent.
+    Budget,
+}
+
+impl SuspendedReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SuspendedReason::Idle => "idle",
+            SuspendedReason::Cap => "cap",
+            SuspendedReason::Budget => "budget",
+        }
+    }
 }
 
 impl Supervision {
@@ -111,6 +144,9 @@ impl Supervision {
             last_exit_code: None,
             terminated_reason: None,
             restarts_held: None,
+            budget_usd: None,
+            spent_usd: None,
+            suspended_reason: None,
         }
     }
 }
@@ -291,10 +327,13 @@ mod tests {
             last_exit_code: None,
             terminated_reason: Some(TerminatedReason::DurationLimit),
             restarts_held: None,
+            budget_usd: Some(5.0),
+            spent_usd: None,
+            suspended_reason: None,
         };
         let v = serde_json::to_value(&s).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(keys.len(), 18);
+        assert_eq!(keys.len(), 21);
         for k in [
             "state",
             "mode",
@@ -313,6 +352,9 @@ mod tests {
             "queuedInputs",
             "lastExitCode",
             "terminatedReason",
+            "budgetUsd",
+            "spentUsd",
+            "suspendedReason",
         ] {
             assert!(keys.contains(&k), "{k}");
         }

@@ -54,7 +54,10 @@ export const fullRow = {
     "queuedInputs": 0,
     "lastExitCode": 1,
     "terminatedReason": "duration_limit",
-    "restartsHeld": "rate_limit"
+    "restartsHeld": "rate_limit",
+    "budgetUsd": null,
+    "spentUsd": null,
+    "suspendedReason": null
   },
   "live": true,
   "pid": 7,
@@ -214,7 +217,10 @@ export const storeEvents = [
         "queuedInputs": 0,
         "lastExitCode": 1,
         "terminatedReason": "duration_limit",
-        "restartsHeld": "rate_limit"
+        "restartsHeld": "rate_limit",
+        "budgetUsd": null,
+        "spentUsd": null,
+        "suspendedReason": null
       },
       "live": true,
       "pid": 7,
@@ -349,7 +355,10 @@ export const storeBatch = {
           "queuedInputs": 0,
           "lastExitCode": 1,
           "terminatedReason": "duration_limit",
-          "restartsHeld": "rate_limit"
+          "restartsHeld": "rate_limit",
+          "budgetUsd": null,
+          "spentUsd": null,
+          "suspendedReason": null
         },
         "live": true,
         "pid": 7,
@@ -755,6 +764,7 @@ export const supervisionEvents = [
   {
     "type": "session_suspended",
     "message": "message",
+    "reason": "budget",
     "sessionId": "s1",
     "at": "2026-11-01T00:00:00.000Z"
   },
@@ -849,6 +859,7 @@ export const remoteSupervisionEvents = [
   {
     "type": "session_suspended",
     "message": "message",
+    "reason": "budget",
     "sessionId": "devbox:s1",
     "at": "2026-11-01T00:00:00.000Z"
   },
@@ -1032,7 +1043,9 @@ export const settings = {
     ],
     "restartLimitBurst": 5,
     "restartLimitWindowSecs": 1800,
-    "backgroundSessions": false
+    "backgroundSessions": false,
+    "budgetUsd": null,
+    "dailyBudgetUsd": null
   },
   "agent": {
     "command": "claude",
@@ -1457,7 +1470,10 @@ export const rosterSnapshot = {
         "queuedInputs": 0,
         "lastExitCode": 1,
         "terminatedReason": "duration_limit",
-        "restartsHeld": "rate_limit"
+        "restartsHeld": "rate_limit",
+        "budgetUsd": null,
+        "spentUsd": null,
+        "suspendedReason": null
       },
       "live": true,
       "pid": 7,

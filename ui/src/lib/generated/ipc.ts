@@ -311,6 +311,11 @@ export type TerminatedReason = "duration_limit" | "user" | "deleted" | "exited" 
 export type RestartHold = "memory_baseline" | "rate_limit";
 
 /**
+ * Why a session is suspended.
+ */
+export type SuspendedReason = "idle" | "cap" | "budget";
+
+/**
  * `TrackedSession.supervision`.
  */
 export type Supervision = { state: SupervisionState, mode: Mode, agent: string, cwd: string, pid: number | null, processStartedAt: string | null, createdAt: string, recoveryCount: number, restartCount: number, consecutiveCrashes: number, pendingCrashRecovery: boolean, awaitingPermission: boolean, idleDeadline: string | null, durationDeadline: string | null, queuedInputs: number, lastExitCode: number | null, terminatedReason: TerminatedReason | null, 
@@ -318,7 +323,20 @@ export type Supervision = { state: SupervisionState, mode: Mode, agent: string, 
  * Automatic restarts are stopped, and why (`memory_baseline`: the memory limit is
  * below what the agent needs at rest; `rate_limit`: too many within the window).
  */
-restartsHeld: RestartHold | null, };
+restartsHeld: RestartHold | null, 
+/**
+ * Issue 36: the budget in force for this session in US dollars (its own, else the
+ * settings' `budgetUsd`), or null.
+ */
+budgetUsd: number | null, 
+/**
+ * What the session has spent so far (its transcript's estimated cost), when known.
+ */
+spentUsd: number | null, 
+/**
+ * When state is suspended: why (`idle`, `cap`: the live-session cap, `budget`).
+ */
+suspendedReason: SuspendedReason | null, };
 
 /**
  * Whether a respawned session continues its conversation or starts over (EC-007).
@@ -328,12 +346,12 @@ export type ReadyStatus = "resumed" | "new";
 /**
  * What happened. Serialized with its fields beside `type`, `sessionId` and `at`.
  */
-export type EventKind = { "type": "session_started", } | { "type": "session_warning", reason: string, remainingSeconds: number | null, message: string, } | { "type": "session_terminated", reason: string, message: string, resumeSessionId: string, } | { "type": "session_restarting", reason: string, message: string, } | { "type": "session_ready", status: ReadyStatus, message: string, } | { "type": "crash_detected", deferred: boolean, } | { "type": "session_recovered", message: string, } | { "type": "recovery_failed", message: string, } | { "type": "session_unhealthy", message: string, } | { "type": "session_suspended", message: string, } | { "type": "session_resumed", message: string, } | { "type": "mode_change", mode: string, message: string, } | { "type": "error", exitCode: number, message: string, } | { "type": "session_exited", exitCode: number, };
+export type EventKind = { "type": "session_started", } | { "type": "session_warning", reason: string, remainingSeconds: number | null, message: string, } | { "type": "session_terminated", reason: string, message: string, resumeSessionId: string, } | { "type": "session_restarting", reason: string, message: string, } | { "type": "session_ready", status: ReadyStatus, message: string, } | { "type": "crash_detected", deferred: boolean, } | { "type": "session_recovered", message: string, } | { "type": "recovery_failed", message: string, } | { "type": "session_unhealthy", message: string, } | { "type": "session_suspended", message: string, reason: string, } | { "type": "session_resumed", message: string, } | { "type": "mode_change", mode: string, message: string, } | { "type": "error", exitCode: number, message: string, } | { "type": "session_exited", exitCode: number, };
 
 /**
  * One supervision event. (Read back from another machine's Mimesis: untrusted there.)
  */
-export type SupervisionEvent = { sessionId: string, at: string, } & ({ "type": "session_started", } | { "type": "session_warning", reason: string, remainingSeconds: number | null, message: string, } | { "type": "session_terminated", reason: string, message: string, resumeSessionId: string, } | { "type": "session_restarting", reason: string, message: string, } | { "type": "session_ready", status: ReadyStatus, message: string, } | { "type": "crash_detected", deferred: boolean, } | { "type": "session_recovered", message: string, } | { "type": "recovery_failed", message: string, } | { "type": "session_unhealthy", message: string, } | { "type": "session_suspended", message: string, } | { "type": "session_resumed", message: string, } | { "type": "mode_change", mode: string, message: string, } | { "type": "error", exitCode: number, message: string, } | { "type": "session_exited", exitCode: number, });
+export type SupervisionEvent = { sessionId: string, at: string, } & ({ "type": "session_started", } | { "type": "session_warning", reason: string, remainingSeconds: number | null, message: string, } | { "type": "session_terminated", reason: string, message: string, resumeSessionId: string, } | { "type": "session_restarting", reason: string, message: string, } | { "type": "session_ready", status: ReadyStatus, message: string, } | { "type": "crash_detected", deferred: boolean, } | { "type": "session_recovered", message: string, } | { "type": "recovery_failed", message: string, } | { "type": "session_unhealthy", message: string, } | { "type": "session_suspended", message: string, reason: string, } | { "type": "session_resumed", message: string, } | { "type": "mode_change", mode: string, message: string, } | { "type": "error", exitCode: number, message: string, } | { "type": "session_exited", exitCode: number, });
 
 /**
  * One live supervised session in the resource view (P7).
@@ -511,7 +529,16 @@ restartLimitBurst: number, restartLimitWindowSecs: number,
  * (issue 33): a memory restart is `claude respawn`, the end of the duration limit
  * `claude stop`; off by default.
  */
-backgroundSessions: boolean, };
+backgroundSessions: boolean, 
+/**
+ * Issue 36: the budget of each supervised session in US dollars (null: none); at 80 %
+ * a warning, at 100 % the session is suspended at its next idle moment.
+ */
+budgetUsd: number | null, 
+/**
+ * Issue 36: the budget of the whole fleet for a local day, in US dollars (null: none).
+ */
+dailyBudgetUsd: number | null, };
 
 export type AgentSettings = { command: string, args: Array<string>, };
 
@@ -911,6 +938,7 @@ export interface Commands {
   pty_resize: { args: { sessionId: string; cols: number; rows: number }; ret: null };
   pty_stop: { args: { sessionId: string }; ret: null };
   pty_resume: { args: { sessionId: string }; ret: null };
+  pty_raise_budget: { args: { sessionId: string; budgetUsd: number; daily: boolean }; ret: null };
   pty_restart: { args: { sessionId: string }; ret: null };
   pty_delete: { args: { sessionId: string }; ret: null };
   pty_dialog: { args: { sessionId: string }; ret: Dialog | null };

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use super::budgets::view_reason;
 use super::process::{StopHow, StopWhy, SuspendCause};
 use super::{Effect, Launch, Proc, Purpose, SessionPolicy, Sig};
 use crate::clock::Mono;
@@ -70,6 +71,7 @@ impl SessionPolicy {
             return;
         }
         self.idle.disarm();
+        self.suspended_for = Some(cause);
         // Seed 003 §2.2: the client hears of the mode change before the process is stopped.
         let message = self.suspended_message(cause);
         self.emit(EventKind::ModeChange { mode: "suspended".into(), message });
@@ -92,18 +94,21 @@ impl SessionPolicy {
         match cause {
             SuspendCause::Idle => wording::suspended_idle(self.limits.idle_timeout),
             SuspendCause::Cap => wording::suspended_cap(self.limits.max_live_sessions),
+            SuspendCause::Budget(_) => self.budget_suspended_message(),
         }
     }
 
     /// The process is stopped (or frozen).
     pub(super) fn announce_suspended(&mut self, cause: SuspendCause) {
         let message = self.suspended_message(cause);
-        self.emit(EventKind::SessionSuspended { message });
+        let reason = view_reason(cause).as_str().to_owned();
+        self.emit(EventKind::SessionSuspended { message, reason });
     }
 
     pub(super) fn resume_from_suspension(&mut self) {
         let idle = self.idle.woken(self.now);
         self.emit(EventKind::SessionResumed { message: wording::resuming(idle) });
+        self.suspended_for = None;
         if self.frozen {
             self.out.push(Effect::Signal(Sig::Cont));
             self.frozen = false;

@@ -130,7 +130,7 @@ impl SessionPolicy {
             SupervisionState::Suspended if only_interrupts(&bytes) => return Delivery::Written,
             SupervisionState::Suspended => {
                 self.input.queue.push_back(bytes);
-                if matches!(self.proc, Proc::None) || self.frozen {
+                if (matches!(self.proc, Proc::None) || self.frozen) && !self.budget_holds() {
                     self.resume_from_suspension();
                 }
                 // After a SIGCONT resume the queue was flushed at once.

@@ -135,6 +135,13 @@ pub enum Input {
     Limits(Box<Limits>),
     /// Re-evaluate timers.
     Tick,
+    /// Issue 36: what the session has spent so far (US dollars, its transcript's cost).
+    Spend(f64),
+    /// This session's own budget (`--budget-usd`, or raised by the user); `None`: the
+    /// settings' `budgetUsd`.
+    Budget(Option<f64>),
+    /// The fleet's daily budget is reached (its spend and limit), or no longer.
+    FleetBudget(Option<(f64, f64)>),
 }
 
 /// What the agent's own records say of it, for supervision (the wiring reads them from the

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::{Effect, Launch, SessionPolicy, Sig};
 use crate::clock::Mono;
+use crate::supervision::budget::Scope;
 use crate::supervision::event::{EventKind, wording};
 use crate::supervision::view::{SupervisionState, TerminatedReason};
 
@@ -61,6 +62,7 @@ pub(super) enum RestartReason {
 pub(super) enum SuspendCause {
     Idle,
     Cap,
+    Budget(Scope),
 }
 
 /// Why a process is being stopped, and so what happens once it is gone.
@@ -259,7 +261,7 @@ impl SessionPolicy {
                 self.state = SupervisionState::Suspended;
                 self.idle.suspended(self.now);
                 self.announce_suspended(cause);
-                if !self.input.queue.is_empty() {
+                if !self.input.queue.is_empty() && !self.budget_holds() {
                     // A message arrived while it was stopping: come straight back.
                     self.resume_from_suspension();
                 }

@@ -1609,3 +1609,5 @@ fn new_check_intervals_apply_from_now_and_a_new_rss_limit_is_measured_at_once() 
     let e = rss(&mut h, 2000);
     assert_eq!(events(&e), ["session_restarting"], "over the new limit");
 }
+
+mod budgets;

@@ -1,0 +1,411 @@
+//! The driver of budgets (issue 36). The rules are `mimesis_core::supervision::budget`;
+//! this task follows the roster's per-row cost (what each transcript's tokens cost at the
+//! vendored prices, or what Claude Code says it billed) and:
+//! - a session supervised here: its spend goes to its policy, which warns at 80 % and
+//!   suspends it at its next idle moment at 100 %;
+//! - one of Claude Code's background sessions on this machine: the warning, then at an
+//!   idle moment Claude Code's own `claude stop` (as its duration limit does);
+//! - any other session (external): the warning and the notification only;
+//! - the fleet (where every session is followed: the app): today's spend (local day, `TZ`
+//!   respected) against `dailyBudgetUsd`; reached, every supervised and background
+//!   session is suspended at its next idle moment, and the user is told once.
+//!
+//! Today's spend is what the transcripts said of today when the budget was first needed
+//! (one cost report), plus what every row spent since (its cost now less its cost then);
+//! at midnight it starts from nothing, every row's cost then its new base.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::NaiveDate;
+use mimesis_core::clock::Timestamp;
+use mimesis_core::ids::{JobId, SessionId};
+use mimesis_core::job::SessionKind;
+use mimesis_core::session::{Cost, StoreEvent, TrackedSession};
+use mimesis_core::spend::{CostQuery, GroupBy};
+use mimesis_core::status::Status;
+use mimesis_core::supervision::budget::{Crossed, FleetBudget, RowBudget, RowEffect, Scope, wording};
+use mimesis_core::supervision::{EventKind, SupervisionEvent};
+use mimesis_supervise::Supervisor;
+use mimesis_watch::background::running_workers;
+use tokio::sync::{broadcast, mpsc};
+
+use crate::Mimesis;
+use crate::background::{Claude, Verb, claude_program};
+
+/// How often the local day is looked at when nothing else happens.
+const DAY_CHECK: Duration = Duration::from_secs(60);
+
+/// What budgets need of a roster row.
+#[derive(Clone, Debug, Default)]
+struct Row {
+    /// Its spend so far (US dollars).
+    cost: f64,
+    /// Its spend when today's count began for it.
+    base: f64,
+    /// Supervised by some face (here or another's `mimesis run`).
+    supervised: bool,
+    background: bool,
+    job: Option<JobId>,
+    live: bool,
+    busy: bool,
+    remote: bool,
+}
+
+fn spent(c: &Cost) -> f64 {
+    c.billed.as_ref().map(|b| b.cost_usd).or(c.estimated_usd).filter(|v| v.is_finite() && *v >= 0.0).unwrap_or(0.0)
+}
+
+impl Row {
+    fn of(s: &TrackedSession) -> Row {
+        let cost = spent(&s.cost);
+        Row {
+            cost,
+            base: cost,
+            supervised: s.supervision.is_some(),
+            background: s.kind == Some(SessionKind::Background),
+            job: s.job.as_ref().map(|j| j.id.clone()),
+            live: s.live,
+            busy: matches!(s.status, Status::Working | Status::WaitingForApproval),
+            remote: s.host.is_some(),
+        }
+    }
+
+    fn apply(&mut self, p: &mimesis_core::session::SessionPatch) {
+        if let Some(c) = &p.cost {
+            self.cost = spent(c);
+        }
+        if let Some(s) = &p.supervision {
+            self.supervised = s.is_some();
+        }
+        if let Some(k) = p.kind {
+            self.background = k == Some(SessionKind::Background);
+        }
+        if let Some(j) = &p.job {
+            self.job = j.as_ref().map(|j| j.id.clone());
+        }
+        if let Some(l) = p.live {
+            self.live = l;
+        }
+        if let Some(s) = p.status {
+            self.busy = matches!(s, Status::Working | Status::WaitingForApproval);
+        }
+        if let Some(h) = &p.host {
+            self.remote = h.is_some();
+        }
+    }
+}
+
+/// Runs until the engine's stream ends. `fleet`: the daily budget is kept here (every
+/// session is followed).
+pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor, fleet: bool) {
+    let engine = mimesis.engine().clone();
+    let mut events = engine.subscribe();
+    let mut settings = mimesis.subscribe_settings();
+    engine.ready().await;
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(NaiveDate, f64)>();
+    let mut d = Driver {
+        today: today(&mimesis),
+        mimesis,
+        sup,
+        fleet_on: fleet,
+        rows: HashMap::new(),
+        budgets: HashMap::new(),
+        fleet: FleetBudget::default(),
+        before: None,
+        asked: false,
+        told: false,
+        done: done_tx,
+    };
+    let mut seq = 0;
+    if let Ok(snap) = engine.snapshot().await {
+        seq = snap.seq;
+        d.rows = snap.sessions.iter().map(|s| (s.session_id.clone(), Row::of(s))).collect();
+    }
+    d.settings_changed();
+    let mut day_check = tokio::time::interval(DAY_CHECK);
+    loop {
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Ok(env) => {
+                    if env.seq <= seq {
+                        continue;
+                    }
+                    seq = env.seq;
+                    let id = env.event.session_id().clone();
+                    match &env.event {
+                        StoreEvent::Discovered { session } => {
+                            // A new file: all its spend is new (today's).
+                            let row = Row { base: 0.0, ..Row::of(session) };
+                            d.rows.insert(id.clone(), row);
+                        }
+                        StoreEvent::Updated { changes, .. } => {
+                            if let Some(r) = d.rows.get_mut(&id) {
+                                r.apply(changes);
+                            }
+                        }
+                        StoreEvent::Removed { .. } => {
+                            d.rows.remove(&id);
+                            d.budgets.remove(&id);
+                        }
+                    }
+                    d.row_changed(&id);
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    if let Ok(snap) = engine.snapshot().await {
+                        seq = snap.seq;
+                        for s in &snap.sessions {
+                            let base = d.rows.get(&s.session_id).map_or(0.0, |r| r.base);
+                            d.rows.insert(s.session_id.clone(), Row { base, ..Row::of(s) });
+                        }
+                        let ids: Vec<SessionId> = d.rows.keys().cloned().collect();
+                        for id in ids {
+                            d.row_changed(&id);
+                        }
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            changed = settings.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                d.settings_changed();
+            }
+            Some((day, usd)) = done_rx.recv() => {
+                if day == d.today {
+                    // The report holds every row's spend of today so far: count from here.
+                    for r in d.rows.values_mut() {
+                        r.base = r.cost;
+                    }
+                    d.before = Some(usd);
+                    d.fleet_changed(None);
+                }
+            }
+            _ = day_check.tick() => d.day_check(),
+        }
+    }
+}
+
+fn today(m: &Mimesis) -> NaiveDate {
+    crate::cost::local_day(m.clock().now())
+}
+
+struct Driver {
+    mimesis: Mimesis,
+    sup: Supervisor,
+    fleet_on: bool,
+    rows: HashMap<SessionId, Row>,
+    /// Sessions not supervised here (external, background) with a budget.
+    budgets: HashMap<SessionId, RowBudget>,
+    fleet: FleetBudget,
+    today: NaiveDate,
+    /// Today's spend before the rows' bases (the cost report), once known.
+    before: Option<f64>,
+    /// The cost report of today was asked for.
+    asked: bool,
+    /// The supervisor and the rows were told the fleet's budget is reached.
+    told: bool,
+    done: mpsc::UnboundedSender<(NaiveDate, f64)>,
+}
+
+impl Driver {
+    fn budget_usd(&self) -> (Option<f64>, Option<f64>) {
+        let l = self.mimesis.effective_limits().map(|e| e.limits);
+        let l = l.as_ref();
+        (
+            l.and_then(|l| l.budget_usd).map(|u| u.0),
+            l.and_then(|l| l.daily_budget_usd).map(|u| u.0).filter(|_| self.fleet_on),
+        )
+    }
+
+    fn settings_changed(&mut self) {
+        let (session, daily) = self.budget_usd();
+        for b in self.budgets.values_mut() {
+            b.set_default(session);
+        }
+        if daily.is_some() && !self.asked {
+            self.ask_today();
+        }
+        let crossed = self.fleet.set_limit(daily);
+        self.fleet_changed(crossed);
+        let ids: Vec<SessionId> = self.rows.keys().cloned().collect();
+        for id in ids {
+            self.row_changed(&id);
+        }
+    }
+
+    /// Today's spend so far, from the transcripts (once; the rows' growth is added to it).
+    fn ask_today(&mut self) {
+        self.asked = true;
+        let (roots, data, day, done) =
+            (self.mimesis.roots().to_vec(), self.mimesis.data_dir().to_owned(), self.today, self.done.clone());
+        tokio::task::spawn_blocking(move || {
+            let q = CostQuery { by: GroupBy::Session, since: Some(day), until: Some(day), project: None };
+            let r = crate::cost::report(&roots, &data, &q, None, crate::cost::Reading::Copied);
+            done.send((day, r.total.cost_usd)).ok()
+        });
+    }
+
+    fn day_check(&mut self) {
+        let day = today(&self.mimesis);
+        if day == self.today {
+            return;
+        }
+        self.today = day;
+        // A new day: every row's spend so far was before it.
+        for r in self.rows.values_mut() {
+            r.base = r.cost;
+        }
+        self.before = Some(0.0);
+        self.fleet_changed(None);
+    }
+
+    /// Today's spend of the fleet, once the report of the day before the rows is known.
+    fn fleet_spent(&self) -> Option<f64> {
+        let grown: f64 = self.rows.values().filter(|r| !r.remote).map(|r| (r.cost - r.base).max(0.0)).sum();
+        self.before.map(|b| b + grown)
+    }
+
+    fn fleet_changed(&mut self, crossed: Option<Crossed>) {
+        let mut said = crossed;
+        if let Some(spent) = self.fleet_spent() {
+            said = said.or(self.fleet.observe(self.today, spent));
+        }
+        if let Some(c) = said {
+            let message = match c {
+                Crossed::Warn { spent, limit } => wording::warning(Scope::Fleet, spent, limit),
+                Crossed::Reached { spent, limit } => format!(
+                    "{} Supervised and background sessions are suspended at their next idle moment.",
+                    wording::reached_external(Scope::Fleet, spent, limit)
+                ),
+            };
+            // Said once, about the session that spent last (a notification needs one).
+            if let Some(id) = self.busiest() {
+                self.say(&id, message);
+            }
+        }
+        let reached = self.fleet_reached();
+        if reached.is_some() != self.told {
+            self.told = reached.is_some();
+            self.sup.fleet_budget(reached);
+            for b in self.budgets.values_mut() {
+                b.set_fleet(reached);
+            }
+        }
+    }
+
+    fn fleet_reached(&self) -> Option<(f64, f64)> {
+        match (self.fleet.reached(), self.fleet.limit()) {
+            (true, Some(limit)) => Some((self.fleet.spent(), limit)),
+            _ => None,
+        }
+    }
+
+    /// The local session that spent the most today.
+    fn busiest(&self) -> Option<SessionId> {
+        self.rows
+            .iter()
+            .filter(|(_, r)| !r.remote)
+            .max_by(|a, b| (a.1.cost - a.1.base).total_cmp(&(b.1.cost - b.1.base)))
+            .map(|(id, _)| id.clone())
+    }
+
+    fn say(&self, id: &SessionId, message: String) {
+        let kind = EventKind::SessionWarning { reason: "budget".into(), remaining_seconds: None, message };
+        let at: Timestamp = self.mimesis.clock().now();
+        self.sup.publish_event(SupervisionEvent { kind, session_id: id.clone(), at });
+    }
+
+    fn row_changed(&mut self, id: &SessionId) {
+        if self.fleet.limit().is_some() {
+            self.fleet_changed(None);
+        }
+        let Some(row) = self.rows.get(id).cloned() else { return };
+        if row.remote {
+            return;
+        }
+        if self.sup.supervision(id).is_some() {
+            self.sup.spend(id, row.cost);
+            if let Some(reached) = self.fleet_reached() {
+                // Also a session that came after the fleet's budget was reached.
+                self.sup.fleet_budget(Some(reached));
+            }
+            return;
+        }
+        if row.supervised {
+            return; // another face supervises it, and keeps its budget
+        }
+        if !row.live && !self.budgets.contains_key(id) {
+            return; // a session no process runs (history): nothing to tell or stop
+        }
+        let (session, _) = self.budget_usd();
+        let reached = self.fleet_reached();
+        let b = self.budgets.entry(id.clone()).or_insert_with(|| {
+            let mut b = RowBudget::new(row.background, session);
+            b.set_fleet(reached);
+            b
+        });
+        for effect in b.observe(row.cost, row.busy, row.live) {
+            match effect {
+                RowEffect::Say(Crossed::Warn { spent, limit }) => {
+                    self.say(id, wording::warning(Scope::Session, spent, limit))
+                }
+                RowEffect::Say(Crossed::Reached { spent, limit }) => {
+                    let mut m = wording::reached_external(Scope::Session, spent, limit);
+                    if row.background {
+                        m.push_str(" It will be stopped when its turn ends (Respawn resumes it).");
+                    }
+                    self.say(id, m)
+                }
+                RowEffect::Stop(scope) => {
+                    if let Some(job) = &row.job {
+                        self.stop(id, job, scope);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Claude Code's own `claude stop` for a background session over its budget.
+    fn stop(&self, id: &SessionId, job: &JobId, scope: Scope) {
+        let found = self
+            .mimesis
+            .roots()
+            .iter()
+            .find_map(|r| running_workers(r).into_iter().find(|w| w.job == *job).map(|w| (r.clone(), w)));
+        let Some((root, worker)) = found else { return };
+        let cwd: Option<PathBuf> = worker.cwd.as_deref().and_then(|c| mimesis_core::layout::checked_cwd(c).ok());
+        let claude = Claude::new(claude_program(self.mimesis.data_dir()), &root).in_folder(cwd.as_deref());
+        let (id, job) = (id.clone(), job.clone());
+        let what = if scope == Scope::Fleet { "today's budget" } else { "its budget" };
+        tokio::task::spawn_blocking(move || match claude.act(&job, Verb::Stop) {
+            Ok(said) => tracing::info!(session = %id, %said, "background session over {what}: claude stop"),
+            Err(e) => tracing::warn!(session = %id, error = %e, "background session over {what}: claude stop failed"),
+        });
+    }
+}
+
+impl Mimesis {
+    /// "Continue (raise the budget)" of a session suspended for its budget: `usd` becomes
+    /// its own budget, or with `daily` the fleet's daily budget in the settings; then it
+    /// resumes (`--resume`, as from an idle suspension). A bad sum is refused in a
+    /// sentence and nothing changes.
+    pub async fn raise_budget(&self, id: &SessionId, usd: f64, daily: bool) -> Result<(), String> {
+        let usd = mimesis_core::supervision::budget::check_usd(usd).map_err(|e| format!("The budget {e}."))?;
+        let sup = self.supervisor_now().ok_or("Supervision is not running.")?;
+        if daily {
+            let mut settings = self.settings();
+            settings.limits.daily_budget_usd = Some(usd);
+            let doc = serde_json::to_value(&settings).map_err(|e| e.to_string())?;
+            let outcome = self.settings_set(&doc).await;
+            if let Some(e) = outcome.errors.first() {
+                return Err(format!("The daily budget could not be raised: {e}."));
+            }
+        } else {
+            sup.set_budget(id, Some(usd.0)).map_err(|e| e.to_string())?;
+        }
+        sup.resume(id).map_err(|e| e.to_string())
+    }
+}
