@@ -27,6 +27,7 @@ mod bg_limits;
 pub mod cost;
 pub mod demo;
 pub mod doctor;
+mod handover;
 pub mod once;
 pub mod remote;
 pub mod search;
