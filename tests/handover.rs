@@ -108,16 +108,19 @@ async fn a_supervised_session_handed_to_claudes_service_is_a_background_row_afte
             gate.open();
             anyhow::Ok(())
         };
-        let (done, checked) = tokio::join!(handing, check);
+        // Handed over at the turn's end, not after the roster's idle timeout (10 min).
+        let (done, checked) = tokio::time::timeout(T, async { tokio::join!(handing, check) })
+            .await
+            .context("the hand-over never ended")?;
         checked?;
         eprintln!("[handover] {:?} in {} ms (turn held until the gate opened)", done, t0.elapsed().as_millis());
         ensure!(done.handed == 1 && done.failed == 0 && done.waiting == 0, "{done:?}");
         let job = &id.as_str()[..8];
-        ensure!(
-            bg.worker(job).is_some_and(|w| w["sessionId"] == serde_json::json!(id.as_str())),
-            "the service runs it under its own id: {:?}",
-            bg.roster()
-        );
+        // The service runs it under its own id (its worker in the roster a moment after the
+        // job names it).
+        bg.wait("its worker, under its own id", T, |b| {
+            b.worker(job).is_some_and(|w| w["sessionId"] == serde_json::json!(id.as_str()))
+        })?;
         anyhow::Ok(id)
     }
     .await;
@@ -132,8 +135,9 @@ async fn a_supervised_session_handed_to_claudes_service_is_a_background_row_afte
         }
     };
     let result = async {
-        let listed = bg.agent(&id.as_str()[..8], false)?;
-        ensure!(listed.is_some_and(|a| a["kind"] == "background"), "claude agents lists it as a background session");
+        bg.wait("claude agents listing it as a background session", T, |b| {
+            b.agent(&id.as_str()[..8], false).ok().flatten().is_some_and(|a| a["kind"] == "background")
+        })?;
         // The next start: a background row, nothing to resume.
         let again = Mimesis::start(options(&home, data.path(), &claude)).await;
         let seen = until("its background row", async || {

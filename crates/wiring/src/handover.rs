@@ -11,9 +11,8 @@ use std::sync::Mutex;
 
 use mimesis_core::ids::SessionId;
 use mimesis_core::session::StoreEvent;
-use mimesis_core::status::Status;
 use mimesis_core::supervision::AgentKind;
-use mimesis_core::supervision::handover::{HandOverProgress, Phase, Step, step};
+use mimesis_core::supervision::handover::{HandOverProgress, Phase, RowSays, Step, step};
 use mimesis_core::supervision::interrupted::{Interrupted, InterruptedBy};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -73,7 +72,7 @@ impl Mimesis {
             .filter(|(_, s)| s.state != mimesis_core::supervision::SupervisionState::Terminated)
             .map(|(id, s)| Handing { id, phase: Phase::Waiting, cwd: s.cwd })
             .collect();
-        let mut statuses: HashMap<SessionId, Status> = HashMap::new();
+        let mut statuses: HashMap<SessionId, RowSays> = HashMap::new();
         let mut transcripts: HashMap<SessionId, PathBuf> = HashMap::new();
         self.refresh_rows(&handing, &mut statuses, &mut transcripts).await;
         let mut last = None;
@@ -83,6 +82,15 @@ impl Mimesis {
                 match step(h.phase, now.get(&h.id), statuses.get(&h.id).copied()) {
                     Step::Wait => {}
                     Step::Stop => {
+                        // Marked first: should Mimesis end before the service has it (the
+                        // user's "quit now", a signal), it is offered for resume; the mark
+                        // goes once the service runs it.
+                        sup.mark_interrupted(vec![Interrupted {
+                            session_id: h.id.clone(),
+                            cwd: h.cwd.clone(),
+                            at: self.clock().now(),
+                            by: InterruptedBy::Quit,
+                        }]);
                         // One the supervisor no longer knows has no process to stop.
                         let _ = sup.stop(&h.id);
                         h.phase = Phase::Stopping;
@@ -95,21 +103,20 @@ impl Mimesis {
                         h.phase = Phase::Done;
                         if transcripts.get(&h.id).is_none_or(|t| !t.is_file()) {
                             // Never given a prompt: no conversation to continue.
+                            sup.dismiss_interrupted(vec![h.id.clone()]);
                             progress.ended += 1;
                             continue;
                         }
                         match self.dispatch(&program, &h.id, &h.cwd, &transcripts[&h.id]).await {
-                            Ok(()) => progress.handed += 1,
+                            Ok(()) => {
+                                sup.dismiss_interrupted(vec![h.id.clone()]);
+                                progress.handed += 1;
+                            }
                             Err(e) => {
+                                // Its mark stays: offered for resume at the next start.
                                 tracing::warn!(session = %h.id, error = %e, "could not hand the session over");
                                 progress.failed += 1;
                                 progress.errors.push(format!("{}: {e}", &h.id.as_str()[..h.id.as_str().len().min(8)]));
-                                sup.mark_interrupted(vec![Interrupted {
-                                    session_id: h.id.clone(),
-                                    cwd: h.cwd.clone(),
-                                    at: self.clock().now(),
-                                    by: InterruptedBy::Quit,
-                                }]);
                             }
                         }
                     }
@@ -129,12 +136,16 @@ impl Mimesis {
                 r = rows_rx.recv() => match r {
                     Ok(env) => match &env.event {
                         StoreEvent::Discovered { session } => {
-                            statuses.insert(session.session_id.clone(), session.status);
+                            statuses.insert(session.session_id.clone(), RowSays { status: session.status, pending_call: session.has_pending_tool_use });
                             transcripts.insert(session.session_id.clone(), PathBuf::from(&session.transcript_path));
                         }
                         StoreEvent::Updated { session_id, changes } => {
-                            if let Some(s) = changes.status {
-                                statuses.insert(session_id.clone(), s);
+                            if let Some(r) = statuses.get_mut(session_id) {
+                                r.status = changes.status.unwrap_or(r.status);
+                                r.pending_call = changes.has_pending_tool_use.unwrap_or(r.pending_call);
+                            } else if changes.status.is_some() || changes.has_pending_tool_use.is_some() {
+                                // Not known yet: the whole row again.
+                                self.refresh_rows(&handing, &mut statuses, &mut transcripts).await;
                             }
                             if let Some(t) = &changes.transcript_path {
                                 transcripts.insert(session_id.clone(), PathBuf::from(t));
@@ -153,12 +164,15 @@ impl Mimesis {
     async fn refresh_rows(
         &self,
         handing: &[Handing],
-        statuses: &mut HashMap<SessionId, Status>,
+        statuses: &mut HashMap<SessionId, RowSays>,
         transcripts: &mut HashMap<SessionId, PathBuf>,
     ) {
         if let Ok(snap) = self.engine().snapshot().await {
             for row in snap.sessions.into_iter().filter(|r| handing.iter().any(|h| h.id == r.session_id)) {
-                statuses.insert(row.session_id.clone(), row.status);
+                statuses.insert(
+                    row.session_id.clone(),
+                    RowSays { status: row.status, pending_call: row.has_pending_tool_use },
+                );
                 transcripts.insert(row.session_id, PathBuf::from(row.transcript_path));
             }
         }

@@ -36,9 +36,19 @@ pub enum Step {
     Skip,
 }
 
+/// What a session's roster row says, for the hand-over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowSays {
+    pub status: Status,
+    /// A tool call waits for its result (or for the user's answer: a dialog, a question).
+    pub pending_call: bool,
+}
+
 /// The next step for a session in `phase`, whose supervision is `sup` (none once the
-/// supervisor forgot it) and whose roster row says `status` (none when it has no row yet).
-pub fn step(phase: Phase, sup: Option<&Supervision>, status: Option<Status>) -> Step {
+/// supervisor forgot it) and whose roster row says `row` (none when it has no row yet).
+/// Its turn is over when its row is idle, or waits for input with no call pending (the
+/// turn ended, maybe on a question in its text: the roster says so until the idle timeout).
+pub fn step(phase: Phase, sup: Option<&Supervision>, row: Option<RowSays>) -> Step {
     let Some(sup) = sup else {
         // Forgotten by the supervisor (deleted): nothing of it runs any more.
         return if phase == Phase::Stopping { Step::Dispatch } else { Step::Skip };
@@ -49,7 +59,10 @@ pub fn step(phase: Phase, sup: Option<&Supervision>, status: Option<Status>) -> 
             // No process right now (suspended to save memory, waiting for a retry): at once.
             SupervisionState::Suspended | SupervisionState::Unhealthy => Step::Stop,
             SupervisionState::Running | SupervisionState::RestartPending | SupervisionState::Recovering => {
-                let idle = status == Some(Status::Idle) && !sup.awaiting_permission && sup.queued_inputs == 0;
+                let turn_over = row.is_some_and(|r| {
+                    r.status == Status::Idle || (r.status == Status::WaitingForInput && !r.pending_call)
+                });
+                let idle = turn_over && !sup.awaiting_permission && sup.queued_inputs == 0;
                 if idle && sup.state == SupervisionState::Running { Step::Stop } else { Step::Wait }
             }
         },
@@ -111,27 +124,37 @@ mod tests {
         s
     }
 
+    fn says(status: Status, pending_call: bool) -> Option<RowSays> {
+        Some(RowSays { status, pending_call })
+    }
+
     #[test]
     fn an_idle_session_is_stopped_at_once_and_a_working_one_waits_for_its_turn_to_end() {
         let running = sup(SupervisionState::Running);
-        assert_eq!(step(Phase::Waiting, Some(&running), Some(Status::Idle)), Step::Stop);
-        assert_eq!(step(Phase::Waiting, Some(&running), Some(Status::Working)), Step::Wait);
-        assert_eq!(step(Phase::Waiting, Some(&running), Some(Status::WaitingForApproval)), Step::Wait);
+        assert_eq!(step(Phase::Waiting, Some(&running), says(Status::Idle, false)), Step::Stop);
+        assert_eq!(step(Phase::Waiting, Some(&running), says(Status::WaitingForInput, false)), Step::Stop, "turn over");
+        assert_eq!(step(Phase::Waiting, Some(&running), says(Status::WaitingForInput, true)), Step::Wait, "a question");
+        assert_eq!(step(Phase::Waiting, Some(&running), says(Status::Working, true)), Step::Wait);
+        assert_eq!(step(Phase::Waiting, Some(&running), says(Status::WaitingForApproval, true)), Step::Wait);
         assert_eq!(step(Phase::Waiting, Some(&running), None), Step::Wait, "no row yet: not known to be idle");
         let mut asking = running.clone();
         asking.awaiting_permission = true;
-        assert_eq!(step(Phase::Waiting, Some(&asking), Some(Status::Idle)), Step::Wait);
+        assert_eq!(step(Phase::Waiting, Some(&asking), says(Status::Idle, false)), Step::Wait);
         let mut queued = running.clone();
         queued.queued_inputs = 1;
-        assert_eq!(step(Phase::Waiting, Some(&queued), Some(Status::Idle)), Step::Wait, "a message still to type");
+        assert_eq!(
+            step(Phase::Waiting, Some(&queued), says(Status::Idle, false)),
+            Step::Wait,
+            "a message still to type"
+        );
         let restarting = sup(SupervisionState::Recovering);
-        assert_eq!(step(Phase::Waiting, Some(&restarting), Some(Status::Idle)), Step::Wait);
+        assert_eq!(step(Phase::Waiting, Some(&restarting), says(Status::Idle, false)), Step::Wait);
     }
 
     #[test]
     fn a_session_without_a_process_is_stopped_at_once() {
         for s in [SupervisionState::Suspended, SupervisionState::Unhealthy] {
-            assert_eq!(step(Phase::Waiting, Some(&sup(s)), Some(Status::Working)), Step::Stop);
+            assert_eq!(step(Phase::Waiting, Some(&sup(s)), says(Status::Working, false)), Step::Stop);
         }
     }
 
@@ -144,7 +167,7 @@ mod tests {
         assert_eq!(step(Phase::Stopping, None, None), Step::Dispatch);
         let mut exited = sup(SupervisionState::Terminated);
         exited.terminated_reason = Some(TerminatedReason::Exited);
-        assert_eq!(step(Phase::Waiting, Some(&exited), Some(Status::Idle)), Step::Skip);
+        assert_eq!(step(Phase::Waiting, Some(&exited), says(Status::Idle, false)), Step::Skip);
         assert_eq!(step(Phase::Waiting, None, None), Step::Skip);
     }
 
