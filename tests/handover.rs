@@ -17,8 +17,8 @@ use mimesis_core::job::SessionKind;
 use mimesis_core::status::Status;
 use mimesis_core::supervision::{AgentCommand, SupervisionState};
 use mimesis_tests::bg::Background;
-use mimesis_tests::claude::{CLAUDE_CODE_NEWEST, ClaudeHome, ensure_claude_version};
-use mimesis_tests::mock_api::{Gate, MockApi, Reply};
+use mimesis_tests::claude::ClaudeHome;
+use mimesis_tests::mock_api::{Gate, Reply};
 use mimesis_wiring::{Follow, Mimesis, Options, SuperviseOptions};
 
 const T: Duration = Duration::from_secs(90);
@@ -66,17 +66,9 @@ async fn type_line(m: &Mimesis, id: &SessionId, text: &str) -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_supervised_session_handed_to_claudes_service_is_a_background_row_after_the_next_start() -> Result<()> {
-    let claude = ensure_claude_version(CLAUDE_CODE_NEWEST)?;
-    let api = MockApi::start()?;
-    let home = ClaudeHome::for_version(&api.base_url(), CLAUDE_CODE_NEWEST)?;
-    let data = tempfile::tempdir()?;
     // SAFETY: the only test of this binary, before any thread of ours reads the environment.
-    unsafe {
-        for (k, v) in home.env() {
-            std::env::set_var(k, v);
-        }
-        std::env::set_var("MIMESIS_AGENT", &claude);
-    }
+    let (claude, api, home) = unsafe { mimesis_tests::bg::newest_in_process_env()? };
+    let data = tempfile::tempdir()?;
     let bg = Background::new(&home, &claude);
     let mimesis = Mimesis::start(options(&home, data.path(), &claude)).await;
     let result = async {

@@ -257,11 +257,13 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
         }
     };
 
-    // 0. A background session's job written after the registry's last change: the newer
-    //    of the two exact signals wins (the service's classifier says a turn ended, or a
-    //    dialog opened, a few hundred ms before the registry does).
+    // 0. A background session's job that says its turn ended or a dialog opened after the
+    //    registry last said busy: the newer signal wins (the service's classifier says so a
+    //    few hundred ms before the registry does). Not the other way: a job rewritten as
+    //    working by a respawn says nothing the registry at its prompt does not know better.
     let job_newer = matches!((input.job, input.registry),
-        (Some(j), Some(r)) if j.tempo != JobTempo::Unknown
+        (Some(j), Some(r)) if matches!(j.tempo, JobTempo::Idle | JobTempo::Blocked(_))
+            && r.state == RegistryState::Busy
             && matches!((j.updated_at, r.updated_at), (Some(j), Some(r)) if j > r));
     if job_newer && let Some(d) = from_job(input, true, now, t) {
         return d;
@@ -660,20 +662,23 @@ mod tests {
         // The registry changed after the job: its word.
         i.registry = busy(4);
         assert_eq!(status(&i, at(5)), Status::Working);
-        // A dialog the job saw first; and after an answer, the job working again first.
-        let waiting = Some(RegistrySignal { state: RegistryState::WaitingForApproval, updated_at: Some(at(6)) });
+        // A dialog the job saw first.
         let mut d = StatusInput {
             job: job(JobTempo::Blocked(JobNeed::Approval), 7),
             registry: busy(6),
             ..input(Tail::ToolPending)
         };
         assert_eq!(status(&d, at(7)), Status::WaitingForApproval);
-        d.registry = waiting;
+        // A job working again (a respawn rewrites it so) never outranks a registry that is
+        // not busy; nor does a tempo this version does not know.
+        d.registry = Some(RegistrySignal { state: RegistryState::Idle, updated_at: Some(at(6)) });
+        d.last_activity = Some(at(6));
+        d.tail = Tail::TurnDone { asks_question: false };
         d.job = job(JobTempo::Active, 8);
-        assert_eq!(status(&d, at(8)), Status::Working);
-        // A tempo this version does not know never outranks the registry.
+        assert_eq!(status(&d, at(8)), Status::WaitingForInput);
+        d.registry = busy(6);
         d.job = job(JobTempo::Unknown, 9);
-        assert_eq!(status(&d, at(9)), Status::WaitingForApproval);
+        assert_eq!(status(&d, at(9)), Status::Working);
     }
 
     #[test]
