@@ -117,6 +117,26 @@ impl Rig {
             .collect()
     }
 
+    /// The transcripts' last records and the rows `mimesis ls --json` shows: what a failure
+    /// needs to tell the transcript from the roster.
+    fn transcript_tail(&self) -> String {
+        let mut out = String::new();
+        for dir in std::fs::read_dir(self.home.projects_dir()).into_iter().flatten().flatten() {
+            for f in std::fs::read_dir(dir.path()).into_iter().flatten().flatten() {
+                let text = std::fs::read_to_string(f.path()).unwrap_or_default();
+                let lines: Vec<&str> = text.lines().collect();
+                out += &format!("{}:\n", f.path().display());
+                for l in &lines[lines.len().saturating_sub(8)..] {
+                    out += &format!("  {}\n", &l[..l.len().min(600)]);
+                }
+            }
+        }
+        if let Ok((_, ls, _)) = self.cli(&["ls", "--json"]) {
+            out += &format!("ls --json: {}\n", &ls[..ls.len().min(4000)]);
+        }
+        out
+    }
+
     /// How many requests the model got so far (to wait for a later one).
     fn requests(&self) -> usize {
         self.api.requests_of(&RequestKind::Main).len()
@@ -257,7 +277,9 @@ fn the_default_modes_dialogs_in_a_supervised_session() -> Result<()> {
         type_line(pty, "install it again")?;
         // (Under a loaded CI machine the second call's dialog was once listed without its
         // call named for a whole minute — an open finding, see the closing note of
-        // 2026-11-29 — so it is taken by its new id; named, it must be this call.)
+        // 2026-11-29 — so it is taken by its new id; named, it must be this call. When it is
+        // unnamed the transcript's last records and `mimesis ls --json`'s row are printed,
+        // to tell a transcript not yet written from a roster that did not follow it.)
         let second = |p: &Value| {
             str_of(p, "id") != str_of(&call, "id")
                 && str_of(p, "id") != str_of(&gate, "id")
@@ -269,6 +291,9 @@ fn the_default_modes_dialogs_in_a_supervised_session() -> Result<()> {
         }
         let (again, _) =
             rig.wait_listed("the second call's dialog", |p| str_of(p, "dialog") == "permission" && second(p))?;
+        if str_of(&again, "target").is_empty() {
+            eprintln!("[finding] the second call's dialog is listed unnamed: {again:#}\n{}", rig.transcript_tail());
+        }
         let said = rig.answer(&["deny", str_of(&again, "id")])?;
         ensure!(said.starts_with("Denied ") && said.contains("chose “No”"), "{said}");
         pty.wait_for("the call not run", T, |s| s.contains("Did not run 1 call") && s.contains("Interrupted"))?;

@@ -17,8 +17,7 @@ use anyhow::{Context, Result, ensure};
 use mimesis_core::supervision::limits::Limits;
 use mimesis_core::supervision::{AgentCommand, EventKind, SupervisionEvent};
 use mimesis_tests::bg::Background;
-use mimesis_tests::claude::{CLAUDE_CODE_NEWEST, ClaudeHome, ensure_claude_version};
-use mimesis_tests::mock_api::{MockApi, Reply};
+use mimesis_tests::mock_api::Reply;
 use mimesis_wiring::{Follow, Mimesis, Options, SuperviseOptions};
 use serde_json::json;
 
@@ -53,17 +52,9 @@ impl Waiter<'_> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_and_duration_limits_act_through_claude_codes_verbs() -> Result<()> {
-    let claude = ensure_claude_version(CLAUDE_CODE_NEWEST)?;
-    let api = MockApi::start()?;
-    let home = ClaudeHome::for_version(&api.base_url(), CLAUDE_CODE_NEWEST)?;
-    let data = tempfile::tempdir()?;
     // SAFETY: the only test of this binary, before any thread of ours reads the environment.
-    unsafe {
-        for (k, v) in home.env() {
-            std::env::set_var(k, v);
-        }
-        std::env::set_var("MIMESIS_AGENT", &claude);
-    }
+    let (claude, api, home) = unsafe { mimesis_tests::bg::newest_in_process_env()? };
+    let data = tempfile::tempdir()?;
     let bg = Background::new(&home, &claude);
     let limits = Limits {
         background_sessions: true,

@@ -85,6 +85,7 @@ fn decls() -> Vec<Decl> {
         decl::<InterruptedBy>(),
         decl::<Interrupted>(),
         decl::<crate::quit::QuitRequest>(),
+        decl::<mimesis_core::supervision::handover::HandOverProgress>(),
         decl::<Usage>(),
         decl::<Billed>(),
         decl::<Cost>(),
@@ -326,6 +327,7 @@ fn events() -> Vec<(&'static str, Vec<Payload>)> {
         ("remote:events", vec![p::<EventsPayload>()]),
         ("hosts:changed", vec![p::<HostsPayload>()]),
         ("app:quit-requested", vec![p::<crate::quit::QuitRequest>()]),
+        ("app:handover", vec![p::<mimesis_core::supervision::handover::HandOverProgress>()]),
     ]
 }
 

@@ -1,8 +1,11 @@
 //! Quitting with supervised sessions running (issue 37): the tray's Quit, and closing the
-//! window where no tray could bring it back, ask in the window first ("Stop them" or
-//! "Cancel"); a signal quits without asking. Either way the sessions still running are
-//! recorded as interrupted (the supervisor's shutdown), and the next start offers them for
-//! resume: [`sessions_interrupted`], [`interrupted_dismiss`].
+//! window where no tray could bring it back, ask in the window first ("Stop them", "Hand
+//! them to Claude Code's background service" where the installed `claude` can, or
+//! "Cancel"); a signal (SIGTERM, SIGINT, SIGHUP) quits without asking, as the window's
+//! "Stop them" does. The sessions a quit stops are recorded as interrupted with `by: quit`
+//! (the supervisor's shutdown), and the next start offers them for resume:
+//! [`sessions_interrupted`], [`interrupted_dismiss`]. Handed-over sessions are not: they go
+//! on under Claude Code's service, background rows after the next start.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -21,6 +24,9 @@ type CmdResult<T> = Result<T, String>;
 pub struct QuitRequest {
     /// Supervised sessions that a quit now would stop.
     pub running: u32,
+    /// The installed Claude Code can continue them in its background service
+    /// (`claude --bg --resume`): the window offers to hand them over.
+    pub hand_over: bool,
 }
 
 /// The window was asked; a second Quit meanwhile (its page does not answer) quits.
@@ -42,8 +48,12 @@ pub fn request<R: Runtime>(app: &AppHandle<R>) {
             app.exit(0);
             return;
         }
+        let hand_over = match app.try_state::<AppState>() {
+            Some(s) => s.mimesis.can_hand_over().await,
+            None => false,
+        };
         crate::window::show_main(&app);
-        if let Err(e) = app.emit("app:quit-requested", QuitRequest { running: running as u32 }) {
+        if let Err(e) = app.emit("app:quit-requested", QuitRequest { running: running as u32, hand_over }) {
             tracing::warn!(error = %e, "cannot ask the window about quitting; quitting");
             app.exit(0);
         }
@@ -51,7 +61,9 @@ pub fn request<R: Runtime>(app: &AppHandle<R>) {
 }
 
 /// The window's answer to `app:quit-requested`: `stop` quits (the running sessions stop,
-/// recorded as interrupted, offered for resume at the next start); `cancel` keeps running.
+/// recorded as interrupted, offered for resume at the next start); `handover` hands each to
+/// Claude Code's background service at its next idle moment (`app:handover` says how it
+/// goes), then quits; `cancel` keeps running.
 #[tauri::command]
 pub async fn app_quit<R: Runtime>(app: AppHandle<R>, choice: String) -> CmdResult<()> {
     match choice.as_str() {
@@ -59,11 +71,33 @@ pub async fn app_quit<R: Runtime>(app: AppHandle<R>, choice: String) -> CmdResul
             app.exit(0);
             Ok(())
         }
+        "handover" => {
+            let state = app.try_state::<AppState>().ok_or("Mimesis is still starting; try again")?;
+            let mimesis = state.mimesis.clone();
+            if !mimesis.can_hand_over().await {
+                return Err("the installed Claude Code cannot continue sessions in its background service \
+                            (`claude --bg --resume` needs 2.1.330 or later); stop them or cancel"
+                    .into());
+            }
+            let app = app.clone();
+            tauri::async_runtime::spawn(async move {
+                let done = mimesis
+                    .hand_over(|p| {
+                        if let Err(e) = app.emit("app:handover", p) {
+                            tracing::debug!(error = %e, "cannot tell the window how the hand-over goes");
+                        }
+                    })
+                    .await;
+                tracing::info!(handed = done.handed, failed = done.failed, "handed the sessions over; quitting");
+                app.exit(0);
+            });
+            Ok(())
+        }
         "cancel" => {
             ASKED.store(false, Ordering::SeqCst);
             Ok(())
         }
-        other => Err(format!("{other:?} is not an answer to quitting; choose stop or cancel")),
+        other => Err(format!("{other:?} is not an answer to quitting; choose stop, handover or cancel")),
     }
 }
 

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
 
-use crate::claude::ClaudeHome;
+use crate::claude::{CLAUDE_CODE_NEWEST, ClaudeHome, ensure_claude_version};
+use crate::mock_api::MockApi;
 use crate::pty::{Pty, PtyCommand};
 
 /// How long the service may take to end every process of the home after `claude daemon
@@ -280,6 +281,27 @@ pub fn parse_backgrounded(stdout: &str) -> Option<String> {
 
 fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+/// The newest CLI, the scripted mock API and an isolated home for it, for a test alone in
+/// its binary: the process takes the home's environment (Claude Code's verbs, which
+/// Mimesis runs, inherit it) and the CLI as Mimesis's agent (`MIMESIS_AGENT`).
+///
+/// # Safety
+/// Sets the process's environment: call it before any other thread of the process reads it
+/// (the only test of its binary, first thing).
+pub unsafe fn newest_in_process_env() -> Result<(PathBuf, MockApi, ClaudeHome)> {
+    let claude = ensure_claude_version(CLAUDE_CODE_NEWEST)?;
+    let api = MockApi::start()?;
+    let home = ClaudeHome::for_version(&api.base_url(), CLAUDE_CODE_NEWEST)?;
+    // SAFETY: the caller's promise (no other thread reads the environment yet).
+    unsafe {
+        for (k, v) in home.env() {
+            std::env::set_var(k, v);
+        }
+        std::env::set_var("MIMESIS_AGENT", &claude);
+    }
+    Ok((claude, api, home))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { fireEvent, render } from '@testing-library/svelte';
 import ResumeBanner from '../src/components/ResumeBanner.svelte';
 import QuitDialog from '../src/components/QuitDialog.svelte';
-import { InterruptedSessions, quitText, resumeAllText } from '../src/lib/interrupted.svelte';
+import { InterruptedSessions, handingText, quitText, resumeAllText } from '../src/lib/interrupted.svelte';
 import type { Interrupted } from '../src/lib/types';
 import { MockBackend, flush } from './helpers';
 
@@ -90,7 +90,7 @@ describe('the quit dialog', () => {
   it('asks when the app says sessions run; Stop answers stop, Cancel answers cancel', async () => {
     const { b, i } = setup();
     await i.start();
-    b.fire('app:quit-requested', { running: 2 });
+    b.fire('app:quit-requested', { running: 2, handOver: false });
     expect(i.quitting).toBe(2);
     let stopped = 0;
     let cancelled = 0;
@@ -103,5 +103,59 @@ describe('the quit dialog', () => {
     await i.answerQuit('stop');
     expect(b.calls.at(-1)).toEqual({ cmd: 'app_quit', args: { choice: 'stop' } });
     expect(i.quitting).toBeNull();
+  });
+
+  it('offers the hand-over only when the installed Claude Code can continue them in its service', async () => {
+    const { b, i } = setup();
+    await i.start();
+    b.fire('app:quit-requested', { running: 1, handOver: false });
+    expect(i.handOver).toBe(false);
+    const without = render(QuitDialog, { running: 1, handOver: i.handOver, onstop: () => {}, oncancel: () => {} });
+    expect(without.queryByTestId('quit-handover')).toBeNull();
+    without.unmount();
+    b.fire('app:quit-requested', { running: 2, handOver: true });
+    let handed = 0;
+    const r = render(QuitDialog, { running: 2, handOver: i.handOver, onstop: () => {}, onhandover: () => handed++, oncancel: () => {} });
+    expect(r.getByTestId('quit-handover').textContent).toBe("Hand them to Claude Code's background service");
+    expect(r.getByTestId('quit-handover-text').textContent).toContain('each is handed over when its current turn ends');
+    await fireEvent.click(r.getByTestId('quit-handover'));
+    expect(handed).toBe(1);
+  });
+
+  it('a hand-over keeps the dialog and says how it goes until Mimesis quits; Stop quits at once', async () => {
+    const { b, i } = setup();
+    await i.start();
+    b.fire('app:quit-requested', { running: 2, handOver: true });
+    await i.answerQuit('handover');
+    expect(b.calls.at(-1)).toEqual({ cmd: 'app_quit', args: { choice: 'handover' } });
+    expect(i.quitting).toBe(2);
+    b.fire('app:handover', { waiting: 1, handed: 1, failed: 0, ended: 0, errors: [] });
+    expect(i.handing?.handed).toBe(1);
+    let stopped = 0;
+    const r = render(QuitDialog, { running: 2, handOver: true, handing: i.handing, onstop: () => stopped++, oncancel: () => {} });
+    expect(r.getByTestId('quit-handing').textContent).toBe('1 still working (handed over when its turn ends) · 1 handed over');
+    expect(r.queryByTestId('quit-cancel')).toBeNull();
+    expect(r.queryByTestId('quit-handover')).toBeNull();
+    await fireEvent.click(r.getByTestId('quit-stop'));
+    expect(stopped).toBe(1);
+    expect(handingText({ waiting: 0, handed: 0, failed: 1, ended: 2, errors: ['x'] })).toBe(
+      '1 could not be handed over (offered for resume at the next start) · 2 ended by themselves',
+    );
+  });
+
+  it('a refused hand-over says why and asks again', async () => {
+    const b = new MockBackend({
+      sessions_interrupted: () => [],
+      app_quit: () => {
+        throw new Error('the installed Claude Code cannot continue sessions in its background service');
+      },
+    });
+    const i = new InterruptedSessions(b, async () => {});
+    await i.start();
+    b.fire('app:quit-requested', { running: 1, handOver: true });
+    await i.answerQuit('handover');
+    expect(i.handing).toBeNull();
+    expect(i.quitting).toBe(1);
+    expect(i.quitError).toContain('cannot continue sessions');
   });
 });

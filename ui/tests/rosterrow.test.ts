@@ -75,3 +75,18 @@ it('relative times tick every second only while one is shown to the second; othe
     vi.useRealTimers();
   }
 });
+
+it('a session a quit of Mimesis interrupted is marked on its own row, whose Resume resumes it without opening the row', async () => {
+  const { fireEvent } = await import('@testing-library/svelte');
+  let picked = 0;
+  let resumed = 0;
+  const { container, getByTestId } = render(RosterRow, {
+    props: { session: session('int', { status: 'idle' }), selected: false, open: false, onpick: () => picked++, onresume: () => resumed++ },
+  });
+  expect(getByTestId('interrupted-mark').textContent).toBe('interrupted — Resume');
+  await fireEvent.click(getByTestId('row-resume'));
+  expect([resumed, picked]).toEqual([1, 0]);
+  const plain = render(RosterRow, { props: { session: session('ok', { status: 'idle' }), selected: false, open: false, onpick: () => {} } });
+  expect(plain.container.querySelector('[data-testid=interrupted-mark]')).toBeNull();
+  expect(container.querySelector('[data-testid=row-resume]')).not.toBeNull();
+});

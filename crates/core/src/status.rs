@@ -214,6 +214,37 @@ pub struct Derived {
     pub next_check: Option<Timestamp>,
 }
 
+/// What a background session's job says, if it settles the status: its dialog always; its
+/// tempo (working, at its prompt) where the registry says nothing (`registry_silent`) or
+/// said it earlier.
+fn from_job(input: &StatusInput, registry_silent: bool, now: Timestamp, t: &Timeouts) -> Option<Derived> {
+    let job = input.job?;
+    match job.tempo {
+        JobTempo::Blocked(need) => Some(exact(match (need, input.pending) {
+            (_, Some(PendingCall { approval: Approval::AsksUser, .. })) | (JobNeed::Input, _) => {
+                Status::WaitingForInput
+            }
+            (JobNeed::Approval, _) | (JobNeed::Unknown, Some(_)) => Status::WaitingForApproval,
+            (JobNeed::Unknown, None) => Status::WaitingForInput,
+        })),
+        // A registry that said something (busy, idle) said it already.
+        JobTempo::Active if registry_silent => Some(exact(Status::Working)),
+        JobTempo::Idle if registry_silent => {
+            let newer = matches!((input.last_activity, job.updated_at), (Some(a), Some(j)) if a > j);
+            if newer {
+                return None;
+            }
+            Some(match input.last_activity.or(job.updated_at) {
+                Some(a) if a.plus(t.idle) > now => {
+                    Derived { status: Status::WaitingForInput, next_check: Some(a.plus(t.idle)) }
+                }
+                _ => exact(Status::Idle),
+            })
+        }
+        JobTempo::Active | JobTempo::Idle | JobTempo::Unknown => None,
+    }
+}
+
 /// Derives the status at `now`.
 pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
     let mut next: Option<Timestamp> = None;
@@ -225,6 +256,18 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
             false
         }
     };
+
+    // 0. A background session's job that says its turn ended or a dialog opened after the
+    //    registry last said busy: the newer signal wins (the service's classifier says so a
+    //    few hundred ms before the registry does). Not the other way: a job rewritten as
+    //    working by a respawn says nothing the registry at its prompt does not know better.
+    let job_newer = matches!((input.job, input.registry),
+        (Some(j), Some(r)) if matches!(j.tempo, JobTempo::Idle | JobTempo::Blocked(_))
+            && r.state == RegistryState::Busy
+            && matches!((j.updated_at, r.updated_at), (Some(j), Some(r)) if j > r));
+    if job_newer && let Some(d) = from_job(input, true, now, t) {
+        return d;
+    }
 
     // 1. The live registry: exact while the process runs.
     if let Some(reg) = input.registry {
@@ -276,33 +319,9 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
 
     // 1b. A background session's job (while its worker runs): as exact as the registry,
     //     which it follows within moments, and there before the registry entry is.
-    if let Some(job) = input.job {
-        let registry_silent = input.registry.is_none_or(|r| r.state == RegistryState::Unknown);
-        match job.tempo {
-            JobTempo::Blocked(need) => {
-                return exact(match (need, input.pending) {
-                    (_, Some(PendingCall { approval: Approval::AsksUser, .. })) | (JobNeed::Input, _) => {
-                        Status::WaitingForInput
-                    }
-                    (JobNeed::Approval, _) | (JobNeed::Unknown, Some(_)) => Status::WaitingForApproval,
-                    (JobNeed::Unknown, None) => Status::WaitingForInput,
-                });
-            }
-            // A registry that said something (busy, idle) said it already.
-            JobTempo::Active if registry_silent => return exact(Status::Working),
-            JobTempo::Idle if registry_silent => {
-                let newer = matches!((input.last_activity, job.updated_at), (Some(a), Some(j)) if a > j);
-                if !newer {
-                    let status = match input.last_activity.or(job.updated_at) {
-                        None => Status::Idle,
-                        Some(a) if due(a.plus(t.idle)) => Status::Idle,
-                        _ => Status::WaitingForInput,
-                    };
-                    return Derived { status, next_check: next };
-                }
-            }
-            JobTempo::Active | JobTempo::Idle | JobTempo::Unknown => {}
-        }
+    let registry_silent = input.registry.is_none_or(|r| r.state == RegistryState::Unknown);
+    if let Some(d) = from_job(input, registry_silent, now, t) {
+        return d;
     }
 
     // 2. A status file written for the session, while it is trusted.
@@ -627,6 +646,39 @@ mod tests {
         i.job = job(JobTempo::Blocked(JobNeed::Approval), 2);
         i.pending = Some(PendingCall { since: T0, approval: Approval::AsksUser, running: false });
         assert_eq!(status(&i, at(3)), Status::WaitingForInput);
+    }
+
+    #[test]
+    fn the_newer_of_the_registry_and_the_job_wins() {
+        let busy = |secs| Some(RegistrySignal { state: RegistryState::Busy, updated_at: Some(at(secs)) });
+        // The service's classifier says the turn ended before the registry does.
+        let mut i = StatusInput {
+            job: job(JobTempo::Idle, 3),
+            registry: busy(2),
+            ..input(Tail::TurnDone { asks_question: false })
+        };
+        i.last_activity = Some(at(2));
+        assert_eq!(status(&i, at(4)), Status::WaitingForInput, "the job's idle is newer than the registry's busy");
+        // The registry changed after the job: its word.
+        i.registry = busy(4);
+        assert_eq!(status(&i, at(5)), Status::Working);
+        // A dialog the job saw first.
+        let mut d = StatusInput {
+            job: job(JobTempo::Blocked(JobNeed::Approval), 7),
+            registry: busy(6),
+            ..input(Tail::ToolPending)
+        };
+        assert_eq!(status(&d, at(7)), Status::WaitingForApproval);
+        // A job working again (a respawn rewrites it so) never outranks a registry that is
+        // not busy; nor does a tempo this version does not know.
+        d.registry = Some(RegistrySignal { state: RegistryState::Idle, updated_at: Some(at(6)) });
+        d.last_activity = Some(at(6));
+        d.tail = Tail::TurnDone { asks_question: false };
+        d.job = job(JobTempo::Active, 8);
+        assert_eq!(status(&d, at(8)), Status::WaitingForInput);
+        d.registry = busy(6);
+        d.job = job(JobTempo::Unknown, 9);
+        assert_eq!(status(&d, at(9)), Status::Working);
     }
 
     #[test]

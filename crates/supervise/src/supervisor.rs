@@ -728,6 +728,14 @@ impl Supervisor {
         self.shared.recorder.send(RecordMsg::Clear(ids));
     }
 
+    /// Records these sessions as interrupted (a hand-over to Claude Code's service that
+    /// failed after Mimesis stopped them): offered for resume at the next start.
+    pub fn mark_interrupted(&self, marks: Vec<Interrupted>) {
+        if !marks.is_empty() {
+            self.shared.recorder.send(RecordMsg::Mark(marks));
+        }
+    }
+
     /// P12: stops every session in parallel (SIGTERM, grace, SIGKILL) and waits for them.
     /// Those still running are recorded as interrupted by a quit, to be offered for resume.
     pub async fn shutdown(&self) {

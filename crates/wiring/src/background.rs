@@ -278,6 +278,42 @@ impl Claude {
         if !ran.ok() {
             return Err(ControlError::Failed(format!("claude --bg failed: {}", ran.said())));
         }
+        self.named(&ran)
+    }
+
+    /// `claude --bg --resume <id>` in `cwd`: the service continues that session (whose
+    /// process has ended) under its own id (2.1.330 and later; see
+    /// [`mimesis_core::supervision::handover::help_offers_bg_resume`]).
+    pub fn resume_in_background(&self, cwd: &Path, id: &SessionId) -> Result<Dispatched, ControlError> {
+        if let Some(problem) = mimesis_os::files::folder_problem(&cwd.to_string_lossy()) {
+            return Err(ControlError::Failed(format!("{}: {problem}", cwd.display())));
+        }
+        let ran = self.run(&["--bg", "--resume", id.as_str()], cwd)?;
+        if !ran.ok() {
+            return Err(ControlError::Failed(format!("claude --bg --resume {id} failed: {}", ran.said())));
+        }
+        let d = self.named(&ran)?;
+        if &d.session_id != id {
+            return Err(ControlError::Failed(format!(
+                "claude --bg --resume {id} started a copy ({}) instead: {}",
+                d.session_id,
+                ran.said()
+            )));
+        }
+        Ok(d)
+    }
+
+    /// Does this `claude` continue a session in the background (`--bg --resume`)? Asks its
+    /// `--help`.
+    pub fn resumes_in_background(&self) -> bool {
+        self.run(&["--help"], &self.cwd()).is_ok_and(|r| {
+            r.ok() && mimesis_core::supervision::handover::help_offers_bg_resume(&String::from_utf8_lossy(&r.stdout))
+        })
+    }
+
+    /// The job `--bg` printed, and the session it names (waited for, at most
+    /// [`SESSION_WAIT`]).
+    fn named(&self, ran: &Ran) -> Result<Dispatched, ControlError> {
         let job = backgrounded(&String::from_utf8_lossy(&ran.stdout)).ok_or_else(|| {
             ControlError::Failed(format!("claude --bg printed no background session id: {}", ran.said()))
         })?;

@@ -30,6 +30,7 @@ mod budgets;
 pub mod cost;
 pub mod demo;
 pub mod doctor;
+mod handover;
 pub mod once;
 pub mod remote;
 pub mod search;

@@ -2,7 +2,7 @@
 // next start, all at once from one banner; and the question a quit with supervised sessions
 // running asks (`app:quit-requested`).
 import type { Backend, Unlisten } from './backend';
-import type { Interrupted } from './types';
+import type { HandOverProgress, Interrupted } from './types';
 
 /** The banner's button: one click resumes every one. */
 export function resumeAllText(n: number): string {
@@ -15,6 +15,21 @@ export function quitText(running: number): string {
   return `${them} running. Quitting stops ${running === 1 ? 'it' : 'them'}; the next start of Mimesis offers to resume ${running === 1 ? 'it' : 'them'}.`;
 }
 
+/** What the quit dialog's hand-over choice says it does. */
+export function handOverText(running: number): string {
+  return `Claude Code's background service can continue ${running === 1 ? 'it' : 'them'}: each is handed over when its current turn ends, and Mimesis then quits. They show as background sessions at the next start.`;
+}
+
+/** How a hand-over is going, one sentence. */
+export function handingText(p: HandOverProgress): string {
+  const parts: string[] = [];
+  if (p.waiting) parts.push(`${p.waiting} still working (handed over when ${p.waiting === 1 ? 'its' : 'their'} turn ends)`);
+  if (p.handed) parts.push(`${p.handed} handed over`);
+  if (p.failed) parts.push(`${p.failed} could not be handed over (offered for resume at the next start)`);
+  if (p.ended) parts.push(`${p.ended} ended by ${p.ended === 1 ? 'itself' : 'themselves'}`);
+  return parts.length ? parts.join(' · ') : 'Handing over…';
+}
+
 /** Starts a supervised session resuming `sessionId` in `cwd` (the roster's own Resume). */
 export type ResumeFn = (cwd: string, sessionId: string) => Promise<unknown>;
 
@@ -24,6 +39,11 @@ export class InterruptedSessions {
   error: string | null = $state(null);
   /** Supervised sessions running when a quit was asked for; null when not asking. */
   quitting: number | null = $state(null);
+  /** The installed Claude Code can continue them in its background service. */
+  handOver = $state(false);
+  /** The hand-over under way (then Mimesis quits), or null. */
+  handing: HandOverProgress | null = $state(null);
+  quitError: string | null = $state(null);
   #backend: Backend;
   #resume: ResumeFn;
   #unlisten: Unlisten[] = [];
@@ -35,7 +55,12 @@ export class InterruptedSessions {
 
   async start(): Promise<void> {
     this.#unlisten = await Promise.all([
-      this.#backend.on('app:quit-requested', (p) => (this.quitting = p.running)),
+      this.#backend.on('app:quit-requested', (p) => {
+        this.quitting = p.running;
+        this.handOver = p.handOver;
+        this.quitError = null;
+      }),
+      this.#backend.on('app:handover', (p) => (this.handing = p)),
       // Resumed another way (its row's Resume, another Mimesis): no longer offered.
       this.#backend.on('supervision:event', (ev) => {
         if (ev.type === 'session_started' && this.has(ev.sessionId)) this.list = this.list.filter((i) => i.sessionId !== ev.sessionId);
@@ -80,9 +105,20 @@ export class InterruptedSessions {
     if (sessionIds.length) await this.#backend.call('interrupted_dismiss', { sessionIds }).catch(() => {});
   }
 
-  /** The quit dialog's answer. */
-  async answerQuit(choice: 'stop' | 'cancel'): Promise<void> {
+  /** The quit dialog's answer: a hand-over keeps the dialog, showing how it goes, until Mimesis quits. */
+  async answerQuit(choice: 'stop' | 'handover' | 'cancel'): Promise<void> {
+    if (choice === 'handover') {
+      this.handing = { waiting: this.quitting ?? 0, handed: 0, failed: 0, ended: 0, errors: [] };
+      try {
+        await this.#backend.call('app_quit', { choice });
+      } catch (e) {
+        this.handing = null;
+        this.quitError = String(e);
+      }
+      return;
+    }
     this.quitting = null;
+    this.handing = null;
     await this.#backend.call('app_quit', { choice });
   }
 }

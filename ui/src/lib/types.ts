@@ -13,6 +13,7 @@ export type {
   DoctorView,
   Events,
   HookStatus,
+  HandOverProgress,
   HostInfo,
   InEffect,
   Interrupted,

@@ -15,6 +15,7 @@
 //! - [`readiness`]: when an agent whose screen and registry say nothing is up.
 //! - [`ledger`]: the records of supervised processes and the seam they are kept through.
 //! - [`interrupted`]: the sessions Mimesis's quit or crash interrupted, offered for resume.
+//! - [`handover`]: handing supervised sessions to Claude Code's background service at a quit.
 //! - [`flow`]: flow control of terminal output towards a slow viewer.
 //! - [`keys`]: the pace of keys to the agent's TUI: a typed line's Enter, a dialog's answer.
 
@@ -26,6 +27,7 @@ pub mod budget;
 pub mod event;
 pub mod fleet;
 pub mod flow;
+pub mod handover;
 pub mod interrupted;
 pub mod keys;
 pub mod ledger;

@@ -24,7 +24,37 @@ export type QuitRequest = {
 /**
  * Supervised sessions that a quit now would stop.
  */
-running: number, };
+running: number, 
+/**
+ * The installed Claude Code can continue them in its background service
+ * (`claude --bg --resume`): the window offers to hand them over.
+ */
+handOver: boolean, };
+
+/**
+ * How a hand-over is going, for the window (`app:handover`).
+ */
+export type HandOverProgress = { 
+/**
+ * Sessions still working: each is handed over when its turn ends.
+ */
+waiting: number, 
+/**
+ * Continued by Claude Code's background service.
+ */
+handed: number, 
+/**
+ * Could not be handed over: stopped, and offered for resume at the next start.
+ */
+failed: number, 
+/**
+ * Ended by themselves meanwhile.
+ */
+ended: number, 
+/**
+ * Why the failed ones failed, one sentence each.
+ */
+errors: Array<string>, };
 
 /**
  * Token usage, each API message counted once.
@@ -974,4 +1004,5 @@ export interface Events {
   "remote:events": EventsPayload;
   "hosts:changed": HostsPayload;
   "app:quit-requested": QuitRequest;
+  "app:handover": HandOverProgress;
 }
