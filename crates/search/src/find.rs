@@ -210,6 +210,7 @@ impl Index {
             work_chain_id: None,
             work_chain_name: None,
             superseded: false,
+            chain_head: None,
         })
     }
 }

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use mimesis_core::chain::Chains;
 use mimesis_core::clock::{Clock, SystemClock};
-use mimesis_core::search::{Request, Results};
+use mimesis_core::ids::SessionId;
+use mimesis_core::search::{Progress, Request, Results};
 use mimesis_search::{Index, IndexError};
 use mimesis_watch::scan;
 
@@ -63,15 +64,151 @@ fn with_chains(data_dir: &Path, results: &mut Results) {
     for l in links {
         let _ = chains.add(l);
     }
+    let db = mimesis_fleetdb::Db::open_read_only(&data_dir.join(mimesis_fleetdb::FILE_NAME)).ok();
+    let mut names = std::collections::HashMap::new();
     for h in &mut results.hits {
         if chains.link_into(&h.session_id).is_some() || chains.link_out(&h.session_id).is_some() {
             h.work_chain_id = Some(chains.root(&h.session_id).as_str().to_owned());
             h.superseded = chains.successor(&h.session_id).is_some();
+            if h.superseded {
+                h.chain_head = chains.members(&h.session_id).last().cloned();
+            }
+            let head = h.chain_head.clone().unwrap_or_else(|| h.session_id.clone());
+            h.work_chain_name = names.entry(head.clone()).or_insert_with(|| chain_name(db.as_ref(), &head)).clone();
         }
     }
+}
+
+/// A chain's name as the roster shows it: its newest session's stored row's chain name
+/// (the first title among its segments), else that session's goal.
+fn chain_name(db: Option<&mimesis_fleetdb::Db>, head: &SessionId) -> Option<String> {
+    let row = db?.stored_row(head).ok()??;
+    row.work_chain_name.or(row.title).or(row.goal)
 }
 
 /// What the doctor says about the index.
 pub fn status(data_dir: &Path) -> IndexStatus {
     Index::status(data_dir)
+}
+
+/// The hits of `req` in the index as it is now (not brought up to date first: the app's
+/// [`Keeper`] does that as the transcripts change), with their chains.
+pub fn query(data_dir: &Path, req: &Request) -> Result<Results, String> {
+    req.checked()?;
+    let now = SystemClock.now().to_iso();
+    let ix = opened(data_dir, &now).map_err(|e| e.to_string())?;
+    let mut results = ix.search(req).map_err(|e| e.to_string())?;
+    with_chains(data_dir, &mut results);
+    Ok(results)
+}
+
+/// Keeps the index of a data dir up to date while the app runs: built on its own thread
+/// (the first time, with [`Keeper::progress`] saying how far), then brought up to date each
+/// time it is poked (the engine read new records); pokes that come during an update are
+/// read by one more.
+pub struct Keeper {
+    shared: std::sync::Arc<KeeperShared>,
+}
+
+#[derive(Default)]
+struct KeeperShared {
+    state: std::sync::Mutex<KeeperState>,
+    wake: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct KeeperState {
+    poked: bool,
+    stopped: bool,
+    progress: Progress,
+    /// Updates finished so far (a test waits for the next one).
+    updates: u64,
+    error: Option<String>,
+}
+
+impl Keeper {
+    /// Starts the keeper's thread; its first update (a first build, or what was appended
+    /// while Mimesis was not running) starts at once.
+    pub fn start(roots: Vec<PathBuf>, data_dir: PathBuf) -> Keeper {
+        let shared = std::sync::Arc::new(KeeperShared::default());
+        shared.lock().poked = true;
+        let s = shared.clone();
+        let spawned = std::thread::Builder::new().name("mimesis-search".into()).spawn(move || s.run(&roots, &data_dir));
+        if let Err(e) = spawned {
+            shared.lock().error = Some(format!("the search index cannot be kept up to date: {e}"));
+        }
+        Keeper { shared }
+    }
+
+    /// Something changed in the transcripts: the index reads it soon.
+    pub fn poke(&self) {
+        self.shared.lock().poked = true;
+        self.shared.wake.notify_all();
+    }
+
+    /// How far the first build is (`indexing` false once it is done).
+    pub fn progress(&self) -> Progress {
+        self.shared.lock().progress
+    }
+
+    /// Why the last update failed, if it did.
+    pub fn error(&self) -> Option<String> {
+        self.shared.lock().error.clone()
+    }
+
+    /// Updates finished so far.
+    pub fn updates(&self) -> u64 {
+        self.shared.lock().updates
+    }
+
+    /// Stops the thread after the update under way.
+    pub fn stop(&self) {
+        self.shared.lock().stopped = true;
+        self.shared.wake.notify_all();
+    }
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl KeeperShared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, KeeperState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn run(&self, roots: &[PathBuf], data_dir: &Path) {
+        let mut first = true;
+        loop {
+            {
+                let mut st = self.lock();
+                while !st.poked && !st.stopped {
+                    st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+                }
+                if st.stopped {
+                    return;
+                }
+                st.poked = false;
+            }
+            let mut progress = |done: usize, total: usize| {
+                // Only the first update is a build worth showing; later ones are a few lines.
+                if first {
+                    self.lock().progress = Progress { indexing: done < total, done, total };
+                }
+            };
+            let outcome = updated(roots, data_dir, &mut progress);
+            first = false;
+            {
+                let mut st = self.lock();
+                st.progress.indexing = false;
+                st.updates += 1;
+                st.error = outcome.err();
+                if let Some(e) = &st.error {
+                    tracing::warn!(error = %e, "the search index could not be brought up to date");
+                }
+            }
+        }
+    }
 }
