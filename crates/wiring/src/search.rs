@@ -212,3 +212,54 @@ impl KeeperShared {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    fn append(path: &Path, uuid: &str, text: &str) {
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+        let line = serde_json::json!({"type": "user", "uuid": uuid, "timestamp": "2026-11-25T10:00:00.000Z",
+            "cwd": "/srv/api", "message": {"role": "user", "content": text}});
+        writeln!(f, "{line}").unwrap();
+    }
+
+    /// Waits (a condition, not a fixed time) until `f` holds, 30 s at most.
+    fn until(what: &str, mut f: impl FnMut() -> bool) {
+        let t0 = Instant::now();
+        while !f() {
+            assert!(t0.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
+            std::thread::yield_now();
+            std::thread::park_timeout(Duration::from_millis(10));
+        }
+    }
+
+    fn found(data: &Path, word: &str) -> usize {
+        let req = Request { query: word.into(), ..Request::default() };
+        query(data, &req).map(|r| r.hits.len()).unwrap_or(0)
+    }
+
+    #[test]
+    fn the_keeper_builds_the_index_then_reads_what_is_appended_when_poked() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("claude");
+        let data = dir.path().join("data");
+        let folder = root.join("projects/-srv-api");
+        std::fs::create_dir_all(&folder).unwrap();
+        let path = folder.join("dddddddd-0000-4000-8000-000000000001.jsonl");
+        append(&path, "u1", "the first heron");
+        let keeper = Keeper::start(vec![root], data.clone());
+        until("the first build", || keeper.updates() >= 1);
+        assert!(!keeper.progress().indexing);
+        assert_eq!(keeper.error(), None);
+        assert_eq!(found(&data, "heron"), 1);
+        // Appended and poked: the next update reads it.
+        append(&path, "u2", "a second kingfisher");
+        keeper.poke();
+        until("the appended record", || found(&data, "kingfisher") == 1);
+        keeper.stop();
+    }
+}
