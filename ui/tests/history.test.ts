@@ -7,6 +7,7 @@ import HistorySearchDialog from '../src/components/HistorySearch.svelte';
 import ToolCallItemView from '../src/components/items/ToolCallItem.svelte';
 import { AppController, engineContext } from '../src/lib/app.svelte';
 import { HistorySearch, hitSession, markedParts, projectName, touchedFile } from '../src/lib/history.svelte';
+import { isHistorySearchKey } from '../src/lib/keymap';
 import { TimelineView } from '../src/lib/timeline.svelte';
 import type { SearchAnswer, SearchHit, SearchRequest } from '../src/lib/types';
 import { MockBackend, flush } from './helpers';
@@ -85,6 +86,19 @@ describe('snippets and names', () => {
     expect(touchedFile('Bash', { command: 'cat /a/x' })).toBeNull();
     expect(touchedFile('Write', { file_path: 7 })).toBeNull();
     expect(touchedFile('Edit', null)).toBeNull();
+  });
+});
+
+describe('its key', () => {
+  it('is Ctrl+Shift+F (or ⌘⇧F), apart from the roster filter\'s /', () => {
+    const k = (key: string, over: Partial<KeyboardEvent> = {}) =>
+      isHistorySearchKey({ key, ctrlKey: false, metaKey: false, altKey: false, shiftKey: false, defaultPrevented: false, ...over } as KeyboardEvent);
+    expect(k('F', { ctrlKey: true, shiftKey: true })).toBe(true);
+    expect(k('f', { metaKey: true, shiftKey: true })).toBe(true);
+    expect(k('f', { ctrlKey: true })).toBe(false);
+    expect(k('/')).toBe(false);
+    expect(k('F', { ctrlKey: true, shiftKey: true, altKey: true })).toBe(false);
+    expect(k('F', { ctrlKey: true, shiftKey: true, defaultPrevented: true })).toBe(false);
   });
 });
 
