@@ -106,3 +106,46 @@ fn bad_input_gets_a_result_or_one_line_and_nothing_raw_reaches_the_terminal() ->
     }
     Ok(())
 }
+
+/// Issue 35 §chains: a hit in an earlier segment of a work chain (the links the fleet
+/// database kept) says so, with the chain and its newest session, where the window opens it.
+#[test]
+fn a_hit_in_an_earlier_segment_names_its_chain_and_its_head() -> Result<()> {
+    use mimesis_core::chain::{Link, LinkReason};
+    use mimesis_core::ids::SessionId;
+    use mimesis_core::persist::Batch;
+    const NEXT: &str = "dddddddd-0000-4000-8000-000000000002";
+    let (_dir, root, data, path) = setup()?;
+    let next = path.with_file_name(format!("{NEXT}.jsonl"));
+    append(
+        &next,
+        &json!({"type": "user", "uuid": "n1", "timestamp": "2026-11-25T12:00:00.000Z", "sessionId": NEXT,
+            "cwd": "/srv/api", "message": {"role": "user", "content": "after the clear, the migration again"}}),
+    )?;
+    std::fs::create_dir_all(&data)?;
+    let db = mimesis_fleetdb::Db::open(&data.join(mimesis_fleetdb::FILE_NAME), mimesis_core::Timestamp::from_millis(0));
+    let link = Link {
+        predecessor: SessionId::parse(ID)?,
+        successor: SessionId::parse(NEXT)?,
+        reason: LinkReason::Clear,
+        at: mimesis_core::Timestamp::from_millis(1_764_072_000_000),
+    };
+    db.save(&Batch { links: vec![link], ..Batch::default() }, mimesis_core::Timestamp::from_millis(0))?;
+    drop(db);
+    let (code, out, err) = run(&root, &data, &["search", "migration", "--json"])?;
+    ensure!(code == 0, "{err}");
+    let v: Value = serde_json::from_slice(&out)?;
+    let hits = v["hits"].as_array().context("hits")?;
+    let newest = &hits[0];
+    assert_eq!(newest["sessionId"], NEXT, "{v}");
+    assert_eq!(newest["superseded"], false);
+    assert_eq!(newest["chainHead"], Value::Null);
+    assert_eq!(newest["workChainId"], ID);
+    for old in &hits[1..] {
+        assert_eq!(old["sessionId"], ID, "{v}");
+        assert_eq!(old["superseded"], true);
+        assert_eq!(old["chainHead"], NEXT);
+        assert_eq!(old["workChainId"], ID);
+    }
+    Ok(())
+}

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use quote::ToTokens;
 use ts_rs::{Config, TS};
 
+use crate::search::SearchAnswer;
 use mimesis_core::answering::{Action, Channel};
 use mimesis_core::approval::{Detail, Pending, Question, QuestionOption, Replacement};
 use mimesis_core::attention::AttentionSet;
@@ -21,6 +22,7 @@ use mimesis_core::cwd_files::{ReportedStatus, StatusReport};
 use mimesis_core::dialog::{Dialog, DialogKey, DialogKind, DialogOption};
 use mimesis_core::job::{Job, SessionKind};
 use mimesis_core::remote::HostState;
+use mimesis_core::search::{Hit, HostFailure, Kind as SearchKind, Progress, Request, Results};
 use mimesis_core::session::{Billed, Cost, SessionPatch, Source};
 use mimesis_core::settings::{
     AgentSettings, DesktopSettings, MachineSettings, NotificationSettings, SetOutcome, Settings, WatchSettings,
@@ -124,6 +126,13 @@ fn decls() -> Vec<Decl> {
         decl::<SpendTotal>(),
         decl::<SpendSession>(),
         decl::<SpendView>(),
+        decl::<SearchKind>(),
+        decl::<Request>(),
+        decl::<Hit>(),
+        decl::<HostFailure>(),
+        decl::<Results>(),
+        decl::<Progress>(),
+        decl::<SearchAnswer>(),
         decl::<WatchSettings>(),
         decl::<SuspendMode>(),
         decl::<Limits>(),
@@ -293,6 +302,9 @@ commands! {
     bg_respawn(session_id: String) -> String;
     bg_remove(session_id: String) -> String;
     spend_view(days: u32) -> SpendView;
+    search_history(request: Request) -> SearchAnswer;
+    search_progress() -> Progress;
+    timeline_find(session_id: String, uuid: String, tool_use_id: Option<String>) -> Option<usize>;
     hosts_list() -> Vec<HostInfo>;
     host_retry(host: String) -> ();
     host_install(host: String) -> ();

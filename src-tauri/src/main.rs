@@ -37,6 +37,7 @@ mod quit;
 mod record;
 mod remote;
 mod remote_pty;
+mod search;
 mod toolkit;
 mod tray;
 mod tray_host;
@@ -241,6 +242,7 @@ fn main() {
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
         .manage(window::Placement::new(&data_dir))
+        .manage(search::SearchState::default())
         .setup(move |app| {
             let handle = app.handle().clone();
             let hidden = autostart::start_hidden();
@@ -293,6 +295,7 @@ fn main() {
             tauri::async_runtime::spawn(events::forward_timeline(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_attention(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(events::forward_progress(handle.clone(), engine.clone()));
+            tauri::async_runtime::spawn(search::keep_current(handle.clone(), mimesis.clone()));
             tauri::async_runtime::spawn(events::forward_approvals(handle.clone(), mimesis.approvals().subscribe()));
             notify::init(&handle);
             tauri::async_runtime::spawn(notify::follow(handle.clone(), engine.clone(), mimesis.clone()));
@@ -397,6 +400,9 @@ fn main() {
             quit::sessions_interrupted,
             quit::interrupted_dismiss,
             commands::spend_view,
+            search::search_history,
+            search::search_progress,
+            search::timeline_find,
             #[cfg(feature = "record")]
             record::record_write,
         ])

@@ -51,12 +51,20 @@ pub fn search(roots: &[PathBuf], data_dir: &Path, args: SearchArgs) -> anyhow::R
     req.checked().map_err(anyhow::Error::msg)?;
     let show_progress = crate::term::stderr_is_terminal();
     let shown = std::cell::Cell::new(false);
+    let said = std::cell::Cell::new(false);
     let mut progress = |done: usize, total: usize| {
-        // Only a long first build is worth a line.
-        if show_progress && total >= 50 {
+        // Only a long first build is worth a line: redrawn on a terminal, said once elsewhere.
+        if total < 50 {
+            return;
+        }
+        if show_progress {
             let _ = Term::stderr()
                 .rewrite_line(&format!("Indexing the history for search: {done} of {total} transcripts…"));
             shown.set(true);
+        } else if !said.replace(true) {
+            term::say(format_args!(
+                "mimesis: building the search index: {total} transcripts to read (once; later searches read only what was appended)"
+            ));
         }
     };
     let results = crate::remote_cmd::searches(&args.remote, &req, || {

@@ -21,6 +21,7 @@ use crate::ids::SessionId;
 
 /// What a piece of text was.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "SearchKind"))]
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
@@ -75,6 +76,7 @@ pub const TOTAL_CAP: usize = 200;
 /// One search (the CLI's flags, the window's field, a `search` request to another
 /// machine). The JSON is camelCase (docs/ipc.md).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "SearchRequest"))]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Request {
@@ -126,6 +128,7 @@ impl Request {
 
 /// One place the query was found.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "SearchHit"))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Hit {
@@ -156,10 +159,15 @@ pub struct Hit {
     /// another one): the hit is in the chain's history.
     #[serde(default)]
     pub superseded: bool,
+    /// For a hit in an earlier segment: the chain's newest session (where its work went on),
+    /// what the window opens to show the chain.
+    #[serde(default)]
+    pub chain_head: Option<SessionId>,
 }
 
 /// What a search found, most recent first.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "SearchResults"))]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Results {
@@ -200,6 +208,7 @@ impl Results {
 
 /// How far the index of this machine is (the window's progress while it is first built).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "SearchProgress"))]
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Progress {
@@ -277,6 +286,7 @@ mod tests {
             work_chain_id: None,
             work_chain_name: None,
             superseded: false,
+            chain_head: None,
         };
         let mut local = Results {
             hits: vec![hit("2026-11-03T00:00:00Z", "a"), hit("2026-11-01T00:00:00Z", "b")],

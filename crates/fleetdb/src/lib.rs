@@ -468,6 +468,15 @@ impl Db {
         Ok(out)
     }
 
+    /// The last roster row stored for a session (what other readers show of it: its
+    /// title, its chain's name), if there is one that decodes.
+    pub fn stored_row(&self, id: &SessionId) -> Result<Option<mimesis_core::session::TrackedSession>, DbError> {
+        let conn = self.conn();
+        let row: Option<Option<String>> =
+            conn.query_row("SELECT row FROM sessions WHERE session_id = ?1", [id.as_str()], |r| r.get(0)).optional()?;
+        Ok(row.flatten().and_then(|r| serde_json::from_str(&r).ok()))
+    }
+
     /// Writes a batch in one transaction.
     pub fn save(&self, batch: &Batch, now: Timestamp) -> Result<(), DbError> {
         let mut conn = self.conn();

@@ -121,6 +121,36 @@ pub(crate) fn reversed(path: &str) -> String {
     path.chars().rev().collect()
 }
 
+/// Each file's metadata (None: gone), read folder by folder from the folder's listing
+/// (`fstatat` from the open folder: no walk of the whole path per file, which was most of a
+/// search's time with thousands of transcripts); a link, or a name the listing lacks, is
+/// looked up by its path.
+fn metadata_of(files: &[TranscriptLocation]) -> Vec<Option<std::fs::Metadata>> {
+    let mut out: Vec<Option<std::fs::Metadata>> = vec![None; files.len()];
+    let mut by_dir: HashMap<&Path, HashMap<&std::ffi::OsStr, usize>> = HashMap::new();
+    for (i, loc) in files.iter().enumerate() {
+        if let (Some(dir), Some(name)) = (loc.path.parent(), loc.path.file_name()) {
+            by_dir.entry(dir).or_default().insert(name, i);
+        }
+    }
+    for (dir, names) in &by_dir {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(&i) = names.get(name.as_os_str()) else { continue };
+            if e.file_type().is_ok_and(|t| t.is_file()) {
+                out[i] = e.metadata().ok();
+            }
+        }
+    }
+    for (slot, loc) in out.iter_mut().zip(files) {
+        if slot.is_none() {
+            *slot = std::fs::metadata(&loc.path).ok();
+        }
+    }
+    out
+}
+
 impl Index {
     /// Reads what was appended to `files` since the last update (all of them the first
     /// time), and forgets transcripts that are gone. `progress(done, total)` is called as
@@ -146,10 +176,11 @@ impl Index {
         }
         let mut work = Vec::new();
         let mut present = HashSet::new();
-        for loc in files {
+        let mds = metadata_of(files);
+        for (loc, md) in files.iter().zip(mds) {
             let Some(key) = loc.path.to_str() else { continue };
             present.insert(key);
-            let Ok(md) = std::fs::metadata(&loc.path) else { continue };
+            let Some(md) = md else { continue };
             let (len, mtime) = (md.len(), mtime_ms(&md));
             let w = |from, reset| Work { loc, from, reset, len, mtime };
             match stored.get(key) {

@@ -132,7 +132,10 @@ impl Index {
                 }
             }
         }
-        let hits = hits.into_iter().map(|f| self.hit(f, &q)).collect::<Result<Vec<_>, _>>()?;
+        // Each hit's text is read again from its transcript's line (and parsed): a few
+        // threads share that work when there are many.
+        let texts = read_docs(&hits);
+        let hits = hits.into_iter().zip(texts).map(|(f, text)| self.hit(f, text, &q)).collect::<Result<Vec<_>, _>>()?;
         Ok(Results { hits, total, total_capped: capped, failed: Vec::new() })
     }
 
@@ -181,8 +184,8 @@ impl Index {
         Ok(f)
     }
 
-    fn hit(&self, f: Found, q: &Query) -> Result<Hit, IndexError> {
-        let text = read_doc(&f).unwrap_or_default();
+    fn hit(&self, f: Found, text: Option<String>, q: &Query) -> Result<Hit, IndexError> {
+        let text = text.unwrap_or_default();
         let (snippet, marks) = snippet(&text, q);
         // A tool result is shown on its call's item.
         let mut uuid = f.uuid;
@@ -210,6 +213,7 @@ impl Index {
             work_chain_id: None,
             work_chain_name: None,
             superseded: false,
+            chain_head: None,
         })
     }
 }
@@ -220,6 +224,23 @@ fn in_project(project: &str, needle: &str) -> bool {
     let project = project.to_lowercase();
     let encoded: String = needle.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
     project.contains(needle) || project.contains(&encoded)
+}
+
+/// The texts of `found`, in order, read on up to four threads when there are many.
+fn read_docs(found: &[Found]) -> Vec<Option<String>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    if threads < 2 || found.len() < 8 {
+        return found.iter().map(read_doc).collect();
+    }
+    let per = found.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = found
+            .chunks(per)
+            .map(|part| (part.len(), s.spawn(move || part.iter().map(read_doc).collect::<Vec<_>>())))
+            .collect();
+        // A part whose thread failed has no snippets; its hits stay.
+        parts.into_iter().flat_map(|(n, h)| h.join().unwrap_or_else(|_| vec![None; n])).collect()
+    })
 }
 
 /// The text of a found document, cut from its transcript's line again.

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use mimesis_core::chain::Chains;
 use mimesis_core::clock::{Clock, SystemClock};
-use mimesis_core::search::{Request, Results};
+use mimesis_core::ids::SessionId;
+use mimesis_core::search::{Progress, Request, Results};
 use mimesis_search::{Index, IndexError};
 use mimesis_watch::scan;
 
@@ -63,15 +64,202 @@ fn with_chains(data_dir: &Path, results: &mut Results) {
     for l in links {
         let _ = chains.add(l);
     }
+    let db = mimesis_fleetdb::Db::open_read_only(&data_dir.join(mimesis_fleetdb::FILE_NAME)).ok();
+    let mut names = std::collections::HashMap::new();
     for h in &mut results.hits {
         if chains.link_into(&h.session_id).is_some() || chains.link_out(&h.session_id).is_some() {
             h.work_chain_id = Some(chains.root(&h.session_id).as_str().to_owned());
             h.superseded = chains.successor(&h.session_id).is_some();
+            if h.superseded {
+                h.chain_head = chains.members(&h.session_id).last().cloned();
+            }
+            let head = h.chain_head.clone().unwrap_or_else(|| h.session_id.clone());
+            h.work_chain_name = names.entry(head.clone()).or_insert_with(|| chain_name(db.as_ref(), &head)).clone();
         }
     }
+}
+
+/// A chain's name as the roster shows it: its newest session's stored row's chain name
+/// (the first title among its segments), else that session's goal.
+fn chain_name(db: Option<&mimesis_fleetdb::Db>, head: &SessionId) -> Option<String> {
+    let row = db?.stored_row(head).ok()??;
+    row.work_chain_name.or(row.title).or(row.goal)
 }
 
 /// What the doctor says about the index.
 pub fn status(data_dir: &Path) -> IndexStatus {
     Index::status(data_dir)
+}
+
+/// The hits of `req` in the index as it is now (not brought up to date first: the app's
+/// [`Keeper`] does that as the transcripts change), with their chains.
+pub fn query(data_dir: &Path, req: &Request) -> Result<Results, String> {
+    req.checked()?;
+    let now = SystemClock.now().to_iso();
+    let ix = opened(data_dir, &now).map_err(|e| e.to_string())?;
+    let mut results = ix.search(req).map_err(|e| e.to_string())?;
+    with_chains(data_dir, &mut results);
+    Ok(results)
+}
+
+/// Keeps the index of a data dir up to date while the app runs: built on its own thread
+/// (the first time, with [`Keeper::progress`] saying how far), then brought up to date each
+/// time it is poked (the engine read new records); pokes that come during an update are
+/// read by one more.
+pub struct Keeper {
+    shared: std::sync::Arc<KeeperShared>,
+}
+
+#[derive(Default)]
+struct KeeperShared {
+    state: std::sync::Mutex<KeeperState>,
+    wake: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct KeeperState {
+    poked: bool,
+    stopped: bool,
+    progress: Progress,
+    /// Updates finished so far (a test waits for the next one).
+    updates: u64,
+    error: Option<String>,
+}
+
+impl Keeper {
+    /// Starts the keeper's thread; its first update (a first build, or what was appended
+    /// while Mimesis was not running) starts at once.
+    pub fn start(roots: Vec<PathBuf>, data_dir: PathBuf) -> Keeper {
+        let shared = std::sync::Arc::new(KeeperShared::default());
+        shared.lock().poked = true;
+        let s = shared.clone();
+        let spawned = std::thread::Builder::new().name("mimesis-search".into()).spawn(move || s.run(&roots, &data_dir));
+        if let Err(e) = spawned {
+            shared.lock().error = Some(format!("the search index cannot be kept up to date: {e}"));
+        }
+        Keeper { shared }
+    }
+
+    /// Something changed in the transcripts: the index reads it soon.
+    pub fn poke(&self) {
+        self.shared.lock().poked = true;
+        self.shared.wake.notify_all();
+    }
+
+    /// How far the first build is (`indexing` false once it is done).
+    pub fn progress(&self) -> Progress {
+        self.shared.lock().progress
+    }
+
+    /// Why the last update failed, if it did.
+    pub fn error(&self) -> Option<String> {
+        self.shared.lock().error.clone()
+    }
+
+    /// Updates finished so far.
+    pub fn updates(&self) -> u64 {
+        self.shared.lock().updates
+    }
+
+    /// Stops the thread after the update under way.
+    pub fn stop(&self) {
+        self.shared.lock().stopped = true;
+        self.shared.wake.notify_all();
+    }
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl KeeperShared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, KeeperState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn run(&self, roots: &[PathBuf], data_dir: &Path) {
+        let mut first = true;
+        loop {
+            {
+                let mut st = self.lock();
+                while !st.poked && !st.stopped {
+                    st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+                }
+                if st.stopped {
+                    return;
+                }
+                st.poked = false;
+            }
+            let mut progress = |done: usize, total: usize| {
+                // Only the first update is a build worth showing; later ones are a few lines.
+                if first {
+                    self.lock().progress = Progress { indexing: done < total, done, total };
+                }
+            };
+            let outcome = updated(roots, data_dir, &mut progress);
+            first = false;
+            {
+                let mut st = self.lock();
+                st.progress.indexing = false;
+                st.updates += 1;
+                st.error = outcome.err();
+                if let Some(e) = &st.error {
+                    tracing::warn!(error = %e, "the search index could not be brought up to date");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    fn append(path: &Path, uuid: &str, text: &str) {
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+        let line = serde_json::json!({"type": "user", "uuid": uuid, "timestamp": "2026-11-25T10:00:00.000Z",
+            "cwd": "/srv/api", "message": {"role": "user", "content": text}});
+        writeln!(f, "{line}").unwrap();
+    }
+
+    /// Waits (a condition, not a fixed time) until `f` holds, 30 s at most.
+    fn until(what: &str, mut f: impl FnMut() -> bool) {
+        let t0 = Instant::now();
+        while !f() {
+            assert!(t0.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
+            std::thread::yield_now();
+            std::thread::park_timeout(Duration::from_millis(10));
+        }
+    }
+
+    fn found(data: &Path, word: &str) -> usize {
+        let req = Request { query: word.into(), ..Request::default() };
+        query(data, &req).map(|r| r.hits.len()).unwrap_or(0)
+    }
+
+    #[test]
+    fn the_keeper_builds_the_index_then_reads_what_is_appended_when_poked() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("claude");
+        let data = dir.path().join("data");
+        let folder = root.join("projects/-srv-api");
+        std::fs::create_dir_all(&folder).unwrap();
+        let path = folder.join("dddddddd-0000-4000-8000-000000000001.jsonl");
+        append(&path, "u1", "the first heron");
+        let keeper = Keeper::start(vec![root], data.clone());
+        until("the first build", || keeper.updates() >= 1);
+        assert!(!keeper.progress().indexing);
+        assert_eq!(keeper.error(), None);
+        assert_eq!(found(&data, "heron"), 1);
+        // Appended and poked: the next update reads it.
+        append(&path, "u2", "a second kingfisher");
+        keeper.poke();
+        until("the appended record", || found(&data, "kingfisher") == 1);
+        keeper.stop();
+    }
 }

@@ -6,11 +6,13 @@
 import { getContext, setContext } from 'svelte';
 import type { Backend } from './backend';
 import { BackgroundControl, isBackground } from './background';
+import { HistorySearch, hitSession } from './history.svelte';
 import { nextFrame } from './marks';
 import { RosterStore } from './store.svelte';
 import { SupervisionStore } from './supervision.svelte';
 import { TimelineView } from './timeline.svelte';
 import type { TermSize } from './termsize';
+import type { SearchHit } from './types';
 
 export type Page = 'sessions' | 'spend' | 'resources' | 'settings';
 
@@ -31,6 +33,8 @@ export class AppController {
   page = $state<Page>('sessions');
   /** The "New session" dialog, with the folder it starts with. */
   newSession = $state<{ cwd: string } | null>(null);
+  /** The search over all history, while its dialog is open. */
+  history = $state.raw<HistorySearch | null>(null);
   /** The demo is being started or stopped. */
   busy = $state(false);
   terminatedBusy = $state(false);
@@ -73,6 +77,27 @@ export class AppController {
   showSession(id: string): void {
     this.page = 'sessions';
     this.engine?.store.openSession(id);
+  }
+
+  /** Opens the search over all history; with `file`, the calls that touched that file. */
+  openHistory(file: string | null = null): void {
+    const b = this.engine?.backend;
+    if (!b) return;
+    this.history?.stop();
+    this.history = new HistorySearch(b, file);
+  }
+
+  closeHistory(): void {
+    this.history?.stop();
+    this.history = null;
+  }
+
+  /** A hit opens its session's timeline (its chain's, for an earlier segment) at its item. */
+  openHit(hit: SearchHit): void {
+    const id = hitSession(hit);
+    this.closeHistory();
+    this.showSession(id);
+    void this.engine?.view.reveal(id, hit.uuid, hit.toolUseId ?? null);
   }
 
   /** The next session that needs the user, after the open one; null when none does. */
@@ -165,6 +190,11 @@ export function useEngine(): Engine {
   const e = useApp().engine;
   if (!e) throw new Error('useEngine: the engine is not connected yet');
   return e;
+}
+
+/** The window's controller when there is one above the caller (a test of one component has none). */
+export function maybeApp(): AppController | null {
+  return getContext<AppController | undefined>(KEY) ?? null;
 }
 
 /**

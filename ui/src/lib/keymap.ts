@@ -75,3 +75,8 @@ export function focusFacts(target: EventTarget | null, body: HTMLElement | null)
     atBody: !!t && t === body,
   };
 }
+
+/** Ctrl+Shift+F (⌘⇧F): the search over all history, from anywhere but a dialog. */
+export function isHistorySearchKey(p: KeyPress & Pick<KeyboardEvent, 'shiftKey'>): boolean {
+  return !p.defaultPrevented && (p.ctrlKey || p.metaKey) && p.shiftKey && !p.altKey && p.key.toLowerCase() === 'f';
+}

@@ -31,6 +31,10 @@ export class TimelineView {
   readonly expanded = new SvelteSet<string>();
   /** Indexes whose whole text is being fetched. */
   readonly fetchingFull = new SvelteSet<number>();
+  /** The item a search hit opened (`reveal`): highlighted, and scrolled to by the list. */
+  highlight = $state<{ uuid: string; index: number } | null>(null);
+  /** The open timeline's first page, once it is there. */
+  #loaded: Promise<void> = Promise.resolve();
 
   constructor(backend: Backend) {
     this.#backend = backend;
@@ -80,9 +84,39 @@ export class TimelineView {
     this.total = 0;
     this.error = null;
     this.waiting = false;
+    this.highlight = null;
     this.generation++;
     this.version++;
-    if (sessionId) await this.#load(this.#cache as TimelineCache);
+    if (sessionId) {
+      this.#loaded = this.#load(this.#cache as TimelineCache);
+      await this.#loaded;
+    }
+  }
+
+  /**
+   * Opens `sessionId` at the item `uuid` (a search hit; `toolUseId` finds a tool result's
+   * call): once its timeline is there, the item is found and becomes `highlight`. Returns
+   * whether it was found.
+   */
+  async reveal(sessionId: string, uuid: string, toolUseId: string | null = null): Promise<boolean> {
+    await this.open(sessionId);
+    await this.#loaded;
+    const cache = this.#cache;
+    if (!cache || cache.sessionId !== sessionId) return false;
+    try {
+      const index = await this.#backend.call('timeline_find', { sessionId, uuid, toolUseId });
+      if (cache !== this.#cache) return false;
+      if (index === null) {
+        this.error = 'That item is no longer in this timeline.';
+        return false;
+      }
+      this.highlight = { uuid, index };
+      this.ensure(Math.max(0, index - 20), Math.min(this.total, index + 20));
+      return true;
+    } catch (e) {
+      if (cache === this.#cache) this.error = `Could not find the item in this timeline: ${String(e)}`;
+      return false;
+    }
   }
 
   async #load(cache: TimelineCache): Promise<void> {

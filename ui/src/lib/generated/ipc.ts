@@ -476,6 +476,124 @@ unknownModels: Array<string>,
  */
 warnings: Array<string>, };
 
+/**
+ * What a piece of text was.
+ */
+export type SearchKind = "prompt" | "reply" | "tool_call" | "tool_result" | "thinking";
+
+/**
+ * One search (the CLI's flags, the window's field, a `search` request to another
+ * machine). The JSON is camelCase (docs/ipc.md).
+ */
+export type SearchRequest = { 
+/**
+ * The query as typed ([`query::parse`]).
+ */
+query: string, 
+/**
+ * Only these kinds of text (none: all).
+ */
+kinds: Array<SearchKind>, 
+/**
+ * Only sessions whose project folder or working directory contains this.
+ */
+project: string | null, 
+/**
+ * Only what happened at or after this instant.
+ */
+since: string | null, 
+/**
+ * Only tool calls that read, edited or wrote this file (a path, or the end of one).
+ */
+file: string | null, 
+/**
+ * At most this many hits ([`DEFAULT_LIMIT`] when absent, at most [`MAX_LIMIT`]).
+ */
+limit: number | null, };
+
+/**
+ * One place the query was found.
+ */
+export type SearchHit = { sessionId: string, 
+/**
+ * The machine (an SSH destination); null on this one.
+ */
+host: string | null, 
+/**
+ * The timeline item: what `open` scrolls to and highlights.
+ */
+uuid: string, 
+/**
+ * A tool result whose call the index could not place: the call's `toolUseId`, which
+ * finds it in the timeline instead.
+ */
+toolUseId?: string | null, at: string, kind: SearchKind, 
+/**
+ * One line of the text around the first match, as plain text.
+ */
+snippet: string, 
+/**
+ * Where the matches are in `snippet`: `[start, end)` in characters (Unicode code
+ * points, not bytes or UTF-16 units), in order, not overlapping.
+ */
+marks: Array<[number, number]>, 
+/**
+ * The session's project folder (`projectId`).
+ */
+project: string, 
+/**
+ * The session's work chain, when it is part of one.
+ */
+workChainId: string | null, workChainName: string | null, 
+/**
+ * The session is an earlier segment of its chain (a `/clear` or compaction went on in
+ * another one): the hit is in the chain's history.
+ */
+superseded: boolean, 
+/**
+ * For a hit in an earlier segment: the chain's newest session (where its work went on),
+ * what the window opens to show the chain.
+ */
+chainHead: string | null, };
+
+export type HostFailure = { host: string, message: string, };
+
+/**
+ * What a search found, most recent first.
+ */
+export type SearchResults = { hits: Array<SearchHit>, 
+/**
+ * How many matches there are in all (at most [`TOTAL_CAP`] counted per machine).
+ */
+total: number, 
+/**
+ * There are more than `total` (the count stopped at [`TOTAL_CAP`]).
+ */
+totalCapped: boolean, 
+/**
+ * Machines that could not be searched, each with why (in a sentence).
+ */
+failed?: Array<HostFailure>, };
+
+/**
+ * How far the index of this machine is (the window's progress while it is first built).
+ */
+export type SearchProgress = { 
+/**
+ * Still reading transcripts it has not read before.
+ */
+indexing: boolean, 
+/**
+ * Transcripts read so far, of `total` to read.
+ */
+done: number, total: number, };
+
+/**
+ * What `search_history` answers: the hits, and how far the index's first build is (its
+ * hits are those of the transcripts read so far).
+ */
+export type SearchAnswer = { results: SearchResults, progress: SearchProgress, };
+
 export type WatchSettings = { approvalTimeoutSecs: number, staleTimeoutSecs: number, idleTimeoutSecs: number, statusFileTtlSecs: number, 
 /**
  * How long a permission request from an external session waits for an answer from
@@ -981,6 +1099,9 @@ export interface Commands {
   bg_respawn: { args: { sessionId: string }; ret: string };
   bg_remove: { args: { sessionId: string }; ret: string };
   spend_view: { args: { days: number }; ret: SpendView };
+  search_history: { args: { request: SearchRequest }; ret: SearchAnswer };
+  search_progress: { args: undefined; ret: SearchProgress };
+  timeline_find: { args: { sessionId: string; uuid: string; toolUseId?: string | null }; ret: number | null };
   hosts_list: { args: undefined; ret: Array<HostInfo> };
   host_retry: { args: { host: string }; ret: null };
   host_install: { args: { host: string }; ret: null };

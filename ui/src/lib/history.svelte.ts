@@ -1,0 +1,208 @@
+// The window's search over all history (issue 35, docs/ipc.md `search_history`), distinct
+// from the roster's `/` filter: the query and the file it is about, the hits, which one the
+// cursor is on, and how far the index's first build is. It owns no DOM.
+
+import type { Backend } from './backend';
+import type { SearchHit, SearchKind, SearchProgress } from './types';
+
+/** How long typing pauses before the query runs. */
+export const DEBOUNCE_MS = 150;
+/** How often the progress is asked for while the index is first built. */
+export const PROGRESS_MS = 1000;
+/** Hits asked for per query. */
+export const LIMIT = 50;
+
+/** The parts of a snippet around its marks (`[start, end)` in code points), for rendering as text. */
+export function markedParts(snippet: string, marks: readonly (readonly [number, number])[]): { text: string; mark: boolean }[] {
+  const chars = Array.from(snippet);
+  const parts: { text: string; mark: boolean }[] = [];
+  let from = 0;
+  for (const [a0, b0] of marks) {
+    const a = Math.min(Math.max(a0, from), chars.length);
+    const b = Math.min(Math.max(b0, a), chars.length);
+    if (a > from) parts.push({ text: chars.slice(from, a).join(''), mark: false });
+    if (b > a) parts.push({ text: chars.slice(a, b).join(''), mark: true });
+    from = b;
+  }
+  if (from < chars.length) parts.push({ text: chars.slice(from).join(''), mark: false });
+  return parts;
+}
+
+const KIND_LABELS: Record<SearchKind, string> = {
+  prompt: 'Prompt',
+  reply: 'Reply',
+  tool_call: 'Tool call',
+  tool_result: 'Tool result',
+  thinking: 'Thinking',
+};
+
+export function kindLabel(k: SearchKind): string {
+  return KIND_LABELS[k] ?? k;
+}
+
+/** The last part of a project folder's name (`-home-me-src-app` → `app`). */
+export function projectName(project: string): string {
+  return (
+    project
+      .split(/[-/]/)
+      .filter((s) => s.length > 0)
+      .pop() ?? project
+  );
+}
+
+/** The tools whose calls `--file` finds (docs/ipc.md), and the input field naming their file. */
+const FILE_TOOLS: Record<string, readonly string[]> = {
+  Read: ['file_path'],
+  Edit: ['file_path'],
+  MultiEdit: ['file_path'],
+  Write: ['file_path'],
+  NotebookEdit: ['notebook_path', 'file_path'],
+};
+
+/** The file a tool call read, edited or wrote, when it is one the search can follow. */
+export function touchedFile(tool: string, input: unknown): string | null {
+  const keys = FILE_TOOLS[tool];
+  if (!keys || typeof input !== 'object' || input === null) return null;
+  for (const k of keys) {
+    const v = (input as Record<string, unknown>)[k];
+    if (typeof v === 'string' && v.trim().length > 0 && v.length <= 4096) return v;
+  }
+  return null;
+}
+
+/** The session a hit opens: a hit in an earlier segment of a chain opens the chain's newest. */
+export function hitSession(h: SearchHit): string {
+  return h.superseded && h.chainHead ? h.chainHead : h.sessionId;
+}
+
+export class HistorySearch {
+  readonly #backend: Backend;
+  query = $state('');
+  /** Only the tool calls that read, edited or wrote this file ("Who touched this file"). */
+  file = $state<string | null>(null);
+  hits = $state.raw<SearchHit[]>([]);
+  total = $state(0);
+  capped = $state(false);
+  /** The last query failed: the engine's sentence. */
+  error = $state<string | null>(null);
+  /** A query is on its way. */
+  busy = $state(false);
+  /** A query has been answered since the search was opened or changed. */
+  answered = $state(false);
+  progress = $state<SearchProgress>({ indexing: false, done: 0, total: 0 });
+  /** The hit the cursor is on. */
+  selected = $state(0);
+
+  #seq = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #poll: ReturnType<typeof setTimeout> | undefined;
+  #stopped = false;
+
+  constructor(backend: Backend, file: string | null = null) {
+    this.#backend = backend;
+    this.file = file;
+  }
+
+  /** Asks how far the index is, and runs the search when there is one to run. */
+  start(): void {
+    void this.#pollProgress();
+    if (this.file) void this.run();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    clearTimeout(this.#poll);
+  }
+
+  /** Something to search for: words, or a file. */
+  get asked(): boolean {
+    return this.query.trim().length > 0 || !!this.file;
+  }
+
+  /** The query changed: it runs once typing pauses. */
+  setQuery(q: string): void {
+    this.query = q;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => void this.run(), DEBOUNCE_MS);
+  }
+
+  clearFile(): void {
+    this.file = null;
+    void this.run();
+  }
+
+  /** Runs the query now; an answer to an older one is dropped. */
+  async run(): Promise<void> {
+    clearTimeout(this.#timer);
+    const seq = ++this.#seq;
+    if (!this.asked) {
+      this.hits = [];
+      this.total = 0;
+      this.capped = false;
+      this.error = null;
+      this.answered = false;
+      this.busy = false;
+      return;
+    }
+    this.busy = true;
+    try {
+      const a = await this.#backend.call('search_history', {
+        request: { query: this.query, kinds: [], project: null, since: null, file: this.file, limit: LIMIT },
+      });
+      if (seq !== this.#seq || this.#stopped) return;
+      this.hits = a.results.hits;
+      this.total = a.results.total;
+      this.capped = a.results.totalCapped;
+      this.error = null;
+      this.selected = 0;
+      this.#setProgress(a.progress);
+    } catch (e) {
+      if (seq !== this.#seq || this.#stopped) return;
+      this.hits = [];
+      this.total = 0;
+      this.error = String(e instanceof Error ? e.message : e);
+    } finally {
+      if (seq === this.#seq) {
+        this.busy = false;
+        this.answered = true;
+      }
+    }
+  }
+
+  /** The cursor moves by `delta` hits (kept within the list). */
+  move(delta: number): void {
+    if (this.hits.length === 0) return;
+    this.selected = Math.min(this.hits.length - 1, Math.max(0, this.selected + delta));
+  }
+
+  get current(): SearchHit | null {
+    return this.hits[this.selected] ?? null;
+  }
+
+  #setProgress(p: SearchProgress): void {
+    const was = this.progress.indexing;
+    this.progress = p;
+    if (p.indexing && !was) this.#schedulePoll();
+  }
+
+  #schedulePoll(): void {
+    clearTimeout(this.#poll);
+    if (this.#stopped) return;
+    this.#poll = setTimeout(() => void this.#pollProgress(), PROGRESS_MS);
+  }
+
+  async #pollProgress(): Promise<void> {
+    try {
+      const p = await this.#backend.call('search_progress');
+      if (this.#stopped) return;
+      const before = this.progress;
+      this.progress = p;
+      if (p.indexing) this.#schedulePoll();
+      // More of the history is read: the hits so far may change.
+      if (this.asked && (p.done !== before.done || p.indexing !== before.indexing) && before.total > 0) void this.run();
+    } catch {
+      // The progress is a courtesy: a failure to read it leaves the search as it is.
+    }
+  }
+}
