@@ -15,7 +15,9 @@
 //! each thread's exact run time and its wake-ups, [`ThreadMeter`]) over the next
 //! `$MIMESIS_BENCH_CPU_SECS` (default 30); then the same for a launch without the
 //! WebDriver (the app alone on a display, as a user starts it), whose page runs none of the
-//! automation's own scripts (the two have differed by 0–6 MB).
+//! automation's own scripts (the two have differed by 0–6 MB). Between the two, the CPU of the
+//! same window while a session waits for approval (a transcript of its own, added to the
+//! corpus for that time and removed after): attention must not cost a busy loop (issue 37 §2).
 //!
 //! `window_roster_under_load` (no corpus needed) writes its own: `$MIMESIS_BENCH_SESSIONS`
 //! sessions (default 2,000) in 50 projects; once the roster is complete, a writer appends to
@@ -202,6 +204,21 @@ async fn window_launch_memory_and_idle() -> Result<()> {
     }
     let pids = app.app_processes();
     report_memory_and_cpu("under WebDriver", &pids, idle).await;
+
+    // The same window while a session needs the user (issue 37 §2): attention is marked by a
+    // short animation on the change, then holds still, so its idle CPU is the same.
+    let asking = Asking::start(&corpus)?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let n = app.js("return document.querySelectorAll('[data-testid=roster-row][data-status=waiting_for_approval]').length;").await?;
+        if n.as_u64().unwrap_or(0) > 0 {
+            break;
+        }
+        ensure!(Instant::now() < deadline, "no row waits for approval 60 s after a tool call was left pending");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    report_memory_and_cpu("under WebDriver, a session waiting for approval", &pids, Duration::ZERO).await;
+    drop(asking);
     app.close().await?;
 
     // The same launch as a user makes it: the app alone on a display, without the WebDriver,
@@ -211,6 +228,47 @@ async fn window_launch_memory_and_idle() -> Result<()> {
     report_memory_and_cpu("launched directly", &pids, idle).await;
     direct.stop();
     Ok(())
+}
+
+/// A session of the corpus's that waits for the user while this lives: a transcript of its own
+/// (in a project folder of its own) whose last record is a tool call with no result, which the
+/// roster infers as waiting for approval after a few seconds. Removed when dropped.
+struct Asking {
+    dir: PathBuf,
+}
+
+impl Asking {
+    fn start(corpus: &std::path::Path) -> Result<Asking> {
+        use mimesis_core::Clock;
+        use serde_json::json;
+        let cwd = "/home/dev/src/mimesis-bench-asking";
+        let dir = corpus.join("projects").join(cwd.replace('/', "-"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        let id = "0b0b0b0b-0000-4000-8000-000000000001";
+        let at = mimesis_core::SystemClock.now().millis();
+        let ts = |ms: i64| mimesis_core::Timestamp::from_millis(ms).to_iso();
+        let mut records = turn(&dir.join(format!("{id}.jsonl")), cwd, at - 2000);
+        records.truncate(1);
+        records.push(json!({"type": "assistant", "uuid": uuid::Uuid::new_v4().to_string(), "timestamp": ts(at),
+            "sessionId": id, "cwd": cwd, "gitBranch": "main", "version": "2.1.197",
+            "requestId": format!("req_{}", uuid::Uuid::new_v4()), "message": {
+              "id": format!("msg_{}", uuid::Uuid::new_v4()), "model": "claude-opus-4-8", "stop_reason": "tool_use",
+              "content": [{"type": "tool_use", "id": "toolu_bench_asking", "name": "Bash",
+                           "input": {"command": "rm -rf build", "description": "Clean the build"}}],
+              "usage": {"input_tokens": 12, "output_tokens": 40}}}));
+        let mut f = std::fs::File::create(dir.join(format!("{id}.jsonl")))?;
+        for r in records {
+            writeln!(f, "{r}")?;
+        }
+        Ok(Asking { dir })
+    }
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// Waits `idle`; verbose, prints where the memory goes meanwhile (each process's PSS every 5 s).
