@@ -196,6 +196,16 @@ pub fn lineage(pid: u32) -> Vec<u32> {
 }
 
 /// This boot's id: start ticks only compare within one boot.
+/// The calling thread runs only when nothing else wants the CPU (Linux `SCHED_IDLE`; the
+/// threads it starts inherit it): for background work that must never slow what the user
+/// waits for, such as the search index's first build while the window opens.
+pub fn run_this_thread_when_idle() -> std::io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param for SCHED_IDLE.
+    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+}
+
 pub fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_owned()).unwrap_or_default()
 }
@@ -475,6 +485,20 @@ pub fn tune_malloc(arenas: i32, mmap_threshold: i32) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_thread_can_ask_to_run_only_when_the_cpu_is_idle() {
+        let policy = std::thread::spawn(|| {
+            super::run_this_thread_when_idle().unwrap();
+            // SAFETY: 0 is the calling thread.
+            unsafe { libc::sched_getscheduler(0) }
+        })
+        .join()
+        .unwrap();
+        assert_eq!(policy, libc::SCHED_IDLE);
+        // SAFETY: as above; this (the test's) thread kept its own policy.
+        assert_ne!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_IDLE);
+    }
+
     use super::*;
 
     const SMAPS: &str = "\

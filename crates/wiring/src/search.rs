@@ -133,7 +133,13 @@ impl Keeper {
         let shared = std::sync::Arc::new(KeeperShared::default());
         shared.lock().poked = true;
         let s = shared.clone();
-        let spawned = std::thread::Builder::new().name("mimesis-search".into()).spawn(move || s.run(&roots, &data_dir));
+        let spawned = std::thread::Builder::new().name("mimesis-search".into()).spawn(move || {
+            // The first build reads every transcript: it must not slow the roster's launch.
+            if let Err(e) = mimesis_os::procs::run_this_thread_when_idle() {
+                tracing::debug!("the search index's thread keeps its priority: {e}");
+            }
+            s.run(&roots, &data_dir)
+        });
         if let Err(e) = spawned {
             shared.lock().error = Some(format!("the search index cannot be kept up to date: {e}"));
         }
