@@ -218,6 +218,12 @@ async fn window_launch_memory_and_idle() -> Result<()> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     report_memory_and_cpu("under WebDriver, a session waiting for approval", &pids, Duration::ZERO).await;
+    if std::env::var_os("MIMESIS_BENCH_VERBOSE").is_some() {
+        let v = app
+            .js("return document.getAnimations().map((a) => (a.animationName || a.transitionProperty || '?') + ' on ' + (a.effect && a.effect.target ? (a.effect.target.className || a.effect.target.tagName) : '?') + ' ' + a.playState);")
+            .await?;
+        eprintln!("  running animations while it waits {v}");
+    }
     drop(asking);
     app.close().await?;
 
