@@ -217,7 +217,15 @@ async fn window_launch_memory_and_idle() -> Result<()> {
         ensure!(Instant::now() < deadline, "no row waits for approval 60 s after a tool call was left pending");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    report_memory_and_cpu("under WebDriver, a session waiting for approval", &pids, Duration::ZERO).await;
+    // The change is marked by a short animation (issue 37 §2): measured once it is over.
+    let since = Instant::now();
+    while app.js("return document.getAnimations().length;").await?.as_u64().unwrap_or(0) > 0 {
+        ensure!(since.elapsed() < Duration::from_secs(30), "the attention's animation still runs after 30 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("  the attention's animation ran for {} ms after the row turned", since.elapsed().as_millis());
+    report_memory_and_cpu("under WebDriver, a session waiting for approval, its animation over", &pids, Duration::ZERO)
+        .await;
     if std::env::var_os("MIMESIS_BENCH_VERBOSE").is_some() {
         let v = app
             .js("return document.getAnimations().map((a) => (a.animationName || a.transitionProperty || '?') + ' on ' + (a.effect && a.effect.target ? (a.effect.target.className || a.effect.target.tagName) : '?') + ' ' + a.playState);")
