@@ -135,7 +135,7 @@ impl Keeper {
         let s = shared.clone();
         let spawned = std::thread::Builder::new().name("mimesis-search".into()).spawn(move || {
             // The first build reads every transcript: it must not slow the roster's launch.
-            if let Err(e) = mimesis_os::procs::run_this_thread_when_idle() {
+            if let Err(e) = mimesis_os::procs::lower_this_threads_priority() {
                 tracing::debug!("the search index's thread keeps its priority: {e}");
             }
             s.run(&roots, &data_dir)
