@@ -88,9 +88,7 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor) {
     // Rows are followed only while the limits apply to background sessions (off by default).
     let mut following = false;
     loop {
-        let wait = d
-            .next_deadline()
-            .map(|at| tokio::time::Instant::now() + at.since(d.clock.mono()).min(std::time::Duration::from_secs(3600)));
+        let wait = d.next_deadline().map(|at| wake_at(d.clock.as_ref(), at));
         let on = d.limits().is_some();
         if on && !following {
             if let Ok(snap) = engine.snapshot().await {
@@ -163,6 +161,12 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor) {
 /// The worker's folder, checked (absolute, no `..`).
 fn cwd_of(w: &mimesis_core::daemon::Worker) -> Option<PathBuf> {
     w.cwd.as_deref().and_then(|c| mimesis_core::layout::checked_cwd(c).ok())
+}
+
+/// The tokio instant at which the injected clock's monotonic time reaches `at` (an hour
+/// away at most: a long wait is looked at again).
+pub(crate) fn wake_at(clock: &dyn Clock, at: Mono) -> tokio::time::Instant {
+    tokio::time::Instant::now() + at.since(clock.mono()).min(std::time::Duration::from_secs(3600))
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {

@@ -12,13 +12,12 @@
 //!
 //! Today's spend is what the transcripts said of today when the budget was first needed
 //! (one cost report), plus what every row spent since (its cost now less its cost then);
-//! at midnight it starts from nothing, every row's cost then its new base.
+//! at midnight it starts from nothing, every row's cost then its new base. Midnight is a
+//! deadline on the injected clock ([`day::Day`]).
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::time::Duration;
+mod day;
 
-use chrono::NaiveDate;
+use chrono::{Local, NaiveDate};
 use mimesis_core::clock::Timestamp;
 use mimesis_core::ids::{JobId, SessionId};
 use mimesis_core::job::SessionKind;
@@ -29,13 +28,12 @@ use mimesis_core::supervision::budget::{Crossed, FleetBudget, RowBudget, RowEffe
 use mimesis_core::supervision::{EventKind, SupervisionEvent};
 use mimesis_supervise::Supervisor;
 use mimesis_watch::background::running_workers;
+use std::collections::HashMap;
+use std::path::PathBuf;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::Mimesis;
 use crate::background::{Claude, Verb, claude_program};
-
-/// How often the local day is looked at when nothing else happens.
-const DAY_CHECK: Duration = Duration::from_secs(60);
 
 /// What budgets need of a roster row.
 #[derive(Clone, Debug, Default)]
@@ -106,7 +104,7 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor, fleet: bool) {
     engine.ready().await;
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(NaiveDate, f64)>();
     let mut d = Driver {
-        today: today(&mimesis),
+        day: day::Day::new(&Local, mimesis.clock().both()),
         mimesis,
         sup,
         fleet_on: fleet,
@@ -124,8 +122,10 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor, fleet: bool) {
         d.rows = snap.sessions.iter().map(|s| (s.session_id.clone(), Row::of(s))).collect();
     }
     d.settings_changed();
-    let mut day_check = tokio::time::interval(DAY_CHECK);
     loop {
+        // Every wake-up looks at the clocks: a wall clock that jumped re-arms the day.
+        d.day_check();
+        let midnight = crate::bg_limits::wake_at(d.mimesis.clock().as_ref(), d.day.deadline());
         tokio::select! {
             ev = events.recv() => match ev {
                 Ok(env) => {
@@ -174,7 +174,7 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor, fleet: bool) {
                 d.settings_changed();
             }
             Some((day, usd)) = done_rx.recv() => {
-                if day == d.today {
+                if day == d.day.date {
                     // The report holds every row's spend of today so far: count from here.
                     for r in d.rows.values_mut() {
                         r.base = r.cost;
@@ -183,13 +183,9 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor, fleet: bool) {
                     d.fleet_changed(None);
                 }
             }
-            _ = day_check.tick() => d.day_check(),
+            _ = tokio::time::sleep_until(midnight) => d.day_check(),
         }
     }
-}
-
-fn today(m: &Mimesis) -> NaiveDate {
-    crate::cost::local_day(m.clock().now())
 }
 
 struct Driver {
@@ -200,7 +196,8 @@ struct Driver {
     /// Sessions not supervised here (external, background) with a budget.
     budgets: HashMap<SessionId, RowBudget>,
     fleet: FleetBudget,
-    today: NaiveDate,
+    /// The local day, and its end on the injected clock.
+    day: day::Day,
     /// Today's spend before the rows' bases (the cost report), once known.
     before: Option<f64>,
     /// The cost report of today was asked for.
@@ -240,7 +237,7 @@ impl Driver {
     fn ask_today(&mut self) {
         self.asked = true;
         let (roots, data, day, done) =
-            (self.mimesis.roots().to_vec(), self.mimesis.data_dir().to_owned(), self.today, self.done.clone());
+            (self.mimesis.roots().to_vec(), self.mimesis.data_dir().to_owned(), self.day.date, self.done.clone());
         tokio::task::spawn_blocking(move || {
             let q = CostQuery { by: GroupBy::Session, since: Some(day), until: Some(day), project: None };
             let r = crate::cost::report(&roots, &data, &q, None, crate::cost::Reading::Copied);
@@ -249,11 +246,9 @@ impl Driver {
     }
 
     fn day_check(&mut self) {
-        let day = today(&self.mimesis);
-        if day == self.today {
+        if self.day.check(&Local, self.mimesis.clock().both()).is_none() {
             return;
         }
-        self.today = day;
         // A new day: every row's spend so far was before it.
         for r in self.rows.values_mut() {
             r.base = r.cost;
@@ -271,7 +266,7 @@ impl Driver {
     fn fleet_changed(&mut self, crossed: Option<Crossed>) {
         let mut said = crossed;
         if let Some(spent) = self.fleet_spent() {
-            said = said.or(self.fleet.observe(self.today, spent));
+            said = said.or(self.fleet.observe(self.day.date, spent));
         }
         if let Some(c) = said {
             let message = match c {
