@@ -17,23 +17,23 @@
 
 mod day;
 
+use std::collections::HashMap;
+
 use chrono::{Local, NaiveDate};
 use mimesis_core::clock::Timestamp;
 use mimesis_core::ids::{JobId, SessionId};
 use mimesis_core::job::SessionKind;
-use mimesis_core::session::{Cost, StoreEvent, TrackedSession};
+use mimesis_core::session::{Cost, TrackedSession};
 use mimesis_core::spend::{CostQuery, GroupBy};
 use mimesis_core::status::Status;
 use mimesis_core::supervision::budget::{Crossed, FleetBudget, RowBudget, RowEffect, Scope, wording};
 use mimesis_core::supervision::{EventKind, SupervisionEvent};
 use mimesis_supervise::Supervisor;
-use mimesis_watch::background::running_workers;
-use std::collections::HashMap;
-use std::path::PathBuf;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
 use crate::Mimesis;
-use crate::background::{Claude, Verb, claude_program};
+use crate::background::Verb;
+use crate::roster_rows::{self, Rows, Seen, Slim, wake_at};
 
 /// What budgets need of a roster row.
 #[derive(Clone, Debug, Default)]
@@ -55,7 +55,7 @@ fn spent(c: &Cost) -> f64 {
     c.billed.as_ref().map(|b| b.cost_usd).or(c.estimated_usd).filter(|v| v.is_finite() && *v >= 0.0).unwrap_or(0.0)
 }
 
-impl Row {
+impl Slim for Row {
     fn of(s: &TrackedSession) -> Row {
         let cost = spent(&s.cost);
         Row {
@@ -68,6 +68,16 @@ impl Row {
             busy: matches!(s.status, Status::Working | Status::WaitingForApproval),
             remote: s.host.is_some(),
         }
+    }
+
+    /// A new file: all its spend is new (today's).
+    fn discovered(s: &TrackedSession) -> Row {
+        Row { base: 0.0, ..Row::of(s) }
+    }
+
+    /// Read again after a lag: today's count for it began when it did.
+    fn reread(was: Option<&Row>, s: &TrackedSession) -> Row {
+        Row { base: was.map_or(0.0, |r| r.base), ..Row::of(s) }
     }
 
     fn apply(&mut self, p: &mimesis_core::session::SessionPatch) {
@@ -108,7 +118,7 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor, fleet: bool) {
         mimesis,
         sup,
         fleet_on: fleet,
-        rows: HashMap::new(),
+        rows: Rows::new(),
         budgets: HashMap::new(),
         fleet: FleetBudget::default(),
         before: None,
@@ -116,56 +126,23 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor, fleet: bool) {
         told: false,
         done: done_tx,
     };
-    let mut seq = 0;
-    if let Ok(snap) = engine.snapshot().await {
-        seq = snap.seq;
-        d.rows = snap.sessions.iter().map(|s| (s.session_id.clone(), Row::of(s))).collect();
-    }
+    d.rows.start(&engine).await;
     d.settings_changed();
     loop {
         // Every wake-up looks at the clocks: a wall clock that jumped re-arms the day.
         d.day_check();
-        let midnight = crate::bg_limits::wake_at(d.mimesis.clock().as_ref(), d.day.deadline());
+        let midnight = wake_at(d.mimesis.clock().as_ref(), d.day.deadline());
         tokio::select! {
-            ev = events.recv() => match ev {
-                Ok(env) => {
-                    if env.seq <= seq {
-                        continue;
-                    }
-                    seq = env.seq;
-                    let id = env.event.session_id().clone();
-                    match &env.event {
-                        StoreEvent::Discovered { session } => {
-                            // A new file: all its spend is new (today's).
-                            let row = Row { base: 0.0, ..Row::of(session) };
-                            d.rows.insert(id.clone(), row);
-                        }
-                        StoreEvent::Updated { changes, .. } => {
-                            if let Some(r) = d.rows.get_mut(&id) {
-                                r.apply(changes);
-                            }
-                        }
-                        StoreEvent::Removed { .. } => {
-                            d.rows.remove(&id);
+            ev = events.recv() => match d.rows.take(ev, &engine).await {
+                Seen::Rows(ids) => {
+                    for id in ids {
+                        if d.rows.get(&id).is_none() {
                             d.budgets.remove(&id);
                         }
-                    }
-                    d.row_changed(&id);
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    if let Ok(snap) = engine.snapshot().await {
-                        seq = snap.seq;
-                        for s in &snap.sessions {
-                            let base = d.rows.get(&s.session_id).map_or(0.0, |r| r.base);
-                            d.rows.insert(s.session_id.clone(), Row { base, ..Row::of(s) });
-                        }
-                        let ids: Vec<SessionId> = d.rows.keys().cloned().collect();
-                        for id in ids {
-                            d.row_changed(&id);
-                        }
+                        d.row_changed(&id);
                     }
                 }
-                Err(broadcast::error::RecvError::Closed) => return,
+                Seen::Closed => return,
             },
             changed = settings.changed() => {
                 if changed.is_err() {
@@ -176,7 +153,7 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor, fleet: bool) {
             Some((day, usd)) = done_rx.recv() => {
                 if day == d.day.date {
                     // The report holds every row's spend of today so far: count from here.
-                    for r in d.rows.values_mut() {
+                    for r in d.rows.all_mut().values_mut() {
                         r.base = r.cost;
                     }
                     d.before = Some(usd);
@@ -192,7 +169,7 @@ struct Driver {
     mimesis: Mimesis,
     sup: Supervisor,
     fleet_on: bool,
-    rows: HashMap<SessionId, Row>,
+    rows: Rows<Row>,
     /// Sessions not supervised here (external, background) with a budget.
     budgets: HashMap<SessionId, RowBudget>,
     fleet: FleetBudget,
@@ -227,8 +204,7 @@ impl Driver {
         }
         let crossed = self.fleet.set_limit(daily);
         self.fleet_changed(crossed);
-        let ids: Vec<SessionId> = self.rows.keys().cloned().collect();
-        for id in ids {
+        for id in self.rows.ids() {
             self.row_changed(&id);
         }
     }
@@ -250,7 +226,7 @@ impl Driver {
             return;
         }
         // A new day: every row's spend so far was before it.
-        for r in self.rows.values_mut() {
+        for r in self.rows.all_mut().values_mut() {
             r.base = r.cost;
         }
         self.before = Some(0.0);
@@ -259,7 +235,7 @@ impl Driver {
 
     /// Today's spend of the fleet, once the report of the day before the rows is known.
     fn fleet_spent(&self) -> Option<f64> {
-        let grown: f64 = self.rows.values().filter(|r| !r.remote).map(|r| (r.cost - r.base).max(0.0)).sum();
+        let grown: f64 = self.rows.all().values().filter(|r| !r.remote).map(|r| (r.cost - r.base).max(0.0)).sum();
         self.before.map(|b| b + grown)
     }
 
@@ -301,6 +277,7 @@ impl Driver {
     /// The local session that spent the most today.
     fn busiest(&self) -> Option<SessionId> {
         self.rows
+            .all()
             .iter()
             .filter(|(_, r)| !r.remote)
             .max_by(|a, b| (a.1.cost - a.1.base).total_cmp(&(b.1.cost - b.1.base)))
@@ -365,20 +342,14 @@ impl Driver {
 
     /// Claude Code's own `claude stop` for a background session over its budget.
     fn stop(&self, id: &SessionId, job: &JobId, scope: Scope) {
-        let found = self
-            .mimesis
-            .roots()
-            .iter()
-            .find_map(|r| running_workers(r).into_iter().find(|w| w.job == *job).map(|w| (r.clone(), w)));
-        let Some((root, worker)) = found else { return };
-        let cwd: Option<PathBuf> = worker.cwd.as_deref().and_then(|c| mimesis_core::layout::checked_cwd(c).ok());
-        let claude = Claude::new(claude_program(self.mimesis.data_dir()), &root).in_folder(cwd.as_deref());
-        let (id, job) = (id.clone(), job.clone());
-        let what = if scope == Scope::Fleet { "today's budget" } else { "its budget" };
-        tokio::task::spawn_blocking(move || match claude.act(&job, Verb::Stop) {
-            Ok(said) => tracing::info!(session = %id, %said, "background session over {what}: claude stop"),
-            Err(e) => tracing::warn!(session = %id, error = %e, "background session over {what}: claude stop failed"),
-        });
+        let Some((root, worker)) = roster_rows::worker(self.mimesis.roots(), job) else { return };
+        let why = if scope == Scope::Fleet {
+            "background session over today's budget"
+        } else {
+            "background session over its budget"
+        };
+        let cwd = roster_rows::cwd_of(&worker);
+        roster_rows::act(self.mimesis.data_dir(), &root, cwd.as_deref(), (id, job), Verb::Stop, why);
     }
 }
 
