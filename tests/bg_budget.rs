@@ -21,10 +21,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, ensure};
 use mimesis_core::supervision::budget::Usd;
 use mimesis_core::supervision::limits::Limits;
-use mimesis_core::supervision::{AgentCommand, EventKind, SupervisionEvent};
+use mimesis_core::supervision::{EventKind, SupervisionEvent};
 use mimesis_tests::bg::Background;
 use mimesis_tests::mock_api::{Gate, Reply, RequestKind, Usage};
-use mimesis_wiring::{Follow, Mimesis, Options, SuperviseOptions};
 use serde_json::{Value, json};
 
 const T: Duration = Duration::from_secs(90);
@@ -81,15 +80,7 @@ async fn a_background_session_over_its_budget_is_stopped_at_its_turns_end_and_re
     let bg = Background::new(&home, &claude);
     std::fs::write(home.project_dir().join("notes.txt"), "one line of notes\n")?;
     let limits = Limits { budget_usd: Some(Usd(BUDGET)), ..Limits::default() };
-    let mut supervise = SuperviseOptions::new(home.config_dir().to_owned());
-    supervise.agent = Some(AgentCommand::new(&claude));
-    supervise.limits = Some(limits);
-    supervise.subreaper = false;
-    let mut opts = Options::watching(vec![home.config_dir().to_owned()], data.path().to_owned());
-    opts.follow = Follow::Everything;
-    opts.poll_interval = Duration::from_millis(200);
-    opts.supervise = Some(supervise);
-    let mimesis = Mimesis::start(opts).await;
+    let mimesis = mimesis_tests::bg::app_wiring(&home, &claude, data.path(), limits).await;
     let sup = mimesis.supervisor().await.context("the supervisor")?;
     let mut rx = sup.subscribe();
     let gate = Gate::new();
