@@ -6,11 +6,12 @@
 //!
 //! One turn of three replies: a Read call that spends 85 % of the budget (the warning,
 //! `session_warning` reason `budget`), a second Read call that spends the rest while the
-//! turn goes on (the budget is reached: said, nothing stopped), then the closing text,
-//! held by a gate until the test has seen that. Once the gate opens, the turn ends and
-//! Mimesis stops the session through Claude Code's own `claude stop` at that idle moment:
-//! the closing text is in the transcript, `claude agents --all` lists it stopped, the row
-//! is not live, and `claude respawn` resumes the same session with nothing lost.
+//! turn goes on (the budget is reached: said, nothing stopped), then the closing text;
+//! each reply after the first is held by a gate until the test has seen the one before.
+//! Once the last gate opens, the turn ends and Mimesis stops the session through Claude
+//! Code's own `claude stop` at that idle moment: the closing text is in the transcript
+//! (a stop mid-turn loses it), `claude agents --all` lists it stopped, the row is not
+//! live, and `claude respawn` resumes the same session with nothing lost.
 //!
 //! One test in its own binary: it gives the process the home's environment (Claude Code's
 //! verbs inherit it), which no other test shares.
@@ -83,13 +84,17 @@ async fn a_background_session_over_its_budget_is_stopped_at_its_turns_end_and_re
     let mimesis = mimesis_tests::bg::app_wiring(&home, &claude, data.path(), limits).await;
     let sup = mimesis.supervisor().await.context("the supervisor")?;
     let mut rx = sup.subscribe();
-    let gate = Gate::new();
+    // Each reply after the first waits for the test: the spend grows one step at a time,
+    // however late the engine reads the transcript.
+    let (second, last) = (Gate::new(), Gate::new());
     let result = async {
         let notes = home.project_dir().join("notes.txt").to_string_lossy().into_owned();
         // 17,000 input tokens: $0.085 (85 %); 4,000 more: $0.105 (105 %), mid-turn.
         api.push(Reply::tool_use("Read", json!({"file_path": notes})).with_usage(Usage::new(17_000, 1)));
-        api.push(Reply::tool_use("Read", json!({"file_path": notes})).with_usage(Usage::new(4_000, 1)));
-        api.push(Reply::text(DONE).with_usage(Usage::new(10, 1)).with_gate(&gate));
+        api.push(
+            Reply::tool_use("Read", json!({"file_path": notes})).with_usage(Usage::new(4_000, 1)).with_gate(&second),
+        );
+        api.push(Reply::text(DONE).with_usage(Usage::new(10, 1)).with_gate(&last));
         let t0 = Instant::now();
         let job = bg.dispatch(&["--model", MODEL], "read the notes twice")?;
         let sid = bg.job_state(&job).and_then(|s| s["sessionId"].as_str().map(str::to_owned)).context("its session")?;
@@ -101,6 +106,7 @@ async fn a_background_session_over_its_budget_is_stopped_at_its_turns_end_and_re
         // 85 % by the transcript's records; Claude Code's billed figure may add its side calls.
         ensure!(warned.contains("this session's budget of $0.10") && (85.0..100.0).contains(&pct), "{ev:?}");
         eprintln!("[bg] warned {} ms after dispatch: {warned}", t0.elapsed().as_millis());
+        second.open();
 
         let ev = next_event(&mut rx, &mut seen, &sid, "the budget reached", |k| {
             budget_warning(k).is_some_and(|m| m.contains("stopped when its turn ends"))
@@ -120,7 +126,7 @@ async fn a_background_session_over_its_budget_is_stopped_at_its_turns_end_and_re
         ensure!(!transcript(home.config_dir(), &sid).contains(DONE), "the closing text is still held");
 
         let opened = Instant::now();
-        gate.open();
+        last.open();
         bg.wait("the worker stopped by claude stop", T, |b| b.worker(&job).is_none())?;
         eprintln!(
             "[bg] stopped through claude stop {} ms after the turn's last reply was let go",
@@ -157,7 +163,8 @@ async fn a_background_session_over_its_budget_is_stopped_at_its_turns_end_and_re
         anyhow::Ok(())
     }
     .await;
-    gate.open();
+    second.open();
+    last.open();
     mimesis.shutdown().await;
     let result = result.map_err(|e| e.context(format!("{}\n{}", bg.diagnostics(), api.summary())));
     bg.shutdown()?;
