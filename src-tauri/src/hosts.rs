@@ -60,7 +60,7 @@ pub fn with_remote<R: Runtime>(app: &AppHandle<R>, set: AttentionSet) -> WindowA
 /// `open_timeline` of a session of another machine: read there, kept while open.
 pub async fn open_timeline<R: Runtime>(app: &AppHandle<R>, key: &str) -> Result<Arc<Vec<TimelineItem>>, String> {
     let state = app.state::<RemoteState>();
-    let items = Arc::new(state.hub.timeline(key).await?);
+    let items = Arc::new(state.hub.timeline(key).await.map_err(|e| e.to_string())?);
     state.open.lock().map_err(|_| "poisoned")?.insert(key.to_owned(), items.clone());
     Ok(items)
 }

@@ -166,20 +166,20 @@ pub fn hosts_list(state: tauri::State<'_, RemoteState>) -> Vec<HostInfo> {
 /// Connect to a machine now, without waiting.
 #[tauri::command]
 pub async fn host_retry(state: tauri::State<'_, RemoteState>, host: String) -> Result<(), String> {
-    let dest = Destination::parse(&host)?;
-    state.hub.retry(&dest).await
+    let dest = Destination::parse(&host).map_err(|e| e.to_string())?;
+    state.hub.retry(&dest).await.map_err(|e| e.to_string())
 }
 
 /// Copy this build's `mimesis` to a machine that has none (the user's click), then connect.
 #[tauri::command]
 pub async fn host_install(state: tauri::State<'_, RemoteState>, host: String) -> Result<(), String> {
-    let dest = Destination::parse(&host)?;
+    let dest = Destination::parse(&host).map_err(|e| e.to_string())?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot tell where Mimesis is installed: {e}"))?;
     let cli = mimesis_wiring::hooks::install::hook_program(&exe);
     if cli == exe {
         return Err("the mimesis command is not installed next to the app, so there is nothing to copy".into());
     }
-    state.hub.install(&dest, cli).await
+    state.hub.install(&dest, cli).await.map_err(|e| e.to_string())
 }
 
 /// Adds a machine to Settings › Machines (connected at once).
@@ -195,9 +195,9 @@ pub async fn host_remove(state: tauri::State<'_, crate::commands::AppState>, hos
 }
 
 async fn change(mimesis: &Mimesis, host: &str, add: bool) -> Result<(), String> {
-    let dest = Destination::parse(host)?;
+    let dest = Destination::parse(host).map_err(|e| e.to_string())?;
     let mut settings = mimesis.settings();
-    settings.machines.change(&dest, add)?;
+    settings.machines.change(&dest, add).map_err(|e| e.to_string())?;
     let doc = serde_json::to_value(&settings).map_err(|e| e.to_string())?;
     let outcome = mimesis.settings_set(&doc).await;
     if let Some(e) = outcome.errors.first() {

@@ -198,7 +198,7 @@ pub fn clean_env_value(v: Option<String>) -> Option<String> {
 
 /// Turns a raw payload into the event to record.
 pub fn parse_payload(bytes: &[u8], at: Timestamp, terminal: TerminalContext) -> Result<HookEvent, PayloadError> {
-    let p: Payload = crate::json::from_slice(bytes).map_err(PayloadError::NotAnObject)?;
+    let p: Payload = crate::json::from_slice(bytes).map_err(|e| PayloadError::NotAnObject(e.to_string()))?;
     let raw_id = match &p.session_id {
         Some(serde_json::Value::String(s)) => s.clone(),
         other => return Err(PayloadError::SessionId(format!("{other:?}"))),

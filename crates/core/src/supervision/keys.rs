@@ -39,8 +39,8 @@ pub enum AnswerError {
     #[error("no dialog is on the session's screen")]
     NoDialog,
     /// The dialog on screen has no such option (the dialog's own words).
-    #[error("{0}")]
-    NoSuchOption(String),
+    #[error(transparent)]
+    NoSuchOption(#[from] crate::dialog::DialogError),
     #[error("the dialog never settled on screen")]
     NeverSettled,
     #[error("the dialog is still on screen: the agent did not take the answer")]
