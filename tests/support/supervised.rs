@@ -103,6 +103,15 @@ impl Supervised {
         Ok((s, clock))
     }
 
+    /// A line Mimesis typed for the session (a queued prompt) gets its Enter once the
+    /// agent's input row shows it and the injected clock has moved on by the pause after
+    /// the text: waits for the row, then moves the clock.
+    pub async fn enter_typed(&self, clock: &ManualClock, id: &SessionId, text: &str) -> Result<()> {
+        self.wait_text(id, &format!("❯ {text}"), Duration::from_secs(20)).await?;
+        self.advance(clock, mimesis_core::supervision::keys::ENTER_PAUSE).await;
+        Ok(())
+    }
+
     /// Moves a manual clock and lets every timer see it (waits until the sessions took
     /// the tick).
     pub async fn advance(&self, clock: &ManualClock, by: Duration) {
