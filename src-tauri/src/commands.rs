@@ -539,9 +539,9 @@ pub async fn settings_set(state: tauri::State<'_, AppState>, settings: serde_jso
     // cannot be written is said against that setting, and nothing is saved.
     let start_at_login = Settings::from_json(&settings).ok().map(|s| s.desktop.start_at_login);
     if let Some(on) = start_at_login
-        && let Err(message) = crate::autostart::follow(on)
+        && let Err(e) = crate::autostart::follow(on)
     {
-        let errors = vec![FieldError { field: "desktop.startAtLogin".into(), message }];
+        let errors = vec![FieldError { field: "desktop.startAtLogin".into(), message: e.to_string() }];
         return Ok(SetOutcome { settings: stored, errors });
     }
     let outcome = state.mimesis.settings_set(&settings).await;
