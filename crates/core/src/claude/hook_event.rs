@@ -28,7 +28,7 @@ const MAX_ENV_VALUE: usize = 128;
 #[derive(Debug, thiserror::Error)]
 pub enum PayloadError {
     #[error("the hook payload is not a JSON object: {0}")]
-    NotAnObject(String),
+    NotAnObject(crate::json::JsonError),
     #[error("the hook payload has no valid session id: {0}")]
     SessionId(String),
 }
@@ -198,7 +198,7 @@ pub fn clean_env_value(v: Option<String>) -> Option<String> {
 
 /// Turns a raw payload into the event to record.
 pub fn parse_payload(bytes: &[u8], at: Timestamp, terminal: TerminalContext) -> Result<HookEvent, PayloadError> {
-    let p: Payload = crate::json::from_slice(bytes).map_err(|e| PayloadError::NotAnObject(e.to_string()))?;
+    let p: Payload = crate::json::from_slice(bytes).map_err(PayloadError::NotAnObject)?;
     let raw_id = match &p.session_id {
         Some(serde_json::Value::String(s)) => s.clone(),
         other => return Err(PayloadError::SessionId(format!("{other:?}"))),
