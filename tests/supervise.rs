@@ -388,6 +388,7 @@ async fn kill_9_is_resumed_and_input_typed_meanwhile_is_delivered_after() -> Res
     s.advance(&clock, quick_limits().recovery_retry_delay).await;
     let rec = s.wait_event("session_recovered", T).await?;
     ensure!(rec.message() == Some("Session recovered automatically."));
+    s.enter_typed(&clock, &id, "after the crash").await?;
     s.wait_screen(&id, "the queued prompt's reply", T, |r| r.iter().any(|l| l.contains("Echo: after the crash")))
         .await?;
     ensure!(s.prompts(&id) == ["before", "after the crash"], "{:?}", s.prompts(&id));
@@ -566,6 +567,7 @@ async fn an_idle_session_is_suspended_and_the_next_message_resumes_it() -> Resul
     s.sup.input(&id, b"\r").await?;
     let resumed = s.wait_event("session_resumed", T).await?;
     ensure!(resumed.message().is_some_and(|m| m.starts_with("Resuming session")), "{resumed:?}");
+    s.enter_typed(&clock, &id, "second").await?;
     s.wait_screen(&id, "the reply", T, |r| r.iter().any(|l| l.contains("Echo: second"))).await?;
     ensure!(s.prompts(&id) == ["first", "second"]);
     s.shutdown().await;

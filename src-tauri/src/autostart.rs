@@ -3,16 +3,23 @@
 //! starts this very binary (the installed `/usr/bin/mimesis-desktop`, or wherever this build
 //! is) with `--hidden`.
 
-/// Writes (`on`) or removes our entry. An error is a sentence for the setting's field.
-pub fn follow(on: bool) -> Result<(), String> {
-    let path = mimesis_os::autostart::path_from_env()
-        .ok_or("there is no home folder (HOME and XDG_CONFIG_HOME are unset) to keep an autostart entry in")?;
-    let exe = if on {
-        Some(std::env::current_exe().map_err(|e| format!("cannot tell where Mimesis is installed: {e}"))?)
-    } else {
-        None
-    };
-    mimesis_os::autostart::set(&path, exe.as_deref()).map_err(|e| format!("{e}; nothing was saved"))
+/// Writes (`on`) or removes our entry. An error's Display is a sentence for the setting's
+/// field.
+pub fn follow(on: bool) -> Result<(), FollowError> {
+    let path = mimesis_os::autostart::path_from_env().ok_or(FollowError::NoHome)?;
+    let exe = if on { Some(std::env::current_exe().map_err(FollowError::NoExe)?) } else { None };
+    mimesis_os::autostart::set(&path, exe.as_deref()).map_err(FollowError::Entry)
+}
+
+/// Why start at login could not follow the setting.
+#[derive(Debug, thiserror::Error)]
+pub enum FollowError {
+    #[error("there is no home folder (HOME and XDG_CONFIG_HOME are unset) to keep an autostart entry in")]
+    NoHome,
+    #[error("cannot tell where Mimesis is installed: {0}")]
+    NoExe(std::io::Error),
+    #[error("{0}; nothing was saved")]
+    Entry(mimesis_os::autostart::AutostartError),
 }
 
 /// Whether this launch starts hidden in the tray: asked for (`--hidden`, as the autostart

@@ -490,12 +490,12 @@ pub async fn hooks_install(state: tauri::State<'_, AppState>) -> CmdResult<Vec<H
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot tell where Mimesis is installed, so no hook was written: {e}"))?;
     let program = mimesis_wiring::hooks::install::hook_program(&exe);
-    blocking(&state, move |e| e.hooks_install(&program)).await?
+    blocking(&state, move |e| e.hooks_install(&program).map_err(|e| e.to_string())).await?
 }
 
 #[tauri::command]
 pub async fn hooks_uninstall(state: tauri::State<'_, AppState>) -> CmdResult<Vec<HookStatus>> {
-    blocking(&state, |e| e.hooks_uninstall()).await?
+    blocking(&state, |e| e.hooks_uninstall().map_err(|e| e.to_string())).await?
 }
 
 #[tauri::command]
@@ -539,9 +539,9 @@ pub async fn settings_set(state: tauri::State<'_, AppState>, settings: serde_jso
     // cannot be written is said against that setting, and nothing is saved.
     let start_at_login = Settings::from_json(&settings).ok().map(|s| s.desktop.start_at_login);
     if let Some(on) = start_at_login
-        && let Err(message) = crate::autostart::follow(on)
+        && let Err(e) = crate::autostart::follow(on)
     {
-        let errors = vec![FieldError { field: "desktop.startAtLogin".into(), message }];
+        let errors = vec![FieldError { field: "desktop.startAtLogin".into(), message: e.to_string() }];
         return Ok(SetOutcome { settings: stored, errors });
     }
     let outcome = state.mimesis.settings_set(&settings).await;
@@ -569,8 +569,12 @@ pub async fn approval_decide(
     let behavior = if allow { Behavior::Allow } else { Behavior::Deny };
     // By its whole id: a click names one request. A dialog's request returns once the
     // dialog on the session's screen is gone (or says why not).
-    let given =
-        state.mimesis.approvals().decide(Target::Id(&id), behavior, message, answers, None, Via::Window).await?;
+    let given = state
+        .mimesis
+        .approvals()
+        .decide(Target::Id(&id), behavior, message, answers, None, Via::Window)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok(given.request)
 }
 
@@ -591,9 +595,11 @@ pub async fn set_viewing(state: tauri::State<'_, AppState>, session_id: Option<S
 pub async fn focus_terminal(state: tauri::State<'_, AppState>, session_id: String) -> CmdResult<String> {
     let id = self::session_id(&session_id)?;
     let (roots, data_dir) = (state.mimesis.roots().to_vec(), state.mimesis.data_dir().to_owned());
-    tokio::task::spawn_blocking(move || mimesis_wiring::once::focus_terminal(&roots, &data_dir, &id))
-        .await
-        .map_err(|e| e.to_string())?
+    tokio::task::spawn_blocking(move || {
+        mimesis_wiring::once::focus_terminal(&roots, &data_dir, &id).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| e.to_string())?
 }
 
 /// The Spend view (docs/ipc.md `spend_view`): the cost of each of the last `days` days
@@ -613,7 +619,7 @@ pub async fn spend_view(state: tauri::State<'_, AppState>, days: u32) -> CmdResu
 pub fn open_link(url: String) -> CmdResult<()> {
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
-    let url = mimesis_core::links::openable(&url)?;
+    let url = mimesis_core::links::openable(&url).map_err(|e| e.to_string())?;
     let mut tried = Vec::new();
     // The desktop's launchers, most common first (xdg-open), each with the user's
     // environment, in its own process group: a signal to the app's leaves the browser be.

@@ -58,18 +58,36 @@ pub fn with_remote<R: Runtime>(app: &AppHandle<R>, set: AttentionSet) -> WindowA
 }
 
 /// `open_timeline` of a session of another machine: read there, kept while open.
-pub async fn open_timeline<R: Runtime>(app: &AppHandle<R>, key: &str) -> Result<Arc<Vec<TimelineItem>>, String> {
+pub async fn open_timeline<R: Runtime>(app: &AppHandle<R>, key: &str) -> Result<Arc<Vec<TimelineItem>>, TimelineError> {
     let state = app.state::<RemoteState>();
     let items = Arc::new(state.hub.timeline(key).await?);
-    state.open.lock().map_err(|_| "poisoned")?.insert(key.to_owned(), items.clone());
+    state.open.lock().map_err(|_| TimelineError::Poisoned)?.insert(key.to_owned(), items.clone());
     Ok(items)
 }
 
 /// An open remote timeline, as last read.
-pub fn opened<R: Runtime>(app: &AppHandle<R>, key: &str) -> Result<Arc<Vec<TimelineItem>>, String> {
+pub fn opened<R: Runtime>(app: &AppHandle<R>, key: &str) -> Result<Arc<Vec<TimelineItem>>, TimelineError> {
     let state = app.state::<RemoteState>();
-    let open = state.open.lock().map_err(|_| "poisoned")?;
-    open.get(key).cloned().ok_or_else(|| "that timeline is not open".to_owned())
+    let open = state.open.lock().map_err(|_| TimelineError::Poisoned)?;
+    open.get(key).cloned().ok_or(TimelineError::NotOpen)
+}
+
+/// Why a timeline of another machine is not there: the sentence is the Display.
+#[derive(Debug, thiserror::Error)]
+pub enum TimelineError {
+    #[error(transparent)]
+    Remote(#[from] mimesis_wiring::remote::RemoteError),
+    #[error("poisoned")]
+    Poisoned,
+    #[error("that timeline is not open")]
+    NotOpen,
+}
+
+/// The webview takes the sentence (commands answer `Result<_, String>`).
+impl From<TimelineError> for String {
+    fn from(e: TimelineError) -> String {
+        e.to_string()
+    }
 }
 
 pub fn close<R: Runtime>(app: &AppHandle<R>, key: &str) {

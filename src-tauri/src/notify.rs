@@ -96,7 +96,8 @@ async fn answer(mimesis: &Mimesis, id: &SessionId, request: Option<&str>, behavi
             .approvals()
             .decide(Target::Id(request), behavior, None, None, None, Via::Notification)
             .await
-            .map(|_| ());
+            .map(|_| ())
+            .map_err(|e| e.to_string());
     }
     let sup = mimesis.supervisor_now().ok_or("this session is not supervised by Mimesis")?;
     let word = if behavior == Behavior::Allow { "approve" } else { "deny" };

@@ -345,7 +345,7 @@ pub async fn pty_input(
     data: String,
     binary: Option<bool>,
 ) -> CmdResult<InputResult> {
-    let bytes = if binary == Some(true) { binary_bytes(&data)? } else { data.into_bytes() };
+    let bytes = if binary == Some(true) { binary_bytes(&data).map_err(|e| e.to_string())? } else { data.into_bytes() };
     if let Some(term) = state.plain(&session_id) {
         term?.write(&bytes)?;
         return Ok(InputResult { queued: false });
@@ -358,12 +358,14 @@ pub async fn pty_input(
 
 /// xterm's binary input (`onBinary`: mouse reports past column 95, in the X10 encoding) is a
 /// string of one byte per character: those bytes, not their UTF-8.
-fn binary_bytes(data: &str) -> Result<Vec<u8>, String> {
-    data.chars()
-        .map(|c| u8::try_from(u32::from(c)))
-        .collect::<Result<_, _>>()
-        .map_err(|_| "binary terminal input has a character past byte 255: it was not sent".to_owned())
+fn binary_bytes(data: &str) -> Result<Vec<u8>, PastByte> {
+    data.chars().map(|c| u8::try_from(u32::from(c))).collect::<Result<_, _>>().map_err(|_| PastByte)
 }
+
+/// Binary terminal input that is not bytes.
+#[derive(Debug, thiserror::Error)]
+#[error("binary terminal input has a character past byte 255: it was not sent")]
+struct PastByte;
 
 #[tauri::command(rename_all = "camelCase")]
 pub async fn pty_resize(state: tauri::State<'_, PtyState>, session_id: String, cols: u16, rows: u16) -> CmdResult<()> {

@@ -166,42 +166,56 @@ pub fn hosts_list(state: tauri::State<'_, RemoteState>) -> Vec<HostInfo> {
 /// Connect to a machine now, without waiting.
 #[tauri::command]
 pub async fn host_retry(state: tauri::State<'_, RemoteState>, host: String) -> Result<(), String> {
-    let dest = Destination::parse(&host)?;
-    state.hub.retry(&dest).await
+    let dest = Destination::parse(&host).map_err(|e| e.to_string())?;
+    state.hub.retry(&dest).await.map_err(|e| e.to_string())
 }
 
 /// Copy this build's `mimesis` to a machine that has none (the user's click), then connect.
 #[tauri::command]
 pub async fn host_install(state: tauri::State<'_, RemoteState>, host: String) -> Result<(), String> {
-    let dest = Destination::parse(&host)?;
+    let dest = Destination::parse(&host).map_err(|e| e.to_string())?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot tell where Mimesis is installed: {e}"))?;
     let cli = mimesis_wiring::hooks::install::hook_program(&exe);
     if cli == exe {
         return Err("the mimesis command is not installed next to the app, so there is nothing to copy".into());
     }
-    state.hub.install(&dest, cli).await
+    state.hub.install(&dest, cli).await.map_err(|e| e.to_string())
 }
 
 /// Adds a machine to Settings › Machines (connected at once).
 #[tauri::command]
 pub async fn host_add(state: tauri::State<'_, crate::commands::AppState>, host: String) -> Result<(), String> {
-    change(&state.mimesis, &host, true).await
+    change(&state.mimesis, &host, true).await.map_err(|e| e.to_string())
 }
 
 /// Removes a machine (its connection closes, its rows leave the roster).
 #[tauri::command]
 pub async fn host_remove(state: tauri::State<'_, crate::commands::AppState>, host: String) -> Result<(), String> {
-    change(&state.mimesis, &host, false).await
+    change(&state.mimesis, &host, false).await.map_err(|e| e.to_string())
 }
 
-async fn change(mimesis: &Mimesis, host: &str, add: bool) -> Result<(), String> {
+async fn change(mimesis: &Mimesis, host: &str, add: bool) -> Result<(), ChangeError> {
     let dest = Destination::parse(host)?;
     let mut settings = mimesis.settings();
     settings.machines.change(&dest, add)?;
-    let doc = serde_json::to_value(&settings).map_err(|e| e.to_string())?;
+    let doc = serde_json::to_value(&settings)?;
     let outcome = mimesis.settings_set(&doc).await;
     if let Some(e) = outcome.errors.first() {
-        return Err(e.message.clone());
+        return Err(ChangeError::Refused(e.message.clone()));
     }
     Ok(())
+}
+
+/// Why the list of machines did not change: the sentence is the Display.
+#[derive(Debug, thiserror::Error)]
+enum ChangeError {
+    #[error(transparent)]
+    Destination(#[from] mimesis_core::remote::DestinationError),
+    #[error(transparent)]
+    List(#[from] mimesis_core::settings::HostListError),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The settings' own sentence.
+    #[error("{0}")]
+    Refused(String),
 }

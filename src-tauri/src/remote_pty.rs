@@ -82,7 +82,7 @@ impl RemoteTerminals {
         resume: Option<&str>,
         size: (u16, u16),
     ) -> CmdResult<(String, PlainTerminal)> {
-        let dest = Destination::parse(host)?;
+        let dest = Destination::parse(host).map_err(|e| e.to_string())?;
         if !hub.hosts().iter().any(|h| h.host == dest.as_str()) {
             return Err(format!("{dest} is not in Settings › Machines"));
         }

@@ -95,7 +95,12 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
                     if let Err(e) = decided {
                         tracing::warn!(error = %e, "the tray's answer was not taken");
                         if let Some(p) = session {
-                            crate::notify::show_text(&app, "Could not answer from the tray", &e, &p.request.session_id);
+                            crate::notify::show_text(
+                                &app,
+                                "Could not answer from the tray",
+                                &e.to_string(),
+                                &p.request.session_id,
+                            );
                         }
                     }
                 });

@@ -103,6 +103,20 @@ impl Supervised {
         Ok((s, clock))
     }
 
+    /// A line Mimesis typed for the session (a queued prompt) gets its Enter once the
+    /// agent's input row shows it and the injected clock has moved on by the pause after
+    /// the text: waits for the row (or for the stand-in to have taken the line already: an
+    /// Enter the user typed after the session was back went at once), then moves the clock.
+    pub async fn enter_typed(&self, clock: &ManualClock, id: &SessionId, text: &str) -> Result<()> {
+        let (typed, taken) = (format!("❯ {text}"), format!("> {text}"));
+        self.wait_screen(id, &format!("{typed:?} or {taken:?} on screen"), Duration::from_secs(20), |rows| {
+            rows.iter().any(|r| r.contains(&typed) || r.contains(&taken))
+        })
+        .await?;
+        self.advance(clock, mimesis_core::supervision::keys::ENTER_PAUSE).await;
+        Ok(())
+    }
+
     /// Moves a manual clock and lets every timer see it (waits until the sessions took
     /// the tick).
     pub async fn advance(&self, clock: &ManualClock, by: Duration) {

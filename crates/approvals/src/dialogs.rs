@@ -15,7 +15,7 @@ use mimesis_core::dialog::{Answer, DialogKind, Expect};
 use mimesis_core::ids::SessionId;
 use mimesis_core::session::PendingTool;
 
-use super::{Approvals, Given, Open, Serving, answered};
+use super::{Approvals, DecideError, Given, Open, Serving, answered};
 
 /// A dialog to list, as the wiring's `answering` found it.
 #[derive(Clone, Debug)]
@@ -44,9 +44,12 @@ pub struct DialogCall {
 }
 
 /// Types a [`DialogCall`]: the label of the last option chosen once its dialog is gone, or
-/// why not in a sentence.
-pub type DialogAnswerer =
-    Arc<dyn Fn(DialogCall) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send>> + Send + Sync>;
+/// why not (the answerer's own error, whose Display is the sentence).
+pub type DialogAnswerer = Arc<
+    dyn Fn(DialogCall) -> Pin<Box<dyn Future<Output = Result<String, Box<dyn std::error::Error + Send + Sync>>> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// What the list keeps of a dialog's request.
 pub(super) struct OpenDialog {
@@ -168,29 +171,23 @@ impl Approvals {
         message: Option<String>,
         answers: Option<BTreeMap<String, String>>,
         answers_in_order: Option<Vec<String>>,
-    ) -> Result<DialogCall, String> {
+    ) -> Result<DialogCall, DecideError> {
         let d = o.dialog.as_mut().expect("a dialog's request");
         let p = &o.pending;
-        let short = p.request.session_id.short();
+        let short = p.request.session_id.short().to_owned();
         if d.answering {
-            return Err(format!("an answer to {} is being typed already", p.id));
+            return Err(DecideError::BeingTyped { id: p.id.clone() });
         }
         if let Route::Terminal(why) = &d.route {
-            return Err(format!(
-                "{} of session {short} cannot be answered from here: {why}; `mimesis focus {short}` brings its terminal forward",
-                d.kind.words()
-            ));
+            return Err(DecideError::FromTerminalOnly { kind: d.kind, short, why: why.clone() });
         }
         if message.is_some() {
-            return Err(format!(
-                "{} on the screen of session {short} takes no message from here: deny without one, or answer it in its terminal",
-                d.kind.words()
-            ));
+            return Err(DecideError::NoMessage { kind: d.kind, short });
         }
         let given = |a: &[String]| !a.is_empty();
         let steps: Vec<Answer> = match (behavior, d.kind, answers, answers_in_order) {
             (Behavior::Deny, _, None, None) => vec![Answer::Deny],
-            (Behavior::Deny, ..) => return Err("answers go with approve, not deny".into()),
+            (Behavior::Deny, ..) => return Err(DecideError::AnswersWithDeny),
             (Behavior::Allow, DialogKind::Question, Some(map), _) if !map.is_empty() => {
                 let n = map.len();
                 let mut steps = vec![Answer::ByQuestion(map); n];
@@ -210,10 +207,10 @@ impl Approvals {
             // Another dialog: its option named by label (`approve --answer LABEL`).
             (Behavior::Allow, _, None, Some(list)) if list.len() == 1 => vec![Answer::Option(list[0].clone())],
             (Behavior::Allow, _, None, Some(list)) if given(&list) => {
-                return Err(format!("{} takes one option, {} were named", d.kind.words(), list.len()));
+                return Err(DecideError::OneOption { kind: d.kind, named: list.len() });
             }
             (Behavior::Allow, _, Some(_), _) => {
-                return Err(format!("{} asks no questions: approve or deny it", d.kind.words()));
+                return Err(DecideError::NoQuestions { kind: d.kind });
             }
             (Behavior::Allow, ..) => vec![Answer::Approve],
         };
@@ -232,11 +229,11 @@ impl Approvals {
         pending: Pending,
         behavior: Behavior,
         via: Via,
-    ) -> Result<Given, String> {
+    ) -> Result<Given, DecideError> {
         let answerer = self.answerer.read().unwrap_or_else(|e| e.into_inner()).clone();
         let result = match answerer {
-            Some(a) => a(call).await,
-            None => Err("this Mimesis types no answers into sessions' screens".to_owned()),
+            Some(a) => a(call).await.map_err(NotTyped::Failed),
+            None => Err(NotTyped::NoAnswerer),
         };
         {
             let mut open = self.lock();
@@ -258,14 +255,23 @@ impl Approvals {
                 self.record(&answered(&pending, behavior, Some(label.clone()), None, None, via, self.clock.now()));
                 Ok(Given { request: self.marked(vec![pending]).remove(0), choice: Some(label) })
             }
-            Err(e) => Err(format!(
-                "could not answer {} of session {} {}: {e}",
-                pending.dialog.map_or("the dialog", DialogKind::words),
-                pending.request.session_id.short(),
-                pending.channel.words()
-            )),
+            Err(e) => Err(DecideError::NotAnswered {
+                what: pending.dialog.map_or("the dialog", DialogKind::words),
+                short: pending.request.session_id.short().to_owned(),
+                channel: pending.channel.words(),
+                why: e,
+            }),
         }
     }
+}
+
+/// Why an answer typed into a dialog did not happen: the sentence is the Display.
+#[derive(Debug, thiserror::Error)]
+pub enum NotTyped {
+    #[error("this Mimesis types no answers into sessions' screens")]
+    NoAnswerer,
+    #[error(transparent)]
+    Failed(Box<dyn std::error::Error + Send + Sync>),
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ use mimesis_core::approval::{
 use mimesis_core::clock::{Clock, Mono, Timestamp};
 use mimesis_core::ids::SessionId;
 
-pub use dialogs::{DialogAnswerer, DialogCall, Listed};
+pub use dialogs::{DialogAnswerer, DialogCall, Listed, NotTyped};
 pub use owner::LOCK;
 
 /// How long a client has to send its one line.
@@ -343,10 +343,10 @@ impl Approvals {
 
     /// A page of the open requests: those after `cursor` (from the start without one), up
     /// to [`PAGE_BYTES`] of JSON and at least one; `next` names the page after it.
-    pub fn page(&self, cursor: Option<&str>) -> Result<PendingList, String> {
+    pub fn page(&self, cursor: Option<&str>) -> Result<PendingList, NotACursor> {
         let after = match cursor {
             None => None,
-            Some(c) => Some(c.parse::<u64>().map_err(|_| format!("{c:?} is not a cursor of the list"))?),
+            Some(c) => Some(c.parse::<u64>().map_err(|_| NotACursor(c.to_owned()))?),
         };
         let (items, more) = {
             let open = self.lock();
@@ -389,13 +389,13 @@ impl Approvals {
         answers: Option<BTreeMap<String, String>>,
         answers_in_order: Option<Vec<String>>,
         via: Via,
-    ) -> Result<Given, String> {
+    ) -> Result<Given, DecideError> {
         let (target, exact) = match target {
             Target::Id(id) => (id, true),
             Target::Typed(t) => (t, false),
         };
         if *self.serving.borrow() != Serving::Yes {
-            return Err("another running Mimesis answers permission requests".into());
+            return Err(DecideError::NotServing);
         }
         let message = message.filter(|m| !m.trim().is_empty() && behavior == Behavior::Deny);
         let taken = {
@@ -416,7 +416,7 @@ impl Approvals {
                 };
                 if let Some(a) = &answers {
                     if behavior != Behavior::Allow {
-                        return Err("answers go with approve, not deny".into());
+                        return Err(DecideError::AnswersWithDeny);
                     }
                     approval::check_answers(request, a)?;
                 }
@@ -524,14 +524,14 @@ impl Approvals {
             Err(e) => error_line(format!("not a request: {e}")),
             Ok(ToFace::List { cursor }) => match self.page(cursor.as_deref()) {
                 Ok(page) => json(&page),
-                Err(e) => error_line(e),
+                Err(e) => error_line(e.to_string()),
             },
             Ok(ToFace::Decide { target, behavior, message, answers, answers_in_order, via }) => {
                 let decided =
                     self.decide(Target::Typed(&target), behavior, message, answers, answers_in_order, via).await;
                 json(&match decided {
                     Ok(g) => Decided { answered: Some(g.request), choice: g.choice, error: None },
-                    Err(e) => Decided { answered: None, choice: None, error: Some(e) },
+                    Err(e) => Decided { answered: None, choice: None, error: Some(e.to_string()) },
                 })
             }
             Ok(ToFace::Request(request)) => {
@@ -643,4 +643,40 @@ fn random() -> [u8; 16] {
         b.copy_from_slice(uuid::Uuid::new_v4().as_bytes());
     }
     b
+}
+
+/// A cursor of the list of open requests that is not one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a cursor of the list")]
+pub struct NotACursor(pub String);
+
+/// Why a user's answer to a request was not given: the sentence is the Display.
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    #[error("another running Mimesis answers permission requests")]
+    NotServing,
+    #[error(transparent)]
+    Target(#[from] mimesis_core::approval::ResolveError),
+    #[error(transparent)]
+    Answers(#[from] mimesis_core::approval::AnswersError),
+    #[error("answers go with approve, not deny")]
+    AnswersWithDeny,
+    #[error("an answer to {id} is being typed already")]
+    BeingTyped { id: String },
+    #[error(
+        "{} of session {short} cannot be answered from here: {why}; `mimesis focus {short}` brings its terminal forward",
+        .kind.words()
+    )]
+    FromTerminalOnly { kind: mimesis_core::dialog::DialogKind, short: String, why: String },
+    #[error(
+        "{} on the screen of session {short} takes no message from here: deny without one, or answer it in its terminal",
+        .kind.words()
+    )]
+    NoMessage { kind: mimesis_core::dialog::DialogKind, short: String },
+    #[error("{} takes one option, {named} were named", .kind.words())]
+    OneOption { kind: mimesis_core::dialog::DialogKind, named: usize },
+    #[error("{} asks no questions: approve or deny it", .kind.words())]
+    NoQuestions { kind: mimesis_core::dialog::DialogKind },
+    #[error("could not answer {what} of session {short} {channel}: {why}")]
+    NotAnswered { what: &'static str, short: String, channel: &'static str, why: NotTyped },
 }

@@ -29,10 +29,6 @@ use tokio::sync::broadcast;
 
 use crate::run_status::{self, Boundary};
 
-fn duration(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
-
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// The folder to run the session in (default: the current folder).
@@ -52,29 +48,29 @@ pub struct RunArgs {
     #[arg(long = "events-json", value_name = "FILE")]
     events_json: Option<PathBuf>,
     /// End the session after this long (default 4h; env MAX_SESSION_DURATION_SECONDS).
-    #[arg(long = "max-duration", value_name = "D", value_parser = duration)]
+    #[arg(long = "max-duration", value_name = "D", value_parser = parse_duration)]
     max_duration: Option<Duration>,
     /// How often the session's age is re-checked (default 60s); the warning and the end also fire at their own instants.
-    #[arg(long = "duration-check", value_name = "D", value_parser = duration)]
+    #[arg(long = "duration-check", value_name = "D", value_parser = parse_duration)]
     duration_check: Option<Duration>,
     /// Restart (with resume) when the process tree uses more memory (default 4096; env MAX_SESSION_RSS_MB).
     #[arg(long = "max-rss-mb", value_name = "N")]
     max_rss_mb: Option<u64>,
     /// How often memory is checked (default 30s).
-    #[arg(long = "rss-check", value_name = "D", value_parser = duration)]
+    #[arg(long = "rss-check", value_name = "D", value_parser = parse_duration)]
     rss_check: Option<Duration>,
     /// Suspend after this long idle once a turn has finished (default 10m, at most 2h).
-    #[arg(long = "idle-timeout", value_name = "D", value_parser = duration)]
+    #[arg(long = "idle-timeout", value_name = "D", value_parser = parse_duration)]
     idle_timeout: Option<Duration>,
     /// A regular expression that means the agent crashed (repeatable; replaces the default
     /// "RangeError: Maximum call stack size exceeded").
     #[arg(long = "crash-pattern", value_name = "REGEX")]
     crash_pattern: Vec<String>,
     /// How long an in-flight turn may finish when a limit is reached (default 30s).
-    #[arg(long, value_name = "D", value_parser = duration)]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
     grace: Option<Duration>,
     /// Time between SIGTERM and SIGKILL (default 5s).
-    #[arg(long = "kill-after", value_name = "D", value_parser = duration)]
+    #[arg(long = "kill-after", value_name = "D", value_parser = parse_duration)]
     kill_after: Option<Duration>,
     /// The session's budget in US dollars (e.g. 5 or 0.50): a warning at 80 %, and at 100 %
     /// the session is suspended at its next idle moment (default: the settings' budgetUsd).
@@ -178,15 +174,15 @@ enum Start {
     Resume(SessionId),
 }
 
-fn start_of(args: &RunArgs) -> Result<Start, String> {
+fn start_of(args: &RunArgs) -> anyhow::Result<Start> {
     if let Some(id) = &args.resume {
-        return SessionId::parse(id).map(Start::Resume).map_err(|e| format!("--resume: {e}"));
+        return SessionId::parse(id).map(Start::Resume).map_err(|e| anyhow::anyhow!("--resume: {e}"));
     }
     match &args.session_id {
         None => Ok(Start::New),
         Some(id) => match SessionId::parse(id) {
             Ok(id) if id.is_uuid() => Ok(Start::NewAs(id)),
-            _ => Err(format!("--session-id: {id:?} is not a UUID (8-4-4-4-12 hex digits)")),
+            _ => Err(anyhow::anyhow!("--session-id: {id:?} is not a UUID (8-4-4-4-12 hex digits)")),
         },
     }
 }

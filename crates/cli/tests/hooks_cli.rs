@@ -147,14 +147,24 @@ fn the_doctor_names_hooks_whose_program_is_gone() {
     let gone = d.path().join("usr/bin/mimesis");
     std::fs::create_dir_all(gone.parent().unwrap()).unwrap();
     std::fs::copy(BIN, &gone).unwrap();
-    let out = Command::new(&gone)
-        .arg("--config-dir")
-        .arg(&config)
-        .arg("--data-dir")
-        .arg(&data)
-        .args(["hooks", "install"])
-        .output()
-        .unwrap();
+    // Another test's child may hold the copy open for writing between its fork and exec
+    // (the copy's descriptor is inherited until then): running it waits for that to end.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let out = loop {
+        let run = Command::new(&gone)
+            .arg("--config-dir")
+            .arg(&config)
+            .arg("--data-dir")
+            .arg(&data)
+            .args(["hooks", "install"])
+            .output();
+        match run {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && std::time::Instant::now() < deadline => {
+                std::thread::yield_now();
+            }
+            other => break other.unwrap(),
+        }
+    };
     assert!(out.status.success(), "{out:?}");
     let doctor = |config: &Path| String::from_utf8(mimesis(config, &data, &["doctor"]).stdout).unwrap();
     assert!(!doctor(&config).contains("which is not installed"));

@@ -399,28 +399,22 @@ pub struct PendingList {
 /// else is refused with a sentence: a prefix that begins ids of both kinds (a request id and
 /// a session id), several requests, several sessions, or a session with several open
 /// requests. `exact` (the window, the tray, a notification): the full request id only.
-pub fn resolve(target: &str, open: &[&Pending], exact: bool) -> Result<usize, String> {
+pub fn resolve(target: &str, open: &[&Pending], exact: bool) -> Result<usize, ResolveError> {
     let target = target.trim();
     if target.is_empty() {
-        return Err("name a request id (req_…) or a session id".into());
+        return Err(ResolveError::Empty);
     }
     if let Some(i) = open.iter().position(|p| p.id == target) {
         return Ok(i);
     }
-    let none = || {
-        format!(
-            "no open permission request matches {target:?} (it may have been answered already; `mimesis pending` lists the open ones)"
-        )
-    };
+    let none = || ResolveError::NoMatch { target: target.to_owned() };
     if exact {
         return Err(none());
     }
     let bare = target.strip_prefix(ID_PREFIX);
     let whole_session = open.iter().any(|p| p.request.session_id.as_str() == target);
     if bare.unwrap_or(target).chars().count() < MIN_PREFIX && !whole_session {
-        return Err(format!(
-            "{target:?} is too short to name a request: give at least {MIN_PREFIX} characters of a request id (req_…) or a session id"
-        ));
+        return Err(ResolveError::TooShort { target: target.to_owned() });
     }
     let requests: Vec<usize> = (0..open.len())
         .filter(|&i| {
@@ -435,23 +429,47 @@ pub fn resolve(target: &str, open: &[&Pending], exact: bool) -> Result<usize, St
     sessions.sort_unstable();
     sessions.dedup();
     let list = |ix: &[usize]| ix.iter().map(|&i| open[i].brief()).collect::<Vec<_>>().join(", ");
+    let target = target.to_owned();
     match (requests.as_slice(), sessions.as_slice()) {
         ([], []) => Err(none()),
-        ([_, ..], [_, ..]) => Err(format!(
-            "{target:?} is ambiguous: it begins the request id of {} and the session id {}; give the whole request id (req_…) from `mimesis pending`",
-            list(&requests),
-            sessions.join(", ")
-        )),
+        ([_, ..], [_, ..]) => {
+            Err(ResolveError::Ambiguous { target, requests: list(&requests), sessions: sessions.join(", ") })
+        }
         ([i], []) => Ok(*i),
-        (_, []) => Err(format!("{target:?} matches several requests: {}; give more of the id", list(&requests))),
+        (_, []) => Err(ResolveError::SeveralRequests { target, requests: list(&requests) }),
         ([], [_]) if by_session.len() == 1 => Ok(by_session[0]),
-        ([], [s]) => Err(format!(
-            "session {s} has {} open requests: {}; name one by its request id",
-            by_session.len(),
-            list(&by_session)
-        )),
-        ([], _) => Err(format!("{target:?} matches several sessions: {}", sessions.join(", "))),
+        ([], [s]) => Err(ResolveError::SessionHasSeveral {
+            session: (*s).to_owned(),
+            count: by_session.len(),
+            requests: list(&by_session),
+        }),
+        ([], _) => Err(ResolveError::SeveralSessions { target, sessions: sessions.join(", ") }),
     }
+}
+
+/// Why a typed target names no single open request: the sentence is the Display.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    #[error("name a request id (req_…) or a session id")]
+    Empty,
+    #[error(
+        "no open permission request matches {target:?} (it may have been answered already; `mimesis pending` lists the open ones)"
+    )]
+    NoMatch { target: String },
+    #[error(
+        "{target:?} is too short to name a request: give at least {MIN_PREFIX} characters of a request id (req_…) or a session id"
+    )]
+    TooShort { target: String },
+    #[error(
+        "{target:?} is ambiguous: it begins the request id of {requests} and the session id {sessions}; give the whole request id (req_…) from `mimesis pending`"
+    )]
+    Ambiguous { target: String, requests: String, sessions: String },
+    #[error("{target:?} matches several requests: {requests}; give more of the id")]
+    SeveralRequests { target: String, requests: String },
+    #[error("session {session} has {count} open requests: {requests}; name one by its request id")]
+    SessionHasSeveral { session: String, count: usize, requests: String },
+    #[error("{target:?} matches several sessions: {sessions}")]
+    SeveralSessions { target: String, sessions: String },
 }
 
 /// The reply to [`ToFace::Decide`].
@@ -553,36 +571,51 @@ pub fn detail_of(tool: &str, input: &Value) -> Option<Detail> {
 }
 
 /// Answers given in the order of the request's questions, keyed by question.
-pub fn answers_by_question(request: &Request, list: &[String]) -> Result<BTreeMap<String, String>, String> {
+pub fn answers_by_question(request: &Request, list: &[String]) -> Result<BTreeMap<String, String>, AnswersError> {
     let Some(Detail::Questions { questions }) = &request.detail else {
-        return Err(format!("{} asks no questions: approve or deny it", request.tool));
+        return Err(AnswersError::NoQuestions { tool: request.tool.clone() });
     };
     if list.len() != questions.len() {
-        return Err(format!("{} question(s) asked, {} answer(s) given", questions.len(), list.len()));
+        return Err(AnswersError::Count { asked: questions.len(), given: list.len() });
     }
     Ok(questions.iter().map(|q| q.question.clone()).zip(list.iter().cloned()).collect())
 }
 
 /// Checks answers to a request's questions: every question answered once, by text of at
 /// most 2,000 characters (an option's label or the user's own words).
-pub fn check_answers(request: &Request, answers: &BTreeMap<String, String>) -> Result<(), String> {
+pub fn check_answers(request: &Request, answers: &BTreeMap<String, String>) -> Result<(), AnswersError> {
     let Some(Detail::Questions { questions }) = &request.detail else {
-        return Err(format!("{} asks no questions: approve or deny it", request.tool));
+        return Err(AnswersError::NoQuestions { tool: request.tool.clone() });
     };
     for q in questions {
         match answers.get(&q.question) {
-            None => return Err(format!("no answer to {:?}", clean_text(&q.question, 80))),
-            Some(a) if a.trim().is_empty() => {
-                return Err(format!("an empty answer to {:?}", clean_text(&q.question, 80)));
-            }
-            Some(a) if a.chars().count() > 2000 => return Err("an answer is longer than 2,000 characters".into()),
+            None => return Err(AnswersError::Missing { question: q.question.clone() }),
+            Some(a) if a.trim().is_empty() => return Err(AnswersError::Empty { question: q.question.clone() }),
+            Some(a) if a.chars().count() > 2000 => return Err(AnswersError::TooLong),
             Some(_) => {}
         }
     }
     if let Some(k) = answers.keys().find(|k| !questions.iter().any(|q| &q.question == *k)) {
-        return Err(format!("{:?} is not one of the questions", clean_text(k, 80)));
+        return Err(AnswersError::NotAQuestion { key: k.clone() });
     }
     Ok(())
+}
+
+/// Why answers to a request's questions were refused: the sentence is the Display.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AnswersError {
+    #[error("{tool} asks no questions: approve or deny it")]
+    NoQuestions { tool: String },
+    #[error("{asked} question(s) asked, {given} answer(s) given")]
+    Count { asked: usize, given: usize },
+    #[error("no answer to {:?}", clean_text(.question, 80))]
+    Missing { question: String },
+    #[error("an empty answer to {:?}", clean_text(.question, 80))]
+    Empty { question: String },
+    #[error("an answer is longer than 2,000 characters")]
+    TooLong,
+    #[error("{:?} is not one of the questions", clean_text(.key, 80))]
+    NotAQuestion { key: String },
 }
 
 /// What the hook prints on stdout for Claude Code: the documented `PermissionRequest`
@@ -729,7 +762,7 @@ mod tests {
         let harmless = open("req_5bd586aa00000000000000000000000000", "1111aaaa-0000", "echo harmless");
         let important = open("req_77770000000000000000000000000000", "5bd58612-9f00", "rm -rf ~/important");
         let list = [&harmless, &important];
-        let err = resolve("5bd586", &list, false).unwrap_err();
+        let err = resolve("5bd586", &list, false).unwrap_err().to_string();
         assert!(err.contains("ambiguous") && err.contains(&harmless.id) && err.contains("5bd58612-9f00"), "{err}");
         assert!(err.contains("echo harmless"), "says what each is: {err}");
         assert_eq!(resolve("req_5bd586", &list, false), Ok(0), "the request id's own form");
@@ -739,29 +772,30 @@ mod tests {
         assert!(resolve("req_7777", &list, true).is_err(), "the window and tray name whole ids");
         assert!(resolve("5bd58612", &list, true).is_err());
         assert!(resolve("  ", &list, false).is_err());
-        let err = resolve("zzzz", &list, false).unwrap_err();
+        let err = resolve("zzzz", &list, false).unwrap_err().to_string();
         assert!(err.contains("no open permission request matches"), "{err}");
         for short in ["req_", "req_5bd", "5bd", "r"] {
-            let err = resolve(short, &list, false).unwrap_err();
+            let err = resolve(short, &list, false).unwrap_err().to_string();
             assert!(err.contains("too short to name a request"), "{short}: {err}");
         }
         let err = resolve("req_77", &[&important, &open("req_77aa", "x", "ls"), &open("req_77bb", "y", "ls")], false)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("too short"), "{err}");
-        let err = resolve("req_7777", &[&important, &open("req_7777aa", "x", "ls")], false).unwrap_err();
+        let err = resolve("req_7777", &[&important, &open("req_7777aa", "x", "ls")], false).unwrap_err().to_string();
         assert!(err.contains("several requests"), "{err}");
         assert_eq!(resolve("x", &[&open("req_1", "x", "ls")], false), Ok(0), "a whole session id, however short");
 
         // Two open requests in one session: its prefix names neither (not "the oldest").
         let second = open("req_88880000000000000000000000000000", "5bd58612-9f00", "echo second");
         let list = [&harmless, &important, &second];
-        let err = resolve("5bd58612", &list, false).unwrap_err();
+        let err = resolve("5bd58612", &list, false).unwrap_err().to_string();
         assert!(
             err.contains("has 2 open requests") && err.contains(&important.id) && err.contains(&second.id),
             "{err}"
         );
         let other = open("req_99990000000000000000000000000000", "5bd58699-0000", "ls");
-        let err = resolve("5bd586", &[&important, &other], false).unwrap_err();
+        let err = resolve("5bd586", &[&important, &other], false).unwrap_err().to_string();
         assert!(err.contains("several sessions"), "{err}");
     }
 

@@ -210,15 +210,15 @@ fn prefix(s: &str) -> String {
 
 /// A YAML scalar: plain, or in matching single or double quotes. Flow collections and
 /// block scalars are not scalars Mimesis reads.
-fn unquote(v: &str) -> Result<String, String> {
+fn unquote(v: &str) -> Result<String, Rejected> {
     if v.starts_with(['[', '{', '|', '>', '&', '*', '!']) {
-        return Err(format!("{:?} is not a plain value", prefix(v)));
+        return Err(reject(format!("{:?} is not a plain value", prefix(v))));
     }
     for q in ['"', '\''] {
         if let Some(rest) = v.strip_prefix(q) {
             return match rest.strip_suffix(q) {
                 Some(inner) => Ok(inner.to_owned()),
-                None => Err(format!("unclosed quote in {:?}", prefix(v))),
+                None => Err(reject(format!("unclosed quote in {:?}", prefix(v)))),
             };
         }
     }

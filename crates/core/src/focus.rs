@@ -80,15 +80,26 @@ pub fn pane_of(ctx: Option<&TerminalContext>, registry_tmux: Option<&str>) -> Op
     ctx.wezterm_pane.filter(|p| is_id(p)).map(|p| Pane { kind: PaneKind::Wezterm, id: p })
 }
 
+/// Why a session's terminal cannot be brought forward: the sentence is the Display.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoPlan {
+    #[error(
+        "its terminal ({tty}) is not one Mimesis can bring forward: it can focus tmux panes, kitty windows and WezTerm panes"
+    )]
+    Unsupported { tty: String },
+    #[error(
+        "Mimesis does not know its terminal: install Mimesis's hooks (`mimesis hooks install`) and it learns it at the session's next event"
+    )]
+    Unknown,
+}
+
 /// The plan for a session, from its hooks' terminal context and, failing that, the tmux
 /// field of its live registry entry (`session:@window.%pane`). `Err` says why none.
-pub fn plan(ctx: Option<&TerminalContext>, registry_tmux: Option<&str>) -> Result<Plan, String> {
+pub fn plan(ctx: Option<&TerminalContext>, registry_tmux: Option<&str>) -> Result<Plan, NoPlan> {
     let Some(pane) = pane_of(ctx, registry_tmux) else {
         return Err(match ctx.and_then(|c| c.tty.as_deref()) {
-            Some(tty) => format!(
-                "its terminal ({tty}) is not one Mimesis can bring forward: it can focus tmux panes, kitty windows and WezTerm panes"
-            ),
-            None => "Mimesis does not know its terminal: install Mimesis's hooks (`mimesis hooks install`) and it learns it at the session's next event".to_owned(),
+            Some(tty) => NoPlan::Unsupported { tty: tty.to_owned() },
+            None => NoPlan::Unknown,
         });
     };
     let step = |verb: &[&str], optional| {
@@ -156,8 +167,10 @@ mod tests {
         };
         let p = plan(Some(&evil), Some("s:@1.%2 -x")).unwrap();
         assert_eq!(p.what, "WezTerm pane 3", "only the plain id is used");
-        let e = plan(Some(&TerminalContext { tty: Some("pts/4".into()), ..Default::default() }), None).unwrap_err();
+        let e = plan(Some(&TerminalContext { tty: Some("pts/4".into()), ..Default::default() }), None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("pts/4") && e.contains("tmux panes"), "{e}");
-        assert!(plan(None, None).unwrap_err().contains("mimesis hooks install"));
+        assert!(plan(None, None).unwrap_err().to_string().contains("mimesis hooks install"));
     }
 }

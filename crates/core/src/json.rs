@@ -56,11 +56,21 @@ pub fn too_deep(bytes: &[u8], max: usize) -> bool {
 }
 
 /// `serde_json::from_slice`, after the depth guard.
-pub fn from_slice<'a, T: serde::Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, String> {
+pub fn from_slice<'a, T: serde::Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, JsonError> {
     if too_deep(bytes, MAX_DEPTH) {
-        return Err(format!("nested deeper than {MAX_DEPTH} levels"));
+        return Err(JsonError::TooDeep);
     }
-    serde_json::from_slice(bytes).map_err(|e| e.to_string())
+    Ok(serde_json::from_slice(bytes)?)
+}
+
+/// Why untrusted JSON was not read: the sentence is the Display.
+#[derive(Debug, thiserror::Error)]
+pub enum JsonError {
+    #[error("nested deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+    /// serde_json's own words (with the line and column).
+    #[error(transparent)]
+    Invalid(#[from] serde_json::Error),
 }
 
 #[cfg(test)]

@@ -8,12 +8,12 @@ pub const MAX_URL: usize = 2048;
 
 /// `url` when the system's browser may open it: `http://` or `https://`, with a host, no
 /// spaces or control characters, at most [`MAX_URL`] bytes. Otherwise why not, in a sentence.
-pub fn openable(url: &str) -> Result<&str, String> {
+pub fn openable(url: &str) -> Result<&str, LinkRefused> {
     if url.len() > MAX_URL {
-        return Err(format!("that address is longer than {MAX_URL} characters"));
+        return Err(LinkRefused::TooLong);
     }
     if url.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err("that address holds spaces or control characters".into());
+        return Err(LinkRefused::Spaces);
     }
     let lower = url.get(..8).unwrap_or(url).to_ascii_lowercase();
     let rest = if lower.starts_with("https://") {
@@ -21,14 +21,27 @@ pub fn openable(url: &str) -> Result<&str, String> {
     } else if lower.starts_with("http://") {
         &url[7..]
     } else {
-        return Err("only web addresses (http:// or https://) are opened".into());
+        return Err(LinkRefused::NotWeb);
     };
     let host = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
     if host.is_empty() || host.starts_with(':') {
-        return Err("that address has no host".into());
+        return Err(LinkRefused::NoHost);
     }
     Ok(url)
+}
+
+/// Why a link is not opened: the sentence is the Display.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LinkRefused {
+    #[error("that address is longer than {MAX_URL} characters")]
+    TooLong,
+    #[error("that address holds spaces or control characters")]
+    Spaces,
+    #[error("only web addresses (http:// or https://) are opened")]
+    NotWeb,
+    #[error("that address has no host")]
+    NoHost,
 }
 
 #[cfg(test)]

@@ -291,7 +291,7 @@ struct PermissionsSection {
 pub const MAX_SETTINGS_BYTES: u64 = 64 << 20;
 
 /// The permission rules of one settings file's text; relative paths resolve from `base`.
-pub fn rules_from(text: &[u8], base: &Path) -> Result<Rules, String> {
+pub fn rules_from(text: &[u8], base: &Path) -> Result<Rules, crate::json::JsonError> {
     let f: SettingsFile = crate::json::from_slice(text)?;
     let list =
         |v: &[serde_json::Value]| v.iter().filter_map(|x| x.as_str()).filter_map(|s| Rule::parse(s, base)).collect();

@@ -55,11 +55,17 @@ pub trait SessionArchive: Send + Sync {
     /// What was kept for sessions under `roots`, and every chain link. An error means the
     /// archive is unusable: the engine then asks for [`SessionArchive::rebuild`] and
     /// reads every transcript from scratch.
-    fn load(&self, roots: &[std::path::PathBuf]) -> Result<(Vec<PersistedSession>, Vec<Link>), String>;
+    fn load(&self, roots: &[std::path::PathBuf]) -> Result<(Vec<PersistedSession>, Vec<Link>), ArchiveError>;
     /// Starts again empty, saying why.
     fn rebuild(&self, reason: &str);
     /// Writes one batch (in one transaction where the archive has them).
-    fn save(&self, batch: &Batch) -> Result<(), String>;
+    fn save(&self, batch: &Batch) -> Result<(), ArchiveError>;
     /// Makes what was saved durable (called at shutdown).
     fn checkpoint(&self);
 }
+
+/// Why an archive could not load or save: the implementation's own error (SQLite's, for
+/// the roster database), whose sentence is the Display.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct ArchiveError(pub Box<dyn std::error::Error + Send + Sync>);

@@ -146,7 +146,8 @@ impl PriceTable {
     /// an output price (other kinds of model, the sample spec) are left out quietly; entries
     /// with a price that cannot be one are left out and named in `skipped`.
     pub fn parse(json: &str, file: Option<&str>) -> Result<PriceTable, PriceFileError> {
-        let doc: Value = crate::json::from_slice(json.as_bytes()).map_err(PriceFileError::NotJson)?;
+        let doc: Value =
+            crate::json::from_slice(json.as_bytes()).map_err(|e| PriceFileError::NotJson(e.to_string()))?;
         let Value::Object(mut top) = doc else {
             return Err(PriceFileError::NotJson("the file is not a JSON object".into()));
         };
@@ -229,7 +230,7 @@ enum Entry {
     Alias(String),
     /// Not a priced chat model (no input and output price): not an error.
     NotPriced,
-    Bad(String),
+    Bad(BadPrice),
 }
 
 fn parse_entry(v: &Value) -> Entry {
@@ -237,17 +238,17 @@ fn parse_entry(v: &Value) -> Entry {
     if let Some(target) = o.get("alias_of").and_then(Value::as_str) {
         return Entry::Alias(target.to_owned());
     }
-    let price = |key: &str| -> Result<Option<f64>, String> {
+    let price = |key: &str| -> Result<Option<f64>, BadPrice> {
         match o.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) => match n.as_f64() {
                 Some(x) if x.is_finite() && (0.0..=MAX_PER_TOKEN).contains(&x) => Ok(Some(x)),
-                _ => Err(format!("{key} is {n}, not a price per token")),
+                _ => Err(BadPrice::NotAPrice { key: key.to_owned(), value: n.to_string() }),
             },
-            Some(other) => Err(format!("{key} is {}, not a number", kind(other))),
+            Some(other) => Err(BadPrice::NotANumber { key: key.to_owned(), kind: kind(other) }),
         }
     };
-    let read = || -> Result<Option<ModelPrice>, String> {
+    let read = || -> Result<Option<ModelPrice>, BadPrice> {
         let (Some(input), Some(output)) = (price("input_cost_per_token")?, price("output_cost_per_token")?) else {
             return Ok(None);
         };
@@ -300,6 +301,15 @@ fn tier_thresholds<'a>(keys: impl Iterator<Item = &'a String>) -> Vec<u64> {
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// Why an entry of a price file was left out (the field and what it holds).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+enum BadPrice {
+    #[error("{key} is {value}, not a price per token")]
+    NotAPrice { key: String, value: String },
+    #[error("{key} is {kind}, not a number")]
+    NotANumber { key: String, kind: &'static str },
 }
 
 fn kind(v: &Value) -> &'static str {

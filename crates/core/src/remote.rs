@@ -243,6 +243,7 @@ impl FromRemote {
     /// [`MAX_EVENT_LINE`]. What the remote wrote is quoted, cleaned and cut.
     pub fn parse(line: &[u8]) -> Result<FromRemote, Failure> {
         let msg: FromRemote = crate::json::from_slice(line).map_err(|e| {
+            let e = e.to_string();
             if e.contains(TOO_MANY_SESSIONS) {
                 Failure::too_many_sessions()
             } else {
@@ -288,7 +289,7 @@ pub fn remote_patch(mut p: crate::session::SessionPatch) -> crate::session::Sess
 }
 
 impl ToRemote {
-    pub fn parse(line: &[u8]) -> Result<ToRemote, String> {
+    pub fn parse(line: &[u8]) -> Result<ToRemote, crate::json::JsonError> {
         crate::json::from_slice(line)
     }
 }
@@ -309,6 +310,24 @@ pub fn uname_of(os: &str, arch: &str) -> String {
     format!("{os} {arch}")
 }
 
+/// Why a text is not an SSH destination (each variant holds the text given, trimmed): the
+/// sentence is the Display.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DestinationError {
+    #[error("an SSH destination is needed (an alias from ~/.ssh/config, user@host or ssh://user@host:port)")]
+    Empty,
+    #[error("that SSH destination is longer than 255 characters")]
+    TooLong,
+    #[error("{0:?} is not an SSH destination: it must not start with '-'")]
+    Dash(String),
+    #[error("{0:?} is not an SSH destination: the user name may hold letters, digits, '.', '_' and '-'")]
+    User(String),
+    #[error("{0:?} is not an SSH destination: use an alias from ~/.ssh/config, user@host or ssh://user@host:port")]
+    Host(String),
+    #[error("{0:?}: the port must be a number from 1 to 65535")]
+    Port(String),
+}
+
 /// An SSH destination as the user gave it: an alias from `~/.ssh/config`, `host`,
 /// `user@host`, or `ssh://[user@]host[:port]`. Passed to `ssh` as one argument after
 /// `--`, so it can never be read as an option; its characters are limited so it can
@@ -318,18 +337,17 @@ pub fn uname_of(os: &str, arch: &str) -> String {
 pub struct Destination(String);
 
 impl Destination {
-    pub fn parse(s: &str) -> Result<Destination, String> {
+    pub fn parse(s: &str) -> Result<Destination, DestinationError> {
         let s = s.trim();
         if s.is_empty() {
-            return Err(
-                "an SSH destination is needed (an alias from ~/.ssh/config, user@host or ssh://user@host:port)".into(),
-            );
+            return Err(DestinationError::Empty);
         }
         if s.len() > 255 {
-            return Err("that SSH destination is longer than 255 characters".into());
+            return Err(DestinationError::TooLong);
         }
+        let given = || s.to_owned();
         if s.starts_with('-') {
-            return Err(format!("{s:?} is not an SSH destination: it must not start with '-'"));
+            return Err(DestinationError::Dash(given()));
         }
         let rest = s.strip_prefix("ssh://").unwrap_or(s);
         let (user, host) = match rest.rsplit_once('@') {
@@ -340,9 +358,7 @@ impl Destination {
         if let Some(u) = user
             && (!user_ok(u) || u.starts_with('-'))
         {
-            return Err(format!(
-                "{s:?} is not an SSH destination: the user name may hold letters, digits, '.', '_' and '-'"
-            ));
+            return Err(DestinationError::User(given()));
         }
         // host, host:port (ssh:// only), [v6]:port
         let host_ok = |h: &str| {
@@ -361,14 +377,12 @@ impl Destination {
             (host, None)
         };
         if !host_ok(name) || (s.starts_with("ssh://") && name.is_empty()) {
-            return Err(format!(
-                "{s:?} is not an SSH destination: use an alias from ~/.ssh/config, user@host or ssh://user@host:port"
-            ));
+            return Err(DestinationError::Host(given()));
         }
         if let Some(p) = port
             && !p.parse::<u16>().is_ok_and(|p| p > 0)
         {
-            return Err(format!("{s:?}: the port must be a number from 1 to 65535"));
+            return Err(DestinationError::Port(given()));
         }
         Ok(Destination(s.to_owned()))
     }
@@ -906,10 +920,10 @@ mod tests {
         let mut m = crate::settings::MachineSettings::default();
         let d = Destination::parse("devbox").unwrap();
         assert!(m.change(&d, true).is_ok());
-        assert!(m.change(&d, true).unwrap_err().contains("already"));
+        assert!(m.change(&d, true).unwrap_err().to_string().contains("already"));
         assert_eq!(m.hosts, ["devbox"]);
         assert!(m.change(&d, false).is_ok());
-        assert!(m.change(&d, false).unwrap_err().contains("not in the list"));
+        assert!(m.change(&d, false).unwrap_err().to_string().contains("not in the list"));
         assert!(m.hosts.is_empty());
     }
 

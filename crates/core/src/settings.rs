@@ -120,11 +120,11 @@ impl MachineSettings {
     /// Adds (`add`) or removes `dest`; a sentence when it is already there, or not there.
     /// The CLI (`mimesis hosts add|remove`) and the window (`host_add`/`host_remove`) both
     /// change the list through this.
-    pub fn change(&mut self, dest: &crate::remote::Destination, add: bool) -> Result<(), String> {
+    pub fn change(&mut self, dest: &crate::remote::Destination, add: bool) -> Result<(), HostListError> {
         let had = self.hosts.iter().any(|h| h == dest.as_str());
         match (add, had) {
-            (true, true) => Err(format!("{dest} is already in the list")),
-            (false, false) => Err(format!("{dest} is not in the list of machines")),
+            (true, true) => Err(HostListError::Already(dest.clone())),
+            (false, false) => Err(HostListError::NotListed(dest.clone())),
             (true, false) => {
                 self.hosts.push(dest.as_str().to_owned());
                 Ok(())
@@ -321,7 +321,7 @@ impl Settings {
             errors.push(field("machines.hosts", "at most 50 machines"));
         }
         if let Some(e) = hosts.iter().find_map(|h| crate::remote::Destination::parse(h).err()) {
-            errors.push(FieldError { field: "machines.hosts".into(), message: e });
+            errors.push(FieldError { field: "machines.hosts".into(), message: e.to_string() });
         }
         if hosts.iter().enumerate().any(|(i, h)| hosts[..i].iter().any(|o| o.trim() == h.trim())) {
             errors.push(field("machines.hosts", "each machine only once"));
@@ -396,6 +396,15 @@ pub const NUMBER_FIELDS: &[NumberField] = &[
     field("limits.restartLimitBurst", 1, 100, Unit::Count),
     field("limits.restartLimitWindowSecs", 60, 86_400, Unit::Seconds),
 ];
+
+/// Why the list of machines was not changed: the sentence is the Display.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HostListError {
+    #[error("{0} is already in the list")]
+    Already(crate::remote::Destination),
+    #[error("{0} is not in the list of machines")]
+    NotListed(crate::remote::Destination),
+}
 
 #[cfg(test)]
 mod tests {

@@ -42,7 +42,7 @@ pub enum GroupBy {
 }
 
 impl GroupBy {
-    pub fn parse(s: &str) -> Result<GroupBy, String> {
+    pub fn parse(s: &str) -> Result<GroupBy, CostArgError> {
         Ok(match s {
             "day" => GroupBy::Day,
             "week" => GroupBy::Week,
@@ -50,7 +50,7 @@ impl GroupBy {
             "session" => GroupBy::Session,
             "project" => GroupBy::Project,
             "model" => GroupBy::Model,
-            _ => return Err(format!("{s:?} is not a grouping: use day, week, month, session, project or model")),
+            _ => return Err(CostArgError::NotAGrouping(s.to_owned())),
         })
     }
 
@@ -87,14 +87,23 @@ pub struct CostQuery {
 }
 
 /// A day on the command line: `2026-11-01` or `20261101`.
-pub fn parse_day(s: &str) -> Result<NaiveDate, String> {
+pub fn parse_day(s: &str) -> Result<NaiveDate, CostArgError> {
     let t = s.trim();
     let compact = t.len() == 8 && t.bytes().all(|b| b.is_ascii_digit());
     let parsed =
         if compact { NaiveDate::parse_from_str(t, "%Y%m%d") } else { NaiveDate::parse_from_str(t, "%Y-%m-%d") };
-    parsed.map_err(|_| {
-        format!("{:?} is not a date: write it as YYYY-MM-DD (2026-11-01) or YYYYMMDD", crate::text::clean_text(s, 40))
-    })
+    parsed.map_err(|_| CostArgError::NotADate(s.to_owned()))
+}
+
+/// Why a cost query's words were refused: the sentence is the Display.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CostArgError {
+    #[error("{0:?} is not a grouping: use day, week, month, session, project or model")]
+    NotAGrouping(String),
+    #[error("{:?} is not a date: write it as YYYY-MM-DD (2026-11-01) or YYYYMMDD", crate::text::clean_text(.0, 40))]
+    NotADate(String),
+    #[error("--since {since} is after --until {until}: nothing could match")]
+    Backwards { since: NaiveDate, until: NaiveDate },
 }
 
 /// An optional day as `"YYYY-MM-DD"` or null.
@@ -116,11 +125,11 @@ mod day_json {
 
 impl CostQuery {
     /// Refuses a range that ends before it starts.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), CostArgError> {
         if let (Some(s), Some(u)) = (self.since, self.until)
             && s > u
         {
-            return Err(format!("--since {s} is after --until {u}: nothing could match"));
+            return Err(CostArgError::Backwards { since: s, until: u });
         }
         Ok(())
     }
@@ -613,7 +622,7 @@ fn sort_rows(rows: &mut [CostRow], by: GroupBy) {
 
 /// The price table a report uses: the user's file over the shipped one, or the shipped
 /// one with a sentence saying why the file could not be used.
-pub fn price_table(file: Option<(&str, Result<String, String>)>) -> (PriceTable, Vec<String>) {
+pub fn price_table<E: std::fmt::Display>(file: Option<(&str, Result<String, E>)>) -> (PriceTable, Vec<String>) {
     let vendored = PriceTable::vendored();
     let Some((path, read)) = file else { return (vendored.clone(), Vec::new()) };
     let fallback = |why: String| {
@@ -625,7 +634,7 @@ pub fn price_table(file: Option<(&str, Result<String, String>)>) -> (PriceTable,
     };
     let text = match read {
         Ok(t) => t,
-        Err(e) => return fallback(e),
+        Err(e) => return fallback(e.to_string()),
     };
     match PriceTable::parse(&text, Some(path)) {
         Ok(t) => {

@@ -80,7 +80,7 @@ impl ProcessLedger for FileLedger {
                 continue;
             }
             match mimesis_os::files::read_bounded(&path, 1 << 20)
-                .map(|b| mimesis_core::json::from_slice::<OwnerFile>(b.as_slice()).map_err(|e| e.to_owned()))
+                .map(|b| mimesis_core::json::from_slice::<OwnerFile>(b.as_slice()))
             {
                 Ok(Ok(f)) => out.push((f.owner, f.processes)),
                 Ok(Err(e)) => tracing::warn!(path = %path.display(), error = %e, "ignoring an unreadable ledger file"),

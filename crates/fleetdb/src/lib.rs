@@ -26,7 +26,7 @@ use mimesis_core::clock::{Clock, SystemClock, Timestamp};
 use mimesis_core::facts::SessionFacts;
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
-use mimesis_core::persist::{Batch, PersistedSession, SessionArchive, TailState};
+use mimesis_core::persist::{ArchiveError, Batch, PersistedSession, SessionArchive, TailState};
 use mimesis_core::settings::Settings;
 use mimesis_core::supervision::interrupted::{Interrupted, InterruptedBy};
 use mimesis_core::supervision::ledger::{CorruptedSession, Owner, ProcessLedger, ProcessRecord};
@@ -803,9 +803,9 @@ impl ProcessLedger for Db {
 
 /// The engine's archive: what it persists goes here, in one transaction per batch.
 impl SessionArchive for Db {
-    fn load(&self, roots: &[PathBuf]) -> Result<(Vec<PersistedSession>, Vec<Link>), String> {
-        let sessions = self.load_sessions(roots).map_err(|e| e.to_string())?;
-        let links = self.load_links().map_err(|e| e.to_string())?;
+    fn load(&self, roots: &[PathBuf]) -> Result<(Vec<PersistedSession>, Vec<Link>), ArchiveError> {
+        let sessions = self.load_sessions(roots).map_err(|e| ArchiveError(e.into()))?;
+        let links = self.load_links().map_err(|e| ArchiveError(e.into()))?;
         Ok((sessions, links))
     }
 
@@ -813,8 +813,8 @@ impl SessionArchive for Db {
         Db::rebuild(self, reason, SystemClock.now());
     }
 
-    fn save(&self, batch: &Batch) -> Result<(), String> {
-        Db::save(self, batch, SystemClock.now()).map_err(|e| e.to_string())
+    fn save(&self, batch: &Batch) -> Result<(), ArchiveError> {
+        Db::save(self, batch, SystemClock.now()).map_err(|e| ArchiveError(e.into()))
     }
 
     fn checkpoint(&self) {

@@ -77,7 +77,7 @@ pub fn log(data_dir: &Path, at: Timestamp, message: &str) {
 /// A cwd from a payload, usable as a folder to write the marker into: absolute, no `.` or
 /// `..` parts, no NUL, an existing folder.
 pub fn checked_cwd(cwd: &str) -> Result<PathBuf, HookError> {
-    let p = mimesis_core::layout::checked_cwd(cwd).map_err(HookError::Marker)?;
+    let p = mimesis_core::layout::checked_cwd(cwd).map_err(|e| HookError::Marker(e.to_string()))?;
     if !p.is_dir() {
         return Err(HookError::Marker(format!("cwd {cwd:?} is not a folder")));
     }

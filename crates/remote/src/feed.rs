@@ -15,6 +15,7 @@ use mimesis_core::timeline::TimelineItem;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
+use super::RemoteError;
 use super::ssh::{Connection, Ssh, before, connect_or_install, no_answer, owned_by, until};
 
 /// What a [`HostFeed`] reports.
@@ -54,7 +55,7 @@ pub enum FeedCmd {
     /// Install this build's binary as the helper, then connect.
     Install(PathBuf),
     /// The timeline of one of the host's sessions.
-    Show(String, oneshot::Sender<Result<Vec<TimelineItem>, String>>),
+    Show(String, oneshot::Sender<Result<Vec<TimelineItem>, RemoteError>>),
 }
 
 /// One host kept connected: reconnects after a drop with back-off (1 s doubling to a
@@ -260,7 +261,7 @@ async fn feed(
                     st.link.retry_now(st.clock.mono());
                 }
                 Some(Some(FeedCmd::Show(_, reply))) => {
-                    let _ = reply.send(Err("the host is not connected".into()));
+                    let _ = reply.send(Err(RemoteError::HostNotConnected));
                 }
                 // The wait ran out: `due`, on the injectable clock, decides.
                 None => {}
@@ -292,7 +293,7 @@ async fn feed(
 }
 
 /// A reply owed to whoever asked for a timeline.
-type Reply = oneshot::Sender<Result<Vec<TimelineItem>, String>>;
+type Reply = oneshot::Sender<Result<Vec<TimelineItem>, RemoteError>>;
 
 /// Serves one connection until it fails (Some) or the feed's owner is gone (None). Every
 /// wait is bounded on the feed's clock: the first snapshot within `waits.snapshot` of the
@@ -329,7 +330,7 @@ async fn run_connection(
                 let late: Vec<u64> = waiting.iter().filter(|(_, (at, _))| *at <= now).map(|(req, _)| *req).collect();
                 for req in late {
                     if let Some((_, reply)) = waiting.remove(&req) {
-                        let _ = reply.send(Err(no_answer(waits.reply).sentence()));
+                        let _ = reply.send(Err(RemoteError::Failed(no_answer(waits.reply))));
                     }
                 }
             }
@@ -364,7 +365,7 @@ async fn run_connection(
                     }
                     FromRemote::Error { req: Some(req), message } => {
                         if let Some((_, r)) = waiting.remove(&req) {
-                            let _ = r.send(Err(remote::quote(&message)));
+                            let _ = r.send(Err(RemoteError::HostSaid(message)));
                         }
                         true
                     }
@@ -384,7 +385,7 @@ async fn run_connection(
                     next_req += 1;
                     match conn.send(&ToRemote::Show { req: next_req, session_id: id }).await {
                         Ok(()) => { waiting.insert(next_req, (st.clock.mono().plus(waits.reply), reply)); }
-                        Err(e) => { let _ = reply.send(Err(format!("cannot write to the host: {e}"))); }
+                        Err(e) => { let _ = reply.send(Err(RemoteError::Write(e))); }
                     }
                 }
                 Some(FeedCmd::Retry | FeedCmd::Install(_)) => {}

@@ -14,6 +14,7 @@ use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::timeline::TimelineItem;
 use tokio::sync::{mpsc, oneshot};
 
+use super::RemoteError;
 use super::feed::{FeedCmd, FeedMsg, HostFeed, HostInfo};
 use super::ssh::{Ssh, before, no_answer};
 
@@ -311,33 +312,29 @@ impl Hub {
         self.lock().rows.get(&dest)?.get(&id).cloned()
     }
 
-    async fn command(&self, dest: &Destination, cmd: FeedCmd) -> Result<(), String> {
+    async fn command(&self, dest: &Destination, cmd: FeedCmd) -> Result<(), RemoteError> {
         let tx = {
             let inner = self.lock();
-            inner
-                .feeds
-                .get(dest)
-                .map(|f| f.cmds.clone())
-                .ok_or_else(|| format!("{dest} is not in the list of machines"))?
+            inner.feeds.get(dest).map(|f| f.cmds.clone()).ok_or_else(|| RemoteError::NotListed(dest.clone()))?
         };
-        tx.send(cmd).await.map_err(|_| format!("{dest} is not connected"))
+        tx.send(cmd).await.map_err(|_| RemoteError::NotConnected(dest.clone()))
     }
 
     /// Connect now, without waiting for the back-off.
-    pub async fn retry(&self, dest: &Destination) -> Result<(), String> {
+    pub async fn retry(&self, dest: &Destination) -> Result<(), RemoteError> {
         self.command(dest, FeedCmd::Retry).await
     }
 
     /// Install this build (`exe`) as the host's helper, then connect (the user's word).
-    pub async fn install(&self, dest: &Destination, exe: PathBuf) -> Result<(), String> {
+    pub async fn install(&self, dest: &Destination, exe: PathBuf) -> Result<(), RemoteError> {
         self.command(dest, FeedCmd::Install(exe)).await
     }
 
     /// The timeline of a session on another machine, by its window key `host:id`.
-    pub async fn timeline(&self, key: &str) -> Result<Vec<TimelineItem>, String> {
+    pub async fn timeline(&self, key: &str) -> Result<Vec<TimelineItem>, RemoteError> {
         let (host, id) = remote::split_host_id(key);
-        let dest = Destination::parse(host.ok_or("not a session of another machine")?)?;
-        SessionId::parse(id).map_err(|_| "that is not a session id".to_owned())?;
+        let dest = Destination::parse(host.ok_or(RemoteError::NotRemote)?)?;
+        SessionId::parse(id).map_err(|_| RemoteError::NotASessionId)?;
         // The feed answers within its reply wait once connected; this bounds the rest (a
         // connection or a copy under way).
         let w = self.ssh.waits;
@@ -345,11 +342,11 @@ impl Hub {
         let asked = async {
             let (tx, rx) = oneshot::channel();
             self.command(&dest, FeedCmd::Show(id.to_owned(), tx)).await?;
-            rx.await.map_err(|_| "the connection to the host dropped".to_owned())?
+            rx.await.map_err(|_| RemoteError::Dropped)?
         };
         before(&*self.clock, self.clock.mono().plus(wait), asked)
             .await
-            .unwrap_or_else(|| Err(no_answer(wait).sentence()))
+            .unwrap_or_else(|| Err(RemoteError::Failed(no_answer(wait))))
     }
 }
 

@@ -23,5 +23,32 @@ mod tests;
 pub use feed::{FeedCmd, FeedMsg, HostFeed, HostInfo};
 pub use hub::{Hub, HubEvent, face_row, face_supervision};
 pub use ssh::{
-    Connection, Hello, Ssh, connect, connect_or_install, cost, install_helper, read_line, roster, search, timeline,
+    Connection, Hello, InstallError, Ssh, connect, connect_or_install, cost, install_helper, read_line, roster, search,
+    timeline,
 };
+
+/// Why a request to another machine failed: the sentence is the Display.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("{0} is not in the list of machines")]
+    NotListed(mimesis_core::remote::Destination),
+    #[error("{0} is not connected")]
+    NotConnected(mimesis_core::remote::Destination),
+    #[error("not a session of another machine")]
+    NotRemote,
+    #[error(transparent)]
+    Destination(#[from] mimesis_core::remote::DestinationError),
+    #[error("that is not a session id")]
+    NotASessionId,
+    #[error("the connection to the host dropped")]
+    Dropped,
+    #[error("the host is not connected")]
+    HostNotConnected,
+    /// The host's own words (quoted and cleaned when shown).
+    #[error("{}", mimesis_core::remote::quote(.0))]
+    HostSaid(String),
+    #[error("cannot write to the host: {0}")]
+    Write(std::io::Error),
+    #[error("{}", .0.sentence())]
+    Failed(mimesis_core::remote::Failure),
+}

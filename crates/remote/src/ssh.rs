@@ -307,29 +307,29 @@ fn memchr(b: &[u8]) -> Option<usize> {
 /// and architecture; into `<data dir>/bin/mimesis` there, as the user ssh logs in as;
 /// kept only when its SHA-256 matches. Returns where it went. The question takes at most
 /// `ssh.waits.hello`, the copy `ssh.waits.install` (ssh is killed after).
-pub async fn install_helper(ssh: &Ssh, dest: &Destination, exe: &Path, clock: &dyn Clock) -> Result<String, String> {
+pub async fn install_helper(
+    ssh: &Ssh,
+    dest: &Destination,
+    exe: &Path,
+    clock: &dyn Clock,
+) -> Result<String, InstallError> {
     let here = remote::uname_of(std::env::consts::OS, std::env::consts::ARCH);
     let asked = ssh.command(dest, &remote::remote_uname()).stdin(Stdio::null()).output();
     let out = before(clock, clock.mono().plus(ssh.waits.hello), asked)
         .await
-        .ok_or_else(|| format!("the host did not answer within {}", wait_words(ssh.waits.hello)))?;
-    let out = out.map_err(|e| format!("cannot run {}: {e}", ssh.program.display()))?;
+        .ok_or_else(|| InstallError::NoAnswer(wait_words(ssh.waits.hello)))?;
+    let run = |source| InstallError::Run { program: ssh.program.display().to_string(), source };
+    let out = out.map_err(run)?;
     if !out.status.success() {
-        return Err(Failure::classify(out.status.code(), &String::from_utf8_lossy(&out.stderr)).sentence());
+        return Err(InstallError::Ssh(Failure::classify(out.status.code(), &String::from_utf8_lossy(&out.stderr))));
     }
     let there = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if there != here {
-        return Err(format!(
-            "the host runs {}, this machine {here}: install Mimesis there yourself (Mimesis only copies itself to a host of the same kind)",
-            remote::quote(&there)
-        ));
+        return Err(InstallError::OtherKind { there, here });
     }
-    let bytes = tokio::fs::read(exe).await.map_err(|e| format!("cannot read {}: {e}", exe.display()))?;
+    let bytes = tokio::fs::read(exe).await.map_err(|source| InstallError::Read { exe: exe.to_owned(), source })?;
     let sum = sha256_hex(&bytes);
-    let mut child = ssh
-        .command(dest, &remote::remote_install(&sum))
-        .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", ssh.program.display()))?;
+    let mut child = ssh.command(dest, &remote::remote_install(&sum)).spawn().map_err(run)?;
     let mut stdin = child.stdin.take().expect("piped");
     let writer = tokio::spawn(async move {
         let r = stdin.write_all(&bytes).await;
@@ -338,8 +338,8 @@ pub async fn install_helper(ssh: &Ssh, dest: &Destination, exe: &Path, clock: &d
     });
     let copied = before(clock, clock.mono().plus(ssh.waits.install), child.wait_with_output())
         .await
-        .ok_or_else(|| format!("the copy did not finish within {}; try again", wait_words(ssh.waits.install)))?;
-    let out = copied.map_err(|e| format!("the copy failed: {e}"))?;
+        .ok_or_else(|| InstallError::CopyTooLong(wait_words(ssh.waits.install)))?;
+    let out = copied.map_err(InstallError::Copy)?;
     let _ = writer.await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -349,9 +349,36 @@ pub async fn install_helper(ssh: &Ssh, dest: &Destination, exe: &Path, clock: &d
         return Ok(remote::quote(path));
     }
     if stderr.contains("mimesis-checksum-mismatch") {
-        return Err("the copy arrived damaged (its checksum differs) and was removed; try again".into());
+        return Err(InstallError::Damaged);
     }
-    Err(format!("the copy failed: {}", Failure::classify(out.status.code(), &stderr).sentence()))
+    Err(InstallError::CopyRefused(Failure::classify(out.status.code(), &stderr)))
+}
+
+/// Why this build was not installed as a host's helper: the sentence is the Display.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("the host did not answer within {0}")]
+    NoAnswer(String),
+    #[error("cannot run {program}: {source}")]
+    Run { program: String, source: std::io::Error },
+    #[error("{}", .0.sentence())]
+    Ssh(Failure),
+    /// `there`: what the host's `uname -sm` printed (quoted when shown).
+    #[error(
+        "the host runs {}, this machine {here}: install Mimesis there yourself (Mimesis only copies itself to a host of the same kind)",
+        remote::quote(.there)
+    )]
+    OtherKind { there: String, here: String },
+    #[error("cannot read {}: {source}", .exe.display())]
+    Read { exe: std::path::PathBuf, source: std::io::Error },
+    #[error("the copy did not finish within {0}; try again")]
+    CopyTooLong(String),
+    #[error("the copy failed: {0}")]
+    Copy(std::io::Error),
+    #[error("the copy arrived damaged (its checksum differs) and was removed; try again")]
+    Damaged,
+    #[error("the copy failed: {}", .0.sentence())]
+    CopyRefused(Failure),
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -388,7 +415,7 @@ async fn connect_or_install_with(
         Err(f) if f.wants_helper() => match install {
             Some(exe) => {
                 // A copy that fails leaves the host without a helper, said with why.
-                install_helper(ssh, dest, exe, clock).await.map_err(Failure::HelperMismatch)?;
+                install_helper(ssh, dest, exe, clock).await.map_err(|e| Failure::HelperMismatch(e.to_string()))?;
                 connect_with(ssh, dest, clock, first).await
             }
             None => Err(f),
@@ -412,7 +439,7 @@ pub async fn cost(
     // The host reads every transcript first: as long as a snapshot may take.
     answer_of_request_1(conn, clock, ssh.waits.snapshot, |msg| match msg {
         FromRemote::Cost { req: 1, report } => Some(Ok(*report)),
-        FromRemote::Error { req: None, message } => Some(Err(message)),
+        FromRemote::Error { req: None, message } => Some(Err(Failure::Protocol(remote::quote(&message)))),
         _ => None,
     })
     .await
@@ -489,12 +516,14 @@ async fn answer_of_request_1<T>(
     mut conn: Connection,
     clock: &dyn Clock,
     wait: Duration,
-    mut pick: impl FnMut(FromRemote) -> Option<Result<T, String>>,
+    mut pick: impl FnMut(FromRemote) -> Option<Result<T, Failure>>,
 ) -> Result<T, Failure> {
     let answer = before(clock, clock.mono().plus(wait), async {
         loop {
             let msg = match conn.recv().await? {
-                FromRemote::Error { req: Some(1), message } => return Ok(Err(message)),
+                FromRemote::Error { req: Some(1), message } => {
+                    return Ok(Err(Failure::Protocol(remote::quote(&message))));
+                }
                 msg => msg,
             };
             if let Some(a) = pick(msg) {
@@ -505,7 +534,7 @@ async fn answer_of_request_1<T>(
     .await
     .unwrap_or_else(|| Err(no_answer(wait)))?;
     conn.close().await;
-    answer.map_err(|message| Failure::Protocol(remote::quote(&message)))
+    answer
 }
 
 /// A request the host did not answer in time.

@@ -149,9 +149,8 @@ pub(crate) struct SessionActor {
     /// When the last process started and ended.
     last_lifetime: Option<(Timestamp, Timestamp)>,
     /// The pace of keys to the agent's TUI (a typed line's Enter, a dialog's answer), on
-    /// the terminal's real time since `pace`; and who waits for the answer under way.
+    /// the injected monotonic clock; and who waits for the answer under way.
     keys: Keys,
-    pace: tokio::time::Instant,
     answer_reply: Option<oneshot::Sender<Result<String, AnswerError>>>,
     finished: bool,
     /// The process generation whose usage was sampled once it was up (`mimesis metrics`
@@ -174,6 +173,7 @@ impl SessionActor {
         let (output, _) = broadcast::channel(1024);
         let monitor = Monitor::new(rows, cols, &policy.limits().crash_patterns);
         let agent = shared.agent();
+        let mono = shared.clock().mono();
         let mut actor = SessionActor {
             policy,
             shared,
@@ -195,8 +195,7 @@ impl SessionActor {
             output_noted: None,
             stashed: None,
             last_lifetime: None,
-            keys: Keys::new(Mono::from_millis(0)),
-            pace: tokio::time::Instant::now(),
+            keys: Keys::new(mono),
             answer_reply: None,
             finished: false,
             sampled: None,
@@ -221,7 +220,7 @@ impl SessionActor {
             let deadline = self.policy.next_deadline().map(|t| self.shared.instant_at(t));
             let drain = self.proc.as_ref().and_then(|p| p.exit.map(|(_, at)| at));
             let read_screen = self.monitor.dirty().then(|| tokio::time::Instant::now() + READ_EVERY);
-            let typing = self.keys.next_poll(self.pace_now()).map(|t| self.pace + Duration::from_millis(t.millis()));
+            let typing = self.keys.next_poll(self.pace_now()).map(|t| self.shared.instant_at(t));
             tokio::select! {
                 biased;
                 cmd = self.rx.recv() => match cmd {
@@ -303,9 +302,9 @@ impl SessionActor {
         }
     }
 
-    /// The terminal's real time, for the pace of keys.
+    /// The injected monotonic clock, for the pace of keys.
     fn pace_now(&self) -> Mono {
-        Mono::from_millis(u64::try_from(self.pace.elapsed().as_millis()).unwrap_or(u64::MAX))
+        self.shared.clock().mono()
     }
 
     /// Looks at the screen for a waiting Enter (and, when `answer`, an answer's next step).

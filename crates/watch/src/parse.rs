@@ -3,25 +3,25 @@
 //! own `SerdeJson` parses the same records the same way, more slowly. The depth guard runs
 //! before either (`transcript::parse_line_with`).
 
-use mimesis_core::transcript::{Fields, Record, RecordParser, UsageRecord};
+use mimesis_core::transcript::{Fields, Malformed, Record, RecordParser, UsageRecord};
 
 #[derive(Copy, Clone, Debug, Default)]
 pub struct SonicJson;
 
 impl RecordParser for SonicJson {
-    fn parse_bytes<'a>(&self, line: &'a [u8], fields: Fields) -> Result<Record<'a>, String> {
+    fn parse_bytes<'a>(&self, line: &'a [u8], fields: Fields) -> Result<Record<'a>, Malformed> {
         match fields {
             Fields::All => sonic_rs::from_slice(line),
             Fields::Usage => sonic_rs::from_slice::<UsageRecord>(line).map(|r| r.0),
         }
-        .map_err(|e| e.to_string())
+        .map_err(|e| Malformed(e.to_string()))
     }
-    fn parse_str<'a>(&self, line: &'a str, fields: Fields) -> Result<Record<'a>, String> {
+    fn parse_str<'a>(&self, line: &'a str, fields: Fields) -> Result<Record<'a>, Malformed> {
         match fields {
             Fields::All => sonic_rs::from_str(line),
             Fields::Usage => sonic_rs::from_str::<UsageRecord>(line).map(|r| r.0),
         }
-        .map_err(|e| e.to_string())
+        .map_err(|e| Malformed(e.to_string()))
     }
 }
 

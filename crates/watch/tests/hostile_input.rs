@@ -381,7 +381,7 @@ fn permission_messages_and_typed_targets_survive_anything() {
                 );
                 match got {
                     Ok(_) => named_one += 1,
-                    Err(e) if e.contains("ambiguous") => both_kinds += 1,
+                    Err(approval::ResolveError::Ambiguous { .. }) => both_kinds += 1,
                     Err(_) => {}
                 }
             }

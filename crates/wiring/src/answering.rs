@@ -17,6 +17,8 @@ pub mod attach;
 mod pane;
 mod screen;
 
+pub use screen::{CommandError, TypingError};
+
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,20 +48,20 @@ fn answerer(m: Mimesis) -> DialogAnswerer {
             let clock = m.clock().clone();
             match call.route {
                 Route::Pty => {
-                    let sup = m.supervisor_now().ok_or("this Mimesis supervises no session")?;
+                    let sup = m.supervisor_now().ok_or(TypingError::NoSupervisor)?;
                     let mut label = String::new();
                     for a in call.answers {
-                        label = sup.answer(&call.session_id, a).await.map_err(|e| e.to_string())?;
+                        label = sup.answer(&call.session_id, a).await?;
                     }
                     Ok(label)
                 }
                 Route::Attach { job, config_dir } => {
                     let claude =
                         crate::background::Claude::new(crate::background::claude_program(m.data_dir()), &config_dir);
-                    attach::answer(&claude, &job, call.answers, clock.as_ref()).await
+                    Ok(attach::answer(&claude, &job, call.answers, clock.as_ref()).await?)
                 }
-                Route::Pane(p) => pane::answer(&p, call.pid, call.answers, clock.as_ref()).await,
-                Route::Terminal(why) => Err(why),
+                Route::Pane(p) => Ok(pane::answer(&p, call.pid, call.answers, clock.as_ref()).await?),
+                Route::Terminal(why) => Err(TypingError::Unreachable(why).into()),
             }
         })
     })

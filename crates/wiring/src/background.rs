@@ -369,7 +369,7 @@ pub fn screen_text(raw: &[u8], cols: u16, rows: u16) -> Vec<String> {
 /// `data_dir`). Unknown, ambiguous and uncontrollable ids are refused with a sentence.
 pub fn resolve(roots: &[PathBuf], data_dir: &Path, query: &str) -> Result<Target, ControlError> {
     if let (Some(host), id) = split_host_id(query) {
-        let host = Destination::parse(host).map_err(ControlError::NotFound)?;
+        let host = Destination::parse(host).map_err(|e| ControlError::NotFound(e.to_string()))?;
         SessionId::parse(id).map_err(|e| ControlError::NotFound(e.to_string()))?;
         return Ok(Target::Remote { host, id: id.to_owned() });
     }

@@ -53,8 +53,21 @@ fn price_table(data_dir: &Path, named: Option<&Path>) -> (PriceTable, Vec<String
         Some(p) => Some(p.to_owned()),
         None => default.exists().then_some(default),
     };
-    let read = file.as_ref().map(|p| (p.display().to_string(), read_price_file(p)));
-    spend::price_table(read.as_ref().map(|(p, r)| (p.as_str(), r.clone())))
+    match file {
+        Some(p) => spend::price_table(Some((p.display().to_string().as_str(), read_price_file(&p)))),
+        None => spend::price_table(None::<(&str, Result<String, PriceFileUnread>)>),
+    }
+}
+
+/// Why the user's price file was not read: the sentence is the Display.
+#[derive(Debug, thiserror::Error)]
+enum PriceFileUnread {
+    #[error("there is no such file")]
+    Missing,
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("it is larger than {} MB", MAX_PRICE_FILE >> 20)]
+    TooLarge,
 }
 
 /// Makes a transcript cut short by another process while this one reads it mapped end
@@ -65,15 +78,15 @@ pub fn say_on_bus_error() {
     );
 }
 
-fn read_price_file(p: &Path) -> Result<String, String> {
+fn read_price_file(p: &Path) -> Result<String, PriceFileUnread> {
     let f = mimesis_os::files::open_regular(p, mimesis_os::files::Links::Follow).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => "there is no such file".to_owned(),
-        _ => e.to_string(),
+        std::io::ErrorKind::NotFound => PriceFileUnread::Missing,
+        _ => e.into(),
     })?;
     let mut text = String::new();
-    f.take(MAX_PRICE_FILE + 1).read_to_string(&mut text).map_err(|e| e.to_string())?;
+    f.take(MAX_PRICE_FILE + 1).read_to_string(&mut text)?;
     if text.len() as u64 > MAX_PRICE_FILE {
-        return Err(format!("it is larger than {} MB", MAX_PRICE_FILE >> 20));
+        return Err(PriceFileUnread::TooLarge);
     }
     Ok(text)
 }
@@ -91,6 +104,6 @@ pub(crate) fn reply(roots: &[PathBuf], data_dir: &Path, req: u64, query: CostQue
     let query = CostQuery { project: query.project.map(|p| mimesis_core::text::clean_text(&p, 4096)), ..query };
     match query.check() {
         Ok(()) => FromRemote::Cost { req, report: Box::new(report(roots, data_dir, &query, None, how)) },
-        Err(message) => FromRemote::Error { req: Some(req), message },
+        Err(e) => FromRemote::Error { req: Some(req), message: e.to_string() },
     }
 }

@@ -180,14 +180,28 @@ impl Mimesis {
 
     /// `claude --bg --resume <id>` in the session's folder, for the config folder its
     /// transcript is in (`<root>/projects/<folder>/<id>.jsonl`).
-    async fn dispatch(&self, program: &Path, id: &SessionId, cwd: &str, transcript: &Path) -> Result<(), String> {
-        let root = transcript.ancestors().nth(3).ok_or("its transcript is not in a config folder")?.to_owned();
+    async fn dispatch(
+        &self,
+        program: &Path,
+        id: &SessionId,
+        cwd: &str,
+        transcript: &Path,
+    ) -> Result<(), HandoverError> {
+        let root = transcript.ancestors().nth(3).ok_or(HandoverError::NoConfigFolder)?.to_owned();
         let claude = Claude::new(program.to_owned(), &root);
         let (id, cwd) = (id.clone(), PathBuf::from(cwd));
-        tokio::task::spawn_blocking(move || claude.resume_in_background(&cwd, &id))
-            .await
-            .map_err(|e| e.to_string())?
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        tokio::task::spawn_blocking(move || claude.resume_in_background(&cwd, &id)).await??;
+        Ok(())
     }
+}
+
+/// Why a session was not handed over to the background service: the sentence is the Display.
+#[derive(Debug, thiserror::Error)]
+enum HandoverError {
+    #[error("its transcript is not in a config folder")]
+    NoConfigFolder,
+    #[error(transparent)]
+    Join(#[from] tokio::task::JoinError),
+    #[error(transparent)]
+    Control(#[from] crate::background::ControlError),
 }

@@ -505,14 +505,14 @@ impl Mimesis {
     /// Installs the hooks into every root, running `exe hook --data-dir <data dir>`
     /// (`exe` must handle a first argument `hook` with [`mimesis_hooks::run_hook`]). All
     /// or nothing; the error is a sentence for the user.
-    pub fn hooks_install(&self, exe: &Path) -> Result<Vec<HookStatus>, String> {
+    pub fn hooks_install(&self, exe: &Path) -> Result<Vec<HookStatus>, install::InstallError> {
         let command = install::hook_command(exe, &self.inner.data_dir);
-        install::install_all(&self.inner.roots, &command, self.inner.clock.now()).map_err(|e| e.to_string())
+        install::install_all(&self.inner.roots, &command, self.inner.clock.now())
     }
 
     /// Removes exactly the hooks Mimesis added, from every root.
-    pub fn hooks_uninstall(&self) -> Result<Vec<HookStatus>, String> {
-        install::uninstall_all(&self.inner.roots, self.inner.clock.now()).map_err(|e| e.to_string())
+    pub fn hooks_uninstall(&self) -> Result<Vec<HookStatus>, install::InstallError> {
+        install::uninstall_all(&self.inner.roots, self.inner.clock.now())
     }
 
     /// `mimesis doctor` for these roots, data dir and database.
@@ -677,11 +677,6 @@ async fn forward_agent_reports(
             Err(broadcast::error::RecvError::Closed) => return,
         }
     }
-}
-
-/// A session id from the command line or the UI.
-pub fn session_id(s: &str) -> Result<SessionId, String> {
-    SessionId::parse(s).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -110,7 +110,7 @@ pub fn discover(root: &Path) -> Vec<TranscriptLocation> {
 /// Brings the terminal of a session running outside Mimesis forward (its tmux pane, kitty
 /// window or WezTerm pane, as its hooks or its live registry entry name it). Returns what
 /// was focused, or a sentence saying why nothing could be.
-pub fn focus_terminal(roots: &[PathBuf], data_dir: &Path, id: &mimesis_core::SessionId) -> Result<String, String> {
+pub fn focus_terminal(roots: &[PathBuf], data_dir: &Path, id: &mimesis_core::SessionId) -> Result<String, FocusError> {
     let ctx = mimesis_watch::spool::read_all(data_dir)
         .into_iter()
         .rev()
@@ -125,18 +125,31 @@ pub fn focus_terminal(roots: &[PathBuf], data_dir: &Path, id: &mimesis_core::Ses
     });
     let plan = mimesis_core::focus::plan(ctx.as_ref(), registry_tmux.as_deref())?;
     for step in &plan.steps {
-        let (program, args) = step.argv.split_first().ok_or("nothing to run")?;
+        let (program, args) = step.argv.split_first().ok_or(FocusError::Empty)?;
         let mut cmd = std::process::Command::new(program);
         mimesis_os::child_env::restore(&mut cmd);
-        let out = cmd
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run {program} to bring {} forward: {e}", plan.what))?;
+        let out = cmd.args(args).stdin(std::process::Stdio::null()).output().map_err(|source| FocusError::Run {
+            program: program.clone(),
+            what: plan.what.clone(),
+            source,
+        })?;
         if !out.status.success() && !step.optional {
-            let why = String::from_utf8_lossy(&out.stderr);
-            return Err(format!("{program} could not bring {} forward: {}", plan.what, why.trim()));
+            let why = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+            return Err(FocusError::Failed { program: program.clone(), what: plan.what.clone(), why });
         }
     }
     Ok(format!("Brought {} forward.", plan.what))
+}
+
+/// Why a session's terminal was not brought forward: the sentence is the Display.
+#[derive(Debug, thiserror::Error)]
+pub enum FocusError {
+    #[error(transparent)]
+    NoPlan(#[from] mimesis_core::focus::NoPlan),
+    #[error("nothing to run")]
+    Empty,
+    #[error("cannot run {program} to bring {what} forward: {source}")]
+    Run { program: String, what: String, source: std::io::Error },
+    #[error("{program} could not bring {what} forward: {why}")]
+    Failed { program: String, what: String, why: String },
 }

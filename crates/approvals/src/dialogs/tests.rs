@@ -53,7 +53,7 @@ fn face(dir: &Path, reply: Result<&'static str, &'static str>) -> Face {
     let noted = calls.clone();
     approvals.set_answerer(Arc::new(move |call: DialogCall| {
         noted.lock().unwrap().push(call);
-        Box::pin(async move { reply.map(str::to_owned).map_err(str::to_owned) })
+        Box::pin(async move { reply.map(str::to_owned).map_err(|e| e.into()) })
     }));
     Face { approvals, answered, calls }
 }
@@ -92,7 +92,11 @@ async fn a_dialog_is_listed_under_one_id_while_it_lasts() {
     a.sync_dialogs(vec![listed(key("permission prompt", 2), DialogKind::Permission, Some("rm -rf ~"), tmux())]);
     let call = a.pending();
     assert_eq!((call.len(), call[0].dialog), (1, Some(DialogKind::Permission)));
-    let err = a.decide(Target::Id(&other[0].id), Behavior::Allow, None, None, None, Via::Window).await.unwrap_err();
+    let err = a
+        .decide(Target::Id(&other[0].id), Behavior::Allow, None, None, None, Via::Window)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("no open permission request matches"), "{err}");
     // Not ended by the hooks' rules: only by the dialog going.
     a.set_wait(Duration::ZERO);
@@ -134,10 +138,17 @@ async fn an_answer_is_typed_through_its_route_checked_against_its_dialog_and_log
     // A question: each answer by its label, then the review's "Submit answers".
     a.sync_dialogs(vec![listed(key("input needed", 2), DialogKind::Question, None, tmux())]);
     let q = a.pending()[0].id.clone();
-    let e = a.decide(Target::Id(&q), Behavior::Deny, Some("no".into()), None, None, Via::Cli).await.unwrap_err();
+    let e = a
+        .decide(Target::Id(&q), Behavior::Deny, Some("no".into()), None, None, Via::Cli)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("takes no message from here"), "{e}");
-    let e =
-        a.decide(Target::Id(&q), Behavior::Deny, None, None, Some(vec!["Blue".into()]), Via::Cli).await.unwrap_err();
+    let e = a
+        .decide(Target::Id(&q), Behavior::Deny, None, None, Some(vec!["Blue".into()]), Via::Cli)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("answers go with approve"), "{e}");
     a.decide(Target::Id(&q), Behavior::Allow, None, None, Some(vec!["Blue".into(), "Small".into()]), Via::Cli)
         .await
@@ -155,7 +166,8 @@ async fn an_answer_is_typed_through_its_route_checked_against_its_dialog_and_log
     let e = a
         .decide(Target::Id(&p), Behavior::Allow, None, None, Some(vec!["Yes".into(), "No".into()]), Via::Cli)
         .await
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("takes one option, 2 were named"), "{e}");
     assert_eq!(f.calls.lock().unwrap().len(), 2, "refused before anything is typed");
     a.decide(Target::Id(&p), Behavior::Deny, None, None, None, Via::Tray).await.unwrap();
@@ -171,13 +183,13 @@ async fn a_dialog_that_cannot_be_reached_or_answered_says_so_and_stays_listed() 
     a.sync_dialogs(vec![listed(key("permission prompt", 1), DialogKind::Permission, Some("ls"), Route::Terminal(why))]);
     let p = a.pending()[0].clone();
     assert_eq!((p.channel, p.answer_in.as_deref().is_some_and(|w| w.contains("pts/4"))), (Channel::Terminal, true));
-    let e = a.decide(Target::Id(&p.id), Behavior::Allow, None, None, None, Via::Window).await.unwrap_err();
+    let e = a.decide(Target::Id(&p.id), Behavior::Allow, None, None, None, Via::Window).await.unwrap_err().to_string();
     assert!(e.contains("cannot be answered from here") && e.contains("mimesis focus 5bd58612"), "{e}");
     assert!(f.calls.lock().unwrap().is_empty());
 
     a.sync_dialogs(vec![listed(key("permission prompt", 2), DialogKind::Permission, Some("ls"), tmux())]);
     let p = a.pending()[0].clone();
-    let e = a.decide(Target::Id(&p.id), Behavior::Allow, None, None, None, Via::Window).await.unwrap_err();
+    let e = a.decide(Target::Id(&p.id), Behavior::Allow, None, None, None, Via::Window).await.unwrap_err().to_string();
     assert!(
         e.starts_with("could not answer a permission dialog of session 5bd58612 through its tmux pane: the dialog is still on the screen"),
         "{e}"
@@ -212,7 +224,7 @@ async fn one_answer_at_a_time_per_dialog() {
         tokio::spawn(async move { a.decide(Target::Id(&id), Behavior::Allow, None, None, None, Via::Window).await })
     };
     started.await.unwrap();
-    let e = a.decide(Target::Id(&id), Behavior::Deny, None, None, None, Via::Tray).await.unwrap_err();
+    let e = a.decide(Target::Id(&id), Behavior::Deny, None, None, None, Via::Tray).await.unwrap_err().to_string();
     assert!(e.contains("is being typed already"), "{e}");
     // The dialog went meanwhile (the keys were taken): the answer still says what it chose.
     a.sync_dialogs(Vec::new());

@@ -23,7 +23,7 @@
 
 mod answering;
 
-pub use answering::{ANSWER_WAIT, Answering, KEY_PAUSE, SETTLE, Step};
+pub use answering::{ANSWER_WAIT, AnswerFailed, Answering, KEY_PAUSE, SETTLE, Step};
 
 /// What kind of dialog it is.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -319,22 +319,18 @@ impl Dialog {
     }
 
     /// Whether this is the dialog `expect` describes; why not in a sentence.
-    pub fn check(&self, expect: &Expect) -> Result<(), String> {
+    pub fn check(&self, expect: &Expect) -> Result<(), DialogError> {
         if self.kind != expect.kind {
-            return Err(format!(
-                "the screen shows {} (“{}”), not {}: nothing was typed",
-                self.kind.words(),
-                crate::text::clean_text(&self.question, 80),
-                expect.kind.words()
-            ));
+            return Err(DialogError::OtherKind {
+                shown: self.kind,
+                question: self.question.clone(),
+                expected: expect.kind,
+            });
         }
         if let (DialogKind::Permission, Some(target)) = (self.kind, expect.target.as_deref()) {
             let shown: String = self.body.iter().chain([&self.question]).flat_map(|r| r.chars()).collect();
             if !mentions(&shown, target) {
-                return Err(format!(
-                    "the permission dialog on screen is not about “{}”: nothing was typed",
-                    crate::text::clean_text(target, 80)
-                ));
+                return Err(DialogError::NotAbout { target: target.to_owned() });
             }
         }
         Ok(())
@@ -342,7 +338,7 @@ impl Dialog {
 
     /// The option `answer` means, or why there is none. `Ok(None)`: Esc, which the dialog
     /// names in its footer (a question declined).
-    pub fn find(&self, answer: &Answer) -> Result<Option<&DialogOption>, String> {
+    pub fn find(&self, answer: &Answer) -> Result<Option<&DialogOption>, DialogError> {
         let found = match answer {
             Answer::Checked { answer, expect } => {
                 self.check(expect)?;
@@ -358,9 +354,7 @@ impl Dialog {
             Answer::ByQuestion(answers) => match answers.get(&self.question) {
                 Some(label) => self.labelled(label),
                 None if self.options.iter().any(|o| o.label == "Submit answers") => self.labelled("Submit answers"),
-                None => {
-                    return Err(format!("no answer was given to the question \"{}\" on screen", self.question));
-                }
+                None => return Err(DialogError::NoAnswerGiven { question: self.question.clone() }),
             },
         };
         found.map(Some).ok_or_else(|| {
@@ -371,7 +365,7 @@ impl Dialog {
                 Answer::ByQuestion(a) => format!("{:?}", a.get(&self.question).map_or("", String::as_str)),
                 Answer::Checked { .. } => unreachable!("checked above"),
             };
-            format!("the dialog \"{}\" has no option {what} (it offers: {})", self.question, self.labels())
+            DialogError::NoSuchOption { question: self.question.clone(), wanted: what, offers: self.labels() }
         })
     }
 
@@ -383,15 +377,11 @@ impl Dialog {
     }
 
     /// What approving means here (see the module's table); `None` when there is no such option.
-    fn approve_option(&self) -> Result<Option<&DialogOption>, String> {
+    fn approve_option(&self) -> Result<Option<&DialogOption>, DialogError> {
         Ok(match self.kind {
             DialogKind::AutoMode => self.options.iter().find(|o| o.key == Some(DialogKey::Enter)),
             DialogKind::Question => {
-                return Err(format!(
-                    "the question \"{}\" is answered by one of its options: name it (it offers: {})",
-                    self.question,
-                    self.labels()
-                ));
+                return Err(DialogError::NameAnOption { question: self.question.clone(), offers: self.labels() });
             }
             DialogKind::Plan => {
                 let yes: Vec<&DialogOption> =
@@ -413,7 +403,7 @@ impl Dialog {
     /// The keys that choose `answer`, each to be written on its own (a TUI reads a burst of
     /// escape sequences as one): the key the dialog names for it, else its digit when
     /// numbered, else the arrow keys from the marked option to it, then Enter.
-    pub fn keys(&self, answer: &Answer) -> Result<Vec<Vec<u8>>, String> {
+    pub fn keys(&self, answer: &Answer) -> Result<Vec<Vec<u8>>, DialogError> {
         let Some(option) = self.find(answer)? else {
             return Ok(vec![KEY_ESCAPE.to_vec()]);
         };
@@ -425,7 +415,7 @@ impl Dialog {
         }
         let target = self.options.iter().position(|o| o == option).expect("found among them");
         let Some(at) = self.options.iter().position(|o| o.selected) else {
-            return Err(format!("the dialog \"{}\" marks no option: nothing can be chosen safely", self.question));
+            return Err(DialogError::NoneMarked { question: self.question.clone() });
         };
         let key = if target > at { KEY_DOWN } else { KEY_UP };
         let mut keys = vec![key.to_vec(); target.abs_diff(at)];
@@ -434,12 +424,35 @@ impl Dialog {
     }
 
     /// The label of what `answer` chooses ("cancel" for Esc), for the record.
-    pub fn chosen_label(&self, answer: &Answer) -> Result<String, String> {
+    pub fn chosen_label(&self, answer: &Answer) -> Result<String, DialogError> {
         Ok(match self.find(answer)? {
             Some(o) => o.label.clone(),
             None => capitalized(self.escape.as_deref().unwrap_or("cancel")),
         })
     }
+}
+
+/// Why an answer cannot be typed at the dialog on screen: the sentence is the Display.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DialogError {
+    #[error(
+        "the screen shows {} (“{}”), not {}: nothing was typed",
+        .shown.words(),
+        crate::text::clean_text(.question, 80),
+        .expected.words()
+    )]
+    OtherKind { shown: DialogKind, question: String, expected: DialogKind },
+    #[error("the permission dialog on screen is not about “{}”: nothing was typed", crate::text::clean_text(.target, 80))]
+    NotAbout { target: String },
+    #[error("no answer was given to the question \"{question}\" on screen")]
+    NoAnswerGiven { question: String },
+    /// `wanted` describes the answer: `a plain "Yes"`, `"Deploy"`.
+    #[error("the dialog \"{question}\" has no option {wanted} (it offers: {offers})")]
+    NoSuchOption { question: String, wanted: String, offers: String },
+    #[error("the question \"{question}\" is answered by one of its options: name it (it offers: {offers})")]
+    NameAnOption { question: String, offers: String },
+    #[error("the dialog \"{question}\" marks no option: nothing can be chosen safely")]
+    NoneMarked { question: String },
 }
 
 fn is_no(label: &str) -> bool {

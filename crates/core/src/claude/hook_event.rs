@@ -28,7 +28,7 @@ const MAX_ENV_VALUE: usize = 128;
 #[derive(Debug, thiserror::Error)]
 pub enum PayloadError {
     #[error("the hook payload is not a JSON object: {0}")]
-    NotAnObject(String),
+    NotAnObject(crate::json::JsonError),
     #[error("the hook payload has no valid session id: {0}")]
     SessionId(String),
 }

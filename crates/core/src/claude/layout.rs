@@ -96,13 +96,22 @@ impl TranscriptLocation {
 /// A cwd from an untrusted place (a transcript, a hook payload), usable as a folder path:
 /// absolute, at most 4096 bytes, no `.` or `..` parts, no NUL. Lexical only: whether the
 /// folder exists is for the caller to see.
-pub fn checked_cwd(cwd: &str) -> Result<PathBuf, String> {
+pub fn checked_cwd(cwd: &str) -> Result<PathBuf, CwdError> {
     let p = Path::new(cwd);
     if cwd.is_empty() || cwd.len() > 4096 || cwd.contains('\0') || !p.is_absolute() {
-        return Err(format!("cwd {cwd:?} is not an absolute path"));
+        return Err(CwdError::NotAbsolute(cwd.to_owned()));
     }
     if p.components().any(|c| matches!(c, std::path::Component::ParentDir | std::path::Component::CurDir)) {
-        return Err(format!("cwd {cwd:?} has '.' or '..' parts"));
+        return Err(CwdError::DotParts(cwd.to_owned()));
     }
     Ok(p.to_owned())
+}
+
+/// Why an untrusted cwd is not usable as a folder path (each variant holds the cwd given).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CwdError {
+    #[error("cwd {0:?} is not an absolute path")]
+    NotAbsolute(String),
+    #[error("cwd {0:?} has '.' or '..' parts")]
+    DotParts(String),
 }

@@ -853,8 +853,8 @@ pub struct Malformed(pub String);
 /// one for the cold index. Either way [`parse_line_with`] applies the depth guard first.
 pub trait RecordParser {
     /// Parses a record, reading only `fields` of it.
-    fn parse_bytes<'a>(&self, line: &'a [u8], fields: Fields) -> Result<Record<'a>, String>;
-    fn parse_str<'a>(&self, line: &'a str, fields: Fields) -> Result<Record<'a>, String>;
+    fn parse_bytes<'a>(&self, line: &'a [u8], fields: Fields) -> Result<Record<'a>, Malformed>;
+    fn parse_str<'a>(&self, line: &'a str, fields: Fields) -> Result<Record<'a>, Malformed>;
 }
 
 /// serde_json.
@@ -862,19 +862,19 @@ pub trait RecordParser {
 pub struct SerdeJson;
 
 impl RecordParser for SerdeJson {
-    fn parse_bytes<'a>(&self, line: &'a [u8], fields: Fields) -> Result<Record<'a>, String> {
+    fn parse_bytes<'a>(&self, line: &'a [u8], fields: Fields) -> Result<Record<'a>, Malformed> {
         match fields {
             Fields::All => serde_json::from_slice(line),
             Fields::Usage => serde_json::from_slice::<UsageRecord>(line).map(|r| r.0),
         }
-        .map_err(|e| e.to_string())
+        .map_err(|e| Malformed(e.to_string()))
     }
-    fn parse_str<'a>(&self, line: &'a str, fields: Fields) -> Result<Record<'a>, String> {
+    fn parse_str<'a>(&self, line: &'a str, fields: Fields) -> Result<Record<'a>, Malformed> {
         match fields {
             Fields::All => serde_json::from_str(line),
             Fields::Usage => serde_json::from_str::<UsageRecord>(line).map(|r| r.0),
         }
-        .map_err(|e| e.to_string())
+        .map_err(|e| Malformed(e.to_string()))
     }
 }
 
@@ -909,10 +909,10 @@ pub fn parse_fields_with<'a, P: RecordParser + ?Sized>(
         Ok(r) => Ok(r),
         Err(e) => {
             if std::str::from_utf8(line).is_ok() {
-                return Err(Malformed(e));
+                return Err(e);
             }
             *scratch = String::from_utf8_lossy(line).into_owned();
-            parser.parse_str(scratch, fields).map_err(Malformed)
+            parser.parse_str(scratch, fields)
         }
     }
 }

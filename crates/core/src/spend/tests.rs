@@ -253,21 +253,21 @@ fn records_ccusage_leaves_out_are_left_out_and_said() {
 
 #[test]
 fn a_price_file_that_is_missing_or_corrupt_falls_back_to_the_shipped_table() {
-    let (t, w) = price_table(None);
+    let (t, w) = price_table(None::<(&str, Result<String, String>)>);
     assert!(w.is_empty() && t.source.file.is_none());
-    let (t, w) = price_table(Some(("/d/prices.json", Err("it does not exist".into()))));
+    let (t, w) = price_table(Some(("/d/prices.json", Err::<String, _>("it does not exist"))));
     assert_eq!(t.source.file, None);
     assert_eq!(w.len(), 1);
     assert!(
         w[0].starts_with("The price file /d/prices.json could not be used (it does not exist); the prices shipped")
     );
-    let (_, w) = price_table(Some(("/d/prices.json", Ok("{\"claude-x\": [".into()))));
+    let (_, w) = price_table(Some(("/d/prices.json", Ok::<String, String>("{\"claude-x\": [".into()))));
     assert!(w[0].contains("could not be used (it is not JSON ("), "{w:?}");
-    let (_, w) = price_table(Some(("/d/prices.json", Ok("{}".into()))));
+    let (_, w) = price_table(Some(("/d/prices.json", Ok::<String, String>("{}".into()))));
     assert!(w[0].contains("(it holds no model with an input and an output price)"), "{w:?}");
     let good = r#"{"claude-haiku-4-5": {"input_cost_per_token": 2e-6, "output_cost_per_token": 1e-5},
                   "claude-bad": {"input_cost_per_token": "cheap", "output_cost_per_token": 1e-5}}"#;
-    let (t, w) = price_table(Some(("/d/prices.json", Ok(good.into()))));
+    let (t, w) = price_table(Some(("/d/prices.json", Ok::<String, String>(good.into()))));
     assert_eq!(t.source.file.as_deref(), Some("/d/prices.json"));
     assert_eq!(t.find("claude-haiku-4-5").unwrap().rates.input, 2e-6);
     assert!(t.find("claude-sonnet-4-6").is_some(), "the rest from the shipped table");
@@ -283,13 +283,18 @@ fn dates_and_groupings_that_do_not_parse_are_refused_with_a_sentence() {
     assert_eq!(parse_day("2026-11-01").unwrap(), NaiveDate::from_ymd_opt(2026, 11, 1).unwrap());
     assert_eq!(parse_day(" 20261101 ").unwrap(), NaiveDate::from_ymd_opt(2026, 11, 1).unwrap());
     for bad in ["2026-13-01", "2026-02-30", "yesterday", "", "1/11/2026", "202611011"] {
-        let e = parse_day(bad).unwrap_err();
+        let e = parse_day(bad).unwrap_err().to_string();
         assert!(e.ends_with("is not a date: write it as YYYY-MM-DD (2026-11-01) or YYYYMMDD"), "{bad}: {e}");
     }
     assert_eq!(GroupBy::parse("week"), Ok(GroupBy::Week));
-    assert!(GroupBy::parse("year").unwrap_err().contains("use day, week, month, session, project or model"));
+    assert!(
+        GroupBy::parse("year").unwrap_err().to_string().contains("use day, week, month, session, project or model")
+    );
     let q = CostQuery { since: Some(day("2026-11-02")), until: Some(day("2026-11-01")), ..Default::default() };
-    assert_eq!(q.check().unwrap_err(), "--since 2026-11-02 is after --until 2026-11-01: nothing could match");
+    assert_eq!(
+        q.check().unwrap_err().to_string(),
+        "--since 2026-11-02 is after --until 2026-11-01: nothing could match"
+    );
     // Over the wire the query's days are strings, checked again on arrival.
     let wire = serde_json::to_value(&q).unwrap();
     assert_eq!(wire["since"], "2026-11-02");

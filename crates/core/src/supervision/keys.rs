@@ -6,8 +6,9 @@
 //! that the dialog is gone — or says why not.
 //!
 //! Pure: the driver feeds what it writes, the instants and the screen's rows, and sends
-//! the bytes this says to send. Its instants are the terminal's own pace (the driver's real
-//! monotonic time), not the policy's limits.
+//! the bytes this says to send. Its instants are the injected monotonic clock the policy's
+//! limits run on (`crate::clock`), so a test moves a typed line's Enter or an answer on by
+//! advancing that clock.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -38,8 +39,8 @@ pub enum AnswerError {
     #[error("no dialog is on the session's screen")]
     NoDialog,
     /// The dialog on screen has no such option (the dialog's own words).
-    #[error("{0}")]
-    NoSuchOption(String),
+    #[error(transparent)]
+    NoSuchOption(#[from] crate::dialog::DialogError),
     #[error("the dialog never settled on screen")]
     NeverSettled,
     #[error("the dialog is still on screen: the agent did not take the answer")]

@@ -11,6 +11,7 @@ use crate::process::{OsTerminals, StartError, TerminalError, Terminals};
 use mimesis_core::clock::{Clock, ManualClock, SystemClock};
 use mimesis_core::status::RegistryState;
 use mimesis_core::supervision::event::EventKind;
+use mimesis_core::supervision::keys::ENTER_PAUSE;
 use mimesis_core::supervision::limits::Limits;
 use mimesis_core::supervision::policy::{AgentReport, EXIT_SETTLE, READY_FALLBACK};
 
@@ -365,11 +366,15 @@ async fn a_hung_agent_restarted_by_the_user_gets_exit_then_term_then_kill_each_o
     barrier(&tx).await;
     // The output just moved: `/exit` waits for it to settle, on the injected clock.
     advance(&clock, &tx, EXIT_SETTLE + Duration::from_millis(1)).await;
-    wait_for("/exit and its Enter, once the input row shows it", || agent.typed() == "/exit\r").await;
+    wait_for("/exit typed", || agent.typed() == "/exit").await;
+    screen_shows(&tx, "/exit").await;
+    // Its Enter waits on the same clock, until the input row shows the line.
+    advance(&clock, &tx, ENTER_PAUSE).await;
+    wait_for("the Enter of /exit, once the input row shows it", || agent.typed() == "/exit\r").await;
     assert_eq!(agent.signals(), [], "no signal while /exit may still work");
 
     let kill_after = Limits::default().kill_after;
-    advance(&clock, &tx, kill_after - Duration::from_millis(1)).await;
+    advance(&clock, &tx, kill_after - ENTER_PAUSE - Duration::from_millis(1)).await;
     assert_eq!(agent.signals(), [], "not a moment before kill_after");
     advance(&clock, &tx, Duration::from_millis(1)).await;
     assert_eq!(agent.signals(), [Sig::Term], "then SIGTERM to the process group");
@@ -399,7 +404,11 @@ async fn an_idle_agent_restarted_by_the_user_leaves_on_exit_without_a_signal() {
     let idle = AgentReport { registry: Some((agent.pid, RegistryState::Idle)), ..AgentReport::default() };
     tx.send(SessionCmd::Control(Input::Agent(idle))).unwrap();
     tx.send(SessionCmd::Control(Input::Restart)).unwrap();
-    advance(&clock, &tx, EXIT_SETTLE + Duration::from_millis(1)).await;
+    // Quiet since it started: `/exit` goes at once, and its Enter once the clock moves.
+    barrier(&tx).await;
+    wait_for("/exit typed", || agent.typed() == "/exit").await;
+    screen_shows(&tx, "/exit").await;
+    advance(&clock, &tx, ENTER_PAUSE).await;
     wait_for("a new process", || host.fake().count() == 2).await;
     assert_eq!(agent.typed(), "/exit\r");
     assert_eq!(agent.signals(), [], "it left on /exit: no signal was needed");

@@ -21,7 +21,7 @@ pub(super) fn load_persisted(archive: &dyn SessionArchive, roots: &[PathBuf]) ->
     match archive.load(roots) {
         Ok(loaded) => loaded,
         Err(e) => {
-            archive.rebuild(&e);
+            archive.rebuild(&e.to_string());
             (Vec::new(), Vec::new())
         }
     }

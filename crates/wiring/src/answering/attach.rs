@@ -18,7 +18,7 @@ use mimesis_supervise::monitor::Monitor;
 use mimesis_supervise::plain::PlainTerminal;
 use tokio::sync::broadcast::error::TryRecvError;
 
-use super::screen::{Screen, type_answers};
+use super::screen::{Screen, TypingError, type_answers};
 use crate::background::Claude;
 
 /// The attached terminal's size: wide, so that long commands wrap little.
@@ -38,9 +38,14 @@ const DETACH_KEY: &[u8] = b"\x1a";
 
 /// Attaches to the job, types `answers` into its dialog(s) by label, checks each gone,
 /// detaches. The label of the last option chosen, or why not in a sentence.
-pub async fn answer(claude: &Claude, job: &JobId, answers: Vec<Answer>, clock: &dyn Clock) -> Result<String, String> {
+pub async fn answer(
+    claude: &Claude,
+    job: &JobId,
+    answers: Vec<Answer>,
+    clock: &dyn Clock,
+) -> Result<String, TypingError> {
     let term = PlainTerminal::start(claude.attach_spec(job, COLS, ROWS, 1 << 16))
-        .map_err(|e| format!("cannot run {} attach: {e}", claude.program.display()))?;
+        .map_err(|source| TypingError::AttachStart { program: claude.program.display().to_string(), source })?;
     let mut screen = Attached::new(term.clone());
     let result = async {
         screen.first_frame(clock).await?;
@@ -84,15 +89,15 @@ impl Attached {
     }
 
     /// Why the client ended, from what it printed last.
-    fn ended(&mut self) -> Option<String> {
+    fn ended(&mut self) -> Option<TypingError> {
         let code = self.term.exit_code()?;
         self.read();
         let said = self.monitor.last_line().map(|l| clean_text(&l, 200)).unwrap_or_default();
-        Some(format!("`claude attach` ended (exit code {code}) before the answer: {said}"))
+        Some(TypingError::AttachEnded { code, said })
     }
 
     /// Waits for the session's first frame, and a little for a dialog on it.
-    async fn first_frame(&mut self, clock: &dyn Clock) -> Result<(), String> {
+    async fn first_frame(&mut self, clock: &dyn Clock) -> Result<(), TypingError> {
         let start = clock.mono();
         let mut drawn = None;
         loop {
@@ -112,7 +117,7 @@ impl Attached {
                 }
             }
             if now.since(start) >= FIRST_FRAME {
-                return Err("`claude attach` drew nothing: the session did not show".to_owned());
+                return Err(TypingError::NothingDrawn);
             }
             tokio::time::sleep(POLL).await;
         }
@@ -139,7 +144,7 @@ impl Attached {
 }
 
 impl Screen for Attached {
-    async fn rows(&mut self) -> Result<Option<Vec<String>>, String> {
+    async fn rows(&mut self) -> Result<Option<Vec<String>>, TypingError> {
         self.read();
         match self.ended() {
             Some(why) => Err(why),
@@ -147,7 +152,7 @@ impl Screen for Attached {
         }
     }
 
-    async fn send(&mut self, key: &[u8]) -> Result<(), String> {
+    async fn send(&mut self, key: &[u8]) -> Result<(), TypingError> {
         match self.ended() {
             Some(why) => Err(why),
             None => Ok(self.term.write(key)?),

@@ -12,29 +12,31 @@ use mimesis_core::clock::Clock;
 use mimesis_core::dialog::Answer;
 use mimesis_core::text::clean_text;
 
-use super::screen::{Screen, type_answers};
+use super::screen::{CommandError, Screen, TypingError, type_answers};
 
 /// A capture or a key's command that takes longer has failed.
 const COMMAND_WAIT: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(80);
 
 /// Types `answers` into the dialog of the session `pid` (when known) in `pane`.
-pub async fn answer(pane: &Pane, pid: Option<u32>, answers: Vec<Answer>, clock: &dyn Clock) -> Result<String, String> {
+pub async fn answer(
+    pane: &Pane,
+    pid: Option<u32>,
+    answers: Vec<Answer>,
+    clock: &dyn Clock,
+) -> Result<String, TypingError> {
     if let (PaneKind::Tmux { .. }, Some(pid)) = (&pane.kind, pid) {
         let mut argv = pane.program();
         argv.extend(["display-message".into(), "-p".into(), "-t".into(), pane.id.clone(), "#{pane_pid}".into()]);
         let out = run(&argv).await?;
-        let pane_pid: u32 = out.trim().parse().map_err(|_| format!("tmux named no process for {}", pane.what()))?;
+        let pane_pid: u32 = out.trim().parse().map_err(|_| TypingError::NoPaneProcess(pane.what()))?;
         if !descends_from(pid, pane_pid) {
-            return Err(format!(
-                "{} does not run this session (process {pid} is not one of the pane's): nothing was typed",
-                pane.what()
-            ));
+            return Err(TypingError::NotThePane { what: pane.what(), pid });
         }
     }
     let mut screen = PaneScreen { pane, last_error: None };
     type_answers(&mut screen, answers, clock, POLL).await.map_err(|e| match screen.last_error.take() {
-        Some(why) => format!("{e} ({why})"),
+        Some(why) => TypingError::PaneUnread { error: Box::new(e), why },
         None => e,
     })
 }
@@ -42,11 +44,11 @@ pub async fn answer(pane: &Pane, pid: Option<u32>, answers: Vec<Answer>, clock: 
 struct PaneScreen<'a> {
     pane: &'a Pane,
     /// Why the pane could not be read last time, for the final sentence.
-    last_error: Option<String>,
+    last_error: Option<CommandError>,
 }
 
 impl Screen for PaneScreen<'_> {
-    async fn rows(&mut self) -> Result<Option<Vec<String>>, String> {
+    async fn rows(&mut self) -> Result<Option<Vec<String>>, TypingError> {
         match run(&capture_argv(self.pane)).await {
             Ok(text) => {
                 self.last_error = None;
@@ -59,15 +61,15 @@ impl Screen for PaneScreen<'_> {
         }
     }
 
-    async fn send(&mut self, key: &[u8]) -> Result<(), String> {
-        let argv = send_argv(self.pane, key).ok_or("not a key an answer types")?;
-        run(&argv).await.map(drop)
+    async fn send(&mut self, key: &[u8]) -> Result<(), TypingError> {
+        let argv = send_argv(self.pane, key).ok_or(TypingError::NotAKey)?;
+        Ok(run(&argv).await.map(drop)?)
     }
 }
 
 /// Runs `argv` (no shell; the user's environment), its stdout; an error in a sentence.
-async fn run(argv: &[String]) -> Result<String, String> {
-    let (program, args) = argv.split_first().ok_or("nothing to run")?;
+async fn run(argv: &[String]) -> Result<String, CommandError> {
+    let (program, args) = argv.split_first().ok_or(CommandError::Empty)?;
     let mut std = std::process::Command::new(program);
     mimesis_os::child_env::restore(&mut std);
     std.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -75,12 +77,12 @@ async fn run(argv: &[String]) -> Result<String, String> {
     cmd.kill_on_drop(true);
     let out = match tokio::time::timeout(COMMAND_WAIT, cmd.output()).await {
         Ok(Ok(out)) => out,
-        Ok(Err(e)) => return Err(format!("cannot run {program}: {e}")),
-        Err(_) => return Err(format!("{program} did not answer within {} s", COMMAND_WAIT.as_secs())),
+        Ok(Err(source)) => return Err(CommandError::Spawn { program: program.clone(), source }),
+        Err(_) => return Err(CommandError::Timeout { program: program.clone(), secs: COMMAND_WAIT.as_secs() }),
     };
     if !out.status.success() {
         let why = clean_text(&String::from_utf8_lossy(&out.stderr), 200);
-        return Err(format!("{program} failed: {why}"));
+        return Err(CommandError::Failed { program: program.clone(), why });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

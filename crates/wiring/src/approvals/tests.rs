@@ -61,7 +61,8 @@ async fn a_hooks_request_waits_for_the_users_answer_once() {
     wait_open(&a, 1).await;
     let id = a.pending()[0].id.clone();
     assert!(id.len() == 36 && id.starts_with("req_"), "128 bits, in a form of their own: {id}");
-    let err = a.decide(Target::Typed("zzzz"), Behavior::Allow, None, None, None, Via::Cli).await.unwrap_err();
+    let err =
+        a.decide(Target::Typed("zzzz"), Behavior::Allow, None, None, None, Via::Cli).await.unwrap_err().to_string();
     assert!(err.contains("no open permission request matches"), "{err}");
     assert!(
         a.decide(Target::Id("abc"), Behavior::Deny, None, None, None, Via::Window).await.is_err(),
@@ -163,9 +164,17 @@ async fn questions_are_answered_by_question_and_every_answer_is_recorded_with_wh
     let hook = tokio::task::spawn_blocking(move || ask(&data, &q, Duration::from_secs(30)));
     wait_open(&a, 1).await;
     let wrong: BTreeMap<String, String> = [("Which colour?".to_owned(), "red".to_owned())].into();
-    let err = a.decide(Target::Typed("q-1"), Behavior::Allow, None, Some(wrong), None, Via::Window).await.unwrap_err();
+    let err = a
+        .decide(Target::Typed("q-1"), Behavior::Allow, None, Some(wrong), None, Via::Window)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("no answer to"), "{err}");
-    let err = a.decide(Target::Typed("q-1"), Behavior::Allow, None, None, Some(vec![]), Via::Cli).await.unwrap_err();
+    let err = a
+        .decide(Target::Typed("q-1"), Behavior::Allow, None, None, Some(vec![]), Via::Cli)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("1 question(s) asked, 0 answer(s) given"), "{err}");
     assert_eq!(a.pending().len(), 1, "a wrong answer leaves the request open");
     a.decide(Target::Typed("q-1"), Behavior::Allow, None, None, Some(vec!["SQLite".into()]), Via::Notification)
@@ -472,7 +481,7 @@ async fn a_waiting_face_takes_over_and_a_stopping_face_takes_its_socket_with_it(
     let b = serve(dir.path());
     assert!(a.is_serving());
     assert_eq!(*b.serving().borrow(), Serving::Waiting);
-    let err = b.decide(Target::Typed("s"), Behavior::Allow, None, None, None, Via::Cli).await.unwrap_err();
+    let err = b.decide(Target::Typed("s"), Behavior::Allow, None, None, None, Via::Cli).await.unwrap_err().to_string();
     assert!(err.contains("another running Mimesis answers"), "{err}");
     takes_over_and_lets_go(&a, dir.path(), "s-1").await;
     takes_over_and_lets_go(&b, dir.path(), "s-2").await;

@@ -85,7 +85,7 @@ pub async fn serve(
                         tokio::task::spawn_blocking(move || {
                             let reply = match show_one(&roots, &data_dir, &session_id, known) {
                                 Ok(items) => FromRemote::Timeline { req, items },
-                                Err(message) => FromRemote::Error { req: Some(req), message },
+                                Err(e) => FromRemote::Error { req: Some(req), message: e.to_string() },
                             };
                             let _ = done_tx.blocking_send(reply);
                         });
@@ -102,7 +102,7 @@ pub async fn serve(
                         tokio::task::spawn_blocking(move || {
                             let reply = match crate::search::search(&roots, &data_dir, &request, &mut |_, _| {}) {
                                 Ok(results) => FromRemote::SearchResults { req, results },
-                                Err(message) => FromRemote::Error { req: Some(req), message },
+                                Err(e) => FromRemote::Error { req: Some(req), message: e.to_string() },
                             };
                             let _ = done_tx.blocking_send(reply);
                         });
@@ -200,18 +200,31 @@ fn show_one(
     data_dir: &Path,
     query: &str,
     known: Option<PathBuf>,
-) -> Result<Vec<TimelineItem>, String> {
-    let id = SessionId::parse(query).map_err(|_| "that is not a session id".to_owned())?;
+) -> Result<Vec<TimelineItem>, ShowError> {
+    let id = SessionId::parse(query).map_err(|_| ShowError::NotAnId)?;
     let found = roots.iter().flat_map(|r| once::discover(r)).find(|l| l.session_id == id).map(|l| l.path);
     let path = match (found, known) {
         (Some(p), _) => p,
         (None, Some(p)) if !p.exists() => return Ok(Vec::new()),
-        _ => return Err(format!("no session with id {id} on this host")),
+        _ => return Err(ShowError::NotHere(id)),
     };
-    let mut items = once::chain_prefix(roots, data_dir, &path, mimesis_core::clock::SystemClock.now())
-        .map_err(|e| format!("cannot read an earlier segment of the chain: {e}"))?;
-    items.extend(once::read_timeline(&path, Some(data_dir)).map_err(|e| format!("cannot read the transcript: {e}"))?);
+    let mut items =
+        once::chain_prefix(roots, data_dir, &path, mimesis_core::clock::SystemClock.now()).map_err(ShowError::Chain)?;
+    items.extend(once::read_timeline(&path, Some(data_dir)).map_err(ShowError::Transcript)?);
     Ok(items)
+}
+
+/// Why a session's timeline is not sent to the asking machine: the sentence is the Display.
+#[derive(Debug, thiserror::Error)]
+enum ShowError {
+    #[error("that is not a session id")]
+    NotAnId,
+    #[error("no session with id {0} on this host")]
+    NotHere(SessionId),
+    #[error("cannot read an earlier segment of the chain: {0}")]
+    Chain(std::io::Error),
+    #[error("cannot read the transcript: {0}")]
+    Transcript(std::io::Error),
 }
 
 async fn write_msg(out: &mut (impl AsyncWrite + Unpin), msg: &FromRemote) -> io::Result<()> {

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::{Answer, Dialog};
+use super::{Answer, Dialog, DialogError};
 use crate::clock::Mono;
 
 /// A dialog is answered once it has looked the same this long.
@@ -29,8 +29,21 @@ pub enum Step {
     Wait,
     /// Type these bytes (one key), then look again.
     Type(Vec<u8>),
-    /// Finished: the label chosen, once the dialog is gone; or why not, in a sentence.
-    Done(Result<String, String>),
+    /// Finished: the label chosen, once the dialog is gone; or why not.
+    Done(Result<String, AnswerFailed>),
+}
+
+/// Why an answer to a screen we do not own failed: the sentence is the Display.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerFailed {
+    #[error("no dialog is on the session's screen")]
+    NoDialog,
+    #[error(transparent)]
+    Dialog(#[from] DialogError),
+    #[error("the dialog never settled on the screen: nothing was typed")]
+    NeverSettled,
+    #[error("the dialog is still on the screen: Claude Code did not take the answer")]
+    NotTaken,
 }
 
 enum Stage {
@@ -70,9 +83,7 @@ impl Answering {
         let shown = rows.and_then(Dialog::read);
         let step = match &mut self.stage {
             Stage::Settling(seen) => match (shown, seen.take()) {
-                (None, _) if now.since(self.started) >= SETTLE => {
-                    Step::Done(Err("no dialog is on the session's screen".to_owned()))
-                }
+                (None, _) if now.since(self.started) >= SETTLE => Step::Done(Err(AnswerFailed::NoDialog)),
                 (None, _) => Step::Wait,
                 (Some(d), Some((before, since))) if d.same_as(&before) && now.since(since) >= SETTLE => {
                     match (d.keys(&self.answer), d.chosen_label(&self.answer)) {
@@ -82,7 +93,7 @@ impl Answering {
                             self.stage = Stage::Typing { dialog: d, label, keys, next: now.plus(KEY_PAUSE) };
                             Step::Type(first)
                         }
-                        (Err(e), _) | (_, Err(e)) => Step::Done(Err(e)),
+                        (Err(e), _) | (_, Err(e)) => Step::Done(Err(e.into())),
                     }
                 }
                 (Some(d), Some((before, since))) if d.same_as(&before) => {
@@ -116,8 +127,8 @@ impl Answering {
         };
         let step = match step {
             Step::Wait if now >= self.deadline => Step::Done(Err(match self.stage {
-                Stage::Settling(_) => "the dialog never settled on the screen: nothing was typed".to_owned(),
-                _ => "the dialog is still on the screen: Claude Code did not take the answer".to_owned(),
+                Stage::Settling(_) => AnswerFailed::NeverSettled,
+                _ => AnswerFailed::NotTaken,
             })),
             s => s,
         };
