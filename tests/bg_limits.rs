@@ -15,10 +15,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use mimesis_core::supervision::limits::Limits;
-use mimesis_core::supervision::{AgentCommand, EventKind, SupervisionEvent};
+use mimesis_core::supervision::{EventKind, SupervisionEvent};
 use mimesis_tests::bg::Background;
 use mimesis_tests::mock_api::Reply;
-use mimesis_wiring::{Follow, Mimesis, Options, SuperviseOptions};
 use serde_json::json;
 
 const T: Duration = Duration::from_secs(90);
@@ -68,15 +67,7 @@ async fn memory_and_duration_limits_act_through_claude_codes_verbs() -> Result<(
         duration_warn_percent: 50,
         ..Limits::default()
     };
-    let mut supervise = SuperviseOptions::new(home.config_dir().to_owned());
-    supervise.agent = Some(AgentCommand::new(&claude));
-    supervise.limits = Some(limits);
-    supervise.subreaper = false;
-    let mut opts = Options::watching(vec![home.config_dir().to_owned()], data.path().to_owned());
-    opts.follow = Follow::Everything;
-    opts.poll_interval = Duration::from_millis(200);
-    opts.supervise = Some(supervise);
-    let mimesis = Mimesis::start(opts).await;
+    let mimesis = mimesis_tests::bg::app_wiring(&home, &claude, data.path(), limits).await;
     let sup = mimesis.supervisor().await.context("the supervisor")?;
     let mut rx = sup.subscribe();
     let result = async {

@@ -304,6 +304,28 @@ pub unsafe fn newest_in_process_env() -> Result<(PathBuf, MockApi, ClaudeHome)> 
     Ok((claude, api, home))
 }
 
+/// Mimesis's wiring over `home` as the app starts it: the engine following every session
+/// (polled every 200 ms), a supervisor whose agent is `claude` and whose limits are
+/// `limits`, its data in `data`. Started in-process, with the process's environment
+/// ([`newest_in_process_env`]).
+pub async fn app_wiring(
+    home: &ClaudeHome,
+    claude: &Path,
+    data: &Path,
+    limits: mimesis_core::supervision::limits::Limits,
+) -> mimesis_wiring::Mimesis {
+    use mimesis_wiring::{Follow, Mimesis, Options, SuperviseOptions};
+    let mut supervise = SuperviseOptions::new(home.config_dir().to_owned());
+    supervise.agent = Some(mimesis_core::supervision::AgentCommand::new(claude));
+    supervise.limits = Some(limits);
+    supervise.subreaper = false;
+    let mut opts = Options::watching(vec![home.config_dir().to_owned()], data.to_owned());
+    opts.follow = Follow::Everything;
+    opts.poll_interval = Duration::from_millis(200);
+    opts.supervise = Some(supervise);
+    Mimesis::start(opts).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

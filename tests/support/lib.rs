@@ -13,11 +13,13 @@
 //! * [`mimesis`]: this workspace's `mimesis` binary (the hook command, the installer).
 //! * [`bg`]: Claude Code's own background service (2.1.332: `claude --bg`, `claude agents`,
 //!   `attach|logs|stop|respawn|rm`), stopped through its own verb when dropped.
+//! * [`bg_budget`]: a background session over a budget, stopped at its turn's end.
 //! * [`ccusage`]: ccusage's native binary, what `mimesis cost` is checked against.
 //! * [`hooklog`]: a recording hook for every event (the raw payloads and their times).
 //! * [`watch_cli`]: that binary on a home of its own, and `mimesis watch --json` read live.
 
 pub mod bg;
+pub mod bg_budget;
 pub mod ccusage;
 pub mod claude;
 pub mod engine_watch;

@@ -44,9 +44,10 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, a: CostArgs) -> anyhow::Result<()
     let query = CostQuery { by: a.by, since: a.since, until: a.until, project: a.project.clone() };
     query.check().map_err(anyhow::Error::msg)?;
     let (remote, failed) = reports(&a.remote, &query)?;
-    // A one-shot process: the transcripts are read mapped.
-    mimesis_wiring::cost::say_on_bus_error();
-    let how = mimesis_wiring::cost::Reading::Mapped;
+    // Read copied, not mapped: on the 1.36 GB corpus 0.27 s against 0.31 s and 16 MB against
+    // 22 MB peak (the mapping's page faults and the shootdowns of its released pages cost
+    // more than the copy from the page cache).
+    let how = mimesis_wiring::cost::Reading::Copied;
     let local =
         (!a.remote.no_local).then(|| mimesis_wiring::cost::report(roots, data_dir, &query, a.prices.as_deref(), how));
     let report = spend::merge(local, remote, query.by);

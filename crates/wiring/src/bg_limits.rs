@@ -13,17 +13,17 @@ use std::sync::Arc;
 use mimesis_core::clock::{Clock, Mono};
 use mimesis_core::ids::{JobId, SessionId};
 use mimesis_core::job::SessionKind;
-use mimesis_core::session::{StoreEvent, TrackedSession};
+use mimesis_core::session::TrackedSession;
 use mimesis_core::status::Status;
 use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::supervision::background::{BgEffect, BgLimits, BgObservation};
 use mimesis_core::supervision::limits::Limits;
 use mimesis_supervise::Supervisor;
-use mimesis_watch::background::running_workers;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
 use crate::Mimesis;
-use crate::background::{Claude, Verb, claude_program};
+use crate::background::Verb;
+use crate::roster_rows::{self, Rows, Seen, wake_at};
 
 /// One background session under the limits.
 struct Watched {
@@ -34,8 +34,7 @@ struct Watched {
     cwd: Option<PathBuf>,
 }
 
-/// What the limits need of a roster row (a copy of every row would double the roster's
-/// memory).
+/// What the limits need of a roster row.
 #[derive(Clone, Debug, Default)]
 struct Slim {
     kind: Option<SessionKind>,
@@ -45,7 +44,7 @@ struct Slim {
     host: Option<String>,
 }
 
-impl Slim {
+impl roster_rows::Slim for Slim {
     fn of(s: &TrackedSession) -> Slim {
         Slim { kind: s.kind, job: s.job.clone(), live: s.live, status: s.status, host: s.host.clone() }
     }
@@ -81,70 +80,34 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor) {
     let mut settings = mimesis.subscribe_settings();
     let clock = mimesis.clock().clone();
     engine.ready().await;
-    let mut rows: HashMap<SessionId, Slim> = HashMap::new();
-    let mut seq = 0;
+    let mut rows: Rows<Slim> = Rows::new();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
     let mut d = Driver { mimesis, sup, clock, watched: HashMap::new(), done: done_tx };
-    // Rows are followed only while the limits apply to background sessions (off by default).
-    let mut following = false;
     loop {
-        let wait = d
-            .next_deadline()
-            .map(|at| tokio::time::Instant::now() + at.since(d.clock.mono()).min(std::time::Duration::from_secs(3600)));
+        let wait = d.next_deadline().map(|at| wake_at(d.clock.as_ref(), at));
+        // Rows are followed only while the limits apply to background sessions (off by default).
         let on = d.limits().is_some();
-        if on && !following {
-            if let Ok(snap) = engine.snapshot().await {
-                seq = snap.seq;
-                rows = snap.sessions.iter().map(|s| (s.session_id.clone(), Slim::of(s))).collect();
-            }
-            following = true;
+        if on && !rows.following() {
+            rows.start(&engine).await;
             d.settings_changed(&rows);
-        } else if !on && following {
-            following = false;
-            rows.clear();
+        } else if !on && rows.following() {
+            rows.stop();
             d.settings_changed(&rows);
         }
         tokio::select! {
-            ev = events.recv() => match ev {
-                Ok(_) if !following => {}
-                Ok(env) => {
-                    if env.seq <= seq {
-                        continue;
-                    }
-                    seq = env.seq;
-                    let id = env.event.session_id().clone();
-                    match &env.event {
-                        StoreEvent::Discovered { session } => {
-                            rows.insert(id.clone(), Slim::of(session));
-                        }
-                        StoreEvent::Updated { changes, .. } => {
-                            if let Some(r) = rows.get_mut(&id) {
-                                r.apply(changes);
-                            }
-                        }
-                        StoreEvent::Removed { .. } => {
-                            rows.remove(&id);
-                        }
-                    }
-                    d.row_changed(&id, rows.get(&id));
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    if let Ok(snap) = engine.snapshot().await {
-                        seq = snap.seq;
-                        rows = snap.sessions.iter().map(|s| (s.session_id.clone(), Slim::of(s))).collect();
-                        let ids: Vec<SessionId> = rows.keys().cloned().collect();
-                        for id in ids {
-                            d.row_changed(&id, rows.get(&id));
-                        }
+            ev = events.recv() => match rows.take(ev, &engine).await {
+                Seen::Rows(ids) => {
+                    for id in ids {
+                        d.row_changed(&id, rows.get(&id));
                     }
                 }
-                Err(broadcast::error::RecvError::Closed) => return,
+                Seen::Closed => return,
             },
             changed = settings.changed() => {
                 if changed.is_err() {
                     return;
                 }
-                if following {
+                if rows.following() {
                     d.settings_changed(&rows);
                 }
             }
@@ -158,11 +121,6 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor) {
             _ = sleep_until(wait) => d.tick(),
         }
     }
-}
-
-/// The worker's folder, checked (absolute, no `..`).
-fn cwd_of(w: &mimesis_core::daemon::Worker) -> Option<PathBuf> {
-    w.cwd.as_deref().and_then(|c| mimesis_core::layout::checked_cwd(c).ok())
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {
@@ -190,7 +148,7 @@ impl Driver {
         self.watched.values().filter_map(|w| w.limits.next_deadline()).min()
     }
 
-    fn settings_changed(&mut self, rows: &HashMap<SessionId, Slim>) {
+    fn settings_changed(&mut self, rows: &Rows<Slim>) {
         let Some(limits) = self.limits() else {
             if !self.watched.is_empty() {
                 tracing::info!("limits no longer applied to background sessions");
@@ -202,17 +160,9 @@ impl Driver {
         for w in self.watched.values_mut() {
             w.limits.set_limits(limits.clone(), now);
         }
-        for (id, row) in rows {
+        for (id, row) in rows.all() {
             self.row_changed(id, Some(row));
         }
-    }
-
-    /// Where the service's worker of `job` is (its config folder), and when it started.
-    fn worker(&self, job: &JobId) -> Option<(PathBuf, mimesis_core::daemon::Worker)> {
-        self.mimesis
-            .roots()
-            .iter()
-            .find_map(|r| running_workers(r).into_iter().find(|w| w.job == *job).map(|w| (r.clone(), w)))
     }
 
     fn row_changed(&mut self, id: &SessionId, row: Option<&Slim>) {
@@ -224,7 +174,7 @@ impl Driver {
         };
         let now = self.clock.mono();
         let wall = self.clock.now();
-        let found = if row.live { self.worker(&job.id) } else { None };
+        let found = if row.live { roster_rows::worker(self.mimesis.roots(), &job.id) } else { None };
         let started_wall = found.as_ref().and_then(|(_, w)| w.started_at);
         let started = started_wall.map_or(now, |s| {
             Mono::from_millis(now.millis().saturating_sub(wall.millis().saturating_sub(s.millis()).max(0) as u64))
@@ -234,7 +184,7 @@ impl Driver {
             Some(w) => {
                 if let Some((root, worker)) = found {
                     w.root = root;
-                    w.cwd = cwd_of(&worker).or(w.cwd.take());
+                    w.cwd = roster_rows::cwd_of(&worker).or(w.cwd.take());
                 }
                 w.limits.observe(obs, now)
             }
@@ -242,7 +192,7 @@ impl Driver {
                 let Some((root, worker)) = found else { return };
                 tracing::info!(session = %id, job = %job.id, "the limits apply to this background session");
                 let limits = BgLimits::new(id.clone(), obs, limits, now);
-                let cwd = cwd_of(&worker);
+                let cwd = roster_rows::cwd_of(&worker);
                 self.watched.insert(id.clone(), Watched { limits, job: job.id.clone(), root, cwd });
                 Vec::new()
             }
@@ -275,23 +225,15 @@ impl Driver {
                 BgEffect::MeasureRss => {
                     let (done, id, job, roots) = (self.done.clone(), id.clone(), job.clone(), vec![root.clone()]);
                     tokio::task::spawn_blocking(move || {
-                        let pid = roots.iter().find_map(|r| running_workers(r).into_iter().find(|w| w.job == job))?.pid;
+                        let pid = roster_rows::worker(&roots, &job)?.1.pid;
                         let (rss, _) = mimesis_os::procs::tree_usage(pid);
                         done.send(Done::Rss(id, rss)).ok()
                     });
                 }
                 BgEffect::Respawn | BgEffect::Stop => {
                     let verb = if effect == BgEffect::Respawn { Verb::Respawn } else { Verb::Stop };
-                    let claude = Claude::new(claude_program(self.mimesis.data_dir()), &root).in_folder(cwd.as_deref());
-                    let (id, job) = (id.clone(), job.clone());
-                    tokio::task::spawn_blocking(move || match claude.act(&job, verb) {
-                        Ok(said) => {
-                            tracing::info!(session = %id, %said, "background session limit: claude {}", verb.word())
-                        }
-                        Err(e) => {
-                            tracing::warn!(session = %id, error = %e, "background session limit: claude {} failed", verb.word())
-                        }
-                    });
+                    let (data, why) = (self.mimesis.data_dir(), "background session limit");
+                    roster_rows::act(data, &root, cwd.as_deref(), (id, &job), verb, why);
                 }
             }
         }

@@ -12,30 +12,28 @@
 //!
 //! Today's spend is what the transcripts said of today when the budget was first needed
 //! (one cost report), plus what every row spent since (its cost now less its cost then);
-//! at midnight it starts from nothing, every row's cost then its new base.
+//! at midnight it starts from nothing, every row's cost then its new base. Midnight is a
+//! deadline on the injected clock ([`day::Day`]).
+
+mod day;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::time::Duration;
 
-use chrono::NaiveDate;
+use chrono::{Local, NaiveDate};
 use mimesis_core::clock::Timestamp;
 use mimesis_core::ids::{JobId, SessionId};
 use mimesis_core::job::SessionKind;
-use mimesis_core::session::{Cost, StoreEvent, TrackedSession};
+use mimesis_core::session::{Cost, TrackedSession};
 use mimesis_core::spend::{CostQuery, GroupBy};
 use mimesis_core::status::Status;
 use mimesis_core::supervision::budget::{Crossed, FleetBudget, RowBudget, RowEffect, Scope, wording};
 use mimesis_core::supervision::{EventKind, SupervisionEvent};
 use mimesis_supervise::Supervisor;
-use mimesis_watch::background::running_workers;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
 use crate::Mimesis;
-use crate::background::{Claude, Verb, claude_program};
-
-/// How often the local day is looked at when nothing else happens.
-const DAY_CHECK: Duration = Duration::from_secs(60);
+use crate::background::Verb;
+use crate::roster_rows::{self, Rows, Seen, Slim, wake_at};
 
 /// What budgets need of a roster row.
 #[derive(Clone, Debug, Default)]
@@ -57,7 +55,7 @@ fn spent(c: &Cost) -> f64 {
     c.billed.as_ref().map(|b| b.cost_usd).or(c.estimated_usd).filter(|v| v.is_finite() && *v >= 0.0).unwrap_or(0.0)
 }
 
-impl Row {
+impl Slim for Row {
     fn of(s: &TrackedSession) -> Row {
         let cost = spent(&s.cost);
         Row {
@@ -70,6 +68,16 @@ impl Row {
             busy: matches!(s.status, Status::Working | Status::WaitingForApproval),
             remote: s.host.is_some(),
         }
+    }
+
+    /// A new file: all its spend is new (today's).
+    fn discovered(s: &TrackedSession) -> Row {
+        Row { base: 0.0, ..Row::of(s) }
+    }
+
+    /// Read again after a lag: today's count for it began when it did.
+    fn reread(was: Option<&Row>, s: &TrackedSession) -> Row {
+        Row { base: was.map_or(0.0, |r| r.base), ..Row::of(s) }
     }
 
     fn apply(&mut self, p: &mimesis_core::session::SessionPatch) {
@@ -106,11 +114,11 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor, fleet: bool) {
     engine.ready().await;
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(NaiveDate, f64)>();
     let mut d = Driver {
-        today: today(&mimesis),
+        day: day::Day::new(&Local, mimesis.clock().both()),
         mimesis,
         sup,
         fleet_on: fleet,
-        rows: HashMap::new(),
+        rows: Rows::new(),
         budgets: HashMap::new(),
         fleet: FleetBudget::default(),
         before: None,
@@ -118,54 +126,23 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor, fleet: bool) {
         told: false,
         done: done_tx,
     };
-    let mut seq = 0;
-    if let Ok(snap) = engine.snapshot().await {
-        seq = snap.seq;
-        d.rows = snap.sessions.iter().map(|s| (s.session_id.clone(), Row::of(s))).collect();
-    }
+    d.rows.start(&engine).await;
     d.settings_changed();
-    let mut day_check = tokio::time::interval(DAY_CHECK);
     loop {
+        // Every wake-up looks at the clocks: a wall clock that jumped re-arms the day.
+        d.day_check();
+        let midnight = wake_at(d.mimesis.clock().as_ref(), d.day.deadline());
         tokio::select! {
-            ev = events.recv() => match ev {
-                Ok(env) => {
-                    if env.seq <= seq {
-                        continue;
-                    }
-                    seq = env.seq;
-                    let id = env.event.session_id().clone();
-                    match &env.event {
-                        StoreEvent::Discovered { session } => {
-                            // A new file: all its spend is new (today's).
-                            let row = Row { base: 0.0, ..Row::of(session) };
-                            d.rows.insert(id.clone(), row);
-                        }
-                        StoreEvent::Updated { changes, .. } => {
-                            if let Some(r) = d.rows.get_mut(&id) {
-                                r.apply(changes);
-                            }
-                        }
-                        StoreEvent::Removed { .. } => {
-                            d.rows.remove(&id);
+            ev = events.recv() => match d.rows.take(ev, &engine).await {
+                Seen::Rows(ids) => {
+                    for id in ids {
+                        if d.rows.get(&id).is_none() {
                             d.budgets.remove(&id);
                         }
-                    }
-                    d.row_changed(&id);
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    if let Ok(snap) = engine.snapshot().await {
-                        seq = snap.seq;
-                        for s in &snap.sessions {
-                            let base = d.rows.get(&s.session_id).map_or(0.0, |r| r.base);
-                            d.rows.insert(s.session_id.clone(), Row { base, ..Row::of(s) });
-                        }
-                        let ids: Vec<SessionId> = d.rows.keys().cloned().collect();
-                        for id in ids {
-                            d.row_changed(&id);
-                        }
+                        d.row_changed(&id);
                     }
                 }
-                Err(broadcast::error::RecvError::Closed) => return,
+                Seen::Closed => return,
             },
             changed = settings.changed() => {
                 if changed.is_err() {
@@ -174,33 +151,30 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor, fleet: bool) {
                 d.settings_changed();
             }
             Some((day, usd)) = done_rx.recv() => {
-                if day == d.today {
+                if day == d.day.date {
                     // The report holds every row's spend of today so far: count from here.
-                    for r in d.rows.values_mut() {
+                    for r in d.rows.all_mut().values_mut() {
                         r.base = r.cost;
                     }
                     d.before = Some(usd);
                     d.fleet_changed(None);
                 }
             }
-            _ = day_check.tick() => d.day_check(),
+            _ = tokio::time::sleep_until(midnight) => d.day_check(),
         }
     }
-}
-
-fn today(m: &Mimesis) -> NaiveDate {
-    crate::cost::local_day(m.clock().now())
 }
 
 struct Driver {
     mimesis: Mimesis,
     sup: Supervisor,
     fleet_on: bool,
-    rows: HashMap<SessionId, Row>,
+    rows: Rows<Row>,
     /// Sessions not supervised here (external, background) with a budget.
     budgets: HashMap<SessionId, RowBudget>,
     fleet: FleetBudget,
-    today: NaiveDate,
+    /// The local day, and its end on the injected clock.
+    day: day::Day,
     /// Today's spend before the rows' bases (the cost report), once known.
     before: Option<f64>,
     /// The cost report of today was asked for.
@@ -230,8 +204,7 @@ impl Driver {
         }
         let crossed = self.fleet.set_limit(daily);
         self.fleet_changed(crossed);
-        let ids: Vec<SessionId> = self.rows.keys().cloned().collect();
-        for id in ids {
+        for id in self.rows.ids() {
             self.row_changed(&id);
         }
     }
@@ -240,7 +213,7 @@ impl Driver {
     fn ask_today(&mut self) {
         self.asked = true;
         let (roots, data, day, done) =
-            (self.mimesis.roots().to_vec(), self.mimesis.data_dir().to_owned(), self.today, self.done.clone());
+            (self.mimesis.roots().to_vec(), self.mimesis.data_dir().to_owned(), self.day.date, self.done.clone());
         tokio::task::spawn_blocking(move || {
             let q = CostQuery { by: GroupBy::Session, since: Some(day), until: Some(day), project: None };
             let r = crate::cost::report(&roots, &data, &q, None, crate::cost::Reading::Copied);
@@ -249,13 +222,11 @@ impl Driver {
     }
 
     fn day_check(&mut self) {
-        let day = today(&self.mimesis);
-        if day == self.today {
+        if self.day.check(&Local, self.mimesis.clock().both()).is_none() {
             return;
         }
-        self.today = day;
         // A new day: every row's spend so far was before it.
-        for r in self.rows.values_mut() {
+        for r in self.rows.all_mut().values_mut() {
             r.base = r.cost;
         }
         self.before = Some(0.0);
@@ -264,14 +235,14 @@ impl Driver {
 
     /// Today's spend of the fleet, once the report of the day before the rows is known.
     fn fleet_spent(&self) -> Option<f64> {
-        let grown: f64 = self.rows.values().filter(|r| !r.remote).map(|r| (r.cost - r.base).max(0.0)).sum();
+        let grown: f64 = self.rows.all().values().filter(|r| !r.remote).map(|r| (r.cost - r.base).max(0.0)).sum();
         self.before.map(|b| b + grown)
     }
 
     fn fleet_changed(&mut self, crossed: Option<Crossed>) {
         let mut said = crossed;
         if let Some(spent) = self.fleet_spent() {
-            said = said.or(self.fleet.observe(self.today, spent));
+            said = said.or(self.fleet.observe(self.day.date, spent));
         }
         if let Some(c) = said {
             let message = match c {
@@ -306,6 +277,7 @@ impl Driver {
     /// The local session that spent the most today.
     fn busiest(&self) -> Option<SessionId> {
         self.rows
+            .all()
             .iter()
             .filter(|(_, r)| !r.remote)
             .max_by(|a, b| (a.1.cost - a.1.base).total_cmp(&(b.1.cost - b.1.base)))
@@ -370,20 +342,14 @@ impl Driver {
 
     /// Claude Code's own `claude stop` for a background session over its budget.
     fn stop(&self, id: &SessionId, job: &JobId, scope: Scope) {
-        let found = self
-            .mimesis
-            .roots()
-            .iter()
-            .find_map(|r| running_workers(r).into_iter().find(|w| w.job == *job).map(|w| (r.clone(), w)));
-        let Some((root, worker)) = found else { return };
-        let cwd: Option<PathBuf> = worker.cwd.as_deref().and_then(|c| mimesis_core::layout::checked_cwd(c).ok());
-        let claude = Claude::new(claude_program(self.mimesis.data_dir()), &root).in_folder(cwd.as_deref());
-        let (id, job) = (id.clone(), job.clone());
-        let what = if scope == Scope::Fleet { "today's budget" } else { "its budget" };
-        tokio::task::spawn_blocking(move || match claude.act(&job, Verb::Stop) {
-            Ok(said) => tracing::info!(session = %id, %said, "background session over {what}: claude stop"),
-            Err(e) => tracing::warn!(session = %id, error = %e, "background session over {what}: claude stop failed"),
-        });
+        let Some((root, worker)) = roster_rows::worker(self.mimesis.roots(), job) else { return };
+        let why = if scope == Scope::Fleet {
+            "background session over today's budget"
+        } else {
+            "background session over its budget"
+        };
+        let cwd = roster_rows::cwd_of(&worker);
+        roster_rows::act(self.mimesis.data_dir(), &root, cwd.as_deref(), (id, job), Verb::Stop, why);
     }
 }
 

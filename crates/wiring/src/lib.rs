@@ -33,6 +33,7 @@ pub mod doctor;
 mod handover;
 pub mod once;
 pub mod remote;
+mod roster_rows;
 pub mod search;
 pub mod supervisors;
 pub mod ui_contract;

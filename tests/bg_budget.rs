@@ -1,0 +1,15 @@
+//! A budget on one of Claude Code 2.1.332's background sessions (issue 36), the session's
+//! own (`limits.budgetUsd`): warned at 85 %, reached mid-turn, stopped through `claude
+//! stop` once the turn ends, resumed by `claude respawn` with nothing lost (the scenario:
+//! `tests/support/bg_budget.rs`).
+//!
+//! One test in its own binary: it gives the process the home's environment (Claude Code's
+//! verbs inherit it), which no other test shares.
+
+use mimesis_core::supervision::budget::Scope;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_session_over_its_budget_is_stopped_at_its_turns_end_and_resumes() -> anyhow::Result<()> {
+    // SAFETY: the only test of this binary, first thing.
+    unsafe { mimesis_tests::bg_budget::stopped_over_budget(Scope::Session) }.await
+}
