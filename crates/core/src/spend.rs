@@ -10,6 +10,7 @@
 //! itself ([`crate::pricing`]). The local day of an instant comes from the caller (the
 //! time zone is read from the system, which is I/O).
 
+pub mod cache;
 mod read;
 #[cfg(test)]
 mod tests;
