@@ -73,6 +73,8 @@ pub async fn search_history(
     search: tauri::State<'_, SearchState>,
     request: Request,
 ) -> Result<SearchAnswer, String> {
+    // Someone searches: the index starts now if it waited for the roster.
+    search.shown.notify_one();
     let data_dir = state.mimesis.data_dir().to_owned();
     let results = tokio::task::spawn_blocking(move || mimesis_wiring::search::query(&data_dir, &request))
         .await
