@@ -30,6 +30,7 @@ const COMMANDS: &[&str] = &[
     "spend_view",
     "search_history",
     "search_progress",
+    "roster_shown",
     "timeline_find",
     "approvals_pending",
     "approval_decide",

@@ -304,6 +304,7 @@ commands! {
     spend_view(days: u32) -> SpendView;
     search_history(request: Request) -> SearchAnswer;
     search_progress() -> Progress;
+    roster_shown() -> ();
     timeline_find(session_id: String, uuid: String, tool_use_id: Option<String>) -> Option<usize>;
     hosts_list() -> Vec<HostInfo>;
     host_retry(host: String) -> ();

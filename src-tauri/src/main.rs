@@ -402,6 +402,7 @@ fn main() {
             commands::spend_view,
             search::search_history,
             search::search_progress,
+            search::roster_shown,
             search::timeline_find,
             #[cfg(feature = "record")]
             record::record_write,

@@ -1101,6 +1101,7 @@ export interface Commands {
   spend_view: { args: { days: number }; ret: SpendView };
   search_history: { args: { request: SearchRequest }; ret: SearchAnswer };
   search_progress: { args: undefined; ret: SearchProgress };
+  roster_shown: { args: undefined; ret: null };
   timeline_find: { args: { sessionId: string; uuid: string; toolUseId?: string | null }; ret: number | null };
   hosts_list: { args: undefined; ret: Array<HostInfo> };
   host_retry: { args: { host: string }; ret: null };
