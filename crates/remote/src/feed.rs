@@ -9,6 +9,7 @@ use mimesis_core::ids::SessionId;
 use mimesis_core::remote::{
     self, Destination, Failure, FromRemote, HostLink, HostState, MAX_HOST_BYTES, MAX_HOST_SESSIONS, ToRemote,
 };
+use mimesis_core::search::{Request, Results};
 use mimesis_core::session::{StoreEvent, TrackedSession};
 use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::timeline::TimelineItem;
@@ -55,6 +56,8 @@ pub enum FeedCmd {
     Install(PathBuf),
     /// The timeline of one of the host's sessions.
     Show(String, oneshot::Sender<Result<Vec<TimelineItem>, String>>),
+    /// A search of the host's history (the window's search).
+    Search(Box<Request>, oneshot::Sender<Result<Results, String>>),
 }
 
 /// One host kept connected: reconnects after a drop with back-off (1 s doubling to a
@@ -262,6 +265,9 @@ async fn feed(
                 Some(Some(FeedCmd::Show(_, reply))) => {
                     let _ = reply.send(Err("the host is not connected".into()));
                 }
+                Some(Some(FeedCmd::Search(_, reply))) => {
+                    let _ = reply.send(Err("the host is not connected".into()));
+                }
                 // The wait ran out: `due`, on the injectable clock, decides.
                 None => {}
             }
@@ -291,8 +297,20 @@ async fn feed(
     }
 }
 
-/// A reply owed to whoever asked for a timeline.
-type Reply = oneshot::Sender<Result<Vec<TimelineItem>, String>>;
+/// A reply owed to whoever asked for a timeline or a search.
+enum Reply {
+    Timeline(oneshot::Sender<Result<Vec<TimelineItem>, String>>),
+    Search(oneshot::Sender<Result<Results, String>>),
+}
+
+impl Reply {
+    fn fail(self, why: String) {
+        let _ = match self {
+            Reply::Timeline(r) => r.send(Err(why)).is_ok(),
+            Reply::Search(r) => r.send(Err(why)).is_ok(),
+        };
+    }
+}
 
 /// Serves one connection until it fails (Some) or the feed's owner is gone (None). Every
 /// wait is bounded on the feed's clock: the first snapshot within `waits.snapshot` of the
@@ -329,7 +347,7 @@ async fn run_connection(
                 let late: Vec<u64> = waiting.iter().filter(|(_, (at, _))| *at <= now).map(|(req, _)| *req).collect();
                 for req in late {
                     if let Some((_, reply)) = waiting.remove(&req) {
-                        let _ = reply.send(Err(no_answer(waits.reply).sentence()));
+                        reply.fail(no_answer(waits.reply).sentence());
                     }
                 }
             }
@@ -359,12 +377,24 @@ async fn run_connection(
                     }
                     FromRemote::Supervision { event } => st.out.send(FeedMsg::Supervision(event)).await.is_ok(),
                     FromRemote::Timeline { req, items } => {
-                        if let Some((_, r)) = waiting.remove(&req) { let _ = r.send(Ok(items)); }
+                        match waiting.remove(&req) {
+                            Some((_, Reply::Timeline(r))) => { let _ = r.send(Ok(items)); }
+                            Some((_, r)) => r.fail("the host answered something else".into()),
+                            None => {}
+                        }
+                        true
+                    }
+                    FromRemote::SearchResults { req, results } => {
+                        match waiting.remove(&req) {
+                            Some((_, Reply::Search(r))) => { let _ = r.send(Ok(results)); }
+                            Some((_, r)) => r.fail("the host answered something else".into()),
+                            None => {}
+                        }
                         true
                     }
                     FromRemote::Error { req: Some(req), message } => {
                         if let Some((_, r)) = waiting.remove(&req) {
-                            let _ = r.send(Err(remote::quote(&message)));
+                            r.fail(remote::quote(&message));
                         }
                         true
                     }
@@ -372,7 +402,7 @@ async fn run_connection(
                         return Some(Failure::HelperMismatch(remote::quote(&message)));
                     }
                     // The feed asks for no report.
-                    FromRemote::Hello { .. } | FromRemote::Cost { .. } | FromRemote::SearchResults { .. } => true,
+                    FromRemote::Hello { .. } | FromRemote::Cost { .. } => true,
                 };
                 if !alive {
                     return None;
@@ -382,13 +412,33 @@ async fn run_connection(
                 None => return None,
                 Some(FeedCmd::Show(id, reply)) => {
                     next_req += 1;
-                    match conn.send(&ToRemote::Show { req: next_req, session_id: id }).await {
-                        Ok(()) => { waiting.insert(next_req, (st.clock.mono().plus(waits.reply), reply)); }
-                        Err(e) => { let _ = reply.send(Err(format!("cannot write to the host: {e}"))); }
-                    }
+                    let msg = ToRemote::Show { req: next_req, session_id: id };
+                    ask(st, conn, &mut waiting, next_req, &msg, Reply::Timeline(reply)).await;
+                }
+                Some(FeedCmd::Search(request, reply)) => {
+                    next_req += 1;
+                    let msg = ToRemote::Search { req: next_req, request: *request };
+                    ask(st, conn, &mut waiting, next_req, &msg, Reply::Search(reply)).await;
                 }
                 Some(FeedCmd::Retry | FeedCmd::Install(_)) => {}
             },
         }
+    }
+}
+
+/// Sends one request on the feed's connection; its reply is owed within `waits.reply`.
+async fn ask(
+    st: &FeedState,
+    conn: &mut Connection,
+    waiting: &mut HashMap<u64, (Mono, Reply)>,
+    req: u64,
+    msg: &ToRemote,
+    reply: Reply,
+) {
+    match conn.send(msg).await {
+        Ok(()) => {
+            waiting.insert(req, (st.clock.mono().plus(conn.waits.reply), reply));
+        }
+        Err(e) => reply.fail(format!("cannot write to the host: {e}")),
     }
 }
