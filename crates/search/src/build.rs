@@ -63,6 +63,40 @@ struct Chunk {
     end: u64,
     last: bool,
     rows: Vec<Row>,
+    /// Words of these rows this worker had not met before (for `terms`).
+    terms: Vec<String>,
+}
+
+/// The most words a worker remembers having met (past it, it forgets them all: a word
+/// met again is only inserted again, and ignored).
+const MAX_SEEN_TERMS: usize = 1 << 20;
+/// Longer words are not kept in `terms` (hashes, base64): a prefix of one is read by FTS5.
+const MAX_TERM_BYTES: usize = 64;
+
+/// The words of `text` not in `seen`, lower case, as the index's tokenizer reads words
+/// (a prefix of plain ASCII finds what FTS5 would).
+fn new_terms(text: &str, seen: &mut HashSet<String>, out: &mut Vec<String>) {
+    let mut word = String::new();
+    for (a, b) in mimesis_core::search::query::word_spans(text) {
+        if b - a > MAX_TERM_BYTES {
+            continue;
+        }
+        word.clear();
+        let w = &text[a..b];
+        if w.is_ascii() {
+            word.push_str(w);
+            word.make_ascii_lowercase();
+        } else {
+            word.extend(w.chars().flat_map(char::to_lowercase));
+        }
+        if !seen.contains(word.as_str()) {
+            if seen.len() >= MAX_SEEN_TERMS {
+                seen.clear();
+            }
+            seen.insert(word.clone());
+            out.push(word.clone());
+        }
+    }
 }
 
 fn mtime_ms(md: &std::fs::Metadata) -> i64 {
@@ -82,7 +116,7 @@ fn cut(mut text: String) -> String {
 
 /// Reads one transcript from `w.from`, handing its documents over in chunks. Only whole
 /// lines are read: a line still being written is read on a later update.
-fn read(work: usize, w: &Work<'_>, tx: &mpsc::SyncSender<Chunk>) -> std::io::Result<()> {
+fn read(work: usize, w: &Work<'_>, seen: &mut HashSet<String>, tx: &mpsc::SyncSender<Chunk>) -> std::io::Result<()> {
     let mut f = std::fs::File::open(&w.loc.path)?;
     f.seek(SeekFrom::Start(w.from))?;
     let mut r = BufReader::with_capacity(256 << 10, f);
@@ -90,6 +124,7 @@ fn read(work: usize, w: &Work<'_>, tx: &mpsc::SyncSender<Chunk>) -> std::io::Res
     let mut buf = Vec::new();
     let (mut offset, mut chunk_from, mut bytes) = (w.from, w.from, 0usize);
     let mut rows = Vec::new();
+    let mut terms = Vec::new();
     let mut last_at = w.mtime;
     loop {
         buf.clear();
@@ -101,18 +136,20 @@ fn read(work: usize, w: &Work<'_>, tx: &mpsc::SyncSender<Chunk>) -> std::io::Res
             let at_ms = doc.at.map_or(last_at, |t| t.millis());
             last_at = at_ms;
             bytes += doc.text.len();
-            rows.push(Row { offset, len: n as u64, part, at_ms, doc: Doc { text: cut(doc.text), ..doc } });
+            let doc = Doc { text: cut(doc.text), ..doc };
+            new_terms(&doc.text, seen, &mut terms);
+            rows.push(Row { offset, len: n as u64, part, at_ms, doc });
         }
         offset += n as u64;
         if bytes >= CHUNK_BYTES {
-            let rows = std::mem::take(&mut rows);
-            if tx.send(Chunk { work, from: chunk_from, end: offset, last: false, rows }).is_err() {
+            let (rows, terms) = (std::mem::take(&mut rows), std::mem::take(&mut terms));
+            if tx.send(Chunk { work, from: chunk_from, end: offset, last: false, rows, terms }).is_err() {
                 return Ok(());
             }
             (chunk_from, bytes) = (offset, 0);
         }
     }
-    let _ = tx.send(Chunk { work, from: chunk_from, end: offset, last: true, rows });
+    let _ = tx.send(Chunk { work, from: chunk_from, end: offset, last: true, rows, terms });
     Ok(())
 }
 
@@ -215,12 +252,14 @@ impl Index {
                 let tx = tx.clone();
                 let (next, work) = (&next, &work);
                 s.spawn(move || {
+                    let mut seen = HashSet::new();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(w) = work.get(i) else { break };
-                        if let Err(e) = read(i, w, &tx) {
+                        if let Err(e) = read(i, w, &mut seen, &tx) {
                             tracing::warn!(path = %w.loc.path.display(), error = %e, "cannot read a transcript to index");
-                            let _ = tx.send(Chunk { work: i, from: u64::MAX, end: 0, last: true, rows: Vec::new() });
+                            let failed = Chunk { work: i, from: u64::MAX, end: 0, last: true, rows: Vec::new(), terms: Vec::new() };
+                            let _ = tx.send(failed);
                         }
                     }
                 });
@@ -354,6 +393,10 @@ impl Index {
                 touched.execute(params![reversed(p), id, op.code()])?;
             }
             out.docs += 1;
+        }
+        let mut term = self.conn.prepare_cached("INSERT OR IGNORE INTO terms (term) VALUES (?1)")?;
+        for t in &chunk.terms {
+            term.execute([t])?;
         }
         self.conn.execute(
             "UPDATE files SET indexed = ?2, seen_len = CASE WHEN ?3 THEN ?4 ELSE seen_len END,

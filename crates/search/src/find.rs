@@ -31,11 +31,14 @@ struct Found {
 
 /// The longest line a snippet is read from (past it the hit has no snippet).
 const MAX_LINE: u64 = 64 << 20;
+/// The most words a prefix is read as (more: FTS5 reads the prefix itself).
+const MAX_ALTERNATIVES: usize = 64;
 
 impl Index {
     /// The hits of `req` on this machine, most recent first.
     pub fn search(&self, req: &Request) -> Result<Results, IndexError> {
-        let q = req.checked().map_err(IndexError::Request)?;
+        let mut q = req.checked().map_err(IndexError::Request)?;
+        self.expand_prefixes(&mut q)?;
         // The user's words are looked for in the text columns only, never in `project`.
         let kinds: &[Kind] = if req.kinds.is_empty() { &Kind::ALL } else { &req.kinds };
         let cols: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
@@ -85,7 +88,7 @@ impl Index {
                 if !q.all.is_empty() && !words.is_empty() {
                     let touched: std::collections::HashSet<i64> = touching.into_iter().collect();
                     let mut both = q.clone();
-                    both.all.push(query::Term { words, prefix: false });
+                    both.all.push(query::Term { words, prefix: false, alternatives: Vec::new() });
                     let fts = both.fts(&[Kind::ToolCall.as_str()]).unwrap_or_default();
                     let mut st = self.conn.prepare_cached(
                         "SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid >= ?2 ORDER BY rowid DESC",
@@ -137,6 +140,24 @@ impl Index {
         let texts = read_docs(&hits);
         let hits = hits.into_iter().zip(texts).map(|(f, text)| self.hit(f, text, &q)).collect::<Result<Vec<_>, _>>()?;
         Ok(Results { hits, total, total_capped: capped, failed: Vec::new() })
+    }
+
+    /// Each prefix of `q` that stands for at most [`MAX_ALTERNATIVES`] words of the index,
+    /// as those words (read lazily by FTS5, where a prefix is read whole first). A prefix
+    /// that is not plain ASCII, or stands for more words, stays a prefix.
+    fn expand_prefixes(&self, q: &mut Query) -> Result<(), IndexError> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT term FROM terms WHERE term >= ?1 AND term < ?1 || char(1114111) ORDER BY term LIMIT ?2",
+        )?;
+        for t in q.all.iter_mut().chain(q.none.iter_mut()) {
+            let Some(last) = t.words.last().filter(|w| t.prefix && w.is_ascii()) else { continue };
+            let words: Vec<String> =
+                st.query_map(params![last, MAX_ALTERNATIVES as i64 + 1], |r| r.get(0))?.collect::<Result<_, _>>()?;
+            if !words.is_empty() && words.len() <= MAX_ALTERNATIVES {
+                t.alternatives = words;
+            }
+        }
+        Ok(())
     }
 
     /// The tool calls that read, edited or wrote `file` (a path or the end of one), newest first.
