@@ -769,7 +769,10 @@ fn the_windows_hub_searches_each_followed_machine_on_its_connection() -> Result<
         ensure!(Instant::now() < deadline, "the hub's hosts: {:?}\nsshd: {}", hub.hosts(), rig.sshd.log());
         std::thread::sleep(Duration::from_millis(20));
     }
-    let req = |q: &str| Request { query: q.into(), ..Request::default() };
+    // As the window asks: its timeline open, then the search with the window's limit.
+    let items = rt.block_on(hub.timeline(&format!("devbox:{}", id(1)))).map_err(anyhow::Error::msg)?;
+    ensure!(!items.is_empty(), "the remote timeline");
+    let req = |q: &str| Request { query: q.into(), limit: Some(50), ..Request::default() };
     let found = rt.block_on(hub.search("devbox", &req("kingfisher"))).map_err(anyhow::Error::msg)?;
     let seen: Vec<(&str, Option<&str>)> = found.hits.iter().map(|h| (h.uuid.as_str(), h.host.as_deref())).collect();
     assert_eq!(seen, [("u1", Some("devbox"))], "{found:?}");
