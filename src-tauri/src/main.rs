@@ -401,6 +401,7 @@ fn main() {
             quit::interrupted_dismiss,
             commands::spend_view,
             search::search_history,
+            search::search_host,
             search::search_progress,
             search::roster_shown,
             search::timeline_find,

@@ -1,7 +1,8 @@
 //! The window's search over all history (issue 35, docs/ipc.md `search_history`): the
 //! index kept up to date while the app watches ([`mimesis_wiring::search::Keeper`], poked
 //! whenever the engine publishes a change, started once the page shows the complete roster
-//! so the roster never waits for it), queries over it, and finding a hit's item in a timeline.
+//! so the roster never waits for it), queries over it and over the machines the window
+//! follows, and finding a hit's item in a timeline.
 
 use std::sync::Arc;
 
@@ -86,6 +87,19 @@ pub async fn search_history(
 #[tauri::command]
 pub fn roster_shown(search: tauri::State<'_, SearchState>) {
     search.shown.notify_one();
+}
+
+/// One search of another machine's history (the window asks each of the machines it
+/// follows at once, beside `search_history`, and shows each answer as it comes): on the
+/// connection the window keeps to it; its hits carry `host`, its failure is a sentence.
+#[tauri::command]
+pub async fn search_host(
+    remote: tauri::State<'_, crate::hosts::RemoteState>,
+    host: String,
+    request: Request,
+) -> Result<Results, String> {
+    request.checked()?;
+    remote.hub.search(&host, &request).await.map_err(|e| e.to_string())
 }
 
 /// How far the index's first build is.

@@ -50,6 +50,7 @@ const READS = new Set<string>([
   'resources',
   'spend_view',
   'search_history',
+  'search_host',
   'search_progress',
   'timeline_find',
   'hosts_list',
