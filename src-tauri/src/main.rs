@@ -22,6 +22,8 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 mod autostart;
+#[cfg(test)]
+mod acl;
 mod background;
 mod bg_terminals;
 mod commands;
