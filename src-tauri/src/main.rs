@@ -21,9 +21,9 @@
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
-mod autostart;
 #[cfg(test)]
 mod acl;
+mod autostart;
 mod background;
 mod bg_terminals;
 mod commands;
