@@ -788,14 +788,14 @@ fn the_windows_hub_searches_each_followed_machine_on_its_connection() -> Result<
     assert_eq!(uuids, ["late", "u1"], "newest first: {found:?}");
     // The host's refusal of a query is its sentence.
     let refused = rt.block_on(hub.search("devbox", &req("-kingfisher")));
-    ensure!(refused.as_ref().is_err_and(|e| e.contains("only excludes")), "{refused:?}");
+    ensure!(refused.as_ref().is_err_and(|e| e.to_string().contains("only excludes")), "{refused:?}");
     // A machine that cannot be reached is said at once, with why.
     let t0 = Instant::now();
     let failed = rt.block_on(hub.search("nosuchhost", &req("kingfisher")));
-    ensure!(failed.as_ref().is_err_and(|e| e.starts_with("not reachable — ")), "{failed:?}");
+    ensure!(failed.as_ref().is_err_and(|e| e.to_string().starts_with("not reachable — ")), "{failed:?}");
     ensure!(t0.elapsed() < Duration::from_secs(5), "an unreachable host was waited for: {:?}", t0.elapsed());
     let unknown = rt.block_on(hub.search("elsewhere", &req("kingfisher")));
-    ensure!(unknown.as_ref().is_err_and(|e| e.contains("not in the list")), "{unknown:?}");
+    ensure!(unknown.as_ref().is_err_and(|e| e.to_string().contains("not in the list")), "{unknown:?}");
     drop(hub);
     Ok(())
 }
