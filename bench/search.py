@@ -5,7 +5,7 @@ plant CORPUS: adds rare words to a corpus (once; it records what it planted in
 CORPUS/planted.json): each of 24 made-up words is appended, as a prompt, to 1 to 3
 sessions, so a query for it has few hits and any scan must read every byte.
 
-run --mimesis PATH --corpus DIR [--corpus DIR ...] [--runs N]: for each corpus
+run --mimesis PATH --corpus DIR [--corpus DIR ...] [--runs N] [--before PATH]: for each corpus
 - the first build: `mimesis search` on an empty data dir (wall, CPU, peak RSS), and the
   index's size against the corpus's;
 - rare words: `mimesis search WORD --json` against `rg -l -F -i WORD` over the same
@@ -13,12 +13,24 @@ run --mimesis PATH --corpus DIR [--corpus DIR ...] [--runs N]: for each corpus
 - every query of a mixed set (rare and common words, phrases, exclusions, kinds,
   projects, files), each run N times: median and p95;
 - an appended record: from the append to the first search that finds it.
+With --before PATH (another build of mimesis, with an index of its own), the mixed set is
+run by both, alternating query by query, and both are reported (before -> after); nothing
+else is measured.
 The page cache is warmed first, so the programs are compared, not the disk.
 """
 import argparse, json, os, random, shutil, statistics, subprocess, sys, tempfile, time
 
 RARE = [f"{a}{b}" for a in ("zorblax", "quintel", "vexmora", "plinthar", "grumwald", "ostravik")
         for b in ("ion", "eth", "ura", "ock")]
+
+
+# The mixed set of queries: rare and common words, phrases, exclusions, kinds, projects, files.
+QUERIES = [[w] for w in RARE[:6]] + [
+    ["cargo"], ["trailing", "commas"], ['"nested arrays without"'], ["cargo -test"],
+    ["session", "--kind", "reply"], ["fix", "--kind", "tool_result", "--kind", "thinking"],
+    ["parser", "--project", "project-007"], ["store", "--since", "2026-10-25"],
+    ["--file", "store.rs"], ["--file", "src/lib.rs", "test"], ["refact*"], ["cargo", "--limit", "200"],
+]
 
 
 def sessions(corpus):
@@ -105,6 +117,7 @@ def main():
     r.add_argument("--mimesis", required=True)
     r.add_argument("--corpus", action="append", required=True)
     r.add_argument("--runs", type=int, default=7)
+    r.add_argument("--before", help="another build of mimesis: the mixed queries alternate between the two")
     a = ap.parse_args()
     if a.cmd == "plant":
         print(json.dumps(plant(a.corpus)))
@@ -121,6 +134,29 @@ def main():
         index = du(data)
         print(f"first build: {wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MB peak RSS; "
               f"index {index / 1e6:.0f} MB = {100 * index / size:.1f} % of the corpus")
+        if a.before:
+            before_data = tempfile.mkdtemp(prefix="mimesis-search-bench-before-")
+            before = [a.before, "--config-dir", corpus, "--data-dir", before_data, "search"]
+            run(before + ["zorblaxion", "--json"])
+            every = {"before": [], "after": []}
+            per = {}
+            for _ in range(a.runs):
+                for q in QUERIES:
+                    for name, cmd in (("before", before), ("after", base)):
+                        w, _, _, _ = run(cmd + q + ["--json"])
+                        every[name].append(w)
+                        per.setdefault(" ".join(q), {}).setdefault(name, []).append(w)
+            for name in ("before", "after"):
+                v = every[name]
+                print(f"{name}: all queries ({len(v)} runs of {len(QUERIES)}, alternating): median "
+                      f"{statistics.median(v) * 1000:.1f} ms, p95 {pct(v, 0.95) * 1000:.1f} ms, max {max(v) * 1000:.1f} ms")
+            for q, v in per.items():
+                print(f"  {q:<45} median {statistics.median(v['before']) * 1000:6.1f} -> "
+                      f"{statistics.median(v['after']) * 1000:6.1f} ms   max {max(v['before']) * 1000:6.1f} -> "
+                      f"{max(v['after']) * 1000:6.1f} ms")
+            shutil.rmtree(before_data, ignore_errors=True)
+            shutil.rmtree(data, ignore_errors=True)
+            continue
         # Rare words against ripgrep, alternating.
         ours, rg, ratios = [], [], []
         for i in range(a.runs):
@@ -137,12 +173,7 @@ def main():
               f"rg -l -F -i median {mr * 1000:.0f} ms: {mr / mo:.0f}x faster "
               f"(pairwise median {statistics.median(ratios):.0f}x)")
         # Every kind of query.
-        queries = [[w] for w in RARE[:6]] + [
-            ["cargo"], ["trailing", "commas"], ['"nested arrays without"'], ["cargo -test"],
-            ["session", "--kind", "reply"], ["fix", "--kind", "tool_result", "--kind", "thinking"],
-            ["parser", "--project", "project-007"], ["store", "--since", "2026-10-25"],
-            ["--file", "store.rs"], ["--file", "src/lib.rs", "test"], ["refact*"], ["cargo", "--limit", "200"],
-        ]
+        queries = QUERIES
         times = {}
         for _ in range(a.runs):
             for q in queries:

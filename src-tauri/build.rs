@@ -26,10 +26,13 @@ const COMMANDS: &[&str] = &[
     "pty_resume",
     "pty_restart",
     "pty_delete",
+    "pty_raise_budget",
     "resources",
     "spend_view",
     "search_history",
     "search_progress",
+    "search_host",
+    "roster_shown",
     "timeline_find",
     "approvals_pending",
     "approval_decide",
@@ -53,6 +56,9 @@ const COMMANDS: &[&str] = &[
     "bg_stop",
     "bg_respawn",
     "bg_remove",
+    "app_quit",
+    "sessions_interrupted",
+    "interrupted_dismiss",
     // Only with the `record` feature, and granted at run time only while recording
     // (src/record.rs): default.json does not name it.
     "record_write",

@@ -739,3 +739,63 @@ fn search_runs_on_each_host_and_its_hits_are_merged_with_the_host_named() -> Res
     assert_eq!(v["failed"][0]["host"], "nosuchhost");
     Ok(())
 }
+
+/// The window's search of the machines it follows (`search_host`): each host's search runs
+/// on the hub's own connection to it, its hits come back with `host`, a record appended
+/// there is found by the next search, and a machine that cannot be reached is a sentence
+/// naming why, at once (the window shows this machine's hits meanwhile).
+#[test]
+fn the_windows_hub_searches_each_followed_machine_on_its_connection() -> Result<()> {
+    use mimesis_core::clock::{Clock, SystemClock};
+    use mimesis_core::remote::{Destination, HostState};
+    use mimesis_core::search::Request;
+    let Some(rig) = Rig::new()? else { return Ok(()) };
+    let remote = write_session(&rig.remote_root("devbox"), "-srv-api", 1, "drop the kingfisher cache", "/srv/api")?;
+    rig.json(&["ls", "--json", "--host", "devbox", "--no-local", "--install-helper"])?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let clock: std::sync::Arc<dyn Clock> = std::sync::Arc::new(SystemClock);
+    let hub = mimesis_wiring::remote::Hub::new(
+        mimesis_wiring::remote::Ssh::new("ssh", Some(rig.sshd.client_config.clone())),
+        clock,
+    );
+    let dests: Vec<Destination> = ["devbox", "nosuchhost"]
+        .iter()
+        .map(|d| Destination::parse(d).map_err(anyhow::Error::msg))
+        .collect::<Result<_>>()?;
+    rt.block_on(async { hub.set_hosts(&dests) });
+    let state = |h: &str| hub.hosts().into_iter().find(|i| i.host == h).map(|i| i.state);
+    let deadline = Instant::now() + T;
+    while state("devbox") != Some(HostState::Live) || state("nosuchhost") == Some(HostState::Connecting) {
+        ensure!(Instant::now() < deadline, "the hub's hosts: {:?}\nsshd: {}", hub.hosts(), rig.sshd.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // As the window asks: its timeline open, then the search with the window's limit.
+    let items = rt.block_on(hub.timeline(&format!("devbox:{}", id(1)))).map_err(anyhow::Error::msg)?;
+    ensure!(!items.is_empty(), "the remote timeline");
+    let req = |q: &str| Request { query: q.into(), limit: Some(50), ..Request::default() };
+    let found = rt.block_on(hub.search("devbox", &req("kingfisher"))).map_err(anyhow::Error::msg)?;
+    let seen: Vec<(&str, Option<&str>)> = found.hits.iter().map(|h| (h.uuid.as_str(), h.host.as_deref())).collect();
+    assert_eq!(seen, [("u1", Some("devbox"))], "{found:?}");
+    assert_eq!(found.hits[0].session_id.as_str(), id(1));
+    // What is appended there is found by the next search.
+    append(
+        &remote,
+        &json!({"type": "user", "uuid": "late", "timestamp": "2026-11-25T12:00:00.000Z", "sessionId": id(1),
+            "message": {"role": "user", "content": "the kingfisher again, later"}}),
+    )?;
+    let found = rt.block_on(hub.search("devbox", &req("kingfisher"))).map_err(anyhow::Error::msg)?;
+    let uuids: Vec<&str> = found.hits.iter().map(|h| h.uuid.as_str()).collect();
+    assert_eq!(uuids, ["late", "u1"], "newest first: {found:?}");
+    // The host's refusal of a query is its sentence.
+    let refused = rt.block_on(hub.search("devbox", &req("-kingfisher")));
+    ensure!(refused.as_ref().is_err_and(|e| e.to_string().contains("only excludes")), "{refused:?}");
+    // A machine that cannot be reached is said at once, with why.
+    let t0 = Instant::now();
+    let failed = rt.block_on(hub.search("nosuchhost", &req("kingfisher")));
+    ensure!(failed.as_ref().is_err_and(|e| e.to_string().starts_with("not reachable — ")), "{failed:?}");
+    ensure!(t0.elapsed() < Duration::from_secs(5), "an unreachable host was waited for: {:?}", t0.elapsed());
+    let unknown = rt.block_on(hub.search("elsewhere", &req("kingfisher")));
+    ensure!(unknown.as_ref().is_err_and(|e| e.to_string().contains("not in the list")), "{unknown:?}");
+    drop(hub);
+    Ok(())
+}

@@ -588,6 +588,43 @@ async fn a_machine_over_ssh_joins_the_roster() -> Result<()> {
 
 const REMOTE: &str = "dddddddd-0000-4000-8000-000000000004";
 
+/// The history search asks the machine too (issue 35): its hit comes with its machine named,
+/// and Enter opens the remote session's timeline at the item, highlighted.
+async fn search_there(app: &DesktopApp, key: &str) -> Result<()> {
+    use fantoccini::key::Key;
+    let t = Duration::from_secs(60);
+    app.click("[data-testid=history-search-button]").await?;
+    let input = app.client.find(Locator::Css("[data-testid=history-query]")).await?;
+    input.send_keys("flaky").await?;
+    let hit = "[data-testid=history-hit][data-host=devbox]";
+    let took = app
+        .wait_for("devbox's hit", t, || async {
+            if app.count(hit).await? == 1 {
+                return Ok(true);
+            }
+            // (This machine's index may still be built: Enter with no hit runs it again.)
+            input.send_keys(&char::from(Key::Enter).to_string()).await?;
+            Ok(false)
+        })
+        .await?;
+    eprintln!("history search → devbox's hit: {took:?}");
+    let text = app.js(&format!("return document.querySelector('{hit}').textContent;")).await?;
+    ensure!(text.as_str().is_some_and(|t| t.contains("devbox") && t.contains("flaky")), "the hit: {text}");
+    app.click(hit).await?;
+    let timeline = format!("[data-testid=timeline][data-session-id='{key}']");
+    app.wait_for("the remote item highlighted", t, || async {
+        let found = app
+            .js(&format!(
+                "return document.querySelector(\"{timeline} [data-testid=timeline-hit]\")?.textContent ?? '';"
+            ))
+            .await?;
+        Ok(found.as_str().is_some_and(|t| t.contains("Fix the flaky test")))
+    })
+    .await?;
+    ensure!(app.count("[data-testid=history-search]").await? == 0, "the dialog closed");
+    Ok(())
+}
+
 /// New session on devbox: the terminal runs `ssh -t devbox mimesis run …` (the stand-in agent
 /// there); its row comes through devbox's stream, supervised there; typing reaches the agent;
 /// Stop ends it there and the row says so.
@@ -749,6 +786,8 @@ async fn remote_machine(
         Ok(text.as_str().is_some_and(|t| t.contains("Fix the flaky test on the dev box") && t.contains("Now the docs")))
     })
     .await?;
+
+    search_there(app, &key).await?;
 
     new_session_there(app, work).await?;
 

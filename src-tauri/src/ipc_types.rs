@@ -303,7 +303,9 @@ commands! {
     bg_remove(session_id: String) -> String;
     spend_view(days: u32) -> SpendView;
     search_history(request: Request) -> SearchAnswer;
+    search_host(host: String, request: Request) -> Results;
     search_progress() -> Progress;
+    roster_shown() -> ();
     timeline_find(session_id: String, uuid: String, tool_use_id: Option<String>) -> Option<usize>;
     hosts_list() -> Vec<HostInfo>;
     host_retry(host: String) -> ();

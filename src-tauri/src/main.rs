@@ -21,6 +21,8 @@
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+#[cfg(test)]
+mod acl;
 mod autostart;
 mod background;
 mod bg_terminals;
@@ -401,7 +403,9 @@ fn main() {
             quit::interrupted_dismiss,
             commands::spend_view,
             search::search_history,
+            search::search_host,
             search::search_progress,
+            search::roster_shown,
             search::timeline_find,
             #[cfg(feature = "record")]
             record::record_write,

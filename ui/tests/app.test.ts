@@ -24,6 +24,8 @@ it('shows the roster with its test hooks and opens a timeline with what the engi
   const shown = new Set([...container.querySelectorAll('[data-testid=timeline-item]')].map((e) => e.getAttribute('data-kind')));
   for (const k of shown) expect(sent.has(k as never), `shown ${k}`).toBe(true);
   expect(container.querySelector('img, script')).toBeNull();
+  // The app was told the roster is on screen (its search index waits for that), once.
+  await waitFor(() => expect(b.calls.filter((c) => c.cmd === 'roster_shown')).toHaveLength(1));
 });
 
 it('says plainly where it looked when there are no sessions, and runs the demo', async () => {

@@ -42,7 +42,9 @@ describe('relativeTime', () => {
   const ago = (ms: number) => new Date(now - ms).toISOString();
   it.each([
     [1000, 'just now'],
-    [12_000, '12 s ago'],
+    [12_000, 'just now'],
+    [59_999, 'just now'],
+    [60_000, '1 min ago'],
     [3 * 60_000 + 5000, '3 min ago'],
     [2 * 3600_000, '2 h ago'],
     [4 * 86400_000, '4 d ago'],

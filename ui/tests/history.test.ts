@@ -9,7 +9,7 @@ import { AppController, engineContext } from '../src/lib/app.svelte';
 import { HistorySearch, hitSession, markedParts, projectName, touchedFile } from '../src/lib/history.svelte';
 import { isHistorySearchKey } from '../src/lib/keymap';
 import { TimelineView } from '../src/lib/timeline.svelte';
-import type { SearchAnswer, SearchHit, SearchRequest } from '../src/lib/types';
+import type { SearchAnswer, SearchHit, SearchRequest, SearchResults } from '../src/lib/types';
 import { MockBackend, flush } from './helpers';
 
 function hit(over: Partial<SearchHit> = {}): SearchHit {
@@ -41,8 +41,8 @@ function backend(search: (r: SearchRequest) => SearchAnswer | Promise<SearchAnsw
   });
 }
 
-function mount(b: MockBackend, file: string | null = null, onopen = vi.fn(), onclose = vi.fn()) {
-  const search = new HistorySearch(b, file);
+function mount(b: MockBackend, file: string | null = null, onopen = vi.fn(), onclose = vi.fn(), hosts: string[] = []) {
+  const search = new HistorySearch(b, file, () => hosts);
   const r = render(HistorySearchDialog, { props: { search, label: (id: string) => (id.startsWith('aaaa') ? 'Fix the cache' : null), onopen, onclose } });
   const input = r.getByTestId('history-query') as HTMLInputElement;
   return { ...r, search, input, onopen, onclose };
@@ -78,6 +78,9 @@ describe('snippets and names', () => {
     expect(projectName('')).toBe('');
     expect(hitSession(hit())).toBe('aaaaaaaa-0000-4000-8000-000000000001');
     expect(hitSession(hit({ superseded: true, chainHead: 'head' }))).toBe('head');
+    // Another machine's session is keyed as its roster row.
+    expect(hitSession(hit({ host: 'devbox', sessionId: 's9' }))).toBe('devbox:s9');
+    expect(hitSession(hit({ host: 'devbox', superseded: true, chainHead: 'head' }))).toBe('devbox:head');
   });
 
   it('knows the file of the calls that read, edit or write one', () => {
@@ -195,6 +198,82 @@ describe('the history search dialog', () => {
     expect(await findAllByTestId('history-hit')).toHaveLength(1);
     await fireEvent.click(getByTestId('history-file').querySelector('button') as HTMLElement);
     await waitFor(() => expect(() => getByTestId('history-file')).toThrow());
+  });
+});
+
+describe('other machines', () => {
+  function results(hits: SearchHit[]): SearchResults {
+    return { hits, total: hits.length, totalCapped: false };
+  }
+
+  it('merges each machine\'s hits newest first as they come, names the machine, and a slow one holds nothing back', async () => {
+    let releaseSlow: (r: SearchResults) => void = () => {};
+    const b = new MockBackend({
+      search_history: () => answer([hit({ uuid: 'here', at: '2026-11-02T09:00:00.000Z' })]),
+      search_progress: () => ({ indexing: false, done: 0, total: 0 }),
+      search_host: (a: { host: string; request: SearchRequest }) => {
+        if (a.host === 'build-box') return new Promise<SearchResults>((res) => (releaseSlow = res));
+        if (a.host === 'gone-box') throw new Error('not reachable — ssh: connect to host gone-box port 22: Connection refused');
+        return results([hit({ uuid: 'there', host: 'devbox', at: '2026-11-03T09:00:00.000Z' })]);
+      },
+    });
+    const { input, search, getAllByTestId, findAllByTestId, onopen } = mount(b, null, vi.fn(), vi.fn(), ['devbox', 'build-box', 'gone-box']);
+    await type(input, 'cache');
+    // This machine's and devbox's hits are there while build-box is still searching.
+    await waitFor(() => expect(search.hits.map((h) => h.uuid)).toEqual(['there', 'here']));
+    expect(b.calls.filter((c) => c.cmd === 'search_host').map((c) => (c.args as { host: string }).host)).toEqual(['devbox', 'build-box', 'gone-box']);
+    const machines = await findAllByTestId('history-machine');
+    await waitFor(() => expect(getAllByTestId('history-machine').map((m) => m.textContent)).toEqual([
+      'build-box: searching…',
+      'gone-box: not reachable — ssh: connect to host gone-box port 22: Connection refused',
+    ]));
+    expect(machines.length).toBeGreaterThan(0);
+    expect(getAllByTestId('history-hit')[0].getAttribute('data-host')).toBe('devbox');
+    expect(getAllByTestId('history-hit')[0].textContent).toContain('devbox');
+    // The cursor stays on its hit when a later machine's answer is merged above it.
+    await fireEvent.keyDown(input, { key: 'ArrowDown' });
+    expect(search.current?.uuid).toBe('here');
+    releaseSlow(results([hit({ uuid: 'newest', host: 'build-box', at: '2026-11-04T09:00:00.000Z' })]));
+    await waitFor(() => expect(search.hits.map((h) => h.uuid)).toEqual(['newest', 'there', 'here']));
+    expect(search.current?.uuid).toBe('here');
+    expect(search.total).toBe(3);
+    expect(getAllByTestId('history-machine').map((m) => m.textContent)).toEqual([
+      'gone-box: not reachable — ssh: connect to host gone-box port 22: Connection refused',
+    ]);
+    await fireEvent.keyDown(input, { key: 'ArrowUp' });
+    await fireEvent.keyDown(input, { key: 'ArrowUp' });
+    await fireEvent.keyDown(input, { key: 'Enter' });
+    expect(onopen).toHaveBeenCalledWith(expect.objectContaining({ uuid: 'newest', host: 'build-box' }));
+  });
+
+  it('drops another machine\'s answer to a query typed over', async () => {
+    let release: (r: SearchResults) => void = () => {};
+    const b = new MockBackend({
+      search_history: () => answer([]),
+      search_progress: () => ({ indexing: false, done: 0, total: 0 }),
+      search_host: (a: { request: SearchRequest }) =>
+        a.request.query === 'slow' ? new Promise<SearchResults>((res) => (release = res)) : results([hit({ uuid: 'fast', host: 'devbox' })]),
+    });
+    const { input, search } = mount(b, null, vi.fn(), vi.fn(), ['devbox']);
+    await type(input, 'slow');
+    await waitFor(() => expect(b.count('search_host')).toBe(1));
+    await type(input, 'fast');
+    await waitFor(() => expect(search.hits.map((h) => h.uuid)).toEqual(['fast']));
+    release(results([hit({ uuid: 'stale', host: 'devbox' })]));
+    await flush();
+    expect(search.hits.map((h) => h.uuid)).toEqual(['fast']);
+  });
+
+  it('a hit of another machine opens that machine\'s session at its item', async () => {
+    const b = backend(() => answer([]));
+    const app = new AppController(() => Promise.resolve(b));
+    const reveal = vi.fn(() => Promise.resolve(true));
+    app.engine = { backend: b, store: { hosts: [], select: () => {} }, view: { reveal } } as never;
+    const shown: string[] = [];
+    app.showSession = (id: string) => void shown.push(id);
+    app.openHit(hit({ host: 'devbox', sessionId: 's9', uuid: 'u-7' }));
+    expect(shown).toEqual(['devbox:s9']);
+    expect(reveal).toHaveBeenCalledWith('devbox:s9', 'u-7', null);
   });
 });
 

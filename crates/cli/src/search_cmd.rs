@@ -106,7 +106,14 @@ fn line(out: &mut Term<impl Write>, h: &Hit) -> std::io::Result<()> {
     out.dim(&format!("{} {} ", &at[..10], &at[11..16]))?;
     let session = &h.session_id.as_str()[..h.session_id.as_str().len().min(8)];
     let host = h.host.as_deref().map(|h| format!("{h}:")).unwrap_or_default();
-    let chain = if h.superseded { " (earlier in its chain)" } else { "" };
+    // The chain's name is a transcript's words (a title, a goal): one clean line.
+    let chain = match (h.superseded, &h.work_chain_name) {
+        (false, _) => String::new(),
+        (true, Some(name)) => {
+            format!(" (earlier in its chain \u{201c}{}\u{201d})", mimesis_core::text::clean_text(name, 60))
+        }
+        (true, None) => " (earlier in its chain)".to_owned(),
+    };
     write!(out, "{:<11} {host}{session} {}{chain}  ", h.kind.as_str(), project_name(&h.project))?;
     let chars: Vec<char> = h.snippet.chars().collect();
     let mut from = 0;
@@ -125,4 +132,46 @@ fn line(out: &mut Term<impl Write>, h: &Hit) -> std::io::Result<()> {
 /// The last part of a project folder's name (`-home-me-src-app` → `app`).
 fn project_name(project: &str) -> &str {
     project.rsplit('-').find(|s| !s.is_empty()).unwrap_or(project)
+}
+
+#[cfg(test)]
+mod tests {
+    use mimesis_core::clock::Timestamp;
+    use mimesis_core::ids::SessionId;
+    use mimesis_core::search::{Hit, Kind};
+
+    use crate::term::Term;
+
+    fn printed(name: Option<&str>, superseded: bool) -> String {
+        let h = Hit {
+            session_id: SessionId::parse("aaaaaaaa-0000-4000-8000-000000000001").unwrap(),
+            host: None,
+            uuid: "u1".into(),
+            tool_use_id: None,
+            at: Timestamp::from_millis(1_764_072_000_000),
+            kind: Kind::Prompt,
+            snippet: "the migration".into(),
+            marks: vec![[4, 13]],
+            project: "-srv-api".into(),
+            work_chain_id: Some("aaaaaaaa-0000-4000-8000-000000000001".into()),
+            work_chain_name: name.map(str::to_owned),
+            superseded,
+            chain_head: None,
+        };
+        let mut buf = Vec::new();
+        {
+            let mut out = Term::new(&mut buf, false, 200);
+            super::line(&mut out, &h).unwrap();
+        }
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn a_hit_earlier_in_a_chain_names_the_chain_on_one_clean_line() {
+        let named = printed(Some("Move the\n\u{1b}[31mstore"), true);
+        assert!(named.contains("(earlier in its chain \u{201c}Move the [31mstore\u{201d})"), "{named:?}");
+        assert!(!named.contains('\u{1b}'), "{named:?}");
+        assert!(printed(None, true).contains("(earlier in its chain)"));
+        assert!(!printed(Some("Move"), false).contains("earlier"));
+    }
 }

@@ -9,6 +9,7 @@ use mimesis_core::ids::SessionId;
 use mimesis_core::remote::{
     self, Destination, Failure, FromRemote, HostLink, HostState, MAX_HOST_BYTES, MAX_HOST_SESSIONS, ToRemote,
 };
+use mimesis_core::search::{Request, Results};
 use mimesis_core::session::{StoreEvent, TrackedSession};
 use mimesis_core::supervision::SupervisionEvent;
 use mimesis_core::timeline::TimelineItem;
@@ -56,6 +57,8 @@ pub enum FeedCmd {
     Install(PathBuf),
     /// The timeline of one of the host's sessions.
     Show(String, oneshot::Sender<Result<Vec<TimelineItem>, RemoteError>>),
+    /// A search of the host's history (the window's search).
+    Search(Box<Request>, oneshot::Sender<Result<Results, RemoteError>>),
 }
 
 /// One host kept connected: reconnects after a drop with back-off (1 s doubling to a
@@ -263,6 +266,9 @@ async fn feed(
                 Some(Some(FeedCmd::Show(_, reply))) => {
                     let _ = reply.send(Err(RemoteError::HostNotConnected));
                 }
+                Some(Some(FeedCmd::Search(_, reply))) => {
+                    let _ = reply.send(Err(RemoteError::HostNotConnected));
+                }
                 // The wait ran out: `due`, on the injectable clock, decides.
                 None => {}
             }
@@ -292,8 +298,20 @@ async fn feed(
     }
 }
 
-/// A reply owed to whoever asked for a timeline.
-type Reply = oneshot::Sender<Result<Vec<TimelineItem>, RemoteError>>;
+/// A reply owed to whoever asked for a timeline or a search.
+enum Reply {
+    Timeline(oneshot::Sender<Result<Vec<TimelineItem>, RemoteError>>),
+    Search(oneshot::Sender<Result<Results, RemoteError>>),
+}
+
+impl Reply {
+    fn fail(self, why: RemoteError) {
+        let _ = match self {
+            Reply::Timeline(r) => r.send(Err(why)).is_ok(),
+            Reply::Search(r) => r.send(Err(why)).is_ok(),
+        };
+    }
+}
 
 /// Serves one connection until it fails (Some) or the feed's owner is gone (None). Every
 /// wait is bounded on the feed's clock: the first snapshot within `waits.snapshot` of the
@@ -330,7 +348,7 @@ async fn run_connection(
                 let late: Vec<u64> = waiting.iter().filter(|(_, (at, _))| *at <= now).map(|(req, _)| *req).collect();
                 for req in late {
                     if let Some((_, reply)) = waiting.remove(&req) {
-                        let _ = reply.send(Err(RemoteError::Failed(no_answer(waits.reply))));
+                        reply.fail(RemoteError::Failed(no_answer(waits.reply)));
                     }
                 }
             }
@@ -360,12 +378,24 @@ async fn run_connection(
                     }
                     FromRemote::Supervision { event } => st.out.send(FeedMsg::Supervision(event)).await.is_ok(),
                     FromRemote::Timeline { req, items } => {
-                        if let Some((_, r)) = waiting.remove(&req) { let _ = r.send(Ok(items)); }
+                        match waiting.remove(&req) {
+                            Some((_, Reply::Timeline(r))) => { let _ = r.send(Ok(items)); }
+                            Some((_, r)) => r.fail(RemoteError::WrongAnswer),
+                            None => {}
+                        }
+                        true
+                    }
+                    FromRemote::SearchResults { req, results } => {
+                        match waiting.remove(&req) {
+                            Some((_, Reply::Search(r))) => { let _ = r.send(Ok(results)); }
+                            Some((_, r)) => r.fail(RemoteError::WrongAnswer),
+                            None => {}
+                        }
                         true
                     }
                     FromRemote::Error { req: Some(req), message } => {
                         if let Some((_, r)) = waiting.remove(&req) {
-                            let _ = r.send(Err(RemoteError::HostSaid(message)));
+                            r.fail(RemoteError::HostSaid(message));
                         }
                         true
                     }
@@ -373,7 +403,7 @@ async fn run_connection(
                         return Some(Failure::HelperMismatch(remote::quote(&message)));
                     }
                     // The feed asks for no report.
-                    FromRemote::Hello { .. } | FromRemote::Cost { .. } | FromRemote::SearchResults { .. } => true,
+                    FromRemote::Hello { .. } | FromRemote::Cost { .. } => true,
                 };
                 if !alive {
                     return None;
@@ -383,13 +413,33 @@ async fn run_connection(
                 None => return None,
                 Some(FeedCmd::Show(id, reply)) => {
                     next_req += 1;
-                    match conn.send(&ToRemote::Show { req: next_req, session_id: id }).await {
-                        Ok(()) => { waiting.insert(next_req, (st.clock.mono().plus(waits.reply), reply)); }
-                        Err(e) => { let _ = reply.send(Err(RemoteError::Write(e))); }
-                    }
+                    let msg = ToRemote::Show { req: next_req, session_id: id };
+                    ask(st, conn, &mut waiting, next_req, &msg, Reply::Timeline(reply)).await;
+                }
+                Some(FeedCmd::Search(request, reply)) => {
+                    next_req += 1;
+                    let msg = ToRemote::Search { req: next_req, request: *request };
+                    ask(st, conn, &mut waiting, next_req, &msg, Reply::Search(reply)).await;
                 }
                 Some(FeedCmd::Retry | FeedCmd::Install(_)) => {}
             },
         }
+    }
+}
+
+/// Sends one request on the feed's connection; its reply is owed within `waits.reply`.
+async fn ask(
+    st: &FeedState,
+    conn: &mut Connection,
+    waiting: &mut HashMap<u64, (Mono, Reply)>,
+    req: u64,
+    msg: &ToRemote,
+    reply: Reply,
+) {
+    match conn.send(msg).await {
+        Ok(()) => {
+            waiting.insert(req, (st.clock.mono().plus(conn.waits.reply), reply));
+        }
+        Err(e) => reply.fail(RemoteError::Write(e)),
     }
 }

@@ -348,6 +348,40 @@ impl Hub {
             .await
             .unwrap_or_else(|| Err(RemoteError::Failed(no_answer(wait))))
     }
+
+    /// A search of one configured machine's history (the window's search), on its feed's
+    /// connection: its hits carry `host`. A machine that is not connected is not waited
+    /// for: the answer says why at once.
+    pub async fn search(
+        &self,
+        host: &str,
+        request: &mimesis_core::search::Request,
+    ) -> Result<mimesis_core::search::Results, RemoteError> {
+        let dest = Destination::parse(host)?;
+        let info = self.lock().infos.get(&dest).cloned();
+        match info {
+            None => return Err(RemoteError::NotListed(dest)),
+            Some(i) if i.state == HostState::Connecting => return Err(RemoteError::StillConnecting),
+            Some(i) if i.state != HostState::Live => {
+                let why = i.message.unwrap_or_else(|| "the connection dropped".to_owned());
+                return Err(RemoteError::NotReachable(why));
+            }
+            Some(_) => {}
+        }
+        let wait = self.ssh.waits.reply;
+        let asked = async {
+            let (tx, rx) = oneshot::channel();
+            self.command(&dest, FeedCmd::Search(Box::new(request.clone()), tx)).await?;
+            rx.await.map_err(|_| RemoteError::Dropped)?
+        };
+        let mut results = before(&*self.clock, self.clock.mono().plus(wait), asked)
+            .await
+            .unwrap_or_else(|| Err(RemoteError::Failed(no_answer(wait))))?;
+        let mut merged = mimesis_core::search::Results::default();
+        results.failed.clear();
+        merged.merge(dest.as_str(), results, request.limit());
+        Ok(merged)
+    }
 }
 
 fn starting_info(d: &Destination) -> HostInfo {

@@ -51,4 +51,13 @@ pub enum RemoteError {
     Write(std::io::Error),
     #[error("{}", .0.sentence())]
     Failed(mimesis_core::remote::Failure),
+    /// The host answered a request with a reply of another kind.
+    #[error("the host answered something else")]
+    WrongAnswer,
+    /// A search asked of a machine whose connection is still being made.
+    #[error("still connecting; search again in a moment")]
+    StillConnecting,
+    /// A search asked of a machine that is not connected: why (the feed's own words).
+    #[error("not reachable — {0}")]
+    NotReachable(String),
 }

@@ -63,6 +63,86 @@ struct Chunk {
     end: u64,
     last: bool,
     rows: Vec<Row>,
+    /// Words of these rows this worker had not met before (for `terms`).
+    terms: Vec<String>,
+}
+
+/// The most words a worker remembers having met (past it, it forgets them all: a word
+/// met again is only inserted again, and ignored).
+const MAX_SEEN_TERMS: usize = 1 << 20;
+/// Longer words are not kept in `terms` (hashes, base64): a prefix of one is read by FTS5.
+const MAX_TERM_BYTES: usize = 64;
+
+/// A fast hash for the words a worker has met (FxHash's step: these are not keys an
+/// adversary picks to collide, and the default hasher was a third of the words' cost).
+#[derive(Default, Clone, Copy)]
+struct WordHasher(u64);
+
+impl std::hash::Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+}
+
+/// The words a worker has met.
+type Seen = HashSet<Box<str>, std::hash::BuildHasherDefault<WordHasher>>;
+
+/// The words of `text` not in `seen`, lower case, as the index's tokenizer reads words
+/// (a prefix of plain ASCII finds what FTS5 would). Runs of ASCII letters and digits are
+/// read byte by byte; a word with other characters is read as `query::word_spans` reads it.
+fn new_terms(text: &str, seen: &mut Seen, out: &mut Vec<String>) {
+    let bytes = text.as_bytes();
+    let mut word = String::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_alphanumeric() && bytes[i].is_ascii() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut ascii = true;
+        while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || !bytes[i].is_ascii()) {
+            ascii &= bytes[i].is_ascii();
+            i += 1;
+        }
+        let run = &text[start..i];
+        if ascii {
+            keep(run, &mut word, seen, out);
+        } else {
+            // Letters of other scripts, and characters that are not letters: as the query reads them.
+            for (a, b) in mimesis_core::search::query::word_spans(run) {
+                keep(&run[a..b], &mut word, seen, out);
+            }
+        }
+    }
+}
+
+fn keep(w: &str, word: &mut String, seen: &mut Seen, out: &mut Vec<String>) {
+    if w.len() > MAX_TERM_BYTES {
+        return;
+    }
+    word.clear();
+    if w.is_ascii() {
+        word.push_str(w);
+        word.make_ascii_lowercase();
+    } else {
+        word.extend(w.chars().flat_map(char::to_lowercase));
+    }
+    if !seen.contains(word.as_str()) {
+        if seen.len() >= MAX_SEEN_TERMS {
+            seen.clear();
+        }
+        seen.insert(word.as_str().into());
+        out.push(word.clone());
+    }
 }
 
 fn mtime_ms(md: &std::fs::Metadata) -> i64 {
@@ -82,7 +162,7 @@ fn cut(mut text: String) -> String {
 
 /// Reads one transcript from `w.from`, handing its documents over in chunks. Only whole
 /// lines are read: a line still being written is read on a later update.
-fn read(work: usize, w: &Work<'_>, tx: &mpsc::SyncSender<Chunk>) -> std::io::Result<()> {
+fn read(work: usize, w: &Work<'_>, seen: &mut Seen, tx: &mpsc::SyncSender<Chunk>) -> std::io::Result<()> {
     let mut f = std::fs::File::open(&w.loc.path)?;
     f.seek(SeekFrom::Start(w.from))?;
     let mut r = BufReader::with_capacity(256 << 10, f);
@@ -90,6 +170,7 @@ fn read(work: usize, w: &Work<'_>, tx: &mpsc::SyncSender<Chunk>) -> std::io::Res
     let mut buf = Vec::new();
     let (mut offset, mut chunk_from, mut bytes) = (w.from, w.from, 0usize);
     let mut rows = Vec::new();
+    let mut terms = Vec::new();
     let mut last_at = w.mtime;
     loop {
         buf.clear();
@@ -101,18 +182,20 @@ fn read(work: usize, w: &Work<'_>, tx: &mpsc::SyncSender<Chunk>) -> std::io::Res
             let at_ms = doc.at.map_or(last_at, |t| t.millis());
             last_at = at_ms;
             bytes += doc.text.len();
-            rows.push(Row { offset, len: n as u64, part, at_ms, doc: Doc { text: cut(doc.text), ..doc } });
+            let doc = Doc { text: cut(doc.text), ..doc };
+            new_terms(&doc.text, seen, &mut terms);
+            rows.push(Row { offset, len: n as u64, part, at_ms, doc });
         }
         offset += n as u64;
         if bytes >= CHUNK_BYTES {
-            let rows = std::mem::take(&mut rows);
-            if tx.send(Chunk { work, from: chunk_from, end: offset, last: false, rows }).is_err() {
+            let (rows, terms) = (std::mem::take(&mut rows), std::mem::take(&mut terms));
+            if tx.send(Chunk { work, from: chunk_from, end: offset, last: false, rows, terms }).is_err() {
                 return Ok(());
             }
             (chunk_from, bytes) = (offset, 0);
         }
     }
-    let _ = tx.send(Chunk { work, from: chunk_from, end: offset, last: true, rows });
+    let _ = tx.send(Chunk { work, from: chunk_from, end: offset, last: true, rows, terms });
     Ok(())
 }
 
@@ -215,12 +298,14 @@ impl Index {
                 let tx = tx.clone();
                 let (next, work) = (&next, &work);
                 s.spawn(move || {
+                    let mut seen = Seen::default();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(w) = work.get(i) else { break };
-                        if let Err(e) = read(i, w, &tx) {
+                        if let Err(e) = read(i, w, &mut seen, &tx) {
                             tracing::warn!(path = %w.loc.path.display(), error = %e, "cannot read a transcript to index");
-                            let _ = tx.send(Chunk { work: i, from: u64::MAX, end: 0, last: true, rows: Vec::new() });
+                            let failed = Chunk { work: i, from: u64::MAX, end: 0, last: true, rows: Vec::new(), terms: Vec::new() };
+                            let _ = tx.send(failed);
                         }
                     }
                 });
@@ -355,6 +440,10 @@ impl Index {
             }
             out.docs += 1;
         }
+        let mut term = self.conn.prepare_cached("INSERT OR IGNORE INTO terms (term) VALUES (?1)")?;
+        for t in &chunk.terms {
+            term.execute([t])?;
+        }
         self.conn.execute(
             "UPDATE files SET indexed = ?2, seen_len = CASE WHEN ?3 THEN ?4 ELSE seen_len END,
                seen_mtime = CASE WHEN ?3 THEN ?5 ELSE seen_mtime END WHERE id = ?1",
@@ -375,5 +464,31 @@ impl Index {
             self.conn.execute("UPDATE files SET indexed = 0, seen_len = 0, seen_mtime = 0 WHERE id = ?1", [file_id])?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_words_kept_for_prefixes_are_the_querys_words() {
+        let text = "Refactor the PARSER: src/store.rs, naïve café Ошибка 2026-11-01 x\u{1b}[31my";
+        let mut seen = Seen::default();
+        let mut out = Vec::new();
+        new_terms(text, &mut seen, &mut out);
+        let mut want = mimesis_core::search::query::words(text);
+        want.dedup();
+        let mut unique = Vec::new();
+        for w in want {
+            if !unique.contains(&w) {
+                unique.push(w);
+            }
+        }
+        assert_eq!(out, unique);
+        // Met again: not handed over again.
+        let mut again = Vec::new();
+        new_terms("the parser again", &mut seen, &mut again);
+        assert_eq!(again, ["again"]);
     }
 }

@@ -31,11 +31,14 @@ struct Found {
 
 /// The longest line a snippet is read from (past it the hit has no snippet).
 const MAX_LINE: u64 = 64 << 20;
+/// The most words a prefix is read as (more: FTS5 reads the prefix itself).
+const MAX_ALTERNATIVES: usize = 64;
 
 impl Index {
     /// The hits of `req` on this machine, most recent first.
     pub fn search(&self, req: &Request) -> Result<Results, IndexError> {
-        let q = req.checked().map_err(IndexError::Request)?;
+        let mut q = req.checked().map_err(IndexError::Request)?;
+        self.expand_prefixes(&mut q)?;
         // The user's words are looked for in the text columns only, never in `project`.
         let kinds: &[Kind] = if req.kinds.is_empty() { &Kind::ALL } else { &req.kinds };
         let cols: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
@@ -85,7 +88,7 @@ impl Index {
                 if !q.all.is_empty() && !words.is_empty() {
                     let touched: std::collections::HashSet<i64> = touching.into_iter().collect();
                     let mut both = q.clone();
-                    both.all.push(query::Term { words, prefix: false });
+                    both.all.push(query::Term { words, prefix: false, alternatives: Vec::new() });
                     let fts = both.fts(&[Kind::ToolCall.as_str()]).unwrap_or_default();
                     let mut st = self.conn.prepare_cached(
                         "SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid >= ?2 ORDER BY rowid DESC",
@@ -132,11 +135,29 @@ impl Index {
                 }
             }
         }
-        // Each hit's text is read again from its transcript's line (and parsed): a few
-        // threads share that work when there are many.
-        let texts = read_docs(&hits);
-        let hits = hits.into_iter().zip(texts).map(|(f, text)| self.hit(f, text, &q)).collect::<Result<Vec<_>, _>>()?;
+        // Each hit's text is read again from its transcript's line (and parsed) and its
+        // snippet cut: a few threads share that work when there are many.
+        let cut = snippets(&hits, &q);
+        let hits = hits.into_iter().zip(cut).map(|(f, cut)| self.hit(f, cut)).collect::<Result<Vec<_>, _>>()?;
         Ok(Results { hits, total, total_capped: capped, failed: Vec::new() })
+    }
+
+    /// Each prefix of `q` that stands for at most [`MAX_ALTERNATIVES`] words of the index,
+    /// as those words (read lazily by FTS5, where a prefix is read whole first). A prefix
+    /// that is not plain ASCII, or stands for more words, stays a prefix.
+    fn expand_prefixes(&self, q: &mut Query) -> Result<(), IndexError> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT term FROM terms WHERE term >= ?1 AND term < ?1 || char(1114111) ORDER BY term LIMIT ?2",
+        )?;
+        for t in q.all.iter_mut().chain(q.none.iter_mut()) {
+            let Some(last) = t.words.last().filter(|w| t.prefix && w.is_ascii()) else { continue };
+            let words: Vec<String> =
+                st.query_map(params![last, MAX_ALTERNATIVES as i64 + 1], |r| r.get(0))?.collect::<Result<_, _>>()?;
+            if !words.is_empty() && words.len() <= MAX_ALTERNATIVES {
+                t.alternatives = words;
+            }
+        }
+        Ok(())
     }
 
     /// The tool calls that read, edited or wrote `file` (a path or the end of one), newest first.
@@ -184,9 +205,7 @@ impl Index {
         Ok(f)
     }
 
-    fn hit(&self, f: Found, text: Option<String>, q: &Query) -> Result<Hit, IndexError> {
-        let text = text.unwrap_or_default();
-        let (snippet, marks) = snippet(&text, q);
+    fn hit(&self, f: Found, (snippet, marks): Snippet) -> Result<Hit, IndexError> {
         // A tool result is shown on its call's item.
         let mut uuid = f.uuid;
         let mut tool_use_id = None;
@@ -226,32 +245,61 @@ fn in_project(project: &str, needle: &str) -> bool {
     project.contains(needle) || project.contains(&encoded)
 }
 
-/// The texts of `found`, in order, read on up to four threads when there are many.
-fn read_docs(found: &[Found]) -> Vec<Option<String>> {
+/// The snippets of `found`, in order, read and cut on up to four threads when there are
+/// many.
+fn snippets(found: &[Found], q: &Query) -> Vec<Snippet> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
     if threads < 2 || found.len() < 8 {
-        return found.iter().map(read_doc).collect();
+        return Reader::default().snippets(found, q);
     }
     let per = found.len().div_ceil(threads);
     std::thread::scope(|s| {
-        let parts: Vec<_> = found
-            .chunks(per)
-            .map(|part| (part.len(), s.spawn(move || part.iter().map(read_doc).collect::<Vec<_>>())))
-            .collect();
+        let parts: Vec<_> =
+            found.chunks(per).map(|part| (part.len(), s.spawn(move || Reader::default().snippets(part, q)))).collect();
         // A part whose thread failed has no snippets; its hits stay.
-        parts.into_iter().flat_map(|(n, h)| h.join().unwrap_or_else(|_| vec![None; n])).collect()
+        parts.into_iter().flat_map(|(n, h)| h.join().unwrap_or_else(|_| vec![Snippet::default(); n])).collect()
     })
 }
 
-/// The text of a found document, cut from its transcript's line again.
-fn read_doc(f: &Found) -> Option<String> {
-    if f.len > MAX_LINE {
-        return None;
+/// A hit's snippet and its marks.
+type Snippet = (String, Vec<[usize; 2]>);
+
+/// Reads found documents' lines, keeping the last transcript open and the last line's
+/// documents (the hits of one record, or of one session, come one after another).
+#[derive(Default)]
+struct Reader {
+    file: Option<(String, std::fs::File)>,
+    line: Option<(String, u64, Vec<String>)>,
+}
+
+impl Reader {
+    fn snippets(&mut self, found: &[Found], q: &Query) -> Vec<Snippet> {
+        found.iter().map(|f| snippet(self.text(f).unwrap_or_default(), q)).collect()
     }
-    let mut file = std::fs::File::open(&f.path).ok()?;
-    file.seek(SeekFrom::Start(f.offset)).ok()?;
-    let mut line = vec![0; f.len as usize];
-    file.read_exact(&mut line).ok()?;
-    let v = parse_line(&line)?;
-    record_docs(&v).into_iter().nth(f.part).map(|d| d.text)
+
+    /// The text of a found document, cut from its transcript's line again.
+    fn text(&mut self, f: &Found) -> Option<&str> {
+        let cached = matches!(&self.line, Some((p, o, _)) if *p == f.path && *o == f.offset);
+        if !cached {
+            self.line = None;
+            let texts = self.read(f).unwrap_or_default();
+            self.line = Some((f.path.clone(), f.offset, texts));
+        }
+        self.line.as_ref()?.2.get(f.part).map(String::as_str)
+    }
+
+    fn read(&mut self, f: &Found) -> Option<Vec<String>> {
+        if f.len > MAX_LINE {
+            return None;
+        }
+        if !matches!(&self.file, Some((p, _)) if *p == f.path) {
+            self.file = Some((f.path.clone(), std::fs::File::open(&f.path).ok()?));
+        }
+        let file = &mut self.file.as_mut()?.1;
+        file.seek(SeekFrom::Start(f.offset)).ok()?;
+        let mut line = vec![0; f.len as usize];
+        file.read_exact(&mut line).ok()?;
+        let v = parse_line(&line)?;
+        Some(record_docs(&v).into_iter().map(|d| d.text).collect())
+    }
 }

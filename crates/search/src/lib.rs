@@ -14,7 +14,10 @@
 //! text in the column of its kind (a `--kind` is a column filter) and its session's project
 //! folder in `project` (a `--project` is a phrase in that column). Each document's rowid
 //! is its time (`millis << 10` plus a few bits to keep them apart), so "most recent
-//! first" is FTS5 walking its posting lists backwards and stopping at the limit.
+//! first" is FTS5 walking its posting lists backwards and stopping at the limit. Every
+//! word indexed is also kept in `terms`, so a prefix (`refact*`) is queried as the words
+//! it stands for: FTS5 reads a prefix's every document before its first hit, its words
+//! lazily, newest first, like any word.
 
 mod build;
 mod find;
@@ -30,7 +33,7 @@ pub use build::Updated;
 pub const FILE_NAME: &str = "search.db";
 /// Bumped when the schema or what is indexed changes: an index of another version is
 /// built anew.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -56,6 +59,8 @@ const SCHEMA: &str = "
     CREATE INDEX docs_call ON docs (tool_use_id) WHERE kind = 2;
     CREATE TABLE touched (rpath TEXT NOT NULL, doc INTEGER NOT NULL, op INTEGER NOT NULL,
         PRIMARY KEY (rpath, doc)) WITHOUT ROWID;
+    -- Every word of the text indexed, lower case (a prefix query is read as its words).
+    CREATE TABLE terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
     CREATE VIRTUAL TABLE fts USING fts5(prompt, reply, tool_call, tool_result, thinking, project,
         content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2');
     -- Fewer, bigger segments while building: less merging (16 MB of terms in memory at most).

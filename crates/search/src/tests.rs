@@ -148,6 +148,14 @@ fn words_phrases_exclusions_kinds_projects_and_times() {
     assert_eq!(search(&ix, "\"drop the\" CACHE"), [("a1".into(), Kind::Reply), ("p1".into(), Kind::Prompt)]);
     assert_eq!(search(&ix, "cache -redis -edit"), [("a2".into(), Kind::Reply), ("p1".into(), Kind::Prompt)]);
     assert_eq!(search(&ix, "migra*"), [("p2".into(), Kind::Prompt)]);
+    // A prefix is read as the words it stands for (the index's `terms`), in phrases and
+    // exclusions too; one that stands for no word finds nothing.
+    assert!(!search(&ix, "cache").is_empty());
+    assert_eq!(search(&ix, "cach*"), search(&ix, "cache"));
+    assert_eq!(search(&ix, "CA*"), search(&ix, "cache"));
+    assert_eq!(search(&ix, "\"drop the ca\"*"), search(&ix, "\"drop the cache\""));
+    assert_eq!(search(&ix, "cache -redi*"), search(&ix, "cache -redis"));
+    assert_eq!(search(&ix, "cachezz*"), []);
     // A tool result is found on its call's item.
     assert_eq!(search(&ix, "zebrafish"), [("t1".into(), Kind::ToolResult)]);
     let r = |f: &dyn Fn(&mut Request)| {

@@ -84,7 +84,8 @@ export class AppController {
     const b = this.engine?.backend;
     if (!b) return;
     this.history?.stop();
-    this.history = new HistorySearch(b, file);
+    // Every machine the window follows is searched too (Settings › Machines).
+    this.history = new HistorySearch(b, file, () => this.engine?.store.hosts.map((h) => h.host) ?? []);
   }
 
   closeHistory(): void {

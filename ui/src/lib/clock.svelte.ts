@@ -1,6 +1,6 @@
 // One shared "now" for every relative time on screen. It wakes the page only while something
 // on screen reads it, and only when what is shown changes: every second for values shown to
-// the second ("12 s ago", countdowns); for a relative time ("3 min ago", "22 d ago") when its
+// the second (countdowns, uptimes); for a relative time ("3 min ago", "22 d ago") when its
 // text next changes (a roster of old sessions: not for hours). Each wake-up costs the web
 // process far more than its few lines of script (WebKit collects garbage after it: 80 ms with
 // 2,000 sessions, the window bench), so an idle window must not wake on a fixed beat.

@@ -3,7 +3,7 @@
 // cursor is on, and how far the index's first build is. It owns no DOM.
 
 import type { Backend } from './backend';
-import type { SearchHit, SearchKind, SearchProgress } from './types';
+import type { HostFailure, SearchHit, SearchKind, SearchProgress, SearchRequest, SearchResults } from './types';
 
 /** How long typing pauses before the query runs. */
 export const DEBOUNCE_MS = 150;
@@ -70,9 +70,28 @@ export function touchedFile(tool: string, input: unknown): string | null {
   return null;
 }
 
-/** The session a hit opens: a hit in an earlier segment of a chain opens the chain's newest. */
+/** The session a hit opens: a hit in an earlier segment of a chain opens the chain's newest;
+ * another machine's session is keyed `host:id`, as its roster row. */
 export function hitSession(h: SearchHit): string {
-  return h.superseded && h.chainHead ? h.chainHead : h.sessionId;
+  const id = h.superseded && h.chainHead ? h.chainHead : h.sessionId;
+  return h.host ? `${h.host}:${id}` : id;
+}
+
+/** This machine's results and each other machine's merged: newest first, at most `limit`
+ * (the order of the engine's `Results::merge`). */
+export function mergeResults(parts: readonly SearchResults[], limit: number): { hits: SearchHit[]; total: number; capped: boolean } {
+  const hits = parts.flatMap((p) => p.hits);
+  hits.sort((a, b) => Date.parse(b.at) - Date.parse(a.at) || (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0));
+  return {
+    hits: hits.slice(0, limit),
+    total: parts.reduce((n, p) => n + p.total, 0),
+    capped: parts.some((p) => p.totalCapped),
+  };
+}
+
+/** A hit's identity across answers (the cursor stays on it as other machines' hits come in). */
+function hitId(h: SearchHit): string {
+  return `${h.host ?? ''}:${h.sessionId}:${h.uuid}:${h.kind}`;
 }
 
 export class HistorySearch {
@@ -92,15 +111,29 @@ export class HistorySearch {
   progress = $state<SearchProgress>({ indexing: false, done: 0, total: 0 });
   /** The hit the cursor is on. */
   selected = $state(0);
+  /** Other machines asked and not answered yet. */
+  pending = $state.raw<string[]>([]);
+  /** Other machines that could not be searched, each with why. */
+  failed = $state.raw<HostFailure[]>([]);
 
+  /** The machines the window follows (Settings › Machines), asked beside this one. */
+  readonly #hosts: () => string[];
+  #local: SearchResults | null = null;
+  /** Other machines' answers to the query under way, as they came. */
+  #remote: SearchResults[] = [];
   #seq = 0;
+  /** No answer to the query under way has been shown yet (the cursor goes back to the top). */
+  #fresh = false;
+  /** This machine's answers (a progress re-asks this machine only). */
+  #localSeq = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #poll: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
 
-  constructor(backend: Backend, file: string | null = null) {
+  constructor(backend: Backend, file: string | null = null, hosts: () => string[] = () => []) {
     this.#backend = backend;
     this.file = file;
+    this.#hosts = hosts;
   }
 
   /** Asks how far the index is, and runs the search when there is one to run. */
@@ -132,10 +165,15 @@ export class HistorySearch {
     void this.run();
   }
 
-  /** Runs the query now; an answer to an older one is dropped. */
+  /** Runs the query now, here and on every other machine at once; each answer is shown as
+   * it comes (a slow machine holds nothing back), an answer to an older query is dropped. */
   async run(): Promise<void> {
     clearTimeout(this.#timer);
     const seq = ++this.#seq;
+    this.#local = null;
+    this.#remote = [];
+    this.#fresh = true;
+    this.failed = [];
     if (!this.asked) {
       this.hits = [];
       this.total = 0;
@@ -143,31 +181,66 @@ export class HistorySearch {
       this.error = null;
       this.answered = false;
       this.busy = false;
+      this.pending = [];
       return;
     }
+    const request = this.#request();
+    const hosts = this.#hosts().filter((h, i, all) => all.indexOf(h) === i);
+    this.pending = hosts;
+    const asked = hosts.map((host) => this.#askHost(seq, host, request));
+    await Promise.all([this.#askLocal(seq, request), ...asked]);
+  }
+
+  async #askLocal(seq: number, request: SearchRequest): Promise<void> {
+    const mine = ++this.#localSeq;
+    const current = () => seq === this.#seq && mine === this.#localSeq && !this.#stopped;
     this.busy = true;
     try {
-      const a = await this.#backend.call('search_history', {
-        request: { query: this.query, kinds: [], project: null, since: null, file: this.file, limit: LIMIT },
-      });
-      if (seq !== this.#seq || this.#stopped) return;
-      this.hits = a.results.hits;
-      this.total = a.results.total;
-      this.capped = a.results.totalCapped;
+      const a = await this.#backend.call('search_history', { request });
+      if (!current()) return;
+      this.#local = a.results;
       this.error = null;
-      this.selected = 0;
+      this.#show();
       this.#setProgress(a.progress);
     } catch (e) {
-      if (seq !== this.#seq || this.#stopped) return;
-      this.hits = [];
-      this.total = 0;
+      if (!current()) return;
+      this.#local = null;
       this.error = String(e instanceof Error ? e.message : e);
+      this.#show();
     } finally {
-      if (seq === this.#seq) {
+      if (seq === this.#seq && mine === this.#localSeq) {
         this.busy = false;
         this.answered = true;
       }
     }
+  }
+
+  async #askHost(seq: number, host: string, request: SearchRequest): Promise<void> {
+    let failure: string | null = null;
+    let found: SearchResults | null = null;
+    try {
+      found = await this.#backend.call('search_host', { host, request });
+    } catch (e) {
+      failure = String(e instanceof Error ? e.message : e);
+    }
+    if (seq !== this.#seq || this.#stopped) return;
+    this.pending = this.pending.filter((h) => h !== host);
+    if (found) this.#remote = [...this.#remote, found];
+    else this.failed = [...this.failed, { host, message: failure ?? 'no answer' }];
+    this.#show();
+  }
+
+  /** The hits of every answer so far, the cursor kept on the hit it was on. */
+  #show(): void {
+    const was = !this.#fresh && this.current ? hitId(this.current) : null;
+    this.#fresh = false;
+    const parts = [...(this.#local ? [this.#local] : []), ...this.#remote];
+    const m = mergeResults(parts, LIMIT);
+    this.hits = m.hits;
+    this.total = m.total;
+    this.capped = m.capped;
+    const at = was === null ? -1 : m.hits.findIndex((h) => hitId(h) === was);
+    this.selected = Math.max(0, at);
   }
 
   /** The cursor moves by `delta` hits (kept within the list). */
@@ -178,6 +251,15 @@ export class HistorySearch {
 
   get current(): SearchHit | null {
     return this.hits[this.selected] ?? null;
+  }
+
+  /** This machine's hits again (more of its history is indexed); other machines' stay. */
+  #refreshLocal(): Promise<void> {
+    return this.#askLocal(this.#seq, this.#request());
+  }
+
+  #request(): SearchRequest {
+    return { query: this.query, kinds: [], project: null, since: null, file: this.file, limit: LIMIT };
   }
 
   #setProgress(p: SearchProgress): void {
@@ -200,7 +282,7 @@ export class HistorySearch {
       this.progress = p;
       if (p.indexing) this.#schedulePoll();
       // More of the history is read: the hits so far may change.
-      if (this.asked && (p.done !== before.done || p.indexing !== before.indexing) && before.total > 0) void this.run();
+      if (this.asked && (p.done !== before.done || p.indexing !== before.indexing) && before.total > 0) void this.#refreshLocal();
     } catch {
       // The progress is a courtesy: a failure to read it leaves the search as it is.
     }

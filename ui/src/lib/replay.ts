@@ -50,6 +50,7 @@ const READS = new Set<string>([
   'resources',
   'spend_view',
   'search_history',
+  'search_host',
   'search_progress',
   'timeline_find',
   'hosts_list',
@@ -247,6 +248,8 @@ export class ReplayBackend implements Backend {
     if (TERMINAL.has(cmd)) return { ok: this.#terminal(cmd, args as Record<string, unknown>) };
     if (cmd === 'pick_folder') return { ok: (args as { start: string | null }).start };
     if (cmd === 'open_link') return { ok: null };
+    // The page telling the app it is shown (recordings made before it have none).
+    if (cmd === 'roster_shown') return { ok: null };
     const k = key(cmd, args);
     const matches = (i: number) => {
       const e = this.#entries[i];

@@ -223,4 +223,32 @@ mod tests {
         let kinds: Vec<_> = d.iter().map(|d| d.kind).collect();
         assert_eq!(kinds, [Kind::Prompt, Kind::Prompt, Kind::ToolResult]);
     }
+
+    /// Issue 35: today's transcripts (real ones of 2.1.332, whose records are 2.1.330's
+    /// shape) lose no text of the conversation, and none of the records around it (request
+    /// shapes and blobs, the system prompt's snapshots, tool listings, cost states) is searched.
+    #[test]
+    fn a_real_2_1_332_transcript_gives_every_text_of_its_conversation_and_nothing_else() {
+        let interactive = include_str!("../../tests/fixtures/cc-2.1.332/transcript.interactive.jsonl");
+        let bg = include_str!("../../tests/fixtures/cc-2.1.332/transcript.bg.jsonl");
+        let got = |text: &str| {
+            let lines: Vec<&str> = text.lines().collect();
+            docs(&lines).into_iter().map(|d| (d.kind, d.text.chars().take(40).collect::<String>())).collect::<Vec<_>>()
+        };
+        use Kind::*;
+        let s = |k: Kind, t: &str| (k, t.to_owned());
+        assert_eq!(
+            got(interactive),
+            [
+                s(Prompt, "install it"),
+                s(ToolCall, "Bash\ncurl -s http://example.invalid/inst"),
+                s(ToolResult, "Exit code 127\nsh: 1: mock: not found"),
+                s(Reply, "Installed."),
+                s(Prompt, "/compact"),
+                s(ToolResult, "Compacted (ctrl+o to see full summary)\nP"),
+                s(Prompt, "a manual prompt"),
+            ]
+        );
+        assert_eq!(got(bg), [s(Prompt, "say hello"), s(Reply, "Hello from the background.")]);
+    }
 }

@@ -17,6 +17,10 @@ pub struct Term {
     pub words: Vec<String>,
     /// The last word is a prefix (`cach*`).
     pub prefix: bool,
+    /// For a prefix: the words of the index it stands for, when the index listed them
+    /// (a query of these words is read lazily, newest first, where FTS5 reads every
+    /// document of every word of a prefix before the first hit). Empty: the prefix as it is.
+    pub alternatives: Vec<String>,
 }
 
 /// A parsed query: every term of `all` is in the text, none of `none` is.
@@ -117,7 +121,7 @@ pub fn parse(s: &str) -> Result<Query, QueryError> {
         if words.is_empty() {
             continue;
         }
-        let term = Term { words, prefix };
+        let term = Term { words, prefix, alternatives: Vec::new() };
         if exclude {
             q.none.push(term)
         } else {
@@ -134,6 +138,22 @@ pub fn parse(s: &str) -> Result<Query, QueryError> {
 }
 
 fn fts_term(t: &Term, out: &mut String) {
+    if t.prefix && !t.alternatives.is_empty() {
+        // `"a b c*"` with `c*` standing for `cat` and `cow`: `("a b cat" OR "a b cow")`.
+        let head = &t.words[..t.words.len().saturating_sub(1)];
+        out.push('(');
+        for (i, alt) in t.alternatives.iter().enumerate() {
+            if i > 0 {
+                out.push_str(" OR ");
+            }
+            let words: Vec<&str> = head.iter().map(String::as_str).chain([alt.as_str()]).collect();
+            out.push('"');
+            out.push_str(&words.join(" ").replace('"', "\"\""));
+            out.push('"');
+        }
+        out.push(')');
+        return;
+    }
     out.push('"');
     out.push_str(&t.words.join(" ").replace('"', "\"\""));
     out.push('"');
@@ -202,7 +222,7 @@ mod tests {
     use super::*;
 
     fn term(ws: &[&str], prefix: bool) -> Term {
-        Term { words: ws.iter().map(|w| w.to_string()).collect(), prefix }
+        Term { words: ws.iter().map(|w| w.to_string()).collect(), prefix, alternatives: Vec::new() }
     }
 
     #[test]
@@ -220,6 +240,10 @@ mod tests {
         assert_eq!(q.none, [term(&["redis"], false)]);
         assert_eq!(q.fts(&[]).unwrap(), r#""cache" AND "drop the" AND "store"* AND "src store rs" NOT "redis""#);
         assert_eq!(q.fts(&["reply", "thinking"]).unwrap(), format!("{{reply thinking}} : ({})", q.fts(&[]).unwrap()));
+        // A prefix the index listed the words of: those words, ORed (a phrase's too).
+        let mut q = parse("\"drop the ca\"* -sto*").unwrap();
+        q.all[0].alternatives = vec!["cache".into(), "ca\"t".into()];
+        assert_eq!(q.fts(&[]).unwrap(), r#"("drop the cache" OR "drop the ca""t") NOT "sto"*"#);
     }
 
     #[test]

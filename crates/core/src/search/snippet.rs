@@ -2,7 +2,7 @@
 //! control and invisible characters dropped and whitespace collapsed, so it can go to a
 //! terminal or a text node as it is.
 
-use super::query::{Query, find_from, word_spans};
+use super::query::{Query, find_from, is_word_char, word_spans};
 use crate::text::invisible;
 
 /// Characters of a snippet (about one line).
@@ -34,11 +34,48 @@ pub fn match_spans(text: &str, q: &Query) -> Vec<(usize, usize)> {
     merged
 }
 
+/// Bytes of text read at first when looking for the first match (then four times more
+/// each time): a huge tool result is not read whole for one line of it.
+const FIRST_PIECE: usize = 16 << 10;
+/// Bytes of text after the snippet's start in which its matches are marked: more than
+/// [`WIDTH`] characters of any script, with whitespace runs to spare.
+const WINDOW: usize = 4 << 10;
+
+/// `text` cut at or before `at`, between two words (never inside one).
+fn cut_before(text: &str, at: usize) -> usize {
+    if at >= text.len() {
+        return text.len();
+    }
+    let mut i = at;
+    while i > 0 && !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    match text[..i].char_indices().rev().find(|&(_, c)| !is_word_char(c)) {
+        Some((j, _)) => j,
+        None => 0,
+    }
+}
+
+/// Where the first match of `q` in `text` starts, reading growing pieces of it.
+fn first_match(text: &str, q: &Query) -> Option<usize> {
+    let mut piece = FIRST_PIECE;
+    loop {
+        let end = cut_before(text, piece);
+        if let Some(&(a, _)) = match_spans(&text[..end], q).first() {
+            return Some(a);
+        }
+        if end >= text.len() || piece >= text.len() {
+            return None;
+        }
+        piece = piece.saturating_mul(4);
+    }
+}
+
 /// About [`WIDTH`] characters of `text` around its first match of `q` (its start when
-/// none), and the matches in it as `[start, end)` character offsets.
+/// none), and the matches in it as `[start, end)` character offsets. Only the text around
+/// the snippet is read for its marks.
 pub fn snippet(text: &str, q: &Query) -> (String, Vec<[usize; 2]>) {
-    let spans = match_spans(text, q);
-    let first = spans.first().map_or(0, |s| s.0);
+    let first = first_match(text, q).unwrap_or(0);
     // Start up to BEFORE characters before the first match, at a word's start if one is near.
     let mut start = first;
     for (n, (i, _)) in text[..first].char_indices().rev().enumerate() {
@@ -52,6 +89,15 @@ pub fn snippet(text: &str, q: &Query) -> (String, Vec<[usize; 2]>) {
     {
         start += sp;
     }
+    // The matches near the snippet, from the start of the word it starts in.
+    let from = match text[..start].char_indices().rev().find(|&(_, c)| !is_word_char(c)) {
+        Some((j, c)) => j + c.len_utf8(),
+        None => 0,
+    };
+    let to = cut_before(text, start.saturating_add(WINDOW));
+    let to = if to <= first { text.len() } else { to };
+    let spans: Vec<(usize, usize)> =
+        match_spans(&text[from..to], q).into_iter().map(|(a, b)| (a + from, b + from)).collect();
     let mut out = String::new();
     let mut marks = Vec::new();
     let mut n = 0usize; // characters written
@@ -157,6 +203,22 @@ mod tests {
         assert_eq!((s.as_str(), marks.len()), ("short text", 0));
         let (_, marks) = snippet("a cache, the Cache, CACHE", &parse("cache").unwrap());
         assert_eq!(marks.len(), 3);
+    }
+
+    #[test]
+    fn a_match_deep_in_a_huge_text_is_found_and_marked() {
+        // Past the first pieces read, and a phrase across the first piece's end.
+        let text =
+            format!("{}we drop the Cache here {}and the cache again", "lorem ".repeat(100_000), "ipsum ".repeat(2_000));
+        let (s, marks) = snippet(&text, &parse("cache").unwrap());
+        assert!(s.starts_with('…') && s.contains("we drop the Cache here"), "{s}");
+        assert_eq!(marked(&s, &marks), ["Cache"]);
+        let text = format!("{}drop the cache", "x ".repeat(8_191));
+        let (s, marks) = snippet(&text, &parse("\"drop the\" cache").unwrap());
+        assert_eq!(marked(&s, &marks), ["drop the", "cache"], "{s}");
+        // A word cut by the window's start is not half marked.
+        let (s, marks) = snippet(&format!("{}cachedrop cache", "a".repeat(100)), &parse("cache").unwrap());
+        assert_eq!(marked(&s, &marks), ["cache"], "{s}");
     }
 
     #[test]

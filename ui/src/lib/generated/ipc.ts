@@ -1100,7 +1100,9 @@ export interface Commands {
   bg_remove: { args: { sessionId: string }; ret: string };
   spend_view: { args: { days: number }; ret: SpendView };
   search_history: { args: { request: SearchRequest }; ret: SearchAnswer };
+  search_host: { args: { host: string; request: SearchRequest }; ret: SearchResults };
   search_progress: { args: undefined; ret: SearchProgress };
+  roster_shown: { args: undefined; ret: null };
   timeline_find: { args: { sessionId: string; uuid: string; toolUseId?: string | null }; ret: number | null };
   hosts_list: { args: undefined; ret: Array<HostInfo> };
   host_retry: { args: { host: string }; ret: null };
