@@ -3,7 +3,9 @@
 //! (bench/gen_corpus.py: 2.1.197, and 2.1.330 with its request copies, `cost-state` records
 //! and /clear chains): the tokens of every local day are equal, in more than one time
 //! zone. ccusage is installed from npm into the test cache on first use
-//! (`support::ccusage`); the speed comparison is `scripts/bench cost`.
+//! (`support::ccusage`); the speed comparison is `scripts/bench cost`. Each report is made
+//! twice, with an empty data folder (no cost cache) and with one whose cache an earlier
+//! report (in another time zone) wrote: both are the same.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -39,15 +41,26 @@ fn ccusage_days(exe: &Path, corpus: &Path, tz: &str) -> Result<(Days, f64)> {
     Ok((days, usd))
 }
 
-fn mimesis_days(exe: &Path, corpus: &Path, tz: &str) -> Result<(Days, f64)> {
-    let data = tempfile::tempdir()?;
-    let v = json(
-        Command::new(exe)
-            .args(["cost", "--by", "day", "--json"])
-            .env("CLAUDE_CONFIG_DIR", corpus)
-            .env("MIMESIS_DATA_DIR", data.path())
-            .env("TZ", tz),
-    )?;
+/// The report, made with an empty data folder and with `warm_data` (whose cost cache an
+/// earlier report wrote): checked the same.
+fn mimesis_days(exe: &Path, corpus: &Path, tz: &str, warm_data: &Path) -> Result<(Days, f64)> {
+    let cold = tempfile::tempdir()?;
+    let run = |data: &Path| {
+        json(
+            Command::new(exe)
+                .args(["cost", "--by", "day", "--json"])
+                .env("CLAUDE_CONFIG_DIR", corpus)
+                .env("MIMESIS_DATA_DIR", data)
+                .env("TZ", tz),
+        )
+    };
+    let v = run(cold.path())?;
+    ensure!(cold.path().join("cost-cache.bin").is_file(), "the report wrote no cost cache");
+    let warm_before = std::fs::read(warm_data.join("cost-cache.bin")).ok();
+    ensure!(run(warm_data)? == v, "TZ={tz}: the report with a warm cost cache differs from the cold one");
+    if let Some(before) = warm_before {
+        ensure!(std::fs::read(warm_data.join("cost-cache.bin"))? == before, "an unchanged corpus rewrote the cache");
+    }
     let mut days = Days::new();
     for r in v["rows"].as_array().context("no rows")? {
         let n = |k: &str| r[k].as_u64().unwrap_or(u64::MAX);
@@ -69,6 +82,7 @@ fn tokens_per_day_equal_ccusages_on_generated_corpora() -> Result<()> {
     let dir = tempfile::tempdir()?;
     for (shape, seed) in [("2.1.197", "21"), ("2.1.330", "22")] {
         let corpus = dir.path().join(shape);
+        let warm_data = dir.path().join(format!("data-{shape}"));
         let status = Command::new("python3")
             .arg(workspace_root().join("bench/gen_corpus.py"))
             .arg(&corpus)
@@ -80,7 +94,7 @@ fn tokens_per_day_equal_ccusages_on_generated_corpora() -> Result<()> {
         ensure!(status.success(), "gen_corpus.py failed");
         for tz in ["UTC", "Asia/Kolkata", "America/Los_Angeles"] {
             let (theirs, their_usd) = ccusage_days(&ccusage, &corpus, tz)?;
-            let (ours, our_usd) = mimesis_days(&mimesis, &corpus, tz)?;
+            let (ours, our_usd) = mimesis_days(&mimesis, &corpus, tz, &warm_data)?;
             ensure!(theirs.len() > 20, "{shape} {tz}: ccusage found only {} days", theirs.len());
             assert_eq!(ours, theirs, "{shape} TZ={tz}: tokens per day");
             eprintln!("{shape} TZ={tz}: {} days equal; ccusage ${their_usd:.2}, mimesis ${our_usd:.2}", ours.len());

@@ -10,6 +10,7 @@
 //! itself ([`crate::pricing`]). The local day of an instant comes from the caller (the
 //! time zone is read from the system, which is I/O).
 
+pub mod cache;
 mod read;
 #[cfg(test)]
 mod tests;
@@ -428,7 +429,7 @@ impl Ledger {
                         row.models.push(name.clone());
                     }
                     match priced[m as usize] {
-                        Some(p) => row.cost_usd += p.cost(&e.tokens, e.fast),
+                        Some(p) => row.cost_usd += exact_usd(p.cost(&e.tokens, e.fast)),
                         None => {
                             *unknown.entry(name.clone()).or_default() += e.total();
                             if !row.unknown_models.contains(name) {
@@ -449,9 +450,11 @@ impl Ledger {
                 total.add(&totals);
                 totals.cost_usd = round_usd(totals.cost_usd);
                 let (project, billed_usd) = if q.by == GroupBy::Session {
-                    let billed = files.iter().filter_map(|&f| self.files[f as usize].billed_usd).sum::<f64>();
+                    let billed =
+                        files.iter().filter_map(|&f| self.files[f as usize].billed_usd.map(exact_usd)).sum::<f64>();
                     let any = files.iter().any(|&f| self.files[f as usize].billed_usd.is_some());
-                    (files.first().map(|&f| file_project[f as usize].to_owned()), any.then(|| round_usd(billed)))
+                    let first = files.iter().min_by_key(|&&f| self.files[f as usize].order);
+                    (first.map(|&f| file_project[f as usize].to_owned()), any.then(|| round_usd(billed)))
                 } else {
                     (None, None)
                 };
@@ -509,6 +512,14 @@ fn project_is(f: &FileMeta, p: &str) -> bool {
 
 fn round_usd(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
+}
+
+/// One request's cost, rounded to a multiple of 2^-32 dollars (2.3e-10): sums of such
+/// costs below 2^21 dollars are exact, so a report is the same whatever order the files
+/// were read in (in parallel, or some from the cost cache).
+pub(crate) fn exact_usd(x: f64) -> f64 {
+    const Q: f64 = 4_294_967_296.0;
+    (x * Q).round() / Q
 }
 
 /// `1234567` → `1,234,567`.

@@ -8,6 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod cache;
+
 use rayon::prelude::*;
 
 use mimesis_core::layout;
@@ -79,34 +81,52 @@ pub enum Reading {
 pub fn read_file(f: &UsageFile, order: u32, how: Reading) -> std::io::Result<FileUsage> {
     let mut usage = FileUsage::new(f.session.clone(), f.project_dir.clone());
     usage.order = order;
+    read_on(&f.path, &mut usage, 0, how)?;
+    Ok(usage)
+}
+
+/// Reads the records of `path` from `from` (the start of a line) on into `usage`; returns
+/// how far it read: the end of the last complete line.
+fn read_on(path: &Path, usage: &mut FileUsage, from: u64, how: Reading) -> std::io::Result<u64> {
     let mut scratch = String::new();
     let parser = crate::parse::SonicJson;
-    match how {
-        Reading::Copied => read_chunks(&f.path, &parser, &mut usage, &mut scratch)?,
-        Reading::Mapped => {
-            if let Some(map) = mimesis_os::files::Mapped::open(&f.path)? {
-                usage.add_text(&parser, map.bytes(), &mut scratch, |upto| map.release_before(upto));
+    let read_to = match how {
+        Reading::Copied => read_chunks(path, from, &parser, usage, &mut scratch)?,
+        Reading::Mapped => match mimesis_os::files::Mapped::open(path)? {
+            Some(map) => {
+                let bytes = map.bytes();
+                let start = usize::try_from(from).unwrap_or(usize::MAX).min(bytes.len());
+                usage.add_text(&parser, &bytes[start..], &mut scratch, |upto| map.release_before(start + upto));
+                memchr::memrchr(b'\n', &bytes[start..]).map_or(start, |i| start + i + 1) as u64
             }
-        }
-    }
+            None => from,
+        },
+    };
     usage.models.shrink_to_fit();
     usage.entries.shrink_to_fit();
-    Ok(usage)
+    Ok(read_to)
 }
 
 const CHUNK: usize = 1024 * 1024;
 
-/// Reads a file a chunk at a time, each chunk's complete lines at once
+/// Reads a file from `from` on a chunk at a time, each chunk's complete lines at once
 /// ([`FileUsage::add_text`]); a line longer than [`mimesis_core::spend::MAX_LINE`] is
-/// skipped, a last line without its newline is not read.
+/// skipped, a last line without its newline is not read. Returns the end of the last
+/// complete line.
 fn read_chunks(
     path: &Path,
+    from: u64,
     parser: &crate::parse::SonicJson,
     usage: &mut FileUsage,
     scratch: &mut String,
-) -> std::io::Result<()> {
-    use std::io::Read;
+) -> std::io::Result<u64> {
+    use std::io::{Read, Seek};
     let mut file = mimesis_os::files::open_regular(path, mimesis_os::files::Links::Follow)?;
+    if from > 0 {
+        file.seek(std::io::SeekFrom::Start(from))?;
+    }
+    // The offset in the file of `buf[0]`, and of the end of the last complete line.
+    let (mut base, mut read_to) = (from, from);
     thread_local! {
         static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
@@ -117,13 +137,14 @@ fn read_chunks(
     let result = loop {
         if held == buf.len() {
             if buf.len() >= mimesis_core::spend::MAX_LINE {
+                base += held as u64;
                 (held, skipping) = (0, true);
             } else {
                 buf.resize(buf.len() * 2, 0);
             }
         }
         let n = match file.read(&mut buf[held..]) {
-            Ok(0) => break Ok(()),
+            Ok(0) => break Ok(read_to),
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => break Err(e),
@@ -134,6 +155,7 @@ fn read_chunks(
             match memchr::memchr(b'\n', &buf[..end]) {
                 Some(i) => (from, skipping) = (i + 1, false),
                 None => {
+                    base += end as u64;
                     held = 0;
                     continue;
                 }
@@ -143,7 +165,9 @@ fn read_chunks(
         if upto > from {
             usage.add_text(parser, &buf[from..upto], scratch, |_| {});
         }
+        read_to = base + upto as u64;
         buf.copy_within(upto..end, 0);
+        base += upto as u64;
         held = end - upto;
     };
     if buf.len() > CHUNK {
@@ -194,7 +218,7 @@ mod tests {
     use mimesis_core::pricing::PriceTable;
     use mimesis_core::spend::CostQuery;
 
-    fn rec(id: &str, ts: &str, input: u64) -> String {
+    pub(super) fn rec(id: &str, ts: &str, input: u64) -> String {
         serde_json::json!({"type": "assistant", "timestamp": ts, "requestId": id, "version": "2.1.330",
             "message": {"id": id, "model": "claude-haiku-4-5",
                         "usage": {"input_tokens": input, "output_tokens": 1}}})
@@ -235,7 +259,7 @@ mod tests {
         assert_eq!(rows, [("s1", 70)]);
     }
 
-    fn chrono_day(ms: i64) -> chrono::NaiveDate {
+    pub(super) fn chrono_day(ms: i64) -> chrono::NaiveDate {
         chrono::DateTime::from_timestamp_millis(ms).unwrap().date_naive()
     }
 

@@ -2,7 +2,9 @@
 //! transcripts of `roots` read once ([`mimesis_watch::spend`]), priced with the user's
 //! price file over the shipped table, summed by local day (the system's time zone, `TZ`
 //! respected) into [`mimesis_core::spend::CostReport`]. Needs neither the fleet database
-//! nor a running Mimesis; changes nothing on disk.
+//! nor a running Mimesis; writes only its cache, `<data_dir>/cost-cache.bin`
+//! ([`mimesis_watch::spend::cache`]: what each transcript file contributed, so that the
+//! next report reads only the files that changed; deleting it is safe).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -27,7 +29,7 @@ pub use mimesis_watch::spend::Reading;
 /// ([`say_on_bus_error`]).
 pub fn report(roots: &[PathBuf], data_dir: &Path, q: &CostQuery, prices: Option<&Path>, how: Reading) -> CostReport {
     let (table, price_warnings) = price_table(data_dir, prices);
-    let ledger = mimesis_watch::spend::read(roots, how);
+    let ledger = read(roots, data_dir, how);
     let mut r = ledger.report(q, &table, &local_day);
     r.warnings.splice(0..0, price_warnings);
     r
@@ -38,11 +40,16 @@ pub fn report(roots: &[PathBuf], data_dir: &Path, q: &CostQuery, prices: Option<
 /// price file when there is one.
 pub fn spend_view(roots: &[PathBuf], data_dir: &Path, days: u32) -> SpendView {
     let (table, price_warnings) = price_table(data_dir, None);
-    let ledger = mimesis_watch::spend::read(roots, Reading::Copied);
+    let ledger = read(roots, data_dir, Reading::Copied);
     let today = Local::now().date_naive();
     let mut v = ledger.spend_view(&table, &local_day, today, days);
     v.warnings.splice(0..0, price_warnings);
     v
+}
+
+/// Every request of the transcripts of `roots`, through the data folder's cost cache.
+fn read(roots: &[PathBuf], data_dir: &Path, how: Reading) -> mimesis_core::spend::Ledger {
+    mimesis_watch::spend::cache::read(roots, how, &data_dir.join(mimesis_watch::spend::cache::FILE))
 }
 
 /// The user's price file (`named`, else `<data_dir>/prices.json` when it exists) over the

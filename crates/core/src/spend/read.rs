@@ -137,6 +137,16 @@ impl FileUsage {
         FileUsage { session: session.into(), project_dir: project_dir.into(), ..Default::default() }
     }
 
+    /// Usage records read so far (the next one's `seq`): kept in the cost cache so that a
+    /// file that grew is read on from where it was.
+    pub fn seen(&self) -> u32 {
+        self.seen
+    }
+
+    pub fn set_seen(&mut self, seen: u32) {
+        self.seen = seen;
+    }
+
     /// Reads one line (without its newline).
     pub fn add_line<P: RecordParser + ?Sized>(&mut self, parser: &P, line: &[u8], scratch: &mut String) {
         if transcript::is_blank(line) || transcript::skippable(line).is_some() {

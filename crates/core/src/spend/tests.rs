@@ -427,6 +427,52 @@ fn the_report_does_not_depend_on_the_order_files_are_folded_in() {
     assert!(seen.iter().all(|s| *s == seen[0]), "{seen:?}");
 }
 
+#[test]
+fn costs_sum_the_same_in_any_order() {
+    let costs: Vec<f64> = (1..5000u32).map(|i| f64::from(i) * 0.000_003_7 + 1.0 / f64::from(i)).collect();
+    let plain = |v: &mut dyn Iterator<Item = f64>| v.fold(0.0, |a, b| a + b);
+    assert_ne!(plain(&mut costs.iter().copied()), plain(&mut costs.iter().rev().copied()), "a sum that does depend");
+    let exact: Vec<f64> = costs.iter().map(|&c| exact_usd(c)).collect();
+    assert_eq!(plain(&mut exact.iter().copied()), plain(&mut exact.iter().rev().copied()));
+    assert!((plain(&mut exact.iter().copied()) - plain(&mut costs.iter().copied())).abs() < 1e-6);
+}
+
+/// Costs summed in any order are the same to the last digit (each request's cost is a
+/// multiple of 2^-32 dollars), and a session's project is its first file's.
+#[test]
+fn the_dollars_do_not_depend_on_the_order_files_are_folded_in() {
+    let files = || {
+        (0..6u32)
+            .map(|i| {
+                let lines: Vec<Value> = (0..200u64)
+                    .map(|j| {
+                        let id = format!("m{i}-{j}");
+                        let model = ["claude-opus-4-1", "claude-sonnet-4-6", "claude-haiku-4-5"][(j % 3) as usize];
+                        let mut r =
+                            assistant("2026-11-01T10:00:00.000Z", Some(&id), Some(&id), model, u(7 + j * 13, 3 + j));
+                        r["cwd"] = json!(format!("/home/me/p{i}"));
+                        r
+                    })
+                    .collect();
+                let mut f = file(if i < 3 { "s" } else { "t" }, "-p", &lines);
+                f.order = i;
+                f
+            })
+            .collect::<Vec<_>>()
+    };
+    let to = |day: &str| day.parse::<NaiveDate>().unwrap();
+    let mut seen = Vec::new();
+    for perm in [[0, 1, 2, 3, 4, 5], [5, 4, 3, 2, 1, 0], [3, 0, 5, 1, 4, 2]] {
+        let mut fs: Vec<Option<FileUsage>> = files().into_iter().map(Some).collect();
+        let l = ledger(perm.iter().map(|&i| fs[i].take().unwrap()).collect());
+        let by_session = CostQuery { by: GroupBy::Session, ..Default::default() };
+        let view = l.spend_view(PriceTable::vendored(), &utc_day, to("2026-11-02"), 7);
+        seen.push(json!([report(&l, &CostQuery::default()), report(&l, &by_session), view]));
+    }
+    assert!(seen.iter().all(|s| *s == seen[0]), "{seen:?}");
+    assert_eq!(seen[0][1]["rows"][0]["project"], json!("/home/me/p0"), "{}", seen[0][1]);
+}
+
 /// The Spend view: each day of the window split by project and by model (the costliest
 /// named, the rest as "Other"), today / this week / this month whatever the window, the
 /// costliest sessions of the window, unknown models named and not priced.

@@ -177,7 +177,7 @@ impl Ledger {
                 m => Some(m as usize),
             };
             let usd = match name.map(|m| (m, priced[m])) {
-                Some((_, Some(p))) => p.cost(&e.tokens, e.fast),
+                Some((_, Some(p))) => super::exact_usd(p.cost(&e.tokens, e.fast)),
                 Some((m, None)) => {
                     if day >= first && !unknown.contains(&self.models[m].as_str()) {
                         unknown.push(&self.models[m]);
@@ -205,6 +205,10 @@ impl Ledger {
             by_project.add(project[file], i, usd);
             by_model.add(name.map_or("(no model)", |m| self.models[m].as_str()), i, usd);
             let s = sessions.entry(&self.files[file].session).or_insert((file, SpendTotal::default(), 0));
+            // The session's project is its first file's (in path order).
+            if self.files[file].order < self.files[s.0].order {
+                s.0 = file;
+            }
             s.1.add(usd, tokens);
             s.2 = s.2.max(e.at.millis());
         }
