@@ -73,27 +73,9 @@ const MAX_SEEN_TERMS: usize = 1 << 20;
 /// Longer words are not kept in `terms` (hashes, base64): a prefix of one is read by FTS5.
 const MAX_TERM_BYTES: usize = 64;
 
-/// A fast hash for the words a worker has met (FxHash's step: these are not keys an
-/// adversary picks to collide, and the default hasher was a third of the words' cost).
-#[derive(Default, Clone, Copy)]
-struct WordHasher(u64);
-
-impl std::hash::Hasher for WordHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-}
-
-/// The words a worker has met.
-type Seen = HashSet<Box<str>, std::hash::BuildHasherDefault<WordHasher>>;
+/// The words a worker has met, under FxHash (not keys an adversary picks to collide; the
+/// default hasher was a third of the words' cost).
+type Seen = HashSet<Box<str>, rustc_hash::FxBuildHasher>;
 
 /// The words of `text` not in `seen`, lower case, as the index's tokenizer reads words
 /// (a prefix of plain ASCII finds what FTS5 would). Runs of ASCII letters and digits are
