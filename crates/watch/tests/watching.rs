@@ -497,7 +497,13 @@ async fn a_session_gone_from_a_readable_registry_ended_until_its_transcript_goes
     child.kill().unwrap();
     child.wait().unwrap();
     wait_session(&engine, ID, "ended", |s| s["live"] == false && s["status"] == "idle").await;
-    append(&path, &line(&cli(prompt("more, from elsewhere"), "2.1.332")));
+    // Written after the end was seen. Timestamps are in milliseconds, and on a fast machine
+    // this write can fall in the very millisecond the absence was seen, which the rule
+    // counts as before (a CLI writes its last record, then removes its entry): the record
+    // says a moment later, as any real one written elsewhere after the end does.
+    let mut more = prompt("more, from elsewhere");
+    more["timestamp"] = json!(SystemClock.now().plus(Duration::from_millis(50)).to_iso());
+    append(&path, &line(&cli(more, "2.1.332")));
     wait_session(&engine, ID, "working again", |s| s["status"] == "working").await;
     engine.shutdown().await;
 }
