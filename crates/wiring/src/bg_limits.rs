@@ -42,11 +42,20 @@ struct Slim {
     live: bool,
     status: Status,
     host: Option<String>,
+    /// The tokens its transcript records.
+    tokens: u64,
 }
 
 impl roster_rows::Slim for Slim {
     fn of(s: &TrackedSession) -> Slim {
-        Slim { kind: s.kind, job: s.job.clone(), live: s.live, status: s.status, host: s.host.clone() }
+        Slim {
+            kind: s.kind,
+            job: s.job.clone(),
+            live: s.live,
+            status: s.status,
+            host: s.host.clone(),
+            tokens: s.usage.total(),
+        }
     }
 
     fn apply(&mut self, p: &mimesis_core::session::SessionPatch) {
@@ -64,6 +73,9 @@ impl roster_rows::Slim for Slim {
         }
         if let Some(h) = &p.host {
             self.host = h.clone();
+        }
+        if let Some(u) = &p.usage {
+            self.tokens = u.total();
         }
     }
 }
@@ -179,7 +191,14 @@ impl Driver {
         let started = started_wall.map_or(now, |s| {
             Mono::from_millis(now.millis().saturating_sub(wall.millis().saturating_sub(s.millis()).max(0) as u64))
         });
-        let obs = BgObservation { live: row.live, busy: row.status == Status::Working, attempt: job.attempt, started };
+        let obs = BgObservation {
+            live: row.live,
+            busy: row.status == Status::Working,
+            attempt: job.attempt,
+            started,
+            worker: found.as_ref().map(|(_, w)| w.pid),
+            tokens: row.tokens,
+        };
         let effects = match self.watched.get_mut(id) {
             Some(w) => {
                 if let Some((root, worker)) = found {
