@@ -11,14 +11,14 @@
 //! `cargo test -p mimesis-tests --test webview_quit` (under Xvfb when there is no display).
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use fantoccini::Locator;
 use fantoccini::key::Key;
 use mimesis_tests::supervised::standin;
-use mimesis_tests::webdriver::{DesktopApp, SessionOptions, workspace_root};
+use mimesis_tests::webdriver::{DesktopApp, SessionOptions, processes_in, workspace_root};
 
 const T: Duration = Duration::from_secs(20);
 
@@ -50,20 +50,6 @@ async fn launch(fx: &Fixture) -> Result<DesktopApp> {
     DesktopApp::launch_in_session(&args, &env, SessionOptions::default()).await
 }
 
-/// Processes whose working folder is `dir` (the agents Mimesis ran there).
-fn processes_in(dir: &Path) -> Vec<(u32, String)> {
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return found };
-    for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        if std::fs::read_link(e.path().join("cwd")).ok().as_deref() == Some(dir) {
-            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            found.push((pid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
-        }
-    }
-    found
-}
-
 /// `pid` runs (not gone, not a zombie waiting for its parent).
 fn alive(pid: u32) -> bool {
     mimesis_os::procs::stat(pid).is_some_and(|s| s.state != 'Z')
@@ -80,19 +66,6 @@ async fn until(what: &str, timeout: Duration, cond: impl Fn() -> bool) -> Result
     Ok(())
 }
 
-async fn terminal_text(app: &DesktopApp) -> Result<String> {
-    let v = app
-        .js("const t = document.querySelector('[data-testid=terminal]'); \
-             return t && t.terminalText ? t.terminalText() : '';")
-        .await?;
-    Ok(v.as_str().unwrap_or_default().to_owned())
-}
-
-async fn text_of(app: &DesktopApp, css: &str) -> Result<String> {
-    let v = app.js(&format!("const e = document.querySelector(\"{css}\"); return e ? e.textContent : '';")).await?;
-    Ok(v.as_str().unwrap_or_default().to_owned())
-}
-
 /// Types `line` into the terminal and waits for the stand-in's echo of it.
 async fn say(app: &DesktopApp, line: &str) -> Result<()> {
     let textarea = app.client.find(Locator::Css("[data-testid=terminal] textarea")).await?;
@@ -100,31 +73,10 @@ async fn say(app: &DesktopApp, line: &str) -> Result<()> {
     textarea.send_keys(&char::from(Key::Enter).to_string()).await?;
     let echo = format!("Echo: {line}");
     app.wait_for(&format!("the agent's answer to {line:?}"), T, || async {
-        Ok(terminal_text(app).await?.contains(&echo))
+        Ok(app.terminal_text().await?.contains(&echo))
     })
     .await
     .map(|_| ())
-}
-
-/// Opens "New session", types the folder and starts it; returns the new session's id.
-async fn start_session(app: &DesktopApp, cwd: &Path) -> Result<String> {
-    app.wait_for("the roster to load", T, || async { Ok(app.count("[data-testid=new-session-button]").await? == 1) })
-        .await?;
-    app.click("[data-testid=new-session-button]").await?;
-    let input = app.client.find(Locator::Css("[data-testid=new-session-cwd]")).await?;
-    input.clear().await?;
-    input.send_keys(&cwd.to_string_lossy()).await?;
-    app.wait_for("the folder checked", T, || async {
-        Ok(app.count("[data-testid=new-session-start]:not([disabled])").await? == 1)
-    })
-    .await?;
-    app.click("[data-testid=new-session-start]").await?;
-    app.wait_for("the terminal to attach", T, || async {
-        Ok(app.count("[data-testid=terminal][data-attached=true]").await? == 1)
-    })
-    .await?;
-    let id = app.js("return document.querySelector('[data-testid=terminal]').dataset.sessionId;").await?;
-    id.as_str().map(str::to_owned).context("the terminal names no session")
 }
 
 /// Clicks the window's close button (as far as the app can tell) and waits for the dialog.
@@ -165,8 +117,8 @@ async fn quitting_with_a_supervised_session_asks_and_the_next_start_offers_resum
 /// Returns the session's id once the app quit.
 async fn quit_flow(app: &DesktopApp, fx: &Fixture) -> Result<String> {
     // A supervised session with one whole turn (so it can be resumed).
-    let id = start_session(app, &fx.project).await?;
-    app.wait_for("the agent's prompt", T, || async { Ok(terminal_text(app).await?.contains("? for shortcuts")) })
+    let id = app.start_session(&fx.project).await?;
+    app.wait_for("the agent's prompt", T, || async { Ok(app.terminal_text().await?.contains("? for shortcuts")) })
         .await?;
     say(app, "hello").await?;
     let agents: Vec<u32> = processes_in(&fx.project).into_iter().map(|(p, _)| p).collect();
@@ -175,7 +127,7 @@ async fn quit_flow(app: &DesktopApp, fx: &Fixture) -> Result<String> {
 
     // The close button asks first, and says what a quit does to the session.
     close_window(app).await?;
-    let said = text_of(app, "[data-testid=quit-dialog]").await?;
+    let said = app.text_of("[data-testid=quit-dialog]").await?;
     ensure!(said.contains("A supervised session is running"), "the dialog names the running session: {said}");
     ensure!(said.contains("Stop them and quit") && said.contains("Cancel"), "its choices: {said}");
 
@@ -199,7 +151,7 @@ async fn quit_flow(app: &DesktopApp, fx: &Fixture) -> Result<String> {
 async fn resume_flow(app: &DesktopApp, fx: &Fixture, id: &str) -> Result<()> {
     app.wait_for("the offer to resume", T, || async { Ok(app.count("[data-testid=resume-banner]").await? == 1) })
         .await?;
-    let all = text_of(app, "[data-testid=resume-all]").await?;
+    let all = app.text_of("[data-testid=resume-all]").await?;
     ensure!(all == "Resume the session that was running", "the banner's button: {all:?}");
     ensure!(app.count("[data-testid=resume-one]").await? == 1, "one session offered");
     app.click("[data-testid=resume-all]").await?;
