@@ -20,26 +20,11 @@ use anyhow::{Context, Result, bail, ensure};
 use fantoccini::Locator;
 use fantoccini::key::Key;
 use mimesis_tests::supervised::standin;
-use mimesis_tests::webdriver::{DesktopApp, axe_violations, processes_in, workspace_root};
+use mimesis_tests::webdriver::{AppFolders as Fixture, DesktopApp, axe_violations, processes_in, workspace_root};
 use serde_json::Value;
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    config: PathBuf,
-    data: PathBuf,
-    project: PathBuf,
-}
-
 fn fixture() -> Result<Fixture> {
-    let dir = tempfile::Builder::new().prefix("mimesis-webview-pty-").tempdir()?;
-    let base = dir.path().canonicalize()?;
-    let config = base.join("claude");
-    let data = base.join("data");
-    let project = base.join("project");
-    for d in [&config.join("projects"), &data, &project] {
-        std::fs::create_dir_all(d)?;
-    }
-    Ok(Fixture { _dir: dir, config, data, project })
+    Fixture::new("mimesis-webview-pty-")
 }
 
 fn env(fx: &Fixture, agent: &Path, limits: &[(&'static str, &str)]) -> Vec<(&'static str, OsString)> {

@@ -11,32 +11,18 @@
 //! `cargo test -p mimesis-tests --test webview_quit` (under Xvfb when there is no display).
 
 use std::ffi::OsString;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use fantoccini::Locator;
 use fantoccini::key::Key;
 use mimesis_tests::supervised::standin;
-use mimesis_tests::webdriver::{DesktopApp, SessionOptions, processes_in, workspace_root};
+use mimesis_tests::webdriver::{AppFolders as Fixture, DesktopApp, SessionOptions, processes_in, workspace_root};
 
 const T: Duration = Duration::from_secs(20);
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    config: PathBuf,
-    data: PathBuf,
-    project: PathBuf,
-}
-
 fn fixture() -> Result<Fixture> {
-    let dir = tempfile::Builder::new().prefix("mimesis-webview-quit-").tempdir()?;
-    let base = dir.path().canonicalize()?;
-    let (config, data, project) = (base.join("claude"), base.join("data"), base.join("project"));
-    for d in [&config.join("projects"), &data, &project] {
-        std::fs::create_dir_all(d)?;
-    }
-    Ok(Fixture { _dir: dir, config, data, project })
+    Fixture::new("mimesis-webview-quit-")
 }
 
 /// The app on a private display and bus (no tray host there: closing the window quits).

@@ -104,6 +104,27 @@ impl DesktopSession {
     }
 }
 
+/// The folders an app under test runs with, in a temporary folder named `<prefix>…`:
+/// Claude Code's config (`projects/` made), Mimesis's data, and a project to run agents in.
+pub struct AppFolders {
+    _dir: tempfile::TempDir,
+    pub config: PathBuf,
+    pub data: PathBuf,
+    pub project: PathBuf,
+}
+
+impl AppFolders {
+    pub fn new(prefix: &str) -> Result<AppFolders> {
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
+        let base = dir.path().canonicalize()?;
+        let (config, data, project) = (base.join("claude"), base.join("data"), base.join("project"));
+        for d in [&config.join("projects"), &data, &project] {
+            std::fs::create_dir_all(d)?;
+        }
+        Ok(AppFolders { _dir: dir, config, data, project })
+    }
+}
+
 /// Processes whose working folder is `dir` (the agents the app ran there).
 pub fn processes_in(dir: &Path) -> Vec<(u32, String)> {
     let mut found = Vec::new();
