@@ -82,7 +82,8 @@ impl roster_rows::Slim for Slim {
 
 /// What came back from work done off the task.
 enum Done {
-    Rss(SessionId, u64),
+    /// The RSS of the worker `pid`'s process tree.
+    Rss(SessionId, u64, u32),
 }
 
 /// Runs until the engine's stream ends.
@@ -124,9 +125,9 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor) {
                 }
             }
             Some(done) = done_rx.recv() => match done {
-                Done::Rss(id, bytes) => {
+                Done::Rss(id, bytes, pid) => {
                     let now = d.clock.mono();
-                    let effects = d.watched.get_mut(&id).map(|w| w.limits.rss(bytes, now)).unwrap_or_default();
+                    let effects = d.watched.get_mut(&id).map(|w| w.limits.rss(bytes, Some(pid), now)).unwrap_or_default();
                     d.carry_out(&id, effects);
                 }
             },
@@ -246,7 +247,7 @@ impl Driver {
                     tokio::task::spawn_blocking(move || {
                         let pid = roster_rows::worker(&roots, &job)?.1.pid;
                         let (rss, _) = mimesis_os::procs::tree_usage(pid);
-                        done.send(Done::Rss(id, rss)).ok()
+                        done.send(Done::Rss(id, rss, pid)).ok()
                     });
                 }
                 BgEffect::Respawn | BgEffect::Stop => {
