@@ -11,7 +11,8 @@ use x11_dl::xlib::{self, Display, Xlib};
 
 use crate::webdriver::DesktopSession;
 
-/// Asks every mapped toplevel window of process `pid` on `session`'s display to close;
+/// Asks every mapped toplevel window of process `pid` (as its `_NET_WM_PID` says) on
+/// `session`'s display to close;
 /// returns how many were asked.
 pub fn ask_to_close(session: &DesktopSession, pid: u32) -> Result<usize> {
     let x = Xlib::open().context("libX11 is missing: install the Debian package libx11-6")?;
@@ -57,7 +58,10 @@ unsafe fn close_windows_of(x: &Xlib, dpy: *mut Display, pid: u32) -> Result<usiz
         // SAFETY: as the caller says; the attributes are written by the call.
         let mapped = unsafe {
             let mut attrs: xlib::XWindowAttributes = std::mem::zeroed();
-            (x.XGetWindowAttributes)(dpy, w, &mut attrs) != 0 && attrs.map_state == xlib::IsViewable
+            // (Not a popup, a tooltip or a menu: no window manager asks those to close.)
+            (x.XGetWindowAttributes)(dpy, w, &mut attrs) != 0
+                && attrs.map_state == xlib::IsViewable
+                && attrs.override_redirect == xlib::False
         };
         // SAFETY: as the caller says.
         if !mapped || unsafe { cardinal(x, dpy, w, wm_pid) } != Some(c_ulong::from(pid)) {
