@@ -317,13 +317,6 @@ impl AgentRun {
     }
 }
 
-async fn terminal_text(app: &DesktopApp) -> Result<String> {
-    let v = app
-        .js("const t = document.querySelector('[data-testid=terminal]'); return t && t.terminalText ? t.terminalText() : '';")
-        .await?;
-    Ok(v.as_str().unwrap_or_default().to_owned())
-}
-
 async fn type_in_terminal(app: &DesktopApp, line: &str) -> Result<()> {
     let textarea = app.client.find(Locator::Css("[data-testid=terminal] textarea")).await?;
     textarea.send_keys(line).await?;
@@ -359,7 +352,7 @@ async fn start_in(app: &DesktopApp, folder: &Path, missing: Option<&str>) -> Res
     app.click("[data-testid=new-session-start]").await?;
     wait_css(app, "the terminal", "[data-testid=terminal][data-attached=true]").await?;
     app.wait_for("the agent's prompt", Duration::from_secs(15), || async {
-        Ok(terminal_text(app).await?.contains("? for shortcuts"))
+        Ok(app.terminal_text().await?.contains("? for shortcuts"))
     })
     .await?;
     open_session(app).await
@@ -370,7 +363,7 @@ async fn turn(app: &DesktopApp, line: &str) -> Result<()> {
     type_in_terminal(app, line).await?;
     let echo = format!("Echo: {line}");
     app.wait_for("the agent's reply", Duration::from_secs(15), || async {
-        Ok(terminal_text(app).await?.contains(&echo))
+        Ok(app.terminal_text().await?.contains(&echo))
     })
     .await
     .map(|_| ())
@@ -385,7 +378,7 @@ async fn pty_flow(app: &DesktopApp, fx: &Fixture, project: &Path) -> Result<()> 
     wait_css(app, "the approval bar", "[data-testid=approval-bar] [data-testid=approve-once]").await?;
     app.click("[data-testid=approve-once]").await?;
     app.wait_for("the approved tool's result", Duration::from_secs(10), || async {
-        Ok(terminal_text(app).await?.contains("Done: said hi."))
+        Ok(app.terminal_text().await?.contains("Done: said hi."))
     })
     .await?;
     app.wait_for("the approval bar gone", Duration::from_secs(10), || async {
@@ -420,7 +413,7 @@ async fn pty_flow(app: &DesktopApp, fx: &Fixture, project: &Path) -> Result<()> 
     .await?;
     badge(app, "running").await?;
     app.wait_for("the new agent's prompt", Duration::from_secs(15), || async {
-        Ok(terminal_text(app).await?.contains("? for shortcuts"))
+        Ok(app.terminal_text().await?.contains("? for shortcuts"))
     })
     .await?;
 

@@ -29,19 +29,6 @@ fn attach_clients(bg: &Background) -> Vec<(u32, String)> {
     bg.processes().into_iter().filter(|(_, cmd)| cmd.contains(" attach ")).collect()
 }
 
-async fn text_of(app: &DesktopApp, css: &str) -> Result<String> {
-    let v = app.js(&format!("const e = document.querySelector(\"{css}\"); return e ? e.textContent : '';")).await?;
-    Ok(v.as_str().unwrap_or_default().to_owned())
-}
-
-async fn terminal_text(app: &DesktopApp) -> Result<String> {
-    let v = app
-        .js("const t = document.querySelector('[data-testid=terminal]'); \
-             return t && t.terminalText ? t.terminalText() : '';")
-        .await?;
-    Ok(v.as_str().unwrap_or_default().to_owned())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_session_from_the_window() -> Result<()> {
     let claude = ensure_claude_version(CLAUDE_CODE_NEWEST)?;
@@ -105,7 +92,7 @@ async fn flow(app: &DesktopApp, home: &ClaudeHome, bg: &Background) -> Result<()
     ensure!(bg.agent(&job, false)?.is_some(), "claude agents lists {job}");
     let first = app
         .wait_for("the session's screen through attach", T, || async {
-            Ok(terminal_text(app).await?.contains("say hello"))
+            Ok(app.terminal_text().await?.contains("say hello"))
         })
         .await?;
     eprintln!(
@@ -115,7 +102,7 @@ async fn flow(app: &DesktopApp, home: &ClaudeHome, bg: &Background) -> Result<()
     );
     ensure!(attach_clients(bg).len() == 1, "one attach client: {:?}", attach_clients(bg));
     app.wait_for("the reply on the attached screen", T, || async {
-        Ok(terminal_text(app).await?.contains("Hello from the background."))
+        Ok(app.terminal_text().await?.contains("Hello from the background."))
     })
     .await?;
     app.screenshot(&workspace_root().join("target/e2e/background-attached.png")).await?;
@@ -135,14 +122,14 @@ async fn flow(app: &DesktopApp, home: &ClaudeHome, bg: &Background) -> Result<()
     // 5. Stop, Respawn, Remove, through Claude Code's verbs.
     app.click("[data-testid=bg-stop]").await?;
     app.wait_for("stopped", T, || async {
-        Ok(text_of(app, "[data-testid=bg-said]").await? == format!("stopped {job}")
+        Ok(app.text_of("[data-testid=bg-said]").await? == format!("stopped {job}")
             && app.count(&format!("{row} [data-testid=job-tag].stopped")).await? == 1)
     })
     .await?;
     ensure!(bg.worker(&job).is_none(), "stopped: no worker");
     app.click("[data-testid=bg-respawn]").await?;
     app.wait_for("respawned and live", T, || async {
-        Ok(text_of(app, "[data-testid=bg-said]").await? == format!("restarted {job}")
+        Ok(app.text_of("[data-testid=bg-said]").await? == format!("restarted {job}")
             && app.count(&format!("{row} [data-testid=job-tag]:not(.stopped)")).await? == 1)
     })
     .await?;

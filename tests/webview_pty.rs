@@ -20,26 +20,11 @@ use anyhow::{Context, Result, bail, ensure};
 use fantoccini::Locator;
 use fantoccini::key::Key;
 use mimesis_tests::supervised::standin;
-use mimesis_tests::webdriver::{DesktopApp, axe_violations, workspace_root};
+use mimesis_tests::webdriver::{AppFolders as Fixture, DesktopApp, axe_violations, processes_in, workspace_root};
 use serde_json::Value;
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    config: PathBuf,
-    data: PathBuf,
-    project: PathBuf,
-}
-
 fn fixture() -> Result<Fixture> {
-    let dir = tempfile::Builder::new().prefix("mimesis-webview-pty-").tempdir()?;
-    let base = dir.path().canonicalize()?;
-    let config = base.join("claude");
-    let data = base.join("data");
-    let project = base.join("project");
-    for d in [&config.join("projects"), &data, &project] {
-        std::fs::create_dir_all(d)?;
-    }
-    Ok(Fixture { _dir: dir, config, data, project })
+    Fixture::new("mimesis-webview-pty-")
 }
 
 fn env(fx: &Fixture, agent: &Path, limits: &[(&'static str, &str)]) -> Vec<(&'static str, OsString)> {
@@ -101,21 +86,6 @@ fn toolkit_env_stays_with_the_app(app: &DesktopApp, fx: &Fixture) -> Result<()> 
     Ok(())
 }
 
-/// Processes whose working folder is `dir` (the agents Mimesis ran there).
-fn processes_in(dir: &Path) -> Vec<(u32, String)> {
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return found };
-    for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        if std::fs::read_link(e.path().join("cwd")).ok().as_deref() == Some(dir) {
-            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            found.push((pid, cmd));
-        }
-    }
-    found
-}
-
 async fn none_left(dir: &Path) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -128,43 +98,6 @@ async fn none_left(dir: &Path) -> Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-/// Opens "New session", types the folder and starts it; returns the new session's id.
-async fn start_session(app: &DesktopApp, cwd: &Path) -> Result<String> {
-    app.wait_for("the roster to load", Duration::from_secs(20), || async {
-        Ok(app.count("[data-testid=new-session-button]").await? == 1)
-    })
-    .await?;
-    app.click("[data-testid=new-session-button]").await?;
-    let input = app.client.find(Locator::Css("[data-testid=new-session-cwd]")).await?;
-    input.clear().await?;
-    input.send_keys(&cwd.to_string_lossy()).await?;
-    // Start is offered once the folder was checked (it exists).
-    app.wait_for("the folder checked", Duration::from_secs(10), || async {
-        Ok(app.count("[data-testid=new-session-start]:not([disabled])").await? == 1)
-    })
-    .await?;
-    app.click("[data-testid=new-session-start]").await?;
-    app.wait_for("the terminal to attach", Duration::from_secs(15), || async {
-        Ok(app.count("[data-testid=terminal][data-attached=true]").await? == 1)
-    })
-    .await?;
-    let id = app.js("return document.querySelector('[data-testid=terminal]').dataset.sessionId;").await?;
-    id.as_str().map(str::to_owned).context("the terminal names no session")
-}
-
-async fn terminal_text(app: &DesktopApp) -> Result<String> {
-    let v = app
-        .js("const t = document.querySelector('[data-testid=terminal]'); \
-             return t && t.terminalText ? t.terminalText() : '';")
-        .await?;
-    Ok(v.as_str().unwrap_or_default().to_owned())
-}
-
-async fn text_of(app: &DesktopApp, css: &str) -> Result<String> {
-    let v = app.js(&format!("const e = document.querySelector(\"{css}\"); return e ? e.textContent : '';")).await?;
-    Ok(v.as_str().unwrap_or_default().to_owned())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,16 +130,16 @@ async fn pty_session_from_the_ui_with_duration_limit() -> Result<()> {
 async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     // 1. New session → folder → Start: the agent runs in the embedded terminal, started at
     //    the size of the terminal that shows it (its first screen does not wrap).
-    let id = start_session(app, &fx.project).await?;
+    let id = app.start_session(&fx.project).await?;
     app.wait_for("the agent's prompt in the terminal", Duration::from_secs(15), || async {
-        Ok(terminal_text(app).await?.contains("? for shortcuts"))
+        Ok(app.terminal_text().await?.contains("? for shortcuts"))
     })
     .await?;
     // The width decides whether its lines wrap: exact. (The rows are estimated, then the
     // terminal's own size follows at once.)
     let cols = app.js("return document.querySelector('[data-testid=terminal]').terminalSize().cols;").await?;
     let started = format!("started at {cols}×");
-    let text = terminal_text(app).await?;
+    let text = app.terminal_text().await?;
     ensure!(text.contains(&started), "the agent started as wide as its terminal ({started}…): {text}");
     toolkit_env_stays_with_the_app(app, fx)?;
     // The terminal view passes axe-core, contrast included (issue 37: every view).
@@ -219,7 +152,7 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     textarea.send_keys(&char::from(Key::Enter).to_string()).await?;
     let took = app
         .wait_for("the agent's reply in the terminal", Duration::from_secs(10), || async {
-            Ok(terminal_text(app).await?.contains("Echo: hello from webdriver"))
+            Ok(app.terminal_text().await?.contains("Echo: hello from webdriver"))
         })
         .await?;
     eprintln!("enter → reply on screen: {took:?}");
@@ -242,7 +175,7 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     .await?;
     app.click("[data-testid=approve-once]").await?;
     app.wait_for("the approved tool's result in the terminal", Duration::from_secs(10), || async {
-        Ok(terminal_text(app).await?.contains("Done: said hi."))
+        Ok(app.terminal_text().await?.contains("Done: said hi."))
     })
     .await?;
     app.wait_for("the approval bar gone", Duration::from_secs(10), || async {
@@ -259,7 +192,7 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     .await?;
     app.click(sqlite).await?;
     app.wait_for("the answer in the terminal", Duration::from_secs(10), || async {
-        Ok(terminal_text(app).await?.contains("You chose SQLite."))
+        Ok(app.terminal_text().await?.contains("You chose SQLite."))
     })
     .await?;
     // A turn that ends with a question: shown over the timeline, answered in the reply box.
@@ -276,7 +209,7 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     app.client.find(Locator::Css("[data-testid=reply]")).await?.send_keys("main please").await?;
     app.click("[data-testid=send-reply]").await?;
     app.wait_for("the reply reached the agent", Duration::from_secs(10), || async {
-        Ok(terminal_text(app).await?.contains("Echo: main please"))
+        Ok(app.terminal_text().await?.contains("Echo: main please"))
     })
     .await?;
     // The answers given from the window are in the session's timeline, marked so.
@@ -297,7 +230,7 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
         Ok(app.count(banner).await? == 1)
     })
     .await?;
-    let warning = text_of(app, banner).await?;
+    let warning = app.text_of(banner).await?;
     ensure!(
         warning.contains("Session will end in") && warning.contains("Save your work."),
         "warning banner: {warning:?}"
@@ -306,10 +239,10 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
         Ok(app.count("[data-testid=terminated-dialog]").await? == 1)
     })
     .await?;
-    let dialog = text_of(app, "[data-testid=terminated-dialog]").await?;
+    let dialog = app.text_of("[data-testid=terminated-dialog]").await?;
     ensure!(dialog.contains("Session ended (16-second limit reached)."), "dialog: {dialog:?}");
-    ensure!(text_of(app, "[data-testid=terminated-new]").await?.trim() == "Start New Session");
-    ensure!(text_of(app, "[data-testid=terminated-resume]").await?.trim() == "Resume");
+    ensure!(app.text_of("[data-testid=terminated-new]").await?.trim() == "Start New Session");
+    ensure!(app.text_of("[data-testid=terminated-resume]").await?.trim() == "Resume");
     app.screenshot(&workspace_root().join("target/e2e/pty.png")).await?;
     app.wait_for("the roster row to show the session terminated", Duration::from_secs(10), || async {
         let state = app
@@ -335,7 +268,7 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     })
     .await?;
     app.wait_for("the new agent's prompt", Duration::from_secs(15), || async {
-        Ok(terminal_text(app).await?.contains("? for shortcuts"))
+        Ok(app.terminal_text().await?.contains("? for shortcuts"))
     })
     .await?;
     ensure!(!processes_in(&fx.project).is_empty(), "the new agent runs");
@@ -407,7 +340,7 @@ async fn pty_flood_is_flow_controlled() -> Result<()> {
 }
 
 async fn flood_flow(app: &DesktopApp, fx: &Fixture, marker: &str, bytes: usize) -> Result<()> {
-    start_session(app, &fx.project).await?;
+    app.start_session(&fx.project).await?;
     app.wait_for("the agent to be ready", Duration::from_secs(15), || async { terminal_tail_has(app, "ready").await })
         .await?;
     let textarea = app.client.find(Locator::Css("[data-testid=terminal] textarea")).await?;
@@ -491,7 +424,7 @@ async fn stats(app: &DesktopApp) -> Result<Value> {
 }
 
 async fn bench(app: &DesktopApp, fx: &Fixture, bytes: usize, marker: &str) -> Result<()> {
-    start_session(app, &fx.project).await?;
+    app.start_session(&fx.project).await?;
     app.wait_for("the agent to be ready", Duration::from_secs(15), || async { terminal_tail_has(app, "ready").await })
         .await?;
     let renderer = app

@@ -17,6 +17,7 @@
 //! * [`ccusage`]: ccusage's native binary, what `mimesis cost` is checked against.
 //! * [`hooklog`]: a recording hook for every event (the raw payloads and their times).
 //! * [`watch_cli`]: that binary on a home of its own, and `mimesis watch --json` read live.
+//! * [`x11`]: the app's window asked to close, as its close button does.
 
 pub mod bg;
 pub mod bg_budget;
@@ -33,3 +34,4 @@ pub mod sshd;
 pub mod supervised;
 pub mod watch_cli;
 pub mod webdriver;
+pub mod x11;

@@ -104,6 +104,41 @@ impl DesktopSession {
     }
 }
 
+/// The folders an app under test runs with, in a temporary folder named `<prefix>…`:
+/// Claude Code's config (`projects/` made), Mimesis's data, and a project to run agents in.
+pub struct AppFolders {
+    _dir: tempfile::TempDir,
+    pub config: PathBuf,
+    pub data: PathBuf,
+    pub project: PathBuf,
+}
+
+impl AppFolders {
+    pub fn new(prefix: &str) -> Result<AppFolders> {
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
+        let base = dir.path().canonicalize()?;
+        let (config, data, project) = (base.join("claude"), base.join("data"), base.join("project"));
+        for d in [&config.join("projects"), &data, &project] {
+            std::fs::create_dir_all(d)?;
+        }
+        Ok(AppFolders { _dir: dir, config, data, project })
+    }
+}
+
+/// Processes whose working folder is `dir` (the agents the app ran there).
+pub fn processes_in(dir: &Path) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return found };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        if std::fs::read_link(e.path().join("cwd")).ok().as_deref() == Some(dir) {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            found.push((pid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
+        }
+    }
+    found
+}
+
 /// `roots` and every process they started, and those started, from one snapshot of the table.
 pub fn with_descendants(roots: Vec<u32>, stats: &[mimesis_os::procs::Stat]) -> Vec<u32> {
     let mut found = roots;
@@ -373,6 +408,47 @@ impl DesktopApp {
     /// Runs a script in the page and returns its value.
     pub async fn js(&self, script: &str) -> Result<Value> {
         Ok(bounded("a script in the page", self.client.execute(script, vec![])).await??)
+    }
+
+    /// The text of the first element `css` names ("" when there is none).
+    pub async fn text_of(&self, css: &str) -> Result<String> {
+        let v =
+            self.js(&format!("const e = document.querySelector(\"{css}\"); return e ? e.textContent : '';")).await?;
+        Ok(v.as_str().unwrap_or_default().to_owned())
+    }
+
+    /// What the embedded terminal shows ("" when none is open).
+    pub async fn terminal_text(&self) -> Result<String> {
+        let v = self
+            .js("const t = document.querySelector('[data-testid=terminal]'); \
+                 return t && t.terminalText ? t.terminalText() : '';")
+            .await?;
+        Ok(v.as_str().unwrap_or_default().to_owned())
+    }
+
+    /// Opens "New session", types the folder and starts it (a supervised session in the
+    /// embedded terminal); returns the new session's id.
+    pub async fn start_session(&self, cwd: &Path) -> Result<String> {
+        self.wait_for("the roster to load", Duration::from_secs(20), || async {
+            Ok(self.count("[data-testid=new-session-button]").await? == 1)
+        })
+        .await?;
+        self.click("[data-testid=new-session-button]").await?;
+        let input = self.client.find(Locator::Css("[data-testid=new-session-cwd]")).await?;
+        input.clear().await?;
+        input.send_keys(&cwd.to_string_lossy()).await?;
+        // Start is offered once the folder was checked (it exists).
+        self.wait_for("the folder checked", Duration::from_secs(10), || async {
+            Ok(self.count("[data-testid=new-session-start]:not([disabled])").await? == 1)
+        })
+        .await?;
+        self.click("[data-testid=new-session-start]").await?;
+        self.wait_for("the terminal to attach", Duration::from_secs(15), || async {
+            Ok(self.count("[data-testid=terminal][data-attached=true]").await? == 1)
+        })
+        .await?;
+        let id = self.js("return document.querySelector('[data-testid=terminal]').dataset.sessionId;").await?;
+        id.as_str().map(str::to_owned).context("the terminal names no session")
     }
 
     /// Polls `cond` every 25 ms until it holds or `timeout` passes.

@@ -42,11 +42,20 @@ struct Slim {
     live: bool,
     status: Status,
     host: Option<String>,
+    /// The tokens its transcript records.
+    tokens: u64,
 }
 
 impl roster_rows::Slim for Slim {
     fn of(s: &TrackedSession) -> Slim {
-        Slim { kind: s.kind, job: s.job.clone(), live: s.live, status: s.status, host: s.host.clone() }
+        Slim {
+            kind: s.kind,
+            job: s.job.clone(),
+            live: s.live,
+            status: s.status,
+            host: s.host.clone(),
+            tokens: s.usage.total(),
+        }
     }
 
     fn apply(&mut self, p: &mimesis_core::session::SessionPatch) {
@@ -65,12 +74,16 @@ impl roster_rows::Slim for Slim {
         if let Some(h) = &p.host {
             self.host = h.clone();
         }
+        if let Some(u) = &p.usage {
+            self.tokens = u.total();
+        }
     }
 }
 
 /// What came back from work done off the task.
 enum Done {
-    Rss(SessionId, u64),
+    /// The RSS of the worker `pid`'s process tree.
+    Rss(SessionId, u64, u32),
 }
 
 /// Runs until the engine's stream ends.
@@ -112,9 +125,9 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor) {
                 }
             }
             Some(done) = done_rx.recv() => match done {
-                Done::Rss(id, bytes) => {
+                Done::Rss(id, bytes, pid) => {
                     let now = d.clock.mono();
-                    let effects = d.watched.get_mut(&id).map(|w| w.limits.rss(bytes, now)).unwrap_or_default();
+                    let effects = d.watched.get_mut(&id).map(|w| w.limits.rss(bytes, Some(pid), now)).unwrap_or_default();
                     d.carry_out(&id, effects);
                 }
             },
@@ -179,7 +192,14 @@ impl Driver {
         let started = started_wall.map_or(now, |s| {
             Mono::from_millis(now.millis().saturating_sub(wall.millis().saturating_sub(s.millis()).max(0) as u64))
         });
-        let obs = BgObservation { live: row.live, busy: row.status == Status::Working, attempt: job.attempt, started };
+        let obs = BgObservation {
+            live: row.live,
+            busy: row.status == Status::Working,
+            attempt: job.attempt,
+            started,
+            worker: found.as_ref().map(|(_, w)| w.pid),
+            tokens: row.tokens,
+        };
         let effects = match self.watched.get_mut(id) {
             Some(w) => {
                 if let Some((root, worker)) = found {
@@ -227,7 +247,7 @@ impl Driver {
                     tokio::task::spawn_blocking(move || {
                         let pid = roster_rows::worker(&roots, &job)?.1.pid;
                         let (rss, _) = mimesis_os::procs::tree_usage(pid);
-                        done.send(Done::Rss(id, rss)).ok()
+                        done.send(Done::Rss(id, rss, pid)).ok()
                     });
                 }
                 BgEffect::Respawn | BgEffect::Stop => {

@@ -26,7 +26,7 @@ pub use mimesis_watch::spend::Reading;
 /// The report for `q` over the transcripts of `roots`. `prices`: a price file the user
 /// named (said when it cannot be used); else `<data_dir>/prices.json` when it exists.
 /// `how`: [`Reading::Mapped`] only in a short-lived process that says a bus error
-/// ([`say_on_bus_error`]).
+/// ([`mimesis_os::files::say_on_bus_error`]); every caller now reads copied.
 pub fn report(roots: &[PathBuf], data_dir: &Path, q: &CostQuery, prices: Option<&Path>, how: Reading) -> CostReport {
     let (table, price_warnings) = price_table(data_dir, prices);
     let ledger = read(roots, data_dir, how);
@@ -75,14 +75,6 @@ enum PriceFileUnread {
     Io(#[from] std::io::Error),
     #[error("it is larger than {} MB", MAX_PRICE_FILE >> 20)]
     TooLarge,
-}
-
-/// Makes a transcript cut short by another process while this one reads it mapped end
-/// the process with a sentence, not a core dump (see [`Reading::Mapped`]).
-pub fn say_on_bus_error() {
-    mimesis_os::files::say_on_bus_error(
-        "mimesis: a transcript was cut short by another program while it was being read; run the report again",
-    );
 }
 
 fn read_price_file(p: &Path) -> Result<String, PriceFileUnread> {

@@ -7,7 +7,12 @@
 //! - Memory (P9): the RSS of the worker's process tree over `maxRssMb` → a restart at an idle
 //!   moment (after the turn, at most `turnGrace` later; at once at twice the limit), rate
 //!   limited like a supervised session's ([`RestartLimit`], back-off); over the limit again
-//!   right after one, before any work: held (`memory_baseline`), said once.
+//!   right after one, before any work: held (`memory_baseline`), said once. Work is a turn
+//!   the transcript records (its tokens grow) or a working status of the new worker once it
+//!   sat at its prompt: not the status the respawn itself flashes (the old worker's last
+//!   one, or the service rewriting the job as working while it resumes the session). The
+//!   old worker measured while the respawn replaces it says nothing; still measured 30 s
+//!   later, the respawn did not happen and the session may be restarted again.
 //! - Duration (P8): the same warning at `durationWarnPercent`, the same grace for a turn under
 //!   way, then `session_terminated` (`duration_limit`) and the stop. Counted from when the
 //!   service started the session.
@@ -34,6 +39,10 @@ pub struct BgObservation {
     pub attempt: Option<u32>,
     /// When the service started it, on the monotonic clock.
     pub started: Mono,
+    /// The worker running it (the roster's PTY host `pid`): another one after a respawn.
+    pub worker: Option<u32>,
+    /// The tokens its transcript records: they grow only when a turn runs.
+    pub tokens: u64,
 }
 
 /// What the driver does.
@@ -65,7 +74,7 @@ pub struct BgLimits {
     memory_pending: bool,
     memory_grace_until: Option<Mono>,
     /// A memory restart happened and the session has done no work since.
-    fresh_from_memory_restart: bool,
+    fresh: Option<SinceRestart>,
     hold: Option<RestartHold>,
 }
 
@@ -82,7 +91,7 @@ impl BgLimits {
             restarts: RestartLimit::default(),
             memory_pending: false,
             memory_grace_until: None,
-            fresh_from_memory_restart: false,
+            fresh: None,
             hold: None,
         }
     }
@@ -142,9 +151,10 @@ impl BgLimits {
             self.memory_grace_until = None;
             return out;
         }
-        if obs.busy {
-            self.fresh_from_memory_restart = false;
-        } else if before.busy {
+        if self.fresh.as_mut().is_some_and(|f| f.worked(&obs)) {
+            self.fresh = None;
+        }
+        if !obs.busy && before.busy {
             // The turn is over: what waited for it goes now.
             if self.duration_grace_until.take().is_some() {
                 out.extend(self.end_for_duration(false));
@@ -155,16 +165,24 @@ impl BgLimits {
         out
     }
 
-    /// The RSS of the worker's process tree, measured.
-    pub fn rss(&mut self, bytes: u64, now: Mono) -> Vec<BgEffect> {
+    /// The RSS of the process tree of `worker` (the roster's PTY host `pid`), measured.
+    pub fn rss(&mut self, bytes: u64, worker: Option<u32>, now: Mono) -> Vec<BgEffect> {
         let max = self.limits.max_rss_bytes();
         if !self.obs.live || self.ended || bytes <= max || self.hold.is_some() {
             return Vec::new();
         }
-        if self.fresh_from_memory_restart {
-            // Over the limit again right after a memory restart, before any work: the
-            // limit is below what the session needs at rest; restarting cannot help.
-            return self.hold_restarts(RestartHold::MemoryBaseline, Some(bytes), now);
+        if let Some(f) = self.fresh {
+            if worker.is_none() || worker != f.old {
+                // Over the limit again right after a memory restart, before any work: the
+                // limit is below what the session needs at rest; restarting cannot help.
+                return self.hold_restarts(RestartHold::MemoryBaseline, Some(bytes), now);
+            }
+            if now < f.asked.plus(RESPAWN_WITHIN) {
+                // The worker being replaced: it says nothing of the new one.
+                return Vec::new();
+            }
+            // Still the same worker: the respawn did not happen; restarting may.
+            self.fresh = None;
         }
         if !self.memory_pending && self.restarts.exhausted(now, &self.limits) {
             return self.hold_restarts(RestartHold::RateLimit, None, now);
@@ -248,7 +266,7 @@ impl BgLimits {
         }
         self.memory_pending = false;
         self.memory_grace_until = None;
-        self.fresh_from_memory_restart = true;
+        self.fresh = Some(SinceRestart { old: self.obs.worker, asked: now, ready: None });
         vec![
             BgEffect::Emit(EventKind::SessionRestarting {
                 reason: "memory_limit".into(),
@@ -278,6 +296,39 @@ impl BgLimits {
             remaining_seconds: None,
             message,
         })]
+    }
+}
+
+/// `claude respawn` replaces the worker in 2.1–4.1 s (docs/claude-code-observed.md): the old
+/// worker still measured this long after means it did not.
+const RESPAWN_WITHIN: Duration = Duration::from_secs(30);
+
+/// What a memory restart left, to tell the session's next work from the respawn's own
+/// moves: the old worker may still say it works (and its last turn's tokens may be read
+/// late), and the service rewrites the job as working while it resumes the session,
+/// before the new worker sits at its prompt. Work is what the new worker does from there.
+#[derive(Copy, Clone, Debug)]
+struct SinceRestart {
+    /// The worker restarted, and when the respawn was asked for.
+    old: Option<u32>,
+    asked: Mono,
+    /// A new worker seen at its prompt, and the transcript's tokens then.
+    ready: Option<(u32, u64)>,
+}
+
+impl SinceRestart {
+    /// Did the session work, seen `obs`?
+    fn worked(&mut self, obs: &BgObservation) -> bool {
+        let Some(worker) = obs.worker.filter(|w| obs.live && Some(*w) != self.old) else { return false };
+        match self.ready {
+            Some((ready, tokens)) if ready == worker => obs.busy || obs.tokens > tokens,
+            _ => {
+                if !obs.busy {
+                    self.ready = Some((worker, obs.tokens));
+                }
+                false
+            }
+        }
     }
 }
 
@@ -312,8 +363,17 @@ mod tests {
     }
 
     fn obs(busy: bool) -> BgObservation {
-        BgObservation { live: true, busy, attempt: Some(1), started: at(0) }
+        BgObservation { live: true, busy, attempt: Some(1), started: at(0), worker: Some(10), tokens: 100 }
     }
+
+    /// What the roster says of the worker `w` whose transcript holds `tokens`.
+    fn of(w: u32, busy: bool, tokens: u64) -> BgObservation {
+        BgObservation { worker: Some(w), tokens, ..obs(busy) }
+    }
+
+    /// The worker of [`obs`], and the one a respawn starts.
+    const OLD: Option<u32> = Some(10);
+    const NEW: Option<u32> = Some(11);
 
     fn policy() -> BgLimits {
         BgLimits::new(SessionId::parse("s1").unwrap(), obs(false), limits(), at(0))
@@ -345,16 +405,17 @@ mod tests {
         let mut p = policy();
         p.tick(at(0));
         p.observe(obs(true), at(1));
-        assert_eq!(p.rss(150 * MB, at(2)), [], "a turn runs: it waits");
+        assert_eq!(p.rss(150 * MB, OLD, at(2)), [], "a turn runs: it waits");
         assert_eq!(p.next_deadline(), Some(at(5)));
         let out = p.observe(obs(false), at(4));
         assert_eq!(kinds(&out), ["SessionRestarting", "Respawn"]);
         // Over again before any work: the limit is below what it needs at rest. Said once.
-        let out = p.rss(150 * MB, at(20));
+        assert_eq!(p.rss(150 * MB, OLD, at(5)), [], "the worker being replaced says nothing");
+        let out = p.rss(150 * MB, NEW, at(20));
         assert_eq!(kinds(&out), ["SessionWarning"]);
         let BgEffect::Emit(EventKind::SessionWarning { message, .. }) = &out[0] else { panic!() };
         assert!(message.contains("100 MB"), "{message}");
-        assert_eq!(p.rss(150 * MB, at(30)), []);
+        assert_eq!(p.rss(150 * MB, NEW, at(30)), []);
     }
 
     #[test]
@@ -362,29 +423,30 @@ mod tests {
         let mut p = policy();
         p.tick(at(0));
         p.observe(obs(true), at(1));
-        assert_eq!(p.rss(150 * MB, at(2)), []);
+        assert_eq!(p.rss(150 * MB, OLD, at(2)), []);
         assert_eq!(p.next_deadline(), Some(at(5)));
         assert_eq!(kinds(&p.tick(at(12))), ["SessionRestarting", "Respawn", "MeasureRss"]);
         let mut q = policy();
         q.observe(obs(true), at(1));
-        assert_eq!(kinds(&q.rss(201 * MB, at(2))), ["SessionRestarting", "Respawn"], "forced at twice the limit");
+        assert_eq!(kinds(&q.rss(201 * MB, OLD, at(2))), ["SessionRestarting", "Respawn"], "forced at twice the limit");
     }
 
     #[test]
     fn memory_restarts_are_rate_limited_and_backed_off() {
         let mut p = policy();
-        assert_eq!(kinds(&p.rss(150 * MB, at(1))), ["SessionRestarting", "Respawn"]);
-        p.observe(obs(true), at(2)); // it works: no longer fresh
-        p.observe(obs(false), at(3));
-        assert_eq!(p.rss(150 * MB, at(4)), [], "the back-off: 10 s after the last");
+        assert_eq!(kinds(&p.rss(150 * MB, OLD, at(1))), ["SessionRestarting", "Respawn"]);
+        p.observe(of(11, false, 100), at(2)); // the new worker at its prompt
+        p.observe(of(11, true, 100), at(2)); // it works: no longer fresh
+        p.observe(of(11, false, 120), at(3));
+        assert_eq!(p.rss(150 * MB, NEW, at(4)), [], "the back-off: 10 s after the last");
         assert_eq!(kinds(&p.tick(at(11))), ["SessionRestarting", "Respawn", "MeasureRss"]);
-        p.observe(obs(true), at(12));
-        p.observe(obs(false), at(13));
-        let out = p.rss(150 * MB, at(40));
+        p.observe(of(12, false, 140), at(13)); // the new worker at its prompt
+        p.observe(of(12, false, 160), at(13)); // a turn in the transcript: work
+        let out = p.rss(150 * MB, Some(12), at(40));
         assert_eq!(kinds(&out), ["SessionWarning"], "two restarts in the window: held");
         let BgEffect::Emit(EventKind::SessionWarning { reason, .. }) = &out[0] else { panic!() };
         assert_eq!(reason, "restart_limit");
-        assert_eq!(p.rss(150 * MB, at(50)), []);
+        assert_eq!(p.rss(150 * MB, Some(12), at(50)), []);
     }
 
     #[test]
@@ -407,7 +469,7 @@ mod tests {
         let BgEffect::Emit(EventKind::SessionTerminated { reason, resume_session_id, .. }) = &out[0] else { panic!() };
         assert_eq!((reason.as_str(), resume_session_id.as_str()), ("duration_limit", "s1"));
         assert_eq!(p.next_deadline(), None);
-        assert_eq!(p.rss(500 * MB, at(104)), [], "ended: nothing more");
+        assert_eq!(p.rss(500 * MB, OLD, at(104)), [], "ended: nothing more");
         // Respawned by the user later: it counts anew.
         p.observe(BgObservation { live: false, ..obs(false) }, at(110));
         p.observe(BgObservation { started: at(200), ..obs(false) }, at(200));
@@ -435,5 +497,62 @@ mod tests {
         let BgEffect::Emit(EventKind::SessionRecovered { message }) = &out[1] else { panic!() };
         assert!(message.contains("attempt 2"), "{message}");
         assert_eq!(p.observe(BgObservation { attempt: Some(2), ..obs(false) }, at(6)), []);
+    }
+
+    #[test]
+    fn the_respawns_own_working_flash_is_not_work() {
+        let mut p = policy();
+        assert_eq!(kinds(&p.rss(150 * MB, OLD, at(1))), ["SessionRestarting", "Respawn"]);
+        // The old worker's last word, then gone, then the service resuming the session
+        // rewrites its job as working before the new worker sits at its prompt.
+        p.observe(of(10, true, 100), at(2));
+        p.observe(BgObservation { live: false, ..of(10, false, 100) }, at(2));
+        p.observe(of(11, true, 100), at(4));
+        p.observe(of(11, false, 100), at(5));
+        let out = p.rss(150 * MB, NEW, at(20));
+        assert_eq!(kinds(&out), ["SessionWarning"], "over again before any work: held, not restarted");
+        let BgEffect::Emit(EventKind::SessionWarning { message, .. }) = &out[0] else { panic!() };
+        assert!(message.contains("100 MB"), "the memory baseline: {message}");
+        assert_eq!(kinds(&p.tick(at(21))), ["MeasureRss"], "no restart pending");
+        assert_eq!(p.rss(150 * MB, NEW, at(22)), [], "said once");
+    }
+
+    #[test]
+    fn the_new_workers_turn_is_work() {
+        // Working after the new worker sat at its prompt.
+        let mut p = policy();
+        p.rss(150 * MB, OLD, at(1));
+        p.observe(of(11, true, 100), at(3));
+        p.observe(of(11, false, 100), at(4));
+        p.observe(of(11, true, 100), at(20));
+        p.observe(of(11, false, 100), at(25));
+        assert_eq!(kinds(&p.rss(150 * MB, NEW, at(30))), ["SessionRestarting", "Respawn"], "worked: restarted again");
+        // A turn the transcript records, the status never seen working (between two looks).
+        let mut q = policy();
+        q.rss(150 * MB, OLD, at(1));
+        q.observe(of(11, false, 100), at(3));
+        q.observe(of(11, false, 180), at(20));
+        assert_eq!(kinds(&q.rss(150 * MB, NEW, at(30))), ["SessionRestarting", "Respawn"]);
+        // The old worker working again (the respawn not done yet) is not the new one's work.
+        let mut r = policy();
+        r.rss(150 * MB, OLD, at(1));
+        r.observe(of(10, false, 100), at(2));
+        r.observe(of(10, true, 100), at(3));
+        r.observe(of(10, false, 130), at(4)); // its last turn's tokens, read late
+        assert_eq!(kinds(&r.rss(150 * MB, NEW, at(30))), ["SessionWarning"]);
+    }
+
+    #[test]
+    fn a_respawn_that_did_not_happen_is_not_a_baseline() {
+        let mut p = policy();
+        assert_eq!(kinds(&p.rss(150 * MB, OLD, at(1))), ["SessionRestarting", "Respawn"]);
+        assert_eq!(p.rss(150 * MB, OLD, at(2)), [], "the respawn under way");
+        assert_eq!(p.rss(150 * MB, OLD, at(30)), []);
+        // Still the old worker long after: the respawn failed; restarting again may help.
+        assert_eq!(kinds(&p.rss(150 * MB, OLD, at(31))), ["SessionRestarting", "Respawn"]);
+        let out = p.rss(150 * MB, OLD, at(61));
+        assert_eq!(kinds(&out), ["SessionWarning"], "then the restart limit, said");
+        let BgEffect::Emit(EventKind::SessionWarning { message, .. }) = &out[0] else { panic!() };
+        assert!(!message.contains("at rest"), "not the baseline: {message}");
     }
 }

@@ -39,9 +39,9 @@ pub async fn serve(
         Some(ToRemote::Hello { protocol }) if protocol == PROTOCOL => {}
         // A one-shot cost report: answered from the files, nothing indexed or watched.
         Some(ToRemote::Cost { req, query }) => {
-            // This process ends with the answer: it may read the files mapped.
-            crate::cost::say_on_bus_error();
-            let how = crate::cost::Reading::Mapped;
+            // Read copied: a transcript cut short while mapped would end this process with a
+            // bus error, which the hub could only tell as a dropped connection.
+            let how = crate::cost::Reading::Copied;
             let reply = tokio::task::spawn_blocking(move || crate::cost::reply(&roots, &data_dir, req, query, how))
                 .await
                 .unwrap_or_else(|e| FromRemote::Error { req: Some(req), message: format!("the report failed: {e}") });
