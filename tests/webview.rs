@@ -173,7 +173,6 @@ async fn roster_live_badge_timeline_and_hostile_text() -> Result<()> {
     app.close().await?;
     result?;
     shot_result?;
-    eprintln!("screenshot: {}", shot.display());
     Ok(())
 }
 
@@ -500,7 +499,7 @@ async fn the_real_cli_is_approved_from_the_window() -> Result<()> {
         .await;
         if let Err(e) = shown {
             // While the CLI still runs: what the window and the CLI showed.
-            let _ = app.screenshot(&workspace_root().join("target/e2e/approval-real-cli-failed.png")).await;
+            let _ = app.failure_screenshot(&workspace_root().join("target/e2e/approval-real-cli-failed.png")).await;
             let page = app.js("return document.body.innerText;").await.unwrap_or_default();
             let hook_log = std::fs::read_to_string(mimesis_core::hook_event::log_file(data.path())).unwrap_or_default();
             return Err(e.context(format!(

@@ -47,7 +47,7 @@ async fn a_background_session_from_the_window() -> Result<()> {
     let app = DesktopApp::launch(&args, &env).await?;
     let result = flow(&app, &home, &bg).await;
     let shot = workspace_root().join("target/e2e/background.png");
-    let shot_result = if result.is_err() { app.screenshot(&shot).await } else { Ok(()) };
+    let shot_result = if result.is_err() { app.failure_screenshot(&shot).await } else { Ok(()) };
     app.close().await?;
     let left = attach_clients(&bg);
     let result = result.map_err(|e| e.context(bg.diagnostics()));

@@ -176,7 +176,6 @@ async fn wait_css(app: &DesktopApp, what: &str, css: &str, n: usize) -> Result<(
 async fn screenshot(app: &DesktopApp, name: &str) -> Result<()> {
     let shot = workspace_root().join("target/e2e").join(name);
     app.screenshot(&shot).await?;
-    eprintln!("screenshot: {}", shot.display());
     Ok(())
 }
 

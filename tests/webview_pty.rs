@@ -116,14 +116,13 @@ async fn pty_session_from_the_ui_with_duration_limit() -> Result<()> {
     let app = DesktopApp::launch(&args(&fx), &env(&fx, &agent, &limits)).await?;
     let result = session_flow(&app, &fx).await;
     let shot = workspace_root().join("target/e2e/pty.png");
-    let shot_result = if result.is_err() { app.screenshot(&shot).await } else { Ok(()) };
+    let shot_result = if result.is_err() { app.failure_screenshot(&shot).await } else { Ok(()) };
     app.close().await?;
     // P12: quitting stops every supervised process.
     let left = none_left(&fx.project).await;
     result?;
     shot_result?;
     left?;
-    eprintln!("screenshot: {}", shot.display());
     Ok(())
 }
 
@@ -331,7 +330,7 @@ async fn pty_flood_is_flow_controlled() -> Result<()> {
     let app = DesktopApp::launch(&args(&fx), &env(&fx, &script, &[("KILL_AFTER_SECONDS", "1")])).await?;
     let result = flood_flow(&app, &fx, &marker, bytes).await;
     if result.is_err() {
-        let _ = app.screenshot(&workspace_root().join("target/e2e/pty-flood.png")).await;
+        let _ = app.failure_screenshot(&workspace_root().join("target/e2e/pty-flood.png")).await;
     }
     app.close().await?;
     let left = none_left(&fx.project).await;

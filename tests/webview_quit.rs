@@ -82,7 +82,7 @@ async fn quitting_with_a_supervised_session_asks_and_the_next_start_offers_resum
     let first = quit_flow(&app, &fx).await;
     let shot = workspace_root().join("target/e2e/quit.png");
     if first.is_err() && app.app_processes().first().is_some_and(|p| alive(*p)) {
-        app.screenshot(&shot).await.ok();
+        app.failure_screenshot(&shot).await.ok();
     }
     app.close().await?;
     let id = first?;
@@ -92,7 +92,7 @@ async fn quitting_with_a_supervised_session_asks_and_the_next_start_offers_resum
     let app = launch(&fx).await?;
     let second = resume_flow(&app, &fx, &id).await;
     if second.is_err() {
-        app.screenshot(&shot).await.ok();
+        app.failure_screenshot(&shot).await.ok();
     }
     app.close().await?;
     let left = until("no agent left after the second run", T, || processes_in(&fx.project).is_empty()).await;
