@@ -6,13 +6,14 @@ use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::search::extract::{Doc, Extractor};
 use rusqlite::{ErrorCode, OptionalExtension, params};
 
+use crate::words::Words;
 use crate::{Index, IndexError, id_base};
 
 /// The most text of one document that is indexed (a huge tool result or written file is
@@ -64,67 +65,7 @@ struct Chunk {
     last: bool,
     rows: Vec<Row>,
     /// Words of these rows this worker had not met before (for `terms`).
-    terms: Vec<String>,
-}
-
-/// The most words a worker remembers having met (past it, it forgets them all: a word
-/// met again is only inserted again, and ignored).
-const MAX_SEEN_TERMS: usize = 1 << 20;
-/// Longer words are not kept in `terms` (hashes, base64): a prefix of one is read by FTS5.
-const MAX_TERM_BYTES: usize = 64;
-
-/// The words a worker has met, under FxHash (not keys an adversary picks to collide; the
-/// default hasher was a third of the words' cost).
-type Seen = HashSet<Box<str>, rustc_hash::FxBuildHasher>;
-
-/// The words of `text` not in `seen`, lower case, as the index's tokenizer reads words
-/// (a prefix of plain ASCII finds what FTS5 would). Runs of ASCII letters and digits are
-/// read byte by byte; a word with other characters is read as `query::word_spans` reads it.
-fn new_terms(text: &str, seen: &mut Seen, out: &mut Vec<String>) {
-    let bytes = text.as_bytes();
-    let mut word = String::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if !bytes[i].is_ascii_alphanumeric() && bytes[i].is_ascii() {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        let mut ascii = true;
-        while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || !bytes[i].is_ascii()) {
-            ascii &= bytes[i].is_ascii();
-            i += 1;
-        }
-        let run = &text[start..i];
-        if ascii {
-            keep(run, &mut word, seen, out);
-        } else {
-            // Letters of other scripts, and characters that are not letters: as the query reads them.
-            for (a, b) in mimesis_core::search::query::word_spans(run) {
-                keep(&run[a..b], &mut word, seen, out);
-            }
-        }
-    }
-}
-
-fn keep(w: &str, word: &mut String, seen: &mut Seen, out: &mut Vec<String>) {
-    if w.len() > MAX_TERM_BYTES {
-        return;
-    }
-    word.clear();
-    if w.is_ascii() {
-        word.push_str(w);
-        word.make_ascii_lowercase();
-    } else {
-        word.extend(w.chars().flat_map(char::to_lowercase));
-    }
-    if !seen.contains(word.as_str()) {
-        if seen.len() >= MAX_SEEN_TERMS {
-            seen.clear();
-        }
-        seen.insert(word.as_str().into());
-        out.push(word.clone());
-    }
+    terms: Vec<Arc<str>>,
 }
 
 fn mtime_ms(md: &std::fs::Metadata) -> i64 {
@@ -144,7 +85,7 @@ fn cut(mut text: String) -> String {
 
 /// Reads one transcript from `w.from`, handing its documents over in chunks. Only whole
 /// lines are read: a line still being written is read on a later update.
-fn read(work: usize, w: &Work<'_>, seen: &mut Seen, tx: &mpsc::SyncSender<Chunk>) -> std::io::Result<()> {
+fn read(work: usize, w: &Work<'_>, words: &mut Words, tx: &mpsc::SyncSender<Chunk>) -> std::io::Result<()> {
     let mut f = std::fs::File::open(&w.loc.path)?;
     f.seek(SeekFrom::Start(w.from))?;
     let mut r = BufReader::with_capacity(256 << 10, f);
@@ -165,7 +106,7 @@ fn read(work: usize, w: &Work<'_>, seen: &mut Seen, tx: &mpsc::SyncSender<Chunk>
             last_at = at_ms;
             bytes += doc.text.len();
             let doc = Doc { text: cut(doc.text), ..doc };
-            new_terms(&doc.text, seen, &mut terms);
+            words.new_terms(&doc.text, &mut terms);
             rows.push(Row { offset, len: n as u64, part, at_ms, doc });
         }
         offset += n as u64;
@@ -280,11 +221,11 @@ impl Index {
                 let tx = tx.clone();
                 let (next, work) = (&next, &work);
                 s.spawn(move || {
-                    let mut seen = Seen::default();
+                    let mut words = Words::default();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(w) = work.get(i) else { break };
-                        if let Err(e) = read(i, w, &mut seen, &tx) {
+                        if let Err(e) = read(i, w, &mut words, &tx) {
                             tracing::warn!(path = %w.loc.path.display(), error = %e, "cannot read a transcript to index");
                             let failed = Chunk { work: i, from: u64::MAX, end: 0, last: true, rows: Vec::new(), terms: Vec::new() };
                             let _ = tx.send(failed);
@@ -424,7 +365,7 @@ impl Index {
         }
         let mut term = self.conn.prepare_cached("INSERT OR IGNORE INTO terms (term) VALUES (?1)")?;
         for t in &chunk.terms {
-            term.execute([t])?;
+            term.execute([&**t])?;
         }
         self.conn.execute(
             "UPDATE files SET indexed = ?2, seen_len = CASE WHEN ?3 THEN ?4 ELSE seen_len END,
@@ -446,31 +387,5 @@ impl Index {
             self.conn.execute("UPDATE files SET indexed = 0, seen_len = 0, seen_mtime = 0 WHERE id = ?1", [file_id])?;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_words_kept_for_prefixes_are_the_querys_words() {
-        let text = "Refactor the PARSER: src/store.rs, naïve café Ошибка 2026-11-01 x\u{1b}[31my";
-        let mut seen = Seen::default();
-        let mut out = Vec::new();
-        new_terms(text, &mut seen, &mut out);
-        let mut want = mimesis_core::search::query::words(text);
-        want.dedup();
-        let mut unique = Vec::new();
-        for w in want {
-            if !unique.contains(&w) {
-                unique.push(w);
-            }
-        }
-        assert_eq!(out, unique);
-        // Met again: not handed over again.
-        let mut again = Vec::new();
-        new_terms("the parser again", &mut seen, &mut again);
-        assert_eq!(again, ["again"]);
     }
 }

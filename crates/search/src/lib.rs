@@ -21,6 +21,8 @@
 
 mod build;
 mod find;
+mod fold;
+mod words;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,7 +35,7 @@ pub use build::Updated;
 pub const FILE_NAME: &str = "search.db";
 /// Bumped when the schema or what is indexed changes: an index of another version is
 /// built anew.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -59,7 +61,8 @@ const SCHEMA: &str = "
     CREATE INDEX docs_call ON docs (tool_use_id) WHERE kind = 2;
     CREATE TABLE touched (rpath TEXT NOT NULL, doc INTEGER NOT NULL, op INTEGER NOT NULL,
         PRIMARY KEY (rpath, doc)) WITHOUT ROWID;
-    -- Every word of the text indexed, lower case (a prefix query is read as its words).
+    -- Every word of the text indexed, lower case (a prefix query is read as its words; a
+    -- long word as its stub, `term_of`).
     CREATE TABLE terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
     CREATE VIRTUAL TABLE fts USING fts5(prompt, reply, tool_call, tool_result, thinking, project,
         content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2');
@@ -230,6 +233,26 @@ type Counts = (u64, u64, Option<(String, String)>);
 enum Reopen {
     Damaged(String),
     Failed(IndexError),
+}
+
+/// Longer words are kept in `terms` as their stub: the first [`STUB_BYTES`] (at most)
+/// followed by [`LONG`] (hashes, base64: few are searched by a prefix, and a prefix that
+/// meets a stub is read by FTS5 itself).
+pub(crate) const MAX_TERM_BYTES: usize = 64;
+pub(crate) const STUB_BYTES: usize = 32;
+pub(crate) const LONG: char = '\u{10FFFF}';
+
+/// What `terms` keeps of a lower-case word: itself, or its stub when longer than
+/// [`MAX_TERM_BYTES`].
+pub(crate) fn term_of(w: &str) -> std::borrow::Cow<'_, str> {
+    if w.len() <= MAX_TERM_BYTES {
+        return w.into();
+    }
+    let mut end = STUB_BYTES;
+    while !w.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{LONG}", &w[..end]).into()
 }
 
 /// A document's rowid: its time in the high bits, so rowid order is time order.

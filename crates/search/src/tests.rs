@@ -296,3 +296,59 @@ fn bad_queries_get_a_result_or_a_sentence_and_snippets_are_plain_text() {
     let r = ix.search(&Request { query: "script".into(), ..Default::default() }).unwrap();
     assert!(r.hits[0].snippet.contains("<script>"), "text, kept as text: {:?}", r.hits[0].snippet);
 }
+
+#[test]
+fn a_prefix_finds_what_fts5_reads_for_it() {
+    // Words that share beginnings, capitals, accents precomposed and decomposed (which
+    // FTS5 removes), other scripts, ligatures and long words (kept as stubs).
+    let long = format!("{}tail", "a".repeat(70));
+    let texts = [
+        "Refactor the parser",
+        "refactoring REFACTORED refactors",
+        "café cafés cafeteria",
+        "cafe\u{301}s naïve naive résumé",
+        "Ångström ǖber ṩx",
+        "Ошибка ошибки",
+        &long,
+        "aaaa aab",
+        "straße strasse",
+        "İstanbul istanbul",
+        "x\u{301}y xylophone",
+        "ﬁsh fisher",
+        "\u{212A}elvin kelp",
+    ];
+    let fx = Fixture::new();
+    let lines: Vec<String> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| prompt(&format!("u{i:02}"), &format!("2026-11-01T10:00:{i:02}Z"), t))
+        .collect();
+    fx.append("-home-me-app", S1, &lines);
+    let ix = fx.index();
+    let mut prefixes: std::collections::BTreeSet<String> =
+        ["cafes", "cafe", "naiv", "resum", "ang", "ub", "sx", "istanb", "xy", "kel", "elv", "fis", "strass"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+    prefixes.extend((1..40).map(|n| "a".repeat(n)));
+    for w in texts.iter().flat_map(|t| mimesis_core::search::query::words(t)) {
+        prefixes.extend((1..=w.len()).filter_map(|k| w.get(..k)).filter(|p| p.is_ascii()).map(String::from));
+    }
+    let mut st = ix
+        .conn
+        .prepare(
+            "SELECT d.uuid FROM fts JOIN docs d ON d.id = fts.rowid
+             WHERE fts MATCH '{prompt reply tool_call tool_result thinking} : \"' || ?1 || '\"*' ORDER BY fts.rowid DESC",
+        )
+        .unwrap();
+    for p in &prefixes {
+        let fts5: Vec<String> = st.query_map([p], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+        let ours: Vec<String> = search(&ix, &format!("{p}*")).into_iter().map(|(u, _)| u).collect();
+        assert_eq!(ours, fts5, "{p}*");
+    }
+    // Not a vacuous comparison: these are read as the words they stand for.
+    let mut q = mimesis_core::search::query::parse("refactor* kel* fish*").unwrap();
+    ix.expand_prefixes(&mut q).unwrap();
+    let alts: Vec<&[String]> = q.all.iter().map(|t| t.alternatives.as_slice()).collect();
+    assert_eq!(alts, [&["refactor", "refactored", "refactoring", "refactors"][..], &["kelp", "kelvin"], &["fisher"]]);
+}

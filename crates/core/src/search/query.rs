@@ -53,9 +53,22 @@ impl fmt::Display for QueryError {
 
 impl std::error::Error for QueryError {}
 
-/// A character the tokenizer keeps in a word (letters, digits, and private-use marks).
+/// A character the tokenizer keeps in a word (letters, digits, private-use marks, and the
+/// combining accents `unicode61 remove_diacritics 2` removes: `cafe\u{301}s` is `cafes`).
 pub fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || matches!(c as u32, 0xE000..=0xF8FF)
+    c.is_alphanumeric()
+        || matches!(
+            c as u32,
+            0xE000..=0xF8FF
+                | 0x300..=0x304
+                | 0x306..=0x30C
+                | 0x30F
+                | 0x311
+                | 0x31B
+                | 0x323..=0x328
+                | 0x32D..=0x32E
+                | 0x330..=0x331
+        )
 }
 
 /// The words of `s`, as byte ranges, in order.
