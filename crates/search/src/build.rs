@@ -14,7 +14,7 @@ use mimesis_core::search::extract::{Doc, Extractor};
 use rusqlite::{ErrorCode, OptionalExtension, params};
 
 use crate::words::Words;
-use crate::{Index, IndexError, id_base};
+use crate::{Index, IndexError, LONG, MAX_TERM_BYTES, STUB_CHARS, id_base};
 
 /// The most text of one document that is indexed (a huge tool result or written file is
 /// searched in its first megabyte).
@@ -23,6 +23,11 @@ const MAX_DOC_BYTES: usize = 1 << 20;
 const CHUNK_BYTES: usize = 4 << 20;
 /// How long one write transaction runs at most (others wait for the lock meanwhile).
 const COMMIT_EVERY: Duration = Duration::from_millis(800);
+/// An update that reads at least this much, and at least a quarter of what the index has
+/// read before, does not collect its words as it goes: `terms` is filled from FTS5's own
+/// list of words once it is done ([`Index::sweep_terms`]; a third of a second for an index
+/// of 250 MB, where collecting the words of 1 GB of transcripts took seconds of CPU).
+pub(crate) const BULK_BYTES: u64 = 32 << 20;
 
 /// What one update did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -85,7 +90,7 @@ fn cut(mut text: String) -> String {
 
 /// Reads one transcript from `w.from`, handing its documents over in chunks. Only whole
 /// lines are read: a line still being written is read on a later update.
-fn read(work: usize, w: &Work<'_>, words: &mut Words, tx: &mpsc::SyncSender<Chunk>) -> std::io::Result<()> {
+fn read(work: usize, w: &Work<'_>, mut words: Option<&mut Words>, tx: &mpsc::SyncSender<Chunk>) -> std::io::Result<()> {
     let mut f = std::fs::File::open(&w.loc.path)?;
     f.seek(SeekFrom::Start(w.from))?;
     let mut r = BufReader::with_capacity(256 << 10, f);
@@ -106,7 +111,9 @@ fn read(work: usize, w: &Work<'_>, words: &mut Words, tx: &mpsc::SyncSender<Chun
             last_at = at_ms;
             bytes += doc.text.len();
             let doc = Doc { text: cut(doc.text), ..doc };
-            words.new_terms(&doc.text, &mut terms);
+            if let Some(words) = words.as_deref_mut() {
+                words.new_terms(&doc.text, &mut terms);
+            }
             rows.push(Row { offset, len: n as u64, part, at_ms, doc });
         }
         offset += n as u64;
@@ -208,8 +215,12 @@ impl Index {
             self.finish(r)?;
         }
         if work.is_empty() {
+            self.sweep_terms_if_stale()?;
             return Ok(out);
         }
+        let to_read: u64 = work.iter().map(|w| w.len - w.from).sum();
+        let before: u64 = stored.values().map(|s| s.indexed).sum();
+        let bulk = to_read >= self.bulk_bytes && to_read >= before / 4;
         work.sort_by_key(|w| std::cmp::Reverse(w.len - w.from));
         let total = work.len();
         progress(0, total);
@@ -221,11 +232,11 @@ impl Index {
                 let tx = tx.clone();
                 let (next, work) = (&next, &work);
                 s.spawn(move || {
-                    let mut words = Words::default();
+                    let mut words = (!bulk).then(Words::default);
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(w) = work.get(i) else { break };
-                        if let Err(e) = read(i, w, &mut words, &tx) {
+                        if let Err(e) = read(i, w, words.as_mut(), &tx) {
                             tracing::warn!(path = %w.loc.path.display(), error = %e, "cannot read a transcript to index");
                             let failed = Chunk { work: i, from: u64::MAX, end: 0, last: true, rows: Vec::new(), terms: Vec::new() };
                             let _ = tx.send(failed);
@@ -234,9 +245,35 @@ impl Index {
                 });
             }
             drop(tx);
-            self.write(&work, rx, &mut out, progress)
+            self.write(&work, rx, bulk, &mut out, progress)
         })?;
+        self.sweep_terms_if_stale()?;
         Ok(out)
+    }
+
+    /// Fills `terms` from FTS5's own list of the index's words when an update wrote
+    /// documents without their words (a bulk update, this one or one that was stopped
+    /// midway), in one transaction: what was committed until then is covered. The words
+    /// of the `project` column are not the text's.
+    fn sweep_terms_if_stale(&self) -> Result<(), IndexError> {
+        if !self.terms_stale()? {
+            return Ok(());
+        }
+        self.conn.execute_batch(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_words USING fts5vocab(main, fts, 'col');
+             BEGIN IMMEDIATE",
+        )?;
+        let r = self
+            .conn
+            .execute_batch(&format!(
+                "INSERT OR IGNORE INTO terms (term)
+                   SELECT CASE WHEN length(CAST(term AS BLOB)) > {MAX_TERM_BYTES}
+                     THEN substr(term, 1, {STUB_CHARS}) || char({long}) ELSE term END FROM temp.fts_words WHERE col <> 'project';
+                 DELETE FROM meta WHERE key = 'terms_stale';",
+                long = LONG as u32
+            ))
+            .map_err(IndexError::from);
+        self.finish(r)
     }
 
     /// Writes the workers' chunks, in transactions of about [`COMMIT_EVERY`].
@@ -244,6 +281,7 @@ impl Index {
         &self,
         work: &[Work<'_>],
         rx: mpsc::Receiver<Chunk>,
+        bulk: bool,
         out: &mut Updated,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<(), IndexError> {
@@ -252,8 +290,11 @@ impl Index {
         let mut at: Vec<Option<(i64, u64)>> = vec![None; work.len()];
         let mut done = 0;
         let mut began = Instant::now();
+        // Each transaction of a bulk update says that `terms` lacks its words (another
+        // process's sweep may have come between two of them).
+        let stale = || if bulk { self.set_meta("terms_stale", "1").map_err(IndexError::from) } else { Ok(()) };
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        let mut result = Ok(());
+        let mut result = stale();
         for chunk in rx {
             if result.is_err() {
                 continue; // drain, so the workers end
@@ -267,7 +308,8 @@ impl Index {
                 progress(done, work.len());
             }
             if result.is_ok() && began.elapsed() >= COMMIT_EVERY {
-                result = self.conn.execute_batch("COMMIT; BEGIN IMMEDIATE").map_err(IndexError::from);
+                result =
+                    self.conn.execute_batch("COMMIT; BEGIN IMMEDIATE").map_err(IndexError::from).and_then(|()| stale());
                 // Another process may write between two transactions: look again.
                 at.iter_mut().for_each(|a| *a = None);
                 began = Instant::now();

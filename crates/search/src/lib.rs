@@ -97,6 +97,8 @@ impl IndexError {
 pub struct Index {
     conn: Connection,
     path: PathBuf,
+    /// What a bulk update reads at least (`build::BULK_BYTES`; tests lower it).
+    bulk_bytes: u64,
 }
 
 /// What the doctor says about the index.
@@ -165,7 +167,7 @@ impl Index {
         // transcript, not overall, so a first build touches pages all over the tables.
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -32768;")
             .map_err(damaged)?;
-        let ix = Index { conn, path: path.to_owned() };
+        let ix = Index { conn, path: path.to_owned(), bulk_bytes: build::BULK_BYTES };
         let version: i64 = ix.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(damaged)?;
         if version == 0 {
             ix.conn.execute_batch("BEGIN IMMEDIATE").map_err(damaged)?;
@@ -188,6 +190,13 @@ impl Index {
         }
         ix.conn.query_row("SELECT count(*) FROM files", [], |r| r.get::<_, i64>(0)).map_err(damaged)?;
         Ok(ix)
+    }
+
+    /// Whether `terms` lacks words of the index (a bulk update wrote documents and has
+    /// not filled it yet): a prefix is then read by FTS5 itself.
+    pub(crate) fn terms_stale(&self) -> rusqlite::Result<bool> {
+        let mut st = self.conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'terms_stale')")?;
+        st.query_row([], |r| r.get(0))
     }
 
     fn set_meta(&self, key: &str, value: &str) -> rusqlite::Result<()> {
@@ -235,11 +244,11 @@ enum Reopen {
     Failed(IndexError),
 }
 
-/// Longer words are kept in `terms` as their stub: the first [`STUB_BYTES`] (at most)
+/// Longer words are kept in `terms` as their stub: the first [`STUB_CHARS`] characters
 /// followed by [`LONG`] (hashes, base64: few are searched by a prefix, and a prefix that
 /// meets a stub is read by FTS5 itself).
 pub(crate) const MAX_TERM_BYTES: usize = 64;
-pub(crate) const STUB_BYTES: usize = 32;
+pub(crate) const STUB_CHARS: usize = 32;
 pub(crate) const LONG: char = '\u{10FFFF}';
 
 /// What `terms` keeps of a lower-case word: itself, or its stub when longer than
@@ -248,10 +257,7 @@ pub(crate) fn term_of(w: &str) -> std::borrow::Cow<'_, str> {
     if w.len() <= MAX_TERM_BYTES {
         return w.into();
     }
-    let mut end = STUB_BYTES;
-    while !w.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = w.char_indices().nth(STUB_CHARS).map_or(w.len(), |(i, _)| i);
     format!("{}{LONG}", &w[..end]).into()
 }
 
