@@ -1,11 +1,8 @@
 //! The words a worker meets while indexing, for `terms` (every word indexed, so a prefix
-//! is read as the words it stands for): each word is looked up where it lies in the text,
-//! with no copy, by a hash computed from its bytes lower-cased eight at a time (most
-//! words are short and plain ASCII, and met again and again: this lookup was most of
-//! what `terms` cost a first build).
+//! is read as the words it stands for), when an update collects them as it goes (one
+//! that reads little: a first build fills `terms` from FTS5's own words instead).
 
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::fold::folded;
@@ -15,53 +12,12 @@ use crate::term_of;
 /// met again is only inserted again, and ignored).
 const MAX_SEEN: usize = 1 << 20;
 
-/// The words met, by their hash; a word whose hash another word had first is in
-/// `more` (under FxHash: not keys an adversary picks to collide).
+/// The words met (under FxHash: not keys an adversary picks to collide; the default
+/// hasher was a third of the words' cost), and a buffer for the one being read.
 #[derive(Default)]
 pub(crate) struct Words {
-    first: HashMap<u64, Arc<str>, BuildHasherDefault<Given>>,
-    more: HashSet<Arc<str>, rustc_hash::FxBuildHasher>,
+    seen: HashSet<Arc<str>, rustc_hash::FxBuildHasher>,
     word: String,
-}
-
-/// The hash is already mixed: hashbrown takes it as it is.
-#[derive(Default)]
-struct Given(u64);
-
-impl Hasher for Given {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only u64 keys")
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-const K: u64 = 0xf135_7aea_2e62_a9c5;
-
-/// The hash of `bytes` with `or` set in each byte (0x20 lower-cases ASCII letters and
-/// leaves digits and lower case as they are; 0 reads the bytes as they are), so a run of
-/// ASCII letters and digits hashes as its lower case does.
-fn hash(bytes: &[u8], or: u8) -> u64 {
-    let wide = u64::from_ne_bytes([or; 8]);
-    let mut h = bytes.len() as u64;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let v = u64::from_le_bytes(c.try_into().unwrap_or_default()) | wide;
-        h = (h ^ v).wrapping_mul(K).rotate_left(23);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut b = [0u8; 8];
-        for (d, s) in b.iter_mut().zip(rest) {
-            *d = s | or;
-        }
-        h = (h ^ u64::from_le_bytes(b)).wrapping_mul(K).rotate_left(23);
-    }
-    (h ^ (h >> 29)).wrapping_mul(K) ^ (h >> 32)
 }
 
 impl Words {
@@ -100,50 +56,37 @@ impl Words {
                     word.clear();
                     word.extend(run[a..b].chars().flat_map(char::to_lowercase));
                     let kept = folded(&word);
-                    let kept = term_of(kept.as_deref().unwrap_or(&word));
-                    if !self.met(hash(kept.as_bytes(), 0), &kept, false) {
-                        self.keep(Arc::from(&*kept), out);
-                    }
+                    self.keep(&term_of(kept.as_deref().unwrap_or(&word)), out);
                     self.word = word;
                 }
             }
         }
     }
 
-    /// A run of ASCII letters and digits, looked up as it lies in the text.
+    /// A run of ASCII letters and digits, looked up as it lies in the text when it has no
+    /// capital.
     fn ascii(&mut self, run: &str, out: &mut Vec<Arc<str>>) {
-        if !self.met(hash(run.as_bytes(), 0x20), run, true) {
-            self.keep(Arc::from(run.to_ascii_lowercase()), out);
+        if !run.bytes().any(|b| b.is_ascii_uppercase()) {
+            return self.keep(run, out);
         }
+        let mut word = std::mem::take(&mut self.word);
+        word.clear();
+        word.push_str(run);
+        word.make_ascii_lowercase();
+        self.keep(&word, out);
+        self.word = word;
     }
 
-    /// Whether `w` (its hash `h`; `any_case`: `w` may have capitals) was met.
-    fn met(&self, h: u64, w: &str, any_case: bool) -> bool {
-        let Some(first) = self.first.get(&h) else { return false };
-        let same = if any_case { first.eq_ignore_ascii_case(w) } else { **first == *w };
-        if same || self.more.is_empty() {
-            return same;
+    /// Remembers a lower-case word and hands it over, if it is new.
+    fn keep(&mut self, w: &str, out: &mut Vec<Arc<str>>) {
+        if self.seen.contains(w) {
+            return;
         }
-        if any_case && w.bytes().any(|b| b.is_ascii_uppercase()) {
-            return self.more.contains(w.to_ascii_lowercase().as_str());
+        if self.seen.len() >= MAX_SEEN {
+            self.seen.clear();
         }
-        self.more.contains(w)
-    }
-
-    /// Remembers a new lower-case word and hands it over.
-    fn keep(&mut self, w: Arc<str>, out: &mut Vec<Arc<str>>) {
-        if self.first.len() + self.more.len() >= MAX_SEEN {
-            self.first.clear();
-            self.more.clear();
-        }
-        match self.first.entry(hash(w.as_bytes(), 0)) {
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(w.clone());
-            }
-            std::collections::hash_map::Entry::Occupied(_) => {
-                self.more.insert(w.clone());
-            }
-        }
+        let w: Arc<str> = Arc::from(w);
+        self.seen.insert(w.clone());
         out.push(w);
     }
 }
@@ -180,19 +123,5 @@ mod tests {
         let stub = format!("{}\u{10FFFF}", "a".repeat(32));
         assert_eq!(new_terms(&mut words, &format!("{long} {}", long.to_lowercase())), [stub]);
         assert_eq!(new_terms(&mut words, &"a".repeat(64)), ["a".repeat(64)]);
-    }
-
-    #[test]
-    fn words_of_one_hash_are_told_apart() {
-        let mut words = Words::default();
-        // As if "cargo" had met another word's hash first.
-        words.first.insert(hash(b"cargo", 0x20), Arc::from("other"));
-        words.more.insert(Arc::from("elsewhere"));
-        assert_eq!(new_terms(&mut words, "Cargo cargo CARGO"), ["cargo"]);
-        assert_eq!(words.more.len(), 2);
-        assert_eq!(new_terms(&mut words, "cArgo"), Vec::<String>::new());
-        // The two readings of a word hash alike.
-        assert_eq!(hash(b"Refactor2", 0x20), hash(b"refactor2", 0));
-        assert_ne!(hash(b"refactor2", 0), hash(b"refactor3", 0));
     }
 }
