@@ -394,4 +394,12 @@ fn a_prefix_finds_what_fts5_reads_for_it() {
     assert!(q.all[0].alternatives.is_empty());
     assert_eq!(bix.update(&bulk.files(), &mut |_, _| {}).unwrap().files, 0);
     assert_eq!(terms(&bix), terms(&ix));
+
+    // An append (little to read) collects its words as it goes.
+    bulk.append("-home-me-app", S1, &[prompt("u99", "2026-11-02T10:00:00Z", "Refactorize it")]);
+    assert_eq!(bix.update(&bulk.files(), &mut |_, _| {}).unwrap().docs, 1);
+    assert!(!bix.terms_stale().unwrap());
+    let mut q = mimesis_core::search::query::parse("refactori*").unwrap();
+    bix.expand_prefixes(&mut q).unwrap();
+    assert_eq!(q.all[0].alternatives, ["refactoring", "refactorize"]);
 }
