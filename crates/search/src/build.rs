@@ -25,8 +25,8 @@ const CHUNK_BYTES: usize = 4 << 20;
 const COMMIT_EVERY: Duration = Duration::from_millis(800);
 /// An update that reads at least this much, and at least a quarter of what the index has
 /// read before, does not collect its words as it goes: `terms` is filled from FTS5's own
-/// list of words once it is done (`Index::sweep_terms_if_stale`; half a second for an index
-/// of 250 MB, where collecting the words of 1 GB of transcripts took seconds of CPU).
+/// list of words once it is done (`Index::sweep_terms_if_stale`: about 0.6 s for the 253 MB
+/// index of a 1 GB corpus, where collecting its words one by one took about 4 s of CPU).
 pub(crate) const BULK_BYTES: u64 = 32 << 20;
 
 /// What one update did.
