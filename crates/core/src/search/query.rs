@@ -275,6 +275,9 @@ mod tests {
         assert_eq!(parse(r"^(a|b)+$ .* \d{3}").unwrap().all, [term(&["a", "b"], false), term(&["d", "3"], false)]);
         // Another script.
         assert_eq!(parse("Ошибка 缓存").unwrap().all, [term(&["ошибка"], false), term(&["缓存"], false)]);
+        // An accent FTS5 removes is inside its word, precomposed or not; one it keeps is not.
+        assert_eq!(parse("Cafe\u{301}s café").unwrap().all, [term(&["cafe\u{301}s"], false), term(&["café"], false)]);
+        assert_eq!(parse("a\u{305}b").unwrap().all, [term(&["a", "b"], false)]);
         assert_eq!(parse("a\0b").unwrap().all, [term(&["a"], false), term(&["b"], false)]);
         // Too long or too many.
         assert_eq!(parse(&"word ".repeat(2048)), Err(QueryError::TooLong));
