@@ -13,7 +13,7 @@ use mimesis_core::search::{Hit, Kind, Request, Results, TOTAL_CAP};
 use rusqlite::{OptionalExtension, params};
 
 use crate::build::reversed;
-use crate::{Index, IndexError, id_base, id_time};
+use crate::{Index, IndexError, LONG, STUB_CHARS, id_base, id_time};
 
 /// A document found, before its snippet.
 struct Found {
@@ -144,16 +144,23 @@ impl Index {
 
     /// Each prefix of `q` that stands for at most [`MAX_ALTERNATIVES`] words of the index,
     /// as those words (read lazily by FTS5, where a prefix is read whole first). A prefix
-    /// that is not plain ASCII, or stands for more words, stays a prefix.
-    fn expand_prefixes(&self, q: &mut Query) -> Result<(), IndexError> {
+    /// stays a prefix when it is not plain ASCII, stands for more words, or meets a long
+    /// word's stub (`terms` keeps words as FTS5 reads them: `cafés` as `cafes`), and
+    /// every prefix does while `terms` lacks words (a bulk update is under way).
+    pub(crate) fn expand_prefixes(&self, q: &mut Query) -> Result<(), IndexError> {
         let mut st = self.conn.prepare_cached(
             "SELECT term FROM terms WHERE term >= ?1 AND term < ?1 || char(1114111) ORDER BY term LIMIT ?2",
         )?;
+        if self.terms_stale()? {
+            return Ok(());
+        }
         for t in q.all.iter_mut().chain(q.none.iter_mut()) {
-            let Some(last) = t.words.last().filter(|w| t.prefix && w.is_ascii()) else { continue };
+            let Some(last) = t.words.last().filter(|w| t.prefix && w.is_ascii() && w.len() < STUB_CHARS) else {
+                continue;
+            };
             let words: Vec<String> =
                 st.query_map(params![last, MAX_ALTERNATIVES as i64 + 1], |r| r.get(0))?.collect::<Result<_, _>>()?;
-            if !words.is_empty() && words.len() <= MAX_ALTERNATIVES {
+            if !words.is_empty() && words.len() <= MAX_ALTERNATIVES && !words.iter().any(|w| w.ends_with(LONG)) {
                 t.alternatives = words;
             }
         }

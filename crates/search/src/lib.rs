@@ -21,6 +21,8 @@
 
 mod build;
 mod find;
+mod fold;
+mod words;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,7 +35,7 @@ pub use build::Updated;
 pub const FILE_NAME: &str = "search.db";
 /// Bumped when the schema or what is indexed changes: an index of another version is
 /// built anew.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -59,7 +61,8 @@ const SCHEMA: &str = "
     CREATE INDEX docs_call ON docs (tool_use_id) WHERE kind = 2;
     CREATE TABLE touched (rpath TEXT NOT NULL, doc INTEGER NOT NULL, op INTEGER NOT NULL,
         PRIMARY KEY (rpath, doc)) WITHOUT ROWID;
-    -- Every word of the text indexed, lower case (a prefix query is read as its words).
+    -- Every word of the text indexed, lower case (a prefix query is read as its words; a
+    -- long word as its stub, `term_of`).
     CREATE TABLE terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
     CREATE VIRTUAL TABLE fts USING fts5(prompt, reply, tool_call, tool_result, thinking, project,
         content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2');
@@ -94,6 +97,8 @@ impl IndexError {
 pub struct Index {
     conn: Connection,
     path: PathBuf,
+    /// What a bulk update reads at least (`build::BULK_BYTES`; tests lower it).
+    bulk_bytes: u64,
 }
 
 /// What the doctor says about the index.
@@ -162,7 +167,7 @@ impl Index {
         // transcript, not overall, so a first build touches pages all over the tables.
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -32768;")
             .map_err(damaged)?;
-        let ix = Index { conn, path: path.to_owned() };
+        let ix = Index { conn, path: path.to_owned(), bulk_bytes: build::BULK_BYTES };
         let version: i64 = ix.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(damaged)?;
         if version == 0 {
             ix.conn.execute_batch("BEGIN IMMEDIATE").map_err(damaged)?;
@@ -185,6 +190,13 @@ impl Index {
         }
         ix.conn.query_row("SELECT count(*) FROM files", [], |r| r.get::<_, i64>(0)).map_err(damaged)?;
         Ok(ix)
+    }
+
+    /// Whether `terms` lacks words of the index (a bulk update wrote documents and has
+    /// not filled it yet): a prefix is then read by FTS5 itself.
+    pub(crate) fn terms_stale(&self) -> rusqlite::Result<bool> {
+        let mut st = self.conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'terms_stale')")?;
+        st.query_row([], |r| r.get(0))
     }
 
     fn set_meta(&self, key: &str, value: &str) -> rusqlite::Result<()> {
@@ -230,6 +242,23 @@ type Counts = (u64, u64, Option<(String, String)>);
 enum Reopen {
     Damaged(String),
     Failed(IndexError),
+}
+
+/// Longer words are kept in `terms` as their stub: the first [`STUB_CHARS`] characters
+/// followed by [`LONG`] (hashes, base64: few are searched by a prefix, and a prefix that
+/// meets a stub is read by FTS5 itself).
+pub(crate) const MAX_TERM_BYTES: usize = 64;
+pub(crate) const STUB_CHARS: usize = 32;
+pub(crate) const LONG: char = '\u{10FFFF}';
+
+/// What `terms` keeps of a lower-case word: itself, or its stub when longer than
+/// [`MAX_TERM_BYTES`].
+pub(crate) fn term_of(w: &str) -> std::borrow::Cow<'_, str> {
+    if w.len() <= MAX_TERM_BYTES {
+        return w.into();
+    }
+    let end = w.char_indices().nth(STUB_CHARS).map_or(w.len(), |(i, _)| i);
+    format!("{}{LONG}", &w[..end]).into()
 }
 
 /// A document's rowid: its time in the high bits, so rowid order is time order.

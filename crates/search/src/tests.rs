@@ -296,3 +296,110 @@ fn bad_queries_get_a_result_or_a_sentence_and_snippets_are_plain_text() {
     let r = ix.search(&Request { query: "script".into(), ..Default::default() }).unwrap();
     assert!(r.hits[0].snippet.contains("<script>"), "text, kept as text: {:?}", r.hits[0].snippet);
 }
+
+/// Prompts with words that share beginnings, capitals, accents precomposed and
+/// decomposed (which FTS5 removes), other scripts, ligatures and long words (kept as stubs).
+fn many_words(fx: &Fixture) -> Vec<&'static str> {
+    let texts = vec![
+        "Refactor the parser",
+        "refactoring REFACTORED refactors",
+        "café cafés cafeteria",
+        "cafe\u{301}s naïve naive résumé",
+        "Ångström ǖber ṩx",
+        "Ошибка ошибки",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaatail",
+        "aaaa aab",
+        "straße strasse",
+        "İstanbul istanbul",
+        "x\u{301}y xylophone",
+        "ﬁsh fisher",
+        "\u{212A}elvin kelp",
+    ];
+    let lines: Vec<String> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| prompt(&format!("u{i:02}"), &format!("2026-11-01T10:00:{i:02}Z"), t))
+        .collect();
+    fx.append("-home-me-app", S1, &lines);
+    texts
+}
+
+/// Every prefix of plain ASCII of the words of `texts` finds what FTS5 finds for it.
+fn prefixes_read_like_fts5(ix: &Index, texts: &[&str]) {
+    let mut prefixes: std::collections::BTreeSet<String> =
+        ["cafes", "cafe", "naiv", "resum", "ang", "ub", "sx", "istanb", "xy", "kel", "elv", "fis", "strass"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+    prefixes.extend((1..40).map(|n| "a".repeat(n)));
+    for w in texts.iter().flat_map(|t| mimesis_core::search::query::words(t)) {
+        prefixes.extend((1..=w.len()).filter_map(|k| w.get(..k)).filter(|p| p.is_ascii()).map(String::from));
+    }
+    let mut st = ix
+        .conn
+        .prepare(
+            "SELECT d.uuid FROM fts JOIN docs d ON d.id = fts.rowid
+             WHERE fts MATCH '{prompt reply tool_call tool_result thinking} : \"' || ?1 || '\"*' ORDER BY fts.rowid DESC",
+        )
+        .unwrap();
+    for p in &prefixes {
+        let fts5: Vec<String> = st.query_map([p], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+        let ours: Vec<String> = search(ix, &format!("{p}*")).into_iter().map(|(u, _)| u).collect();
+        assert_eq!(ours, fts5, "{p}*");
+    }
+}
+
+fn terms(ix: &Index) -> Vec<String> {
+    let mut st = ix.conn.prepare("SELECT term FROM terms ORDER BY term").unwrap();
+    st.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+}
+
+#[test]
+fn a_prefix_finds_what_fts5_reads_for_it() {
+    let fx = Fixture::new();
+    let texts = many_words(&fx);
+    let ix = fx.index();
+    prefixes_read_like_fts5(&ix, &texts);
+    // Not a vacuous comparison: these are read as the words they stand for.
+    let mut q = mimesis_core::search::query::parse("refactor* kel* fish* cafe*").unwrap();
+    ix.expand_prefixes(&mut q).unwrap();
+    let alts: Vec<&[String]> = q.all.iter().map(|t| t.alternatives.as_slice()).collect();
+    assert_eq!(
+        alts,
+        [
+            &["refactor", "refactored", "refactoring", "refactors"][..],
+            &["kelp", "kelvin"],
+            &["fisher"],
+            &["cafe", "cafes", "cafeteria"]
+        ]
+    );
+
+    // A bulk update (a first build) fills `terms` from FTS5's own words when it is done:
+    // the same words as collected one by one.
+    let bulk = Fixture::new();
+    many_words(&bulk);
+    let mut bix = Index::open(&bulk.data, NOW).unwrap();
+    bix.bulk_bytes = 0;
+    bix.update(&bulk.files(), &mut |_, _| {}).unwrap();
+    assert!(!bix.terms_stale().unwrap());
+    assert_eq!(terms(&bix), terms(&ix));
+    prefixes_read_like_fts5(&bix, &texts);
+
+    // One stopped midway (its documents written, `terms` not filled): prefixes are read by
+    // FTS5 meanwhile, and the next update fills it.
+    bix.conn.execute_batch("DELETE FROM terms; INSERT INTO meta (key, value) VALUES ('terms_stale', '1')").unwrap();
+    prefixes_read_like_fts5(&bix, &texts);
+    let mut q = mimesis_core::search::query::parse("refactor*").unwrap();
+    bix.expand_prefixes(&mut q).unwrap();
+    assert!(q.all[0].alternatives.is_empty());
+    assert_eq!(bix.update(&bulk.files(), &mut |_, _| {}).unwrap().files, 0);
+    assert_eq!(terms(&bix), terms(&ix));
+
+    // An append (little to read) collects its words as it goes.
+    bulk.append("-home-me-app", S1, &[prompt("u99", "2026-11-02T10:00:00Z", "Refactorize it")]);
+    assert_eq!(bix.update(&bulk.files(), &mut |_, _| {}).unwrap().docs, 1);
+    assert!(!bix.terms_stale().unwrap());
+    let mut q = mimesis_core::search::query::parse("refactori*").unwrap();
+    bix.expand_prefixes(&mut q).unwrap();
+    assert_eq!(q.all[0].alternatives, ["refactoring", "refactorize"]);
+}

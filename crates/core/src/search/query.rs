@@ -53,9 +53,22 @@ impl fmt::Display for QueryError {
 
 impl std::error::Error for QueryError {}
 
-/// A character the tokenizer keeps in a word (letters, digits, and private-use marks).
+/// A character the tokenizer keeps in a word (letters, digits, private-use marks, and the
+/// combining accents `unicode61 remove_diacritics 2` removes: `cafe\u{301}s` is `cafes`).
 pub fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || matches!(c as u32, 0xE000..=0xF8FF)
+    c.is_alphanumeric()
+        || matches!(
+            c as u32,
+            0xE000..=0xF8FF
+                | 0x300..=0x304
+                | 0x306..=0x30C
+                | 0x30F
+                | 0x311
+                | 0x31B
+                | 0x323..=0x328
+                | 0x32D..=0x32E
+                | 0x330..=0x331
+        )
 }
 
 /// The words of `s`, as byte ranges, in order.
@@ -262,6 +275,9 @@ mod tests {
         assert_eq!(parse(r"^(a|b)+$ .* \d{3}").unwrap().all, [term(&["a", "b"], false), term(&["d", "3"], false)]);
         // Another script.
         assert_eq!(parse("Ошибка 缓存").unwrap().all, [term(&["ошибка"], false), term(&["缓存"], false)]);
+        // An accent FTS5 removes is inside its word, precomposed or not; one it keeps is not.
+        assert_eq!(parse("Cafe\u{301}s café").unwrap().all, [term(&["cafe\u{301}s"], false), term(&["café"], false)]);
+        assert_eq!(parse("a\u{305}b").unwrap().all, [term(&["a", "b"], false)]);
         assert_eq!(parse("a\0b").unwrap().all, [term(&["a"], false), term(&["b"], false)]);
         // Too long or too many.
         assert_eq!(parse(&"word ".repeat(2048)), Err(QueryError::TooLong));
