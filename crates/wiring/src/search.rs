@@ -205,6 +205,11 @@ impl KeeperShared {
                 }
             };
             let outcome = updated(roots, data_dir, &mut progress);
+            if first {
+                // The first update (a build, or what was appended while Mimesis was not
+                // running) reads every transcript: what it freed goes back to the system.
+                mimesis_os::procs::release_free_memory();
+            }
             first = false;
             {
                 let mut st = self.lock();
