@@ -635,7 +635,9 @@ async fn notification_and_tray(app: &DesktopApp, fx: &Fixture, probe: &Path) -> 
     let px = |x: usize, y: usize| &icon[(y * 64 + x) * 4..(y * 64 + x) * 4 + 4];
     ensure!(px(35, 48) == [0xd7, 0x26, 0x3d, 0xff], "no red badge: {:?}", px(35, 48));
     ensure!(px(44, 48) == [0xff, 0xff, 0xff, 0xff], "no white digit: {:?}", px(44, 48));
-    std::fs::write(workspace_root().join("target/e2e/tray-icon-2.rgba"), &icon)?;
+    let e2e = workspace_root().join("target/e2e");
+    std::fs::create_dir_all(&e2e)?;
+    std::fs::write(e2e.join("tray-icon-2.rgba"), &icon)?;
     app.wait_for("the toolbar count", WAIT, || async {
         Ok(app.js("return document.querySelector('[data-testid=attention]').dataset.count;").await? == json!("2"))
     })
