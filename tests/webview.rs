@@ -590,7 +590,6 @@ const REMOTE: &str = "dddddddd-0000-4000-8000-000000000004";
 /// The history search asks the machine too (issue 35): its hit comes with its machine named,
 /// and Enter opens the remote session's timeline at the item, highlighted.
 async fn search_there(app: &DesktopApp, key: &str) -> Result<()> {
-    use fantoccini::key::Key;
     let t = Duration::from_secs(60);
     app.click("[data-testid=history-search-button]").await?;
     let input = app.client.find(Locator::Css("[data-testid=history-query]")).await?;
@@ -601,8 +600,8 @@ async fn search_there(app: &DesktopApp, key: &str) -> Result<()> {
             if app.count(hit).await? == 1 {
                 return Ok(true);
             }
-            // (This machine's index may still be built: Enter with no hit runs it again.)
-            input.send_keys(&char::from(Key::Enter).to_string()).await?;
+            // (This machine's index may still be built: the query is asked again.)
+            app.ask_again("[data-testid=history-query]").await?;
             Ok(false)
         })
         .await?;

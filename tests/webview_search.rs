@@ -174,11 +174,11 @@ async fn search_and_open(app: &DesktopApp, fx: &Fixture, planted_uuid: &str) -> 
     input.send_keys(LATER).await?;
     let took = app
         .wait_for("the appended record's hit", WAIT, || async {
-            // The field runs its query as typed; Enter with no hit runs it again.
+            // The field runs its query as typed; until the engine has read the record, ask again.
             if app.count("[data-testid=history-hit]").await? == 1 {
                 return Ok(true);
             }
-            input.send_keys(&char::from(Key::Enter).to_string()).await?;
+            app.ask_again("[data-testid=history-query]").await?;
             Ok(false)
         })
         .await?;

@@ -405,6 +405,19 @@ impl DesktopApp {
         bail!("{css} was clicked three times and still not {what}")
     }
 
+    /// Types a space and takes it back in the field `css` (found afresh), so a field that runs
+    /// its query as typed asks again. Not Enter: a result that came in since the test looked
+    /// would be opened by it, and the field gone under the test.
+    pub async fn ask_again(&self, css: &str) -> Result<()> {
+        use fantoccini::key::Key;
+        let field = bounded("finding an element", self.client.find(Locator::Css(css)))
+            .await?
+            .with_context(|| format!("finding {css}"))?;
+        bounded("typing", field.send_keys(" ")).await??;
+        bounded("typing", field.send_keys(&char::from(Key::Backspace).to_string())).await??;
+        Ok(())
+    }
+
     /// Runs a script in the page and returns its value.
     pub async fn js(&self, script: &str) -> Result<Value> {
         Ok(bounded("a script in the page", self.client.execute(script, vec![])).await??)
