@@ -414,12 +414,14 @@ async fn a_memory_limit_below_the_real_clis_needs_at_rest_restarts_once_then_hol
         // From the restart on, the terminal reports focus and mouse moves, and answers a
         // device-attributes query, as a real one does while the user looks on.
         s.wait_event("session_restarting", T).await?;
+        let deadline = std::time::Instant::now() + T;
         let warning = loop {
             s.sup.input(&id, b"\x1b[I\x1b[<35;10;5M\x1b[?64;1;2c").await?;
             if let Some(w) = s.events().into_iter().find(|e| e.type_name() == "session_warning") {
                 break w;
             }
             ensure!(s.count("session_restarting") < 2, "restarted again: {:?}", s.types());
+            ensure!(std::time::Instant::now() < deadline, "no warning: {:?}", s.types());
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
         let EventKind::SessionWarning { reason, message, .. } = &warning.kind else { unreachable!() };
