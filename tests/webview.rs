@@ -205,7 +205,7 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     eprintln!("append → badge: {took:?}");
 
     // 3. Clicking a row opens its timeline.
-    app.click(&row(HOSTILE)).await?;
+    app.open_row(&row(HOSTILE)).await?;
     let timeline = format!("[data-testid=timeline][data-session-id='{HOSTILE}']");
     app.wait_for("the timeline of the clicked session", Duration::from_secs(20), || async {
         Ok(app.count(&format!("{timeline} [data-testid=timeline-item]")).await? >= 3)
@@ -355,7 +355,7 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
         Ok(std::os::unix::net::UnixStream::connect(fx.data.join("approvals.sock")).is_ok())
     })
     .await?;
-    app.click(&row(LIVE)).await?;
+    app.open_row(&row(LIVE)).await?;
     let bar = "[data-testid=approval-bar]";
     let shows = |text: &'static str| async move {
         let t =
@@ -787,7 +787,7 @@ async fn remote_machine(
     .await?;
 
     // Its timeline opens (read on the machine) and follows.
-    app.click(&row(&key)).await?;
+    app.open_row(&row(&key)).await?;
     app.wait_for("the remote timeline", t, || async {
         let text = app.js("return document.querySelector('[data-testid=timeline]')?.textContent ?? '';").await?;
         Ok(text.as_str().is_some_and(|t| t.contains("Fix the flaky test on the dev box") && t.contains("Now the docs")))

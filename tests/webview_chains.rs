@@ -205,7 +205,7 @@ async fn clear_succession_moves_the_selection_and_shows_one_row_per_chain() -> R
 async fn clear_succession(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     let cwd = fx.cwd_str();
     wait_css(app, "three roster rows", "[data-testid=roster-row]", 3).await?;
-    app.click(&row(A)).await?;
+    app.open_row(&row(A)).await?;
     app.wait_for("A's timeline", WAIT, || async {
         Ok(app.count(&format!("{} [data-testid=timeline-item]", timeline(A))).await? >= 2)
     })
@@ -600,7 +600,7 @@ fn read_probe(path: &Path) -> Value {
 async fn notification_and_tray(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Result<()> {
     let session = app.session.clone().context("a desktop session")?;
     wait_css(app, "two roster rows", "[data-testid=roster-row]", 2).await?;
-    app.click(&row(DONE)).await?;
+    app.open_row(&row(DONE)).await?;
     wait_css(app, "DONE's timeline", &timeline(DONE), 1).await?;
     // The finished session needs the user; the busy one does not (yet).
     app.wait_for("the tray to list one session", WAIT, || async {
@@ -690,7 +690,7 @@ async fn approved_from_a_notification(app: &DesktopApp, fx: &Fixture) -> Result<
     })
     .await?;
     // Looking at another session: BUSY's request is notified (the one on screen would not be).
-    app.click(&row(DONE)).await?;
+    app.open_row(&row(DONE)).await?;
     wait_css(app, "DONE's timeline", &timeline(DONE), 1).await?;
     let hook = permission_hook(&fx.data, BUSY, "Bash", json!({"command": "make deploy"}))?;
     app.wait_for("the request's notification", WAIT, || async {
@@ -703,7 +703,7 @@ async fn approved_from_a_notification(app: &DesktopApp, fx: &Fixture) -> Result<
     eprintln!("notification action → the hook's decision: {:?}", t0.elapsed());
     ensure!(out["hookSpecificOutput"]["decision"] == json!({"behavior": "allow"}), "{out}");
     // Opened afterwards, BUSY's timeline reads the answer back from the answers log.
-    app.click(&row(BUSY)).await?;
+    app.open_row(&row(BUSY)).await?;
     let answer = format!("{} [data-testid=answer-item][data-via=notification]", timeline(BUSY));
     app.wait_for("the answer in BUSY's timeline", WAIT, || async { Ok(app.count(&answer).await? == 1) }).await?;
     let text = app.js(&format!("return document.querySelector(\"{answer}\").textContent;")).await?;
