@@ -225,14 +225,16 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     ensure!(row_text.as_str().unwrap_or("").contains(IMG), "the roster row shows the goal literally");
     // Expand every tool call so its input and (error) result render too.
     let heads = format!("{timeline} [data-kind=tool_call] button.head");
-    for b in app.client.find_all(Locator::Css(&heads)).await? {
-        let _ = b.click().await;
-    }
-    // Once every tool call shows its body, its input and result have rendered.
-    app.wait_for("every tool call expanded", Duration::from_secs(5), || async {
-        let closed = app.count(&format!("{heads}[aria-expanded=false]")).await?;
-        let bodies = app.count(&format!("{timeline} [data-kind=tool_call] .body")).await?;
-        Ok(closed == 0 && bodies > 0)
+    // (One closed head at a time, found afresh: a handle to a node the page has since
+    // replaced would fail.) Once every tool call shows its body, its input and result have
+    // rendered.
+    let closed = format!("{heads}[aria-expanded=false]");
+    app.wait_for("every tool call expanded", Duration::from_secs(30), || async {
+        if app.count(&closed).await? > 0 {
+            app.click(&closed).await?;
+            return Ok(false);
+        }
+        Ok(app.count(&format!("{timeline} [data-kind=tool_call] .body")).await? > 0)
     })
     .await?;
     let injected = app
