@@ -242,7 +242,7 @@ async fn run(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     ensure!(row_text.as_str().unwrap_or("").contains(IMG), "the roster row shows the goal literally");
     // Expand every tool call so its input and (error) result render too: one closed head at a
     // time, found afresh (the timeline may re-render them), and the next only once that one
-    // opened (a second click on a head still closing it would close it again).
+    // shows open (clicked again before its first click showed, it would close again).
     let heads = format!("{timeline} [data-kind=tool_call] button.head");
     let closed_heads = format!("{heads}[aria-expanded=false]");
     for _ in 0..app.count(&heads).await? {

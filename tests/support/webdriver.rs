@@ -338,9 +338,13 @@ impl DesktopApp {
         Ok(DesktopApp { client, driver, session, _session_dir: session_dir, watchdog })
     }
 
-    /// Number of elements matching `css`.
+    /// Number of elements matching `css`, counted in the page in one go. (Not WebDriver's
+    /// find-all: it makes a handle of each node it found, and fails with "Stale element found
+    /// when trying to create the node handle" when the page replaced one meanwhile.)
     pub async fn count(&self, css: &str) -> Result<usize> {
-        Ok(bounded("counting elements", self.client.find_all(Locator::Css(css))).await??.len())
+        let script = format!("return document.querySelectorAll({}).length;", serde_json::to_string(css)?);
+        let n = self.js(&script).await.with_context(|| format!("counting {css}"))?;
+        n.as_u64().map(|n| n as usize).with_context(|| format!("counting {css}: the page said {n}"))
     }
 
     /// The element `css` names, once it is there (waited for up to [`PRESENCE`]: a dialog or
