@@ -362,11 +362,10 @@ fn a_background_sessions_dialogs_answered_through_attach() -> Result<()> {
         bg.wait("the job done", T, |b| b.job_state(&id).is_some_and(|st| st["state"] == json!("done")))?;
         ensure!(rig.home.project_dir().join("bg.txt").exists(), "the approved command ran");
         ensure!(bg.worker(&id).is_some(), "detached: the session goes on");
-        ensure!(
-            !bg.processes().iter().any(|(_, c)| c.contains(" attach ")),
-            "no attach client left: {:?}",
-            bg.processes()
-        );
+        // (The client that pressed the key leaves once it has detached: waited for, not
+        // looked at once.)
+        bg.wait("no attach client left", T, |b| !b.processes().iter().any(|(_, c)| c.contains(" attach ")))
+            .with_context(|| format!("{:?}", bg.processes()))?;
 
         // A question (auto mode asks questions too): named by its option's label.
         let question = "Which colour should the button be?";

@@ -237,7 +237,9 @@ fn a_background_session_through_mimesis_verbs() -> Result<()> {
             returned.as_millis(),
             t1.elapsed().as_millis()
         );
-        ensure!(bg.agent(&job, false)?.is_none() && bg.worker(&job).is_none(), "stopped: no worker");
+        // (The service takes the worker off its roster file in its own time.)
+        bg.wait("stopped: no worker", T, |b| b.worker(&job).is_none())?;
+        ensure!(bg.agent(&job, false)?.is_none(), "stopped: not among the running sessions");
         let row = s.ls_row(&sid)?.context("still listed")?;
         ensure!(
             row["live"] == json!(false) && row["status"] == json!("idle") && row["job"]["id"] == json!(job),
@@ -255,7 +257,7 @@ fn a_background_session_through_mimesis_verbs() -> Result<()> {
             returned.as_millis(),
             t2.elapsed().as_millis()
         );
-        ensure!(bg.worker(&job).is_some(), "respawned: a worker");
+        bg.wait("respawned: a worker", T, |b| b.worker(&job).is_some())?;
 
         // rm: the job goes; the row stays, a background session's transcript.
         let (code, out, err) = s.run(&["rm", &sid])?;

@@ -103,7 +103,11 @@ fn a_background_session_from_dispatch_to_removal() -> Result<()> {
         bg.wait("jobs/<id>/state.json", T, |b| b.job_state(&id).is_some())?;
         let to_state = t0.elapsed();
         fx.write_json("state.starting.json", &bg.job_state(&id).unwrap_or_default())?;
-        bg.wait("the registry entry of the session", T, |b| !b.registry_of_job(&id).is_empty())?;
+        // (The service's roster file and the session's registry entry are written by two
+        // processes: both are waited for.)
+        bg.wait("the registry entry of the session, its worker on the roster", T, |b| {
+            !b.registry_of_job(&id).is_empty() && b.worker(&id).is_some()
+        })?;
         let to_registry = t0.elapsed();
         let (pid, _) = bg.registry_of_job(&id).into_iter().next().context("registry")?;
         let worker = bg.worker(&id).context("the roster's worker")?;

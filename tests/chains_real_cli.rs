@@ -97,10 +97,12 @@ fn run(s: &mut Scenario, engine: &EngineWatch, bin: &Path, data: &Path) -> Resul
     c_pty.wait_for("C's idle prompt", STEP, is_idle_prompt)?;
     type_line(&c_pty, PROMPT_C)?;
     c_pty.wait_for("C's reply", STEP, |sc| is_idle_prompt(sc) && sc.contains("●"))?;
+    let deadline = std::time::Instant::now() + STEP;
     let c = loop {
         if let Some(id) = registry_field(&s.files(), c_pid, "sessionId") {
             break id.to_owned();
         }
+        ensure!(std::time::Instant::now() < deadline, "C's registry entry never named its session");
         std::thread::sleep(Duration::from_millis(50));
     };
     ensure!(c != a, "two terminals, two sessions");

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 /// How long the engine may take to notice a change (it reacts to inotify at once; this
 /// is only a ceiling for a loaded CI machine).
-const NOTICE: Duration = Duration::from_secs(5);
+const NOTICE: Duration = Duration::from_secs(10);
 
 fn status_is(st: &State, id: &str, status: &str) -> bool {
     st.field(id, "status").and_then(Value::as_str) == Some(status)

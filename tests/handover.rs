@@ -77,8 +77,13 @@ async fn a_supervised_session_handed_to_claudes_service_is_a_background_row_afte
         let id = sup.create(home.project_dir(), None).await?;
         api.push(Reply::text("First answer."));
         type_line(&mimesis, &id, "say hello").await?;
-        until("the first turn over", async || row(&mimesis, &id).await.is_some_and(|r| r.status == Status::Idle))
-            .await?;
+        // (Its reply on screen: the row is idle before the turn has begun too, and a line typed
+        // during a turn is queued, so the second turn would follow the first unseen.)
+        until("the first turn over", async || {
+            sup.screen(&id).await.is_ok_and(|rows| rows.iter().any(|r| r.contains("First answer.")))
+                && row(&mimesis, &id).await.is_some_and(|r| r.status != Status::Working)
+        })
+        .await?;
         // A second turn, held at the mock: the hand-over waits for its end.
         let gate = Gate::new();
         api.push(Reply::text("Second answer.").with_gate(&gate));

@@ -57,13 +57,15 @@ fn special_files_never_block_a_running_watch() -> Result<()> {
     w.wait_goal(9, "after the replaced file")?;
 
     // A FIFO created before the start does not keep it from starting.
+    // (A FIFO read froze watch and its SIGTERM for ever; 10 s leaves a loaded machine's
+    // last store on the way out its time.)
     let (took, stderr) = w.terminate()?;
-    ensure!(took < Duration::from_secs(2), "SIGTERM took {took:?}");
+    ensure!(took < Duration::from_secs(10), "SIGTERM took {took:?}");
     ensure!(!stderr.contains('\x1b'), "colour codes in a log that is not a terminal: {stderr:?}");
     let mut again = Watch::start(&h)?;
     again.wait_goal(9, "after the replaced file")?;
     let (took, _) = again.terminate()?;
-    ensure!(took < Duration::from_secs(2), "SIGTERM took {took:?}");
+    ensure!(took < Duration::from_secs(10), "SIGTERM took {took:?}");
     Ok(())
 }
 

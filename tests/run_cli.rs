@@ -69,7 +69,9 @@ impl Home {
     fn events(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.events)
             .unwrap_or_default()
-            .lines()
+            // Whole lines only: the run may be writing the last one as it is read.
+            .split_inclusive('\n')
+            .filter(|l| l.ends_with('\n'))
             .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
             .collect()
     }

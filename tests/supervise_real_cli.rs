@@ -12,7 +12,9 @@ use mimesis_core::dialog::{Answer, Dialog};
 use mimesis_core::supervision::{AgentCommand, EventKind, ReadyStatus, SupervisionState};
 use mimesis_tests::claude::{CLAUDE_CODE_VERSION, ClaudeHome, ensure_claude, ensure_claude_version, versions};
 use mimesis_tests::mock_api::{MockApi, Reply, RequestKind};
-use mimesis_tests::scenario::{PROMPT_1, PROMPT_2, REPLY_1, REPLY_2, TOOL_COMMAND, TOOL_DESCRIPTION, TOOL_INTRO};
+use mimesis_tests::scenario::{
+    DIALOG_SETTLE, PROMPT_1, PROMPT_2, REPLY_1, REPLY_2, TOOL_COMMAND, TOOL_DESCRIPTION, TOOL_INTRO,
+};
 use mimesis_tests::supervised::{Supervised, quick_limits};
 use serde_json::json;
 
@@ -179,13 +181,16 @@ async fn permission_dialogs(v: &str, args: &[&str], auto: bool) -> Result<()> {
         if auto {
             // Auto mode's own dialog first (its check cannot run through the mock), answered
             // in the terminal as the user would; then the per-call dialog.
-            s.wait_text(&id, "Enter to stay in auto mode", T).await?;
-            // It ignores keys for a moment after it appears: Enter again until it is gone.
-            let stay = |rows: &[String]| !rows.iter().any(|r| r.contains("Enter to stay in auto mode"));
+            // It ignores keys for a moment after it appears: Enter once it has held still (as
+            // the other real-CLI tests do), and again only if it is still there 5 s later. An
+            // Enter sent while it is on its way out would answer the per-call dialog behind it
+            // (its highlighted option; 2.1.330's auto-mode fallback highlights No).
+            let shown = |rows: &[String]| rows.iter().any(|r| r.contains("Enter to stay in auto mode"));
             let deadline = std::time::Instant::now() + T;
             loop {
+                s.wait_settled(&id, "auto mode's dialog", DIALOG_SETTLE, T, shown).await?;
                 s.sup.input(&id, b"\r").await?;
-                if s.wait_screen(&id, "auto mode's dialog gone", Duration::from_millis(500), stay).await.is_ok() {
+                if s.wait_screen(&id, "auto mode's dialog gone", Duration::from_secs(5), |r| !shown(r)).await.is_ok() {
                     break;
                 }
                 ensure!(std::time::Instant::now() < deadline, "auto mode's dialog stayed");
@@ -414,12 +419,14 @@ async fn a_memory_limit_below_the_real_clis_needs_at_rest_restarts_once_then_hol
         // From the restart on, the terminal reports focus and mouse moves, and answers a
         // device-attributes query, as a real one does while the user looks on.
         s.wait_event("session_restarting", T).await?;
+        let deadline = std::time::Instant::now() + T;
         let warning = loop {
             s.sup.input(&id, b"\x1b[I\x1b[<35;10;5M\x1b[?64;1;2c").await?;
             if let Some(w) = s.events().into_iter().find(|e| e.type_name() == "session_warning") {
                 break w;
             }
             ensure!(s.count("session_restarting") < 2, "restarted again: {:?}", s.types());
+            ensure!(std::time::Instant::now() < deadline, "no warning: {:?}", s.types());
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
         let EventKind::SessionWarning { reason, message, .. } = &warning.kind else { unreachable!() };

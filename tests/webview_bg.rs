@@ -15,7 +15,6 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use fantoccini::Locator;
 use mimesis_tests::bg::Background;
 use mimesis_tests::claude::{CLAUDE_CODE_NEWEST, ClaudeHome, ensure_claude_version};
 use mimesis_tests::mock_api::{MockApi, Reply};
@@ -65,11 +64,11 @@ async fn flow(app: &DesktopApp, home: &ClaudeHome, bg: &Background) -> Result<()
     })
     .await?;
     app.click("[data-testid=new-session-button]").await?;
-    let input = app.client.find(Locator::Css("[data-testid=new-session-cwd]")).await?;
+    let input = app.find("[data-testid=new-session-cwd]").await?;
     input.clear().await?;
     input.send_keys(&home.project_dir().to_string_lossy()).await?;
     app.click("[data-testid=new-session-background]").await?;
-    app.client.find(Locator::Css("[data-testid=new-session-prompt]")).await?.send_keys("say hello").await?;
+    app.find("[data-testid=new-session-prompt]").await?.send_keys("say hello").await?;
     app.wait_for("Start offered", Duration::from_secs(10), || async {
         Ok(app.count("[data-testid=new-session-start]:not([disabled])").await? == 1)
     })
@@ -126,21 +125,22 @@ async fn flow(app: &DesktopApp, home: &ClaudeHome, bg: &Background) -> Result<()
             && app.count(&format!("{row} [data-testid=job-tag].stopped")).await? == 1)
     })
     .await?;
-    ensure!(bg.worker(&job).is_none(), "stopped: no worker");
+    // (`claude stop` may answer before its worker has gone.)
+    app.wait_for("stopped: no worker", T, || async { Ok(bg.worker(&job).is_none()) }).await?;
     app.click("[data-testid=bg-respawn]").await?;
     app.wait_for("respawned and live", T, || async {
         Ok(app.text_of("[data-testid=bg-said]").await? == format!("restarted {job}")
             && app.count(&format!("{row} [data-testid=job-tag]:not(.stopped)")).await? == 1)
     })
     .await?;
-    ensure!(bg.worker(&job).is_some(), "respawned: a worker");
+    app.wait_for("respawned: a worker", T, || async { Ok(bg.worker(&job).is_some()) }).await?;
     app.click("[data-testid=bg-remove]").await?;
     app.click("[data-testid=bg-remove-confirm]").await?;
     app.wait_for("removed: no job on the row", T, || async {
         Ok(app.count(&format!("{row} [data-testid=job-tag]")).await? == 0)
     })
     .await?;
-    ensure!(bg.job_state(&job).is_none(), "the job's folder is gone");
+    app.wait_for("the job's folder gone", T, || async { Ok(bg.job_state(&job).is_none()) }).await?;
     let listed: Vec<Value> = bg.agents(true)?;
     ensure!(!listed.iter().any(|a| a["id"] == json!(job)), "claude agents --all no longer lists it: {listed:?}");
     Ok(())

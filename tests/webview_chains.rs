@@ -25,7 +25,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use fantoccini::Locator;
 use mimesis_core::hook_event::TerminalContext;
 use mimesis_core::{Clock, SystemClock, Timestamp};
 use mimesis_hooks as hooks;
@@ -206,7 +205,7 @@ async fn clear_succession_moves_the_selection_and_shows_one_row_per_chain() -> R
 async fn clear_succession(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     let cwd = fx.cwd_str();
     wait_css(app, "three roster rows", "[data-testid=roster-row]", 3).await?;
-    app.click(&row(A)).await?;
+    app.open_row(&row(A)).await?;
     app.wait_for("A's timeline", WAIT, || async {
         Ok(app.count(&format!("{} [data-testid=timeline-item]", timeline(A))).await? >= 2)
     })
@@ -361,7 +360,7 @@ async fn field_value(app: &DesktopApp, field: &str) -> Result<Value> {
 
 /// Replaces an input's text by typing, as a user would (each key fires `input`).
 async fn type_into(app: &DesktopApp, field: &str, text: &str) -> Result<()> {
-    let el = app.client.find(Locator::Css(&format!("input[data-field='{field}']"))).await?;
+    let el = app.find(&format!("input[data-field='{field}']")).await?;
     el.clear().await?;
     el.send_keys(text).await?;
     let now = field_value(app, field).await?;
@@ -375,7 +374,7 @@ const GOOD_PATTERN: &str = "RangeError: Maximum call stack";
 
 /// Replaces a text area's text by typing (one line).
 async fn type_into_area(app: &DesktopApp, field: &str, text: &str) -> Result<()> {
-    let el = app.client.find(Locator::Css(&format!("textarea[data-field='{field}']"))).await?;
+    let el = app.find(&format!("textarea[data-field='{field}']")).await?;
     el.clear().await?;
     el.send_keys(text).await?;
     let now = field_value(app, field).await?;
@@ -383,11 +382,17 @@ async fn type_into_area(app: &DesktopApp, field: &str, text: &str) -> Result<()>
     Ok(())
 }
 
-/// Saves the form and waits for the save bar to say `expect` (its start).
+/// Saves the form and waits for the save bar to say `expect` (its start). Save is clicked
+/// once the form knows of the change (the button is enabled): a click on it disabled does
+/// nothing, and the bar may already say `expect` from the save before.
 async fn save_settings(app: &DesktopApp, expect: &str) -> Result<()> {
+    app.wait_for("Save enabled", WAIT, || async {
+        Ok(app.count("[data-testid=settings-save]:not([disabled])").await? == 1)
+    })
+    .await?;
     app.click("[data-testid=settings-save]").await?;
     app.wait_for(&format!("the save bar to say {expect:?}"), WAIT, || async {
-        Ok(app.client.find(Locator::Css(".savebar .state")).await?.text().await?.starts_with(expect))
+        Ok(app.text_of(".savebar .state").await?.starts_with(expect))
     })
     .await?;
     Ok(())
@@ -407,7 +412,7 @@ async fn start_at_login(app: &DesktopApp, fx: &Fixture) -> Result<()> {
     app.click(check).await?;
     save_settings(app, "Nothing saved").await?;
     let err = "[data-testid=field-error][data-field='desktop.startAtLogin']";
-    let msg = app.client.find(Locator::Css(err)).await?.text().await?;
+    let msg = app.text_of(err).await?;
     ensure!(msg.contains(&*autostart.to_string_lossy()) && msg.ends_with("nothing was saved"), "{msg:?}");
     ensure!(stored_settings(&fx.data)?["desktop"]["startAtLogin"] != json!(true), "saved although refused");
 
@@ -438,16 +443,14 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
     // A look-ahead passes the view's own check (JavaScript's RegExp has it) but not the
     // engine's (Rust's `regex` has no look-around): only the engine can refuse it.
     type_into_area(app, "limits.crashPatterns", "Maximum call stack(?= size)").await?;
-    app.click("[data-testid=settings-save]").await?;
+    save_settings(app, "Nothing saved").await?;
     let err = "[data-testid=field-error][data-field='limits.crashPatterns']";
     wait_css(app, "the engine's field error", err, 1).await?;
-    let msg = app.client.find(Locator::Css(err)).await?.text().await?;
+    let msg = app.text_of(err).await?;
     ensure!(
         msg.contains("pattern 1 is not a valid regular expression (") && msg.contains("look-around"),
         "not the engine's message: {msg:?}"
     );
-    let status = app.client.find(Locator::Css(".savebar .state")).await?.text().await?;
-    ensure!(status.starts_with("Nothing saved"), "save bar says {status:?}");
     app.js(&format!("document.querySelector(\"{err}\").scrollIntoView({{block: 'center'}}); return 1;")).await?;
     screenshot(app, "webview-settings-error.png").await?;
     // The engine still has the stored value.
@@ -464,11 +467,7 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
     // A good value saves.
     type_into_area(app, "limits.crashPatterns", GOOD_PATTERN).await?;
     type_into(app, "watch.approvalTimeoutSecs", "9").await?;
-    app.click("[data-testid=settings-save]").await?;
-    app.wait_for("the save to be confirmed", WAIT, || async {
-        Ok(app.client.find(Locator::Css(".savebar .state")).await?.text().await? == "Saved.")
-    })
-    .await?;
+    save_settings(app, "Saved.").await?;
 
     start_at_login(app, fx).await?;
 
@@ -525,13 +524,7 @@ async fn settings_and_hooks(app: &DesktopApp, fx: &Fixture, settings_json: &Path
     );
     app.click("[data-testid=doctor-run]").await?;
     app.wait_for("the doctor report", WAIT, || async {
-        Ok(app
-            .client
-            .find(Locator::Css("[data-testid=doctor-report]"))
-            .await?
-            .text()
-            .await?
-            .contains("hooks installed"))
+        Ok(app.text_of("[data-testid=doctor-report]").await?.contains("hooks installed"))
     })
     .await?;
     // In words, not a JSON dump: the report, part by part, is folded away; read from the
@@ -607,7 +600,7 @@ fn read_probe(path: &Path) -> Value {
 async fn notification_and_tray(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Result<()> {
     let session = app.session.clone().context("a desktop session")?;
     wait_css(app, "two roster rows", "[data-testid=roster-row]", 2).await?;
-    app.click(&row(DONE)).await?;
+    app.open_row(&row(DONE)).await?;
     wait_css(app, "DONE's timeline", &timeline(DONE), 1).await?;
     // The finished session needs the user; the busy one does not (yet).
     app.wait_for("the tray to list one session", WAIT, || async {
@@ -615,7 +608,12 @@ async fn notification_and_tray(app: &DesktopApp, fx: &Fixture, probe: &Path) -> 
         Ok(p["count"] == json!(1) && p["entries"][0]["sessionId"] == json!(DONE))
     })
     .await?;
-    ensure!(app.js("return document.querySelector('[data-testid=attention]').dataset.count;").await? == json!("1"));
+    // (The tray and the window are told apart: the window's count may come a moment later.)
+    app.wait_for("the toolbar to count one", WAIT, || async {
+        Ok(app.js("return document.querySelector('[data-testid=attention]')?.dataset.count ?? null;").await?
+            == json!("1"))
+    })
+    .await?;
     ensure!(session.dunstctl(&["count", "displayed"])? == "0", "a notification before any transition");
 
     // BUSY ends its turn: one notification, the tray and the toolbar count two.
@@ -638,13 +636,17 @@ async fn notification_and_tray(app: &DesktopApp, fx: &Fixture, probe: &Path) -> 
     let e2e = workspace_root().join("target/e2e");
     std::fs::create_dir_all(&e2e)?;
     std::fs::write(e2e.join("tray-icon-2.rgba"), &icon)?;
-    app.wait_for("the toolbar count", WAIT, || async {
-        Ok(app.js("return document.querySelector('[data-testid=attention]').dataset.count;").await? == json!("2"))
+    app.wait_for("the toolbar count and the window's title", WAIT, || async {
+        Ok(app.js("return document.querySelector('[data-testid=attention]').dataset.count;").await? == json!("2")
+            && app.js("return document.title;").await? == json!("Mimesis — 2 need you"))
     })
     .await?;
-    ensure!(app.js("return document.title;").await? == json!("Mimesis — 2 need you"), "the window's title");
+    // (dunst prints what it got into its log as it shows it: waited for, not read at once.)
+    app.wait_for("dunst's log of the notification", WAIT, || async {
+        Ok(session.notifications_log().contains("Claude is waiting for your input"))
+    })
+    .await?;
     let log = session.notifications_log();
-    ensure!(log.contains("Claude is waiting for your input"), "dunst saw: {log}");
     ensure!(!log.contains('\u{202E}'), "the direction override reached the notification: {log}");
     // Still one: nothing repeats while the status stays. A barrier: a later record of the
     // open session (its status unchanged) is shown, so the engine went past both.
@@ -688,7 +690,7 @@ async fn approved_from_a_notification(app: &DesktopApp, fx: &Fixture) -> Result<
     })
     .await?;
     // Looking at another session: BUSY's request is notified (the one on screen would not be).
-    app.click(&row(DONE)).await?;
+    app.open_row(&row(DONE)).await?;
     wait_css(app, "DONE's timeline", &timeline(DONE), 1).await?;
     let hook = permission_hook(&fx.data, BUSY, "Bash", json!({"command": "make deploy"}))?;
     app.wait_for("the request's notification", WAIT, || async {
@@ -701,7 +703,7 @@ async fn approved_from_a_notification(app: &DesktopApp, fx: &Fixture) -> Result<
     eprintln!("notification action → the hook's decision: {:?}", t0.elapsed());
     ensure!(out["hookSpecificOutput"]["decision"] == json!({"behavior": "allow"}), "{out}");
     // Opened afterwards, BUSY's timeline reads the answer back from the answers log.
-    app.click(&row(BUSY)).await?;
+    app.open_row(&row(BUSY)).await?;
     let answer = format!("{} [data-testid=answer-item][data-via=notification]", timeline(BUSY));
     app.wait_for("the answer in BUSY's timeline", WAIT, || async { Ok(app.count(&answer).await? == 1) }).await?;
     let text = app.js(&format!("return document.querySelector(\"{answer}\").textContent;")).await?;

@@ -14,7 +14,6 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use fantoccini::Locator;
 use fantoccini::key::Key;
 use mimesis_tests::supervised::standin;
 use mimesis_tests::webdriver::{AppFolders as Fixture, DesktopApp, SessionOptions, processes_in, workspace_root};
@@ -54,7 +53,7 @@ async fn until(what: &str, timeout: Duration, cond: impl Fn() -> bool) -> Result
 
 /// Types `line` into the terminal and waits for the stand-in's echo of it.
 async fn say(app: &DesktopApp, line: &str) -> Result<()> {
-    let textarea = app.client.find(Locator::Css("[data-testid=terminal] textarea")).await?;
+    let textarea = app.find("[data-testid=terminal] textarea").await?;
     textarea.send_keys(line).await?;
     textarea.send_keys(&char::from(Key::Enter).to_string()).await?;
     let echo = format!("Echo: {line}");

@@ -14,7 +14,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use fantoccini::Locator;
 use fantoccini::key::Key;
 use mimesis_core::{Clock, SystemClock, Timestamp};
 use mimesis_tests::webdriver::{DesktopApp, SessionOptions, workspace_root};
@@ -134,7 +133,7 @@ async fn a_planted_word_is_found_and_opens_its_item_highlighted() -> Result<()> 
 async fn search_and_open(app: &DesktopApp, fx: &Fixture, planted_uuid: &str) -> Result<()> {
     app.wait_for("two roster rows", WAIT, || async { Ok(app.count("[data-testid=roster-row]").await? == 2) }).await?;
     app.click("[data-testid=history-search-button]").await?;
-    let input = app.client.find(Locator::Css("[data-testid=history-query]")).await?;
+    let input = app.find("[data-testid=history-query]").await?;
     input.send_keys(PLANTED).await?;
     // The index is built in the background once the roster is read: wait for the hit.
     app.wait_for("the planted word's hit", WAIT, || async {
@@ -170,16 +169,11 @@ async fn search_and_open(app: &DesktopApp, fx: &Fixture, planted_uuid: &str) -> 
     let cwd = fx.cwd.clone();
     fx.append(OTHER, &[prompt(&cwd, &format!("Now the {LATER} part"), ago(0), &uuid())])?;
     app.click("[data-testid=history-search-button]").await?;
-    let input = app.client.find(Locator::Css("[data-testid=history-query]")).await?;
-    input.send_keys(LATER).await?;
+    app.find("[data-testid=history-query]").await?.send_keys(LATER).await?;
+    // The field runs its query as typed; until the engine has read the record, it is asked again.
     let took = app
-        .wait_for("the appended record's hit", WAIT, || async {
-            // The field runs its query as typed; until the engine has read the record, ask again.
-            if app.count("[data-testid=history-hit]").await? == 1 {
-                return Ok(true);
-            }
-            app.ask_again("[data-testid=history-query]").await?;
-            Ok(false)
+        .search_until("[data-testid=history-query]", "the appended record's hit", WAIT, || async {
+            Ok(app.count("[data-testid=history-hit]").await? == 1)
         })
         .await?;
     eprintln!("appended → found: {took:?}");

@@ -1343,11 +1343,13 @@ mod tests {
         let (mut w, mut r) = connect(&api);
         w.write_all(&post("/v1/messages", &main_body(true))).unwrap();
         api.wait_for_request(Duration::from_secs(5), |r| r.kind == RequestKind::Main).unwrap();
+        // (Timed from before the opener starts: a test thread held up between the spawn and
+        // the clock read would see less than the opener's wait.)
+        let t = Instant::now();
         let opener = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(300));
             gate.open();
         });
-        let t = Instant::now();
         let resp = read_response(&mut r, false);
         assert!(t.elapsed() >= Duration::from_millis(250));
         assert!(resp.body.contains("\"held\""));

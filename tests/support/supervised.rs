@@ -261,6 +261,34 @@ impl Supervised {
         }
     }
 
+    /// Waits until `pred` has held on the session's screen for `settle` without a break (a
+    /// dialog that ignores keys for a moment after it appears).
+    pub async fn wait_settled(
+        &self,
+        id: &SessionId,
+        what: &str,
+        settle: Duration,
+        timeout: Duration,
+        pred: impl Fn(&[String]) -> bool,
+    ) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let mut since: Option<Instant> = None;
+        loop {
+            let rows = self.sup.screen(id).await.unwrap_or_default();
+            if pred(&rows) {
+                if since.get_or_insert_with(Instant::now).elapsed() >= settle {
+                    return Ok(());
+                }
+            } else {
+                since = None;
+            }
+            if Instant::now() >= deadline {
+                bail!("{what} was never on screen for {settle:?} within {timeout:?}\n{}", rows.join("\n"));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     pub async fn wait_text(&self, id: &SessionId, text: &str, timeout: Duration) -> Result<Vec<String>> {
         self.wait_screen(id, &format!("{text:?} on screen"), timeout, |rows| rows.iter().any(|r| r.contains(text)))
             .await

@@ -47,8 +47,12 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
     dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
 }
 
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+/// Two free ports on loopback, told apart: both are held until both are chosen (a port
+/// given back before the second is asked for may be given again).
+fn free_ports() -> Result<(u16, u16)> {
+    let a = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let b = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok((a.local_addr()?.port(), b.local_addr()?.port()))
 }
 
 /// What runs next to the app in [`DesktopApp::launch_in_session`].
@@ -245,7 +249,7 @@ impl DesktopApp {
         if find_on_path("WebKitWebDriver").is_none() && !Path::new("/usr/bin/WebKitWebDriver").exists() {
             bail!("WebKitWebDriver is missing: install the Debian package webkit2gtk-driver");
         }
-        let (port, native) = (free_port()?, free_port()?);
+        let (port, native) = free_ports()?;
         let driver_args = ["--port".to_owned(), port.to_string(), "--native-port".to_owned(), native.to_string()];
         let mut session_dir = None;
         let mut program: Vec<OsString> = Vec::new();
@@ -343,17 +347,29 @@ impl DesktopApp {
         n.as_u64().map(|n| n as usize).with_context(|| format!("counting {css}: the page said {n}"))
     }
 
-    /// Finds the element `css` names and clicks it. The page may replace the node between
-    /// the find and the click (a row that moved to another group, a bar re-rendered by an
-    /// update); a user's click lands on whatever is there, so the click is tried again on
-    /// the new node, a few times.
+    /// The element `css` names, once it is there (waited for up to [`PRESENCE`]: a dialog or
+    /// field an action just asked for may be drawn a moment after the action's answer).
+    pub async fn find(&self, css: &str) -> Result<fantoccini::elements::Element> {
+        let start = Instant::now();
+        loop {
+            match bounded("finding an element", self.client.find(Locator::Css(css))).await? {
+                Ok(el) => return Ok(el),
+                Err(e) if e.is_no_such_element() && start.elapsed() < PRESENCE => {}
+                Err(e) => return Err(anyhow::Error::from(e).context(format!("finding {css}"))),
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Finds the element `css` names (waiting for it as [`Self::find`] does) and clicks it.
+    /// The page may replace the node between the find and the click (a row that moved to
+    /// another group, a bar re-rendered by an update); a user's click lands on whatever is
+    /// there, so the click is tried again on the new node, a few times.
     pub async fn click(&self, css: &str) -> Result<()> {
         use fantoccini::error::{CmdError, ErrorStatus};
         let mut last = None;
         for _ in 0..10 {
-            let el = bounded("finding an element", self.client.find(Locator::Css(css)))
-                .await?
-                .with_context(|| format!("finding {css}"))?;
+            let el = self.find(css).await?;
             match bounded("a click", el.click()).await? {
                 Ok(()) => return Ok(()),
                 // Only a node that went away before the click is tried again (the click did
@@ -380,24 +396,31 @@ impl DesktopApp {
         self.click_until(css, "the row open", || async { Ok(self.count(&open).await? == 1) }).await
     }
 
-    /// Clicks `css` until `done` holds (5 s after each click), three clicks at most. A click
-    /// is pressed and released at the element's place, read just before: an element that
-    /// has just appeared may still be laid out (a row measured and placed under its group, a
-    /// header that grows with the text it just got) and the click lands beside it. A user
-    /// clicks again, and so does this, saying so in the test's output.
+    /// Clicks `css` until `done` holds (5 s after each click), three clicks at most, then
+    /// waits for it up to 30 s more. A click is pressed and released at the element's place,
+    /// read just before: an element that has just appeared may still be laid out (a row
+    /// measured and placed under its group, a header that grows with the text it just got)
+    /// and the click lands beside it. A user clicks again, and so does this, saying so in the
+    /// test's output, but only on an element still there and enabled: one that went or was
+    /// disabled took the click, and its effect is only slow (a loaded machine).
     pub async fn click_until<F, Fut>(&self, css: &str, what: &str, mut done: F) -> Result<()>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<bool>>,
     {
         let rect = format!(
-            "const r = document.querySelector({css:?})?.getBoundingClientRect(); \
-             return r ? [Math.round(r.x), Math.round(r.y), Math.round(r.width), Math.round(r.height)] : null;"
+            "const e = document.querySelector({css:?}); if (!e || e.disabled) return null; \
+             const r = e.getBoundingClientRect(); \
+             return [Math.round(r.x), Math.round(r.y), Math.round(r.width), Math.round(r.height)];"
         );
         let mut before = Value::Null;
         for n in 1..=3 {
             if n > 1 {
-                let now = self.js(&rect).await.unwrap_or_default();
+                let now = self.js(&rect).await?;
+                if now.is_null() {
+                    eprintln!("{css}: not {what} after click {}, and gone or disabled: waiting on", n - 1);
+                    break;
+                }
                 eprintln!("{css}: not {what} after click {}; clicking again (it was at {before}, is at {now})", n - 1);
             }
             before = self.js(&rect).await.unwrap_or_default();
@@ -406,7 +429,40 @@ impl DesktopApp {
                 return Ok(());
             }
         }
-        bail!("{css} was clicked three times and still not {what}")
+        self.wait_for(what, Duration::from_secs(30), &mut done)
+            .await
+            .with_context(|| format!("{css} was clicked and is still not {what}"))
+            .map(drop)
+    }
+
+    /// Waits for `found` while the history search's field `css` holds its query, asking the
+    /// query again (see [`Self::ask_again`]) while it finds nothing yet (an index still being
+    /// built, a record not read yet). Asked again only once no machine's answer is pending
+    /// and a while after the last ask, the while doubling up to 4 s: the field asks 150 ms
+    /// after the last key, and an answer to a query asked again is dropped, so asking at every
+    /// poll would keep any answer from ever showing.
+    pub async fn search_until<F, Fut>(&self, css: &str, what: &str, timeout: Duration, mut found: F) -> Result<Duration>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<bool>>,
+    {
+        let start = Instant::now();
+        let (mut asked, mut gap) = (start, Duration::from_secs(1));
+        loop {
+            if found().await? {
+                return Ok(start.elapsed());
+            }
+            if start.elapsed() >= timeout {
+                bail!("timed out after {timeout:?} waiting for {what}");
+            }
+            let pending = self.count("[data-testid=history-machine]:not(.failed)").await?;
+            if pending == 0 && asked.elapsed() >= gap {
+                self.ask_again(css).await?;
+                asked = Instant::now();
+                gap = (gap * 2).min(Duration::from_secs(4));
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
     }
 
     /// Types a space and takes it back in the field `css` (found afresh), so a field that runs
@@ -414,9 +470,7 @@ impl DesktopApp {
     /// would be opened by it, and the field gone under the test.
     pub async fn ask_again(&self, css: &str) -> Result<()> {
         use fantoccini::key::Key;
-        let field = bounded("finding an element", self.client.find(Locator::Css(css)))
-            .await?
-            .with_context(|| format!("finding {css}"))?;
+        let field = self.find(css).await?;
         bounded("typing", field.send_keys(" ")).await??;
         bounded("typing", field.send_keys(&char::from(Key::Backspace).to_string())).await??;
         Ok(())
@@ -451,7 +505,7 @@ impl DesktopApp {
         })
         .await?;
         self.click("[data-testid=new-session-button]").await?;
-        let input = self.client.find(Locator::Css("[data-testid=new-session-cwd]")).await?;
+        let input = self.find("[data-testid=new-session-cwd]").await?;
         input.clear().await?;
         input.send_keys(&cwd.to_string_lossy()).await?;
         // Start is offered once the folder was checked (it exists).
@@ -574,6 +628,9 @@ impl Drop for DesktopApp {
         kill_group(&mut self.driver);
     }
 }
+
+/// How long [`DesktopApp::find`] waits for an element to be there.
+const PRESENCE: Duration = Duration::from_secs(10);
 
 /// How long one WebDriver command may take: the page answers in milliseconds, and a
 /// command WebKitWebDriver never answers must fail the test, not hold the run.
