@@ -188,6 +188,17 @@ impl FileTail {
     }
 
     fn read_with(&mut self, sink: &mut impl LineSink, map: bool) -> io::Result<ReadOutcome> {
+        // Nothing new (every file the store adopts from the index, most changes to a folder):
+        // one `stat`, without opening the file (an open costs more, and is an event for
+        // every watcher of the folder, ours too).
+        if let Ok(meta) = std::fs::metadata(&self.path)
+            && meta.is_file()
+            && self.identity == Some(Identity { dev: meta.dev(), ino: meta.ino() })
+            && meta.len() == self.offset
+        {
+            self.mtime = meta.modified().ok();
+            return Ok(ReadOutcome::Appended);
+        }
         // Only a regular file, opened without blocking: a FIFO named like a transcript
         // must never stall the reader.
         let mut file = match mimesis_os::files::open_regular(&self.path, mimesis_os::files::Links::Follow) {
