@@ -13,6 +13,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::io::AsRawFd;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 thread_local! {
     /// The mapping this thread is reading (start, end), and whether a page of it was lost.
@@ -22,6 +23,8 @@ thread_local! {
 
 /// The `SIGBUS` handler before ours, to pass on faults that are not ours.
 static PREVIOUS: OnceLock<Option<libc::sigaction>> = OnceLock::new();
+/// The page size, read before the handler may need it (`sysconf` is no call for a handler).
+static PAGE: AtomicUsize = AtomicUsize::new(4096);
 
 /// Hands the `len` first bytes of `file` to `f`, mapped. `None`: the file shrank while `f`
 /// read it (what `f` saw past the new end were zeros): read it again another way.
@@ -56,8 +59,10 @@ pub fn read_mapped<R>(file: &File, len: usize, f: impl FnOnce(&[u8]) -> R) -> io
 }
 
 fn install() -> Option<libc::sigaction> {
-    // SAFETY: plain sigaction calls; the handler only makes async-signal-safe calls.
+    // SAFETY: plain sysconf and sigaction calls; the handler only makes async-signal-safe
+    // calls.
     unsafe {
+        PAGE.store(libc::sysconf(libc::_SC_PAGESIZE).max(4096) as usize, Ordering::Relaxed);
         let mut new: libc::sigaction = std::mem::zeroed();
         new.sa_sigaction = on_sigbus as *const () as usize;
         new.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_NODEFER;
@@ -74,7 +79,7 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
     if addr >= start && addr < end {
         // SAFETY: the page lies inside our own mapping: a page of zeros takes its place
         // (mmap is async-signal-safe), and the faulting read is retried on it.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let page = PAGE.load(Ordering::Relaxed);
         let at = addr & !(page - 1);
         let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED;
         let zeros = unsafe { libc::mmap(at as *mut libc::c_void, page, libc::PROT_READ, flags, -1, 0) };
