@@ -251,15 +251,7 @@ impl SessionFacts {
             return;
         }
         if let Some(kind) = transcript::skippable(line) {
-            // A copy of an API request or of the system prompt (most of a 2.1.330
-            // transcript's bytes): at most an attachment's time is read, as activity.
-            self.records += 1;
-            if kind == transcript::Skipped::Attachment
-                && let Some(t) = transcript::trailing_timestamp(line).and_then(Timestamp::parse)
-            {
-                self.created_at = Some(self.created_at.map_or(t, |c| c.min(t)));
-                self.last_activity = Some(self.last_activity.map_or(t, |l| l.max(t)));
-            }
+            self.apply_skipped(kind, line);
             return;
         }
         match transcript::parse_line_with(parser, line, scratch) {
@@ -280,6 +272,20 @@ impl SessionFacts {
                     }
                 }
             }
+        }
+    }
+
+    /// A line [`transcript::skippable`] found need not be parsed (a copy of an API request
+    /// or of the system prompt: most of a 2.1.330 transcript's bytes): counted, and at most
+    /// an attachment's time read, as activity (its last `"timestamp"`: `line` may be only the
+    /// record's end, if that end has one).
+    pub fn apply_skipped(&mut self, kind: transcript::Skipped, line: &[u8]) {
+        self.records += 1;
+        if kind == transcript::Skipped::Attachment
+            && let Some(t) = transcript::trailing_timestamp(line).and_then(Timestamp::parse)
+        {
+            self.created_at = Some(self.created_at.map_or(t, |c| c.min(t)));
+            self.last_activity = Some(self.last_activity.map_or(t, |l| l.max(t)));
         }
     }
 

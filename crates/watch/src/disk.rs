@@ -13,6 +13,7 @@ use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
 use mimesis_core::persist::PersistedSession;
 use mimesis_core::status::{Approval, Timeouts};
+use mimesis_core::transcript;
 
 use crate::permission_files::SettingsCache;
 use crate::store::{Disk, IndexedFile, Store, TailInfo};
@@ -23,7 +24,7 @@ impl IndexedFile {
     pub fn read(location: TranscriptLocation) -> std::io::Result<IndexedFile> {
         let mut tail = FileTail::new(&location.path);
         let mut sink = FactsSink { facts: SessionFacts::default(), scratch: String::new() };
-        tail.read_into(&mut sink)?;
+        tail.read_whole_into(&mut sink)?;
         sink.facts.shrink_to_fit();
         Ok(IndexedFile { location, tail, facts: sink.facts, partial: false, peeked: false, as_stored: false })
     }
@@ -83,7 +84,33 @@ impl LineSink for FactsSink {
     fn reset(&mut self) {
         self.facts = SessionFacts::default();
     }
+    fn mapped_line(&mut self, line: &[u8], copy: &mut Vec<u8>) {
+        if transcript::is_blank(line) {
+            return;
+        }
+        copy.clear();
+        match transcript::skippable(line) {
+            // A copy of an API request or of the system prompt (most of the bytes): only an
+            // attachment's time is read, from its end (the whole record if its end has none).
+            Some(kind @ transcript::Skipped::Request) => self.facts.apply_skipped(kind, &[]),
+            Some(kind @ transcript::Skipped::Attachment) => {
+                copy.extend_from_slice(&line[line.len().saturating_sub(SKIPPED_END)..]);
+                if transcript::trailing_timestamp(copy).is_none() {
+                    copy.clear();
+                    copy.extend_from_slice(line);
+                }
+                self.facts.apply_skipped(kind, copy);
+            }
+            None => {
+                copy.extend_from_slice(line);
+                self.line(copy);
+            }
+        }
+    }
 }
+
+/// How much of the end of a skipped record is copied to find its time.
+const SKIPPED_END: usize = 4096;
 
 /// The real disk: each session's tail, the settings files (parsed, re-read when a file's
 /// stamp changes) and git.
@@ -151,4 +178,64 @@ impl Store {
     pub fn new(timeouts: Timeouts) -> Self {
         Store::with_disk(timeouts, Box::new(Files::new()))
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A big transcript read through the map makes the same facts as read chunk by chunk:
+    /// skipped records (an attachment's time near its end, or far from it), usage, a torn
+    /// last line.
+    #[test]
+    fn a_mapped_read_makes_the_same_facts_as_a_chunked_one() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join(".claude");
+        let dir = root.join("projects/-p");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a1b2.jsonl");
+        let mut f = std::fs::File::create(&path).unwrap();
+        let big = "y".repeat(30_000);
+        writeln!(
+            f,
+            r#"{{"type":"user","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/p","message":{{"content":"the goal"}}}}"#
+        )
+        .unwrap();
+        for i in 0..40 {
+            writeln!(
+                f,
+                r#"{{"type":"api-request-shape","body":"{big}","timestamp":"2026-11-01T10:00:0{}.000Z"}}"#,
+                i % 10
+            )
+            .unwrap();
+            // An attachment's time at its end, and one whose time is far from its end.
+            writeln!(f, r#"{{"parentUuid":null,"isSidechain":false,"attachment":{{"type":"prompt_snapshot","text":"{big}"}},"timestamp":"2026-11-02T10:{:02}:00.000Z"}}"#, i)
+                .unwrap();
+            writeln!(f, r#"{{"parentUuid":null,"isSidechain":false,"attachment":{{"type":"skill_listing","text":"x"}},"timestamp":"2026-11-03T10:{:02}:00.000Z","after":"{big}"}}"#, i)
+                .unwrap();
+            writeln!(f, r#"{{"type":"assistant","timestamp":"2026-11-01T10:01:00.000Z","requestId":"r{i}","message":{{"id":"m{i}","model":"claude-x","content":[{{"type":"text","text":"ok"}}],"usage":{{"input_tokens":3,"output_tokens":{i}}}}}}}"#)
+                .unwrap();
+        }
+        write!(f, r#"{{"type":"user","mess"#).unwrap();
+        drop(f);
+        let loc = TranscriptLocation::of(&root, &path).unwrap();
+
+        let mapped = IndexedFile::read(loc).unwrap();
+        let mut tail = FileTail::new(&path);
+        let mut sink = FactsSink { facts: SessionFacts::default(), scratch: String::new() };
+        tail.read_into(&mut sink).unwrap();
+        sink.facts.shrink_to_fit();
+
+        assert!(tail.offset() >= MAP_MIN_FOR_TEST, "big enough to be mapped");
+        assert_eq!(serde_json::to_value(&mapped.facts).unwrap(), serde_json::to_value(&sink.facts).unwrap());
+        assert_eq!(mapped.facts.usage.output_tokens, (0..40).sum::<u64>());
+        assert_eq!(mapped.tail.state(), tail.state());
+        assert_eq!(mapped.tail.stats, tail.stats);
+        assert!(mapped.tail.has_partial());
+        let last = mimesis_core::clock::Timestamp::parse("2026-11-03T10:39:00.000Z");
+        assert_eq!(mapped.facts.last_activity, last, "an attachment's time far from its end");
+    }
+
+    const MAP_MIN_FOR_TEST: u64 = 256 * 1024;
 }

@@ -221,10 +221,13 @@ pub fn peek_file(location: TranscriptLocation) -> std::io::Result<IndexedFile> {
     let mut facts = SessionFacts::default();
     let mut scratch = String::new();
     let mut apply_complete_lines = |bytes: &[u8], facts: &mut SessionFacts| {
-        // Only lines with their newline: a cut line is not a record.
-        if let Some(end) = bytes.iter().rposition(|&b| b == b'\n') {
-            for line in bytes[..end].split(|&b| b == b'\n') {
-                facts.apply_line_with(&crate::parse::SonicJson, line, &mut scratch);
+        // Only lines with their newline: a cut line is not a record. (memchr: a byte-by-byte
+        // search of both ends of 2,000 files took as long as the rest of the peek.)
+        if let Some(end) = memchr::memrchr(b'\n', bytes) {
+            let mut rest = &bytes[..=end];
+            while let Some(i) = memchr::memchr(b'\n', rest) {
+                facts.apply_line_with(&crate::parse::SonicJson, &rest[..i], &mut scratch);
+                rest = &rest[i + 1..];
             }
         }
     };
@@ -238,8 +241,8 @@ pub fn peek_file(location: TranscriptLocation) -> std::io::Result<IndexedFile> {
         file.seek(SeekFrom::Start(start as u64))?;
         file.read_exact(&mut tail)?;
         // The window starts mid-line: skip to the first line that starts inside it.
-        let first = tail.iter().position(|&b| b == b'\n').map(|i| i + 1);
-        let has_record = first.is_some_and(|f| tail[f..].contains(&b'\n'));
+        let first = memchr::memchr(b'\n', &tail).map(|i| i + 1);
+        let has_record = first.is_some_and(|f| memchr::memchr(b'\n', &tail[f..]).is_some());
         if has_record || window >= PEEK_TAIL_MAX || start == PEEK_HEAD {
             if let Some(f) = first {
                 apply_complete_lines(&tail[f..], &mut facts);

@@ -18,6 +18,10 @@ pub const DEFAULT_MAX_LINE: usize = 16 * 1024 * 1024;
 
 const CHUNK: usize = 256 * 1024;
 
+/// A whole-file read of at least this many bytes goes through a memory map
+/// ([`FileTail::read_whole_into`]); a smaller file takes one `read(2)` anyway.
+const MAP_MIN: u64 = CHUNK as u64;
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 struct Identity {
     dev: u64,
@@ -41,6 +45,25 @@ pub trait LineSink {
     fn line(&mut self, line: &[u8]);
     /// The file was truncated or replaced: forget everything derived from it so far.
     fn reset(&mut self) {}
+    /// A line read through a memory map ([`FileTail::read_whole_into`]): its bytes can
+    /// change under the reader, so what is parsed is copied first (into `copy`). By
+    /// default the whole line is; a sink that can tell from a line's first bytes that it
+    /// needs little of it copies less.
+    fn mapped_line(&mut self, line: &[u8], copy: &mut Vec<u8>) {
+        copy.clear();
+        copy.extend_from_slice(line);
+        self.line(copy);
+    }
+}
+
+/// A sink fed from a memory map: each line to [`LineSink::mapped_line`]. (A torn last line
+/// is kept in the tail's own buffer by `feed`, never handed out from the map.)
+struct Mapped<'s, S>(&'s mut S, &'s mut Vec<u8>);
+
+impl<S: LineSink> LineSink for Mapped<'_, S> {
+    fn line(&mut self, line: &[u8]) {
+        self.0.mapped_line(line, self.1)
+    }
 }
 
 struct FnSink<F>(F);
@@ -152,6 +175,30 @@ impl FileTail {
 
     /// Reads what was appended since the last call into `sink`.
     pub fn read_into(&mut self, sink: &mut impl LineSink) -> io::Result<ReadOutcome> {
+        self.read_with(sink, false)
+    }
+
+    /// [`FileTail::read_into`] for a tail that has read nothing yet, into a sink that holds
+    /// nothing yet: a big file is read through a memory map (no copy of its bytes out of the
+    /// page cache: most of a first index's CPU was that copy). Its lines go to
+    /// [`LineSink::mapped_line`]. If the file shrinks meanwhile, the sink is reset and the
+    /// file read again the usual way.
+    pub fn read_whole_into(&mut self, sink: &mut impl LineSink) -> io::Result<ReadOutcome> {
+        self.read_with(sink, true)
+    }
+
+    fn read_with(&mut self, sink: &mut impl LineSink, map: bool) -> io::Result<ReadOutcome> {
+        // Nothing new (every file the store adopts from the index, most changes to a folder):
+        // one `stat`, without opening the file (an open costs more, and is an event for
+        // every watcher of the folder, ours too).
+        if let Ok(meta) = std::fs::metadata(&self.path)
+            && meta.is_file()
+            && self.identity == Some(Identity { dev: meta.dev(), ino: meta.ino() })
+            && meta.len() == self.offset
+        {
+            self.mtime = meta.modified().ok();
+            return Ok(ReadOutcome::Appended);
+        }
         // Only a regular file, opened without blocking: a FIFO named like a transcript
         // must never stall the reader.
         let mut file = match mimesis_os::files::open_regular(&self.path, mimesis_os::files::Links::Follow) {
@@ -177,6 +224,24 @@ impl FileTail {
         if meta.len() == self.offset {
             return Ok(outcome);
         }
+        if map && self.offset == 0 && meta.len() >= MAP_MIN {
+            let stats = self.stats;
+            let mut copy = Vec::new();
+            let len = usize::try_from(meta.len()).map_err(io::Error::other)?;
+            let read =
+                mimesis_os::mapped::read_mapped(&file, len, |bytes| self.feed(bytes, &mut Mapped(sink, &mut copy)));
+            if let Ok(Some(())) = read {
+                self.offset = meta.len();
+                self.stats.bytes_read += meta.len();
+                self.keep_partial_small();
+                return Ok(outcome);
+            }
+            // It shrank while it was read (or could not be mapped): the usual way.
+            self.stats = stats;
+            self.partial = Vec::new();
+            self.skipping = false;
+            sink.reset();
+        }
         file.seek(SeekFrom::Start(self.offset))?;
         // One read buffer per thread, reused: a fresh zeroed 256 KB per file read cost
         // a memset of 768 MB to index 3,000 sessions.
@@ -198,15 +263,19 @@ impl FileTail {
         };
         BUF.with(|b| *b.borrow_mut() = buf);
         result?;
-        // A line that crossed a chunk boundary grew the buffer to its length (2.1.330 writes
-        // 40–70 KB records): keep only what a torn last line needs, not that capacity for
-        // every file followed (it was most of the index's peak memory).
+        self.keep_partial_small();
+        Ok(outcome)
+    }
+
+    /// A line that crossed a chunk boundary grew the buffer to its length (2.1.330 writes
+    /// 40–70 KB records): keep only what a torn last line needs, not that capacity for
+    /// every file followed (it was most of the index's peak memory).
+    fn keep_partial_small(&mut self) {
         if self.partial.is_empty() {
             self.partial = Vec::new();
         } else {
             self.partial.shrink_to_fit();
         }
-        Ok(outcome)
     }
 
     fn feed(&mut self, mut chunk: &[u8], sink: &mut impl LineSink) {

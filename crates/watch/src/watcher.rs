@@ -90,6 +90,20 @@ impl RootWatcher {
         }
     }
 
+    /// [`RootWatcher::watch_root`] without `projects/`, while the first index reads every
+    /// transcript: a watch there hears each of those opens (an open and a close event per
+    /// file, which notify's thread reads and we drop: about 8 % of a first index's CPU).
+    /// The index's end watches the rest ([`RootWatcher::covers`] is false until then) and
+    /// lists the folders again for what changed meanwhile.
+    pub fn watch_root_but_projects(&mut self, root: &Path) {
+        let projects = roots::projects_dir(root);
+        for (dir, recursive) in folders(root) {
+            if dir != projects {
+                self.watch(&dir, recursive);
+            }
+        }
+    }
+
     /// Watches one folder outside the roots, non-recursively (the hook spool, a cwd's
     /// `.claude/`).
     pub fn watch_dir(&mut self, dir: &Path) {

@@ -180,6 +180,32 @@ async fn new_projects_and_sessions_are_discovered_and_reported_once() {
     engine.shutdown().await;
 }
 
+/// What is written while the first index runs (before `projects/` is watched: that comes
+/// with the index's end) is followed all the same: an append and a new session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_is_written_during_the_first_index_is_followed() {
+    let r = root();
+    let first = r.project.join(format!("{ID}.jsonl"));
+    append(&first, &line(&prompt("before")));
+    for i in 0..200 {
+        append(&r.project.join(format!("0f0e0d0c-0000-4000-8000-{i:012}.jsonl")), &line(&prompt("filler")));
+    }
+    let config =
+        EngineConfig { roots: vec![r.root.clone()], poll_interval: Duration::from_millis(200), ..Default::default() };
+    let engine = Engine::start(config);
+    // While the index runs, or just after it: either way it is seen.
+    append(&first, &line(&reply(1)));
+    let other = "0f0e0d0c-0000-4000-8000-00000000000b";
+    append(&r.project.join(format!("{other}.jsonl")), &line(&prompt("during")));
+    engine.ready().await;
+    wait_session(&engine, ID, "the reply written during the index", |s| s["usage"]["outputTokens"] == 1).await;
+    wait_session(&engine, other, "the session created during the index", |s| s["goal"] == "during").await;
+    // And `projects/` is watched from then on.
+    append(&first, &line(&reply(2)));
+    wait_session(&engine, ID, "a reply after the index", |s| s["usage"]["outputTokens"] == 2).await;
+    engine.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_lines_are_counted_and_skipped_never_fatal() {
     let r = root();

@@ -106,8 +106,9 @@ impl Actor {
         store.set_timeouts(config.timeouts, config.status_file_ttl, now);
         let watcher = match RootWatcher::new(fs_tx) {
             Ok(mut w) => {
+                // `projects/` once the index is in (`after_index`).
                 for r in &config.roots {
-                    w.watch_root(r);
+                    w.watch_root_but_projects(r);
                 }
                 if let Some(d) = &config.data_dir {
                     spool::prune_spool(d, now.wall);

@@ -167,5 +167,8 @@ impl Actor {
         self.alerts.attention.baseline(&self.store.snapshot());
         self.alerts.armed = true;
         self.update_attention();
+        // Now `projects/` too (not while the index opened every file in it), and what
+        // changed in it meanwhile: as the events queued during the index would have been.
+        self.ensure_coverage();
     }
 }
