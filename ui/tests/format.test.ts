@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   basename,
   formatDuration,
@@ -180,4 +180,32 @@ it('a session is named one way everywhere it is named, and headed one way in its
   expect(sessionLabel(base)).toBe('1fd6d37e');
   expect(sessionLabel(undefined, 'abcdef0123')).toBe('abcdef01');
   expect(sessionHeading({ title: null, goal: null })).toBe('(no prompt yet)');
+});
+
+describe('locale formatting', () => {
+  // `toLocaleString` and `toLocaleDateString` with a locale make a new ICU formatter at every
+  // call, about 0.4 MB of the window's memory each that stays after it (one per roster row).
+  it('uses formatters made once, never one per call', async () => {
+    const { formatMoment, newDay, countOf, indexingText } = await import('../src/lib/format');
+    const { formatDollars } = await import('../src/lib/spend');
+    const { dollars } = await import('../src/lib/budget');
+    const date = vi.spyOn(Date.prototype, 'toLocaleDateString');
+    const dateTime = vi.spyOn(Date.prototype, 'toLocaleString');
+    const num = vi.spyOn(Number.prototype, 'toLocaleString');
+    try {
+      expect(formatMoment('2026-01-02T03:04:05Z', Date.parse('2026-03-01T00:00:00Z'))).toMatch(/^2 Jan 2026, \d\d:\d\d$/);
+      expect(newDay(undefined, { timestamp: '2026-11-24T12:00:00Z' })).toBe('Tuesday, 24 November 2026');
+      expect(countOf(1240, 'session')).toBe('1,240 sessions');
+      expect(indexingText({ indexing: true, done: 1500, total: 2000 })).toBe('Reading 1,500 of 2,000 sessions…');
+      expect(formatDollars(1234.5)).toBe('$1,234.50');
+      expect(dollars(4)).toBe('$4.00');
+      expect(date).not.toHaveBeenCalled();
+      expect(dateTime).not.toHaveBeenCalled();
+      expect(num).not.toHaveBeenCalled();
+    } finally {
+      date.mockRestore();
+      dateTime.mockRestore();
+      num.mockRestore();
+    }
+  });
 });

@@ -52,9 +52,15 @@ export function recording(): boolean {
 
 /** `window.__MIMESIS_ROSTER__`, set by the app's script at document start; taken once. */
 function takeEarlyRoster(): Promise<RosterSnapshot> | null {
-  const w = window as { __MIMESIS_ROSTER__?: Promise<RosterSnapshot> };
+  const w = window as { __MIMESIS_ROSTER__?: Promise<RosterSnapshot>; __MIMESIS_ROSTER_SENT__?: unknown };
   const early = w.__MIMESIS_ROSTER__ ?? null;
   w.__MIMESIS_ROSTER__ = undefined;
+  // Its resolver, once called, would hold the promise and so the snapshot for the page's life:
+  // every row as the launch saw it, long after the store replaced them.
+  const forget = () => {
+    w.__MIMESIS_ROSTER_SENT__ = undefined;
+  };
+  early?.then(forget, forget);
   return early;
 }
 

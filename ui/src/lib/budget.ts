@@ -2,6 +2,7 @@
 // session's banner share. The engine checks again (crates/core supervision/budget.rs,
 // `check_usd`): these are its words.
 
+import { cents } from './format';
 import type { Supervision } from './types';
 
 /** The largest budget taken (the engine's MAX_BUDGET_USD). */
@@ -19,7 +20,7 @@ export function budgetProblem(v: number | null): string | null {
 /** `$4.00`, `$0.0006`, as the engine writes sums. */
 export function dollars(v: number): string {
   if (v > 0 && v < 0.01) return '$' + v.toFixed(4).replace(/0+$/, '');
-  return '$' + v.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  return '$' + cents.format(v);
 }
 
 /** A suspended session's budget: whose it is (its own, or the fleet's daily one), and a raise to offer. */

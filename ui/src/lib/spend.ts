@@ -1,6 +1,7 @@
 // The Spend view's figures (docs/ipc.md `spend_view`) shaped for the chart and the
 // page, and a work chain's cost on the roster. Pure: the chart library is loaded by
 // ./spendChart only when the view is shown.
+import { cents } from './format';
 import type { SpendSeries, SpendView, TrackedSession } from './types';
 
 export type StackBy = 'project' | 'model';
@@ -70,7 +71,7 @@ export function chartSummary(view: SpendView): string {
 export function formatDollars(v: number): string {
   if (!Number.isFinite(v) || v <= 0) return '$0.00';
   if (v < 0.01) return '<$0.01';
-  return '$' + v.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  return '$' + cents.format(v);
 }
 
 /** A session's cost on the roster: what Claude Code billed when it said, else the estimate. */
