@@ -476,8 +476,6 @@ struct Flood {
     timers: f64,
     /// Milliseconds of the web process's CPU per MB that xterm parsed.
     web_per_mb: f64,
-    /// Batches written in synchronized-output blocks.
-    synced: u64,
     /// Screens drawn per second of flood.
     renders: f64,
     /// Milliseconds from the flood's last byte reaching the page to the marker shown.
@@ -546,7 +544,7 @@ async fn bench(app: &DesktopApp, fx: &Fixture, bytes: usize, marker: &str) -> Re
         let f = flood(app, bytes, &format!("{marker}-r{round}"), &format!("r{round}")).await?;
         eprintln!(
             "flood {round} ({}): {:.1} MB/s, parsed {:.1}%, round trip p50 {:.0} ms, p95 {:.0} ms; \
-             per second of flood: frames {:.0} ms, timers {:.0} ms, other {:.0} ms; CPU: web {:.0} ms, app {:.0} ms; last byte → marker {:.0} ms; web CPU {:.0} ms per MB parsed; {} batches synced; {:.0} screens drawn a second",
+             per second of flood: frames {:.0} ms, timers {:.0} ms, other {:.0} ms; CPU: web {:.0} ms, app {:.0} ms; last byte → marker {:.0} ms; web CPU {:.0} ms per MB parsed; {:.0} screens drawn a second",
             ["A", "B"][variant],
             f.mbps,
             f.parsed_pct,
@@ -559,7 +557,6 @@ async fn bench(app: &DesktopApp, fx: &Fixture, bytes: usize, marker: &str) -> Re
             f.app_cpu,
             f.drain,
             f.web_per_mb,
-            f.synced,
             f.renders
         );
         if round > 0 {
@@ -681,7 +678,6 @@ async fn flood(app: &DesktopApp, bytes: usize, marker: &str, line: &str) -> Resu
         frames: per_sec("frames"),
         timers: per_sec("timers"),
         web_per_mb: cpu_ms(&cpu_before, &cpu_after, "WebKitWebProces") / (parsed as f64 / 1e6).max(0.001),
-        synced: delta("synced"),
         renders: delta("renders") as f64 * 1000.0 / ms.max(1.0),
         drain: b["end"].as_f64().unwrap_or(0.0) - b["recvAt"].as_f64().unwrap_or(0.0),
         web_cpu: cpu_ms(&cpu_before, &cpu_after, "WebKitWebProces"),

@@ -1,6 +1,6 @@
 // Terminal output is batched per frame and never outruns xterm's parser.
 import { describe, expect, it } from 'vitest';
-import { ACK_BYTES, ACK_DELAY_MS, MAX_WRITE, OutputBatcher, ParseAcker, SYNC_BEGIN, SYNC_BYTES, SYNC_END, switchesSync, toBytes } from '../src/lib/terminal';
+import { ACK_BYTES, ACK_DELAY_MS, MAX_WRITE, OutputBatcher, ParseAcker, toBytes } from '../src/lib/terminal';
 
 function setup() {
   const frames: (() => void)[] = [];
@@ -58,75 +58,6 @@ describe('OutputBatcher', () => {
     writes[pieces - 1].done();
     frame();
     expect(writes).toHaveLength(pieces);
-  });
-
-  it('draws a flood a few times a second: large batches inside synchronized-output blocks', () => {
-    const frames: (() => void)[] = [];
-    // What xterm is handed, in order: the program's bytes (as their length) and our controls.
-    const log: (number | string)[] = [];
-    const dones: (() => void)[] = [];
-    let programBlock = false;
-    const b = new OutputBatcher(
-      (bytes, done) => {
-        log.push(bytes.length);
-        dones.push(done);
-      },
-      (fn) => frames.push(fn),
-      {
-        active: () => programBlock,
-        control: (seq, done) => {
-          log.push(seq);
-          dones.push(done);
-        },
-      },
-    );
-    const frame = () => frames.splice(0).forEach((f) => f());
-    const finish = () => dones.splice(0).forEach((d) => d());
-    // A small batch (typing, a prompt) is drawn as it comes.
-    b.push('hello');
-    frame();
-    expect(log).toEqual([5]);
-    finish();
-    // A flood: begun, ended and begun again every SYNC_BYTES, ended after its last byte.
-    log.length = 0;
-    b.push(new Uint8Array(SYNC_BYTES + MAX_WRITE).fill(65));
-    frame();
-    const slices = SYNC_BYTES / MAX_WRITE;
-    expect(log).toEqual([SYNC_BEGIN, ...Array<number>(slices).fill(MAX_WRITE), SYNC_END + SYNC_BEGIN, MAX_WRITE, SYNC_END]);
-    expect(b.synced).toBe(1);
-    // The next batch waits for the block's end to be parsed.
-    b.push('x');
-    dones.slice(0, -1).forEach((d) => d());
-    expect(frames).toHaveLength(0);
-    dones[dones.length - 1]();
-    dones.length = 0;
-    expect(frames).toHaveLength(1);
-    frame();
-    finish();
-    // The program's own blocks are left to it: inside one, or when a batch switches one.
-    log.length = 0;
-    programBlock = true;
-    b.push(new Uint8Array(SYNC_BYTES).fill(66));
-    frame();
-    expect(log.some((x) => typeof x === 'string')).toBe(false);
-    finish();
-    programBlock = false;
-    log.length = 0;
-    const own = new Uint8Array(SYNC_BYTES).fill(67);
-    own.set(new TextEncoder().encode('\x1b[?2026h'), 100);
-    b.push(own);
-    frame();
-    expect(log.some((x) => typeof x === 'string')).toBe(false);
-    finish();
-  });
-
-  it('sees a batch that switches synchronized output or resets the terminal', () => {
-    const enc = (s: string) => new TextEncoder().encode(s);
-    expect(switchesSync(enc('plain \x1b[31mred\x1b[0m text'))).toBe(false);
-    expect(switchesSync(enc('a\x1b[?2026hb'))).toBe(true);
-    expect(switchesSync(enc('a\x1b[?2026l'))).toBe(true);
-    expect(switchesSync(enc('\x1bc and the scrollback'))).toBe(true);
-    expect(switchesSync(enc('\x1b[?25l cursor hidden'))).toBe(false);
   });
 
   it('accepts the shapes a bridge may deliver', () => {

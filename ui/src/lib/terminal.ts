@@ -22,40 +22,6 @@ export type Schedule = (fn: () => void) => void;
  */
 export const MAX_WRITE = 8 * 1024;
 
-/**
- * During a flood xterm's DOM renderer redraws every row each animation frame while the
- * parser works through the backlog, and on a software-rendered screen the layout and paint
- * of those rows took as much of the page's main thread as parsing. A batch larger than this
- * is written inside a synchronized-output block (DEC mode 2026, which xterm honours: rows are
- * drawn once when it ends), ended and begun again every `SYNC_BYTES`, so the screen still
- * moves a few times a second in a flood and the parser gets the frames' time.
- */
-export const SYNC_BYTES = 512 * 1024;
-/** Begin and end synchronized output (DEC private mode 2026). */
-export const SYNC_BEGIN = '\x1b[?2026h';
-export const SYNC_END = '\x1b[?2026l';
-
-/**
- * Whether `bytes` switch synchronized output or reset the terminal (which ends it): such
- * output is the program's own to draw, and a batch of it is never wrapped.
- */
-export function switchesSync(bytes: Uint8Array): boolean {
-  for (let i = bytes.indexOf(0x1b); i >= 0; i = bytes.indexOf(0x1b, i + 1)) {
-    if (bytes[i + 1] === 0x63) return true; // ESC c
-    // ESC [ ? 2 0 2 6 (h or l); a sequence cut across batches is not seen (xterm ends a block
-    // after 1 s on its own).
-    if (bytes[i + 1] === 0x5b && bytes[i + 2] === 0x3f && bytes[i + 3] === 0x32 && bytes[i + 4] === 0x30 && bytes[i + 5] === 0x32 && bytes[i + 6] === 0x36) return true;
-  }
-  return false;
-}
-
-/** The terminal's synchronized output, as the batcher needs it. */
-export interface SyncOutput {
-  /** The program has begun a block that it has not ended yet. */
-  active(): boolean;
-  /** Writes a control sequence of ours (not the program's output: not counted as parsed). */
-  control(seq: string, done: () => void): void;
-}
 
 export class OutputBatcher {
   #chunks: Uint8Array[] = [];
@@ -71,15 +37,10 @@ export class OutputBatcher {
   writes = 0;
   /** The largest single write into xterm (the throughput benchmark tries others). */
   maxWrite = MAX_WRITE;
-  /** Bytes drawn at most once (see `SYNC_BYTES`; 0: never wrapped). */
-  syncBytes = SYNC_BYTES;
-  /** Batches written inside synchronized-output blocks. */
-  synced = 0;
 
   constructor(
     private readonly write: (bytes: Uint8Array, done: () => void) => void,
     private readonly schedule: Schedule = (fn) => void requestAnimationFrame(fn),
-    private readonly sync: SyncOutput | null = null,
   ) {}
 
   push(data: unknown): void {
@@ -120,24 +81,10 @@ export class OutputBatcher {
       this.#writing = false;
       if (this.#size > 0) this.#kick();
     };
-    const sync = this.sync;
-    // Only a batch of more than a few writes (a flood), only outside the program's own block.
-    const wrap = sync && this.syncBytes > 0 && out.length > 4 * this.maxWrite && !sync.active() && !switchesSync(out) ? sync : null;
-    if (wrap) {
-      this.synced++;
-      wrap.control(SYNC_BEGIN, () => {});
-    }
-    let inBlock = 0;
     for (let at = 0; at < out.length; at += this.maxWrite) {
       const end = Math.min(out.length, at + this.maxWrite);
-      this.write(out.subarray(at, end), end === out.length && !wrap ? done : () => {});
-      inBlock += end - at;
-      if (wrap && end < out.length && inBlock >= this.syncBytes) {
-        wrap.control(SYNC_END + SYNC_BEGIN, () => {});
-        inBlock = 0;
-      }
+      this.write(out.subarray(at, end), end === out.length ? done : () => {});
     }
-    wrap?.control(SYNC_END, done);
   }
 
   /** Bytes waiting for the next frame. */
