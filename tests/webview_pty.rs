@@ -289,22 +289,24 @@ const HIGH_WATER: u64 = 4 * 1024 * 1024;
 /// An agent that says `ready`, waits for a line, `cat`s `bytes` of 100-column text lines,
 /// prints `marker` on a line of its own, then echoes the next line it reads as `after: …`.
 fn flood_agent(fx: &Fixture, bytes: usize, marker: &str) -> Result<PathBuf> {
+    flood_script(
+        fx,
+        bytes,
+        "flood-agent",
+        &format!(
+            "echo ready\nread line\ncat \"$FLOOD\"\necho\necho {marker}\nread line\necho \"after: $line\"\nexec sleep 3600\n"
+        ),
+    )
+}
+
+/// A file of `bytes` of 100-column text lines, and a shell script `name` running `body` with
+/// the file's path in `$FLOOD`.
+fn flood_script(fx: &Fixture, bytes: usize, name: &str, body: &str) -> Result<PathBuf> {
     let file = fx.data.join("flood.txt");
     let line: Vec<u8> = (0..99).map(|i| b'!' + (i % 90) as u8).chain([b'\n']).collect();
-    let mut content = Vec::with_capacity(bytes);
-    while content.len() < bytes {
-        content.extend_from_slice(&line);
-    }
-    content.truncate(bytes);
-    std::fs::write(&file, content)?;
-    let script = fx.data.join("flood-agent");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\necho ready\nread line\ncat '{}'\necho\necho {marker}\nread line\necho \"after: $line\"\nexec sleep 3600\n",
-            file.display()
-        ),
-    )?;
+    std::fs::write(&file, line.iter().copied().cycle().take(bytes).collect::<Vec<u8>>())?;
+    let script = fx.data.join(name);
+    std::fs::write(&script, format!("#!/bin/sh\nFLOOD='{}'\n{body}", file.display()))?;
     std::fs::set_permissions(&script, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755))?;
     Ok(script)
 }
@@ -410,20 +412,12 @@ fn bench_bytes() -> usize {
 /// The agent of the throughput benchmark: for each line it reads, `cat`s the flood file and
 /// prints `marker-<line>` on a line of its own.
 fn bench_agent(fx: &Fixture, bytes: usize, marker: &str) -> Result<PathBuf> {
-    let file = fx.data.join("flood.txt");
-    let line: Vec<u8> = (0..99).map(|i| b'!' + (i % 90) as u8).chain([b'\n']).collect();
-    let content: Vec<u8> = line.iter().copied().cycle().take(bytes).collect();
-    std::fs::write(&file, content)?;
-    let script = fx.data.join("bench-agent");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\necho ready\nwhile read line; do cat '{}'; echo; echo \"{marker}-$line\"; done\n",
-            file.display()
-        ),
-    )?;
-    std::fs::set_permissions(&script, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755))?;
-    Ok(script)
+    flood_script(
+        fx,
+        bytes,
+        "bench-agent",
+        &format!("echo ready\nwhile read line; do cat \"$FLOOD\"; echo; echo \"{marker}-$line\"; done\n"),
+    )
 }
 
 /// PTY → webview terminal throughput under flow control. The agent waits for a line, then
