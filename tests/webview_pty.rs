@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use fantoccini::Locator;
 use fantoccini::key::Key;
 use mimesis_tests::supervised::standin;
 use mimesis_tests::webdriver::{AppFolders as Fixture, DesktopApp, axe_violations, processes_in, workspace_root};
@@ -290,22 +289,24 @@ const HIGH_WATER: u64 = 4 * 1024 * 1024;
 /// An agent that says `ready`, waits for a line, `cat`s `bytes` of 100-column text lines,
 /// prints `marker` on a line of its own, then echoes the next line it reads as `after: …`.
 fn flood_agent(fx: &Fixture, bytes: usize, marker: &str) -> Result<PathBuf> {
+    flood_script(
+        fx,
+        bytes,
+        "flood-agent",
+        &format!(
+            "echo ready\nread line\ncat \"$FLOOD\"\necho\necho {marker}\nread line\necho \"after: $line\"\nexec sleep 3600\n"
+        ),
+    )
+}
+
+/// A file of `bytes` of 100-column text lines, and a shell script `name` running `body` with
+/// the file's path in `$FLOOD`.
+fn flood_script(fx: &Fixture, bytes: usize, name: &str, body: &str) -> Result<PathBuf> {
     let file = fx.data.join("flood.txt");
     let line: Vec<u8> = (0..99).map(|i| b'!' + (i % 90) as u8).chain([b'\n']).collect();
-    let mut content = Vec::with_capacity(bytes);
-    while content.len() < bytes {
-        content.extend_from_slice(&line);
-    }
-    content.truncate(bytes);
-    std::fs::write(&file, content)?;
-    let script = fx.data.join("flood-agent");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\necho ready\nread line\ncat '{}'\necho\necho {marker}\nread line\necho \"after: $line\"\nexec sleep 3600\n",
-            file.display()
-        ),
-    )?;
+    std::fs::write(&file, line.iter().copied().cycle().take(bytes).collect::<Vec<u8>>())?;
+    let script = fx.data.join(name);
+    std::fs::write(&script, format!("#!/bin/sh\nFLOOD='{}'\n{body}", file.display()))?;
     std::fs::set_permissions(&script, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755))?;
     Ok(script)
 }
@@ -408,13 +409,32 @@ fn bench_bytes() -> usize {
     std::env::var("MIMESIS_BENCH_MB").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(64) * 1024 * 1024
 }
 
+/// The agent of the throughput benchmark: for each line it reads, `cat`s the flood file and
+/// prints `marker-<line>` on a line of its own.
+fn bench_agent(fx: &Fixture, bytes: usize, marker: &str) -> Result<PathBuf> {
+    flood_script(
+        fx,
+        bytes,
+        "bench-agent",
+        &format!("echo ready\nwhile read line; do cat \"$FLOOD\"; echo; echo \"{marker}-$line\"; done\n"),
+    )
+}
+
 /// PTY → webview terminal throughput under flow control. The agent waits for a line, then
 /// `cat`s a file of N MB of 100-column text lines (the tty turns each `\n` into `\r\n`) and
-/// prints a unique marker line. Reported: (a) PTY → terminal throughput = the bytes the
-/// agent wrote / the time from the flood's first byte reaching the page to the marker shown
-/// in xterm; (b) the bytes xterm actually parsed (the rest stayed in the session's scrollback,
-/// skipped by flow control); (c) the round trip of a trivial script, timed every 50 ms during
-/// the flood (the UI stays responsive when those stay short): p50, p95, max.
+/// prints a unique marker line. Reported per flood: (a) PTY → terminal throughput = the bytes
+/// the agent wrote / the time from the flood's first byte reaching the page to the marker
+/// shown in xterm; (b) the bytes xterm actually parsed (the rest stayed in the session's
+/// scrollback, skipped by flow control); (c) the round trip of a trivial script, timed every
+/// 50 ms during the flood (the UI stays responsive when those stay short): p50, p95, max;
+/// (d) where the page's main thread went: its animation-frame callbacks (xterm's renderer),
+/// its timer callbacks (xterm's parsing in write slices), and the rest of the flood's wall
+/// time (layout, paint, IPC, idle).
+///
+/// `MIMESIS_BENCH_ROUNDS` floods (default 1) after one not counted; with
+/// `MIMESIS_BENCH_TUNE_B` set they alternate between A (`MIMESIS_BENCH_TUNE_A`, default none)
+/// and B: JavaScript run in the page before each flood with `t` the terminal's element, e.g.
+/// `t.terminalTune({options: {scrollback: 1000}, maxWrite: 16384})`. Medians per variant last.
 ///
 /// `MIMESIS_BENCH_MB=64 cargo test -p mimesis-tests --test webview_pty pty_throughput_bench -- --ignored --nocapture`
 /// (for release figures: `cargo build --profile app -p mimesis-desktop` after `npm run build` in
@@ -425,7 +445,7 @@ async fn pty_throughput_bench() -> Result<()> {
     let fx = fixture()?;
     let bytes = bench_bytes();
     let marker = unique_marker();
-    let script = flood_agent(&fx, bytes, &marker)?;
+    let script = bench_agent(&fx, bytes, &marker)?;
     let app = DesktopApp::launch(&args(&fx), &env(&fx, &script, &[("KILL_AFTER_SECONDS", "1")])).await?;
     let result = bench(&app, &fx, bytes, &marker).await;
     let _ = app.screenshot(&workspace_root().join("target/e2e/pty-bench.png")).await;
@@ -439,6 +459,58 @@ async fn stats(app: &DesktopApp) -> Result<Value> {
     app.js("const t = document.querySelector('[data-testid=terminal]'); return t.terminalStats();").await
 }
 
+/// One flood's figures.
+struct Flood {
+    mbps: f64,
+    parsed_pct: f64,
+    p50: f64,
+    p95: f64,
+    /// Milliseconds per second of flood in animation-frame callbacks, in timer callbacks.
+    frames: f64,
+    timers: f64,
+    /// Milliseconds of the web process's CPU per MB that xterm parsed.
+    web_per_mb: f64,
+    /// Screens drawn per second of flood.
+    renders: f64,
+    /// Milliseconds from the flood's last byte reaching the page to the marker shown.
+    drain: f64,
+    /// CPU time of WebKit's web process and of the app during the flood, milliseconds.
+    web_cpu: f64,
+    app_cpu: f64,
+}
+
+/// CPU time (user + system) of each of the app's processes so far, in clock ticks, by name.
+fn cpu_ticks(app: &DesktopApp) -> Vec<(String, u64)> {
+    app.app_processes()
+        .into_iter()
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let (head, rest) = stat.rsplit_once(") ")?;
+            let name = head.split_once(" (")?.1.to_owned();
+            let f: Vec<&str> = rest.split(' ').collect();
+            Some((name, f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?))
+        })
+        .collect()
+}
+
+/// Milliseconds of CPU between two `cpu_ticks` of the processes whose name starts with `name`.
+fn cpu_ms(before: &[(String, u64)], after: &[(String, u64)], name: &str) -> f64 {
+    let sum = |v: &[(String, u64)]| v.iter().filter(|(n, _)| n.starts_with(name)).map(|(_, t)| *t).sum::<u64>();
+    // SAFETY: sysconf only reads a constant of the system.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    sum(after).saturating_sub(sum(before)) as f64 * 1000.0 / hz
+}
+
+/// Times the page's animation-frame and timer callbacks (once per page).
+const BUSY_PROBE: &str = "if (!window.__busy) { const b = window.__busy = {raf: 0, timeout: 0}; \
+     const st = window.setTimeout.bind(window); \
+     window.setTimeout = (fn, ms, ...a) => typeof fn !== 'function' ? st(fn, ms, ...a) : st((...x) => { \
+       const s = performance.now(); try { return fn(...x); } finally { b.timeout += performance.now() - s; } }, ms, ...a); \
+     const raf = window.requestAnimationFrame.bind(window); \
+     window.requestAnimationFrame = (fn) => raf((ts) => { \
+       const s = performance.now(); try { return fn(ts); } finally { b.raf += performance.now() - s; } }); } \
+     return true;";
+
 async fn bench(app: &DesktopApp, fx: &Fixture, bytes: usize, marker: &str) -> Result<()> {
     app.start_session(&fx.project).await?;
     app.wait_for("the agent to be ready", Duration::from_secs(15), || async { terminal_tail_has(app, "ready").await })
@@ -449,22 +521,91 @@ async fn bench(app: &DesktopApp, fx: &Fixture, bytes: usize, marker: &str) -> Re
              const name = gl ? String(info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER)) : 'none'; \
              return document.querySelector('[data-testid=terminal]').dataset.renderer + ' on ' + name;")
         .await?;
+    eprintln!("renderer {renderer}");
+    app.js(BUSY_PROBE).await?;
+    let rounds = std::env::var("MIMESIS_BENCH_ROUNDS").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
+    let tune_a = std::env::var("MIMESIS_BENCH_TUNE_A").unwrap_or_default();
+    let tune_b = std::env::var("MIMESIS_BENCH_TUNE_B").ok();
+    let mut figures: [Vec<Flood>; 2] = [Vec::new(), Vec::new()];
+    // A first flood not counted when there are several (the first fills an empty scrollback).
+    for round in 0..=rounds {
+        if round == 0 && rounds == 1 {
+            continue;
+        }
+        let variant = if tune_b.is_some() { round % 2 } else { 0 };
+        let tune = if variant == 1 { tune_b.as_deref().unwrap_or_default() } else { tune_a.as_str() };
+        app.js(&format!("const t = document.querySelector('[data-testid=terminal]'); {tune}; return true;")).await?;
+        let f = flood(app, bytes, &format!("{marker}-r{round}"), &format!("r{round}")).await?;
+        eprintln!(
+            "flood {round} ({}): {:.1} MB/s, parsed {:.1}%, round trip p50 {:.0} ms, p95 {:.0} ms; \
+             per second of flood: frames {:.0} ms, timers {:.0} ms, other {:.0} ms; CPU: web {:.0} ms, app {:.0} ms; last byte → marker {:.0} ms; web CPU {:.0} ms per MB parsed; {:.0} screens drawn a second",
+            ["A", "B"][variant],
+            f.mbps,
+            f.parsed_pct,
+            f.p50,
+            f.p95,
+            f.frames,
+            f.timers,
+            1000.0 - f.frames - f.timers,
+            f.web_cpu,
+            f.app_cpu,
+            f.drain,
+            f.web_per_mb,
+            f.renders
+        );
+        if round > 0 {
+            figures[variant].push(f);
+        }
+    }
+    for (name, floods) in ["A", "B"].iter().zip(&figures) {
+        if floods.is_empty() {
+            continue;
+        }
+        let median = |k: fn(&Flood) -> f64| {
+            let mut v: Vec<f64> = floods.iter().map(k).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        eprintln!(
+            "median of {} floods ({name}): {:.1} MB/s, parsed {:.1}%, round trip p50 {:.0} ms, p95 {:.0} ms; \
+             per second: frames {:.0} ms, timers {:.0} ms; CPU: web {:.0} ms, app {:.0} ms; last byte → marker {:.0} ms; web CPU {:.0} ms per MB parsed; {:.0} screens drawn a second",
+            floods.len(),
+            median(|f| f.mbps),
+            median(|f| f.parsed_pct),
+            median(|f| f.p50),
+            median(|f| f.p95),
+            median(|f| f.frames),
+            median(|f| f.timers),
+            median(|f| f.web_cpu),
+            median(|f| f.app_cpu),
+            median(|f| f.drain),
+            median(|f| f.web_per_mb),
+            median(|f| f.renders),
+        );
+    }
+    Ok(())
+}
+
+/// One flood: types `line`, waits for `marker` on the screen, and samples the UI's round trip.
+async fn flood(app: &DesktopApp, bytes: usize, marker: &str, line: &str) -> Result<Flood> {
     // In the page: note when the flood's first byte arrives and when the marker shows.
     let before = stats(app).await?;
     let base_recv = before["received"].as_u64().unwrap_or(0);
     app.js(&format!(
         "const t = document.querySelector('[data-testid=terminal]'); \
-         const b = window.__bench = {{start: null, end: null, gaps: [], last: 0}}; \
+         const b = window.__bench = {{start: null, end: null, gaps: [], last: 0, busy: null, recv: 0, recvAt: 0}}; \
          const tick = () => {{ const now = performance.now(); \
+           const r = t.terminalStats().received; if (r !== b.recv) {{ b.recv = r; b.recvAt = now; }} \
            if (b.start !== null) b.gaps.push(now - b.last); \
            b.last = now; \
-           if (b.start === null && t.terminalStats().received > {base_recv} + 8) b.start = now; \
-           if (b.start !== null && t.terminalText(60).includes({marker:?})) {{ b.end = now; return; }} \
+           if (b.start === null && t.terminalStats().received > {base_recv} + 8) {{ b.start = now; b.busy = {{...window.__busy}}; }} \
+           if (b.start !== null && t.terminalText(60).includes({marker:?})) {{ \
+             b.end = now; b.frames = window.__busy.raf - b.busy.raf; b.timers = window.__busy.timeout - b.busy.timeout; return; }} \
            setTimeout(tick, b.start === null ? 1 : 10); }}; tick(); return true;"
     ))
     .await?;
-    let textarea = app.client.find(Locator::Css("[data-testid=terminal] textarea")).await?;
-    textarea.send_keys(&char::from(Key::Enter).to_string()).await?;
+    let cpu_before = cpu_ticks(app);
+    type_line(app, line).await?;
     let wall = Instant::now();
     let mut rtts: Vec<Duration> = Vec::new();
     let mut most_unparsed = 0u64;
@@ -486,9 +627,11 @@ async fn bench(app: &DesktopApp, fx: &Fixture, bytes: usize, marker: &str) -> Re
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let cpu_after = cpu_ticks(app);
     let b = app.js("return window.__bench;").await?;
     let after = stats(app).await?;
-    let secs = (b["end"].as_f64().unwrap_or(0.0) - b["start"].as_f64().unwrap_or(0.0)) / 1000.0;
+    let ms = b["end"].as_f64().unwrap_or(0.0) - b["start"].as_f64().unwrap_or(0.0);
+    let secs = ms / 1000.0;
     let mb = bytes as f64 / 1e6;
     let delta = |k: &str| after[k].as_u64().unwrap_or(0) - before[k].as_u64().unwrap_or(0);
     let (received, parsed, messages, writes) = (delta("received"), delta("parsed"), delta("messages"), delta("writes"));
@@ -500,7 +643,7 @@ async fn bench(app: &DesktopApp, fx: &Fixture, bytes: usize, marker: &str) -> Re
     let gap = |p: f64| gaps.get(((gaps.len().max(1) - 1) as f64 * p).round() as usize).copied().unwrap_or(0.0);
     let pct = |p: f64| rtts[((rtts.len() - 1) as f64 * p).round() as usize];
     eprintln!(
-        "PTY → terminal (agent's bytes / first byte in the page → marker shown): {mb:.1} MB in {secs:.2} s = {:.1} MB/s (renderer {renderer})\n\
+        "PTY → terminal (agent's bytes / first byte in the page → marker shown): {mb:.1} MB in {secs:.2} s = {:.1} MB/s\n\
          parsed by xterm: {:.1} MB ({:.1}% of the flood; the rest skipped by flow control), received {:.1} MB in {messages} messages, {writes} xterm writes\n\
          most unparsed in the page: {:.2} MB\n\
          UI round trip during the flood: p50 {:?}, p95 {:?}, max {:?} ({} samples)\n\
@@ -520,5 +663,18 @@ async fn bench(app: &DesktopApp, fx: &Fixture, bytes: usize, marker: &str) -> Re
         gaps.len(),
     );
     ensure!(most_unparsed <= HIGH_WATER, "the page held {most_unparsed} unparsed bytes");
-    Ok(())
+    let per_sec = |k: &str| b[k].as_f64().unwrap_or(0.0) * 1000.0 / ms.max(1.0);
+    Ok(Flood {
+        mbps: mb / secs,
+        parsed_pct: parsed as f64 * 100.0 / bytes as f64,
+        p50: pct(0.5).as_secs_f64() * 1000.0,
+        p95: pct(0.95).as_secs_f64() * 1000.0,
+        frames: per_sec("frames"),
+        timers: per_sec("timers"),
+        web_per_mb: cpu_ms(&cpu_before, &cpu_after, "WebKitWebProces") / (parsed as f64 / 1e6).max(0.001),
+        renders: delta("renders") as f64 * 1000.0 / ms.max(1.0),
+        drain: b["end"].as_f64().unwrap_or(0.0) - b["recvAt"].as_f64().unwrap_or(0.0),
+        web_cpu: cpu_ms(&cpu_before, &cpu_after, "WebKitWebProces"),
+        app_cpu: cpu_ms(&cpu_before, &cpu_after, "mimesis-desktop"),
+    })
 }

@@ -44,9 +44,9 @@ const FRAME: Duration = Duration::from_millis(16);
 /// …or when this much is waiting: bigger messages cost the webview more than they save.
 const MESSAGE_MAX: usize = 512 * 1024;
 /// Output kept per session (the engine's default, stated here because flow control relies
-/// on it): what a resync shows. About the xterm's 10,000 lines of scrollback (TerminalPane)
-/// of Claude Code's output, coloured and styled (some 200 bytes a line); 20,000 plain
-/// 100-column lines.
+/// on it): what a resync shows (its last `flow::TERMINAL_LINES`, the xterm's 3,000 lines of
+/// scrollback in TerminalPane and a screen). 10,000 lines of Claude Code's output, coloured
+/// and styled (some 200 bytes a line); 20,000 plain 100-column lines.
 pub const SCROLLBACK: usize = 2 * 1024 * 1024;
 // A resync at the low-water mark never takes the page over the high one.
 const _: () = assert!(SCROLLBACK as u64 + RESET.len() as u64 + LOW_WATER <= HIGH_WATER);

@@ -22,6 +22,7 @@ export type Schedule = (fn: () => void) => void;
  */
 export const MAX_WRITE = 8 * 1024;
 
+
 export class OutputBatcher {
   #chunks: Uint8Array[] = [];
   #size = 0;
@@ -34,6 +35,8 @@ export class OutputBatcher {
   messages = 0;
   written = 0;
   writes = 0;
+  /** The largest single write into xterm (the throughput benchmark tries others). */
+  maxWrite = MAX_WRITE;
 
   constructor(
     private readonly write: (bytes: Uint8Array, done: () => void) => void,
@@ -78,8 +81,8 @@ export class OutputBatcher {
       this.#writing = false;
       if (this.#size > 0) this.#kick();
     };
-    for (let at = 0; at < out.length; at += MAX_WRITE) {
-      const end = Math.min(out.length, at + MAX_WRITE);
+    for (let at = 0; at < out.length; at += this.maxWrite) {
+      const end = Math.min(out.length, at + this.maxWrite);
       this.write(out.subarray(at, end), end === out.length ? done : () => {});
     }
   }

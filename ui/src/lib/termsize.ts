@@ -39,7 +39,7 @@ export async function measureTerminalSize(host: { width: number; height: number 
   document.body.append(el);
   try {
     const [{ Terminal }, { FitAddon }] = await Promise.all([import('@xterm/xterm'), import('@xterm/addon-fit'), loadTerminalFonts()]);
-    const t = new Terminal({ ...TERMINAL_OPTIONS, scrollback: 10_000 });
+    const t = new Terminal({ ...TERMINAL_OPTIONS, scrollback: 3_000 });
     const fit = new FitAddon();
     t.loadAddon(fit);
     t.open(el);

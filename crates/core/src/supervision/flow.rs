@@ -18,7 +18,7 @@ pub const LOW_WATER: u64 = 1024 * 1024;
 
 /// Lines the page's terminal keeps: its scrollback (`scrollback` in the UI's
 /// `TerminalPane.svelte`) and a screen of at most 500 rows.
-pub const TERMINAL_LINES: usize = 10_000 + 500;
+pub const TERMINAL_LINES: usize = 3_000 + 500;
 
 /// The end of `scrollback` that the page's terminal can still show: from the start of the
 /// last [`TERMINAL_LINES`] lines (all of it when it has fewer). The rest would be parsed
