@@ -87,9 +87,9 @@ pub enum IndexPriority {
     /// As the rest of the process (the CLI: nothing else waits for the CPU).
     #[default]
     Normal,
-    /// On threads of their own at the lowest priority (nice 19), which end with the
-    /// index: the window's page, starting beside it on the same cores, goes first and the
-    /// read fills the time it leaves.
+    /// On threads of their own at a low priority (nice 10), which end with the index: the
+    /// window's page, starting beside it on the same cores, goes first and the read fills
+    /// the time it leaves.
     Background,
 }
 
