@@ -75,6 +75,9 @@ pub(super) fn spawn(config: &EngineConfig, send: impl Fn(IndexMsg) + Send + 'sta
                 .collect();
             first.extend(unchanged);
             send(IndexMsg::Restored(first, links));
+            // (No stored session to read on, the usual second launch: no threads started for
+            // it; a transcript new since the last run is read as before.)
+            let priority = if changed.is_empty() { IndexPriority::Normal } else { priority };
             let read_on = || scan::index_resuming(&roots, changed, &done);
             let files = match readers(priority) {
                 Some(pool) => pool.install(read_on),
