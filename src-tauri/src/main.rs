@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use mimesis_os::roots;
-use mimesis_wiring::{Mimesis, Options, SuperviseOptions, limits_env_of_process};
+use mimesis_wiring::{IndexPriority, Mimesis, Options, SuperviseOptions, limits_env_of_process};
 use tauri::Manager;
 
 use crate::commands::AppState;
@@ -138,6 +138,8 @@ fn engine_options(
     config_dirs: &[PathBuf],
 ) -> Options {
     let mut opts = Options::watching(roots, data_dir);
+    // The window's page goes first on a first launch; the full read fills the time it leaves.
+    opts.index_priority = IndexPriority::Background;
     match config_root {
         Some(root) => {
             let mut s = SuperviseOptions::new(root);

@@ -195,25 +195,37 @@ pub fn lineage(pid: u32) -> Vec<u32> {
     out
 }
 
-/// This boot's id: start ticks only compare within one boot.
 /// The calling thread yields to everything else (nice 10 for this thread alone, Linux): for
 /// background work that must not slow what the user waits for, such as the search index's
 /// first build while the window opens. (Not `SCHED_IDLE`: a thread that could starve for as
 /// long as the machine is busy would hold the index's write lock meanwhile.)
 pub fn lower_this_threads_priority() -> std::io::Result<()> {
-    // SAFETY: gettid has no preconditions; get/setpriority on this thread's id touch only it.
+    lower_this_threads_priority_to(10)
+}
+
+/// The calling thread's nice value becomes `nice` (Linux: for this thread alone), if that is
+/// lower than its own (a higher number); it cannot be raised back without privileges, so
+/// only threads that end with their work should call this.
+pub fn lower_this_threads_priority_to(nice: i32) -> std::io::Result<()> {
+    // SAFETY: gettid has no preconditions; setpriority on this thread's id touches only it.
     let me = unsafe { libc::gettid() } as libc::id_t;
-    // SAFETY: as above (-1 is also a valid nice value: errno tells an error apart, and an
-    // error only means the thread is left as it is).
-    let now = unsafe { libc::getpriority(libc::PRIO_PROCESS, me) };
-    if now >= 10 {
+    if this_threads_nice() >= nice {
         return Ok(()); // Already as low (raising it back needs privileges).
     }
     // SAFETY: as above.
-    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, me, 10) };
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, me, nice) };
     if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
 }
 
+/// The calling thread's nice value (Linux: each thread has its own).
+pub fn this_threads_nice() -> i32 {
+    // SAFETY: gettid has no preconditions; getpriority on this thread's id only reads it (-1
+    // is also a valid nice value: an error, which cannot happen for our own thread, would
+    // read as -1).
+    unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+}
+
+/// This boot's id: start ticks only compare within one boot.
 pub fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_owned()).unwrap_or_default()
 }

@@ -1,18 +1,27 @@
-//! A thread that lowers its own priority (the search index's keeper), in a process of its
-//! own: the unit tests of the allocator's tuning count what other threads leave behind when
-//! they end.
+//! A thread that lowers its own priority (the search index's keeper, the first index's
+//! readers), in a process of its own: the unit tests of the allocator's tuning count what
+//! other threads leave behind when they end.
+
+use mimesis_os::procs::{lower_this_threads_priority, lower_this_threads_priority_to, this_threads_nice};
 
 #[test]
 fn a_thread_can_lower_its_own_priority_alone() {
-    // SAFETY (all three): getpriority/gettid read this process's or thread's own values.
-    let mine = || unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
-    let before = mine();
+    let before = this_threads_nice();
     let lowered = std::thread::spawn(move || {
-        mimesis_os::procs::lower_this_threads_priority().expect("a lower priority for this thread");
-        mine()
+        lower_this_threads_priority().expect("a lower priority for this thread");
+        this_threads_nice()
     })
     .join()
     .expect("the thread");
     assert!(lowered >= 10, "the thread's nice value is {lowered}");
-    assert_eq!(mine(), before, "the test's own thread kept its priority");
+    // To the lowest, and asking for a higher one then leaves it as it is (no error).
+    let lowest = std::thread::spawn(move || {
+        lower_this_threads_priority_to(19).expect("the lowest priority for this thread");
+        lower_this_threads_priority().expect("a request to raise it back is a no-op");
+        this_threads_nice()
+    })
+    .join()
+    .expect("the thread");
+    assert_eq!(lowest, 19);
+    assert_eq!(this_threads_nice(), before, "the test's own thread kept its priority");
 }

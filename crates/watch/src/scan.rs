@@ -87,22 +87,33 @@ const BATCHES_WAITING: usize = 2;
 /// read, while the others are still being read: memory holds what the sink keeps plus a
 /// few dozen read files, whatever the number of transcripts, and the sink's work overlaps
 /// the reading. The order is the order the reads finish in.
-pub fn index_each(roots: &[PathBuf], mut sink: impl FnMut(IndexedFile)) {
+pub fn index_each(roots: &[PathBuf], sink: impl FnMut(IndexedFile)) {
+    index_each_in(roots, None, sink)
+}
+
+/// Like [`index_each`], with the reads on the threads of `pool` (else rayon's global pool).
+pub fn index_each_in(roots: &[PathBuf], pool: Option<&rayon::ThreadPool>, mut sink: impl FnMut(IndexedFile)) {
     let locations = biggest_first(roots);
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<IndexedFile>>(BATCHES_WAITING);
     std::thread::scope(|scope| {
         scope.spawn(move || {
-            locations.into_par_iter().for_each_init(
-                || Batcher { files: Vec::with_capacity(BATCH), tx: tx.clone() },
-                |batch, loc| {
-                    if let Some(f) = read_logged(loc) {
-                        batch.files.push(f);
-                        if batch.files.len() == BATCH {
-                            batch.send();
+            let read = move || {
+                locations.into_par_iter().for_each_init(
+                    || Batcher { files: Vec::with_capacity(BATCH), tx: tx.clone() },
+                    |batch, loc| {
+                        if let Some(f) = read_logged(loc) {
+                            batch.files.push(f);
+                            if batch.files.len() == BATCH {
+                                batch.send();
+                            }
                         }
-                    }
-                },
-            );
+                    },
+                )
+            };
+            match pool {
+                Some(pool) => pool.install(read),
+                None => read(),
+            }
         });
         for files in rx {
             files.into_iter().for_each(&mut sink);

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mimesis_core::{Clock, ManualClock, Status, StoreEvent, SystemClock, Timestamp};
+use mimesis_watch::engine::IndexPriority;
 use mimesis_watch::{Engine, EngineConfig};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
@@ -409,6 +410,17 @@ async fn the_timeline_of_a_session_without_a_transcript_yet_waits_then_follows_i
 /// in full, and none is left provisional.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_index_reports_its_progress_and_its_provisional_rows() {
+    first_index_progress(IndexPriority::Normal).await;
+}
+
+/// The app's first index reads in full on threads of its own at the lowest priority: the
+/// same roster, the same progress, every file read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_index_in_the_background_reads_every_file_all_the_same() {
+    first_index_progress(IndexPriority::Background).await;
+}
+
+async fn first_index_progress(index_priority: IndexPriority) {
     let r = root();
     let n = 1_100; // more than two parts of the index
     let big = "x".repeat(70_000); // files larger than a peek reads
@@ -421,7 +433,13 @@ async fn the_first_index_reports_its_progress_and_its_provisional_rows() {
         bytes.extend(line(&reply(i)));
         std::fs::write(r.project.join(format!("{id}.jsonl")), bytes).unwrap();
     }
-    let engine = start(vec![r.root.clone()]).await;
+    let engine = Engine::start(EngineConfig {
+        roots: vec![r.root.clone()],
+        poll_interval: Duration::from_millis(200),
+        index_priority,
+        ..Default::default()
+    });
+    engine.ready().await;
     let mut progress = engine.subscribe_progress();
     let mut seen = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);

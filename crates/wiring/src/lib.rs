@@ -62,7 +62,7 @@ use tokio::sync::{broadcast, watch};
 
 pub use mimesis_fleetdb::{DbHealth, DbStats, FILE_NAME as DATABASE_FILE};
 pub use mimesis_supervise::{Attachment, Supervisor, metrics, new_session_id, plain};
-pub use mimesis_watch::engine::Follow;
+pub use mimesis_watch::engine::{Follow, IndexPriority};
 // The faces reach the watch and hook crates through here only (tests/layers.rs).
 pub use mimesis_watch::engine::{IndexProgress, IndexedItem, RootInfo, TimelinePage};
 pub use mimesis_watch::{Engine, Envelope, Snapshot};
@@ -83,6 +83,9 @@ pub struct Options {
     /// Every session under the roots (the app, `watch`), or only the supervised ones
     /// (`mimesis run`, which needs the roster's view of its own agent and nothing else).
     pub follow: Follow,
+    /// At which priority a first index reads every transcript (the app: in the background
+    /// of its window's launch).
+    pub index_priority: IndexPriority,
     /// Supervised sessions, if this face runs any.
     pub supervise: Option<SuperviseOptions>,
     /// How often the registry and watch coverage are re-checked.
@@ -97,6 +100,7 @@ impl Options {
             data_dir,
             clock: Arc::new(SystemClock),
             follow: Follow::Everything,
+            index_priority: IndexPriority::Normal,
             supervise: None,
             poll_interval: Duration::from_secs(2),
         }
@@ -273,6 +277,7 @@ impl Mimesis {
             data_dir: Some(data_dir.clone()),
             archive: db.clone().map(|d| d as Arc<dyn SessionArchive>),
             follow: opts.follow,
+            index_priority: opts.index_priority,
             ..Default::default()
         });
         let (settings, _) = watch::channel(stored.clone());

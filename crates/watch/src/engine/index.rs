@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use mimesis_core::chain::Link;
 
 use super::persist::load_persisted;
-use super::{Actor, EngineConfig, Follow, Phase};
+use super::{Actor, EngineConfig, Follow, IndexPriority, Phase};
 use crate::scan;
 use crate::store::{Changes, IndexedFile};
 use crate::tail::FileTail;
@@ -22,6 +22,7 @@ pub(super) fn spawn(config: &EngineConfig, send: impl Fn(IndexMsg) + Send + 'sta
     let archive = config.archive.clone();
     let follow = config.follow;
     let clock = config.clock.clone();
+    let priority = config.index_priority;
     tokio::task::spawn_blocking(move || {
         // A quick first roster, then the exact one: only the full read counts usage
         // and compactions, and only it leaves each file at a reading position. With
@@ -45,7 +46,8 @@ pub(super) fn spawn(config: &EngineConfig, send: impl Fn(IndexMsg) + Send + 'sta
             send(IndexMsg::Peeked(scan::peek(&roots)));
             // In parts: every read file need not wait in memory for the last one.
             let mut part = Vec::new();
-            scan::index_each(&roots, |f| {
+            let pool = readers(priority);
+            scan::index_each_in(&roots, pool.as_ref(), |f| {
                 part.push(f);
                 if part.len() == INDEX_PART {
                     send(IndexMsg::Part(std::mem::take(&mut part)));
@@ -73,9 +75,50 @@ pub(super) fn spawn(config: &EngineConfig, send: impl Fn(IndexMsg) + Send + 'sta
                 .collect();
             first.extend(unchanged);
             send(IndexMsg::Restored(first, links));
-            send(IndexMsg::Done(scan::index_resuming(&roots, changed, &done)));
+            // (No stored session to read on, the usual second launch: no threads started for
+            // it; a transcript new since the last run is read as before.)
+            let priority = if changed.is_empty() { IndexPriority::Normal } else { priority };
+            let read_on = || scan::index_resuming(&roots, changed, &done);
+            let files = match readers(priority) {
+                Some(pool) => pool.install(read_on),
+                None => read_on(),
+            };
+            send(IndexMsg::Done(files));
         }
     });
+}
+
+/// The nice value of the full read's threads in the background ([`readers`]). Not 19: at
+/// 19 anything else on the machine (builds at nice 10, load 8) went before the read and the
+/// complete roster came 0.34 s later than with the read at nice 0; at 10 the page still
+/// gets ~90 % of a core it shares with a reader, as the search index's first build does.
+const READERS_NICE: i32 = 10;
+
+/// The threads of the full read, when it is not to run on rayon's global pool: threads
+/// of their own at a low priority, which end with the index (a thread cannot raise its
+/// priority back). On a first launch the window's page starts at the same moment and
+/// needs both cores for ~0.4 s; at nice 0 the read (~0.6 s of CPU on 2,000 transcripts)
+/// took half of them and the page's steps from its document to its first rows took
+/// 520-565 ms instead of 330-360 (its bundle's evaluation 190-200 ms instead of 140-180).
+fn readers(priority: IndexPriority) -> Option<rayon::ThreadPool> {
+    if priority == IndexPriority::Normal {
+        return None;
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("mimesis-index-{i}"))
+        .start_handler(|_| {
+            if let Err(e) = mimesis_os::procs::lower_this_threads_priority_to(READERS_NICE) {
+                tracing::debug!("a reader of the first index keeps its priority: {e}");
+            }
+        })
+        .build();
+    match pool {
+        Ok(pool) => Some(pool),
+        Err(e) => {
+            tracing::warn!("the first index reads on the shared threads: {e}");
+            None
+        }
+    }
 }
 
 /// What the index thread hands over (engine/index.rs).
@@ -170,5 +213,22 @@ impl Actor {
         // Now `projects/` too (not while the index opened every file in it), and what
         // changed in it meanwhile: as the events queued during the index would have been.
         self.ensure_coverage();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_background_readers_run_at_a_low_priority() {
+        assert!(readers(IndexPriority::Normal).is_none(), "the caller's pool, as it is");
+        // (The tests may themselves run niced: then the readers keep that lower priority.)
+        let mine = mimesis_os::procs::this_threads_nice();
+        let pool = readers(IndexPriority::Background).expect("a pool of readers");
+        let nices = pool.broadcast(|_| mimesis_os::procs::this_threads_nice());
+        assert!(!nices.is_empty());
+        assert!(nices.iter().all(|&n| n == READERS_NICE.max(mine)), "the readers' nice values: {nices:?}");
+        assert_eq!(mimesis_os::procs::this_threads_nice(), mine, "the caller keeps its priority");
     }
 }

@@ -80,6 +80,19 @@ pub enum Follow {
     SupervisedOnly,
 }
 
+/// At which CPU priority the first index reads every transcript in full (after the first
+/// roster from both ends of each, which keeps the caller's priority).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum IndexPriority {
+    /// As the rest of the process (the CLI: nothing else waits for the CPU).
+    #[default]
+    Normal,
+    /// On threads of their own at a low priority (nice 10), which end with the index: the
+    /// window's page, starting beside it on the same cores, goes first and the read fills
+    /// the time it leaves.
+    Background,
+}
+
 /// How the engine runs. `Default` gives the spec's values and the system clock.
 #[derive(Clone)]
 pub struct EngineConfig {
@@ -105,6 +118,7 @@ pub struct EngineConfig {
     /// start reads every transcript.
     pub archive: Option<Arc<dyn SessionArchive>>,
     pub follow: Follow,
+    pub index_priority: IndexPriority,
 }
 
 impl Default for EngineConfig {
@@ -121,6 +135,7 @@ impl Default for EngineConfig {
             data_dir: None,
             archive: None,
             follow: Follow::Everything,
+            index_priority: IndexPriority::Normal,
         }
     }
 }
