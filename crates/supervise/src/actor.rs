@@ -250,6 +250,7 @@ impl SessionActor {
             SessionCmd::Attach { terminal, reply } => {
                 if terminal {
                     self.terminals += 1;
+                    self.monitor.set_answering(false);
                 }
                 let (scrollback, _) = self.scrollback.as_slices();
                 let mut all = scrollback.to_vec();
@@ -264,6 +265,7 @@ impl SessionActor {
             SessionCmd::Detach { terminal } => {
                 if terminal {
                     self.terminals = self.terminals.saturating_sub(1);
+                    self.monitor.set_answering(self.terminals == 0);
                 }
             }
             SessionCmd::Resize { cols, rows } => {
@@ -593,6 +595,7 @@ impl SessionActor {
         };
         self.shared.process_started(record);
         self.monitor = Monitor::new(self.rows, self.cols, &self.policy.limits().crash_patterns);
+        self.monitor.set_answering(self.terminals == 0);
         self.keys.process_started();
         tracing::info!(pid, ?launch, "agent started");
         self.proc = Some(Running { generation, pid, process, writer: wtx, started_at, exit: None, eof: false });

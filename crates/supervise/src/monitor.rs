@@ -19,6 +19,7 @@
 //! The monitor also answers the terminal queries a TUI sends at start-up (cursor position,
 //! device attributes) for when no real terminal is attached to answer them.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::num::NonZeroU16;
 use std::time::{Duration, Instant};
@@ -50,6 +51,9 @@ const RESUME_REFUSED: &str = "No conversation found with session ID";
 pub const READ_EVERY: Duration = Duration::from_millis(25);
 /// Bytes of the previous chunk kept, so a crash line split across two reads still matches.
 const CARRY: usize = 256;
+/// Output waiting to be parsed is parsed once this much waits, even before the screen is
+/// read (see [`Monitor::set_answering`]).
+const LAZY_MAX: usize = 1024 * 1024;
 
 /// Replies to terminal queries, collected while parsing.
 #[derive(Default)]
@@ -93,9 +97,24 @@ fn compile(crash_patterns: &[String]) -> Vec<Regex> {
         .collect()
 }
 
+/// The terminal model and the output not parsed into it yet.
+struct Model {
+    parser: vt100::Parser<Replies>,
+    /// The last byte parsed ended a line (`\r\n`): the parser is at column 0, in its
+    /// ground state.
+    at_line_start: bool,
+    /// Output fed and not parsed yet (parsed when the screen is read).
+    pending: Vec<u8>,
+}
+
 /// The screen of one process and what was last read from it.
 pub struct Monitor {
-    parser: vt100::Parser<Replies>,
+    model: RefCell<Model>,
+    /// Terminal queries are answered from here (no terminal is attached to answer them):
+    /// output is parsed as it comes. Otherwise it is parsed when the screen is read, at
+    /// most every [`READ_EVERY`] during a burst, so a flood of plain lines is fast-forwarded
+    /// in big pieces rather than parsed a read of the PTY (4 KB) at a time.
+    answering: bool,
     crash: Vec<Regex>,
     turn_done: Regex,
     shell_prompt: Regex,
@@ -109,9 +128,6 @@ pub struct Monitor {
     last_read: Option<Instant>,
     dirty: bool,
     carry: Vec<u8>,
-    /// The last byte parsed ended a line (`\r\n`): the parser is at column 0, in its
-    /// ground state.
-    at_line_start: bool,
 }
 
 impl Monitor {
@@ -119,7 +135,12 @@ impl Monitor {
     pub fn new(rows: u16, cols: u16, crash_patterns: &[String]) -> Monitor {
         let crash = compile(crash_patterns);
         Monitor {
-            parser: vt100::Parser::new_with_callbacks(nz(rows), nz(cols), 0, Replies::default()),
+            model: RefCell::new(Model {
+                parser: vt100::Parser::new_with_callbacks(nz(rows), nz(cols), 0, Replies::default()),
+                at_line_start: false,
+                pending: Vec::new(),
+            }),
+            answering: true,
             crash,
             turn_done: Regex::new(r"^\s*\S\s+[A-Z][a-z]+ for (\d+h\s*)?(\d+m\s*)?\d+(\.\d+)?s\b").expect("valid"),
             shell_prompt: Regex::new(r"^(\S*[@:]\S*|bash-[\d.]+|sh-[\d.]+)?[~\w./-]*\s?[$#%]\s?$").expect("valid"),
@@ -131,7 +152,6 @@ impl Monitor {
             last_read: None,
             dirty: false,
             carry: Vec::new(),
-            at_line_start: false,
         }
     }
 
@@ -142,7 +162,36 @@ impl Monitor {
     }
 
     pub fn resize(&mut self, rows: u16, cols: u16) {
-        self.parser.set_size(nz(rows), nz(cols));
+        // What came before was drawn at the old size.
+        self.catch_up();
+        self.model.get_mut().parser.set_size(nz(rows), nz(cols));
+    }
+
+    /// Whether terminal queries are answered from here ([`Monitor::take_replies`]): true
+    /// (the default) while no terminal is attached to answer them. While false, output is
+    /// parsed only when the screen is read, and the queries in it are not answered.
+    pub fn set_answering(&mut self, answering: bool) {
+        if answering && !self.answering {
+            // The output so far came while a terminal answered its queries.
+            self.catch_up();
+        }
+        self.answering = answering;
+    }
+
+    /// Parses the output fed so far.
+    fn catch_up(&self) {
+        let mut model = self.model.borrow_mut();
+        if model.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut model.pending);
+        model.parse(&pending);
+        if !self.answering {
+            model.parser.callbacks_mut().pending.clear();
+        }
+        // Its room is kept for the next output.
+        model.pending = pending;
+        model.pending.clear();
     }
 
     /// The last definite activity.
@@ -152,12 +201,14 @@ impl Monitor {
 
     /// Answers to terminal queries the agent sent since the last call.
     pub fn take_replies(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.parser.callbacks_mut().pending)
+        std::mem::take(&mut self.model.get_mut().parser.callbacks_mut().pending)
     }
 
     /// The visible rows, trailing blanks removed.
     pub fn rows(&self) -> Vec<String> {
-        let screen = self.parser.screen();
+        self.catch_up();
+        let model = self.model.borrow();
+        let screen = model.parser.screen();
         let (_, cols) = screen.size();
         screen.rows(0, cols.get()).map(|r| r.trim_end().to_owned()).collect()
     }
@@ -171,42 +222,21 @@ impl Monitor {
     /// screen is only parsed, unless the output itself holds a crash pattern (which might
     /// scroll off before the next read).
     pub fn feed(&mut self, bytes: &[u8], now: Instant) -> Vec<ScreenSignal> {
-        self.parse(bytes);
+        let model = self.model.get_mut();
+        if self.answering && model.pending.is_empty() {
+            model.parse(bytes);
+        } else {
+            model.pending.extend_from_slice(bytes);
+            if self.answering || model.pending.len() >= LAZY_MAX {
+                self.catch_up();
+            }
+        }
         let raw_crash = self.crash_in_stream(bytes);
         if !raw_crash && self.last_read.is_some_and(|t| now.duration_since(t) < READ_EVERY) {
             self.dirty = true;
             return Vec::new();
         }
         self.read_at(now, raw_crash)
-    }
-
-    /// Parses output. A flood of plain lines (a build log, `cat` of a big file) is
-    /// fast-forwarded: only its last screenful can be visible afterwards, so the lines
-    /// before it are skipped after scrolling the screen clear — the same screen, without
-    /// drawing every line (the terminal model parses ~30 MB/s; floods come faster).
-    fn parse(&mut self, bytes: &[u8]) {
-        let rows = usize::from(self.parser.screen().size().0.get());
-        // Finish the line in progress normally; the rest starts at column 0.
-        let (head, rest) = if self.at_line_start {
-            (&bytes[..0], bytes)
-        } else {
-            match memchr::memchr(b'\n', bytes) {
-                Some(i) => bytes.split_at(i + 1),
-                None => (bytes, &bytes[bytes.len()..]),
-            }
-        };
-        self.parser.process(head);
-        let at_column_0 = self.at_line_start || head.ends_with(b"\r\n");
-        match plain_tail(rest, rows).filter(|_| at_column_0) {
-            Some(start) => {
-                self.parser.process("\r\n".repeat(rows).as_bytes());
-                self.parser.process(&rest[start..]);
-            }
-            None => self.parser.process(rest),
-        }
-        if !bytes.is_empty() {
-            self.at_line_start = bytes.ends_with(b"\r\n");
-        }
     }
 
     /// Output arrived since the screen was last read.
@@ -296,6 +326,37 @@ impl Monitor {
         }
         self.seen_shell = shell;
         out
+    }
+}
+
+impl Model {
+    /// Parses output. A flood of plain lines (a build log, `cat` of a big file) is
+    /// fast-forwarded: only its last screenful can be visible afterwards, so the lines
+    /// before it are skipped after scrolling the screen clear — the same screen, without
+    /// drawing every line (the terminal model parses ~30 MB/s; floods come faster).
+    fn parse(&mut self, bytes: &[u8]) {
+        let rows = usize::from(self.parser.screen().size().0.get());
+        // Finish the line in progress normally; the rest starts at column 0.
+        let (head, rest) = if self.at_line_start {
+            (&bytes[..0], bytes)
+        } else {
+            match memchr::memchr(b'\n', bytes) {
+                Some(i) => bytes.split_at(i + 1),
+                None => (bytes, &bytes[bytes.len()..]),
+            }
+        };
+        self.parser.process(head);
+        let at_column_0 = self.at_line_start || head.ends_with(b"\r\n");
+        match plain_tail(rest, rows).filter(|_| at_column_0) {
+            Some(start) => {
+                self.parser.process("\r\n".repeat(rows).as_bytes());
+                self.parser.process(&rest[start..]);
+            }
+            None => self.parser.process(rest),
+        }
+        if !bytes.is_empty() {
+            self.at_line_start = bytes.ends_with(b"\r\n");
+        }
     }
 }
 
@@ -393,10 +454,11 @@ mod tests {
             let (a, b) =
                 (rand(stream.len() as u64 / 2) as usize, stream.len() / 2 + rand(stream.len() as u64 / 2) as usize);
             for part in [&prefix[..], &stream[..a], &stream[a..b], &stream[b..]] {
-                fast.parse(part);
+                fast.model.get_mut().parse(part);
                 full.process(part);
             }
             let want: Vec<String> = full.screen().rows(0, 30).collect();
+            let fast = fast.model.get_mut();
             let got: Vec<String> = fast.parser.screen().rows(0, 30).collect();
             assert_eq!(got, want, "round {round}");
             assert_eq!(fast.parser.screen().cursor_position(), full.screen().cursor_position());
@@ -517,5 +579,33 @@ mod tests {
         m.feed_now(b"ab\x1b[6n");
         assert_eq!(m.take_replies(), b"\x1b[1;3R");
         assert!(m.take_replies().is_empty());
+    }
+
+    #[test]
+    fn with_a_terminal_attached_output_is_parsed_when_the_screen_is_read() {
+        let mut m = mon();
+        m.set_answering(false);
+        let t0 = Instant::now();
+        assert_eq!(m.feed(PROMPT.as_bytes(), t0), [ScreenSignal::Activity(Activity::Idle)]);
+        // A flood in reads of a PTY, within one read of the screen: kept, not parsed yet.
+        let line = format!("{}\r\n", "x".repeat(99));
+        for i in 0..200 {
+            let chunk = if i == 100 { "\x1b[6n".to_owned() } else { line.repeat(40) };
+            assert!(m.feed(chunk.as_bytes(), t0 + Duration::from_millis(1)).is_empty());
+        }
+        assert!(m.model.get_mut().pending.len() > 100 * 4000, "parsed only when read");
+        assert!(m.take_replies().is_empty(), "the attached terminal answers the query");
+        // Then a dialog: the screen read after the burst shows it, as if parsed byte by byte.
+        let dialog = "Do you want to proceed?\r\n❯ 1. Yes\r\n  2. No\r\n";
+        assert!(m.feed(dialog.as_bytes(), t0 + Duration::from_millis(2)).is_empty());
+        assert_eq!(m.flush(t0 + Duration::from_millis(30)), [ScreenSignal::Activity(Activity::Permission)]);
+        assert!(m.model.get_mut().pending.is_empty());
+        assert_eq!(m.rows().iter().rev().find(|r| !r.is_empty()).map(String::as_str), Some("  2. No"));
+        assert!(m.take_replies().is_empty(), "nor is it answered later");
+        // The terminal detached: queries are answered again, at once.
+        m.feed(b"x".repeat(10).as_slice(), t0 + Duration::from_millis(31));
+        m.set_answering(true);
+        m.feed(b"\x1b[6n", t0 + Duration::from_millis(32));
+        assert_eq!(m.take_replies(), b"\x1b[40;11R");
     }
 }
