@@ -293,7 +293,7 @@ pub struct Held {
 pub const EARLY_ROSTER: &str = "if (window.top === window && window.__TAURI_INTERNALS__) { \
      performance.mark('mimesis:snapshot-asked'); \
      window.__MIMESIS_ROSTER__ = new Promise((resolve, reject) => { \
-       window.__MIMESIS_ROSTER_SENT__ = resolve; \
+       window.__MIMESIS_ROSTER_SENT__ = (r) => { performance.mark('mimesis:snapshot-script'); resolve(r); }; \
        window.__TAURI_INTERNALS__.invoke('roster_snapshot_held').catch(reject); }); \
      window.__MIMESIS_ROSTER__.catch(() => {}); }";
 
