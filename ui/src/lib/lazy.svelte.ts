@@ -17,7 +17,8 @@ export class Lazy<T extends AnyComponent> {
 
   /** The component if it is loaded; else null, and it starts loading (shown when it is). */
   get(): T | null {
-    if (!this.#current) void this.load();
+    // (A load that fails is asked for again the next time the part is to be shown.)
+    if (!this.#current) this.load().catch(() => {});
     return this.#current;
   }
 
