@@ -98,7 +98,7 @@ pub async fn roster_snapshot(app: tauri::AppHandle, state: tauri::State<'_, AppS
 /// code. What changes after it waits here until the page says it listens
 /// ([`roster_listening`]).
 ///
-/// The snapshot goes to the page as one script (`window.__MIMESIS_ROSTER_SENT__ = {…};`), not
+/// The snapshot goes to the page as one script (`window.__MIMESIS_ROSTER_SENT__ = {…}; … = null;`), not
 /// as the command's reply: WebKit hands a custom protocol's body (the reply) to the page in
 /// 8 kB reads on the app's main loop, a few hundred for 2,000 sessions, while the page is
 /// busy loading. A script is one message, and a script that only assigns a JSON literal to a
@@ -106,7 +106,11 @@ pub async fn roster_snapshot(app: tauri::AppHandle, state: tauri::State<'_, AppS
 /// setter of that property takes it ([`EARLY_ROSTER`]). As the argument of a call the same
 /// literal is parsed and compiled as code: for 2,000 sessions (2.9 MB) about 110 ms of the
 /// page's main thread while it loads, against 11–15 ms assigned (WebKitGTK 2.50.6's MiniBrowser,
-/// three runs each). (serde's JSON is a valid script: every string is escaped, nothing can end it.)
+/// three runs each). The script ends with a second assignment, of `null` (which the setter
+/// ignores), so that its value is not the snapshot: WebKit sends a script's value back to the
+/// app, and 2,000 sessions' worth of it, serialized in the page and read again in the app,
+/// held the page's module and its first frame back by ~0.5 s. (serde's JSON is a valid
+/// script: every string is escaped, nothing can end it.)
 #[tauri::command]
 pub async fn roster_snapshot_held(
     app: tauri::AppHandle,
@@ -208,11 +212,13 @@ async fn prepare(app: &tauri::AppHandle, state: &AppState, hold: bool) -> CmdRes
 /// older than ES2019.
 fn roster_script(snapshot: &impl Serialize) -> serde_json::Result<String> {
     const ASSIGN: &str = "window.__MIMESIS_ROSTER_SENT__ = ";
+    // (The script's value, which WebKit hands back to the app: not the snapshot.)
+    const END: &str = "; window.__MIMESIS_ROSTER_SENT__ = null;";
     let mut out = Vec::with_capacity(64 * 1024);
     out.extend_from_slice(ASSIGN.as_bytes());
     let mut ser = serde_json::Serializer::with_formatter(&mut out, AsciiJson);
     snapshot.serialize(&mut ser)?;
-    out.push(b';');
+    out.extend_from_slice(END.as_bytes());
     // (ASCII throughout: serde_json writes only valid UTF-8, and the formatter escapes the rest.)
     String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
 }
@@ -300,7 +306,7 @@ pub const EARLY_ROSTER: &str = "if (window.top === window && window.__TAURI_INTE
      performance.mark('mimesis:snapshot-asked'); \
      window.__MIMESIS_ROSTER__ = new Promise((resolve, reject) => { \
        Object.defineProperty(window, '__MIMESIS_ROSTER_SENT__', { configurable: true, \
-         set: (r) => { performance.mark('mimesis:snapshot-script'); resolve(r); } }); \
+         set: (r) => { if (r) { performance.mark('mimesis:snapshot-script'); resolve(r); } } }); \
        window.__TAURI_INTERNALS__.invoke('roster_snapshot_held').catch(reject); }); \
      window.__MIMESIS_ROSTER__.catch(() => {}); }";
 
@@ -687,7 +693,10 @@ mod tests {
                        … é 𝄞 😀 \u{7f}";
         let snapshot = serde_json::json!({"seq": 7, "sessions": [{"sessionId": "a", "goal": hostile, hostile: 1}]});
         let script = super::roster_script(&snapshot).unwrap();
-        let arg = script.strip_prefix("window.__MIMESIS_ROSTER_SENT__ = ").and_then(|s| s.strip_suffix(';')).unwrap();
+        let arg = script
+            .strip_prefix("window.__MIMESIS_ROSTER_SENT__ = ")
+            .and_then(|s| s.strip_suffix("; window.__MIMESIS_ROSTER_SENT__ = null;"))
+            .unwrap();
         // The value is one JSON value (a JavaScript expression since ES2019), the snapshot
         // itself, and nothing of the text is left outside a string.
         let back: serde_json::Value = serde_json::from_str(arg).unwrap();

@@ -30,3 +30,18 @@ export function nextFrame(fn: () => void): void {
   requestAnimationFrame(once);
   setTimeout(once, 100);
 }
+
+/**
+ * Runs `fn` once the next frame is painted (a task after it), or after a second when no frame
+ * comes (a hidden window).
+ */
+export function afterPaint(fn: () => void): void {
+  let done = false;
+  const once = () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
+  requestAnimationFrame(() => setTimeout(once, 0));
+  setTimeout(once, 1000);
+}
