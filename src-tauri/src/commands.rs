@@ -98,19 +98,16 @@ pub async fn roster_snapshot(app: tauri::AppHandle, state: tauri::State<'_, AppS
 /// code. What changes after it waits here until the page says it listens
 /// ([`roster_listening`]).
 ///
-/// The snapshot goes to the page as one script (`window.__MIMESIS_ROSTER_SENT__ = {…}; … = null;`), not
+/// The snapshot goes to the page as one script (`window.__MIMESIS_ROSTER_SENT__({…})`), not
 /// as the command's reply: WebKit hands a custom protocol's body (the reply) to the page in
 /// 8 kB reads on the app's main loop, a few hundred for 2,000 sessions, while the page is
-/// busy loading. A script is one message, and a script that only assigns a JSON literal to a
-/// property is read by the engine's JSON parser (JavaScriptCore's JSONP path); the page's
-/// setter of that property takes it ([`EARLY_ROSTER`]). As the argument of a call the same
-/// literal is parsed and compiled as code: for 2,000 sessions (2.9 MB) about 110 ms of the
-/// page's main thread while it loads, against 11–15 ms assigned (WebKitGTK 2.50.6's MiniBrowser,
-/// three runs each). The script ends with a second assignment, of `null` (which the setter
-/// ignores), so that its value is not the snapshot: WebKit sends a script's value back to the
-/// app, and 2,000 sessions' worth of it, serialized in the page and read again in the app,
-/// held the page's module and its first frame back by ~0.5 s. (serde's JSON is a valid
-/// script: every string is escaped, nothing can end it.)
+/// busy loading. A script is one message, and its JSON literal is read by the engine's JSON
+/// parser. (serde's JSON is a valid script: every string is escaped, nothing can end it.)
+/// Tried and left (issue 37 §5): an assignment to a setter (`window.X = {…};`). In a page's
+/// `<script>` WebKit reads an assigned literal of 2.9 MB in 11–15 ms and a call's argument in
+/// ~110 ms, but through this eval the call costs no such time (window bench: the bundle's
+/// evaluation is as long either way), and a script's value goes back to the app: the
+/// assignment's value, the snapshot, serialized there and back, held the page ~0.5 s.
 #[tauri::command]
 pub async fn roster_snapshot_held(
     app: tauri::AppHandle,
@@ -204,21 +201,19 @@ async fn prepare(app: &tauri::AppHandle, state: &AppState, hold: bool) -> CmdRes
     Ok(Prepared { script, follow })
 }
 
-/// The script that hands `snapshot` to the page: its JSON assigned to the page's setter, in
+/// The script that hands `snapshot` to the page: one call with its JSON as the argument, in
 /// ASCII: every other character is escaped (`\uXXXX`). One `…` would otherwise make WebKit
 /// convert the whole script to UTF-16 on the app's main thread (2.9 MB become 5.8 MB for
 /// 2,000 sessions, 347 ellipses of shortened titles) and parse it as such in the page; and
 /// U+2028 and U+2029, which JSON leaves as they are, end no line of the script in an engine
 /// older than ES2019.
 fn roster_script(snapshot: &impl Serialize) -> serde_json::Result<String> {
-    const ASSIGN: &str = "window.__MIMESIS_ROSTER_SENT__ = ";
-    // (The script's value, which WebKit hands back to the app: not the snapshot.)
-    const END: &str = "; window.__MIMESIS_ROSTER_SENT__ = null;";
+    const CALL: &str = "window.__MIMESIS_ROSTER_SENT__(";
     let mut out = Vec::with_capacity(64 * 1024);
-    out.extend_from_slice(ASSIGN.as_bytes());
+    out.extend_from_slice(CALL.as_bytes());
     let mut ser = serde_json::Serializer::with_formatter(&mut out, AsciiJson);
     snapshot.serialize(&mut ser)?;
-    out.extend_from_slice(END.as_bytes());
+    out.push(b')');
     // (ASCII throughout: serde_json writes only valid UTF-8, and the formatter escapes the rest.)
     String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
 }
@@ -299,14 +294,11 @@ pub struct Held {
 
 /// Mimesis's page asks for its roster before its code has loaded (a script run at document
 /// start): the snapshot is read while the page parses its code. The page takes the promise
-/// (`window.__MIMESIS_ROSTER__`) when it starts, listens, then calls `roster_listening`. The
-/// snapshot comes as an assignment to `window.__MIMESIS_ROSTER_SENT__` ([`roster_script`]),
-/// whose setter resolves the promise.
+/// (`window.__MIMESIS_ROSTER__`) when it starts, listens, then calls `roster_listening`.
 pub const EARLY_ROSTER: &str = "if (window.top === window && window.__TAURI_INTERNALS__) { \
      performance.mark('mimesis:snapshot-asked'); \
      window.__MIMESIS_ROSTER__ = new Promise((resolve, reject) => { \
-       Object.defineProperty(window, '__MIMESIS_ROSTER_SENT__', { configurable: true, \
-         set: (r) => { if (r) { performance.mark('mimesis:snapshot-script'); resolve(r); } } }); \
+       window.__MIMESIS_ROSTER_SENT__ = (r) => { performance.mark('mimesis:snapshot-script'); resolve(r); }; \
        window.__TAURI_INTERNALS__.invoke('roster_snapshot_held').catch(reject); }); \
      window.__MIMESIS_ROSTER__.catch(() => {}); }";
 
@@ -686,18 +678,15 @@ mod tests {
     }
 
     #[test]
-    fn the_roster_script_assigns_the_snapshot_whatever_its_text() {
+    fn the_roster_script_is_one_call_whose_argument_is_the_snapshot_whatever_its_text() {
         // Text from transcripts: quotes, a script's end, a call, line and paragraph separators
         // (line ends in JavaScript strings before ES2019), control characters, a lone `\`.
         let hostile = "\"); alert(1); (\" </script><script>x()</script> \u{2028}\u{2029} \u{0}\u{1b}[31m \\ ${x} `y` */ // \
                        … é 𝄞 😀 \u{7f}";
         let snapshot = serde_json::json!({"seq": 7, "sessions": [{"sessionId": "a", "goal": hostile, hostile: 1}]});
         let script = super::roster_script(&snapshot).unwrap();
-        let arg = script
-            .strip_prefix("window.__MIMESIS_ROSTER_SENT__ = ")
-            .and_then(|s| s.strip_suffix("; window.__MIMESIS_ROSTER_SENT__ = null;"))
-            .unwrap();
-        // The value is one JSON value (a JavaScript expression since ES2019), the snapshot
+        let arg = script.strip_prefix("window.__MIMESIS_ROSTER_SENT__(").and_then(|s| s.strip_suffix(')')).unwrap();
+        // The argument is one JSON value (a JavaScript expression since ES2019), the snapshot
         // itself, and nothing of the text is left outside a string.
         let back: serde_json::Value = serde_json::from_str(arg).unwrap();
         assert_eq!(back, snapshot);

@@ -55,11 +55,10 @@ function takeEarlyRoster(): Promise<RosterSnapshot> | null {
   const w = window as { __MIMESIS_ROSTER__?: Promise<RosterSnapshot>; __MIMESIS_ROSTER_SENT__?: unknown };
   const early = w.__MIMESIS_ROSTER__ ?? null;
   w.__MIMESIS_ROSTER__ = undefined;
-  // Its setter (the app assigns the snapshot to it), once called, would hold the promise and so
-  // the snapshot for the page's life: every row as the launch saw it, long after the store
-  // replaced them.
+  // Its resolver, once called, would hold the promise and so the snapshot for the page's life:
+  // every row as the launch saw it, long after the store replaced them.
   const forget = () => {
-    delete w.__MIMESIS_ROSTER_SENT__;
+    w.__MIMESIS_ROSTER_SENT__ = undefined;
   };
   early?.then(forget, forget);
   return early;
