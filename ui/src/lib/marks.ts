@@ -21,14 +21,9 @@ const pending = new Set<string>();
 
 /** Runs `fn` at the next frame, or within 100 ms when no frame comes (a hidden window). */
 export function nextFrame(fn: () => void): void {
-  let done = false;
-  const once = () => {
-    if (done) return;
-    done = true;
-    fn();
-  };
-  requestAnimationFrame(once);
-  setTimeout(once, 100);
+  const run = once(fn);
+  requestAnimationFrame(run);
+  setTimeout(run, 100);
 }
 
 /**
@@ -36,12 +31,17 @@ export function nextFrame(fn: () => void): void {
  * comes (a hidden window).
  */
 export function afterPaint(fn: () => void): void {
+  const run = once(fn);
+  requestAnimationFrame(() => setTimeout(run, 0));
+  setTimeout(run, 1000);
+}
+
+/** `fn`, run at the first of several calls only. */
+function once(fn: () => void): () => void {
   let done = false;
-  const once = () => {
+  return () => {
     if (done) return;
     done = true;
     fn();
   };
-  requestAnimationFrame(() => setTimeout(once, 0));
-  setTimeout(once, 1000);
 }
