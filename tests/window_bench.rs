@@ -92,10 +92,7 @@ async fn launch(corpus: &std::path::Path, data: &std::path::Path) -> Result<(Des
                           performance.timeOrigin, nav ? nav.domContentLoadedEventEnd : null, \
                           performance.getEntriesByType('mark').filter((m) => m.name.startsWith('mimesis:')) \
                             .map((m) => [m.name.slice(8), Math.round(performance.timeOrigin + m.startTime)]) \
-                            .concat(nav ? [['doc-response', Math.round(performance.timeOrigin + nav.responseEnd)], ['dom-interactive', Math.round(performance.timeOrigin + nav.domInteractive)]] : []) \
-                            .concat(performance.getEntriesByType('resource').flatMap((r) => { const f = r.name.split('/').pop().split('-')[0]; \
-                              return [[f + '<', Math.round(performance.timeOrigin + r.startTime)], [f + '>', Math.round(performance.timeOrigin + r.responseEnd)]]; })) \
-                            .sort((a, b) => a[1] - b[1])];";
+                            .concat(nav ? [['doc-response', Math.round(performance.timeOrigin + nav.responseEnd)], ['dom-interactive', Math.round(performance.timeOrigin + nav.domInteractive)]] : [])];";
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let v = app.js(script).await?;
