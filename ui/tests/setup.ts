@@ -10,3 +10,9 @@ globalThis.ResizeObserver ??= NoopResizeObserver as unknown as typeof ResizeObse
 import { cleanup } from '@testing-library/svelte';
 import { afterEach } from 'vitest';
 afterEach(() => cleanup());
+
+// The window's lazily loaded parts (src/lib/lazy.svelte.ts) are loaded before any test, as
+// the app has them loaded once its roster is painted: a test's click finds them at once.
+import { beforeAll } from 'vitest';
+import { preloadParts } from '../src/lib/lazy.svelte';
+beforeAll(() => preloadParts());

@@ -21,12 +21,27 @@ const pending = new Set<string>();
 
 /** Runs `fn` at the next frame, or within 100 ms when no frame comes (a hidden window). */
 export function nextFrame(fn: () => void): void {
+  const run = once(fn);
+  requestAnimationFrame(run);
+  setTimeout(run, 100);
+}
+
+/**
+ * Runs `fn` once the next frame is painted (a task after it), or after a second when no frame
+ * comes (a hidden window).
+ */
+export function afterPaint(fn: () => void): void {
+  const run = once(fn);
+  requestAnimationFrame(() => setTimeout(run, 0));
+  setTimeout(run, 1000);
+}
+
+/** `fn`, run at the first of several calls only. */
+function once(fn: () => void): () => void {
   let done = false;
-  const once = () => {
+  return () => {
     if (done) return;
     done = true;
     fn();
   };
-  requestAnimationFrame(once);
-  setTimeout(once, 100);
 }
