@@ -29,7 +29,7 @@ describe('a part of the window loaded after the launch', () => {
   });
 
   it('every part of the window loads (the app preloads them once its roster is painted)', async () => {
-    await preloadParts();
+    await preloadParts('all');
     for (const [name, p] of Object.entries(parts)) expect(p.get(), name).not.toBeNull();
   });
 });

@@ -15,4 +15,4 @@ afterEach(() => cleanup());
 // the app has them loaded once its roster is painted: a test's click finds them at once.
 import { beforeAll } from 'vitest';
 import { preloadParts } from '../src/lib/lazy.svelte';
-beforeAll(() => preloadParts());
+beforeAll(() => preloadParts('all'));

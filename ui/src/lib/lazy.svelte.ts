@@ -1,7 +1,8 @@
 // Parts of the window the first screen does not show (a session's timeline or terminal, the
 // other pages, the dialogs), each in a chunk of its own: a launch loads and evaluates only the
-// roster's code, and these follow once the roster is painted (`preloadParts`), so a first
-// click finds them there. A part asked for before that loads then (`Lazy.get`).
+// roster's code; the likely first clicks' parts follow once the roster is painted
+// (`preloadParts`), so a first click finds them there. A part asked for before it has loaded
+// loads then (`Lazy.get`), and is drawn once it is there.
 import type { Component } from 'svelte';
 
 // (Each part's props are checked where it is used: its `default` as the component it is.)
@@ -40,19 +41,29 @@ export const parts = {
   sessionView: new Lazy(() => import('../components/pty/SessionView.svelte')),
   backgroundView: new Lazy(() => import('../components/bg/BackgroundView.svelte')),
   approvalBar: new Lazy(() => import('../components/ApprovalBar.svelte')),
+  historySearch: new Lazy(() => import('../components/HistorySearch.svelte')),
+  quit: new Lazy(() => import('../components/QuitDialog.svelte')),
   settings: new Lazy(() => import('../components/settings/SettingsView.svelte')),
   spend: new Lazy(() => import('../components/SpendView.svelte')),
   resources: new Lazy(() => import('../components/ResourceView.svelte')),
-  historySearch: new Lazy(() => import('../components/HistorySearch.svelte')),
   newSession: new Lazy(() => import('../components/pty/NewSessionDialog.svelte')),
   terminated: new Lazy(() => import('../components/pty/TerminatedDialog.svelte')),
-  quit: new Lazy(() => import('../components/QuitDialog.svelte')),
 };
+
+/**
+ * The parts a first click or key most often needs (a session, an approval, the search, a
+ * quit's question): preloaded once the roster is painted. The other pages and dialogs load
+ * at first use (a few tens of ms): every part preloaded kept the web process ~3 MB larger
+ * for the window's life, used or not.
+ */
+const LIKELY: readonly (keyof typeof parts)[] = ['timeline', 'sessionView', 'backgroundView', 'approvalBar', 'historySearch', 'quit'];
 
 let preloading: Promise<void> | null = null;
 
-/** Loads every part (after the roster is painted; the tests' set-up, before any test). */
-export function preloadParts(): Promise<void> {
-  preloading ??= Promise.all(Object.values(parts).map((p) => p.load().catch(() => {}))).then(() => undefined);
+/** Loads the likely parts (after the roster is painted), or every part (the tests' set-up). */
+export function preloadParts(which: 'likely' | 'all' = 'likely'): Promise<void> {
+  const load = (names: readonly (keyof typeof parts)[]) => Promise.all(names.map((n) => parts[n].load().catch(() => {}))).then(() => undefined);
+  if (which === 'all') return load(Object.keys(parts) as (keyof typeof parts)[]);
+  preloading ??= load(LIKELY);
   return preloading;
 }
