@@ -11,8 +11,9 @@ import { cleanup } from '@testing-library/svelte';
 import { afterEach } from 'vitest';
 afterEach(() => cleanup());
 
-// The window's lazily loaded parts (src/lib/lazy.svelte.ts) are loaded before any test, as
-// the app has them loaded once its roster is painted: a test's click finds them at once.
+// The window's lazily loaded parts (src/lib/lazy.svelte.ts) are all loaded before any test
+// (the app preloads the likely ones once its roster is painted, the rest at first use): a
+// test's click finds them at once. tests/lazy.test.ts covers the loading itself.
 import { beforeAll } from 'vitest';
 import { preloadParts } from '../src/lib/lazy.svelte';
 beforeAll(() => preloadParts('all'));
