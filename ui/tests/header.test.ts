@@ -38,6 +38,7 @@ it("a session of a machine that is away is not called live, and its Stop and Res
       live: head.container.querySelector('.live') !== null,
       away: head.container.querySelector('[data-testid=header-away]')?.getAttribute('data-tip') ?? null,
       ended: head.container.querySelector('[data-testid=status-badge]')?.classList.contains('ended') ?? null,
+      supervision: head.container.querySelector('[data-testid=supervision-badge]') !== null,
       stop: (actions.container.querySelector('[data-testid=pty-stop]') as HTMLButtonElement).disabled,
       stopTip: actions.container.querySelector('[data-testid=pty-stop]')?.getAttribute('data-tip'),
     };
@@ -45,10 +46,11 @@ it("a session of a machine that is away is not called live, and its Stop and Res
     actions.unmount();
     return out;
   };
-  expect(view('live')).toEqual({ live: true, away: null, ended: false, stop: false, stopTip: 'Stop the agent (it can be resumed)' });
+  expect(view('live')).toEqual({ live: true, away: null, ended: false, supervision: true, stop: false, stopTip: 'Stop the agent (it can be resumed)' });
   const away = view('unreachable');
   expect(away.live).toBe(false);
   expect(away.ended).toBe(true);
+  expect(away.supervision).toBe(false);
   expect(away.stop).toBe(true);
   expect(away.away).toContain('devbox is unreachable: ssh: connect refused');
   expect(away.stopTip).toBe(away.away);

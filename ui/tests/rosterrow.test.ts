@@ -93,3 +93,19 @@ it('a session a quit of Mimesis interrupted is marked on its own row, whose Resu
   expect(plain.container.querySelector('[data-testid=interrupted-mark]')).toBeNull();
   expect(container.querySelector('[data-testid=row-resume]')).not.toBeNull();
 });
+
+it('a row of a machine that is away shows no live dot and no live badge: what it shows is the last state seen', () => {
+  const s = session('devbox:r', { host: 'devbox', live: true, pid: 9, status: 'working' });
+  const look = (hostAway?: string) => {
+    const { container, unmount } = render(RosterRow, { props: { session: s, selected: false, open: false, onpick: () => {}, hostAway } });
+    const out = {
+      dot: container.querySelector('.live-dot') !== null,
+      ended: container.querySelector('[data-testid=status-badge]')?.classList.contains('ended'),
+      away: container.querySelector('[data-testid=host-badge]')?.getAttribute('data-away') ?? null,
+    };
+    unmount();
+    return out;
+  };
+  expect(look()).toEqual({ dot: true, ended: false, away: null });
+  expect(look('devbox is unreachable. This is the last state seen.')).toEqual({ dot: false, ended: true, away: 'true' });
+});
