@@ -22,6 +22,7 @@ describe('RosterIndex', () => {
         live: rand(2) === 0,
         status: rand(2) === 0 ? 'working' : 'idle',
         transcriptPath: ['/a/x.jsonl', '/b/y.jsonl', '/c/z.jsonl'][rand(3)],
+        host: rand(3) === 0 ? 'devbox' : null,
       });
     for (const s of [make('p'), make('q')]) ref.set(s.sessionId, s);
     ix.reset(ref.values());
@@ -39,6 +40,7 @@ describe('RosterIndex', () => {
       expect(ix.order.map((s) => s.sessionId)).toEqual(all.sort(byActivityDesc).map((s) => s.sessionId));
       expect(ix.current).toBe(all.filter((s) => !s.superseded).length);
       expect(ix.live).toBe(all.filter((s) => !s.superseded && running(s)).length);
+      expect(ix.liveByHost.get('devbox') ?? 0).toBe(all.filter((s) => !s.superseded && running(s) && s.host === 'devbox').length);
       expect(ix.rootCounts.get('/a')).toBe(all.filter((s) => s.transcriptPath.startsWith('/a/')).length);
       expect(ix.rootCounts.get('/b/')).toBe(all.filter((s) => s.transcriptPath.startsWith('/b/')).length);
     }

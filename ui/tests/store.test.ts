@@ -320,9 +320,15 @@ describe('other machines (issue 13)', () => {
     b.fire('remote:events', { events: [{ type: 'removed', sessionId: 'devbox:r1' }] });
     expect(store.sorted.map((s) => s.sessionId).sort()).toEqual(['devbox:r2', 'r1']);
 
+    b.fire('remote:events', { events: [{ type: 'updated', sessionId: 'devbox:r2', changes: { status: 'working' } }] });
+    const running = store.totals.live;
     b.fire('hosts:changed', { hosts: [{ host: 'devbox', state: 'stale', message: 'the connection was closed', lastSeen: at(3), sessions: 1, version: '0.1.0', retryInSecs: 2 }] });
     expect(store.hosts[0].state).toBe('stale');
     expect(store.get('devbox:r2')).toBeDefined();
+    // Its last state was "working", but a machine that is away runs nothing the user can see.
+    expect(store.totals.live).toBe(running - 1);
+    b.fire('hosts:changed', { hosts: [{ host: 'devbox', state: 'live', message: null, lastSeen: at(4), sessions: 1, version: '0.1.0', retryInSecs: null }] });
+    expect(store.totals.live).toBe(running);
   });
 
   it('a machine\'s state that changed while the snapshot was read is not taken back by it', async () => {

@@ -23,6 +23,9 @@ export class RosterIndex implements SessionTable {
   current = 0;
   /** Sessions not superseded that are running (`running`). */
   live = 0;
+  /** Of those, the ones of each other machine (`host`): a machine that is away shows its rows'
+   * last state, which is not running now. */
+  readonly liveByHost = new Map<string, number>();
   readonly rootCounts = new Map<string, number>();
   readonly work: IndexWork = { rows: 0, compares: 0 };
   #roots: { path: string; prefix: string }[] = [];
@@ -105,7 +108,10 @@ export class RosterIndex implements SessionTable {
   #count(s: TrackedSession, sign: 1 | -1): void {
     if (!s.superseded) {
       this.current += sign;
-      if (running(s)) this.live += sign;
+      if (running(s)) {
+        this.live += sign;
+        if (s.host) this.liveByHost.set(s.host, (this.liveByHost.get(s.host) ?? 0) + sign);
+      }
     }
     for (const r of this.#roots) {
       this.work.compares++;
@@ -116,6 +122,7 @@ export class RosterIndex implements SessionTable {
   #recount(): void {
     this.current = 0;
     this.live = 0;
+    this.liveByHost.clear();
     this.rootCounts.clear();
     for (const r of this.#roots) this.rootCounts.set(r.path, 0);
     for (const s of this.sessions.values()) this.#count(s, 1);

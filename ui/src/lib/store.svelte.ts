@@ -117,7 +117,10 @@ export class RosterStore {
   // Counted per event by the index: reading them is O(1) (O(roots) for the per-root counts).
   readonly totals: Totals = $derived.by(() => {
     void this.version;
-    return { sessions: this.#index.current, live: this.#index.live, needsYou: this.attention.size };
+    // A machine that is away: its rows are the last state seen, not sessions running now.
+    let away = 0;
+    for (const h of this.hosts) if (h.state !== 'live') away += this.#index.liveByHost.get(h.host) ?? 0;
+    return { sessions: this.#index.current, live: this.#index.live - away, needsYou: this.attention.size };
   });
   /** Sessions per root, counted live from transcript paths (the snapshot's count goes stale). */
   readonly rootCounts: Map<string, number> = $derived.by(() => {
