@@ -144,6 +144,10 @@ describe('countOf and indexingText', () => {
     const { countOf, indexingText } = await import('../src/lib/format');
     expect(countOf(1, 'session')).toBe('1 session');
     expect(countOf(1240, 'session')).toBe('1,240 sessions');
+    // Whole numbers are grouped without ICU, as en-US groups them; the rest through it.
+    const { formatInt } = await import('../src/lib/format');
+    const en = new Intl.NumberFormat('en-US');
+    for (const n of [0, 7, 999, 1000, 12_345, 999_999, 1_234_567, -1234, -999, Number.MAX_SAFE_INTEGER, 1234.5, 1e21]) expect(formatInt(n)).toBe(en.format(n));
     expect(indexingText({ indexing: true, done: 0, total: 0 })).toBe('Looking for sessions…');
     expect(indexingText({ indexing: true, done: 1240, total: 2000 })).toBe('Reading 1,240 of 2,000 sessions…');
     expect(indexingText({ indexing: false, done: 2000, total: 2000 })).toBeNull();
@@ -196,6 +200,10 @@ describe('locale formatting', () => {
       expect(formatMoment('2026-01-02T03:04:05Z', Date.parse('2026-03-01T00:00:00Z'))).toMatch(/^2 Jan 2026, \d\d:\d\d$/);
       expect(newDay(undefined, { timestamp: '2026-11-24T12:00:00Z' })).toBe('Tuesday, 24 November 2026');
       expect(countOf(1240, 'session')).toBe('1,240 sessions');
+    // Whole numbers are grouped without ICU, as en-US groups them; the rest through it.
+    const { formatInt } = await import('../src/lib/format');
+    const en = new Intl.NumberFormat('en-US');
+    for (const n of [0, 7, 999, 1000, 12_345, 999_999, 1_234_567, -1234, -999, Number.MAX_SAFE_INTEGER, 1234.5, 1e21]) expect(formatInt(n)).toBe(en.format(n));
       expect(indexingText({ indexing: true, done: 1500, total: 2000 })).toBe('Reading 1,500 of 2,000 sessions…');
       expect(formatDollars(1234.5)).toBe('$1,234.50');
       expect(dollars(4)).toBe('$4.00');

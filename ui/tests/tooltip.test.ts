@@ -2,6 +2,7 @@
 // hover or keyboard focus after a delay and go when the pointer leaves or a key comes.
 import { fireEvent } from '@testing-library/svelte';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { formatMoment } from '../src/lib/format';
 import { TOOLTIP_DELAY_MS, installTooltips } from '../src/lib/tooltip';
 
 const SVELTE = import.meta.glob<string>('../src/**/*.svelte', { query: '?raw', import: 'default', eager: true });
@@ -60,5 +61,22 @@ describe('tooltips', () => {
     expect(bubble.hidden).toBe(true);
     stop();
     expect(document.getElementById('mimesis-tooltip')).toBeNull();
+  });
+
+  it('writes a moment\'s tip (`data-tip-at`) when it shows', async () => {
+    vi.useFakeTimers();
+    const stop = installTooltips();
+    const when = document.createElement('span');
+    when.dataset.tipAt = '2026-11-24T14:03:07Z';
+    when.textContent = '5 d ago';
+    document.body.append(when);
+    const bubble = document.getElementById('mimesis-tooltip') as HTMLElement;
+    await fireEvent.pointerOver(when);
+    vi.advanceTimersByTime(TOOLTIP_DELAY_MS);
+    expect(bubble.hidden).toBe(false);
+    expect(bubble.textContent).toBe(formatMoment('2026-11-24T14:03:07Z', Date.now()));
+    expect(bubble.textContent).toMatch(/^2[45] Nov 2026, \d\d:\d\d$/);
+    stop();
+    when.remove();
   });
 });

@@ -25,14 +25,23 @@ export function formatTokens(n: number): string {
 
 // Formatters made once: `toLocaleString` and `toLocaleDateString` with a locale make a new one
 // at every call, and each costs the page about 0.4 MB that stays after it (ICU's tables,
-// measured per roster row: the window's web process, 2,000 sessions).
-const grouped = new Intl.NumberFormat('en-US');
-const shortMonth = new Intl.DateTimeFormat('en-GB', { month: 'short' });
-const longDay = new Intl.DateTimeFormat('en-GB', { weekday: 'long', day: 'numeric', month: 'long', year: 'numeric' });
+// measured per roster row: the window's web process, 2,000 sessions). And each is made at its
+// first use, not when the page's code loads: WebKit's first formatter loads ICU, 6–17 ms of
+// a launch (issue 37 §5), and the first screen needs none.
+function once<T>(make: () => T): () => T {
+  let made: T | undefined;
+  return () => (made ??= make());
+}
+const grouped = once(() => new Intl.NumberFormat('en-US'));
+const shortMonth = once(() => new Intl.DateTimeFormat('en-GB', { month: 'short' }));
+const longDay = once(() => new Intl.DateTimeFormat('en-GB', { weekday: 'long', day: 'numeric', month: 'long', year: 'numeric' }));
+const twoDecimals = once(() => new Intl.NumberFormat('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 }));
 /** `$1,234.56`'s number: two decimals, grouped. */
-export const cents = new Intl.NumberFormat('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+export const cents = { format: (n: number): string => twoDecimals().format(n) };
+/** 1,234,567: grouped as en-US groups it (a whole number's groups are written here, without ICU). */
 export function formatInt(n: number): string {
-  return grouped.format(n);
+  if (!Number.isSafeInteger(n)) return grouped().format(n);
+  return String(n).replace(/\B(?=(\d{3})+$)/g, ',');
 }
 
 export function usageBreakdown(u: Usage): string {
@@ -227,14 +236,14 @@ export function turnDurationText(text: string): string {
 
 /** `n` and its noun, singular for one: "1 session", "1,240 sessions". */
 export function countOf(n: number, one: string, many = one + 's'): string {
-  return `${grouped.format(n)} ${n === 1 ? one : many}`;
+  return `${formatInt(n)} ${n === 1 ? one : many}`;
 }
 
 /** The initial index in words, or null once it is done. */
 export function indexingText(p: { indexing: boolean; done: number; total: number }): string | null {
   if (!p.indexing) return null;
   if (p.total === 0) return 'Looking for sessions…';
-  return `Reading ${grouped.format(p.done)} of ${countOf(p.total, 'session')}…`;
+  return `Reading ${formatInt(p.done)} of ${countOf(p.total, 'session')}…`;
 }
 
 /** The day `item` falls on ("Tuesday, 24 November 2026"), when it is the first item (no
@@ -245,7 +254,7 @@ export function newDay(prev: { timestamp: string | null } | undefined, item: { t
   const day = (ms: number) => new Date(ms).toDateString();
   const p = prev ? parseTime(prev.timestamp) : null;
   if (prev && (p === null || day(p) === day(t))) return null;
-  return longDay.format(new Date(t));
+  return longDay().format(new Date(t));
 }
 
 /** A moment in the one date style of the window: "14:03:07" today, "24 Nov 2026, 14:03" on another day. */
@@ -255,7 +264,7 @@ export function formatMoment(iso: string | null, now: number): string {
   const d = new Date(t);
   if (d.toDateString() === new Date(now).toDateString()) return clockTime(iso);
   const p = (x: number) => String(x).padStart(2, '0');
-  return `${d.getDate()} ${shortMonth.format(d)} ${d.getFullYear()}, ${p(d.getHours())}:${p(d.getMinutes())}`;
+  return `${d.getDate()} ${shortMonth().format(d)} ${d.getFullYear()}, ${p(d.getHours())}:${p(d.getMinutes())}`;
 }
 
 type Named = Pick<TrackedSession, 'sessionId' | 'title' | 'goal' | 'cwd'> & { name?: string | null };

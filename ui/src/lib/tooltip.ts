@@ -3,7 +3,11 @@
 // which lingers over rows and cannot be reached from the keyboard. An element asks for one
 // with `data-tip="…"`; one set of listeners on the document serves them all (rows come and go
 // by the hundred: nothing is attached to each), and one tooltip element shows it. Nothing is
-// shown when the element already shows the whole text.
+// shown when the element already shows the whole text. A moment's tip (`data-tip-at="<ISO
+// time>"`, say "24 Nov 2026, 14:03") is written when it shows: a row need not format its date
+// to be drawn.
+
+import { formatMoment } from './format';
 
 /** How long the pointer or the focus rests on an element before its tooltip shows. */
 export const TOOLTIP_DELAY_MS = 500;
@@ -20,7 +24,8 @@ export function installTooltips(doc: Document = document): () => void {
   let owner: HTMLElement | null = null;
   let timer: ReturnType<typeof setTimeout> | null = null;
 
-  const tipOf = (t: EventTarget | null): HTMLElement | null => (t instanceof win.Element ? (t.closest('[data-tip]') as HTMLElement | null) : null);
+  const tipOf = (t: EventTarget | null): HTMLElement | null =>
+    t instanceof win.Element ? (t.closest('[data-tip], [data-tip-at]') as HTMLElement | null) : null;
 
   function hide(): void {
     if (timer) clearTimeout(timer);
@@ -31,7 +36,8 @@ export function installTooltips(doc: Document = document): () => void {
   }
 
   function show(el: HTMLElement): void {
-    const text = el.dataset.tip ?? '';
+    const at = el.dataset.tipAt;
+    const text = el.dataset.tip ?? (at ? formatMoment(at, Date.now()) : '');
     if (!el.isConnected || !text || showsItAll(el, text)) return;
     bubble.textContent = text;
     bubble.hidden = false;
