@@ -420,10 +420,9 @@ async fn a_first_index_in_the_background_reads_every_file_all_the_same() {
     first_index_progress(IndexPriority::Background).await;
 }
 
-async fn first_index_progress(index_priority: IndexPriority) {
-    let r = root();
-    let n = 1_100; // more than two parts of the index
-    let big = "x".repeat(70_000); // files larger than a peek reads
+/// `n` transcripts of a prompt and a reply; one in 100 larger than a peek reads.
+fn many_sessions(r: &Root, n: usize) {
+    let big = "x".repeat(70_000);
     for i in 0..n {
         let id = format!("{i:08x}-0000-4000-8000-000000000000");
         let mut bytes = line(&prompt("a task"));
@@ -433,6 +432,12 @@ async fn first_index_progress(index_priority: IndexPriority) {
         bytes.extend(line(&reply(i)));
         std::fs::write(r.project.join(format!("{id}.jsonl")), bytes).unwrap();
     }
+}
+
+async fn first_index_progress(index_priority: IndexPriority) {
+    let r = root();
+    let n = 1_100; // more than two parts of the index
+    many_sessions(&r, n);
     let engine = Engine::start(EngineConfig {
         roots: vec![r.root.clone()],
         poll_interval: Duration::from_millis(200),
@@ -466,6 +471,71 @@ async fn first_index_progress(index_priority: IndexPriority) {
             .unwrap()
             .contains_key("provisional"))
     );
+    engine.shutdown().await;
+}
+
+/// A page that reads its snapshot while the app's first index (in the background) adopts its
+/// parts, and applies every event after that snapshot's `seq`, has the final roster: the
+/// snapshot may already hold numbers whose events come later, and applied again they change
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_during_the_first_index_and_the_events_after_it_give_the_final_roster() {
+    let r = root();
+    let n = 1_100;
+    many_sessions(&r, n);
+    let engine = Engine::start(EngineConfig {
+        roots: vec![r.root.clone()],
+        poll_interval: Duration::from_millis(200),
+        index_priority: IndexPriority::Background,
+        ..Default::default()
+    });
+    let mut rx = engine.subscribe();
+    engine.ready().await;
+    let mut progress = engine.subscribe_progress();
+    // A snapshot once a part is in, if the index has not ended by then.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let p = *progress.borrow_and_update();
+        if p.done > 0 || !p.indexing {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no part came");
+        let _ = tokio::time::timeout(Duration::from_secs(5), progress.changed()).await;
+    }
+    let during = engine.snapshot().await.unwrap();
+    while progress.borrow_and_update().indexing {
+        assert!(Instant::now() < deadline, "the index never ended");
+        let _ = tokio::time::timeout(Duration::from_secs(5), progress.changed()).await;
+    }
+    let end = engine.snapshot().await.unwrap();
+    let mut rows: std::collections::HashMap<_, _> =
+        during.sessions.into_iter().map(|s| (s.session_id.clone(), s)).collect();
+    let mut updated = 0;
+    loop {
+        match rx.try_recv() {
+            Ok(e) if e.seq <= during.seq => {}
+            Ok(e) => match &e.event {
+                StoreEvent::Discovered { session } => {
+                    rows.insert(session.session_id.clone(), (**session).clone());
+                }
+                StoreEvent::Updated { session_id, changes } => {
+                    updated += 1;
+                    rows.get_mut(session_id).expect("an update of a known row").apply((**changes).clone());
+                }
+                StoreEvent::Removed { session_id } => {
+                    rows.remove(session_id);
+                }
+            },
+            Err(broadcast::error::TryRecvError::Empty) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(end.sessions.len(), n);
+    assert!(during.seq == end.seq || updated > 0, "the full reads' numbers were published");
+    for s in &end.sessions {
+        assert_eq!(rows.get(&s.session_id), Some(s), "the page's row of {}", s.session_id);
+    }
+    assert_eq!(rows.len(), n);
     engine.shutdown().await;
 }
 
