@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use fantoccini::key::Key;
+use mimesis_core::supervision::flow::HIGH_WATER;
 use mimesis_tests::supervised::standin;
 use mimesis_tests::webdriver::{AppFolders as Fixture, DesktopApp, axe_violations, processes_in, workspace_root};
 use serde_json::Value;
@@ -282,9 +283,6 @@ async fn session_flow(app: &DesktopApp, fx: &Fixture) -> Result<()> {
 }
 
 // ---- floods: flow control ----
-
-/// The flow control's high-water mark (src-tauri/src/pty.rs): never more unparsed in the page.
-const HIGH_WATER: u64 = 4 * 1024 * 1024;
 
 /// An agent that says `ready`, waits for a line, `cat`s `bytes` of 100-column text lines,
 /// prints `marker` on a line of its own, then echoes the next line it reads as `after: …`.

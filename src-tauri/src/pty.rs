@@ -23,7 +23,7 @@ use std::time::Duration;
 use mimesis_core::SessionId;
 use mimesis_core::approval::{Answered, Via};
 use mimesis_core::dialog::{Answer, Dialog};
-use mimesis_core::supervision::flow::{Flow, HIGH_WATER, LOW_WATER, RESET, visible_tail};
+use mimesis_core::supervision::flow::{Flow, RESET, visible_tail};
 use mimesis_core::supervision::{AgentCommand, Resources, SupervisionEvent};
 use mimesis_wiring::plain::PlainTerminal;
 use mimesis_wiring::{Attachment, Mimesis, Supervisor};
@@ -41,15 +41,15 @@ use crate::remote_pty::{RemoteTerminals, refused};
 /// Output is sent to the webview at most once per frame (a keystroke's echo right away,
 /// a flood as one message per frame)…
 const FRAME: Duration = Duration::from_millis(16);
-/// …or when this much is waiting: bigger messages cost the webview more than they save.
-const MESSAGE_MAX: usize = 512 * 1024;
-/// Output kept per session (the engine's default, stated here because flow control relies
-/// on it): what a resync shows (its last `flow::TERMINAL_LINES`, the xterm's 3,000 lines of
-/// scrollback in TerminalPane and a screen). 10,000 lines of Claude Code's output, coloured
+/// …or when this much is waiting: bigger messages cost the webview more than they save,
+/// and a quarter of the flow control's high-water mark keeps output flowing while the page
+/// acks.
+const MESSAGE_MAX: usize = 256 * 1024;
+/// Output kept per session (the engine's default): what a resync shows is its end
+/// (`flow::visible_tail`: the xterm's 3,000 lines of scrollback in TerminalPane and a
+/// screen, at most `flow::RESYNC_MAX` bytes). 10,000 lines of Claude Code's output, coloured
 /// and styled (some 200 bytes a line); 20,000 plain 100-column lines.
 pub const SCROLLBACK: usize = 2 * 1024 * 1024;
-// A resync at the low-water mark never takes the page over the high one.
-const _: () = assert!(SCROLLBACK as u64 + RESET.len() as u64 + LOW_WATER <= HIGH_WATER);
 
 /// One terminal attachment of the webview: its forwarder and where its acks go.
 struct Forwarder {

@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -146,7 +147,7 @@ impl Terminals for OsTerminals {
             cmd.env(k, v);
         }
         let master = pair.master;
-        let output = master.try_clone_reader().map_err(|e| StartError::ReadPty(e.to_string()))?;
+        let output = PtyReader::of(&*master).map_err(|e| StartError::ReadPty(e.to_string()))?;
         let input = master.take_writer().map_err(|e| StartError::WritePty(e.to_string()))?;
         let pid = {
             let mut waited = waited_agents();
@@ -164,6 +165,43 @@ impl Terminals for OsTerminals {
         drop(pair.slave);
         let process = Arc::new(OsProcess { pid, reaped: Mutex::new(false), master: Mutex::new(master) });
         Ok(Started { output, input, process })
+    }
+}
+
+/// The PTY's output as a flood comes. One read of a terminal gives at most what its line
+/// discipline holds (4 KB); while more is waiting (`poll`, which also moves what the kernel
+/// holds for the terminal into it), this reads on, up to the caller's buffer. So a flood
+/// reaches the session's actor in pieces of 64 KB, not 4 KB, each a thread's wake-up.
+struct PtyReader(std::fs::File);
+
+impl PtyReader {
+    fn of(master: &dyn MasterPty) -> std::io::Result<Box<dyn Read + Send>> {
+        let fd = master.as_raw_fd().ok_or_else(|| std::io::Error::other("the terminal has no descriptor"))?;
+        // SAFETY: the master is open while this borrows it; the copy is our own.
+        let own = unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned()?;
+        Ok(Box::new(PtyReader(std::fs::File::from(own))))
+    }
+
+    /// Output is waiting (no wait).
+    fn waiting(&self) -> bool {
+        let mut pfd = libc::pollfd { fd: self.0.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one pollfd of ours; no wait.
+        let ready = unsafe { libc::poll(&mut pfd, 1, 0) };
+        ready == 1 && pfd.revents & libc::POLLIN != 0
+    }
+}
+
+impl Read for PtyReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut n = self.0.read(buf)?;
+        while n > 0 && n < buf.len() && self.waiting() {
+            match self.0.read(&mut buf[n..]) {
+                Ok(m) if m > 0 => n += m,
+                // The end (or the error) comes again at the next read.
+                _ => break,
+            }
+        }
+        Ok(n)
     }
 }
 
@@ -247,5 +285,35 @@ impl AgentProcess for OsProcess {
         let size = PtySize { rows, cols, pixel_width: 0, pixel_height: 0 };
         let master = self.master.lock().unwrap_or_else(|e| e.into_inner());
         master.resize(size).map_err(|e| TerminalError::Resize(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+
+    use portable_pty::{PtySize, native_pty_system};
+
+    #[test]
+    fn a_flood_is_read_in_pieces_bigger_than_the_terminal_holds() {
+        let pair = native_pty_system().openpty(PtySize::default()).unwrap();
+        let mut reader = super::PtyReader::of(&*pair.master).unwrap();
+        // The terminal's program writes until the kernel holds no more (no line ends: nothing
+        // is added), all before the first read.
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut tty = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(pair.master.tty_name().unwrap())
+            .unwrap();
+        let mut sent = 0;
+        while let Ok(m) = tty.write(&[b'x'; 1024]) {
+            sent += m;
+        }
+        assert!(sent > 8 * 1024, "the kernel holds {sent} bytes");
+        let mut buf = vec![0u8; sent + 1];
+        let n = reader.read(&mut buf).unwrap();
+        assert_eq!(n, sent, "one read takes all that waits, not the line discipline's 4 KB");
+        assert!(buf[..n].iter().all(|b| *b == b'x'));
     }
 }
