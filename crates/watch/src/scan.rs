@@ -242,26 +242,17 @@ pub fn peek_file(location: TranscriptLocation) -> std::io::Result<IndexedFile> {
             }
         }
     };
-    let mut head = vec![0u8; PEEK_HEAD];
-    file.read_exact(&mut head)?;
-    apply_complete_lines(&head, &mut facts);
-    let mut window = PEEK_TAIL;
-    loop {
-        let start = len.saturating_sub(window).max(PEEK_HEAD);
-        let mut tail = vec![0u8; len - start];
-        file.seek(SeekFrom::Start(start as u64))?;
-        file.read_exact(&mut tail)?;
-        // The window starts mid-line: skip to the first line that starts inside it.
-        let first = memchr::memchr(b'\n', &tail).map(|i| i + 1);
-        let has_record = first.is_some_and(|f| memchr::memchr(b'\n', &tail[f..]).is_some());
-        if has_record || window >= PEEK_TAIL_MAX || start == PEEK_HEAD {
-            if let Some(f) = first {
-                apply_complete_lines(&tail[f..], &mut facts);
-            }
-            break;
-        }
-        window *= 4;
+    // One buffer per thread for both ends, reused: two fresh zeroed windows per file were a
+    // memset of 128 MB to peek at 2,000 transcripts.
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
+    let mut buf = BUF.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    let read = peek_ends(&mut file, len, &mut buf, &mut |bytes| apply_complete_lines(bytes, &mut facts));
+    if buf.capacity() <= PEEK_HEAD.max(PEEK_TAIL) {
+        BUF.with(|b| *b.borrow_mut() = buf);
+    }
+    read?;
     Ok(IndexedFile {
         location,
         tail: FileTail::new(PathBuf::new()),
@@ -270,6 +261,37 @@ pub fn peek_file(location: TranscriptLocation) -> std::io::Result<IndexedFile> {
         peeked: true,
         as_stored: false,
     })
+}
+
+/// Reads the head of `file` (`len` bytes long) and then its tail into `buf`, handing each
+/// window's complete lines to `apply` (the tail's from the first line that starts in it).
+fn peek_ends(
+    file: &mut std::fs::File,
+    len: usize,
+    buf: &mut Vec<u8>,
+    apply: &mut impl FnMut(&[u8]),
+) -> std::io::Result<()> {
+    buf.resize(PEEK_HEAD, 0);
+    file.read_exact(buf)?;
+    apply(buf);
+    let mut window = PEEK_TAIL;
+    loop {
+        let start = len.saturating_sub(window).max(PEEK_HEAD);
+        buf.resize(len - start, 0);
+        file.seek(SeekFrom::Start(start as u64))?;
+        file.read_exact(buf)?;
+        let tail = &buf[..];
+        // The window starts mid-line: skip to the first line that starts inside it.
+        let first = memchr::memchr(b'\n', tail).map(|i| i + 1);
+        let has_record = first.is_some_and(|f| memchr::memchr(b'\n', &tail[f..]).is_some());
+        if has_record || window >= PEEK_TAIL_MAX || start == PEEK_HEAD {
+            if let Some(f) = first {
+                apply(&tail[f..]);
+            }
+            return Ok(());
+        }
+        window *= 4;
+    }
 }
 
 #[cfg(test)]
@@ -339,5 +361,45 @@ mod tests {
         let full = IndexedFile::read(loc).unwrap();
         assert_eq!(full.facts.usage.output_tokens, 200);
         assert_eq!(full.facts.tail, peek.facts.tail);
+    }
+
+    /// Peeks on one thread share a buffer: one peek's bytes never show in the next one's,
+    /// whatever the order of short and widened windows.
+    #[test]
+    fn peeks_in_a_row_see_only_their_own_bytes() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join(".claude");
+        let dir = root.join("projects/-p");
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, goal: &str, last_len: usize, model: &str| {
+            let path = dir.join(name);
+            let mut f = std::fs::File::create(&path).unwrap();
+            let user = serde_json::json!({"type":"user","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/p","message":{"content":goal}});
+            writeln!(f, "{user}").unwrap();
+            let filler = "x".repeat(1000);
+            for i in 0..100 {
+                let v = serde_json::json!({"type":"assistant","timestamp":"2026-11-01T10:00:01.000Z","requestId":format!("r{i}"),
+                    "message":{"id":format!("m{i}"),"model":"claude-x","content":[{"type":"text","text":filler}]}});
+                writeln!(f, "{v}").unwrap();
+            }
+            // The last record, longer than the tail's first window when `last_len` is.
+            let v = serde_json::json!({"type":"assistant","timestamp":"2026-11-01T10:05:00.000Z","message":{"id":"mz","model":model,
+                "content":[{"type":"text","text":"y".repeat(last_len)}]}});
+            writeln!(f, "{v}").unwrap();
+            TranscriptLocation::of(&root, &path).unwrap()
+        };
+        let wide = write("a1.jsonl", "the wide one", 3 * PEEK_TAIL, "claude-wide");
+        let short = write("b2.jsonl", "the short one", 10, "claude-short");
+        let facts = |loc: &TranscriptLocation| {
+            let p = peek_file(loc.clone()).unwrap();
+            (p.facts.goal().map(str::to_owned), p.facts.model.clone(), p.facts.malformed)
+        };
+        let alone = [facts(&wide), facts(&short)];
+        assert_eq!(alone[0], (Some("the wide one".to_owned()), Some("claude-wide".to_owned()), 0));
+        assert_eq!(alone[1], (Some("the short one".to_owned()), Some("claude-short".to_owned()), 0));
+        for _ in 0..2 {
+            assert_eq!([facts(&short), facts(&wide)], [alone[1].clone(), alone[0].clone()]);
+            assert_eq!([facts(&wide), facts(&short)], alone);
+        }
     }
 }
