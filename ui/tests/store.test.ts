@@ -182,6 +182,33 @@ describe('RosterStore', () => {
     expect(store.sorted.map((s) => s.sessionId)).toEqual(['b', 'a']);
   });
 
+  it('shows an early roster that came already before any listener, and one on its way only once started', async () => {
+    const { b, store } = setup();
+    b.handlers.roster_listening = () => null;
+    b.early = Promise.resolve(snapshot({ seq: 5, sessions: [session('a', { lastActivityAt: at(1) })] }));
+    expect(await store.showEarly()).toBe(true);
+    // On screen before anything was asked of the app.
+    expect(store.sorted.map((s) => s.sessionId)).toEqual(['a']);
+    expect(b.calls).toEqual([]);
+    await store.start();
+    // Listening, it releases the held events; the roster is not read again.
+    expect(b.count('roster_listening')).toBe(1);
+    expect(b.count('roster_snapshot')).toBe(0);
+
+    const later = setup();
+    later.b.handlers.roster_listening = () => null;
+    let arrive: (s: RosterSnapshot) => void = () => {};
+    later.b.early = new Promise((r) => (arrive = r));
+    expect(await later.store.showEarly()).toBe(false);
+    expect(later.store.loaded).toBe(false);
+    const started = later.store.start();
+    arrive(snapshot({ seq: 5, sessions: [session('b')] }));
+    await started;
+    expect(later.store.sorted.map((s) => s.sessionId)).toEqual(['b']);
+    expect(later.b.count('roster_listening')).toBe(1);
+    expect(later.b.count('roster_snapshot')).toBe(0);
+  });
+
   it('asks for the roster itself when the early one failed, or its events could not be released', async () => {
     for (const fail of ['early', 'listening'] as const) {
       const { b, store } = setup({ seq: 9, sessions: [session('now')] });

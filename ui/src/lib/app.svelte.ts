@@ -7,7 +7,7 @@ import { getContext, setContext } from 'svelte';
 import type { Backend } from './backend';
 import { BackgroundControl, isBackground } from './background';
 import { HistorySearch, hitSession } from './history.svelte';
-import { nextFrame } from './marks';
+import { afterPaint, nextFrame } from './marks';
 import { RosterStore } from './store.svelte';
 import { SupervisionStore } from './supervision.svelte';
 import { TimelineView } from './timeline.svelte';
@@ -52,9 +52,16 @@ export class AppController {
       if (this.#stopped) return;
       this.fake = b.fake;
       const store = new RosterStore(b, { schedule: nextFrame });
+      // The launch's roster, when it came before the page's code had run: drawn and painted
+      // before the stores ask the app for their listeners (round trips the first frame
+      // would wait for); its events wait in the app until the store listens.
+      const shown = await store.showEarly();
+      if (this.#stopped) return;
       const view = new TimelineView(b);
       const sup = new SupervisionStore(b, { onopen: (id) => this.showSession(id) });
       this.engine = { backend: b, store, view, sup };
+      if (shown) await new Promise<void>((painted) => afterPaint(painted));
+      if (this.#stopped) return;
       // Side by side: the roster's snapshot does not wait behind the other stores' listeners.
       await Promise.all([
         view.start().then(() => performance.mark('mimesis:timeline-listening')),

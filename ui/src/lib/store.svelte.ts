@@ -297,7 +297,8 @@ export class RosterStore {
    *  as it is there, before the listeners are: its events wait in the app until the page
    *  says it listens (`roster_listening`). */
   async start(): Promise<void> {
-    const early = this.#backend.earlyRoster?.() ?? null;
+    const early = this.#early ?? this.#backend.earlyRoster?.() ?? null;
+    this.#early = null;
     this.#listeners.stop();
     const listeners = (this.#listeners = new Listeners());
     const listening = listeners.add(
@@ -369,6 +370,27 @@ export class RosterStore {
 
   /** A snapshot was asked for (newer than the page's early one, if any). */
   #asked = false;
+
+  /** The early snapshot, taken by `showEarly` for `start` (which says the page listens). */
+  #early: Promise<RosterSnapshot> | null = null;
+
+  /**
+   * Shows the snapshot the page asked for at document start if it is here already, before
+   * anything else is asked of the app (each listener is a round trip): the page's first
+   * frame is the roster's. True when shown; `start` then listens and releases its events.
+   */
+  async showEarly(): Promise<boolean> {
+    const early = (this.#early = this.#backend.earlyRoster?.() ?? null);
+    if (!early) return false;
+    // (An early snapshot that has come already wins the race: its reaction is queued first.
+    // One on its way, or failed, is `start`'s to wait for.)
+    const snap = await Promise.race([early, Promise.resolve(null)]).catch(() => null);
+    if (!snap || this.loaded || this.#asked) return false;
+    performance.mark(SNAPSHOT);
+    this.applySnapshot(snap);
+    this.error = null;
+    return true;
+  }
 
   applySnapshot(snap: RosterSnapshot): void {
     const held = this.#buffer ?? [];
