@@ -65,7 +65,8 @@ const FLITE_VOICE: Option<&str> = option_env!("MIMESIS_FLITE_VOICE");
 const TRIM_LIBRARY: &str = "libmimesis_webkit_trim.so";
 
 fn trim_library(exe: &Path, is_file: impl Fn(&Path) -> bool) -> Option<PathBuf> {
-    let dir = exe.parent()?;
+    // (A relative path would be looked for from each process's working directory.)
+    let dir = exe.parent().filter(|d| d.is_absolute())?;
     let beside = dir.join(TRIM_LIBRARY);
     let installed = dir.parent().map(|prefix| prefix.join("lib/mimesis").join(TRIM_LIBRARY));
     [Some(beside), installed].into_iter().flatten().find(|p| is_file(p))
@@ -82,7 +83,8 @@ fn trim_library(exe: &Path, is_file: impl Fn(&Path) -> bool) -> Option<PathBuf> 
 ///   either way: checked with `LD_DEBUG=bindings` on both processes.)
 /// - the trim library ([`trim_library`]), which in those two processes (and no other
 ///   program) gives back the launch's clean file pages and free heap some seconds after
-///   their start: about 60 MB of the window's memory with 2,000 sessions.
+///   their start: with 2,000 sessions after 60 s idle, the window's memory goes from 235
+///   to 126 MB.
 ///
 /// A path holding a space or a colon (the loader's separators) is left out; `None` when
 /// nothing of ours is left.
