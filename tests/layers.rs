@@ -68,6 +68,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("crates/cli", FACE),
     ("src-tauri", FACE),
+    // Not linked by anything: a library the desktop app has WebKit's processes preload.
+    ("crates/webkit-trim", &["mimesis-os"]),
 ];
 
 /// What an I/O crate may use.
@@ -297,7 +299,9 @@ fn no_module_depends_on_itself_through_others() -> Result<()> {
     srcs.sort();
     for src in srcs {
         let graph = module_graph(&src)?;
-        ensure!(graph.len() > 1 || src.ends_with("standin/src"), "no modules read in {}", src.display());
+        // (The stand-in agent and the WebKit trim are one file each.)
+        let one_file = src.ends_with("standin/src") || src.ends_with("webkit-trim/src");
+        ensure!(graph.len() > 1 || one_file, "no modules read in {}", src.display());
         for c in cycles(&graph) {
             found.push(format!("{}: {}", src.display(), c.join(" ↔ ")));
         }

@@ -5,9 +5,9 @@
 //! package is installed (a user's own install is not the test's to remove), and removes what
 //! it installed whatever happens.
 //!
-//! - `apt-get install ./mimesis_….deb`: the two programs, the menu entry and the icons land
-//!   where they should, and every library the programs load belongs to a package that the
-//!   declared dependencies pull in;
+//! - `apt-get install ./mimesis_….deb`: the two programs, the library WebKit's processes
+//!   preload, the menu entry and the icons land where they should, and every library the
+//!   programs load belongs to a package that the declared dependencies pull in;
 //! - `mimesis --version` and `mimesis doctor` from PATH, as a user with a Claude Code folder;
 //! - the installed window under Xvfb (through WebDriver, on a private session bus): the
 //!   roster shows the user's session; Settings › Claude Code hooks › Install writes hooks that
@@ -32,6 +32,8 @@ use serde_json::{Value, json};
 const PACKAGE: &str = "mimesis";
 const CLI: &str = "/usr/bin/mimesis";
 const APP: &str = "/usr/bin/mimesis-desktop";
+/// What WebKit's processes preload from the app (src-tauri/src/toolkit.rs, `trim_library`).
+const TRIM: &str = "/usr/lib/mimesis/libmimesis_webkit_trim.so";
 const SESSION: &str = "dddddddd-0000-4000-8000-000000000004";
 const WAIT: Duration = Duration::from_secs(30);
 /// What a user already had in settings.json: their own settings and hook.
@@ -230,13 +232,13 @@ async fn the_package_installs_runs_and_removes_cleanly() -> Result<()> {
     Ok(())
 }
 
-/// The files the package installed (`dpkg -L`), checked for the programs, the menu entry
-/// and the icons.
+/// The files the package installed (`dpkg -L`), checked for the programs, the library
+/// WebKit's processes preload, the menu entry and the icons.
 fn installed_files() -> Result<Vec<PathBuf>> {
     let out = run(Command::new("dpkg-query").args(["-L", PACKAGE]), "dpkg-query -L")?;
     let files: Vec<PathBuf> = text(&out).lines().map(PathBuf::from).collect();
     let desktop = PathBuf::from("/usr/share/applications/Mimesis.desktop");
-    for want in [Path::new(CLI), Path::new(APP), &desktop] {
+    for want in [Path::new(CLI), Path::new(APP), Path::new(TRIM), &desktop] {
         ensure!(files.iter().any(|f| f == want) && want.is_file(), "{} is not installed: {files:?}", want.display());
     }
     let icons =

@@ -68,19 +68,30 @@ fn toolkit_env_stays_with_the_app(app: &DesktopApp, fx: &Fixture) -> Result<()> 
         }
     }
     // Built where WebKit links the speech voice, the app links it too, and WebKit's web
-    // process preloads it (unless the user preloads something).
+    // process preloads it, then the trim library when it is beside the app (after what the
+    // user preloads).
     let processes = app.app_processes();
     let app_pid = *processes.first().context("the app's process")?;
     let maps = std::fs::read_to_string(format!("/proc/{app_pid}/maps")).unwrap_or_default();
-    if maps.contains("libflite_cmu_time_awb") && std::env::var_os("LD_PRELOAD").is_none() {
+    let trim = std::fs::read_link(format!("/proc/{app_pid}/exe"))?.with_file_name("libmimesis_webkit_trim.so");
+    let mut ours = Vec::new();
+    if maps.contains("libflite_cmu_time_awb") {
+        ours.push("libflite_cmu_time_awb.so.1".to_owned());
+    }
+    if trim.is_file() {
+        ours.push(trim.to_string_lossy().into_owned());
+    }
+    if !ours.is_empty() {
         let web = processes.iter().find(|p| {
             std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.starts_with("WebKitWebProces"))
         });
         let web = *web.context("WebKit's web process among the app's")?;
         let preload = environ(web).into_iter().find(|(k, _)| k == "LD_PRELOAD").map(|(_, v)| v);
+        let user = std::env::var("LD_PRELOAD").ok().filter(|u| !u.is_empty());
+        let want = user.into_iter().chain(ours).collect::<Vec<_>>().join(" ");
         ensure!(
-            preload.as_deref() == Some("libflite_cmu_time_awb.so.1"),
-            "WebKit's web process preloads the voice: LD_PRELOAD={preload:?}"
+            preload.as_deref() == Some(want.as_str()),
+            "WebKit's web process preloads {want:?}: LD_PRELOAD={preload:?}"
         );
     }
     Ok(())

@@ -165,7 +165,7 @@ fn main() {
         std::process::exit(0);
     }
 
-    toolkit::prepare();
+    let webkit_trim = toolkit::prepare();
     // Two arenas serve the app's few busy threads (glibc's default, 8 per core, kept about
     // 8 MB more of freed memory in a window showing 2,000 sessions: the window benchmark),
     // and big blocks are mapped apart from the heap whatever was freed before (2–5 MB less).
@@ -176,6 +176,10 @@ fn main() {
     // Colour only for a person at a terminal: a log file or a pipe gets plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
+    match &webkit_trim {
+        Some(lib) => tracing::debug!(lib = %lib.display(), "WebKit's processes preload the trim library"),
+        None => tracing::debug!("no trim library beside the app: WebKit's processes keep their launch's pages"),
+    }
 
     if std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none() {
         eprintln!(

@@ -440,32 +440,86 @@ pub fn clean_file_mappings(smaps: &str, program: &Path, which: Mapped) -> Vec<(u
     out
 }
 
-/// Unmaps the pages of this process's clean read-only file mappings ([`clean_file_mappings`]):
-/// the code that only a launch ran (start-up, the first index) no longer counts in this
-/// process's memory, and what runs again comes back from the page cache at its next touch.
-/// These are pages the kernel may take back at any time; this only does it now. Returns
-/// the bytes of the mappings so advised (not all of them were resident).
+/// The parts of `clean` ([`clean_file_mappings`], sorted or not) inside `segment`, a loaded
+/// object's read-only segment (start, length), as (start, length) pairs.
+pub fn inside_segment(clean: &[(usize, usize)], segment: (usize, usize)) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let (seg_start, seg_end) = (segment.0, segment.0.saturating_add(segment.1));
+    clean.iter().filter_map(move |&(start, len)| {
+        let (a, b) = (start.max(seg_start), start.saturating_add(len).min(seg_end));
+        (a < b).then(|| (a, b - a))
+    })
+}
+
+/// Unmaps the pages of this process's clean read-only file mappings ([`clean_file_mappings`])
+/// that are read-only segments of the program or of a library it has loaded: the code that
+/// only a launch ran (start-up, the first index) no longer counts in this process's memory,
+/// and what runs again comes back from the page cache at its next touch. These are pages
+/// the kernel may take back at any time; this only does it now. Returns the bytes of the
+/// ranges so advised (not all of them were resident).
+///
+/// `smaps` is a snapshot: by the time a range is advised, another thread may have unmapped
+/// it and mapped something else there (a font file let go, then the allocator's memory; a
+/// library being loaded, whose reservation the loader maps over with its segments), and
+/// `MADV_DONTNEED` would throw away whatever that holds. So only the ranges inside a
+/// read-only `PT_LOAD` segment of an object the loader lists are advised, from within
+/// `dl_iterate_phdr`, which keeps objects from being added or removed meanwhile: the loader
+/// maps a segment before it lists its object, never writes to a read-only one (relocations
+/// go to the writable segment; `Anonymous: 0` in `smaps` leaves out the rest), and a listed
+/// object's segments stay mapped until it leaves the list (glibc unmaps a library that
+/// `dlclose` ends before it unlinks it, so a `dlclose` between the snapshot and the advice
+/// is the one case left; the processes this runs in do not unload libraries once launched).
 pub fn trim_clean_file_pages(which: Mapped) -> usize {
     #[cfg(target_os = "linux")]
     {
         let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else { return 0 };
         let program = std::fs::read_link("/proc/self/exe").unwrap_or_default();
-        let mut advised = 0;
-        for (start, len) in clean_file_mappings(&smaps, &program, which) {
-            // SAFETY: each range is a whole mapping of this process that is not writable and
-            // holds no page of its own: dropping its pages loses nothing, since every page
-            // comes back from the file as it was. (A range unmapped meanwhile: EINVAL/ENOMEM.)
-            if unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_DONTNEED) } == 0 {
-                advised += len;
-            }
-        }
-        advised
+        let clean = clean_file_mappings(&smaps, &program, which);
+        let mut trim = Trim { clean: &clean, page: page_size() as usize, advised: 0 };
+        // SAFETY: the callback only reads the loader's description of each object and
+        // advises ranges inside its read-only segments; `trim` outlives the call.
+        unsafe { libc::dl_iterate_phdr(Some(trim_object), (&raw mut trim).cast()) };
+        trim.advised
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = which;
         0
     }
+}
+
+#[cfg(target_os = "linux")]
+struct Trim<'a> {
+    clean: &'a [(usize, usize)],
+    page: usize,
+    advised: usize,
+}
+
+#[cfg(target_os = "linux")]
+unsafe extern "C" fn trim_object(info: *mut libc::dl_phdr_info, _size: usize, data: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `data` is the `Trim` that `trim_clean_file_pages` passed, and `info` the
+    // loader's description of one object, valid during this call.
+    let (trim, info) = unsafe { (&mut *data.cast::<Trim>(), &*info) };
+    if info.dlpi_phdr.is_null() || trim.page == 0 {
+        return 0;
+    }
+    // SAFETY: the loader's program headers of this object: `dlpi_phnum` of them.
+    let headers = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) };
+    for h in headers.iter().filter(|h| h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_W == 0) {
+        let start = (info.dlpi_addr as usize).wrapping_add(h.p_vaddr as usize);
+        let end = start.saturating_add(h.p_memsz as usize);
+        // Whole pages: a segment starts and ends on pages of its own.
+        let start = start & !(trim.page - 1);
+        let end = end.saturating_add(trim.page - 1) & !(trim.page - 1);
+        for (at, len) in inside_segment(trim.clean, (start, end.saturating_sub(start))) {
+            // SAFETY: a range of a read-only segment of a loaded object (which stays mapped
+            // while the loader lists it) that held no page of its own at the snapshot:
+            // dropping its pages loses nothing, since each comes back from the file as it was.
+            if unsafe { libc::madvise(at as *mut libc::c_void, len, libc::MADV_DONTNEED) } == 0 {
+                trim.advised += len;
+            }
+        }
+    }
+    0
 }
 
 /// Sets glibc's malloc up for a long-lived process that once did a lot of short-lived work
@@ -563,6 +617,17 @@ Anonymous:             0 kB
         );
         assert!(clean_file_mappings("", program, Mapped::AllFiles).is_empty());
         assert!(clean_file_mappings("garbage\nAnonymous: 0 kB\n", program, Mapped::AllFiles).is_empty());
+    }
+
+    #[test]
+    fn only_what_is_inside_a_loaded_objects_segment_is_advised() {
+        let clean = [(0x1000, 0x3000), (0x8000, 0x1000), (0x10000, 0x2000)];
+        let inside = |seg| inside_segment(&clean, seg).collect::<Vec<_>>();
+        // A snapshot's range larger than the segment (a loader's reservation) is cut to it.
+        assert_eq!(inside((0x2000, 0x1000)), [(0x2000, 0x1000)]);
+        assert_eq!(inside((0x0, 0x9000)), [(0x1000, 0x3000), (0x8000, 0x1000)]);
+        assert_eq!(inside((0x4000, 0x4000)), [], "touching is not inside");
+        assert_eq!(inside((0x11000, usize::MAX)), [(0x11000, 0x1000)]);
     }
 
     #[cfg(target_os = "linux")]
