@@ -20,6 +20,19 @@ pub fn clean_text(s: &str, max: usize) -> String {
             out.push(' ');
             n += 1;
         }
+        // Printable ASCII (most words): nothing to drop, a character a byte.
+        if word.bytes().all(|b| b.is_ascii_graphic()) {
+            let room = max.saturating_sub(n);
+            if word.len() <= room {
+                out.push_str(word);
+                n += word.len();
+                continue;
+            }
+            out.push_str(&word[..room]);
+            out.truncate(out.trim_end().len());
+            out.push('…');
+            return out;
+        }
         for c in word.chars().filter(|&c| !invisible(c)) {
             if n >= max {
                 out.truncate(out.trim_end().len());
@@ -116,6 +129,74 @@ mod tests {
         let s = "fn main() {\r\n\tprintln!(\"\x1b[31mhi\x1b[0m\");\u{202E}\n}\x07";
         assert_eq!(clean_block(s, 100), "fn main() {\n\tprintln!(\"hi\");\n}");
         assert_eq!(clean_block("abcdef", 3), "abc…");
+    }
+
+    /// `clean_text` as it was before its ASCII fast path: a character at a time.
+    fn clean_text_by_char(s: &str, max: usize) -> String {
+        let mut out = String::new();
+        let mut n = 0;
+        for word in s.split_whitespace() {
+            if n > 0 {
+                out.push(' ');
+                n += 1;
+            }
+            for c in word.chars().filter(|&c| !invisible(c)) {
+                if n >= max {
+                    out.truncate(out.trim_end().len());
+                    out.push('…');
+                    return out;
+                }
+                out.push(c);
+                n += 1;
+            }
+        }
+        out.truncate(out.trim_end().len());
+        out
+    }
+
+    /// Words of printable ASCII are copied whole, the rest a character at a time: the same
+    /// text either way, cut at every length, whatever the mix of words, whitespace, control,
+    /// invisible and wide characters.
+    #[test]
+    fn the_ascii_fast_path_cleans_like_the_slow_one() {
+        let pieces = [
+            "a",
+            "word",
+            "x=1;",
+            "~!",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "\r\n",
+            "\u{b}",
+            "\u{c}",
+            "\u{1c}",
+            "\u{7}",
+            "\u{7f}",
+            "\u{1b}[31m",
+            "é",
+            "日本",
+            "\u{200b}",
+            "\u{202e}",
+            "\u{feff}",
+            "\u{a0}",
+            "\u{2028}",
+            "\u{3000}",
+            "\u{85}",
+        ];
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..20_000 {
+            let text: String = (0..next(12)).map(|_| pieces[next(pieces.len())]).collect();
+            let max = next(16);
+            assert_eq!(clean_text(&text, max), clean_text_by_char(&text, max), "{text:?} cut at {max}");
+        }
     }
 
     #[test]

@@ -29,8 +29,9 @@ pub enum Content<'a> {
     None,
     Text(Cow<'a, str>),
     Blocks(Vec<Block<'a>>),
-    /// An object where a string or a list was expected (read for the timeline only).
-    Object(serde_json::Value),
+    /// An object where a string or a list was expected (read for the timeline only); boxed,
+    /// as the roster's records never hold one and are moved whole a few times a line.
+    Object(Box<serde_json::Value>),
     /// A number or a boolean, as JSON text (read for the timeline only).
     Other(String),
 }
@@ -86,7 +87,8 @@ impl<'de> Visitor<'de> for ContentVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Self::Value, A::Error> {
         if self.timeline {
-            return serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(m)).map(Content::Object);
+            return serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(m))
+                .map(|v| Content::Object(Box::new(v)));
         }
         drain_map(m).map(|_| Content::None)
     }
@@ -529,7 +531,8 @@ pub struct Record<'a> {
     /// `aiTitle` (ai-title), `operation` (queue-operation). One slot keeps the struct small:
     /// it is zeroed and moved once per line.
     pub side_text: LStr<'a>,
-    pub data: LMap<ProgressData<'a>>,
+    /// Boxed: most records have none, and the record is moved whole a few times a line.
+    pub data: LMap<Box<ProgressData<'a>>>,
     pub parent_tool_use_id: LStr<'a>,
     pub tool_use_id: LStr<'a>,
     /// Only its string form matters (`"User rejected tool use"`); objects are skipped.
