@@ -49,7 +49,7 @@ describe('RosterIndex', () => {
   it('takes a snapshot in the engine\'s order as it is, and sorts one that is not', () => {
     const a = session('a', { lastActivityAt: iso(3) });
     const b = session('b', { lastActivityAt: iso(2) });
-    const c = session('c', { lastActivityAt: null, createdAt: iso(1) });
+    const c = session('c', { lastActivityAt: undefined, createdAt: iso(1) });
     const ix = new RosterIndex();
     ix.reset([a, b, c]);
     expect(ix.order).toEqual([a, b, c]);
