@@ -20,6 +20,10 @@
 //! corpus for that time and removed after): attention must not cost a busy loop (issue 37 §2;
 //! asserted: at most 0.2 % of a core, issue 37 §5).
 //!
+//! `window_second_launch_ab` compares two builds' second launches only (`$MIMESIS_BENCH_AB`:
+//! `A:B`), alternating on one data dir, with each page phase's median: quicker than
+//! `scripts/bench window-ab`, whose every round reads the corpus in a first launch.
+//!
 //! `window_roster_under_load` (no corpus needed) writes its own: `$MIMESIS_BENCH_SESSIONS`
 //! sessions (default 2,000) in 50 projects; once the roster is complete, a writer appends to
 //! random transcripts at `$MIMESIS_BENCH_RATE` records a second (default 200) for 10 s, each
@@ -76,12 +80,32 @@ struct Launch {
     first_rows: f64,
     complete: f64,
     sessions: String,
+    /// The page's creation and its marks (`mimesis:` left off), in ms from the process's start.
+    marks: Vec<(String, f64)>,
+}
+
+impl Launch {
+    fn mark(&self, name: &str) -> Option<f64> {
+        self.marks.iter().find(|(n, _)| n == name).map(|(_, t)| *t)
+    }
 }
 
 async fn launch(corpus: &std::path::Path, data: &std::path::Path) -> Result<(DesktopApp, Launch)> {
+    launch_with(None, corpus, data).await
+}
+
+/// A launch of `bin` (else `$MIMESIS_DESKTOP_BIN`'s).
+async fn launch_with(
+    bin: Option<&std::path::Path>,
+    corpus: &std::path::Path,
+    data: &std::path::Path,
+) -> Result<(DesktopApp, Launch)> {
     let args = vec!["--config-dir".to_owned(), corpus.to_string_lossy().into_owned()];
     let env: Vec<(&str, OsString)> = vec![("MIMESIS_DATA_DIR", data.as_os_str().to_owned())];
-    let app = DesktopApp::launch(&args, &env).await?;
+    let app = match bin {
+        Some(bin) => DesktopApp::launch_binary(bin, &args, &env).await?,
+        None => DesktopApp::launch(&args, &env).await?,
+    };
     let pid = *app.app_processes().first().context("the app's process")?;
     let start = started_at_ms(pid)?;
     let script = "const at = (n) => { const m = performance.getEntriesByName(n, 'mark'); \
@@ -92,12 +116,20 @@ async fn launch(corpus: &std::path::Path, data: &std::path::Path) -> Result<(Des
                           performance.timeOrigin, nav ? nav.domContentLoadedEventEnd : null, \
                           performance.getEntriesByType('mark').filter((m) => m.name.startsWith('mimesis:')) \
                             .map((m) => [m.name.slice(8), Math.round(performance.timeOrigin + m.startTime)]) \
-                            .concat(nav ? [['doc-response', Math.round(performance.timeOrigin + nav.responseEnd)], ['dom-interactive', Math.round(performance.timeOrigin + nav.domInteractive)]] : [])];";
+                            .concat(nav ? [['doc-response', Math.round(performance.timeOrigin + nav.responseEnd)], ['dom-interactive', Math.round(performance.timeOrigin + nav.domInteractive)]] : []) \
+                            .concat(performance.getEntriesByType('paint').map((p) => [p.name, Math.round(performance.timeOrigin + p.startTime)]))];";
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let v = app.js(script).await?;
         if let (Some(first), Some(done)) = (v[0].as_f64(), v[1].as_f64()) {
             let sessions = v[2].as_str().unwrap_or_default().split('·').next().unwrap_or_default().trim().to_owned();
+            let mut marks = vec![("page".to_owned(), v[3].as_f64().unwrap_or(0.0) - start)];
+            marks.extend(
+                v[5].as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|m| (m[0].as_str().unwrap_or("?").to_owned(), m[1].as_f64().unwrap_or(0.0) - start)),
+            );
             if std::env::var_os("MIMESIS_BENCH_VERBOSE").is_some() {
                 let origin = v[3].as_f64().unwrap_or(0.0);
                 let marks: Vec<String> = v[5]
@@ -113,7 +145,7 @@ async fn launch(corpus: &std::path::Path, data: &std::path::Path) -> Result<(Des
                     marks.join(", ")
                 );
             }
-            return Ok((app, Launch { first_rows: first - start, complete: done - start, sessions }));
+            return Ok((app, Launch { first_rows: first - start, complete: done - start, sessions, marks }));
         }
         if Instant::now() > deadline {
             bail!("no complete roster within 180 s: {v}");
@@ -253,6 +285,76 @@ async fn window_launch_memory_and_idle() -> Result<()> {
     idle_for(&pids, idle).await;
     report_memory_and_cpu("launched directly", &pids, idle).await;
     direct.stop();
+    Ok(())
+}
+
+/// Two builds' second launches, alternating (`$MIMESIS_BENCH_AB`: `A:B`, two desktop
+/// binaries), `$MIMESIS_BENCH_RUNS` rounds (default 8) on one data dir that a first launch of
+/// A made: per build the medians (and spreads) of the complete roster from the process's
+/// start and from the page's creation, and of the page's phases (the snapshot applied, the
+/// rows rendered in the DOM, painted). Faster than `scripts/bench window-ab`, which makes a
+/// first launch (the whole corpus read) before every second one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: MIMESIS_BENCH_AB=A:B"]
+async fn window_second_launch_ab() -> Result<()> {
+    let corpus = corpus()?;
+    let ab = std::env::var("MIMESIS_BENCH_AB").context("set MIMESIS_BENCH_AB to two desktop binaries, A:B")?;
+    let (a, b) = ab.split_once(':').context("MIMESIS_BENCH_AB is A:B")?;
+    let bins = [PathBuf::from(a), PathBuf::from(b)];
+    let runs = env_num("MIMESIS_BENCH_RUNS", 8).max(1);
+    let keep = tempfile::Builder::new().prefix("mimesis-window-ab-").tempdir()?;
+    let data = keep.path().join("data");
+    std::fs::create_dir_all(&data)?;
+    let (app, _) = launch_with(Some(&bins[0]), &corpus, &data).await?;
+    app.quit(QUIT_WITHIN).await?;
+    let mut got: [Vec<Launch>; 2] = [Vec::new(), Vec::new()];
+    for run in 0..runs {
+        // A B, then B A: neither always follows the other.
+        let order = if run % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            let (app, l) = launch_with(Some(&bins[i]), &corpus, &data).await?;
+            app.quit(QUIT_WITHIN).await?;
+            let phase = |from: &str, to: &str| Some(l.mark(to)? - l.mark(from)?);
+            eprintln!(
+                "run {} {}: complete {:.0} ms, from the page {:.0} · module {:.0} · applied→rendered {:.0} · rendered→painted {:.0} · FCP {:.0} ({})",
+                run + 1,
+                ["A", "B"][i],
+                l.complete,
+                l.complete - l.mark("page").unwrap_or(0.0),
+                phase("page", "module").unwrap_or(f64::NAN),
+                phase("applied", "rendered").unwrap_or(f64::NAN),
+                phase("rendered", "roster-first").unwrap_or(f64::NAN),
+                l.mark("first-contentful-paint").unwrap_or(f64::NAN),
+                l.sessions
+            );
+            got[i].push(l);
+        }
+    }
+    for (i, launches) in got.iter().enumerate() {
+        let stat = |f: &dyn Fn(&Launch) -> Option<f64>| {
+            let mut v: Vec<f64> = launches.iter().filter_map(f).collect();
+            v.sort_by(f64::total_cmp);
+            if v.is_empty() {
+                return "-".to_owned();
+            }
+            format!("{:.0} ({:.0}–{:.0})", v[v.len() / 2], v[0], v[v.len() - 1])
+        };
+        let phase = |from: &'static str, to: &'static str| move |l: &Launch| Some(l.mark(to)? - l.mark(from)?);
+        eprintln!(
+            "{} ({}), medians of {runs} second launches: complete {} ms; from the page {}; page→module {}; \
+             connected→applied {}; applied→rendered {}; rendered→painted {}; first contentful paint {}, after the page {}",
+            ["A", "B"][i],
+            bins[i].display(),
+            stat(&|l| Some(l.complete)),
+            stat(&phase("page", "roster-complete")),
+            stat(&phase("page", "module")),
+            stat(&phase("connected", "applied")),
+            stat(&phase("applied", "rendered")),
+            stat(&phase("rendered", "roster-first")),
+            stat(&|l| l.mark("first-contentful-paint")),
+            stat(&phase("page", "first-contentful-paint")),
+        );
+    }
     Ok(())
 }
 

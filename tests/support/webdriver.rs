@@ -165,6 +165,8 @@ pub struct DesktopApp {
     pub session: Option<DesktopSession>,
     _session_dir: Option<tempfile::TempDir>,
     watchdog: Watchdog,
+    /// The desktop binary this runs.
+    app: PathBuf,
 }
 
 /// Longer than any one app of a test or benchmark runs (`$MIMESIS_TEST_APP_LIMIT_SECS`).
@@ -215,6 +217,12 @@ impl DesktopApp {
     /// Starts the app with `args` and `env` and connects to its webview.
     pub async fn launch(args: &[String], env: &[(&str, OsString)]) -> Result<DesktopApp> {
         Self::start(app_binary()?, args, env, None).await
+    }
+
+    /// Like [`DesktopApp::launch`], for the desktop binary at `app` (two builds compared:
+    /// tests/window_bench.rs).
+    pub async fn launch_binary(app: &Path, args: &[String], env: &[(&str, OsString)]) -> Result<DesktopApp> {
+        Self::start(app.to_owned(), args, env, None).await
     }
 
     /// Like [`DesktopApp::launch`], on a private D-Bus session bus (`dbus-run-session`),
@@ -335,7 +343,7 @@ impl DesktopApp {
         };
         let driver = this.driver.take().expect("driver");
         let watchdog = Watchdog::start(driver.id() as i32);
-        Ok(DesktopApp { client, driver, session, _session_dir: session_dir, watchdog })
+        Ok(DesktopApp { client, driver, session, _session_dir: session_dir, watchdog, app })
     }
 
     /// Number of elements matching `css`, counted in the page in one go. (Not WebDriver's
@@ -543,8 +551,7 @@ impl DesktopApp {
     /// The app's processes: the app binary started by the driver and everything it started
     /// (WebKit's web and network processes), found through `/proc`.
     pub fn app_processes(&self) -> Vec<u32> {
-        let Ok(app) = app_binary() else { return Vec::new() };
-        let app = app.canonicalize().unwrap_or(app);
+        let app = self.app.canonicalize().unwrap_or_else(|_| self.app.clone());
         let stats = mimesis_os::procs::all();
         let is_app = |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).ok().as_deref() == Some(app.as_path());
         let apps = stats.iter().filter(|s| s.pgrp == self.driver.id() && is_app(s.pid)).map(|s| s.pid).collect();

@@ -46,6 +46,20 @@ describe('RosterIndex', () => {
     }
   });
 
+  it('takes a snapshot in the engine\'s order as it is, and sorts one that is not', () => {
+    const a = session('a', { lastActivityAt: iso(3) });
+    const b = session('b', { lastActivityAt: iso(2) });
+    const c = session('c', { lastActivityAt: undefined, createdAt: iso(1) });
+    const ix = new RosterIndex();
+    ix.reset([a, b, c]);
+    expect(ix.order).toEqual([a, b, c]);
+    // Out of order anywhere (another machine's rows come after the snapshot's): sorted.
+    ix.reset([b, c, a]);
+    expect(ix.order).toEqual([a, b, c]);
+    ix.reset([a, c, b]);
+    expect(ix.order).toEqual([a, b, c]);
+  });
+
   it('replaces a row whose activity did not change in its place, without moving any other', () => {
     const ix = new RosterIndex();
     ix.reset([session('a', { lastActivityAt: iso(3) }), session('b', { lastActivityAt: iso(2) }), session('c', { lastActivityAt: iso(1) })]);

@@ -34,7 +34,7 @@ export class RosterIndex implements SessionTable {
   reset(sessions: Iterable<TrackedSession>): void {
     this.sessions.clear();
     for (const s of sessions) this.sessions.set(s.sessionId, s);
-    this.order = [...this.sessions.values()].sort(byActivityDesc);
+    this.order = inOrder([...this.sessions.values()]);
     this.#recount();
   }
 
@@ -127,4 +127,13 @@ export class RosterIndex implements SessionTable {
     for (const r of this.#roots) this.rootCounts.set(r.path, 0);
     for (const s of this.sessions.values()) this.#count(s, 1);
   }
+}
+
+/**
+ * `all` most recent first: the engine sends its rows in that order already, which one pass
+ * confirms (2,000 comparisons, not the sort's 22,000 in a launch's cold code); sorted if not.
+ */
+function inOrder(all: TrackedSession[]): TrackedSession[] {
+  for (let i = 1; i < all.length; i++) if (byActivityDesc(all[i - 1], all[i]) > 0) return all.sort(byActivityDesc);
+  return all;
 }
