@@ -35,8 +35,9 @@
 //! evaluated (`module`, `mounted`), the roster's snapshot received, indexed, applied, its rows
 //! rendered (DOM) and painted (`roster-first`).
 //!
-//! The marks are User Timing entries the page sets on the frame after the rows render
-//! (`ui/src/lib/marks.ts`); the page's `performance.timeOrigin` and the process's start time
+//! The marks are User Timing entries the page sets two frames after the rows render, once the
+//! frame that paints them is over, as WebKit's floor marks its page (`ui/src/lib/marks.ts`;
+//! until 2026-11-30 one frame: before that frame's style, layout and paint, 30–75 ms sooner); the page's `performance.timeOrigin` and the process's start time
 //! (from `/proc`) are both on the wall clock, so the difference is the launch as a user sees
 //! it (the display server and WebDriver add nothing: the app starts before the session).
 
