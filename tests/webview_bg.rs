@@ -41,20 +41,52 @@ async fn a_background_session_from_the_window() -> Result<()> {
         home.env().into_iter().map(|(k, v)| (&*Box::leak(k.into_boxed_str()), OsString::from(v))).collect();
     env.push(("MIMESIS_AGENT", claude.clone().into_os_string()));
     env.push(("MIMESIS_DATA_DIR", data.path().as_os_str().to_owned()));
+    // The app says which verbs it ran and how each ended (its stderr is the test's: shown
+    // with a failure).
+    env.push(("MIMESIS_LOG", "warn,mimesis_desktop::background=debug".into()));
     let args = vec!["--config-dir".to_owned(), home.config_dir().to_string_lossy().into_owned()];
     api.push(Reply::text("Hello from the background.").with_delay(Duration::from_millis(300)));
     let app = DesktopApp::launch(&args, &env).await?;
     let result = flow(&app, &home, &bg).await;
+    // What the page and the service showed, taken while the app is there: closing it ends
+    // its process group, a `claude` verb it is still running with it.
+    let result = match result {
+        Ok(()) => Ok(()),
+        Err(e) => Err(e.context(format!("{}\n{}", page_state(&app).await, bg.diagnostics()))),
+    };
     let shot = workspace_root().join("target/e2e/background.png");
     let shot_result = if result.is_err() { app.failure_screenshot(&shot).await } else { Ok(()) };
     app.close().await?;
     let left = attach_clients(&bg);
-    let result = result.map_err(|e| e.context(bg.diagnostics()));
     bg.shutdown()?;
     result?;
     shot_result?;
     ensure!(left.is_empty(), "attach clients outlived the app: {left:?}");
     Ok(())
+}
+
+/// The background pane's actions and the row's job tag as the page has them (for a failure).
+async fn page_state(app: &DesktopApp) -> String {
+    let script = "const q = s => document.querySelector(s); \
+        const b = s => { const e = q(s); return e ? (e.disabled ? 'disabled' : 'enabled') : 'absent'; }; \
+        const tag = q('[data-testid=roster-row][data-kind=background] [data-testid=job-tag]'); \
+        const d = q('[role=dialog], [role=alertdialog]'); \
+        return JSON.stringify({said: q('[data-testid=bg-said]')?.textContent ?? null, \
+          stop: b('[data-testid=bg-stop]'), respawn: b('[data-testid=bg-respawn]'), \
+          remove: b('[data-testid=bg-remove]'), jobTag: tag ? tag.outerHTML.slice(0, 400) : null, \
+          dialog: d ? d.outerHTML.slice(0, 400) : null});";
+    match app.js(script).await {
+        Ok(v) => format!("=== the page ===\n{}", v.as_str().unwrap_or_default()),
+        Err(e) => format!("=== the page ===\n(not read: {e:#})"),
+    }
+}
+
+/// Waits until the action button `css` can be pressed: a click on a disabled button does
+/// nothing (the pane's actions are disabled while one runs, Stop while the session is not
+/// live), and the test would then wait for an effect never asked for.
+async fn wait_enabled(app: &DesktopApp, css: &str) -> Result<()> {
+    let enabled = format!("{css}:not([disabled])");
+    app.wait_for(&format!("{css} enabled"), T, || async { Ok(app.count(&enabled).await? == 1) }).await.map(drop)
 }
 
 async fn flow(app: &DesktopApp, home: &ClaudeHome, bg: &Background) -> Result<()> {
@@ -119,6 +151,7 @@ async fn flow(app: &DesktopApp, home: &ClaudeHome, bg: &Background) -> Result<()
     ensure!(bg.worker(&job).is_some(), "detached, the session goes on");
 
     // 5. Stop, Respawn, Remove, through Claude Code's verbs.
+    wait_enabled(app, "[data-testid=bg-stop]").await?;
     app.click("[data-testid=bg-stop]").await?;
     app.wait_for("stopped", T, || async {
         Ok(app.text_of("[data-testid=bg-said]").await? == format!("stopped {job}")
@@ -127,6 +160,7 @@ async fn flow(app: &DesktopApp, home: &ClaudeHome, bg: &Background) -> Result<()
     .await?;
     // (`claude stop` may answer before its worker has gone.)
     app.wait_for("stopped: no worker", T, || async { Ok(bg.worker(&job).is_none()) }).await?;
+    wait_enabled(app, "[data-testid=bg-respawn]").await?;
     app.click("[data-testid=bg-respawn]").await?;
     app.wait_for("respawned and live", T, || async {
         Ok(app.text_of("[data-testid=bg-said]").await? == format!("restarted {job}")
@@ -134,6 +168,7 @@ async fn flow(app: &DesktopApp, home: &ClaudeHome, bg: &Background) -> Result<()
     })
     .await?;
     app.wait_for("respawned: a worker", T, || async { Ok(bg.worker(&job).is_some()) }).await?;
+    wait_enabled(app, "[data-testid=bg-remove]").await?;
     app.click("[data-testid=bg-remove]").await?;
     app.click("[data-testid=bg-remove-confirm]").await?;
     app.wait_for("removed: no job on the row", T, || async {

@@ -93,9 +93,25 @@ pub async fn bg_detach(state: tauri::State<'_, PtyState>, session_id: String) ->
     Ok(())
 }
 
+/// Runs `verb` on the session; what it ran and how it ended is logged (at debug), so a
+/// verb that never came back or failed can be told apart from one never asked for.
 async fn act(state: &PtyState, session_id: &str, verb: Verb) -> CmdResult<String> {
-    let target = target(state, session_id)?;
+    let target = target(state, session_id).inspect_err(|e| {
+        tracing::debug!(session = %session_id, verb = verb.word(), error = ?e, "no target for a verb");
+    })?;
+    tracing::debug!(session = %session_id, verb = verb.word(), "running the verb");
     let data_dir = state.mimesis().data_dir().to_owned();
+    let t0 = std::time::Instant::now();
+    let result = run_verb(data_dir, target, verb).await;
+    let (verb, ms) = (verb.word(), t0.elapsed().as_millis() as u64);
+    match &result {
+        Ok(said) => tracing::debug!(session = %session_id, verb, ms, said = ?said, "the verb ended"),
+        Err(e) => tracing::debug!(session = %session_id, verb, ms, error = ?e, "the verb failed"),
+    }
+    result
+}
+
+async fn run_verb(data_dir: std::path::PathBuf, target: Target, verb: Verb) -> CmdResult<String> {
     tauri::async_runtime::spawn_blocking(move || match target {
         Target::Background(t) => Claude::of(&data_dir, &t).act(&t.job, verb),
         Target::Remote { host, id } => {

@@ -9,12 +9,24 @@ use anyhow::{Context, Result, ensure};
 
 use crate::claude::workspace_root;
 
-/// Builds `mimesis` (debug profile; a no-op when it is up to date) and returns its path.
+/// `$MIMESIS_CLI_BIN` when set (the test command builds `mimesis` with the rest of the
+/// workspace and names it here), else builds `mimesis` (debug profile; a no-op when it is up
+/// to date) and returns its path.
+///
+/// Not built again under the test command: `cargo build -p mimesis-cli` alone resolves other
+/// features than the workspace's build (no `ts`, no tokio `test-util`), so it compiled 11 of
+/// the workspace's crates a second time in the middle of the run, and left a `mimesis` that
+/// the next workspace build replaced.
 pub fn mimesis_bin() -> Result<PathBuf> {
     static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
     let mut memo = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = memo.as_ref() {
         return Ok(p.clone());
+    }
+    if let Some(bin) = std::env::var_os("MIMESIS_CLI_BIN").filter(|v| !v.is_empty()).map(PathBuf::from) {
+        ensure!(bin.is_file(), "$MIMESIS_CLI_BIN names {}, which is not a file", bin.display());
+        *memo = Some(bin.clone());
+        return Ok(bin);
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
