@@ -33,12 +33,16 @@ export function nextFrame(fn: () => void): void {
 }
 
 /**
- * Runs `fn` once the next frame is painted (a task after it), or after a second when no frame
- * comes (a hidden window).
+ * Runs `fn` once the next frame is painted and the one after it has begun (a task after that
+ * frame's callbacks), or after a second when no frame comes (a hidden window). A task queued
+ * just after the paint would run before the next frame's callbacks, and the rows under the
+ * view, the parts preloaded and the stores' listeners (what waits for the roster's paint)
+ * came to 40-100 ms: the frame after the roster's, which WebKit's floor also waits for
+ * (`markOnce`), waited for them.
  */
 export function afterPaint(fn: () => void): void {
   const run = once(fn);
-  requestAnimationFrame(() => setTimeout(run, 0));
+  requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(run, 0)));
   setTimeout(run, 1000);
 }
 
