@@ -359,6 +359,69 @@ async fn window_second_launch_ab() -> Result<()> {
     Ok(())
 }
 
+/// Two builds' first launches, alternating (`$MIMESIS_BENCH_AB`: `A:B`), `$MIMESIS_BENCH_RUNS`
+/// rounds (default 6), each in a data dir of its own (no fleet database: every transcript read
+/// in full): per build the medians (and spreads) of the rows on screen and of the complete
+/// roster from the process's start, and of the page's steps. Quicker than
+/// `scripts/bench window-ab`, which adds a second launch and the idle figures to each round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: MIMESIS_BENCH_AB=A:B"]
+async fn window_first_launch_ab() -> Result<()> {
+    let corpus = corpus()?;
+    let ab = std::env::var("MIMESIS_BENCH_AB").context("set MIMESIS_BENCH_AB to two desktop binaries, A:B")?;
+    let (a, b) = ab.split_once(':').context("MIMESIS_BENCH_AB is A:B")?;
+    let bins = [PathBuf::from(a), PathBuf::from(b)];
+    let runs = env_num("MIMESIS_BENCH_RUNS", 6).max(1);
+    let keep = tempfile::Builder::new().prefix("mimesis-window-first-ab-").tempdir()?;
+    let mut got: [Vec<Launch>; 2] = [Vec::new(), Vec::new()];
+    for run in 0..runs {
+        // A B, then B A: neither always follows the other.
+        let order = if run % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            let data = keep.path().join(format!("data-{run}-{i}"));
+            std::fs::create_dir_all(&data)?;
+            let (app, l) = launch_with(Some(&bins[i]), &corpus, &data).await?;
+            app.quit(QUIT_WITHIN).await?;
+            std::fs::remove_dir_all(&data)?;
+            let phase = |from: &str, to: &str| Some(l.mark(to)? - l.mark(from)?);
+            eprintln!(
+                "run {} {}: rows {:.0} ms, complete {:.0} ms · page {:.0} · snapshot {:.0} · applied→painted {:.0} ({})",
+                run + 1,
+                ["A", "B"][i],
+                l.first_rows,
+                l.complete,
+                l.mark("page").unwrap_or(f64::NAN),
+                l.mark("snapshot").unwrap_or(f64::NAN),
+                phase("applied", "roster-first").unwrap_or(f64::NAN),
+                l.sessions
+            );
+            got[i].push(l);
+        }
+    }
+    for (i, launches) in got.iter().enumerate() {
+        let stat = |f: &dyn Fn(&Launch) -> Option<f64>| {
+            let mut v: Vec<f64> = launches.iter().filter_map(f).collect();
+            v.sort_by(f64::total_cmp);
+            if v.is_empty() {
+                return "-".to_owned();
+            }
+            format!("{:.0} ({:.0}–{:.0})", v[v.len() / 2], v[0], v[v.len() - 1])
+        };
+        eprintln!(
+            "{} ({}), medians of {runs} first launches: rows {} ms; complete {} ms; page {}; snapshot {}; \
+             roster-first→complete {}",
+            ["A", "B"][i],
+            bins[i].display(),
+            stat(&|l| Some(l.first_rows)),
+            stat(&|l| Some(l.complete)),
+            stat(&|l| l.mark("page")),
+            stat(&|l| l.mark("snapshot")),
+            stat(&|l| Some(l.complete - l.first_rows)),
+        );
+    }
+    Ok(())
+}
+
 /// A session of the corpus's that waits for the user while this lives: a transcript of its own
 /// (in a project folder of its own) whose last record is a tool call with no result, which the
 /// roster infers as waiting for approval after a few seconds. Removed when dropped.

@@ -13,8 +13,12 @@ use crate::scan;
 use crate::store::{Changes, IndexedFile};
 use crate::tail::FileTail;
 
-/// Full reads handed to the engine at once while the index runs.
-const INDEX_PART: usize = 512;
+/// Full reads handed to the engine at once while the index runs. The last part is adopted,
+/// published and applied by the page after the last read, before the roster is complete;
+/// the files are read biggest first, so the last part is many small files read in a few
+/// milliseconds: at 512 it held up to 511 sessions' updates after the read (the window's
+/// first launch: the app's and the page's work on them after the index was done).
+const INDEX_PART: usize = 128;
 
 /// Indexes the roots of `config` on the blocking pool, handing each part to `send`.
 pub(super) fn spawn(config: &EngineConfig, send: impl Fn(IndexMsg) + Send + 'static) {
