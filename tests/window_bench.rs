@@ -164,6 +164,23 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// PSS of `pids` in bytes (`/proc/<pid>/smaps_rollup`).
+/// The two desktop binaries of an A/B case: `$MIMESIS_BENCH_AB`, `A:B`.
+fn ab_bins() -> Result<[PathBuf; 2]> {
+    let ab = std::env::var("MIMESIS_BENCH_AB").context("set MIMESIS_BENCH_AB to two desktop binaries, A:B")?;
+    let (a, b) = ab.split_once(':').context("MIMESIS_BENCH_AB is A:B")?;
+    Ok([PathBuf::from(a), PathBuf::from(b)])
+}
+
+/// "median (lowest–highest)" of what `f` reads from each launch, or "-" when none has it.
+fn median_and_spread(launches: &[Launch], f: &dyn Fn(&Launch) -> Option<f64>) -> String {
+    let mut v: Vec<f64> = launches.iter().filter_map(f).collect();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return "-".to_owned();
+    }
+    format!("{:.0} ({:.0}–{:.0})", v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
 fn pss(pids: &[u32]) -> u64 {
     pss_field(pids, "Pss:")
 }
@@ -299,9 +316,7 @@ async fn window_launch_memory_and_idle() -> Result<()> {
 #[ignore = "a benchmark: MIMESIS_BENCH_AB=A:B"]
 async fn window_second_launch_ab() -> Result<()> {
     let corpus = corpus()?;
-    let ab = std::env::var("MIMESIS_BENCH_AB").context("set MIMESIS_BENCH_AB to two desktop binaries, A:B")?;
-    let (a, b) = ab.split_once(':').context("MIMESIS_BENCH_AB is A:B")?;
-    let bins = [PathBuf::from(a), PathBuf::from(b)];
+    let bins = ab_bins()?;
     let runs = env_num("MIMESIS_BENCH_RUNS", 8).max(1);
     let keep = tempfile::Builder::new().prefix("mimesis-window-ab-").tempdir()?;
     let data = keep.path().join("data");
@@ -332,14 +347,7 @@ async fn window_second_launch_ab() -> Result<()> {
         }
     }
     for (i, launches) in got.iter().enumerate() {
-        let stat = |f: &dyn Fn(&Launch) -> Option<f64>| {
-            let mut v: Vec<f64> = launches.iter().filter_map(f).collect();
-            v.sort_by(f64::total_cmp);
-            if v.is_empty() {
-                return "-".to_owned();
-            }
-            format!("{:.0} ({:.0}–{:.0})", v[v.len() / 2], v[0], v[v.len() - 1])
-        };
+        let stat = |f: &dyn Fn(&Launch) -> Option<f64>| median_and_spread(launches, f);
         let phase = |from: &'static str, to: &'static str| move |l: &Launch| Some(l.mark(to)? - l.mark(from)?);
         eprintln!(
             "{} ({}), medians of {runs} second launches: complete {} ms; from the page {}; page→module {}; \
@@ -368,9 +376,7 @@ async fn window_second_launch_ab() -> Result<()> {
 #[ignore = "a benchmark: MIMESIS_BENCH_AB=A:B"]
 async fn window_first_launch_ab() -> Result<()> {
     let corpus = corpus()?;
-    let ab = std::env::var("MIMESIS_BENCH_AB").context("set MIMESIS_BENCH_AB to two desktop binaries, A:B")?;
-    let (a, b) = ab.split_once(':').context("MIMESIS_BENCH_AB is A:B")?;
-    let bins = [PathBuf::from(a), PathBuf::from(b)];
+    let bins = ab_bins()?;
     let runs = env_num("MIMESIS_BENCH_RUNS", 6).max(1);
     let keep = tempfile::Builder::new().prefix("mimesis-window-first-ab-").tempdir()?;
     let mut got: [Vec<Launch>; 2] = [Vec::new(), Vec::new()];
@@ -399,14 +405,7 @@ async fn window_first_launch_ab() -> Result<()> {
         }
     }
     for (i, launches) in got.iter().enumerate() {
-        let stat = |f: &dyn Fn(&Launch) -> Option<f64>| {
-            let mut v: Vec<f64> = launches.iter().filter_map(f).collect();
-            v.sort_by(f64::total_cmp);
-            if v.is_empty() {
-                return "-".to_owned();
-            }
-            format!("{:.0} ({:.0}–{:.0})", v[v.len() / 2], v[0], v[v.len() - 1])
-        };
+        let stat = |f: &dyn Fn(&Launch) -> Option<f64>| median_and_spread(launches, f);
         eprintln!(
             "{} ({}), medians of {runs} first launches: rows {} ms; complete {} ms; page {}; snapshot {}; \
              roster-first→complete {}",
