@@ -39,6 +39,10 @@ use crate::pty::{Pty, PtyCommand, Screen};
 
 /// How long a dialog is on screen before the scenario answers it, as a person would.
 pub const DIALOG_SETTLE: Duration = Duration::from_millis(800);
+/// How long a key pressed in a dialog may take to change the screen before it is pressed
+/// again ([`choose_on`]), and how many times it is pressed at most.
+const KEY_TAKEN: Duration = Duration::from_secs(3);
+const KEY_TRIES: u32 = 3;
 /// Default per-step timeout.
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often step waits re-check the screen and the files.
@@ -580,8 +584,23 @@ pub fn choose_on(pty: &Pty, label: &str, timeout: Duration) -> Result<String> {
     let (number, _, _) = find(&screen).context("the option")?;
     match number {
         Some(n) => {
-            pty.send(&n.to_string())?;
-            Ok(format!("press {n} ({label})"))
+            // 2.1.330 ignores keys for a moment after a dialog appears. A dialog shown again in
+            // place of one just like it (a plan after its denial) looks settled before it takes
+            // keys: the key was lost once under load, and the scenario waited for a reply never
+            // asked for. So, as a person would, press again while the screen has not changed at
+            // all since the press (a key taken closes the dialog); a few times at most.
+            let shown = screen.text();
+            for pressed in 1..=KEY_TRIES {
+                pty.send(&n.to_string())?;
+                let changed = pty.wait_for("the dialog to take the key", KEY_TAKEN, |now| now.text() != shown);
+                if changed.is_ok() {
+                    return Ok(format!(
+                        "press {n} ({label}){}",
+                        if pressed > 1 { format!(", {pressed} times") } else { String::new() }
+                    ));
+                }
+            }
+            bail!("the dialog offering {label:?} did not take {n}, pressed {KEY_TRIES} times")
         }
         None => {
             let rows = option_rows(&screen);
