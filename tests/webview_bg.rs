@@ -89,6 +89,24 @@ async fn wait_enabled(app: &DesktopApp, css: &str) -> Result<()> {
     app.wait_for(&format!("{css} enabled"), T, || async { Ok(app.count(&enabled).await? == 1) }).await.map(drop)
 }
 
+/// Presses the pane's action `css` until the page took the click: the actions are disabled
+/// while one runs, and its answer replaces the said-line. A click read at the button's place
+/// while the pane was still being laid out landed beside it once (the button enabled, no
+/// verb run, the app's log without it), and the test waited for a stop never asked for;
+/// `click_until` clicks again only a button still there and enabled, as a person would.
+async fn press(app: &DesktopApp, css: &str) -> Result<()> {
+    wait_enabled(app, css).await?;
+    let before = said(app).await?;
+    let disabled = format!("{css}[disabled]");
+    app.click_until(css, "taken", || async { Ok(app.count(&disabled).await? == 1 || said(app).await? != before) }).await
+}
+
+/// The pane's said-line, if it shows one.
+async fn said(app: &DesktopApp) -> Result<Option<String>> {
+    let v = app.js("return document.querySelector('[data-testid=bg-said]')?.textContent ?? null;").await?;
+    Ok(v.as_str().map(str::to_owned))
+}
+
 async fn flow(app: &DesktopApp, home: &ClaudeHome, bg: &Background) -> Result<()> {
     // 1. New session → folder → In the background → prompt → Start.
     app.wait_for("the window", Duration::from_secs(30), || async {
@@ -151,8 +169,7 @@ async fn flow(app: &DesktopApp, home: &ClaudeHome, bg: &Background) -> Result<()
     ensure!(bg.worker(&job).is_some(), "detached, the session goes on");
 
     // 5. Stop, Respawn, Remove, through Claude Code's verbs.
-    wait_enabled(app, "[data-testid=bg-stop]").await?;
-    app.click("[data-testid=bg-stop]").await?;
+    press(app, "[data-testid=bg-stop]").await?;
     app.wait_for("stopped", T, || async {
         Ok(app.text_of("[data-testid=bg-said]").await? == format!("stopped {job}")
             && app.count(&format!("{row} [data-testid=job-tag].stopped")).await? == 1)
@@ -160,8 +177,7 @@ async fn flow(app: &DesktopApp, home: &ClaudeHome, bg: &Background) -> Result<()
     .await?;
     // (`claude stop` may answer before its worker has gone.)
     app.wait_for("stopped: no worker", T, || async { Ok(bg.worker(&job).is_none()) }).await?;
-    wait_enabled(app, "[data-testid=bg-respawn]").await?;
-    app.click("[data-testid=bg-respawn]").await?;
+    press(app, "[data-testid=bg-respawn]").await?;
     app.wait_for("respawned and live", T, || async {
         Ok(app.text_of("[data-testid=bg-said]").await? == format!("restarted {job}")
             && app.count(&format!("{row} [data-testid=job-tag]:not(.stopped)")).await? == 1)
@@ -169,7 +185,10 @@ async fn flow(app: &DesktopApp, home: &ClaudeHome, bg: &Background) -> Result<()
     .await?;
     app.wait_for("respawned: a worker", T, || async { Ok(bg.worker(&job).is_some()) }).await?;
     wait_enabled(app, "[data-testid=bg-remove]").await?;
-    app.click("[data-testid=bg-remove]").await?;
+    app.click_until("[data-testid=bg-remove]", "asking to confirm", || async {
+        Ok(app.count("[data-testid=bg-remove-confirm]").await? == 1)
+    })
+    .await?;
     app.click("[data-testid=bg-remove-confirm]").await?;
     app.wait_for("removed: no job on the row", T, || async {
         Ok(app.count(&format!("{row} [data-testid=job-tag]")).await? == 0)
