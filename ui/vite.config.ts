@@ -1,5 +1,6 @@
 import { svelte } from '@sveltejs/vite-plugin-svelte';
 import type { Plugin } from 'vite';
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -44,6 +45,11 @@ export default defineConfig({
     environment: 'jsdom',
     include: ['tests/**/*.test.ts'],
     setupFiles: ['tests/setup.ts'],
+    // At least two files at a time (vitest's default is one fewer worker than cores: one on a
+    // 2-core machine, where a run took 170 s, most of it setting up jsdom, file after file).
+    maxWorkers: Math.max(2, availableParallelism() - 1),
+    // A deadline, not a duration (as tests/setup.ts's for waits): a test that passes is no slower.
+    testTimeout: 30_000,
     // The theme's colours are read as text by the contrast test.
     css: { include: [/app\.css/] },
   },

@@ -50,7 +50,12 @@ describe('AppController', () => {
     const e = a.engine as Engine;
     expect(a.nextAttention()).toBeNull();
     const id = await e.sup.create(PROJECT, null);
-    await waitFor(() => expect(e.store.attention.size).toBeGreaterThan(0));
+    // The attention set and the row's status come as two events: wait for both (once, under
+    // load, the set had the session before its row said why).
+    await waitFor(() => {
+      expect(e.store.attention.has(id)).toBe(true);
+      expect(e.store.get(id)?.status).toMatch(/^waiting_for_(approval|input)$/);
+    });
     a.page = 'resources';
     const next = a.nextAttention();
     expect(next).toBe(id);
