@@ -78,6 +78,15 @@ ensure_tauri_driver() {
   cargo install tauri-driver --locked --quiet
 }
 
+# The test command's runner (scripts/test, .config/nextest.toml).
+ensure_nextest() {
+  if cargo nextest --version >/dev/null 2>&1; then
+    return 0
+  fi
+  say "installing cargo-nextest (the tests' runner)"
+  cargo install cargo-nextest --locked --quiet
+}
+
 # Tauri's bundler, for scripts/package (the .deb). Pinned: the CLI of the tauri release the app
 # is built against (Cargo.lock's `tauri`).
 TAURI_CLI_VERSION=2.12.4

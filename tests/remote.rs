@@ -615,10 +615,19 @@ fn a_host_that_says_hello_and_goes_silent_is_given_up_and_its_ssh_ends_with_mime
     hostile_helper(&rig, "devbox", &format!("read -r hello; cat '{}'; exec sleep 90", lines.display()))?;
 
     // Every wait is bounded: before issue 32, `ls --host` waited for the snapshot for ever.
+    // The variable sets every wait, the hello's too: on a loaded machine ssh took longer
+    // than 2 s to connect once (under cargo-nextest, load 7-8), the host then given up before
+    // its hello; `ls` is run again then, at most 3 times in all.
     let wait = [("MIMESIS_REMOTE_WAIT_SECS", "2")];
-    let (code, _, err) = rig.run_with(&["ls", "--host", "devbox", "--no-local"], &wait)?;
-    ensure!(code == 1 && err.contains("sent no sessions within 2 s of its hello"), "{code} {err}");
-    ensure_gone(&rig, "ls after giving up")?;
+    for n in 1..=3 {
+        let (code, _, err) = rig.run_with(&["ls", "--host", "devbox", "--no-local"], &wait)?;
+        ensure_gone(&rig, "ls after giving up")?;
+        if code == 1 && err.contains("sent no sessions within 2 s of its hello") {
+            break;
+        }
+        ensure!(n < 3 && code == 1 && err.contains("the host did not answer within 2 s"), "{code} {err}");
+        eprintln!("ls {n}: no hello within 2 s (a slow connection): again");
+    }
     let (code, _, err) = rig.run_with(&["show", &format!("devbox:{}", id(1))], &wait)?;
     ensure!(code == 1 && err.contains("did not answer within 2 s"), "{code} {err}");
     ensure_gone(&rig, "show after giving up")?;

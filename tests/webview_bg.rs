@@ -74,6 +74,8 @@ async fn page_state(app: &DesktopApp) -> String {
         return JSON.stringify({said: q('[data-testid=bg-said]')?.textContent ?? null, \
           stop: b('[data-testid=bg-stop]'), respawn: b('[data-testid=bg-respawn]'), \
           remove: b('[data-testid=bg-remove]'), jobTag: tag ? tag.outerHTML.slice(0, 400) : null, \
+          mode: q('[data-testid^=bg-pane-][aria-checked=true]')?.dataset.testid ?? null, \
+          terminal: !!q('[data-testid=background-view] .term'), \
           dialog: d ? d.outerHTML.slice(0, 400) : null});";
     match app.js(script).await {
         Ok(v) => format!("=== the page ===\n{}", v.as_str().unwrap_or_default()),
@@ -163,8 +165,14 @@ async fn flow(app: &DesktopApp, home: &ClaudeHome, bg: &Background) -> Result<()
     })
     .await?;
 
-    // 4. The timeline mode detaches: the client leaves, the session goes on.
-    app.click("[data-testid=bg-pane-timeline]").await?;
+    // 4. The timeline mode detaches: the client leaves, the session goes on. Pressed until
+    // the page took the click (the mode chosen, the terminal gone): under nextest the click
+    // was once lost, the attach client then waited for in vain (the page's state unknown).
+    app.click_until("[data-testid=bg-pane-timeline]", "the timeline mode", || async {
+        Ok(app.count("[data-testid=bg-pane-timeline][aria-checked=true]").await? == 1
+            && app.count("[data-testid=background-view] .term").await? == 0)
+    })
+    .await?;
     app.wait_for("the attach client gone", T, || async { Ok(attach_clients(bg).is_empty()) }).await?;
     ensure!(bg.worker(&job).is_some(), "detached, the session goes on");
 

@@ -33,6 +33,8 @@ use mimesis_tests::webdriver::{DesktopApp, SessionOptions, app_binary, workspace
 use serde_json::{Value, json};
 
 /// One app at a time: each is a full WebKit process tree, and the machine has two cores.
+/// (Under cargo-nextest, a process per test, the test group `one-app` does it:
+/// .config/nextest.toml.)
 static ONE_APP: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const WAIT: Duration = Duration::from_secs(20);

@@ -10,9 +10,12 @@
 //! turn goes on (the budget is reached: said, nothing stopped), then the closing text;
 //! each reply after the first is held by a gate until the test has seen the one before.
 //! Once the last gate opens, the turn ends and Mimesis stops the session through Claude
-//! Code's own `claude stop` at that idle moment: the closing text is in the transcript
-//! (a stop mid-turn loses it), `claude agents --all` lists it stopped, the row is not
-//! live, and `claude respawn` resumes the same session with nothing lost.
+//! Code's own `claude stop` at the turn's end: the closing text is in the transcript when
+//! `claude stop` runs (Mimesis's verbs run through a wrapper that keeps the transcript as
+//! it was then) and after it (a stop mid-turn loses it), `claude agents --all` lists it
+//! stopped, the row is not live, and `claude respawn` resumes the same session with
+//! nothing lost. (The service says the job is idle a moment before the worker writes the
+//! closing text; under load a stop in that moment killed the worker before it did: CI10.)
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -72,6 +75,28 @@ fn transcript(config: &Path, sid: &str) -> String {
         .unwrap_or_default()
 }
 
+/// A `claude` for Mimesis's verbs that, before `claude stop`, copies the config folder's
+/// transcripts to `at_stop`, then runs `claude`.
+fn stop_recorder(dir: &Path, claude: &Path, at_stop: &Path) -> Result<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let quoted = |p: &Path| -> Result<String> {
+        let s = p.to_str().context("a path in UTF-8")?;
+        ensure!(!s.contains('\''), "a path without quotes: {s}");
+        Ok(format!("'{s}'"))
+    };
+    let (at_stop, claude) = (quoted(at_stop)?, quoted(claude)?);
+    let script = dir.join("claude");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = stop ]; then\n  cat \"$CLAUDE_CONFIG_DIR\"/projects/*/*.jsonl > {at_stop}.part\n  \
+             mv {at_stop}.part {at_stop}\nfi\nexec {claude} \"$@\"\n"
+        ),
+    )?;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
+    Ok(script)
+}
+
 /// The scenario above with a budget of `scope`.
 ///
 /// # Safety
@@ -80,6 +105,10 @@ fn transcript(config: &Path, sid: &str) -> String {
 pub async unsafe fn stopped_over_budget(scope: Scope) -> Result<()> {
     // SAFETY: the caller's promise.
     let (claude, api, home) = unsafe { crate::bg::newest_in_process_env()? };
+    let verbs = tempfile::tempdir()?;
+    let at_stop = verbs.path().join("transcripts-at-stop.jsonl");
+    // SAFETY: the caller's promise.
+    unsafe { std::env::set_var("MIMESIS_AGENT", stop_recorder(verbs.path(), &claude, &at_stop)?) };
     let data = tempfile::tempdir()?;
     let bg = Background::new(&home, &claude);
     std::fs::write(home.project_dir().join("notes.txt"), "one line of notes\n")?;
@@ -142,6 +171,8 @@ pub async unsafe fn stopped_over_budget(scope: Scope) -> Result<()> {
             "[bg] stopped through claude stop {} ms after the turn's last reply was let go",
             opened.elapsed().as_millis()
         );
+        let then = std::fs::read_to_string(&at_stop).context("the transcripts when claude stop ran")?;
+        ensure!(then.contains(DONE), "claude stop ran before the closing text was in the transcript: {then}");
         let text = transcript(home.config_dir(), &sid);
         ensure!(text.contains(DONE), "stopped at the turn's end, its closing text written: {text}");
         let listed = bg.agent(&job, true)?.context("claude agents --all lists the stopped session")?;

@@ -413,6 +413,24 @@ pub fn derive(input: &StatusInput, now: Timestamp, t: &Timeouts) -> Derived {
     Derived { status, next_check: next }
 }
 
+/// Does the transcript show the session's words so far written, nothing of its turn still
+/// to come but what the user is asked? Its turn over (the assistant's last message ends the
+/// turn, or a record closes it) with no tool call pending; or a tool call pending, its call
+/// written (a dialog may wait on it). Not a reply still to be written: the prompt or the
+/// tool results the model was sent last, a message without its stop reason.
+pub fn turn_written(tail: &Tail, pending: bool) -> bool {
+    pending
+        || matches!(
+            tail,
+            Tail::AssistantText { end_turn: true, .. }
+                | Tail::TurnDone { .. }
+                | Tail::Aborted
+                | Tail::ApiError { retrying: false }
+                | Tail::LocalOutput
+                | Tail::Compacted
+        )
+}
+
 fn exact(status: Status) -> Derived {
     Derived { status, next_check: None }
 }
@@ -708,5 +726,19 @@ mod tests {
         // An unknown tempo says nothing.
         let k = StatusInput { job: job(JobTempo::Unknown, 0), ..input(Tail::TurnDone { asks_question: false }) };
         assert_eq!(status(&k, at(1)), Status::WaitingForInput);
+    }
+
+    #[test]
+    fn the_transcript_shows_a_turn_written_by_its_last_words_or_a_pending_call() {
+        let ended = Tail::AssistantText { end_turn: true, asks_question: false };
+        assert!(turn_written(&ended, false));
+        assert!(turn_written(&Tail::TurnDone { asks_question: false }, false));
+        // The job idle, the reply not yet in the transcript: the tool results sent last.
+        for mid in [Tail::ToolResults, Tail::Prompt, Tail::Thinking, Tail::Empty, Tail::ApiError { retrying: true }] {
+            assert!(!turn_written(&mid, false), "{mid:?}");
+        }
+        assert!(!turn_written(&Tail::AssistantText { end_turn: false, asks_question: true }, false));
+        // A dialog on a call: its call is written.
+        assert!(turn_written(&Tail::ToolPending, true));
     }
 }

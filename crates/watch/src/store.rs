@@ -649,6 +649,14 @@ impl Store {
     }
 
     /// Whether a hook of the session was read.
+    /// Does the transcript of `id` show its words so far written, as read so far
+    /// ([`status::turn_written`])? None for a session it has no row of. A first read of the
+    /// file's ends cannot tell a pending call: not until the full read.
+    pub fn turn_written(&self, id: &SessionId) -> Option<bool> {
+        let e = self.entries.get(id)?;
+        Some(!e.peeked && status::turn_written(&e.facts.tail, e.facts.pending_tool().is_some()))
+    }
+
     pub fn hooks_seen(&self, id: &SessionId) -> bool {
         self.hooks.contains_key(id)
     }

@@ -4,7 +4,9 @@
 //! this task feeds it the roster's rows, measures the RSS of the worker's process tree when
 //! asked, runs Claude Code's own verbs (`claude respawn|stop <id>`: nothing of the service
 //! is ever signalled by Mimesis) and sends the events through the supervisor, so the window,
-//! the tray and notifications see them like a supervised session's.
+//! the tray and notifications see them like a supervised session's. The end of a turn, which
+//! a stop or a restart waits for, is the row's status and what the session's transcript
+//! shows ([`mimesis_watch::Engine::turn_written`], asked after each change of the row).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -95,7 +97,7 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor) {
     engine.ready().await;
     let mut rows: Rows<Slim> = Rows::new();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
-    let mut d = Driver { mimesis, sup, clock, watched: HashMap::new(), done: done_tx };
+    let mut d = Driver { mimesis, sup, clock, watched: HashMap::new(), done: done_tx, written: HashMap::new() };
     loop {
         let wait = d.next_deadline().map(|at| wake_at(d.clock.as_ref(), at));
         // Rows are followed only while the limits apply to background sessions (off by default).
@@ -111,7 +113,14 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor) {
             ev = events.recv() => match rows.take(ev, &engine).await {
                 Seen::Rows(ids) => {
                     for id in ids {
-                        d.row_changed(&id, rows.get(&id));
+                        let row = rows.get(&id);
+                        if row.is_some_and(|r| r.kind == Some(SessionKind::Background) && r.host.is_none()) {
+                            let written = engine.turn_written(&id).await.ok().flatten().unwrap_or(false);
+                            d.written.insert(id.clone(), written);
+                        } else {
+                            d.written.remove(&id);
+                        }
+                        d.row_changed(&id, row);
                     }
                 }
                 Seen::Closed => return,
@@ -149,6 +158,9 @@ struct Driver {
     clock: Arc<dyn Clock>,
     watched: HashMap<SessionId, Watched>,
     done: mpsc::UnboundedSender<Done>,
+    /// What each background session's transcript showed when its row last changed: its
+    /// words so far written.
+    written: HashMap<SessionId, bool>,
 }
 
 impl Driver {
@@ -199,6 +211,7 @@ impl Driver {
             started,
             worker: found.as_ref().map(|(_, w)| w.pid),
             tokens: row.tokens,
+            written: self.written.get(id).copied().unwrap_or(false),
         };
         let effects = match self.watched.get_mut(id) {
             Some(w) => {

@@ -3,8 +3,11 @@
 //! vendored prices, or what Claude Code says it billed) and:
 //! - a session supervised here: its spend goes to its policy, which warns at 80 % and
 //!   suspends it at its next idle moment at 100 %;
-//! - one of Claude Code's background sessions on this machine: the warning, then at an
-//!   idle moment Claude Code's own `claude stop` (as its duration limit does);
+//! - one of Claude Code's background sessions on this machine: the warning, then at the
+//!   end of its turn Claude Code's own `claude stop` (as its duration limit does): once its
+//!   status says the turn is over and its transcript shows the turn's last words written
+//!   (the engine's [`mimesis_watch::Engine::turn_written`], asked after each change of the
+//!   row), or a grace later without them, said;
 //! - any other session (external): the warning and the notification only;
 //! - the fleet (where every session is followed: the app): today's spend (local day, `TZ`
 //!   respected) against `dailyBudgetUsd`; reached, every supervised and background
@@ -17,16 +20,17 @@
 
 mod day;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use chrono::{Local, NaiveDate};
-use mimesis_core::clock::Timestamp;
+use mimesis_core::clock::{Mono, Timestamp};
 use mimesis_core::ids::{JobId, SessionId};
 use mimesis_core::job::SessionKind;
 use mimesis_core::session::{Cost, TrackedSession};
 use mimesis_core::spend::{CostQuery, GroupBy};
 use mimesis_core::status::Status;
 use mimesis_core::supervision::budget::{Crossed, FleetBudget, RowBudget, RowEffect, Scope, wording};
+use mimesis_core::supervision::turn_end::TRANSCRIPT_GRACE;
 use mimesis_core::supervision::{EventKind, SupervisionEvent};
 use mimesis_supervise::Supervisor;
 use tokio::sync::mpsc;
@@ -125,13 +129,18 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor, fleet: bool) {
         asked: false,
         told: false,
         done: done_tx,
+        transcripts: BTreeSet::new(),
     };
     d.rows.start(&engine).await;
     d.settings_changed();
     loop {
         // Every wake-up looks at the clocks: a wall clock that jumped re-arms the day.
         d.day_check();
-        let midnight = wake_at(d.mimesis.clock().as_ref(), d.day.deadline());
+        // A stop waiting for a transcript is asked it after every change of its row.
+        d.ask_transcripts().await;
+        let clock = d.mimesis.clock().clone();
+        let midnight = wake_at(clock.as_ref(), d.day.deadline());
+        let grace = d.budgets.values().filter_map(RowBudget::next_deadline).min().map(|at| wake_at(clock.as_ref(), at));
         tokio::select! {
             ev = events.recv() => match d.rows.take(ev, &engine).await {
                 Seen::Rows(ids) => {
@@ -161,7 +170,15 @@ pub(crate) async fn run(mimesis: Mimesis, sup: Supervisor, fleet: bool) {
                 }
             }
             _ = tokio::time::sleep_until(midnight) => d.day_check(),
+            _ = sleep_until(grace) => d.tick(),
         }
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -182,6 +199,8 @@ struct Driver {
     /// The supervisor and the rows were told the fleet's budget is reached.
     told: bool,
     done: mpsc::UnboundedSender<(NaiveDate, f64)>,
+    /// Rows whose stop waits for their transcript, changed since it was last asked.
+    transcripts: BTreeSet<SessionId>,
 }
 
 impl Driver {
@@ -319,7 +338,46 @@ impl Driver {
             b.set_fleet(reached);
             b
         });
-        for effect in b.observe(row.cost, row.busy, row.live) {
+        let now = self.mimesis.clock().mono();
+        let effects = b.observe(row.cost, row.busy, row.live, now);
+        if b.wants_transcript() {
+            self.transcripts.insert(id.clone());
+        }
+        self.carry_out(id, effects);
+    }
+
+    /// Asks the engine what the transcripts of the rows whose stop waits for them show.
+    async fn ask_transcripts(&mut self) {
+        let engine = self.mimesis.engine().clone();
+        while let Some(id) = self.transcripts.pop_first() {
+            if !self.budgets.get(&id).is_some_and(RowBudget::wants_transcript) {
+                continue;
+            }
+            let written = engine.turn_written(&id).await.ok().flatten().unwrap_or(false);
+            let now = self.mimesis.clock().mono();
+            let effects = self.budgets.get_mut(&id).map(|b| b.transcript(written, now)).unwrap_or_default();
+            self.carry_out(&id, effects);
+        }
+    }
+
+    /// The transcripts' grace fell due.
+    fn tick(&mut self) {
+        let now = self.mimesis.clock().mono();
+        let due: Vec<SessionId> = self
+            .budgets
+            .iter()
+            .filter(|(_, b)| b.next_deadline().is_some_and(|d: Mono| d <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            let effects = self.budgets.get_mut(&id).map(|b| b.tick(now)).unwrap_or_default();
+            self.carry_out(&id, effects);
+        }
+    }
+
+    fn carry_out(&mut self, id: &SessionId, effects: Vec<RowEffect>) {
+        let Some(row) = self.rows.get(id).cloned() else { return };
+        for effect in effects {
             match effect {
                 RowEffect::Say(Crossed::Warn { spent, limit }) => {
                     self.say(id, wording::warning(Scope::Session, spent, limit))
@@ -331,9 +389,17 @@ impl Driver {
                     }
                     self.say(id, m)
                 }
-                RowEffect::Stop(scope) => {
+                RowEffect::Stop { scope, written } => {
+                    if !written {
+                        tracing::warn!(
+                            session = %id,
+                            grace_s = TRANSCRIPT_GRACE.as_secs(),
+                            "stopping a background session over its budget: its transcript does not show its turn's end"
+                        );
+                        self.say(id, wording::stopped_unwritten(scope, TRANSCRIPT_GRACE));
+                    }
                     if let Some(job) = &row.job {
-                        self.stop(id, job, scope);
+                        self.stop(id, job, scope, written);
                     }
                 }
             }
@@ -341,12 +407,13 @@ impl Driver {
     }
 
     /// Claude Code's own `claude stop` for a background session over its budget.
-    fn stop(&self, id: &SessionId, job: &JobId, scope: Scope) {
+    fn stop(&self, id: &SessionId, job: &JobId, scope: Scope, written: bool) {
         let Some((root, worker)) = roster_rows::worker(self.mimesis.roots(), job) else { return };
-        let why = if scope == Scope::Fleet {
-            "background session over today's budget"
-        } else {
-            "background session over its budget"
+        let why = match (scope, written) {
+            (Scope::Fleet, true) => "background session over today's budget, at its turn's end",
+            (Scope::Session, true) => "background session over its budget, at its turn's end",
+            (Scope::Fleet, false) => "background session over today's budget, its turn's end not in its transcript",
+            (Scope::Session, false) => "background session over its budget, its turn's end not in its transcript",
         };
         let cwd = roster_rows::cwd_of(&worker);
         roster_rows::act(self.mimesis.data_dir(), &root, cwd.as_deref(), (id, job), Verb::Stop, why);

@@ -18,6 +18,10 @@
 //!   service started the session.
 //! - Crashes: the service restarts a crashed session itself; when its `attempt` grows, a
 //!   `crash_detected` and a `session_recovered` event say so.
+//!
+//! The end of a turn is the status's and the transcript's ([`TurnEnd`]): the service's job
+//! says idle a moment before the worker writes the turn's last words, and a stop or a
+//! respawn in that moment kills it before it does.
 
 use std::time::Duration;
 
@@ -26,6 +30,7 @@ use crate::ids::SessionId;
 use crate::supervision::event::{EventKind, wording};
 use crate::supervision::limit_clock::{DurationLimit, DurationVerdict, RestartLimit};
 use crate::supervision::limits::Limits;
+use crate::supervision::turn_end::{TurnEnd, TurnVerdict};
 use crate::supervision::view::RestartHold;
 
 /// What the roster says of the session at an instant.
@@ -43,6 +48,8 @@ pub struct BgObservation {
     pub worker: Option<u32>,
     /// The tokens its transcript records: they grow only when a turn runs.
     pub tokens: u64,
+    /// Its transcript shows its words so far written ([`crate::status::turn_written`]).
+    pub written: bool,
 }
 
 /// What the driver does.
@@ -76,6 +83,9 @@ pub struct BgLimits {
     /// A memory restart happened and the session has done no work since.
     fresh: Option<SinceRestart>,
     hold: Option<RestartHold>,
+    turn: TurnEnd,
+    /// Where the turn was when last looked at.
+    verdict: TurnVerdict,
 }
 
 impl BgLimits {
@@ -93,7 +103,28 @@ impl BgLimits {
             memory_grace_until: None,
             fresh: None,
             hold: None,
+            turn: TurnEnd::default(),
+            verdict: TurnVerdict::Running,
         }
+        .with_turn(obs, now)
+    }
+
+    fn with_turn(mut self, obs: BgObservation, now: Mono) -> BgLimits {
+        self.turn.status(obs.busy, now);
+        self.verdict = self.turn.transcript(obs.written, now);
+        self
+    }
+
+    /// Is the turn over (by the status and the transcript, or the transcript's grace)?
+    fn turn_over(&self) -> bool {
+        self.verdict.over()
+    }
+
+    /// Looks at the turn again: true when it has just ended.
+    fn turn_ended(&mut self, verdict: TurnVerdict) -> bool {
+        let ended = verdict.over() && !self.verdict.over();
+        self.verdict = verdict;
+        ended
     }
 
     pub fn id(&self) -> &SessionId {
@@ -118,11 +149,13 @@ impl BgLimits {
         if !self.obs.live || self.ended {
             return None;
         }
+        let waits = self.duration_grace_until.is_some() || self.memory_pending;
         [
             self.duration.due(self.obs.started, &self.limits),
             self.duration_grace_until,
             self.memory_grace_until,
             Some(self.next_rss_check),
+            self.turn.deadline().filter(|_| waits),
         ]
         .into_iter()
         .flatten()
@@ -154,15 +187,25 @@ impl BgLimits {
         if self.fresh.as_mut().is_some_and(|f| f.worked(&obs)) {
             self.fresh = None;
         }
-        if !obs.busy && before.busy {
-            // The turn is over: what waited for it goes now.
-            if self.duration_grace_until.take().is_some() {
-                out.extend(self.end_for_duration(false));
-            } else if self.memory_pending {
-                out.extend(self.restart_now(now));
-            }
-        }
+        self.turn.status(obs.busy, now);
+        let verdict = self.turn.transcript(obs.written, now);
+        out.extend(self.after_turn(verdict, now));
         out
+    }
+
+    /// What waited for the end of the turn goes once it has ended.
+    fn after_turn(&mut self, verdict: TurnVerdict, now: Mono) -> Vec<BgEffect> {
+        if !self.turn_ended(verdict) {
+            return Vec::new();
+        }
+        if self.duration_grace_until.take().is_some() {
+            // Its last words not in the transcript after the grace: the answer may be incomplete.
+            self.end_for_duration(verdict == TurnVerdict::Unwritten)
+        } else if self.memory_pending {
+            self.restart_now(now)
+        } else {
+            Vec::new()
+        }
     }
 
     /// The RSS of the process tree of `worker` (the roster's PTY host `pid`), measured.
@@ -189,7 +232,7 @@ impl BgLimits {
         }
         self.memory_pending = true;
         let force = bytes > max.saturating_mul(2);
-        if force || !self.obs.busy || self.limits.turn_grace.is_zero() {
+        if force || self.turn_over() || self.limits.turn_grace.is_zero() {
             self.restart_now(now)
         } else {
             self.memory_grace_until.get_or_insert(now.plus(self.limits.turn_grace));
@@ -203,17 +246,22 @@ impl BgLimits {
         if !self.obs.live || self.ended {
             return out;
         }
+        let verdict = self.turn.verdict(now);
+        out.extend(self.after_turn(verdict, now));
+        if self.ended {
+            return out;
+        }
         if self.duration_grace_until.is_some_and(|g| g <= now) {
             self.duration_grace_until = None;
             // The turn did not finish in time: its last answer may be incomplete.
-            out.extend(self.end_for_duration(self.obs.busy));
+            out.extend(self.end_for_duration(!self.turn_over()));
             return out;
         }
         if self.duration_grace_until.is_none()
             && self.duration.due(self.obs.started, &self.limits).is_some_and(|d| d <= now)
         {
             match self.duration.check(self.obs.started, now, &self.limits) {
-                DurationVerdict::Reached if self.obs.busy && !self.limits.turn_grace.is_zero() => {
+                DurationVerdict::Reached if !self.turn_over() && !self.limits.turn_grace.is_zero() => {
                     self.duration_grace_until = Some(now.plus(self.limits.turn_grace));
                 }
                 DurationVerdict::Reached => return self.end_for_duration(false),
@@ -363,7 +411,15 @@ mod tests {
     }
 
     fn obs(busy: bool) -> BgObservation {
-        BgObservation { live: true, busy, attempt: Some(1), started: at(0), worker: Some(10), tokens: 100 }
+        BgObservation {
+            live: true,
+            busy,
+            attempt: Some(1),
+            started: at(0),
+            worker: Some(10),
+            tokens: 100,
+            written: !busy,
+        }
     }
 
     /// What the roster says of the worker `w` whose transcript holds `tokens`.
@@ -554,5 +610,58 @@ mod tests {
         assert_eq!(kinds(&out), ["SessionWarning"], "then the restart limit, said");
         let BgEffect::Emit(EventKind::SessionWarning { message, .. }) = &out[0] else { panic!() };
         assert!(!message.contains("at rest"), "not the baseline: {message}");
+    }
+
+    /// Idle by its status (the service's job), its transcript still without the turn's
+    /// last words.
+    fn idle_unwritten() -> BgObservation {
+        BgObservation { written: false, ..obs(false) }
+    }
+
+    #[test]
+    fn the_duration_limits_stop_waits_for_the_transcript_to_show_the_turns_end() {
+        let mut p = policy();
+        p.observe(obs(true), at(95));
+        p.tick(at(100));
+        assert_eq!(p.next_deadline(), Some(at(105)));
+        assert_eq!(p.observe(idle_unwritten(), at(102)), [], "the job idle, the transcript mid-turn: it waits");
+        assert!(p.tick(at(104)).is_empty(), "its grace runs");
+        let out = p.observe(obs(false), at(104));
+        assert_eq!(kinds(&out), ["SessionTerminated", "Stop"], "the closing text written");
+        let BgEffect::Emit(EventKind::SessionTerminated { message, .. }) = &out[0] else { panic!() };
+        assert_ne!(message, wording::DURATION_ENDED_INCOMPLETE);
+        // A transcript that never shows it: the turn's grace ends it, incomplete.
+        let mut q = policy();
+        q.observe(obs(true), at(95));
+        q.tick(at(100));
+        q.observe(idle_unwritten(), at(102));
+        let out = q.tick(at(110));
+        assert_eq!(kinds(&out), ["SessionTerminated", "Stop"]);
+        let BgEffect::Emit(EventKind::SessionTerminated { message, .. }) = &out[0] else { panic!() };
+        assert_eq!(message, wording::DURATION_ENDED_INCOMPLETE);
+    }
+
+    #[test]
+    fn a_memory_restart_waits_for_the_transcript_then_its_grace() {
+        let mut p = policy();
+        p.tick(at(0));
+        p.observe(obs(true), at(1));
+        assert_eq!(p.rss(150 * MB, OLD, at(2)), []);
+        assert_eq!(p.observe(idle_unwritten(), at(3)), [], "the job idle, the transcript mid-turn: it waits");
+        assert_eq!(p.rss(150 * MB, OLD, at(4)), [], "still pending");
+        assert_eq!(kinds(&p.observe(obs(false), at(5))), ["SessionRestarting", "Respawn"], "the end written");
+        // Never shown: after the transcript's grace (10 s), as after the turn's.
+        let limits = Limits { turn_grace: Duration::from_secs(600), ..limits() };
+        let mut q = BgLimits::new(SessionId::parse("s1").unwrap(), obs(false), limits, at(0));
+        q.tick(at(0));
+        q.observe(obs(true), at(1));
+        assert_eq!(q.rss(150 * MB, OLD, at(2)), []);
+        assert_eq!(q.observe(idle_unwritten(), at(3)), []);
+        assert_eq!(q.next_deadline(), Some(at(5)), "the next RSS check");
+        q.tick(at(5));
+        assert_eq!(q.next_deadline(), Some(at(10)));
+        assert_eq!(kinds(&q.tick(at(12))), ["MeasureRss"], "the transcript's grace runs");
+        assert_eq!(q.next_deadline(), Some(at(13)), "it ends 10 s after the job said idle");
+        assert_eq!(kinds(&q.tick(at(13))), ["SessionRestarting", "Respawn"]);
     }
 }

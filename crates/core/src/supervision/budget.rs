@@ -16,6 +16,9 @@ use std::fmt;
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
+use crate::clock::Mono;
+use crate::supervision::turn_end::{TurnEnd, TurnVerdict};
+
 /// A sum in US dollars, as the settings document writes it (a JSON number: a newtype is
 /// its value in serde).
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Serialize, Deserialize)]
@@ -250,14 +253,19 @@ impl FleetBudget {
 }
 
 /// A session Mimesis does not supervise in a PTY: an external one (the notification only)
-/// or one of Claude Code's background sessions (stopped at its next idle moment through
-/// the service's own `claude stop`, the way its duration limit is).
+/// or one of Claude Code's background sessions (stopped at the end of its turn through the
+/// service's own `claude stop`, the way its duration limit is). The end of the turn is the
+/// status's and the transcript's ([`TurnEnd`]): a stop as soon as the service's job says
+/// idle killed the worker before it wrote the turn's last words.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RowBudget {
     budget: SessionBudget,
     background: bool,
     /// `claude stop` was asked for since the budget was reached.
     stopped: bool,
+    /// The service runs a worker for it.
+    live: bool,
+    turn: TurnEnd,
 }
 
 /// What to do about a [`RowBudget`]'s session.
@@ -265,15 +273,18 @@ pub struct RowBudget {
 pub enum RowEffect {
     /// Tell the user (the session's budget; the fleet's is said once by [`FleetBudget`]).
     Say(Crossed),
-    /// `claude stop` (a background session, at an idle moment).
-    Stop(Scope),
+    /// `claude stop` (a background session, at the end of its turn). `written`: the
+    /// transcript showed the turn's last words; false when it still did not
+    /// [`TRANSCRIPT_GRACE`](crate::supervision::turn_end::TRANSCRIPT_GRACE) after the status
+    /// said the turn was over.
+    Stop { scope: Scope, written: bool },
 }
 
 impl RowBudget {
     pub fn new(background: bool, budget_usd: Option<f64>) -> RowBudget {
         let mut budget = SessionBudget::default();
         budget.set_default(budget_usd);
-        RowBudget { budget, background, stopped: false }
+        RowBudget { budget, background, stopped: false, live: false, turn: TurnEnd::default() }
     }
 
     /// The settings' per-session budget changed.
@@ -286,19 +297,60 @@ impl RowBudget {
         self.budget.set_fleet(reached);
     }
 
-    /// What the row says now: its spend so far, and whether a turn is under way (or the
-    /// session has no process: nothing to stop).
-    pub fn observe(&mut self, spent: f64, busy: bool, live: bool) -> Vec<RowEffect> {
+    /// What the row says now: its spend so far, whether a turn is under way by its status,
+    /// and whether the session has a process (none: nothing to stop).
+    pub fn observe(&mut self, spent: f64, busy: bool, live: bool, now: Mono) -> Vec<RowEffect> {
         let mut out: Vec<RowEffect> = self.budget.observe(spent).map(RowEffect::Say).into_iter().collect();
-        match self.budget.exhausted() {
-            None => self.stopped = false,
-            Some((scope, ..)) if self.background && live && !busy && !self.stopped => {
-                self.stopped = true;
-                out.push(RowEffect::Stop(scope));
-            }
-            Some(_) => {}
-        }
+        self.live = live;
+        let turn = self.turn.status(busy, now);
+        self.stop_if_due(turn, &mut out);
         out
+    }
+
+    /// What the session's transcript shows ([`crate::status::turn_written`]): asked by the
+    /// driver after each change of the row while [`RowBudget::wants_transcript`].
+    pub fn transcript(&mut self, written: bool, now: Mono) -> Vec<RowEffect> {
+        let turn = self.turn.transcript(written, now);
+        let mut out = Vec::new();
+        self.stop_if_due(turn, &mut out);
+        out
+    }
+
+    /// Whatever fell due at `now` (the transcript's grace).
+    pub fn tick(&mut self, now: Mono) -> Vec<RowEffect> {
+        let turn = self.turn.verdict(now);
+        let mut out = Vec::new();
+        self.stop_if_due(turn, &mut out);
+        out
+    }
+
+    /// A stop waits for the transcript to show the turn's end.
+    pub fn wants_transcript(&self) -> bool {
+        self.due().is_some() && self.turn.waiting_for_transcript()
+    }
+
+    /// When [`RowBudget::tick`] has something to do.
+    pub fn next_deadline(&self) -> Option<Mono> {
+        self.due().and(self.turn.deadline())
+    }
+
+    /// The scope of a stop still to be made at the turn's end.
+    fn due(&self) -> Option<Scope> {
+        let (scope, ..) = self.budget.exhausted()?;
+        (self.background && self.live && !self.stopped).then_some(scope)
+    }
+
+    fn stop_if_due(&mut self, turn: TurnVerdict, out: &mut Vec<RowEffect>) {
+        if self.budget.exhausted().is_none() {
+            self.stopped = false;
+            return;
+        }
+        if let Some(scope) = self.due()
+            && turn.over()
+        {
+            self.stopped = true;
+            out.push(RowEffect::Stop { scope, written: turn == TurnVerdict::Over });
+        }
     }
 }
 
@@ -329,6 +381,17 @@ pub mod wording {
         )
     }
 
+    /// A background session stopped over its budget although its transcript did not show
+    /// its turn's last words `grace` after its status said the turn was over.
+    pub fn stopped_unwritten(scope: Scope, grace: std::time::Duration) -> String {
+        format!(
+            "Stopped over {}: its turn's last words were not in its transcript {} s after the turn ended, \
+             and may be missing (Respawn resumes it).",
+            of(scope),
+            grace.as_secs()
+        )
+    }
+
     /// For an external session (watched, not supervised): nothing is stopped.
     pub fn reached_external(scope: Scope, spent: f64, limit: f64) -> String {
         format!("{} of {} of {} is spent.", dollars(spent), of(scope), dollars(limit))
@@ -338,6 +401,7 @@ pub mod wording {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::supervision::turn_end::TRANSCRIPT_GRACE;
 
     fn day(d: u32) -> NaiveDate {
         NaiveDate::from_ymd_opt(2026, 11, d).unwrap()
@@ -440,27 +504,85 @@ mod tests {
         assert_eq!(f.observe(day(29), 16.5), Some(Crossed::Warn { spent: 16.5, limit: 20.0 }));
     }
 
+    fn at(ms: u64) -> Mono {
+        Mono::from_millis(ms)
+    }
+
+    fn stop(scope: Scope) -> RowEffect {
+        RowEffect::Stop { scope, written: true }
+    }
+
     #[test]
-    fn an_external_session_is_only_told_and_a_background_one_is_stopped_once_when_idle() {
+    fn an_external_session_is_only_told_and_a_background_one_is_stopped_once_at_its_turns_end() {
         let mut ext = RowBudget::new(false, Some(1.0));
-        assert_eq!(ext.observe(0.9, true, true), [RowEffect::Say(Crossed::Warn { spent: 0.9, limit: 1.0 })]);
-        assert_eq!(ext.observe(1.1, false, true), [RowEffect::Say(Crossed::Reached { spent: 1.1, limit: 1.0 })]);
-        assert!(ext.observe(1.2, false, true).is_empty(), "never stopped");
+        assert_eq!(ext.observe(0.9, true, true, at(0)), [RowEffect::Say(Crossed::Warn { spent: 0.9, limit: 1.0 })]);
+        assert_eq!(ext.observe(1.1, false, true, at(1)), [RowEffect::Say(Crossed::Reached { spent: 1.1, limit: 1.0 })]);
+        assert!(!ext.wants_transcript());
+        assert!(ext.transcript(true, at(2)).is_empty(), "never stopped");
         let mut bg = RowBudget::new(true, Some(1.0));
-        assert_eq!(bg.observe(1.1, true, true), [RowEffect::Say(Crossed::Reached { spent: 1.1, limit: 1.0 })]);
-        assert!(bg.observe(1.1, true, true).is_empty(), "not mid-turn");
-        assert_eq!(bg.observe(1.1, false, true), [RowEffect::Stop(Scope::Session)]);
-        assert!(bg.observe(1.1, false, true).is_empty(), "once");
-        assert!(bg.observe(1.1, false, false).is_empty());
+        assert_eq!(bg.observe(1.1, true, true, at(0)), [RowEffect::Say(Crossed::Reached { spent: 1.1, limit: 1.0 })]);
+        assert!(bg.observe(1.1, true, true, at(1)).is_empty(), "not mid-turn");
+        assert!(!bg.wants_transcript());
+        assert!(bg.observe(1.1, false, true, at(2)).is_empty(), "the status says idle: the transcript is asked");
+        assert!(bg.wants_transcript());
+        assert_eq!(bg.transcript(true, at(3)), [stop(Scope::Session)]);
+        assert!(!bg.wants_transcript());
+        assert!(bg.observe(1.1, false, true, at(4)).is_empty(), "once");
+        assert!(bg.transcript(true, at(5)).is_empty(), "once");
+        assert!(bg.observe(1.1, false, false, at(6)).is_empty());
         // The fleet's budget stops it too, once more after the budget was raised.
         let mut bg = RowBudget::new(true, None);
         bg.set_fleet(Some((20.0, 20.0)));
-        assert_eq!(bg.observe(0.5, false, true), [RowEffect::Stop(Scope::Fleet)]);
+        assert!(bg.observe(0.5, false, true, at(0)).is_empty());
+        assert_eq!(bg.transcript(true, at(1)), [stop(Scope::Fleet)]);
         bg.set_fleet(None);
-        assert!(bg.observe(0.5, false, true).is_empty());
+        assert!(bg.observe(0.5, false, true, at(2)).is_empty());
+        assert!(!bg.wants_transcript());
         bg.set_fleet(Some((30.0, 30.0)));
-        assert_eq!(bg.observe(0.5, false, true), [RowEffect::Stop(Scope::Fleet)]);
+        assert_eq!(bg.observe(0.5, false, true, at(3)), [stop(Scope::Fleet)], "the transcript still shows the end");
         assert_eq!(bg.set_default(Some(0.4)), Some(Crossed::Reached { spent: 0.5, limit: 0.4 }));
+    }
+
+    #[test]
+    fn a_background_session_idle_by_its_job_but_mid_turn_by_its_transcript_is_stopped_when_the_transcript_shows_the_end()
+     {
+        let mut bg = RowBudget::new(true, Some(1.0));
+        assert_eq!(bg.observe(1.1, true, true, at(0)), [RowEffect::Say(Crossed::Reached { spent: 1.1, limit: 1.0 })]);
+        // The service's job says idle; the transcript ends with the tool results sent last.
+        assert!(bg.observe(1.1, false, true, at(1_000)).is_empty());
+        assert!(bg.transcript(false, at(1_010)).is_empty(), "its last words are not written yet");
+        assert_eq!(bg.next_deadline(), Some(at(1_000).plus(TRANSCRIPT_GRACE)));
+        assert!(bg.tick(at(1_700)).is_empty());
+        assert!(bg.observe(1.1, false, true, at(1_700)).is_empty(), "another change of the row (its cost)");
+        assert!(bg.wants_transcript());
+        assert_eq!(bg.transcript(true, at(1_710)), [stop(Scope::Session)], "the closing text is written");
+        assert_eq!(bg.next_deadline(), None);
+        assert!(bg.tick(at(60_000)).is_empty());
+    }
+
+    #[test]
+    fn a_transcript_that_never_shows_the_turns_end_is_waited_for_the_grace_then_the_stop_says_so() {
+        let mut bg = RowBudget::new(true, None);
+        bg.set_fleet(Some((20.0, 20.0)));
+        assert!(bg.observe(0.5, false, true, at(5_000)).is_empty());
+        assert!(bg.transcript(false, at(5_001)).is_empty());
+        let until = at(5_000).plus(TRANSCRIPT_GRACE);
+        assert_eq!(bg.next_deadline(), Some(until));
+        assert!(bg.tick(at(4_999).plus(TRANSCRIPT_GRACE)).is_empty());
+        assert_eq!(bg.tick(until), [RowEffect::Stop { scope: Scope::Fleet, written: false }]);
+        assert_eq!(bg.next_deadline(), None);
+        assert!(bg.tick(until.plus(TRANSCRIPT_GRACE)).is_empty(), "once");
+        assert_eq!(
+            wording::stopped_unwritten(Scope::Fleet, TRANSCRIPT_GRACE),
+            "Stopped over today's budget for all sessions: its turn's last words were not in its transcript 10 s \
+             after the turn ended, and may be missing (Respawn resumes it)."
+        );
+        // A turn that starts again before the grace ends: no stop mid-turn.
+        let mut bg = RowBudget::new(true, Some(1.0));
+        bg.observe(1.1, false, true, at(0));
+        bg.observe(1.1, true, true, at(2_000));
+        assert_eq!(bg.next_deadline(), None);
+        assert!(bg.tick(at(0).plus(TRANSCRIPT_GRACE)).is_empty());
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! - [`background`]: the limits applied to Claude Code's background sessions (when the
 //!   user turns them on), through the service's own verbs.
 //! - [`budget`]: the fleet's daily budget and each session's (issue 36).
+//! - [`turn_end`]: when a background session is at the end of its turn (status and transcript).
 //! - [`event`]: the supervision events and the seeds' wording.
 //! - [`view`]: what the faces see (`supervision` of a roster row, resources, metrics).
 //! - [`agent`]: the program a session runs.
@@ -35,6 +36,7 @@ pub mod limit_clock;
 pub mod limits;
 pub mod policy;
 pub mod readiness;
+pub mod turn_end;
 pub mod view;
 
 pub use agent::AgentCommand;

@@ -39,6 +39,7 @@ pub(super) enum Query {
     AgentReports(Reply<Vec<(SessionId, AgentReport)>>),
     Terminal(SessionId, Reply<Option<TerminalContext>>),
     HooksSeen(SessionId, Reply<bool>),
+    TurnWritten(SessionId, Reply<Option<bool>>),
 }
 
 /// Changes to what is watched and how.
@@ -108,6 +109,9 @@ impl Actor {
             }
             Query::HooksSeen(id, reply) => {
                 let _ = reply.send(self.store.hooks_seen(&id));
+            }
+            Query::TurnWritten(id, reply) => {
+                let _ = reply.send(self.store.turn_written(&id));
             }
             Query::AgentReports(reply) => {
                 let _ = reply.send(self.store.agent_reports());

@@ -326,6 +326,16 @@ impl Engine {
         self.ask(|r| Query::HooksSeen(id, r)).await
     }
 
+    /// Does the session's transcript, as read so far, show its words written: its turn over
+    /// (its last assistant message, or the record that closes the turn) with no tool call
+    /// pending, or a call pending ([`mimesis_core::status::turn_written`])? What a stop "at
+    /// the turn's end" waits for: the status may say the turn is over before the transcript
+    /// has its last words. None for a session with no row.
+    pub async fn turn_written(&self, id: &SessionId) -> Result<Option<bool>, EngineError> {
+        let id = id.clone();
+        self.ask(|r| Query::TurnWritten(id, r)).await
+    }
+
     /// Every hook event read from the spool from now on (Notification's type, the terminal
     /// a session runs in).
     pub fn subscribe_hooks(&self) -> broadcast::Receiver<Arc<HookEvent>> {
