@@ -80,6 +80,9 @@ fn started_at_ms(pid: u32) -> Result<f64> {
 struct Launch {
     first_rows: f64,
     complete: f64,
+    /// The app's own process's CPU (user + system, all its threads, those ended included) when
+    /// the complete roster was seen, in ms (to the clock tick; read within ~50 ms of the mark).
+    app_cpu: f64,
     sessions: String,
     /// The page's creation and its marks (`mimesis:` left off), in ms from the process's start.
     marks: Vec<(String, f64)>,
@@ -123,6 +126,8 @@ async fn launch_with(
     loop {
         let v = app.js(script).await?;
         if let (Some(first), Some(done)) = (v[0].as_f64(), v[1].as_f64()) {
+            let hz = mimesis_os::procs::ticks_per_second() as f64;
+            let app_cpu = mimesis_os::procs::stat(pid).map_or(f64::NAN, |s| s.cpu_ticks as f64 * 1000.0 / hz);
             let sessions = v[2].as_str().unwrap_or_default().split('·').next().unwrap_or_default().trim().to_owned();
             let mut marks = vec![("page".to_owned(), v[3].as_f64().unwrap_or(0.0) - start)];
             marks.extend(
@@ -146,7 +151,7 @@ async fn launch_with(
                     marks.join(", ")
                 );
             }
-            return Ok((app, Launch { first_rows: first - start, complete: done - start, sessions, marks }));
+            return Ok((app, Launch { first_rows: first - start, complete: done - start, app_cpu, sessions, marks }));
         }
         if Instant::now() > deadline {
             bail!("no complete roster within 180 s: {v}");
@@ -391,11 +396,12 @@ async fn window_first_launch_ab() -> Result<()> {
             std::fs::remove_dir_all(&data)?;
             let phase = |from: &str, to: &str| Some(l.mark(to)? - l.mark(from)?);
             eprintln!(
-                "run {} {}: rows {:.0} ms, complete {:.0} ms · page {:.0} · snapshot {:.0} · applied→painted {:.0} ({})",
+                "run {} {}: rows {:.0} ms, complete {:.0} ms, app CPU {:.0} ms · page {:.0} · snapshot {:.0} · applied→painted {:.0} ({})",
                 run + 1,
                 ["A", "B"][i],
                 l.first_rows,
                 l.complete,
+                l.app_cpu,
                 l.mark("page").unwrap_or(f64::NAN),
                 l.mark("snapshot").unwrap_or(f64::NAN),
                 phase("applied", "roster-first").unwrap_or(f64::NAN),
@@ -407,12 +413,13 @@ async fn window_first_launch_ab() -> Result<()> {
     for (i, launches) in got.iter().enumerate() {
         let stat = |f: &dyn Fn(&Launch) -> Option<f64>| median_and_spread(launches, f);
         eprintln!(
-            "{} ({}), medians of {runs} first launches: rows {} ms; complete {} ms; page {}; snapshot {}; \
-             roster-first→complete {}",
+            "{} ({}), medians of {runs} first launches: rows {} ms; complete {} ms; app CPU {} ms; page {}; \
+             snapshot {}; roster-first→complete {}",
             ["A", "B"][i],
             bins[i].display(),
             stat(&|l| Some(l.first_rows)),
             stat(&|l| Some(l.complete)),
+            stat(&|l| Some(l.app_cpu)),
             stat(&|l| l.mark("page")),
             stat(&|l| l.mark("snapshot")),
             stat(&|l| Some(l.complete - l.first_rows)),

@@ -226,13 +226,10 @@ struct Probe<'a> {
 
 async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, set: &AttentionSet, requests: &[Pending]) {
     let Some(tray) = app.try_state::<Tray<R>>() else { return };
-    let sessions: HashMap<SessionId, TrackedSession> = match engine.snapshot().await {
-        Ok(s) => s
-            .sessions
-            .into_iter()
-            .filter(|s| set.session_ids.contains(&s.session_id))
-            .map(|s| (s.session_id.clone(), s))
-            .collect(),
+    // Only the rows of the sessions listed (a copy of all 2,000 was taken when the attention
+    // set was first said, as the window's first roster was completed).
+    let sessions: HashMap<SessionId, TrackedSession> = match engine.sessions(set.session_ids.clone()).await {
+        Ok(s) => s.into_iter().map(|s| (s.session_id.clone(), s)).collect(),
         Err(_) => return,
     };
     // A session that left the set is no longer crashed or terminated for the menu: when

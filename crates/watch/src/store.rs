@@ -267,6 +267,17 @@ impl Store {
         self.entries.is_empty()
     }
 
+    /// Every session's current row, in no order and not copied (what [`Store::snapshot`]
+    /// gives, without a copy of every row).
+    pub fn rows(&self) -> impl Iterator<Item = &TrackedSession> {
+        self.entries.values().filter_map(|e| e.published.as_deref())
+    }
+
+    /// One session's current row (as [`Store::snapshot`] has it).
+    pub fn row_of(&self, id: &SessionId) -> Option<&TrackedSession> {
+        self.entries.get(id).and_then(|e| e.published.as_deref())
+    }
+
     /// Every session's current row, most recently active first.
     pub fn snapshot(&self) -> Vec<TrackedSession> {
         sorted(self.entries.values().filter_map(|e| e.published.as_deref().cloned()).collect())
@@ -349,7 +360,20 @@ impl Store {
     /// Adopts a file read by the indexer. If the store already follows that path (the
     /// file changed while it was being indexed), the indexed state replaces it and the
     /// file is read on from the indexed offset, so no line is applied twice.
-    pub fn adopt(&mut self, mut file: IndexedFile, now: Now) -> Changes {
+    pub fn adopt(&mut self, file: IndexedFile, now: Now) -> Changes {
+        self.adopt_then(file, now, true)
+    }
+
+    /// [`Store::adopt`] without reading on: for a caller that reads every adopted file on
+    /// later anyway (the engine lists `projects/` again once its first index is in, and
+    /// reads each file on from where the index stopped). The index's own read is what the
+    /// row shows until then: one open of every transcript fewer (2,000 opens, fstats and
+    /// reads of nothing, in the engine's thread as the window's first roster filled in).
+    pub fn adopt_read_later(&mut self, file: IndexedFile, now: Now) -> Changes {
+        self.adopt_then(file, now, false)
+    }
+
+    fn adopt_then(&mut self, mut file: IndexedFile, now: Now, read_on: bool) -> Changes {
         if !self.keep_rows {
             file.facts.release_dedup(); // a one-time read reads no further
         }
@@ -394,8 +418,8 @@ impl Store {
         if partial || !self.keep_rows {
             // (A one-time read reads no further than the index just did: no second open.)
             self.refresh(&id, now, &mut events);
-        } else if as_stored {
-            // Unchanged since the `stat` that found it so: nothing to read.
+        } else if as_stored || !read_on {
+            // Unchanged since the `stat` that found it so: nothing to read (or read on later).
             self.consider_chain(&id, now, &mut events);
             self.refresh(&id, now, &mut events);
         } else {

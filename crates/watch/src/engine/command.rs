@@ -8,6 +8,7 @@ use mimesis_core::attention::{AttentionSet, SupervisionSignal};
 use mimesis_core::hook_event::TerminalContext;
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout::TranscriptLocation;
+use mimesis_core::session::TrackedSession;
 use mimesis_core::settings::NotificationSettings;
 use mimesis_core::status::Timeouts;
 use mimesis_core::supervision::policy::AgentReport;
@@ -30,6 +31,8 @@ pub(super) enum Command {
 /// Questions answered from the store and the actor's state; they change nothing.
 pub(super) enum Query {
     Snapshot(Reply<Snapshot>),
+    /// The rows of these sessions (those the store has).
+    Rows(Vec<SessionId>, Reply<Vec<TrackedSession>>),
     Polls(Reply<PollState>),
     /// Bytes and lines read from transcripts so far.
     ReadStats(Reply<(u64, u64)>),
@@ -94,6 +97,9 @@ impl Actor {
             }
             Query::Snapshot(reply) => {
                 let _ = reply.send(self.snapshot());
+            }
+            Query::Rows(ids, reply) => {
+                let _ = reply.send(ids.iter().filter_map(|id| self.store.row_of(id)).cloned().collect());
             }
             Query::ReadStats(reply) => {
                 let _ = reply.send(self.store.read_stats());

@@ -362,6 +362,12 @@ impl Engine {
         self.ask(Query::Snapshot).await
     }
 
+    /// The current rows of `ids` (those known), as a snapshot has them: for a few sessions,
+    /// without a copy of the whole roster.
+    pub async fn sessions(&self, ids: Vec<SessionId>) -> Result<Vec<TrackedSession>, EngineError> {
+        self.ask(|r| Query::Rows(ids, r)).await
+    }
+
     /// The engine's polls so far and when the next one comes (tests, diagnostics).
     pub async fn polls(&self) -> Result<PollState, EngineError> {
         self.ask(Query::Polls).await
