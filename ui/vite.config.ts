@@ -50,6 +50,9 @@ export default defineConfig({
     maxWorkers: Math.max(2, availableParallelism() - 1),
     // A deadline, not a duration (as tests/setup.ts's for waits): a test that passes is no slower.
     testTimeout: 30_000,
+    // Likewise the set-up's preload of every lazily loaded part (tests/setup.ts): 10 s by
+    // default, which a loaded machine (load 9) overran.
+    hookTimeout: 120_000,
     // The theme's colours are read as text by the contrast test.
     css: { include: [/app\.css/] },
   },

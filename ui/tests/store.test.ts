@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { IDLE_RESORT_MS, RosterStore } from '../src/lib/store.svelte';
+import { IDLE_RESORT_MS, INDEXING_APPLY_MS, RosterStore } from '../src/lib/store.svelte';
 import type { RosterSnapshot } from '../src/lib/types';
 import { MockBackend, flush, session, snapshot } from './helpers';
 
@@ -430,6 +430,57 @@ describe('RosterStore with a frame scheduler', () => {
     // With nothing waiting, an end (said again) applies at once; it never goes back.
     b.fire('store:progress', { indexing: true, done: 2, total: 3 });
     expect(store.progress.indexing).toBe(false);
+  });
+
+  it('while the first index runs, applies its batches and progress a few times a second, and its end at the next frame', async () => {
+    const frames: (() => void)[] = [];
+    const waits: { fn: () => void; ms: number; cleared: boolean }[] = [];
+    const timers = {
+      set: (fn: () => void, ms: number) => {
+        const t = { fn, ms, cleared: false };
+        waits.push(t);
+        return t;
+      },
+      clear: (t: unknown) => {
+        (t as { cleared: boolean }).cleared = true;
+      },
+    };
+    const b = new MockBackend({ roster_snapshot: () => snapshot({ seq: 0, sessions: [session('a')], roots: [], demo: false, progress: { indexing: true, done: 0, total: 4 } }) });
+    const store = new RosterStore(b, { schedule: (fn) => frames.push(fn), indexingEvery: INDEXING_APPLY_MS, timers });
+    await store.start();
+    const version = store.version;
+    b.fire('store:events', { events: [{ seq: 1, type: 'discovered', session: session('b') }] });
+    b.fire('store:progress', { indexing: true, done: 1, total: 4 });
+    b.fire('store:events', { events: [{ seq: 2, type: 'discovered', session: session('c') }] });
+    b.fire('store:progress', { indexing: true, done: 2, total: 4 });
+    // One wait for the lot, and no frame asked for yet: nothing applied.
+    expect(waits.map((w) => w.ms)).toEqual([INDEXING_APPLY_MS]);
+    expect(frames).toHaveLength(0);
+    expect(store.version).toBe(version);
+    expect(store.progress.done).toBe(0);
+    waits[0].fn();
+    expect(frames).toHaveLength(1);
+    frames.splice(0).forEach((f) => f());
+    expect(store.version).toBe(version + 1);
+    expect(store.size).toBe(3);
+    expect(store.progress).toEqual({ indexing: true, done: 2, total: 4 });
+    // The last part, then the end: the end does not wait, and comes with the events before it.
+    b.fire('store:events', { events: [{ seq: 3, type: 'discovered', session: session('d') }] });
+    b.fire('store:progress', { indexing: true, done: 4, total: 4 });
+    b.fire('store:progress', { indexing: false, done: 4, total: 4 });
+    expect(waits).toHaveLength(2);
+    expect(waits[1].cleared).toBe(true);
+    expect(store.progress.indexing).toBe(true);
+    expect(frames).toHaveLength(1);
+    frames.splice(0).forEach((f) => f());
+    expect(store.size).toBe(4);
+    expect(store.progress).toEqual({ indexing: false, done: 4, total: 4 });
+    // Once the index has ended, a batch is applied at the next frame again.
+    b.fire('store:events', { events: [{ seq: 4, type: 'discovered', session: session('e') }] });
+    expect(waits).toHaveLength(2);
+    expect(frames).toHaveLength(1);
+    frames.splice(0).forEach((f) => f());
+    expect(store.size).toBe(5);
   });
 
   it('applies other machines\' batches of a frame together too', async () => {

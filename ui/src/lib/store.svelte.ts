@@ -16,6 +16,14 @@ export function laterProgress(a: IndexProgress, b: IndexProgress): IndexProgress
   return a.indexing ? b : a;
 }
 
+/**
+ * While the first index runs, the least time between two applications of its batches (and
+ * of its progress): up to 16 parts of 128 sessions come within a second, and each applied
+ * one cost the page a re-render of the rows in view, a frame's style, layout and paint, and
+ * a status line. The rows are on screen already; their figures fill in a few times a second.
+ */
+export const INDEXING_APPLY_MS = 250;
+
 /** How long the user leaves the roster untouched before a held order is applied anyway. */
 export const IDLE_RESORT_MS = 20_000;
 
@@ -141,22 +149,33 @@ export class RosterStore {
   /**
    * `schedule`: when to apply the event batches received meanwhile (the app: the next frame,
    * so a burst re-sorts and re-counts the roster once per frame, not once per batch); none:
-   * at once.
+   * at once. `indexingEvery`: while the first index runs, batches and progress wait this
+   * long (ms, on `timers`) before they are scheduled; its end is applied at the next frame.
    */
   constructor(
     backend: Backend,
-    opts: { schedule?: (apply: () => void) => void; timers?: { set: (fn: () => void, ms: number) => unknown; clear: (t: unknown) => void } } = {},
+    opts: {
+      schedule?: (apply: () => void) => void;
+      indexingEvery?: number;
+      timers?: { set: (fn: () => void, ms: number) => unknown; clear: (t: unknown) => void };
+    } = {},
   ) {
     this.#backend = backend;
     this.#schedule = opts.schedule ?? null;
+    this.#indexingEvery = opts.indexingEvery ?? 0;
     this.#timers = opts.timers ?? { set: (fn, ms) => setTimeout(fn, ms), clear: (t) => clearTimeout(t as ReturnType<typeof setTimeout>) };
   }
 
   #timers: { set: (fn: () => void, ms: number) => unknown; clear: (t: unknown) => void };
 
   #schedule: ((apply: () => void) => void) | null;
+  #indexingEvery: number;
   #queue: SeqEvent[] = [];
   #scheduled = false;
+  /** The wait before a scheduled application while the first index runs, or null. */
+  #due: unknown = null;
+  /** The first index's latest progress, applied with the next batch. */
+  #progressNext: IndexProgress | null = null;
 
   /** How many sessions came while the order was held and wait for it to be applied. */
   waiting = $state(0);
@@ -458,9 +477,21 @@ export class RosterStore {
   receiveProgress(p: IndexProgress): void {
     if (!p.indexing && (this.#buffer || this.#scheduled)) {
       this.#progressHeld = laterProgress(this.#progressHeld ?? p, p);
+      this.#hurry();
+      return;
+    }
+    if (p.indexing && this.#slow() && !this.#buffer) {
+      // Said with the next batch, a few times a second.
+      this.#progressNext = laterProgress(this.#progressNext ?? p, p);
+      this.#kick();
       return;
     }
     this.progress = laterProgress(this.progress, p);
+  }
+
+  /** Whether applications wait `indexingEvery` now: the first index runs. */
+  #slow(): boolean {
+    return this.#schedule !== null && this.#indexingEvery > 0 && this.progress.indexing;
   }
 
   #releaseProgress(): void {
@@ -480,17 +511,43 @@ export class RosterStore {
       return;
     }
     this.#queue.push(...events);
-    if (this.#scheduled) return;
+    this.#kick();
+  }
+
+  /** Schedules the application of what is queued, unless it is: after `indexingEvery` while the first index runs. */
+  #kick(): void {
+    if (this.#scheduled || !this.#schedule) return;
     this.#scheduled = true;
-    this.#schedule(() => {
-      this.#scheduled = false;
-      const queued = this.#queue;
-      this.#queue = [];
-      // A snapshot may have come meanwhile: events it holds are skipped by their seq.
-      if (this.#buffer) this.#buffer.push(...queued);
-      else this.#apply(queued);
-      if (!this.#buffer) this.#releaseProgress();
-    });
+    if (!this.#slow()) {
+      this.#schedule(() => this.#flush());
+      return;
+    }
+    this.#due = this.#timers.set(() => {
+      this.#due = null;
+      this.#schedule?.(() => this.#flush());
+    }, this.#indexingEvery);
+  }
+
+  /** The first index ended: what waits for `indexingEvery` goes at the next frame instead. */
+  #hurry(): void {
+    if (this.#due === null) return;
+    this.#timers.clear(this.#due);
+    this.#due = null;
+    this.#schedule?.(() => this.#flush());
+  }
+
+  #flush(): void {
+    this.#scheduled = false;
+    const queued = this.#queue;
+    this.#queue = [];
+    // A snapshot may have come meanwhile: events it holds are skipped by their seq.
+    if (this.#buffer) this.#buffer.push(...queued);
+    else if (queued.length) this.#apply(queued);
+    if (this.#progressNext) {
+      this.progress = laterProgress(this.progress, this.#progressNext);
+      this.#progressNext = null;
+    }
+    if (!this.#buffer) this.#releaseProgress();
   }
 
   #apply(events: SeqEvent[]): void {
