@@ -897,17 +897,8 @@ fn a_real_cli_session_on_another_machine() -> Result<()> {
                 ensure!(out.status.success(), "ls {extra:?}: {}", String::from_utf8_lossy(&out.stderr));
                 Ok(serde_json::from_slice::<Vec<Value>>(&out.stdout)?)
             };
-            let here = ls(&[])?;
-            let there = ls(&["--no-local", "--host", "real", "--install-helper"])?;
             let pick = |rows: &[Value]| rows.iter().find(|s| s["sessionId"] == json!(id)).cloned();
-            let (here, there) = (pick(&here).context("the local row")?, pick(&there).context("the remote row")?);
-            ensure!(
-                there["host"] == json!("real") && here["host"].is_null(),
-                "host: {} / {}",
-                here["host"],
-                there["host"]
-            );
-            for key in [
+            const KEYS: [&str; 11] = [
                 "status",
                 "goal",
                 "model",
@@ -919,7 +910,30 @@ fn a_real_cli_session_on_another_machine() -> Result<()> {
                 "permissionMode",
                 "cwd",
                 "lastActivityAt",
-            ] {
+            ];
+            let facts = |row: &Value| KEYS.map(|k| row[k].clone());
+            // The registry says idle a moment before the transcript has the reply (its model,
+            // its usage): `ls` here and over ssh are compared only while the local row holds
+            // still across the remote read, the transcript's writes of the turn's end over.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let (here, there) = loop {
+                let before = pick(&ls(&[])?).context("the local row")?;
+                let there =
+                    pick(&ls(&["--no-local", "--host", "real", "--install-helper"])?).context("the remote row")?;
+                let here = pick(&ls(&[])?).context("the local row")?;
+                if facts(&before) == facts(&here) {
+                    break (here, there);
+                }
+                ensure!(Instant::now() < deadline, "the local row never held still for 30 s: {before} / {here}");
+                std::thread::sleep(Duration::from_millis(200));
+            };
+            ensure!(
+                there["host"] == json!("real") && here["host"].is_null(),
+                "host: {} / {}",
+                here["host"],
+                there["host"]
+            );
+            for key in KEYS {
                 ensure!(here[key] == there[key], "{key} differs over ssh: here {} there {}", here[key], there[key]);
             }
             ensure!(there["live"] == json!(true), "the remote row is not live: {there}");
