@@ -198,6 +198,11 @@ fn main() {
     if let Err(e) = mimesis_os::private::create_dir_all(&data_dir) {
         tracing::error!(error = %e, dir = %data_dir.display(), "cannot create the data dir; nothing will be kept");
     }
+    // Before the window: the page has its fonts' names before its first layout (`fonts`).
+    let (ui_font, mono_font) = fonts::system_families();
+    tracing::debug!(?ui_font, ?mono_font, at = ?since_start(), "the system's fonts");
+    let early_script =
+        format!("{}\n{}", fonts::init_script(ui_font.as_deref(), mono_font.as_deref()), commands::EARLY_ROSTER);
     let demo_root = data_dir.join("demo");
     // Before the engine: a quit asked for from now on is a clean quit (`quit_on_signals`).
     let signals = listen_for_quit();
@@ -222,13 +227,6 @@ fn main() {
             EngineStart::Later(Box::new(opts))
         }
     };
-    // Before the window: the page has its fonts' names before its first layout (`fonts`).
-    // After the engine's start: it opens (on a first launch creates) the fleet database
-    // meanwhile, and `setup` waited ~60 ms for it when the fonts (50-100 ms) came first.
-    let (ui_font, mono_font) = fonts::system_families();
-    tracing::debug!(?ui_font, ?mono_font, at = ?since_start(), "the system's fonts");
-    let early_script =
-        format!("{}\n{}", fonts::init_script(ui_font.as_deref(), mono_font.as_deref()), commands::EARLY_ROSTER);
     let setup_data_dir = data_dir.clone();
     let app = tauri::Builder::default()
         // First: a second instance must leave before anything else starts.
