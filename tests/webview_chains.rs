@@ -611,11 +611,13 @@ async fn notification_and_tray(app: &DesktopApp, fx: &Fixture, probe: &Path) -> 
     })
     .await?;
     // (The tray and the window are told apart: the window's count may come a moment later.)
-    app.wait_for("the toolbar to count one", WAIT, || async {
-        Ok(app.js("return document.querySelector('[data-testid=attention]')?.dataset.count ?? null;").await?
-            == json!("1"))
-    })
-    .await?;
+    let toolbar = "return document.querySelector('[data-testid=attention]')?.dataset.count ?? null;";
+    let counted =
+        app.wait_for("the toolbar to count one", WAIT, || async { Ok(app.js(toolbar).await? == json!("1")) }).await;
+    if let Err(e) = counted {
+        let shown = app.js(toolbar).await.unwrap_or_default();
+        bail!("{e:#} (the toolbar counts {shown}, the tray {})", read_probe(probe));
+    }
     ensure!(session.dunstctl(&["count", "displayed"])? == "0", "a notification before any transition");
 
     // BUSY ends its turn: one notification, the tray and the toolbar count two.

@@ -178,33 +178,37 @@ fn drain(
     }
 }
 
-pub async fn forward_timeline<R: Runtime>(app: AppHandle<R>, engine: Engine) {
+/// Sends every timeline update. Subscribed when called, not when first polled: under load a
+/// spawned task may first run after the page has opened a timeline.
+pub fn forward_timeline<R: Runtime>(app: AppHandle<R>, engine: Engine) -> impl Future<Output = ()> + Send + 'static {
     let mut rx = engine.subscribe_timeline();
-    loop {
-        match rx.recv().await {
-            Ok(u) => {
-                let payload = IpcTimelineUpdate {
-                    session_id: u.session_id.clone(),
-                    total: u.total,
-                    reset: u.reset,
-                    changed: u.changed.iter().map(ipc_indexed).collect(),
-                    seq: u.seq,
-                    prev: u.prev,
-                };
-                let _ = app.emit("timeline:update", payload);
-            }
-            Err(RecvError::Lagged(n)) => {
-                // Updates were dropped: each open timeline starts over from the engine's
-                // state rather than keep a hole (a reset makes the page reopen it; the page
-                // would also see the hole in `prev` at the next update, if one came).
-                tracing::warn!(missed = n, "timeline updates fell behind; resyncing the open timelines");
-                for (session_id, total) in engine.open_timelines().await.unwrap_or_default() {
-                    let payload =
-                        IpcTimelineUpdate { session_id, total, reset: true, changed: Vec::new(), seq: 0, prev: 0 };
+    async move {
+        loop {
+            match rx.recv().await {
+                Ok(u) => {
+                    let payload = IpcTimelineUpdate {
+                        session_id: u.session_id.clone(),
+                        total: u.total,
+                        reset: u.reset,
+                        changed: u.changed.iter().map(ipc_indexed).collect(),
+                        seq: u.seq,
+                        prev: u.prev,
+                    };
                     let _ = app.emit("timeline:update", payload);
                 }
+                Err(RecvError::Lagged(n)) => {
+                    // Updates were dropped: each open timeline starts over from the engine's
+                    // state rather than keep a hole (a reset makes the page reopen it; the page
+                    // would also see the hole in `prev` at the next update, if one came).
+                    tracing::warn!(missed = n, "timeline updates fell behind; resyncing the open timelines");
+                    for (session_id, total) in engine.open_timelines().await.unwrap_or_default() {
+                        let payload =
+                            IpcTimelineUpdate { session_id, total, reset: true, changed: Vec::new(), seq: 0, prev: 0 };
+                        let _ = app.emit("timeline:update", payload);
+                    }
+                }
+                Err(RecvError::Closed) => return,
             }
-            Err(RecvError::Closed) => return,
         }
     }
 }
@@ -220,13 +224,19 @@ pub fn emit_attention<R: Runtime>(app: &AppHandle<R>, engine: &Engine) {
     }
 }
 
-/// Sends every change of the attention set.
-pub async fn forward_attention<R: Runtime>(app: AppHandle<R>, engine: Engine) {
+/// Sends every change of the attention set. Subscribed when called, not when the task is
+/// first polled: the page hears the set as it is when it says it listens
+/// (`roster_listening`), and every change after that from here. A task spawned at start-up
+/// and first polled after the page said so (under load) would lose a change in between: it
+/// would reach the tray but never the window.
+pub fn forward_attention<R: Runtime>(app: AppHandle<R>, engine: Engine) -> impl Future<Output = ()> + Send + 'static {
     let mut rx = engine.subscribe_attention();
-    while rx.changed().await.is_ok() {
-        rx.borrow_and_update();
-        // The window's title carries the count too (the taskbar, window switchers).
-        emit_attention(&app, &engine);
+    async move {
+        while rx.changed().await.is_ok() {
+            rx.borrow_and_update();
+            // The window's title carries the count too (the taskbar, window switchers).
+            emit_attention(&app, &engine);
+        }
     }
 }
 

@@ -116,9 +116,23 @@ struct Shown {
 
 /// Shows every notification the engine decides on, and keeps approval notifications in
 /// step with the requests waiting for an answer.
-pub async fn follow<R: Runtime>(app: AppHandle<R>, engine: Engine, mimesis: Mimesis) {
-    let mut rx = engine.subscribe_notifications();
-    let mut requests = Some(mimesis.approvals().subscribe());
+/// Subscribed when called, not when the task is first polled: nothing decided in between is lost.
+pub fn follow<R: Runtime>(
+    app: AppHandle<R>,
+    engine: Engine,
+    mimesis: Mimesis,
+) -> impl Future<Output = ()> + Send + 'static {
+    let rx = engine.subscribe_notifications();
+    let requests = Some(mimesis.approvals().subscribe());
+    follow_from(app, mimesis, rx, requests)
+}
+
+async fn follow_from<R: Runtime>(
+    app: AppHandle<R>,
+    mimesis: Mimesis,
+    mut rx: tokio::sync::broadcast::Receiver<mimesis_core::attention::Notification>,
+    mut requests: Option<tokio::sync::watch::Receiver<Vec<Pending>>>,
+) {
     let mut shown: HashMap<SessionId, Shown> = HashMap::new();
     let mut burst = Coalescer::new(BURST_WINDOW, BURST_ALONE);
     let mut summary: Option<i32> = None;
