@@ -30,7 +30,7 @@ use crate::ids::SessionId;
 use crate::supervision::event::{EventKind, wording};
 use crate::supervision::limit_clock::{DurationLimit, DurationVerdict, RestartLimit};
 use crate::supervision::limits::Limits;
-use crate::supervision::turn_end::{TurnEnd, TurnVerdict};
+use crate::supervision::turn_end::{TRANSCRIPT_GRACE, TurnEnd, TurnVerdict};
 use crate::supervision::view::RestartHold;
 
 /// What the roster says of the session at an instant.
@@ -202,7 +202,8 @@ impl BgLimits {
             // Its last words not in the transcript after the grace: the answer may be incomplete.
             self.end_for_duration(verdict == TurnVerdict::Unwritten)
         } else if self.memory_pending {
-            self.restart_now(now)
+            // Its last words not in the transcript after the grace: the restart says so.
+            self.restart_now(now, verdict == TurnVerdict::Unwritten)
         } else {
             Vec::new()
         }
@@ -233,7 +234,7 @@ impl BgLimits {
         self.memory_pending = true;
         let force = bytes > max.saturating_mul(2);
         if force || self.turn_over() || self.limits.turn_grace.is_zero() {
-            self.restart_now(now)
+            self.restart_now(now, self.verdict == TurnVerdict::Unwritten)
         } else {
             self.memory_grace_until.get_or_insert(now.plus(self.limits.turn_grace));
             Vec::new()
@@ -275,7 +276,7 @@ impl BgLimits {
         }
         if self.memory_grace_until.is_some_and(|g| g <= now) {
             self.memory_grace_until = None;
-            out.extend(self.restart_now(now));
+            out.extend(self.restart_now(now, self.verdict == TurnVerdict::Unwritten));
         }
         if self.next_rss_check <= now {
             self.next_rss_check = now.plus(self.limits.rss_check.max(Duration::from_secs(1)));
@@ -303,7 +304,8 @@ impl BgLimits {
         ]
     }
 
-    fn restart_now(&mut self, now: Mono) -> Vec<BgEffect> {
+    /// `unwritten`: the turn's last words never reached the transcript (said in the message).
+    fn restart_now(&mut self, now: Mono, unwritten: bool) -> Vec<BgEffect> {
         if let Some(at) = self.restarts.backoff_until(now, &self.limits) {
             // Back-off between consecutive restarts: still pending, until then.
             self.memory_grace_until = Some(self.memory_grace_until.map_or(at, |g| g.max(at)));
@@ -318,7 +320,11 @@ impl BgLimits {
         vec![
             BgEffect::Emit(EventKind::SessionRestarting {
                 reason: "memory_limit".into(),
-                message: wording::RESTARTING.into(),
+                message: if unwritten {
+                    wording::restarting_unwritten(TRANSCRIPT_GRACE)
+                } else {
+                    wording::RESTARTING.into()
+                },
             }),
             BgEffect::Respawn,
         ]
@@ -649,7 +655,10 @@ mod tests {
         assert_eq!(p.rss(150 * MB, OLD, at(2)), []);
         assert_eq!(p.observe(idle_unwritten(), at(3)), [], "the job idle, the transcript mid-turn: it waits");
         assert_eq!(p.rss(150 * MB, OLD, at(4)), [], "still pending");
-        assert_eq!(kinds(&p.observe(obs(false), at(5))), ["SessionRestarting", "Respawn"], "the end written");
+        let out = p.observe(obs(false), at(5));
+        assert_eq!(kinds(&out), ["SessionRestarting", "Respawn"], "the end written");
+        let BgEffect::Emit(EventKind::SessionRestarting { message, .. }) = &out[0] else { panic!() };
+        assert_eq!(message, wording::RESTARTING);
         // Never shown: after the transcript's grace (10 s), as after the turn's.
         let limits = Limits { turn_grace: Duration::from_secs(600), ..limits() };
         let mut q = BgLimits::new(SessionId::parse("s1").unwrap(), obs(false), limits, at(0));
@@ -662,6 +671,11 @@ mod tests {
         assert_eq!(q.next_deadline(), Some(at(10)));
         assert_eq!(kinds(&q.tick(at(12))), ["MeasureRss"], "the transcript's grace runs");
         assert_eq!(q.next_deadline(), Some(at(13)), "it ends 10 s after the job said idle");
-        assert_eq!(kinds(&q.tick(at(13))), ["SessionRestarting", "Respawn"]);
+        let out = q.tick(at(13));
+        assert_eq!(kinds(&out), ["SessionRestarting", "Respawn"]);
+        // Said: its last words may be missing, as a budget's stop says.
+        let BgEffect::Emit(EventKind::SessionRestarting { message, reason }) = &out[0] else { panic!() };
+        assert_eq!(reason, "memory_limit");
+        assert!(message.contains("may be missing") && message.contains("10 s"), "{message}");
     }
 }

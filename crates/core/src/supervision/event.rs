@@ -187,6 +187,15 @@ pub mod wording {
     pub const DURATION_ENDED_INCOMPLETE: &str = "Session ended. Your last response may be incomplete.";
     /// Seed 000 memory step 3.
     pub const RESTARTING: &str = "Session restarting to maintain performance. Your conversation will be preserved.";
+    /// A background session's memory restart after its turn's last words did not reach its
+    /// transcript within the grace: said, as a budget's stop says it.
+    pub fn restarting_unwritten(grace: Duration) -> String {
+        format!(
+            "Session restarting to maintain performance. Its last response was not in its transcript {} s \
+             after the turn ended and may be missing; the rest of the conversation is preserved.",
+            grace.as_secs()
+        )
+    }
     /// Seed 000 memory step 5.
     pub const RESTORED: &str = "Session restored. You can continue.";
     /// EC-007.
