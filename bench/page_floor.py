@@ -34,7 +34,7 @@ REPORTER = """<script>
     const marks = {};
     for (const m of performance.getEntriesByType('mark')) marks[m.name] = m.startTime;
     for (const p of performance.getEntriesByType('paint')) marks['paint:' + p.name] = p.startTime;
-    fetch('/report', { method: 'POST', body: JSON.stringify({ origin: performance.timeOrigin, why, marks }) });
+    fetch('/report', { method: 'POST', body: JSON.stringify({ origin: performance.timeOrigin, why, marks, size: innerWidth + 'x' + innerHeight }) });
   };
   const poll = () => {
     if (performance.getEntriesByName('mimesis:roster-complete').length ||
@@ -153,6 +153,7 @@ def main() -> int:
                 continue
             marks = dict(heard.report["marks"])
             marks["created"] = heard.report["origin"] - spawned
+            marks["size"] = heard.report.get("size")
             results[name].append(marks)
             # (Its processes gone before the next one starts.)
             time.sleep(0.4)
@@ -160,7 +161,7 @@ def main() -> int:
         if not runs:
             print(f"{name}: no run completed")
             continue
-        parts = [f"page created {statistics.median(m['created'] for m in runs):.0f} ms after spawn"]
+        parts = [f"page created {statistics.median(m['created'] for m in runs):.0f} ms after spawn ({runs[0]['size']} px)"]
         for k in MARKS:
             values = [m[k] for m in runs if k in m]
             if values:
