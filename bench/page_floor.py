@@ -14,7 +14,6 @@ adds on top (its IPC, its early snapshot, WebDriver) is the window bench's to me
 """
 
 import argparse
-import glob
 import http.server
 import json
 import os
@@ -25,7 +24,8 @@ import threading
 import time
 import urllib.parse
 
-MINIBROWSER = "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser"
+import minibrowser
+
 # Sends the marks once the roster is complete (or the floor painted): polled, so that the
 # page's own scheduling is not changed.
 REPORTER = """<script>
@@ -114,23 +114,14 @@ def main() -> int:
     ap.add_argument("--query", default="?rec=demo&still&fast")
     ap.add_argument("dists", nargs="+")
     args = ap.parse_args()
-    if not os.path.exists(MINIBROWSER):
-        print(f"page_floor: {MINIBROWSER} is missing (Debian package libwebkit2gtk-4.1-0)", file=sys.stderr)
-        return 2
-    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-        print("page_floor: no display (run it through scripts/bench page-floor)", file=sys.stderr)
-        return 2
+    why = minibrowser.missing("page_floor", "page-floor")
+    if why:
+        return minibrowser.fail(why)
     for d in args.dists:
         if not os.path.exists(os.path.join(d, "index.html")):
             print(f"page_floor: {d} has no index.html (cd ui && npm run build)", file=sys.stderr)
             return 2
-    env = dict(os.environ)
-    # As the app and bench/webkit_floor.py give WebKit on a machine without a GPU or a session bus.
-    env.setdefault("DBUS_SESSION_BUS_ADDRESS", "disabled:")
-    if not glob.glob("/dev/dri/renderD*"):
-        for k, v in dict(WEBKIT_DISABLE_COMPOSITING_MODE="1", WEBKIT_DISABLE_DMABUF_RENDERER="1", GDK_GL="disable",
-                         WEBKIT_WEB_RENDER_DEVICE_FILE="/dev/dri/none").items():
-            env.setdefault(k, v)
+    env = minibrowser.environment()
     heard = Heard()
     targets = [("floor", serve(None, heard))] + [(d, serve(os.path.abspath(d), heard)) for d in args.dists]
     results: dict[str, list[dict]] = {name: [] for name, _ in targets}
@@ -140,7 +131,7 @@ def main() -> int:
             heard.done.clear()
             spawned = time.time() * 1000
             url = f"http://127.0.0.1:{port}/index.html" + ("" if name == "floor" else args.query)
-            browser = subprocess.Popen([MINIBROWSER, url], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            browser = subprocess.Popen([minibrowser.MINIBROWSER, url], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             ok = heard.done.wait(30)
             browser.terminate()
             try:

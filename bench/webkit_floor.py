@@ -12,10 +12,8 @@ start), so the two compare: what the app adds to this floor is its own page's wo
     bench/webkit_floor.py [RUNS]        (a display must be there: scripts/bench webkit-floor)
 """
 
-import glob
 import http.server
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -24,7 +22,8 @@ import threading
 import time
 import urllib.parse
 
-MINIBROWSER = "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser"
+import minibrowser
+
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>floor</title></head>
 <body><p>One line.</p><script>
 requestAnimationFrame(() => requestAnimationFrame(() => {
@@ -37,12 +36,9 @@ requestAnimationFrame(() => requestAnimationFrame(() => {
 
 def main() -> int:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    if not os.path.exists(MINIBROWSER):
-        print(f"webkit_floor: {MINIBROWSER} is missing (Debian package libwebkit2gtk-4.1-0)", file=sys.stderr)
-        return 2
-    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-        print("webkit_floor: no display (run it through scripts/bench webkit-floor)", file=sys.stderr)
-        return 2
+    why = minibrowser.missing("webkit_floor", "webkit-floor")
+    if why:
+        return minibrowser.fail(why)
 
     heard: dict[str, float] = {}
     done = threading.Event()
@@ -65,13 +61,7 @@ def main() -> int:
 
     server = http.server.HTTPServer(("127.0.0.1", 0), Report)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    env = dict(os.environ)
-    toolkit = {"DBUS_SESSION_BUS_ADDRESS": "disabled:"} if no_session_bus() else {}
-    if not glob.glob("/dev/dri/renderD*"):
-        toolkit.update(WEBKIT_DISABLE_COMPOSITING_MODE="1", WEBKIT_DISABLE_DMABUF_RENDERER="1",
-                       GDK_GL="disable", WEBKIT_WEB_RENDER_DEVICE_FILE="/dev/dri/none")
-    for k, v in toolkit.items():
-        env.setdefault(k, v)
+    env = minibrowser.environment()
 
     created, painted = [], []
     with tempfile.TemporaryDirectory(prefix="mimesis-webkit-floor-") as tmp:
@@ -82,7 +72,7 @@ def main() -> int:
             heard.clear()
             done.clear()
             spawned = time.time() * 1000
-            browser = subprocess.Popen([MINIBROWSER, "file://" + page], env=env,
+            browser = subprocess.Popen([minibrowser.MINIBROWSER, "file://" + page], env=env,
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 if not done.wait(30):
@@ -103,16 +93,6 @@ def main() -> int:
     print(f"WebKitGTK floor (MiniBrowser, one line), medians of {runs}: page created "
           f"{statistics.median(created):.0f} ms, painted {statistics.median(painted):.0f} ms after spawn")
     return 0
-
-
-def no_session_bus() -> bool:
-    """As the app decides (toolkit.rs): no address, no socket, no dbus-launch."""
-    if os.environ.get("DBUS_SESSION_BUS_ADDRESS"):
-        return False
-    dirs = [os.environ.get("XDG_RUNTIME_DIR"), f"/run/user/{os.getuid()}"]
-    if any(d and os.path.exists(os.path.join(d, "bus")) for d in dirs):
-        return False
-    return shutil.which("dbus-launch", path=os.environ.get("PATH", "/bin:/usr/bin")) is None
 
 
 if __name__ == "__main__":
