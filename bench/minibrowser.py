@@ -5,7 +5,9 @@ WebKit on a machine without a GPU or a session bus (src-tauri/src/toolkit.rs).""
 import glob
 import os
 import shutil
+import subprocess
 import sys
+import threading
 
 MINIBROWSER = "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser"
 
@@ -39,6 +41,21 @@ def no_session_bus() -> bool:
     if any(d and os.path.exists(os.path.join(d, "bus")) for d in dirs):
         return False
     return shutil.which("dbus-launch", path=os.environ.get("PATH", "/bin:/usr/bin")) is None
+
+
+def open_until(url: str, env: dict[str, str], heard: threading.Event, within: float = 30) -> bool:
+    """Opens `url` in a MiniBrowser of its own until `heard` is set (true) or `within` seconds
+    pass (false), then ends it and waits for it."""
+    browser = subprocess.Popen([MINIBROWSER, url], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        return heard.wait(within)
+    finally:
+        browser.terminate()
+        try:
+            browser.wait(10)
+        except subprocess.TimeoutExpired:
+            browser.kill()
+            browser.wait()
 
 
 def fail(why: str) -> int:

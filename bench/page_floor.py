@@ -18,7 +18,6 @@ import http.server
 import json
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -131,14 +130,7 @@ def main() -> int:
             heard.done.clear()
             spawned = time.time() * 1000
             url = f"http://127.0.0.1:{port}/index.html" + ("" if name == "floor" else args.query)
-            browser = subprocess.Popen([minibrowser.MINIBROWSER, url], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            ok = heard.done.wait(30)
-            browser.terminate()
-            try:
-                browser.wait(10)
-            except subprocess.TimeoutExpired:
-                browser.kill()
-                browser.wait()
+            ok = minibrowser.open_until(url, env, heard.done)
             if not ok or heard.report.get("why") != "done":
                 print(f"run {run} {name}: no complete roster ({heard.report.get('why', 'nothing heard')})", file=sys.stderr)
                 continue

@@ -15,7 +15,6 @@ start), so the two compare: what the app adds to this floor is its own page's wo
 import http.server
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -72,19 +71,9 @@ def main() -> int:
             heard.clear()
             done.clear()
             spawned = time.time() * 1000
-            browser = subprocess.Popen([minibrowser.MINIBROWSER, "file://" + page], env=env,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                if not done.wait(30):
-                    print(f"run {run}: no paint within 30 s", file=sys.stderr)
-                    return 1
-            finally:
-                browser.terminate()
-                try:
-                    browser.wait(10)
-                except subprocess.TimeoutExpired:
-                    browser.kill()
-                    browser.wait()
+            if not minibrowser.open_until("file://" + page, env, done):
+                print(f"run {run}: no paint within 30 s", file=sys.stderr)
+                return 1
             created.append(heard["origin"] - spawned)
             painted.append(heard["painted"] - spawned)
             print(f"run {run}: page created {created[-1]:.0f} ms, painted {painted[-1]:.0f} ms", flush=True)
