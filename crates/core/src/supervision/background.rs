@@ -203,7 +203,7 @@ impl BgLimits {
             self.end_for_duration(verdict == TurnVerdict::Unwritten)
         } else if self.memory_pending {
             // Its last words not in the transcript after the grace: the restart says so.
-            self.restart_now(now, verdict == TurnVerdict::Unwritten)
+            self.restart_now(now)
         } else {
             Vec::new()
         }
@@ -234,7 +234,7 @@ impl BgLimits {
         self.memory_pending = true;
         let force = bytes > max.saturating_mul(2);
         if force || self.turn_over() || self.limits.turn_grace.is_zero() {
-            self.restart_now(now, self.verdict == TurnVerdict::Unwritten)
+            self.restart_now(now)
         } else {
             self.memory_grace_until.get_or_insert(now.plus(self.limits.turn_grace));
             Vec::new()
@@ -276,7 +276,7 @@ impl BgLimits {
         }
         if self.memory_grace_until.is_some_and(|g| g <= now) {
             self.memory_grace_until = None;
-            out.extend(self.restart_now(now, self.verdict == TurnVerdict::Unwritten));
+            out.extend(self.restart_now(now));
         }
         if self.next_rss_check <= now {
             self.next_rss_check = now.plus(self.limits.rss_check.max(Duration::from_secs(1)));
@@ -304,8 +304,11 @@ impl BgLimits {
         ]
     }
 
-    /// `unwritten`: the turn's last words never reached the transcript (said in the message).
-    fn restart_now(&mut self, now: Mono, unwritten: bool) -> Vec<BgEffect> {
+    /// Respawns now, saying what the turn as it stands may lose: nothing once its end is in
+    /// the transcript; its last words when they never reached it, or have not yet (the job
+    /// idle, the transcript behind); the turn itself when one still runs (forced at twice the
+    /// limit, or its grace run out).
+    fn restart_now(&mut self, now: Mono) -> Vec<BgEffect> {
         if let Some(at) = self.restarts.backoff_until(now, &self.limits) {
             // Back-off between consecutive restarts: still pending, until then.
             self.memory_grace_until = Some(self.memory_grace_until.map_or(at, |g| g.max(at)));
@@ -320,10 +323,11 @@ impl BgLimits {
         vec![
             BgEffect::Emit(EventKind::SessionRestarting {
                 reason: "memory_limit".into(),
-                message: if unwritten {
-                    wording::restarting_unwritten(TRANSCRIPT_GRACE)
-                } else {
-                    wording::RESTARTING.into()
+                message: match self.verdict {
+                    TurnVerdict::Over => wording::RESTARTING.into(),
+                    TurnVerdict::Unwritten => wording::restarting_unwritten(TRANSCRIPT_GRACE),
+                    TurnVerdict::Writing { .. } => wording::RESTARTING_UNWRITTEN_YET.into(),
+                    TurnVerdict::Running => wording::RESTARTING_MID_TURN.into(),
                 },
             }),
             BgEffect::Respawn,
@@ -487,10 +491,45 @@ mod tests {
         p.observe(obs(true), at(1));
         assert_eq!(p.rss(150 * MB, OLD, at(2)), []);
         assert_eq!(p.next_deadline(), Some(at(5)));
-        assert_eq!(kinds(&p.tick(at(12))), ["SessionRestarting", "Respawn", "MeasureRss"]);
+        let out = p.tick(at(12));
+        assert_eq!(kinds(&out), ["SessionRestarting", "Respawn", "MeasureRss"]);
+        // Either way the respawn cuts the turn that runs, and says so.
+        assert_eq!(restarting(&out), wording::RESTARTING_MID_TURN, "its grace run out");
         let mut q = policy();
         q.observe(obs(true), at(1));
-        assert_eq!(kinds(&q.rss(201 * MB, OLD, at(2))), ["SessionRestarting", "Respawn"], "forced at twice the limit");
+        let out = q.rss(201 * MB, OLD, at(2));
+        assert_eq!(kinds(&out), ["SessionRestarting", "Respawn"], "forced at twice the limit");
+        assert_eq!(restarting(&out), wording::RESTARTING_MID_TURN);
+    }
+
+    /// The message of the `SessionRestarting` in `effects`.
+    fn restarting(effects: &[BgEffect]) -> &str {
+        effects
+            .iter()
+            .find_map(|e| match e {
+                BgEffect::Emit(EventKind::SessionRestarting { message, .. }) => Some(message.as_str()),
+                _ => None,
+            })
+            .expect("a SessionRestarting")
+    }
+
+    #[test]
+    fn a_forced_restart_says_what_the_turn_as_it_stands_may_lose() {
+        // The job idle, its transcript behind: the last words may not be written yet.
+        let mut p = policy();
+        p.observe(obs(true), at(1));
+        p.observe(idle_unwritten(), at(2));
+        assert_eq!(restarting(&p.rss(201 * MB, OLD, at(3))), wording::RESTARTING_UNWRITTEN_YET);
+        // Its end in the transcript: nothing lost, the plain sentence.
+        let mut q = policy();
+        q.observe(obs(true), at(1));
+        q.observe(obs(false), at(2));
+        assert_eq!(restarting(&q.rss(201 * MB, OLD, at(3))), wording::RESTARTING);
+        // A turn that runs with no grace at all: cut at once, and said.
+        let zero = Limits { turn_grace: Duration::ZERO, ..limits() };
+        let mut z = BgLimits::new(SessionId::parse("s1").unwrap(), obs(false), zero, at(0));
+        z.observe(obs(true), at(1));
+        assert_eq!(restarting(&z.rss(150 * MB, OLD, at(2))), wording::RESTARTING_MID_TURN);
     }
 
     #[test]

@@ -196,6 +196,14 @@ pub mod wording {
             grace.as_secs()
         )
     }
+    /// A background session's memory restart while its turn runs (forced at twice the limit,
+    /// or the turn's grace run out): the respawn cuts the turn.
+    pub const RESTARTING_MID_TURN: &str = "Session restarting to maintain performance in the middle of its turn: \
+         the turn is cut short and its last response may be incomplete; the rest of the conversation is preserved.";
+    /// A background session's memory restart forced once its turn ended by its status, before
+    /// the transcript showed that end.
+    pub const RESTARTING_UNWRITTEN_YET: &str = "Session restarting to maintain performance. Its last response \
+         was not in its transcript yet and may be missing; the rest of the conversation is preserved.";
     /// Seed 000 memory step 5.
     pub const RESTORED: &str = "Session restored. You can continue.";
     /// EC-007.
