@@ -22,7 +22,10 @@
 //!
 //! `window_second_launch_ab` compares two builds' second launches only (`$MIMESIS_BENCH_AB`:
 //! `A:B`), alternating on one data dir, with each page phase's median: quicker than
-//! `scripts/bench window-ab`, whose every round reads the corpus in a first launch.
+//! `scripts/bench window-ab`, whose every round reads the corpus in a first launch. Both A/B
+//! cases add `$MIMESIS_BENCH_ENV_A` / `_B` (`NAME=value` words) to that side's environment:
+//! one binary against itself with an option of WebKit's or JavaScriptCore's (`JSC_useJIT=0`
+//! was 70 ms slower, which shows JavaScriptCore reads them; README, "second launch").
 //!
 //! `window_roster_under_load` (no corpus needed) writes its own: `$MIMESIS_BENCH_SESSIONS`
 //! sessions (default 2,000) in 50 projects; once the roster is complete, a writer appends to
@@ -96,7 +99,7 @@ impl Launch {
 }
 
 async fn launch(corpus: &std::path::Path, data: &std::path::Path) -> Result<(DesktopApp, Launch)> {
-    launch_with(None, corpus, data).await
+    launch_with(None, corpus, data, &[]).await
 }
 
 /// A launch of `bin` (else `$MIMESIS_DESKTOP_BIN`'s).
@@ -104,9 +107,11 @@ async fn launch_with(
     bin: Option<&std::path::Path>,
     corpus: &std::path::Path,
     data: &std::path::Path,
+    extra_env: &[(String, OsString)],
 ) -> Result<(DesktopApp, Launch)> {
     let args = vec!["--config-dir".to_owned(), corpus.to_string_lossy().into_owned()];
-    let env: Vec<(&str, OsString)> = vec![("MIMESIS_DATA_DIR", data.as_os_str().to_owned())];
+    let mut env: Vec<(&str, OsString)> = vec![("MIMESIS_DATA_DIR", data.as_os_str().to_owned())];
+    env.extend(extra_env.iter().map(|(k, v)| (k.as_str(), v.clone())));
     let app = match bin {
         Some(bin) => DesktopApp::launch_binary(bin, &args, &env).await?,
         None => DesktopApp::launch(&args, &env).await?,
@@ -176,6 +181,14 @@ fn ab_bins() -> Result<[PathBuf; 2]> {
     let ab = std::env::var("MIMESIS_BENCH_AB").context("set MIMESIS_BENCH_AB to two desktop binaries, A:B")?;
     let (a, b) = ab.split_once(':').context("MIMESIS_BENCH_AB is A:B")?;
     Ok([PathBuf::from(a), PathBuf::from(b)])
+}
+
+/// What one side of an A/B case adds to the app's environment: `$MIMESIS_BENCH_ENV_A` or
+/// `_B`, `NAME=value` words (a WebKit or JavaScriptCore option against none, same binary).
+fn ab_env(side: usize) -> Vec<(String, OsString)> {
+    let var = ["MIMESIS_BENCH_ENV_A", "MIMESIS_BENCH_ENV_B"][side];
+    let words = std::env::var(var).unwrap_or_default();
+    words.split_whitespace().filter_map(|w| w.split_once('=')).map(|(k, v)| (k.to_owned(), OsString::from(v))).collect()
 }
 
 /// "median (lowest–highest)" of what `f` reads from each launch, or "-" when none has it.
@@ -339,14 +352,14 @@ async fn window_second_launch_ab() -> Result<()> {
     let keep = tempfile::Builder::new().prefix("mimesis-window-ab-").tempdir()?;
     let data = keep.path().join("data");
     std::fs::create_dir_all(&data)?;
-    let (app, _) = launch_with(Some(&bins[0]), &corpus, &data).await?;
+    let (app, _) = launch_with(Some(&bins[0]), &corpus, &data, &ab_env(0)).await?;
     app.quit(QUIT_WITHIN).await?;
     let mut got: [Vec<Launch>; 2] = [Vec::new(), Vec::new()];
     for run in 0..runs {
         // A B, then B A: neither always follows the other.
         let order = if run % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
-            let (app, l) = launch_with(Some(&bins[i]), &corpus, &data).await?;
+            let (app, l) = launch_with(Some(&bins[i]), &corpus, &data, &ab_env(i)).await?;
             app.quit(QUIT_WITHIN).await?;
             let phase = |from: &str, to: &str| Some(l.mark(to)? - l.mark(from)?);
             eprintln!(
@@ -404,7 +417,7 @@ async fn window_first_launch_ab() -> Result<()> {
         for i in order {
             let data = keep.path().join(format!("data-{run}-{i}"));
             std::fs::create_dir_all(&data)?;
-            let (app, l) = launch_with(Some(&bins[i]), &corpus, &data).await?;
+            let (app, l) = launch_with(Some(&bins[i]), &corpus, &data, &ab_env(i)).await?;
             app.quit(QUIT_WITHIN).await?;
             std::fs::remove_dir_all(&data)?;
             let phase = |from: &str, to: &str| Some(l.mark(to)? - l.mark(from)?);
