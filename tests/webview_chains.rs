@@ -16,7 +16,7 @@
 //!    data dir runs (and quits cleanly on SIGTERM).
 //!
 //! Screenshots go to `target/e2e/`. Run: `cargo build -p mimesis-desktop -p mimesis-cli &&
-//! cargo test -p mimesis-tests --test webview_chains`.
+//! cargo test -p mimesis-tests --test e2e webview_chains::`.
 
 use std::ffi::OsString;
 use std::io::Write;
