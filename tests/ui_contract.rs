@@ -15,7 +15,7 @@ fn the_generated_ui_contract_is_current() -> Result<()> {
     let have = std::fs::read_to_string(&path).unwrap_or_default();
     ensure!(
         have == want,
-        "{} is stale: run MIMESIS_BLESS=1 cargo test -p mimesis-tests --test ui_contract",
+        "{} is stale: run MIMESIS_BLESS=1 cargo test -p mimesis-tests --test e2e ui_contract::",
         ui_contract::PATH
     );
     Ok(())

@@ -2,7 +2,7 @@
 //! supported, 2.1.197, 2.1.330 and the newest, 2.1.332; `MIMESIS_CLAUDE_VERSIONS` replaces
 //! the list, which is how `scripts/compat <version>` checks a new release, and how one
 //! version is run alone: `MIMESIS_CLAUDE_VERSIONS=2.1.332 cargo test -p mimesis-tests
-//! --test versions`): the real CLI in a
+//! --test e2e versions::`): the real CLI in a
 //! PTY against the mock API, and Mimesis's engine watching its config dir. Each scenario
 //! asserts what the user would see in the roster while the CLI is held in a state, and
 //! prints how long after the live registry the engine reported each status.

@@ -16,7 +16,7 @@
 //!    data dir runs (and quits cleanly on SIGTERM).
 //!
 //! Screenshots go to `target/e2e/`. Run: `cargo build -p mimesis-desktop -p mimesis-cli &&
-//! cargo test -p mimesis-tests --test webview_chains`.
+//! cargo test -p mimesis-tests --test e2e webview_chains::`.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -29,7 +29,7 @@ use mimesis_core::hook_event::TerminalContext;
 use mimesis_core::{Clock, SystemClock, Timestamp};
 use mimesis_hooks as hooks;
 use mimesis_tests::supervised::{hook_output, permission_hook};
-use mimesis_tests::webdriver::{DesktopApp, SessionOptions, app_binary, workspace_root};
+use mimesis_tests::webdriver::{DesktopApp, SessionOptions, app_binary, with_descendants, workspace_root};
 use serde_json::{Value, json};
 
 /// One app at a time: each is a full WebKit process tree, and the machine has two cores.
@@ -781,6 +781,21 @@ async fn single_instance(app: &DesktopApp, fx: &Fixture) -> Result<()> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     ensure!(third.try_wait()?.is_none(), "an instance on another data dir did not keep running");
+    // The app and the processes it started, once its window's page has one (WebKit's): none
+    // may outlive it. (Signalled while WebKit's were still starting, they were left behind.)
+    let started = Instant::now();
+    let family: Vec<(u32, u64, String)> = loop {
+        let stats = mimesis_os::procs::all();
+        let family: Vec<(u32, u64, String)> = with_descendants(vec![third.id()], &stats)
+            .into_iter()
+            .filter_map(|pid| stats.iter().find(|s| s.pid == pid).map(|s| (pid, s.start_ticks, s.comm.clone())))
+            .collect();
+        if family.iter().any(|p| p.2 == "WebKitWebProces") {
+            break family;
+        }
+        ensure!(started.elapsed() < WAIT, "an instance on another data dir started no web process: {family:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     // SAFETY: signalling a child we started.
     unsafe {
         libc::kill(third.id() as i32, libc::SIGTERM);
@@ -797,6 +812,19 @@ async fn single_instance(app: &DesktopApp, fx: &Fixture) -> Result<()> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     ensure!(status.success(), "the app exited with {status} on SIGTERM");
+    // (Each the same process: its pid and start time, and not a zombie.)
+    let alive = |(pid, start, _): &(u32, u64, String)| {
+        mimesis_os::procs::stat(*pid).is_some_and(|s| s.start_ticks == *start && s.state != 'Z')
+    };
+    let started = Instant::now();
+    while family.iter().any(alive) {
+        if started.elapsed() > WAIT {
+            let left: Vec<&String> = family.iter().filter(|p| alive(p)).map(|p| &p.2).collect();
+            bail!("processes the app started outlived it by {WAIT:?}: {left:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!("the app's {} processes were gone {:?} after it", family.len(), started.elapsed());
     ensure!(other.join(mimesis_fleetdb::FILE_NAME).exists(), "the other instance kept no database");
     Ok(())
 }

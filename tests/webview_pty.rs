@@ -10,7 +10,7 @@
 //! responsiveness sampled during the flood (`pty_throughput_bench`, see its doc).
 //!
 //! Run: `cargo build -p mimesis-desktop -p mimesis-standin`, then
-//! `cargo test -p mimesis-tests --test webview_pty` (under Xvfb when there is no display).
+//! `cargo test -p mimesis-tests --test e2e webview_pty::` (under Xvfb when there is no display).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -446,7 +446,7 @@ fn bench_agent(fx: &Fixture, bytes: usize, marker: &str) -> Result<PathBuf> {
 /// and B: JavaScript run in the page before each flood with `t` the terminal's element, e.g.
 /// `t.terminalTune({options: {scrollback: 1000}, maxWrite: 16384})`. Medians per variant last.
 ///
-/// `MIMESIS_BENCH_MB=64 cargo test -p mimesis-tests --test webview_pty pty_throughput_bench -- --ignored --nocapture`
+/// `MIMESIS_BENCH_MB=64 cargo test -p mimesis-tests --test e2e webview_pty::pty_throughput_bench -- --ignored --nocapture`
 /// (for release figures: `cargo build --profile app -p mimesis-desktop` after `npm run build` in
 /// ui/, and `MIMESIS_DESKTOP_BIN=target/app/mimesis-desktop`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,7 +8,7 @@
 //! ("Resume the session that was running"), and Resume runs it again.
 //!
 //! Run: `npm run build` in ui/, `cargo build -p mimesis-desktop -p mimesis-standin`, then
-//! `cargo test -p mimesis-tests --test webview_quit` (under Xvfb when there is no display).
+//! `cargo test -p mimesis-tests --test e2e webview_quit::` (under Xvfb when there is no display).
 
 use std::ffi::OsString;
 use std::time::{Duration, Instant};

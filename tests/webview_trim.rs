@@ -6,7 +6,7 @@
 //! and Mesa's code that only the launch ran), and the page still answers.
 //!
 //! Run: `npm run build` in ui/, `cargo build -p mimesis-desktop -p mimesis-webkit-trim`, then
-//! `cargo test -p mimesis-tests --test webview_trim` (under Xvfb when there is no display).
+//! `cargo test -p mimesis-tests --test e2e webview_trim::` (under Xvfb when there is no display).
 
 use std::ffi::OsString;
 use std::time::Duration;

@@ -246,7 +246,7 @@ pub fn roster_listening(app: tauri::AppHandle, state: tauri::State<'_, AppState>
         return Ok(());
     };
     let _ = held.release.send(());
-    crate::events::emit_attention(&app, state.mimesis.engine());
+    crate::events::send_attention(&app);
     let missed = Missed::drain(&mut held.remote);
     if missed.rows {
         tracing::debug!("other machines' rows changed before the page listened: it reads its roster again");
@@ -347,7 +347,7 @@ fn follow_snapshot(app: &tauri::AppHandle, state: &AppState, follow: Follow, hol
     if !hold {
         // The UI listens for `attention:changed` before it asks for the roster: the set as it
         // is now reaches it even when it last changed before the page had loaded.
-        crate::events::emit_attention(app, state.mimesis.engine());
+        crate::events::send_attention(app);
     }
     release_when_sent();
     Ok(())

@@ -213,8 +213,25 @@ pub fn forward_timeline<R: Runtime>(app: AppHandle<R>, engine: Engine) -> impl F
     }
 }
 
+/// The one sender of the window's attention set (`attention:changed`): the page hears the
+/// sets in the order they were read. When each asker (a page that starts listening, another
+/// machine's change, the engine's) read the set and emitted it itself, on its own thread, a
+/// set read earlier could be queued for the page after one read later (and an emit on the
+/// main thread skips that queue), and stay: once the toolbar said no session needed the user
+/// while the tray said one did (tests/webview_chains.rs).
+#[derive(Clone, Default)]
+pub struct AttentionSender(Arc<tokio::sync::Notify>);
+
+/// The attention set as it is now goes to the page, after every set sent before it.
+pub fn send_attention<R: Runtime>(app: &AppHandle<R>) {
+    if let Some(sender) = app.try_state::<AttentionSender>() {
+        // (A permit is kept while the sender is busy: an ask is never lost.)
+        sender.0.notify_one();
+    }
+}
+
 /// Sends the attention set as it is now (`attention:changed`).
-pub fn emit_attention<R: Runtime>(app: &AppHandle<R>, engine: &Engine) {
+fn emit_attention<R: Runtime>(app: &AppHandle<R>, engine: &Engine) {
     let set = crate::hosts::with_remote(app, engine.subscribe_attention().borrow().clone());
     if let Some(w) = app.get_webview_window(crate::window::MAIN) {
         let _ = w.set_title(&set.title);
@@ -224,15 +241,26 @@ pub fn emit_attention<R: Runtime>(app: &AppHandle<R>, engine: &Engine) {
     }
 }
 
-/// Sends every change of the attention set. Subscribed when called, not when the task is
-/// first polled: the page hears the set as it is when it says it listens
-/// (`roster_listening`), and every change after that from here. A task spawned at start-up
-/// and first polled after the page said so (under load) would lose a change in between: it
-/// would reach the tray but never the window.
-pub fn forward_attention<R: Runtime>(app: AppHandle<R>, engine: Engine) -> impl Future<Output = ()> + Send + 'static {
+/// Sends every change of the attention set, and the set when asked ([`send_attention`]): the
+/// only sender ([`AttentionSender`]). Subscribed when called, not when the task is first
+/// polled: a task spawned at start-up and first polled after the page listened (under load)
+/// would lose a change in between: it would reach the tray but never the window.
+pub fn forward_attention<R: Runtime>(
+    app: AppHandle<R>,
+    engine: Engine,
+    asked: AttentionSender,
+) -> impl Future<Output = ()> + Send + 'static {
     let mut rx = engine.subscribe_attention();
     async move {
-        while rx.changed().await.is_ok() {
+        loop {
+            tokio::select! {
+                changed = rx.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                () = asked.0.notified() => {}
+            }
             rx.borrow_and_update();
             // The window's title carries the count too (the taskbar, window switchers).
             emit_attention(&app, &engine);

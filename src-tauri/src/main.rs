@@ -298,10 +298,13 @@ fn main() {
                     tracing::debug!(at = ?since_start(), "the first index is done");
                 });
             }
+            // The attention set's one sender, before anything asks it to send.
+            let attention = events::AttentionSender::default();
+            app.manage(attention.clone());
             // Other machines first: the tray and the attention set count their sessions too.
             app.manage(remote::start(&handle, &mimesis));
             tauri::async_runtime::spawn(events::forward_timeline(handle.clone(), engine.clone()));
-            tauri::async_runtime::spawn(events::forward_attention(handle.clone(), engine.clone()));
+            tauri::async_runtime::spawn(events::forward_attention(handle.clone(), engine.clone(), attention));
             tauri::async_runtime::spawn(events::forward_progress(handle.clone(), engine.clone()));
             tauri::async_runtime::spawn(search::keep_current(handle.clone(), mimesis.clone()));
             tauri::async_runtime::spawn(events::forward_approvals(handle.clone(), mimesis.approvals().subscribe()));

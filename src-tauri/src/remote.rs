@@ -39,7 +39,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, mimesis: &Mimesis) -> RemoteState {
             follow.set_hosts(&hosts);
         }
     });
-    tauri::async_runtime::spawn(forward(app.clone(), hub, state.open.clone(), mimesis.engine().clone()));
+    tauri::async_runtime::spawn(forward(app.clone(), hub, state.open.clone()));
     state
 }
 
@@ -69,11 +69,11 @@ pub(crate) struct Changed {
     item: IpcItem,
 }
 
-async fn forward<R: Runtime>(app: AppHandle<R>, hub: Hub, open: Open, engine: mimesis_wiring::Engine) {
+async fn forward<R: Runtime>(app: AppHandle<R>, hub: Hub, open: Open) {
     let mut rx = hub.subscribe();
     loop {
         match rx.recv().await {
-            Ok(HubEvent::Attention(_)) => crate::events::emit_attention(&app, &engine),
+            Ok(HubEvent::Attention(_)) => crate::events::send_attention(&app),
             Ok(HubEvent::Notify { key, title, body }) => crate::notify::show_remote(&app, &key, &title, &body),
             Ok(HubEvent::Supervision(events)) => {
                 // (Each after the row change it describes, which went out before it.)

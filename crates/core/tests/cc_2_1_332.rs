@@ -1,5 +1,5 @@
 //! Sanitized real files of Claude Code 2.1.332 (`tests/fixtures/cc-2.1.332/`, written by
-//! `MIMESIS_BLESS=1 cargo test -p mimesis-tests --test bg_real_cli`; what they are:
+//! `MIMESIS_BLESS=1 cargo test -p mimesis-tests --test e2e bg_real_cli::`; what they are:
 //! docs/claude-code-observed.md), read by the core as it is today: the facts the
 //! background-service work of issue 33 starts from.
 

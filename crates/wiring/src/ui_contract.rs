@@ -24,7 +24,7 @@ pub fn typescript() -> String {
     let mut out = String::new();
     out.push_str(
         "// Generated from the Rust engine (crates/wiring/src/ui_contract.rs); do not edit.\n\
-         // Refresh: MIMESIS_BLESS=1 cargo test -p mimesis-tests --test ui_contract\n\n\
+         // Refresh: MIMESIS_BLESS=1 cargo test -p mimesis-tests --test e2e ui_contract::\n\n\
          import type { Settings } from './ipc';\n\n",
     );
 

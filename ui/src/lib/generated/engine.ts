@@ -1,5 +1,5 @@
 // Generated from the Rust engine (crates/wiring/src/ui_contract.rs); do not edit.
-// Refresh: MIMESIS_BLESS=1 cargo test -p mimesis-tests --test ui_contract
+// Refresh: MIMESIS_BLESS=1 cargo test -p mimesis-tests --test e2e ui_contract::
 
 import type { Settings } from './ipc';
 
