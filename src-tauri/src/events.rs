@@ -230,9 +230,9 @@ pub fn send_attention<R: Runtime>(app: &AppHandle<R>) {
     }
 }
 
-/// Sends the attention set as it is now (`attention:changed`).
-fn emit_attention<R: Runtime>(app: &AppHandle<R>, engine: &Engine) {
-    let set = crate::hosts::with_remote(app, engine.subscribe_attention().borrow().clone());
+/// Sends this machine's attention set, with other machines' (`attention:changed`).
+fn emit_attention<R: Runtime>(app: &AppHandle<R>, local: mimesis_core::attention::AttentionSet) {
+    let set = crate::hosts::with_remote(app, local);
     if let Some(w) = app.get_webview_window(crate::window::MAIN) {
         let _ = w.set_title(&set.title);
     }
@@ -261,9 +261,9 @@ pub fn forward_attention<R: Runtime>(
                 }
                 () = asked.0.notified() => {}
             }
-            rx.borrow_and_update();
+            let local = rx.borrow_and_update().clone();
             // The window's title carries the count too (the taskbar, window switchers).
-            emit_attention(&app, &engine);
+            emit_attention(&app, local);
         }
     }
 }
