@@ -50,6 +50,11 @@ const MESSAGE_MAX: usize = 256 * 1024;
 /// screen, at most `flow::RESYNC_MAX` bytes). 10,000 lines of Claude Code's output, coloured
 /// and styled (some 200 bytes a line); 20,000 plain 100-column lines.
 pub const SCROLLBACK: usize = 2 * 1024 * 1024;
+/// Output in flight and no ack from the page for this long: the forwarder sends an empty
+/// message ([`probe`]).
+const PROBE_AFTER: Duration = Duration::from_secs(2);
+/// …and after this many such spells it says so in the log.
+const SILENT_SPELLS: u32 = 5;
 
 /// One terminal attachment of the webview: its forwarder and where its acks go.
 struct Forwarder {
@@ -574,16 +579,37 @@ async fn forward_output(
     }
     let mut last_send = Instant::now() - FRAME;
     let mut buf: Vec<u8> = Vec::new();
+    // Spells of `PROBE_AFTER` the page has gone without acking output in flight.
+    let mut quiet = 0u32;
     loop {
         if flow.paused() {
             // Nothing goes out until the page has caught up; then one resync. (The stream
-            // is not read meanwhile: the resync replaces it.)
-            if acks.changed().await.is_err() {
-                return;
+            // is not read meanwhile: the resync replaces it.) The acks are read again after
+            // each quiet spell too, so nothing but the page's own silence holds this back.
+            match tokio::time::timeout(PROBE_AFTER, acks.changed()).await {
+                Ok(Ok(())) => quiet = 0,
+                Ok(Err(_)) => return,
+                Err(_) => {
+                    quiet += 1;
+                    if !probe(&send, source.name(), &flow, quiet) {
+                        return;
+                    }
+                }
             }
             if flow.ack(*acks.borrow_and_update()) {
-                tracing::debug!(session = source.name(), "the terminal caught up; re-sending the scrollback");
-                let Some((msg, stream)) = resync(&source).await else { return };
+                tracing::debug!(
+                    session = source.name(),
+                    sent = flow.sent(),
+                    in_flight = flow.in_flight(),
+                    "the terminal caught up; re-sending the scrollback"
+                );
+                let Some((msg, stream)) = resync(&source).await else {
+                    tracing::warn!(
+                        session = source.name(),
+                        "the terminal caught up but the session could not be attached again; its output stops here"
+                    );
+                    return;
+                };
                 output = stream;
                 flow.resynced(msg.len());
                 if !send(msg) {
@@ -594,7 +620,28 @@ async fn forward_output(
             continue;
         }
         let mut lagged = false;
-        match next(output.recv().await) {
+        let first = if flow.in_flight() == 0 {
+            output.recv().await
+        } else {
+            match tokio::time::timeout(PROBE_AFTER, output.recv()).await {
+                Ok(r) => r,
+                Err(_) => {
+                    // No output, and output in flight: has the page acked it meanwhile?
+                    let before = flow.in_flight();
+                    flow.ack(*acks.borrow_and_update());
+                    if flow.in_flight() < before {
+                        quiet = 0;
+                    } else {
+                        quiet += 1;
+                        if !probe(&send, source.name(), &flow, quiet) {
+                            return;
+                        }
+                    }
+                    continue;
+                }
+            }
+        };
+        match next(first) {
             Next::Bytes(b) => buf.extend_from_slice(&b),
             Next::Lagged => lagged = true,
             Next::Closed => return,
@@ -624,29 +671,79 @@ async fn forward_output(
             }
         }
         flow.ack(*acks.borrow_and_update());
-        if lagged {
-            tracing::debug!(session = source.name(), "terminal output fell behind; re-sending the scrollback");
-            buf.clear();
-            // At once when the page has room, else when it has caught up.
-            if !flow.hold() {
-                continue;
-            }
-            let Some((msg, stream)) = resync(&source).await else { return };
-            output = stream;
-            flow.resynced(msg.len());
-            buf = msg;
+        let behind = if lagged {
+            tracing::debug!(
+                session = source.name(),
+                sent = flow.sent(),
+                in_flight = flow.in_flight(),
+                "terminal output fell behind; re-sending the scrollback"
+            );
+            true
         } else if buf.is_empty() {
             continue;
         } else if !flow.offer(buf.len()) {
-            tracing::debug!(session = source.name(), "the terminal is behind; holding output back");
+            tracing::debug!(
+                session = source.name(),
+                sent = flow.sent(),
+                in_flight = flow.in_flight(),
+                len = buf.len(),
+                "the terminal is behind; holding output back"
+            );
+            true
+        } else {
+            false
+        };
+        if behind {
             buf.clear();
-            continue;
+            // At once when the page has room, else when it has caught up. (Output held back
+            // with little in flight must not wait for an ack: a page that has parsed all it
+            // got sends none. So it was when the PTY's output came in one piece bigger than
+            // the high-water mark, with nothing in flight: the terminal stopped for good.)
+            if !flow.hold() {
+                continue;
+            }
+            let Some((msg, stream)) = resync(&source).await else {
+                tracing::warn!(
+                    session = source.name(),
+                    "the session could not be attached again; its terminal output stops here"
+                );
+                return;
+            };
+            output = stream;
+            flow.resynced(msg.len());
+            buf = msg;
         }
+        tracing::trace!(
+            session = source.name(),
+            len = buf.len(),
+            sent = flow.sent(),
+            in_flight = flow.in_flight(),
+            "output to the terminal"
+        );
         if !send(std::mem::take(&mut buf)) {
             return;
         }
         last_send = Instant::now();
     }
+}
+
+/// The page has not acked output in flight for `quiet` spells of [`PROBE_AFTER`]. After the
+/// first, an empty message goes: if a message before it never reached the page (Tauri
+/// fetches each large one separately and only logs a fetch that fails), the page sees the
+/// gap and attaches again (the UI's `InOrder`); otherwise it costs nothing. Without it a lost
+/// last message would leave the page waiting for it and this forwarder waiting for acks,
+/// for ever. After [`SILENT_SPELLS`], a warning. False when the channel is closed.
+fn probe(send: &impl Fn(Vec<u8>) -> bool, session: &str, flow: &Flow, quiet: u32) -> bool {
+    if quiet == SILENT_SPELLS {
+        tracing::warn!(
+            session,
+            sent = flow.sent(),
+            in_flight = flow.in_flight(),
+            "the terminal has acknowledged none of its output for {} s",
+            (PROBE_AFTER * quiet).as_secs()
+        );
+    }
+    quiet != 1 || send(Vec::new())
 }
 
 #[cfg(test)]

@@ -72,7 +72,8 @@ impl Flow {
     }
 
     /// Live output of `len` bytes is ready: true if it may be sent now (and is counted as
-    /// sent); false if it is held back (dropped here; paused until a resync).
+    /// sent); false if it is held back (dropped here; paused until a resync, which
+    /// [`Flow::hold`] says may be due at once).
     pub fn offer(&mut self, len: usize) -> bool {
         if !self.paused && self.in_flight() + len as u64 <= HIGH_WATER {
             self.sent += len as u64;
@@ -82,8 +83,9 @@ impl Flow {
         false
     }
 
-    /// Output was lost on the way (the stream lagged): paused until a resync, which is
-    /// due now (true) if the page has room for it.
+    /// Output was lost on the way (the stream lagged) or held back ([`Flow::offer`]):
+    /// paused until a resync, which is due now (true) if the page has room for it. (Then no
+    /// ack may come to say so: a page that has parsed all it got sends none.)
     pub fn hold(&mut self) -> bool {
         self.paused = true;
         self.in_flight() <= LOW_WATER
@@ -225,6 +227,18 @@ mod tests {
         assert!(f.offer(HIGH_WATER as usize));
         assert!(!f.offer(1));
         assert!(f.ack(u64::MAX));
+    }
+
+    #[test]
+    fn output_bigger_than_the_mark_with_nothing_in_flight_resyncs_at_once() {
+        // The PTY's output can come in one piece of more than the high-water mark.
+        let mut f = Flow::default();
+        assert!(f.offer(9));
+        assert!(!f.ack(9));
+        assert!(!f.offer(HIGH_WATER as usize + 1), "never fits");
+        assert!(f.hold(), "the page has parsed everything: no ack will come, so resync now");
+        f.resynced(RESYNC_MAX);
+        assert!(!f.paused());
     }
 
     #[test]
