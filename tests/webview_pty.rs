@@ -358,7 +358,7 @@ async fn pty_flood_is_flow_controlled() -> Result<()> {
     let bytes = 24 * 1024 * 1024 + 24;
     let script = flood_agent(&fx, bytes, &marker)?;
     let app = DesktopApp::launch(&args(&fx), &env(&fx, &script, &[("KILL_AFTER_SECONDS", "1")])).await?;
-    let result = flood_flow(&app, &fx, &marker, bytes).await;
+    let result = flood_flow(&app, &fx, &marker, bytes, None).await;
     if result.is_err() {
         let _ = app.failure_screenshot(&workspace_root().join("target/e2e/pty-flood.png")).await;
     }
@@ -368,10 +368,34 @@ async fn pty_flood_is_flow_controlled() -> Result<()> {
     left
 }
 
-async fn flood_flow(app: &DesktopApp, fx: &Fixture, marker: &str, bytes: usize) -> Result<()> {
+/// A message of the terminal's channel that never comes (as when Tauri's fetch of it fails,
+/// which it only logs) does not stop the terminal: the page notices the gap, attaches again,
+/// and shows the end of the output, whole and in order, and input still works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pty_lost_output_message_is_recovered() -> Result<()> {
+    let fx = fixture()?;
+    let marker = unique_marker();
+    let bytes = 4 * 1024 * 1024 + 24;
+    let script = flood_agent(&fx, bytes, &marker)?;
+    let app = DesktopApp::launch(&args(&fx), &env(&fx, &script, &[("KILL_AFTER_SECONDS", "1")])).await?;
+    // The channel's fourth message: the flood's second (the first two are "ready" and the echo).
+    let result = flood_flow(&app, &fx, &marker, bytes, Some(3)).await;
+    if result.is_err() {
+        let _ = app.failure_screenshot(&workspace_root().join("target/e2e/pty-lost.png")).await;
+    }
+    app.close().await?;
+    let left = none_left(&fx.project).await;
+    result?;
+    left
+}
+
+async fn flood_flow(app: &DesktopApp, fx: &Fixture, marker: &str, bytes: usize, lose: Option<u64>) -> Result<()> {
     app.start_session(&fx.project).await?;
     app.wait_for("the agent to be ready", Duration::from_secs(15), || async { terminal_tail_has(app, "ready").await })
         .await?;
+    if let Some(index) = lose {
+        app.js(&format!("document.querySelector('[data-testid=terminal]').terminalTune({{lose: {index}}});")).await?;
+    }
     type_line(app, "").await?;
     let deadline = Instant::now() + Duration::from_secs(180);
     let mut samples = 0;
@@ -391,6 +415,9 @@ async fn flood_flow(app: &DesktopApp, fx: &Fixture, marker: &str, bytes: usize) 
     }
     let s = stats(app).await?;
     eprintln!("flood: {samples} samples, at most {most_unparsed} bytes unparsed in the page; at the end {s}");
+    if lose.is_some() {
+        ensure!(s["reattached"].as_u64() >= Some(1), "the terminal attached again after the lost message: {s}");
+    }
     // The terminal is in a sane state: input still reaches the agent and its answer shows.
     type_line(app, "still here").await?;
     app.wait_for("the agent's answer after the flood", Duration::from_secs(10), || async {

@@ -1,8 +1,8 @@
 import { fireEvent, render, screen } from '@testing-library/svelte';
 import Roster from '../src/components/Roster.svelte';
 import { RosterStore } from '../src/lib/store.svelte';
-import type { Backend } from '../src/lib/backend';
-import type { ByteChannel, Commands, DoctorReport, Events, RosterSnapshot, SeqEvent, TimelineItem, TrackedSession } from '../src/lib/types';
+import type { Backend, PageChannel } from '../src/lib/backend';
+import type { Commands, DoctorReport, Events, RosterSnapshot, SeqEvent, TimelineItem, TrackedSession } from '../src/lib/types';
 
 export function session(id: string, over: Partial<TrackedSession> = {}): TrackedSession {
   return {
@@ -129,9 +129,10 @@ export class MockBackend implements Backend {
     });
   }
 
-  readonly channels: ByteChannel[] = [];
-  channel(onmessage: (data: ArrayBuffer) => void): ByteChannel {
-    const c = { onmessage };
+  /** Each channel made, with `lost` to play a message that never came. */
+  readonly channels: (PageChannel & { lost: () => void })[] = [];
+  channel(onmessage: (data: ArrayBuffer) => void, onlost: () => void = () => {}): PageChannel {
+    const c = { onmessage, held: 0, lose: () => {}, lost: onlost };
     this.channels.push(c);
     return c;
   }

@@ -1,6 +1,6 @@
 // Terminal output is batched per frame and never outruns xterm's parser.
 import { describe, expect, it } from 'vitest';
-import { ACK_BYTES, ACK_DELAY_MS, MAX_WRITE, OutputBatcher, ParseAcker, toBytes } from '../src/lib/terminal';
+import { ACK_BYTES, ACK_DELAY_MS, ACK_STUCK_MS, GAP_MS, InOrder, MAX_WRITE, OutputBatcher, ParseAcker, toBytes } from '../src/lib/terminal';
 
 function setup() {
   const frames: (() => void)[] = [];
@@ -119,6 +119,7 @@ describe('InputSender', () => {
 describe('ParseAcker', () => {
   function setup() {
     const timers: { fn: () => void; ms: number; live: boolean }[] = [];
+    const clock = { now: 0 };
     const a = new ParseAcker(
       (fn, ms) => {
         const t = { fn, ms, live: true };
@@ -126,6 +127,7 @@ describe('ParseAcker', () => {
         return t as unknown as ReturnType<typeof setTimeout>;
       },
       (t) => ((t as unknown as { live: boolean }).live = false),
+      () => clock.now,
     );
     const acks: number[] = [];
     const resolvers: (() => void)[] = [];
@@ -138,8 +140,34 @@ describe('ParseAcker', () => {
       resolvers.splice(0).forEach((r) => r());
       await new Promise((r) => setTimeout(r, 0));
     };
-    return { a, acks, send, fire, settle, timers };
+    return { a, acks, send, fire, settle, timers, clock, resolvers };
   }
+
+  it('does not wait for ever for an ack that is never answered', async () => {
+    const { a, acks, send, timers, clock, resolvers } = setup();
+    a.start(send);
+    a.parsed(ACK_BYTES);
+    expect(acks).toEqual([ACK_BYTES]);
+    a.parsed(10);
+    // The timer waits for the answer: fired early, it only waits again.
+    clock.now = 1_000;
+    timers.splice(0).forEach((t) => t.live && t.fn());
+    expect(acks).toHaveLength(1);
+    expect(timers.filter((t) => t.live)).toHaveLength(1);
+    clock.now = ACK_STUCK_MS;
+    timers.splice(0).forEach((t) => t.live && t.fn());
+    expect(acks).toEqual([ACK_BYTES, ACK_BYTES + 10]);
+    expect(a.acked).toBe(ACK_BYTES + 10);
+    // The first one's late answer does not count as the second's.
+    const late = resolvers.shift() as () => void;
+    late();
+    await new Promise((r) => setTimeout(r, 0));
+    a.parsed(ACK_BYTES);
+    expect(acks).toHaveLength(2);
+    resolvers.splice(0).forEach((r) => r());
+    await new Promise((r) => setTimeout(r, 0));
+    expect(acks).toEqual([ACK_BYTES, ACK_BYTES + 10, 2 * ACK_BYTES + 10]);
+  });
 
   it('acks once per ACK_BYTES parsed, never two in flight, and the rest after a pause', async () => {
     const { a, acks, send, fire, settle } = setup();
@@ -197,5 +225,89 @@ describe("the terminal's screen-reader mode", () => {
     expect(localStorage.getItem('mimesis.terminal-screen-reader')).toBe('on');
     prefs.setTerminalReader(false);
     expect(localStorage.getItem('mimesis.terminal-screen-reader')).toBe('off');
+  });
+});
+
+describe('InOrder', () => {
+  function setup() {
+    const timers: { fn: () => void; live: boolean }[] = [];
+    const clock = { now: 0 };
+    const got: string[] = [];
+    let lost = 0;
+    let ended = 0;
+    const o = new InOrder<string>(
+      (m) => got.push(m),
+      () => lost++,
+      () => ended++,
+      (fn) => {
+        const t = { fn, live: true };
+        timers.push(t);
+        return t as unknown as ReturnType<typeof setTimeout>;
+      },
+      (t) => ((t as unknown as { live: boolean }).live = false),
+      () => clock.now,
+    );
+    const fire = () => timers.splice(0).forEach((t) => t.live && t.fn());
+    return { o, got, clock, fire, lost: () => lost, ended: () => ended };
+  }
+
+  it('delivers in order whatever order the messages come in', () => {
+    const { o, got, lost } = setup();
+    o.receive(1, 'b');
+    o.receive(0, 'a');
+    o.receive(3, 'd');
+    expect(got).toEqual(['a', 'b']);
+    expect(o.held).toBe(1);
+    o.receive(2, 'c');
+    o.receive(2, 'again');
+    expect(got).toEqual(['a', 'b', 'c', 'd']);
+    expect(o.held).toBe(0);
+    expect(lost()).toBe(0);
+  });
+
+  it('says once that a message never came, and delivers nothing after it', () => {
+    const { o, got, clock, fire, lost } = setup();
+    o.receive(0, 'a');
+    o.lose = 1;
+    o.receive(1, 'b');
+    o.receive(2, 'c');
+    clock.now = GAP_MS - 1;
+    fire();
+    expect(lost()).toBe(0);
+    clock.now = GAP_MS;
+    fire();
+    expect(lost()).toBe(1);
+    o.receive(3, 'd');
+    fire();
+    expect(got).toEqual(['a']);
+    expect(lost()).toBe(1);
+  });
+
+  it('gives a new gap its own time', () => {
+    const { o, clock, fire, lost } = setup();
+    o.receive(1, 'b');
+    clock.now = GAP_MS - 10;
+    o.receive(0, 'a');
+    o.receive(3, 'd');
+    clock.now = GAP_MS;
+    fire();
+    expect(lost()).toBe(0);
+    clock.now = 2 * GAP_MS - 10;
+    fire();
+    expect(lost()).toBe(1);
+  });
+
+  it('ends when everything the sender sent has come, and a missing last message is lost', () => {
+    const done = setup();
+    done.o.receive(0, 'a');
+    done.o.end(1);
+    expect(done.ended()).toBe(1);
+    const short = setup();
+    short.o.end(2);
+    short.o.receive(0, 'a');
+    short.clock.now = GAP_MS;
+    short.fire();
+    expect(short.lost()).toBe(1);
+    expect(short.ended()).toBe(0);
   });
 });

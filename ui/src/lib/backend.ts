@@ -3,8 +3,9 @@
 // it is a replay of what the real app recorded (./preview, ./replay).
 
 // Imported with the page (4 kB): the first roster waits for no module fetched later.
-import { Channel, invoke } from '@tauri-apps/api/core';
+import { SERIALIZE_TO_IPC_FN, invoke, transformCallback } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
+import { InOrder } from './terminal';
 import type { ByteChannel, Commands, Events, RosterSnapshot } from './types';
 
 export type Unlisten = () => void;
@@ -17,14 +18,63 @@ export interface Backend {
     ...args: Commands[K]['args'] extends undefined ? [] : [Commands[K]['args']]
   ): Promise<Commands[K]['ret']>;
   on<E extends keyof Events>(event: E, handler: (payload: Events[E]) => void): Promise<Unlisten>;
-  /** A channel for bulk bytes (`pty_attach`'s `onData`): a Tauri `Channel` inside the app. */
-  channel(onmessage: (data: ArrayBuffer) => void): ByteChannel;
+  /**
+   * A channel for bulk bytes (`pty_attach`'s `onData`): Tauri's channel protocol inside the
+   * app, delivered in order. `onlost` is told once if a message never comes (`InOrder`): the
+   * channel is then dead, and what it carried must be asked for again.
+   */
+  channel(onmessage: (data: ArrayBuffer) => void, onlost?: () => void): PageChannel;
   /**
    * The roster the page asked for at document start (`roster_snapshot_held`), once: the
    * engine read it while the page loaded its code. Its events wait in the app until the page
    * calls `roster_listening`. Null when there is none (or it was taken).
    */
   earlyRoster?(): Promise<RosterSnapshot> | null;
+}
+
+/** The page's end of a byte channel. */
+export interface PageChannel extends ByteChannel {
+  /** Messages waiting behind a missing one (for the terminal's stats). */
+  readonly held: number;
+  /** Drops the message of this index, as a failed fetch would (for tests). */
+  lose(index: number): void;
+}
+
+/**
+ * Tauri's `Channel` on the page, but a message that never comes (its fetch failed: Tauri
+ * only logs that) is noticed after `GAP_MS` instead of holding every later one back forever.
+ */
+function byteChannel(onmessage: (data: ArrayBuffer) => void, onlost: () => void): PageChannel {
+  const internals = (window as unknown as { __TAURI_INTERNALS__: { unregisterCallback(id: number): void } }).__TAURI_INTERNALS__;
+  let id = 0;
+  const forget = () => internals.unregisterCallback(id);
+  const order = new InOrder<ArrayBuffer>(
+    onmessage,
+    () => {
+      forget();
+      onlost();
+    },
+    forget,
+  );
+  id = transformCallback((raw: { index: number; message?: ArrayBuffer; end?: boolean }) => {
+    if (raw.end) order.end(raw.index);
+    else order.receive(raw.index, raw.message as ArrayBuffer);
+  });
+  const wire = () => `__CHANNEL__:${id}`;
+  return {
+    get onmessage() {
+      return order.deliver;
+    },
+    set onmessage(h) {
+      order.deliver = h;
+    },
+    get held() {
+      return order.held;
+    },
+    lose: (index) => (order.lose = index),
+    toJSON: wire,
+    [SERIALIZE_TO_IPC_FN]: wire,
+  } as PageChannel;
 }
 
 export function insideTauri(): boolean {
@@ -36,7 +86,7 @@ function tauriBackend(): Promise<Backend> {
     fake: false,
     call: (cmd, ...args) => invoke(cmd, args[0]),
     on: (event, handler) => listen(event, (e) => handler(e.payload as Events[typeof event])),
-    channel: (onmessage) => new Channel<ArrayBuffer>(onmessage),
+    channel: (onmessage, onlost) => byteChannel(onmessage, onlost ?? (() => {})),
     earlyRoster: takeEarlyRoster,
   };
   // A build with the recorder (the `record` feature) notes what the page meets, for ./replay.

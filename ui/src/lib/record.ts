@@ -40,7 +40,7 @@ export function recorded(inner: Backend, send: (notes: Note[]) => Promise<unknow
 
   return {
     fake: inner.fake,
-    channel: (onmessage) => inner.channel(onmessage),
+    channel: (onmessage, onlost) => inner.channel(onmessage, onlost),
     call: ((cmd: keyof Commands, args?: unknown) => {
       const a = plain(args);
       // Noted when answered (so in order with the events around it), with when it was sent:

@@ -16,7 +16,7 @@
 //   never answered `queued: true`: input kept for a suspended session is not replayed);
 // - the system's folder picker (`pick_folder`) and the system's browser (`open_link`).
 
-import type { Backend, Unlisten } from './backend';
+import type { Backend, PageChannel, Unlisten } from './backend';
 import type { ByteChannel, Commands, Events } from './types';
 import { FakePty } from './fake/fakePty';
 
@@ -188,8 +188,8 @@ export class ReplayBackend implements Backend {
 
   // ---- the Backend ----
 
-  channel(onmessage: (data: ArrayBuffer) => void): ByteChannel {
-    return { onmessage };
+  channel(onmessage: (data: ArrayBuffer) => void): PageChannel {
+    return { onmessage, held: 0, lose: () => {} };
   }
 
   on<E extends keyof Events>(event: E, handler: (payload: Events[E]) => void): Promise<Unlisten> {

@@ -105,15 +105,26 @@ export const ACK_BYTES = 64 * 1024;
 export const ACK_DELAY_MS = 50;
 
 /**
+ * An ack with no answer after this long no longer holds the next one back: the backend waits
+ * for acks, so one lost call must not stop the terminal for good. (Acks are totals, so a
+ * second one in flight is harmless.)
+ */
+export const ACK_STUCK_MS = 2_000;
+
+/**
  * Acknowledges the bytes xterm has parsed (in all, since the attachment began), so the backend
  * never has more than its high-water mark in the page. Light on IPC: one call per
- * `ACK_BYTES` parsed, or one `ACK_DELAY_MS` after parsing stops, and never two in flight.
+ * `ACK_BYTES` parsed, or one `ACK_DELAY_MS` after parsing stops, and never two in flight
+ * (unless the first has gone unanswered for `ACK_STUCK_MS`).
  * Acks wait until the attachment is known (`pty_attach` returned).
  */
 export class ParseAcker {
   #parsed = 0;
   #acked = 0;
   #inflight = false;
+  /** When the ack in flight went, and which one it is (a late answer to an older one is ignored). */
+  #sentAt = 0;
+  #seq = 0;
   #timer: ReturnType<typeof setTimeout> | null = null;
   #disposed = false;
   #send: ((parsed: number) => Promise<unknown>) | null = null;
@@ -126,7 +137,13 @@ export class ParseAcker {
     // Arrows: the browser's timers throw when called as another object's method.
     private readonly setTimer: (fn: () => void, ms: number) => ReturnType<typeof setTimeout> = (fn, ms) => setTimeout(fn, ms),
     private readonly clearTimer: (t: ReturnType<typeof setTimeout>) => void = (t) => clearTimeout(t),
+    private readonly now: () => number = () => performance.now(),
   ) {}
+
+  /** The total last sent (for tests and the terminal's stats). */
+  get acked(): number {
+    return this.#acked;
+  }
 
   /** Acks from now on go through `send`. */
   start(send: (parsed: number) => Promise<unknown>): void {
@@ -140,16 +157,23 @@ export class ParseAcker {
     this.#check();
   }
 
+  /** An ack is in flight and still has time to be answered. */
+  #waiting(): boolean {
+    return this.#inflight && this.now() - this.#sentAt < ACK_STUCK_MS;
+  }
+
   #check(): void {
     if (this.#disposed || !this.#send || this.#parsed === this.#acked) return;
-    if (this.#parsed - this.#acked >= this.ackBytes && !this.#inflight) {
+    if (this.#parsed - this.#acked >= this.ackBytes && !this.#waiting()) {
       this.#flush();
     } else if (!this.#timer) {
+      const wait = this.#inflight ? Math.max(ACK_DELAY_MS, ACK_STUCK_MS - (this.now() - this.#sentAt)) : ACK_DELAY_MS;
       this.#timer = this.setTimer(() => {
         this.#timer = null;
-        if (this.#inflight) return; // its completion checks again
-        this.#flush();
-      }, ACK_DELAY_MS);
+        // An answer checks again; an ack unanswered for too long is not waited for.
+        if (this.#waiting()) this.#check();
+        else this.#flush();
+      }, wait);
     }
   }
 
@@ -163,11 +187,17 @@ export class ParseAcker {
     const value = this.#parsed;
     this.#acked = value;
     this.#inflight = true;
+    this.#sentAt = this.now();
+    const seq = ++this.#seq;
     this.sent++;
     void send(value)
       .catch(() => {})
       .finally(() => {
+        if (seq !== this.#seq) return; // a later ack went meanwhile
         this.#inflight = false;
+        // A timer set to wait for this answer is not the pause after parsing: set that afresh.
+        if (this.#timer) this.clearTimer(this.#timer);
+        this.#timer = null;
         this.#check();
       });
   }
@@ -204,5 +234,104 @@ export class InputSender {
       const next = this.#pending.shift();
       if (next) this.push(next.data, next.binary);
     });
+  }
+}
+
+/**
+ * A gap in a channel's messages that lasts this long means a message was lost on the way
+ * (Tauri fetches each large message separately, and a fetch that fails is only logged):
+ * everything after it would wait forever.
+ */
+export const GAP_MS = 3_000;
+
+/**
+ * The page's end of a byte channel (Tauri's `{ index, message }` protocol): messages are
+ * delivered in their order, and a gap that stays open `GAP_MS` is reported once (`onlost`)
+ * instead of holding the rest back unseen. `lose` drops the message of that index, as a
+ * failed fetch would (for tests).
+ */
+export class InOrder<T> {
+  #next = 0;
+  #held = new Map<number, T>();
+  #gapSince: number | null = null;
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #reported = false;
+  #end: number | null = null;
+  lose: number | null = null;
+
+  constructor(
+    public deliver: (message: T) => void,
+    private readonly onlost: () => void,
+    private readonly onend: () => void = () => {},
+    private readonly setTimer: (fn: () => void, ms: number) => ReturnType<typeof setTimeout> = (fn, ms) => setTimeout(fn, ms),
+    private readonly clearTimer: (t: ReturnType<typeof setTimeout>) => void = (t) => clearTimeout(t),
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** Messages waiting behind a missing one. */
+  get held(): number {
+    return this.#held.size;
+  }
+
+  receive(index: number, message: T): void {
+    if (index === this.lose || index < this.#next || this.#reported) return;
+    this.#held.set(index, message);
+    const before = this.#next;
+    while (this.#held.has(this.#next)) {
+      const m = this.#held.get(this.#next) as T;
+      this.#held.delete(this.#next);
+      this.#next++;
+      this.#safely(m);
+    }
+    // A gap that remains is a new one.
+    if (this.#next !== before) this.#gapSince = null;
+    this.#watch();
+  }
+
+  /** The sender is gone after `index` messages. */
+  end(index: number): void {
+    this.#end = index;
+    this.#watch();
+  }
+
+  dispose(): void {
+    this.#reported = true;
+    this.#held.clear();
+    if (this.#timer) this.clearTimer(this.#timer);
+    this.#timer = null;
+  }
+
+  #safely(m: T): void {
+    try {
+      this.deliver(m);
+    } catch (e) {
+      // A throwing handler must not stop the channel; the error is still reported.
+      queueMicrotask(() => {
+        throw e;
+      });
+    }
+  }
+
+  #watch(): void {
+    if (this.#end !== null && this.#next >= this.#end) {
+      this.dispose();
+      this.onend();
+      return;
+    }
+    const gap = this.#held.size > 0 || (this.#end !== null && this.#next < this.#end);
+    if (!gap) {
+      this.#gapSince = null;
+      return;
+    }
+    this.#gapSince ??= this.now();
+    if (this.#timer) return;
+    this.#timer = this.setTimer(() => {
+      this.#timer = null;
+      if (this.#reported || this.#gapSince === null) return;
+      if (this.now() - this.#gapSince >= GAP_MS) {
+        this.dispose();
+        this.onlost();
+      } else this.#watch();
+    }, Math.max(1, GAP_MS - (this.now() - this.#gapSince)));
   }
 }
