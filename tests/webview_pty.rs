@@ -353,19 +353,7 @@ async fn terminal_tail_has(app: &DesktopApp, needle: &str) -> Result<bool> {
 /// flood's last line and still takes input.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pty_flood_is_flow_controlled() -> Result<()> {
-    let fx = fixture()?;
-    let marker = unique_marker();
-    let bytes = 24 * 1024 * 1024 + 24;
-    let script = flood_agent(&fx, bytes, &marker)?;
-    let app = DesktopApp::launch(&args(&fx), &env(&fx, &script, &[("KILL_AFTER_SECONDS", "1")])).await?;
-    let result = flood_flow(&app, &fx, &marker, bytes, None).await;
-    if result.is_err() {
-        let _ = app.failure_screenshot(&workspace_root().join("target/e2e/pty-flood.png")).await;
-    }
-    app.close().await?;
-    let left = none_left(&fx.project).await;
-    result?;
-    left
+    flood_test(24 * 1024 * 1024 + 24, None, "pty-flood.png").await
 }
 
 /// A message of the terminal's channel that never comes (as when Tauri's fetch of it fails,
@@ -373,15 +361,20 @@ async fn pty_flood_is_flow_controlled() -> Result<()> {
 /// and shows the end of the output, whole and in order, and input still works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pty_lost_output_message_is_recovered() -> Result<()> {
+    // The channel's fourth message: the flood's second (the first two are "ready" and the echo).
+    flood_test(4 * 1024 * 1024 + 24, Some(3), "pty-lost.png").await
+}
+
+/// The app with an agent that writes `bytes` after its first line of input, through
+/// [`flood_flow`] (the channel losing its message `lose`); a screenshot named `shot` on failure.
+async fn flood_test(bytes: usize, lose: Option<u64>, shot: &str) -> Result<()> {
     let fx = fixture()?;
     let marker = unique_marker();
-    let bytes = 4 * 1024 * 1024 + 24;
     let script = flood_agent(&fx, bytes, &marker)?;
     let app = DesktopApp::launch(&args(&fx), &env(&fx, &script, &[("KILL_AFTER_SECONDS", "1")])).await?;
-    // The channel's fourth message: the flood's second (the first two are "ready" and the echo).
-    let result = flood_flow(&app, &fx, &marker, bytes, Some(3)).await;
+    let result = flood_flow(&app, &fx, &marker, bytes, lose).await;
     if result.is_err() {
-        let _ = app.failure_screenshot(&workspace_root().join("target/e2e/pty-lost.png")).await;
+        let _ = app.failure_screenshot(&workspace_root().join("target/e2e").join(shot)).await;
     }
     app.close().await?;
     let left = none_left(&fx.project).await;

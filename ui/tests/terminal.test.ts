@@ -1,6 +1,7 @@
 // Terminal output is batched per frame and never outruns xterm's parser.
 import { describe, expect, it } from 'vitest';
-import { ACK_BYTES, ACK_DELAY_MS, ACK_STUCK_MS, GAP_MS, InOrder, MAX_WRITE, OutputBatcher, ParseAcker, toBytes } from '../src/lib/terminal';
+import { GAP_MS, InOrder } from '../src/lib/channel';
+import { ACK_BYTES, ACK_DELAY_MS, ACK_STUCK_MS, MAX_WRITE, OutputBatcher, ParseAcker, toBytes } from '../src/lib/terminal';
 
 function setup() {
   const frames: (() => void)[] = [];

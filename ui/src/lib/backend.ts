@@ -3,10 +3,12 @@
 // it is a replay of what the real app recorded (./preview, ./replay).
 
 // Imported with the page (4 kB): the first roster waits for no module fetched later.
-import { SERIALIZE_TO_IPC_FN, invoke, transformCallback } from '@tauri-apps/api/core';
+import { invoke } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
-import { InOrder } from './terminal';
-import type { ByteChannel, Commands, Events, RosterSnapshot } from './types';
+import { byteChannel, type PageChannel } from './channel';
+import type { Commands, Events, RosterSnapshot } from './types';
+
+export type { PageChannel };
 
 export type Unlisten = () => void;
 
@@ -30,51 +32,6 @@ export interface Backend {
    * calls `roster_listening`. Null when there is none (or it was taken).
    */
   earlyRoster?(): Promise<RosterSnapshot> | null;
-}
-
-/** The page's end of a byte channel. */
-export interface PageChannel extends ByteChannel {
-  /** Messages waiting behind a missing one (for the terminal's stats). */
-  readonly held: number;
-  /** Drops the message of this index, as a failed fetch would (for tests). */
-  lose(index: number): void;
-}
-
-/**
- * Tauri's `Channel` on the page, but a message that never comes (its fetch failed: Tauri
- * only logs that) is noticed after `GAP_MS` instead of holding every later one back forever.
- */
-function byteChannel(onmessage: (data: ArrayBuffer) => void, onlost: () => void): PageChannel {
-  const internals = (window as unknown as { __TAURI_INTERNALS__: { unregisterCallback(id: number): void } }).__TAURI_INTERNALS__;
-  let id = 0;
-  const forget = () => internals.unregisterCallback(id);
-  const order = new InOrder<ArrayBuffer>(
-    onmessage,
-    () => {
-      forget();
-      onlost();
-    },
-    forget,
-  );
-  id = transformCallback((raw: { index: number; message?: ArrayBuffer; end?: boolean }) => {
-    if (raw.end) order.end(raw.index);
-    else order.receive(raw.index, raw.message as ArrayBuffer);
-  });
-  const wire = () => `__CHANNEL__:${id}`;
-  return {
-    get onmessage() {
-      return order.deliver;
-    },
-    set onmessage(h) {
-      order.deliver = h;
-    },
-    get held() {
-      return order.held;
-    },
-    lose: (index) => (order.lose = index),
-    toJSON: wire,
-    [SERIALIZE_TO_IPC_FN]: wire,
-  } as PageChannel;
 }
 
 export function insideTauri(): boolean {
