@@ -115,10 +115,14 @@ struct HubInner {
 }
 
 impl HubInner {
+    /// The sessions of live machines that need the user. A machine that is away (the
+    /// connection dropped, unreachable) keeps its rows as last seen, but what they waited for
+    /// may be over and cannot be answered from here: they count again once it is back.
     fn needs_you(&self) -> Vec<String> {
         let mut keys: Vec<String> = self
             .attention
             .iter()
+            .filter(|(d, _)| self.infos.get(*d).is_some_and(|i| i.state == HostState::Live))
             .flat_map(|(d, a)| a.set().session_ids.into_iter().map(move |id| format!("{d}:{id}")))
             .collect();
         keys.sort();
@@ -193,7 +197,8 @@ impl Hub {
         inner.notifications = settings;
     }
 
-    /// The sessions of other machines that need the user now (keys `host:id`).
+    /// The sessions of other machines that need the user now (keys `host:id`), those of
+    /// machines that are live only.
     pub fn needs_you(&self) -> Vec<String> {
         self.lock().needs_you.clone()
     }
@@ -414,6 +419,33 @@ mod tests {
         });
         v["host"] = host.into();
         serde_json::from_value(v).expect("a row")
+    }
+
+    #[test]
+    fn an_away_machines_sessions_stop_counting_as_needing_the_user_until_it_is_back() {
+        let d = Destination::parse("devbox").unwrap();
+        let mut waiting = row("abc", Some("devbox"));
+        waiting.status = mimesis_core::status::Status::WaitingForApproval;
+        waiting.superseded = false;
+        waiting.superseded_by = None;
+        let mut attention = Attention::new(NotificationSettings::default(), mimesis_core::attention::DEFAULT_DEBOUNCE);
+        let now = mimesis_core::clock::Timestamp::parse("2026-11-25T10:00:01.000Z").unwrap();
+        attention.on_store_event(&StoreEvent::Discovered { session: Box::new(waiting) }, now);
+        let mut inner = HubInner::default();
+        inner.attention.insert(d.clone(), attention);
+        let set_state = |inner: &mut HubInner, state| {
+            inner.infos.insert(d.clone(), HostInfo { state, ..starting_info(&d) });
+        };
+
+        set_state(&mut inner, HostState::Live);
+        assert_eq!(inner.needs_you_changed(), Some(vec!["devbox:abc".to_owned()]), "a live machine's waiting session");
+        for away in [HostState::Stale, HostState::Unreachable, HostState::HelperMissing, HostState::Connecting] {
+            set_state(&mut inner, away);
+            assert_eq!(inner.needs_you(), Vec::<String>::new(), "{away:?}: its last state is shown, not counted");
+        }
+        assert_eq!(inner.needs_you_changed(), Some(vec![]), "going away is a change the window and the tray hear");
+        set_state(&mut inner, HostState::Live);
+        assert_eq!(inner.needs_you_changed(), Some(vec!["devbox:abc".to_owned()]), "back: it counts again");
     }
 
     #[test]
