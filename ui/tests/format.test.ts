@@ -182,6 +182,17 @@ it('a session is named one way everywhere it is named, and headed one way in its
   expect(sessionHeading({ title: null, goal: null })).toBe('(no prompt yet)');
 });
 
+it('a search hit names its session without its folder, which the hit shows beside it', async () => {
+  const { hitLabel } = await import('../src/lib/format');
+  const base = { title: null, goal: null, cwd: '/home/me/src/project-052' };
+  expect(hitLabel({ ...base, title: 'T', goal: 'G' })).toBe('T');
+  expect(hitLabel({ ...base, goal: 'G' })).toBe('G');
+  expect(hitLabel({ ...base, name: 'proj-73' })).toBe('proj-73');
+  // (`sessionLabel` says "Session in /home/me/src/project-052": the folder twice in a hit.)
+  expect(hitLabel(base)).toBeNull();
+  expect(hitLabel(undefined)).toBeNull();
+});
+
 describe('locale formatting', () => {
   // `toLocaleString` and `toLocaleDateString` with a locale make a new ICU formatter at every
   // call, about 0.4 MB of the window's memory each that stays after it (one per roster row).

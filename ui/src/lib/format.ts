@@ -270,6 +270,15 @@ export function formatMoment(iso: string | null, now: number): string {
 type Named = Pick<TrackedSession, 'sessionId' | 'title' | 'goal' | 'cwd'> & { name?: string | null };
 
 /**
+ * A session's name in a search hit: its title, its first prompt or the name Claude Code gave
+ * it, else nothing (the hit then says its chain's name or its short id). Never where it runs,
+ * as `sessionLabel` falls back to: the hit shows its project folder beside it already.
+ */
+export function hitLabel(s: Omit<Named, 'sessionId' | 'cwd'> | undefined): string | null {
+  return s?.title ?? s?.goal ?? s?.name ?? null;
+}
+
+/**
  * A session's name wherever it is named apart from its own row (toasts, dialogs, the
  * resources table, labels for screen readers): its title, else its first prompt, else the
  * name Claude Code gave it, else where it runs, else its short id.
