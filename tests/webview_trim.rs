@@ -1,9 +1,11 @@
 //! WebKit's web and network processes give back the pages only their launch used (the
 //! library the app has them preload, crates/webkit-trim), through the real webview: the
-//! built desktop app started by WebDriver with `MIMESIS_WEBKIT_TRIM_AFTER_MS` shortened. Each
-//! of the two processes runs the trim's one thread until it has trimmed; once it has ended,
-//! the web process holds far fewer pages of files (its `RssFile`: WebKit's, JavaScriptCore's
-//! and Mesa's code that only the launch ran), and the page still answers.
+//! built desktop app started by WebDriver with `MIMESIS_WEBKIT_TRIM_AFTER_MS` and
+//! `MIMESIS_WEBKIT_TRIM_EVERY_MS` shortened. Each of the two processes runs the trim's thread;
+//! once it has trimmed, the web process holds far fewer pages of files (its `RssFile`:
+//! WebKit's, JavaScriptCore's and Mesa's code that only the launch ran), and the page still
+//! answers. Use brings pages back (Settings drawn); once the page is quiet again, they go
+//! again.
 //!
 //! Run: `npm run build` in ui/, `cargo build -p mimesis-desktop -p mimesis-webkit-trim`, then
 //! `cargo test -p mimesis-tests --test e2e webview_trim::` (under Xvfb when there is no display).
@@ -12,11 +14,13 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use mimesis_tests::webdriver::{AppFolders as Fixture, DesktopApp, app_binary};
+use mimesis_tests::webdriver::{AppFolders as Fixture, DesktopApp, app_binary, trims_done};
 
 /// When the trim runs after each process's start: the page is up well before, even under load
 /// (the test needs to see the trim's thread waiting, and the pages the launch loaded).
 const AFTER_MS: &str = "6000";
+/// How often the thread looks whether to trim again (the app's default is a minute).
+const EVERY_MS: &str = "1000";
 
 const T: Duration = Duration::from_secs(30);
 
@@ -34,12 +38,6 @@ fn rss_file_kb(pid: u32) -> Result<u64> {
     line.split_whitespace().nth(1).context("RssFile's value")?.parse().context("RssFile's value")
 }
 
-/// Whether the trim's thread runs in `pid` (it ends once it has trimmed).
-fn trim_waits(pid: u32) -> bool {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
-    tasks.flatten().any(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == "mimesis-trim"))
-}
-
 fn preload(pid: u32) -> String {
     let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
     raw.split(|b| *b == 0)
@@ -55,6 +53,7 @@ async fn webkits_processes_give_back_their_launchs_pages() -> Result<()> {
         ("MIMESIS_DATA_DIR", fx.data.clone().into_os_string()),
         ("CLAUDE_CONFIG_DIR", fx.config.clone().into_os_string()),
         ("MIMESIS_WEBKIT_TRIM_AFTER_MS", AFTER_MS.into()),
+        ("MIMESIS_WEBKIT_TRIM_EVERY_MS", EVERY_MS.into()),
     ];
     let args = vec!["--config-dir".to_owned(), fx.config.to_string_lossy().into_owned()];
     let app = DesktopApp::launch(&args, &env).await?;
@@ -76,11 +75,15 @@ async fn trimmed(app: &DesktopApp) -> Result<()> {
             preload.split([' ', ':']).any(|p| p == lib.to_string_lossy()),
             "process {pid} preloads the trim library: LD_PRELOAD={preload:?}"
         );
-        ensure!(trim_waits(pid), "the trim already ran in process {pid} before the page was up: raise AFTER_MS");
+        ensure!(
+            trims_done(pid) == Some(0),
+            "the trim already ran in process {pid} before the page was up: raise AFTER_MS"
+        );
     }
     let before = rss_file_kb(web)?;
-    app.wait_for("the trim in WebKit's web and network processes", T, || async {
-        Ok(!trim_waits(web) && !trim_waits(network))
+    // (Read from /proc only while waiting: a script run in the page would be work of its own.)
+    app.wait_for("the launch's trim in WebKit's web and network processes", T, || async {
+        Ok(trims_done(web) == Some(1) && trims_done(network) == Some(1))
     })
     .await?;
     let after = rss_file_kb(web)?;
@@ -88,6 +91,20 @@ async fn trimmed(app: &DesktopApp) -> Result<()> {
     ensure!(after * 2 < before, "the web process kept its launch's file pages: {before} kB before, {after} kB after");
     // What runs again comes back from the page cache: the page still answers.
     ensure!(app.count("[data-testid=empty-state]").await? == 1, "the page after the trim");
+
+    // Use: a view not drawn since brings WebKit's layout and paint code back.
+    app.click("[data-testid=page-settings]").await.context("open Settings")?;
+    app.wait_for("Settings", T, || async { Ok(app.count("[data-testid=settings-view]").await? == 1) }).await?;
+    let used = rss_file_kb(web)?;
+    eprintln!("after Settings were drawn: {used} kB");
+    ensure!(used > after + 4096, "drawing Settings brought back no pages to trim: {after} kB before, {used} kB after");
+    // Once the page is quiet for a period, the thread trims again (the network process, which
+    // did next to nothing, does not).
+    app.wait_for("a trim after the page was used", T, || async { Ok(trims_done(web) == Some(2)) }).await?;
+    let again = rss_file_kb(web)?;
+    eprintln!("after the page was quiet again: {again} kB");
+    ensure!(again * 2 < used, "the second trim kept the pages use brought back: {used} kB before, {again} kB after");
+    ensure!(app.count("[data-testid=settings-view]").await? == 1, "the page after the second trim");
     let alive = |pid: u32| mimesis_os::procs::stat(pid).is_some_and(|s| s.state != 'Z');
     ensure!(alive(web) && alive(network), "WebKit's processes run on after the trim");
     Ok(())

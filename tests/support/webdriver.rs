@@ -24,6 +24,17 @@ pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_owned()
 }
 
+/// How many trims the WebKit process `pid` has done (crates/webkit-trim: its thread's name,
+/// `mimesis-trim 2`), or nothing when it has no such thread.
+pub fn trims_done(pid: u32) -> Option<u32> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    tasks.flatten().find_map(|t| {
+        let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
+        let rest = comm.trim().strip_prefix("mimesis-trim")?;
+        if rest.is_empty() { Some(0) } else { rest.trim().parse().ok() }
+    })
+}
+
 /// The desktop binary: `$MIMESIS_DESKTOP_BIN`, else `<root>/target/debug/mimesis-desktop`.
 pub fn app_binary() -> Result<PathBuf> {
     let p = std::env::var_os("MIMESIS_DESKTOP_BIN")

@@ -42,6 +42,16 @@ pub fn ticks_per_second() -> u64 {
     if v > 0 { v as u64 } else { 100 }
 }
 
+/// This process's CPU time, user and system, all its threads, to the nanosecond
+/// (`CLOCK_PROCESS_CPUTIME_ID`; `/proc/self/stat` counts whole clock ticks of 10 ms).
+pub fn own_cpu_time() -> Option<std::time::Duration> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec for the call to write.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    (rc == 0 && ts.tv_sec >= 0 && (0..1_000_000_000).contains(&ts.tv_nsec))
+        .then(|| std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+}
+
 /// The fields of `/proc/<pid>/stat` supervision needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stat {
@@ -561,6 +571,18 @@ pub fn tune_malloc(arenas: i32, mmap_threshold: i32) -> bool {
 mod tests {
 
     use super::*;
+
+    #[test]
+    fn own_cpu_time_grows_with_work() {
+        let a = own_cpu_time().expect("this process's CPU time");
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < std::time::Duration::from_millis(30) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let b = own_cpu_time().expect("this process's CPU time");
+        assert!(b > a, "{a:?} then {b:?}");
+    }
 
     const SMAPS: &str = "\
 5600aa000000-5600aa200000 r--p 00000000 fe:00 11 /opt/mimesis/mimesis-desktop

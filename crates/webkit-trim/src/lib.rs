@@ -11,9 +11,13 @@
 //!
 //! Its constructor does nothing in any other program (every program the app starts without
 //! restoring the user's environment loads it). In those two it starts one thread, which
-//! sleeps once ([`DEFAULT_AFTER`] after the process's start, or
-//! `$MIMESIS_WEBKIT_TRIM_AFTER_MS`), trims once and ends: no loop, no wake-up after. Anything
-//! that fails leaves the process as it was.
+//! sleeps ([`DEFAULT_AFTER`] after the process's start, or `$MIMESIS_WEBKIT_TRIM_AFTER_MS`)
+//! and trims. Use brings pages back (a session that starts waiting for approval took the
+//! window from 147 to 211 MB, 60 s idle after it), so the thread then looks once a
+//! [`DEFAULT_EVERY`] (or `$MIMESIS_WEBKIT_TRIM_EVERY_MS`) at the process's CPU time and trims
+//! again when the process has worked since its last trim and has been quiet for that period
+//! ([`Retrim`]): once per spell of use, never while in use, and a process that stays idle is
+//! not trimmed again. Anything that fails leaves the process as it was.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -27,6 +31,57 @@ pub const DEFAULT_AFTER: Duration = Duration::from_secs(12);
 /// The variable that sets that delay, in milliseconds (tests shorten it).
 pub const AFTER_VAR: &str = "MIMESIS_WEBKIT_TRIM_AFTER_MS";
 
+/// How often the thread looks whether to trim again after the first ([`Retrim`]): one
+/// wake-up a minute, a few microseconds of CPU.
+pub const DEFAULT_EVERY: Duration = Duration::from_secs(60);
+
+/// The variable that sets that period, in milliseconds (tests shorten it).
+pub const EVERY_VAR: &str = "MIMESIS_WEBKIT_TRIM_EVERY_MS";
+
+/// When to trim again: the process has worked since its last trim (busy periods adding up to
+/// [`Retrim::WORKED`] of CPU: the page drew, ran code it had not run since, loaded a part) and
+/// the last period was quiet (a quarter of a percent of a core or less, the most a window at
+/// rest may use: issue 37 §5 asks at most 0.2 %). CPU times, not wall time: a sleeping process
+/// spends none, and a busy one is left alone until it is done. A window's own wake-ups at rest
+/// (a relative time redrawn, a collection, a session waiting for approval: 25–90 ms a minute
+/// here) are quiet periods, which never add up to a trim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retrim {
+    /// The most CPU time a quiet period takes.
+    quiet: Duration,
+    /// CPU time of the busy periods since the last trim.
+    worked: Duration,
+    /// The process's CPU time at the last look.
+    at_look: Duration,
+}
+
+impl Retrim {
+    /// Work since the last trim that brings pages back.
+    pub const WORKED: Duration = Duration::from_millis(200);
+
+    /// Looks every `period`; just trimmed, at `cpu`.
+    pub fn new(period: Duration, cpu: Duration) -> Retrim {
+        Retrim { quiet: period / 400, worked: Duration::ZERO, at_look: cpu }
+    }
+
+    /// Trimmed again, at `cpu`.
+    pub fn trimmed(&mut self, cpu: Duration) {
+        self.worked = Duration::ZERO;
+        self.at_look = cpu;
+    }
+
+    /// A look at `cpu` one period after the last: whether to trim now.
+    pub fn look(&mut self, cpu: Duration) -> bool {
+        let period = cpu.saturating_sub(self.at_look);
+        self.at_look = cpu;
+        if period > self.quiet {
+            self.worked += period;
+            return false;
+        }
+        self.worked >= Self::WORKED
+    }
+}
+
 /// Whether a process running `exe` (its `/proc/self/exe`) is one of WebKit's that trims.
 fn trims(exe: &Path) -> bool {
     exe.file_name().is_some_and(|name| name == "WebKitWebProcess" || name == "WebKitNetworkProcess")
@@ -34,10 +89,28 @@ fn trims(exe: &Path) -> bool {
 
 /// The delay `$MIMESIS_WEBKIT_TRIM_AFTER_MS` asks for, else [`DEFAULT_AFTER`].
 fn after(value: Option<&OsStr>) -> Duration {
-    value
-        .and_then(OsStr::to_str)
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map_or(DEFAULT_AFTER, Duration::from_millis)
+    millis(value).unwrap_or(DEFAULT_AFTER)
+}
+
+/// The period `$MIMESIS_WEBKIT_TRIM_EVERY_MS` asks for (at least a millisecond), else
+/// [`DEFAULT_EVERY`].
+fn every(value: Option<&OsStr>) -> Duration {
+    millis(value).filter(|d| !d.is_zero()).unwrap_or(DEFAULT_EVERY)
+}
+
+fn millis(value: Option<&OsStr>) -> Option<Duration> {
+    value.and_then(OsStr::to_str).and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_millis)
+}
+
+/// The thread's name says how many trims it has done (`mimesis-trim 2`; `mimesis-trim` before
+/// the first), for whoever looks at the process from outside (tests/webview_trim.rs).
+fn said(done: u32) {
+    let _ = std::fs::write("/proc/thread-self/comm", format!("mimesis-trim {done}"));
+}
+
+/// This process's CPU time (user and system, all threads), or nothing if unreadable.
+fn cpu_time() -> Option<Duration> {
+    mimesis_os::procs::own_cpu_time()
 }
 
 fn trim() {
@@ -53,10 +126,27 @@ extern "C" fn at_load() {
         return;
     }
     let after = after(std::env::var_os(AFTER_VAR).as_deref());
+    let every = every(std::env::var_os(EVERY_VAR).as_deref());
     // (Its stack is mapped on demand: reading smaps and the trim touch a few pages of it.)
     let _ = std::thread::Builder::new().name("mimesis-trim".into()).stack_size(256 * 1024).spawn(move || {
         std::thread::sleep(after);
         trim();
+        let mut done = 1;
+        said(done);
+        // (A process whose CPU time cannot be read is trimmed once.)
+        let Some(cpu) = cpu_time() else { return };
+        let mut retrim = Retrim::new(every, cpu);
+        loop {
+            std::thread::sleep(every);
+            let Some(cpu) = cpu_time() else { return };
+            if retrim.look(cpu) {
+                trim();
+                done += 1;
+                said(done);
+                let Some(cpu) = cpu_time() else { return };
+                retrim.trimmed(cpu);
+            }
+        }
     });
 }
 
@@ -86,6 +176,43 @@ mod tests {
         }
         // This test's own program: the constructor ran here and started nothing.
         assert!(!trims(&std::fs::read_link("/proc/self/exe").unwrap()));
+    }
+
+    #[test]
+    fn it_trims_again_once_a_spell_of_use_is_over_never_during_it_nor_while_idle() {
+        let ms = Duration::from_millis;
+        let minute = Duration::from_secs(60);
+        let mut r = Retrim::new(minute, ms(900));
+        // At rest after the launch's trim: a window's own wake-ups (up to 150 ms a minute,
+        // 0.25 % of a core) are quiet, however long it rests.
+        let rest: Vec<bool> = (1..=600).map(|i| r.look(ms(900 + i * 90))).collect();
+        assert!(rest.iter().all(|t| !t), "10 hours at 90 ms a minute");
+        let at = 900 + 600 * 90;
+        // Used: not while the minutes are busy, then once, when one is quiet.
+        assert!(!r.look(ms(at + 500)), "busy");
+        assert!(!r.look(ms(at + 1_100)), "still busy");
+        assert!(r.look(ms(at + 1_200)), "quiet after 1.1 s of work");
+        // The trim's own CPU is not work: at rest after it, nothing more.
+        r.trimmed(ms(at + 1_230));
+        assert!((1..=10).all(|i| !r.look(ms(at + 1_230 + i * 100))), "at rest again");
+        // Short spells of use add up; the trim waits for a quiet minute.
+        let mut r = Retrim::new(minute, ms(0));
+        assert_eq!([160, 170, 330, 340].map(|cpu| r.look(ms(cpu))), [false, false, false, true]);
+        // A shorter period (the tests') is quiet in proportion: 2.5 ms a second.
+        let mut r = Retrim::new(Duration::from_secs(1), ms(0));
+        assert_eq!([300, 302, 306].map(|cpu| r.look(ms(cpu))), [false, true, false]);
+        // A clock that goes back (never, but) is no work and no trim.
+        let mut r = Retrim::new(minute, ms(500));
+        assert!(!r.look(ms(100)));
+    }
+
+    #[test]
+    fn the_period_is_the_variables_milliseconds_or_the_default() {
+        assert_eq!(every(None), DEFAULT_EVERY);
+        assert_eq!(every(Some(OsStr::new("1500"))), Duration::from_millis(1500));
+        for bad in ["0", "", "-1", "often"] {
+            assert_eq!(every(Some(OsStr::new(bad))), DEFAULT_EVERY, "{bad:?}");
+        }
     }
 
     #[test]
