@@ -318,8 +318,8 @@ async fn window_launch_memory_and_idle() -> Result<()> {
     idle_for(&pids, idle).await;
     if idle >= SETTLED {
         let t0 = Instant::now();
-        let web = |t: &[Option<u32>]| t.iter().copied().max().flatten().unwrap_or(0);
-        while web(&trims(&pids)) == web(&before) && t0.elapsed() < Duration::from_secs(150) {
+        let done = |t: &[Option<u32>]| t.iter().flatten().sum::<u32>();
+        while done(&trims(&pids)) == done(&before) && t0.elapsed() < Duration::from_secs(150) {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
         eprintln!(
@@ -327,7 +327,6 @@ async fn window_launch_memory_and_idle() -> Result<()> {
             trims(&pids),
             t0.elapsed().as_secs()
         );
-        tokio::time::sleep(Duration::from_secs(1)).await;
     }
     let waiting = report_memory_and_cpu("under WebDriver, a session waiting for approval", &pids, idle).await;
     if std::env::var_os("MIMESIS_BENCH_VERBOSE").is_some() {
