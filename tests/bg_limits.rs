@@ -103,10 +103,25 @@ async fn memory_and_duration_limits_act_through_claude_codes_verbs() -> Result<(
         ensure!(reason == "duration_limit", "{ev:?}");
         bg.wait("the worker stopped by claude stop", T, |b| b.worker(&job).is_none())?;
         eprintln!("[bg] duration limit: stopped through claude stop at {} ms", at.as_millis());
-        let restarts = w.seen.iter().filter(|e| matches!(e.kind, EventKind::SessionRestarting { .. })).count();
+        let restarts: Vec<&str> = w
+            .seen
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::SessionRestarting { message, .. } => Some(message.as_str()),
+                _ => None,
+            })
+            .collect();
         // One restart: the working status the respawn flashes (the service resuming the
         // session) is not work, so over the limit again it is held, not restarted again.
-        ensure!(restarts == 1, "one memory restart, never a loop: {seen:?}");
+        // Unless the first was forced in the middle of the turn (the worker's tree over twice
+        // the limit while it worked: the real CLI's peak varies, 2026-12-01 here): the service
+        // then runs the cut turn again, which is work, and one more restart at rest is the
+        // rule's (crates/core/src/supervision/baseline.rs) before the hold.
+        let cut = restarts.first() == Some(&mimesis_core::supervision::event::wording::RESTARTING_MID_TURN);
+        ensure!(
+            restarts.len() == 1 || (cut && restarts.len() == 2),
+            "one memory restart (two when the first cut a turn), never a loop: {seen:?}"
+        );
         ensure!(bg.job_state(&job).is_some(), "stopped, not removed");
         anyhow::Ok(())
     }
