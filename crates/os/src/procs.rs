@@ -52,6 +52,20 @@ pub fn own_cpu_time() -> Option<std::time::Duration> {
         .then(|| std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }
 
+/// This process's resident pages of files (`RssFile` of `/proc/self/status`), in kB: the
+/// clean copies of its libraries' code and constants, among others.
+pub fn own_file_pages_kb() -> Option<u64> {
+    status_kb(&std::fs::read_to_string("/proc/self/status").ok()?, "RssFile")
+}
+
+/// A field given in kB in a `/proc/<pid>/status` text (`RssFile:     7712 kB`).
+pub fn status_kb(status: &str, field: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.strip_prefix(field).is_some_and(|rest| rest.starts_with(':')))?;
+    let mut words = line[field.len() + 1..].split_whitespace();
+    let kb = words.next()?.parse().ok()?;
+    (words.next() == Some("kB")).then_some(kb)
+}
+
 /// The fields of `/proc/<pid>/stat` supervision needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stat {
@@ -569,8 +583,20 @@ pub fn tune_malloc(arenas: i32, mmap_threshold: i32) -> bool {
 
 #[cfg(test)]
 mod tests {
-
     use super::*;
+
+    #[test]
+    fn status_fields_in_kb() {
+        let status =
+            "Name:\tWebKitWebProces\nRssAnon:\t   48000 kB\nRssFile:\t    7712 kB\nRssShmem:\t 12 kB\nThreads:\t12\n";
+        assert_eq!(status_kb(status, "RssFile"), Some(7712));
+        assert_eq!(status_kb(status, "RssAnon"), Some(48000));
+        assert_eq!(status_kb(status, "Rss"), None, "a field's name whole, not its start");
+        assert_eq!(status_kb(status, "Threads"), None, "not in kB");
+        assert_eq!(status_kb(status, "VmSwap"), None);
+        assert_eq!(status_kb("RssFile:\tmany kB\n", "RssFile"), None);
+        assert!(own_file_pages_kb().is_some_and(|kb| kb > 0), "this test's own program has pages of files");
+    }
 
     #[test]
     fn own_cpu_time_grows_with_work() {
