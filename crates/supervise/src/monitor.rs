@@ -97,6 +97,12 @@ fn compile(crash_patterns: &[String]) -> Vec<Regex> {
         .collect()
 }
 
+/// The patterns as regexes over bytes (the same syntax; one that compiles as text compiles
+/// as bytes, and one that would not is skipped as `compile` skips an invalid one).
+fn raw(crash: &[Regex]) -> Vec<regex::bytes::Regex> {
+    crash.iter().filter_map(|r| regex::bytes::Regex::new(r.as_str()).ok()).collect()
+}
+
 /// The terminal model and the output not parsed into it yet.
 struct Model {
     parser: vt100::Parser<Replies>,
@@ -116,6 +122,9 @@ pub struct Monitor {
     /// in big pieces rather than parsed a read of the PTY (4 KB) at a time.
     answering: bool,
     crash: Vec<Regex>,
+    /// The same patterns over the raw output (`crash_in_stream`): no UTF-8 check of every
+    /// byte of a flood first.
+    crash_raw: Vec<regex::bytes::Regex>,
     turn_done: Regex,
     shell_prompt: Regex,
     activity: Activity,
@@ -134,6 +143,7 @@ impl Monitor {
     /// `crash_patterns` must be valid (see `Limits::validate`); an invalid one is skipped.
     pub fn new(rows: u16, cols: u16, crash_patterns: &[String]) -> Monitor {
         let crash = compile(crash_patterns);
+        let crash_raw = raw(&crash);
         Monitor {
             model: RefCell::new(Model {
                 parser: vt100::Parser::new_with_callbacks(nz(rows), nz(cols), 0, Replies::default()),
@@ -142,6 +152,7 @@ impl Monitor {
             }),
             answering: true,
             crash,
+            crash_raw,
             turn_done: Regex::new(r"^\s*\S\s+[A-Z][a-z]+ for (\d+h\s*)?(\d+m\s*)?\d+(\.\d+)?s\b").expect("valid"),
             shell_prompt: Regex::new(r"^(\S*[@:]\S*|bash-[\d.]+|sh-[\d.]+)?[~\w./-]*\s?[$#%]\s?$").expect("valid"),
             activity: Activity::Unknown,
@@ -159,6 +170,7 @@ impl Monitor {
     /// screen and what was already seen on it are kept.
     pub fn set_crash_patterns(&mut self, crash_patterns: &[String]) {
         self.crash = compile(crash_patterns);
+        self.crash_raw = raw(&self.crash);
     }
 
     pub fn resize(&mut self, rows: u16, cols: u16) {
@@ -251,14 +263,13 @@ impl Monitor {
 
     /// A crash pattern in the bytes themselves (with the end of the previous chunk).
     fn crash_in_stream(&mut self, bytes: &[u8]) -> bool {
-        if self.crash.is_empty() {
+        if self.crash_raw.is_empty() {
             return false;
         }
         let carried = self.carry.len();
         self.carry.extend_from_slice(bytes);
-        let text = String::from_utf8_lossy(&self.carry);
         // Only matches that end in the new bytes are new.
-        let hit = self.crash.iter().any(|p| p.find_iter(&text).any(|m| m.end() > carried));
+        let hit = self.crash_raw.iter().any(|p| p.find_iter(&self.carry).any(|m| m.end() > carried));
         let keep = self.carry.len().saturating_sub(CARRY);
         self.carry.drain(..keep);
         hit
@@ -361,29 +372,25 @@ impl Model {
 }
 
 /// Where the last `rows` lines of `bytes` start, if it is plain text (printable bytes,
-/// tabs, `\r\n` line ends and nothing else) with more lines than that; else None.
+/// tabs, `\r\n` line ends and nothing else) with more lines than that; else None. (Counts
+/// over the whole of it, which the compiler does 32 bytes at a time, then one look per line
+/// end: a flood's 64 KB pieces are all checked.)
 fn plain_tail(bytes: &[u8], rows: usize) -> Option<usize> {
-    let mut newlines = 0;
-    let mut start = None;
-    for i in (0..bytes.len()).rev() {
-        match bytes[i] {
-            b'\n' => {
-                if i == 0 || bytes[i - 1] != b'\r' {
-                    return None; // a bare line feed keeps its column: not plain
-                }
-                newlines += 1;
-                if newlines == rows + 1 && start.is_none() {
-                    start = Some(i + 1);
-                }
-            }
-            b'\r' if bytes.get(i + 1) == Some(&b'\n') => {}
-            b'\r' => return None,
-            b'\t' => {}
-            b if b < 0x20 || b == 0x7f => return None,
-            _ => {}
+    let controls = bytes.iter().filter(|&&b| (b < 0x20 && b != b'\t') || b == 0x7f).count();
+    let returns = bytes.iter().filter(|&&b| b == b'\r').count();
+    let mut feeds = 0;
+    for i in memchr::memchr_iter(b'\n', bytes) {
+        if i == 0 || bytes[i - 1] != b'\r' {
+            return None; // a bare line feed keeps its column: not plain
         }
+        feeds += 1;
     }
-    start
+    // Each line feed has its own carriage return before it: as many of each means no other
+    // carriage return, and they are all the control bytes there are.
+    if returns != feeds || controls != returns + feeds {
+        return None;
+    }
+    memchr::memrchr_iter(b'\n', bytes).nth(rows).map(|i| i + 1)
 }
 
 fn nz(v: u16) -> NonZeroU16 {
@@ -467,6 +474,58 @@ mod tests {
         assert_eq!(plain_tail(b"a\nb\r\nc\r\nd\r\n", 1), None, "bare line feed");
         assert_eq!(plain_tail(b"a\r\n\x1b[Hb\r\nc\r\n", 1), None, "an escape sequence");
         assert_eq!(plain_tail(b"a\r\nb\r\n", 5), None, "fewer lines than the screen");
+        assert_eq!(plain_tail(b"a\r\rb\r\nc\r\nd\r\n", 1), None, "a carriage return of its own");
+        assert_eq!(plain_tail(b"a\r\nb\r\nc\r\nd\r", 1), None, "a carriage return at the end");
+        assert_eq!(plain_tail(b"\na\r\nb\r\n", 1), None, "a line feed first");
+        assert_eq!(plain_tail(b"a\tb\r\n\xc3\xa9\r\nc\r\n", 1), Some(9), "tabs and UTF-8 are plain");
+    }
+
+    /// `plain_tail` as it was, a byte at a time.
+    fn plain_tail_bytewise(bytes: &[u8], rows: usize) -> Option<usize> {
+        let mut newlines = 0;
+        let mut start = None;
+        for i in (0..bytes.len()).rev() {
+            match bytes[i] {
+                b'\n' => {
+                    if i == 0 || bytes[i - 1] != b'\r' {
+                        return None;
+                    }
+                    newlines += 1;
+                    if newlines == rows + 1 && start.is_none() {
+                        start = Some(i + 1);
+                    }
+                }
+                b'\r' if bytes.get(i + 1) == Some(&b'\n') => {}
+                b'\r' => return None,
+                b'\t' => {}
+                b if b < 0x20 || b == 0x7f => return None,
+                _ => {}
+            }
+        }
+        start
+    }
+
+    #[test]
+    fn plain_tail_says_what_a_byte_at_a_time_said() {
+        let alphabet: &[&[u8]] =
+            &[b"x", b"yz", b"\r\n", b"\r\n", b"\r\n", b"\t", b"\r", b"\n", b"\x1b[1m", b"\x7f", b"\xc3\xa9", b"\x00"];
+        let mut seed = 11u64;
+        let mut plain = 0;
+        for case in 0..20_000 {
+            let mut bytes = Vec::new();
+            let len = case % 60;
+            for _ in 0..len {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                // Mostly text and line ends, so that many cases are plain.
+                let pick = (seed >> 33) as usize % if case % 3 == 0 { alphabet.len() } else { 5 };
+                bytes.extend_from_slice(alphabet[pick]);
+            }
+            let rows = case % 7;
+            let want = plain_tail_bytewise(&bytes, rows);
+            plain += usize::from(want.is_some());
+            assert_eq!(plain_tail(&bytes, rows), want, "{:?} rows {rows}", String::from_utf8_lossy(&bytes));
+        }
+        assert!(plain > 1_000, "plain cases were tried: {plain}");
     }
 
     #[test]
@@ -488,6 +547,21 @@ mod tests {
         // Split across two reads.
         assert!(m.feed(b"RangeError: Maximum call st", t0 + Duration::from_millis(32)).is_empty());
         assert_eq!(m.feed(b"ack size exceeded\r\n", t0 + Duration::from_millis(33)), [ScreenSignal::Crash]);
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_move_no_crash_line_into_the_next_read() {
+        // (Matched over the text with them replaced, a line before them seemed to end in the
+        // next read's bytes, and crashed again.)
+        let mut m = mon();
+        let t0 = Instant::now();
+        let step = |i: u64| t0 + READ_EVERY * 2 * u32::try_from(i).unwrap();
+        assert_eq!(
+            m.feed(b"\xff\xfe\xfd\xfcRangeError: Maximum call stack size exceeded\r\n", step(1)),
+            [ScreenSignal::Crash]
+        );
+        assert!(!m.feed(b"ok\r\n", step(2)).contains(&ScreenSignal::Crash));
+        assert!(!m.feed(b"\xff more\r\n", step(3)).contains(&ScreenSignal::Crash));
     }
 
     fn mon() -> Monitor {
