@@ -188,11 +188,7 @@ mod tests {
     #[test]
     fn a_resync_sends_only_the_lines_the_terminal_keeps() {
         let line = [b'x'; 99];
-        let mut back = Vec::new();
-        for _ in 0..(TERMINAL_LINES + 100) {
-            back.extend_from_slice(&line);
-            back.extend_from_slice(b"\r\n");
-        }
+        let back = [&line[..], b"\r\n"].concat().repeat(TERMINAL_LINES + 100);
         let tail = super::visible_tail(&back);
         assert_eq!(tail.len(), TERMINAL_LINES * 101, "from the start of a line, the last lines only");
         assert!(tail.starts_with(&line) && tail.ends_with(b"\r\n"));
@@ -326,11 +322,7 @@ mod tests {
     #[test]
     fn resyncs_show_the_scrollback_or_during_a_flood_a_screen() {
         let line = [b'z'; 99];
-        let mut back = Vec::new();
-        for _ in 0..(TERMINAL_LINES + 100) {
-            back.extend_from_slice(&line);
-            back.extend_from_slice(b"\r\n");
-        }
+        let back = [&line[..], b"\r\n"].concat().repeat(TERMINAL_LINES + 100);
         assert_eq!(resync_tail(&back, Resync::Full), visible_tail(&back));
         let screen = resync_tail(&back, Resync::Screen);
         assert_eq!(screen.len(), FLOOD_LINES * 101);
