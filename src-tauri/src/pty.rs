@@ -643,6 +643,11 @@ async fn forward_output(
             match tokio::time::timeout(SETTLE, output.recv()).await {
                 Ok(r) => {
                     if matches!(next(r), Next::Closed) {
+                        // The session ended in a flood: its terminal keeps the scrollback, as
+                        // after any flood (a screen at most is in flight: it has room).
+                        if let Some((msg, _)) = resync(&source, Resync::Full).await {
+                            send(msg);
+                        }
                         return;
                     }
                     flow.ack(*acks.borrow_and_update());
