@@ -44,7 +44,7 @@ pub const EVERY_VAR: &str = "MIMESIS_WEBKIT_TRIM_EVERY_MS";
 /// [`Retrim::WORKED`] of CPU (the page drew, ran code it had not run since, loaded a part:
 /// its heap grew), or [`Retrim::REGROWN_KB`] more pages of files resident than just after the
 /// last trim (code that ran again came back from the page cache: drawing Settings brings
-/// 58 MB back for 70 ms of the web process's CPU here). CPU times, not wall time: a
+/// 58 MB back for 70–140 ms of the web process's CPU here). CPU times, not wall time: a
 /// sleeping process spends none, and a busy one is left alone until it is done. A window's
 /// own wake-ups at rest (a relative time redrawn, a collection, a session waiting for
 /// approval: 25–90 ms a minute here, touching a few MB of code) are quiet periods, which
