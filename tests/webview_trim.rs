@@ -49,8 +49,7 @@ fn cpu_time(pid: u32) -> Duration {
 /// The process's resident pages of files, in kB (`RssFile` of /proc/<pid>/status).
 fn rss_file_kb(pid: u32) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let line = status.lines().find(|l| l.starts_with("RssFile:")).context("no RssFile")?;
-    line.split_whitespace().nth(1).context("RssFile's value")?.parse().context("RssFile's value")
+    mimesis_os::procs::status_kb(&status, "RssFile").context("no RssFile in kB")
 }
 
 fn preload(pid: u32) -> String {
