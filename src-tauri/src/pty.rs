@@ -23,7 +23,7 @@ use std::time::Duration;
 use mimesis_core::SessionId;
 use mimesis_core::approval::{Answered, Via};
 use mimesis_core::dialog::{Answer, Dialog};
-use mimesis_core::supervision::flow::{Flow, RESET, visible_tail};
+use mimesis_core::supervision::flow::{Flow, RESET, Resync, resync_tail, visible_tail};
 use mimesis_core::supervision::{AgentCommand, Resources, SupervisionEvent};
 use mimesis_wiring::plain::PlainTerminal;
 use mimesis_wiring::{Attachment, Mimesis, Supervisor};
@@ -55,6 +55,12 @@ pub const SCROLLBACK: usize = 2 * 1024 * 1024;
 const PROBE_AFTER: Duration = Duration::from_secs(2);
 /// …and after this many such spells it says so in the log.
 const SILENT_SPELLS: u32 = 5;
+/// No output for this long ends a flood (`Flow::settled`): the terminal gets its scrollback.
+const SETTLE: Duration = Duration::from_millis(100);
+/// During a flood the page gets a screen at most this often (`flow::Resync::Screen`): the
+/// page's terminal draws each anew (with the DOM renderer, 20–30 ms of the web process's
+/// CPU here), and ten a second still look like output streaming by.
+const FLOOD_EVERY: Duration = Duration::from_millis(100);
 
 /// One terminal attachment of the webview: its forwarder and where its acks go.
 struct Forwarder {
@@ -545,10 +551,11 @@ impl Source {
 }
 
 /// A fresh attachment (its scrollback and its stream start at the same byte), as the
-/// message that resets the terminal and shows that scrollback.
-async fn resync(source: &Source) -> Option<(Vec<u8>, broadcast::Receiver<Arc<[u8]>>)> {
+/// message that resets the terminal and shows that scrollback (during a flood, its last
+/// screen: `kind`).
+async fn resync(source: &Source, kind: Resync) -> Option<(Vec<u8>, broadcast::Receiver<Arc<[u8]>>)> {
     let again = source.reattach().await?;
-    let tail = visible_tail(&again.scrollback);
+    let tail = resync_tail(&again.scrollback, kind);
     let mut msg = Vec::with_capacity(RESET.len() + tail.len());
     msg.extend_from_slice(RESET);
     msg.extend_from_slice(tail);
@@ -581,41 +588,72 @@ async fn forward_output(
     let mut buf: Vec<u8> = Vec::new();
     // Spells of `PROBE_AFTER` the page has gone without acking output in flight.
     let mut quiet = 0u32;
+    // A resync is due without waiting for an ack (the flood stopped and the page has room).
+    let mut resync_now = false;
     loop {
         if flow.paused() {
             // Nothing goes out until the page has caught up; then one resync. (The stream
             // is not read meanwhile: the resync replaces it.) The acks are read again after
             // each quiet spell too, so nothing but the page's own silence holds this back.
-            match tokio::time::timeout(PROBE_AFTER, acks.changed()).await {
-                Ok(Ok(())) => quiet = 0,
-                Ok(Err(_)) => return,
-                Err(_) => {
-                    quiet += 1;
-                    if !probe(&send, source.name(), &flow, quiet) {
-                        return;
+            if !std::mem::take(&mut resync_now) {
+                match tokio::time::timeout(PROBE_AFTER, acks.changed()).await {
+                    Ok(Ok(())) => quiet = 0,
+                    Ok(Err(_)) => return,
+                    Err(_) => {
+                        quiet += 1;
+                        if !probe(&send, source.name(), &flow, quiet) {
+                            return;
+                        }
                     }
                 }
-            }
-            if flow.ack(*acks.borrow_and_update()) {
-                tracing::debug!(
-                    session = source.name(),
-                    sent = flow.sent(),
-                    in_flight = flow.in_flight(),
-                    "the terminal caught up; re-sending the scrollback"
-                );
-                let Some((msg, stream)) = resync(&source).await else {
-                    tracing::warn!(
-                        session = source.name(),
-                        "the terminal caught up but the session could not be attached again; its output stops here"
-                    );
-                    return;
-                };
-                output = stream;
-                flow.resynced(msg.len());
-                if !send(msg) {
-                    return;
+                if !flow.ack(*acks.borrow_and_update()) {
+                    continue;
                 }
-                last_send = Instant::now();
+            }
+            let kind = flow.resync();
+            if kind == Resync::Screen {
+                // A screen at most every `FLOOD_EVERY`: each is a whole screen drawn anew.
+                tokio::time::sleep_until(last_send + FLOOD_EVERY).await;
+            }
+            tracing::debug!(
+                session = source.name(),
+                sent = flow.sent(),
+                in_flight = flow.in_flight(),
+                ?kind,
+                "the terminal caught up; re-sending the scrollback"
+            );
+            let Some((msg, stream)) = resync(&source, kind).await else {
+                tracing::warn!(
+                    session = source.name(),
+                    "the terminal caught up but the session could not be attached again; its output stops here"
+                );
+                return;
+            };
+            output = stream;
+            flow.resynced(msg.len());
+            if !send(msg) {
+                return;
+            }
+            last_send = Instant::now();
+            continue;
+        }
+        if flow.flooding() {
+            // A screen was sent during a flood: the next goes once the page has parsed it,
+            // and if no output comes for `SETTLE`, the flood is over: the full scrollback.
+            match tokio::time::timeout(SETTLE, output.recv()).await {
+                Ok(r) => {
+                    if matches!(next(r), Next::Closed) {
+                        // The session ended in a flood: its terminal keeps the scrollback, as
+                        // after any flood (a screen at most is in flight: it has room).
+                        if let Some((msg, _)) = resync(&source, Resync::Full).await {
+                            send(msg);
+                        }
+                        return;
+                    }
+                    flow.ack(*acks.borrow_and_update());
+                    resync_now = flow.hold();
+                }
+                Err(_) => resync_now = flow.settled(),
             }
             continue;
         }
@@ -702,7 +740,7 @@ async fn forward_output(
             if !flow.hold() {
                 continue;
             }
-            let Some((msg, stream)) = resync(&source).await else {
+            let Some((msg, stream)) = resync(&source, flow.resync()).await else {
                 tracing::warn!(
                     session = source.name(),
                     "the session could not be attached again; its terminal output stops here"
