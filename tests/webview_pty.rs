@@ -361,12 +361,14 @@ async fn pty_flood_is_flow_controlled() -> Result<()> {
 /// and shows the end of the output, whole and in order, and input still works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pty_lost_output_message_is_recovered() -> Result<()> {
-    // The channel's fourth message: the flood's second (the first two are "ready" and the echo).
-    flood_test(4 * 1024 * 1024 + 24, Some(3), "pty-lost.png").await
+    // The flood's first message (of 64 KB or more: "ready" and the echo are small), however
+    // many the backend needs: live output, a screen, or the scrollback after the flood.
+    flood_test(4 * 1024 * 1024 + 24, Some(64 * 1024), "pty-lost.png").await
 }
 
 /// The app with an agent that writes `bytes` after its first line of input, through
-/// [`flood_flow`] (the channel losing its message `lose`); a screenshot named `shot` on failure.
+/// [`flood_flow`] (the channel losing its first message of `lose` bytes or more); a screenshot
+/// named `shot` on failure.
 async fn flood_test(bytes: usize, lose: Option<u64>, shot: &str) -> Result<()> {
     let fx = fixture()?;
     let marker = unique_marker();
@@ -386,8 +388,8 @@ async fn flood_flow(app: &DesktopApp, fx: &Fixture, marker: &str, bytes: usize, 
     app.start_session(&fx.project).await?;
     app.wait_for("the agent to be ready", Duration::from_secs(15), || async { terminal_tail_has(app, "ready").await })
         .await?;
-    if let Some(index) = lose {
-        app.js(&format!("document.querySelector('[data-testid=terminal]').terminalTune({{lose: {index}}});")).await?;
+    if let Some(over) = lose {
+        app.js(&format!("document.querySelector('[data-testid=terminal]').terminalTune({{loseOver: {over}}});")).await?;
     }
     type_line(app, "").await?;
     let deadline = Instant::now() + Duration::from_secs(180);

@@ -1,6 +1,6 @@
 // Terminal output is batched per frame and never outruns xterm's parser.
 import { describe, expect, it } from 'vitest';
-import { GAP_MS, InOrder } from '../src/lib/channel';
+import { GAP_MS, InOrder, picker } from '../src/lib/channel';
 import { ACK_BYTES, ACK_DELAY_MS, ACK_STUCK_MS, MAX_WRITE, OutputBatcher, ParseAcker, toBytes } from '../src/lib/terminal';
 
 function setup() {
@@ -269,7 +269,7 @@ describe('InOrder', () => {
   it('says once that a message never came, and delivers nothing after it', () => {
     const { o, got, clock, fire, lost } = setup();
     o.receive(0, 'a');
-    o.lose = 1;
+    o.lose = (i) => i === 1;
     o.receive(1, 'b');
     o.receive(2, 'c');
     clock.now = GAP_MS - 1;
@@ -282,6 +282,14 @@ describe('InOrder', () => {
     fire();
     expect(got).toEqual(['a']);
     expect(lost()).toBe(1);
+  });
+
+  it('picks the one message a test drops: by index, or the first as big as asked', () => {
+    const buf = (n: number) => new ArrayBuffer(n);
+    const byIndex = picker({ index: 2 });
+    expect([0, 1, 2, 3].map((i) => byIndex(i, buf(1)))).toEqual([false, false, true, false]);
+    const bySize = picker({ over: 100 });
+    expect([10, 100, 500, 100].map((n, i) => bySize(i, buf(n)))).toEqual([false, true, false, false]);
   });
 
   it('gives a new gap its own time', () => {

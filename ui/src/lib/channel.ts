@@ -14,8 +14,8 @@ export const GAP_MS = 3_000;
 /**
  * The page's end of a byte channel (Tauri's `{ index, message }` protocol): messages are
  * delivered in their order, and a gap that stays open `GAP_MS` is reported once (`onlost`)
- * instead of holding the rest back unseen. `lose` drops the message of that index, as a
- * failed fetch would (for tests).
+ * instead of holding the rest back unseen. `lose` drops the messages it picks, as a failed
+ * fetch would (for tests).
  */
 export class InOrder<T> {
   #next = 0;
@@ -24,7 +24,7 @@ export class InOrder<T> {
   #timer: ReturnType<typeof setTimeout> | null = null;
   #reported = false;
   #end: number | null = null;
-  lose: number | null = null;
+  lose: ((index: number, message: T) => boolean) | null = null;
 
   constructor(
     public deliver: (message: T) => void,
@@ -41,7 +41,7 @@ export class InOrder<T> {
   }
 
   receive(index: number, message: T): void {
-    if (index === this.lose || index < this.#next || this.#reported) return;
+    if (index < this.#next || this.#reported || this.lose?.(index, message)) return;
     this.#held.set(index, message);
     const before = this.#next;
     while (this.#held.has(this.#next)) {
@@ -103,12 +103,28 @@ export class InOrder<T> {
   }
 }
 
+/** Which message a test has the channel drop. */
+export type LoseWhich = { index: number } | { over: number };
+
+/** A one-shot pick of the message `which` names. */
+export function picker(which: LoseWhich): (index: number, message: ArrayBuffer) => boolean {
+  let done = false;
+  return (index, message) => {
+    if (done) return false;
+    done = 'index' in which ? index === which.index : message.byteLength >= which.over;
+    return done;
+  };
+}
+
 /** The page's end of a byte channel. */
 export interface PageChannel extends ByteChannel {
   /** Messages waiting behind a missing one (for the terminal's stats). */
   readonly held: number;
-  /** Drops the message of this index, as a failed fetch would (for tests). */
-  lose(index: number): void;
+  /**
+   * Drops one message, as a failed fetch would (for tests): the one of this index, or the
+   * first of at least `over` bytes (however many messages came before it).
+   */
+  lose(which: LoseWhich): void;
 }
 
 /**
@@ -142,7 +158,7 @@ export function byteChannel(onmessage: (data: ArrayBuffer) => void, onlost: () =
     get held() {
       return order.held;
     },
-    lose: (index) => (order.lose = index),
+    lose: (which) => (order.lose = picker(which)),
     toJSON: wire,
     [SERIALIZE_TO_IPC_FN]: wire,
   } as PageChannel;
