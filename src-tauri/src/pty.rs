@@ -42,9 +42,10 @@ use crate::remote_pty::{RemoteTerminals, refused};
 /// a flood as one message per frame)…
 const FRAME: Duration = Duration::from_millis(16);
 /// …or when this much is waiting: bigger messages cost the webview more than they save,
-/// and a quarter of the flow control's high-water mark keeps output flowing while the page
-/// acks.
+/// and one of them is as much live output as the flow control lets be in flight
+/// (`flow::FLOOD_AT`; more is a flood).
 const MESSAGE_MAX: usize = 256 * 1024;
+const _: () = assert!(MESSAGE_MAX as u64 <= mimesis_core::supervision::flow::FLOOD_AT);
 /// Output kept per session (the engine's default): what a resync shows is its end
 /// (`flow::visible_tail`: the xterm's 3,000 lines of scrollback in TerminalPane and a
 /// screen, at most `flow::RESYNC_MAX` bytes). 10,000 lines of Claude Code's output, coloured
@@ -555,7 +556,7 @@ impl Source {
 /// screen: `kind`).
 async fn resync(source: &Source, kind: Resync) -> Option<(Vec<u8>, broadcast::Receiver<Arc<[u8]>>)> {
     let again = source.reattach().await?;
-    let tail = resync_tail(&again.scrollback, kind);
+    let tail = resync_tail(&again.scrollback, kind, again.rows);
     let mut msg = Vec::with_capacity(RESET.len() + tail.len());
     msg.extend_from_slice(RESET);
     msg.extend_from_slice(tail);

@@ -17,6 +17,11 @@ pub const RESET: &[u8] = b"\x1bc";
 pub const HIGH_WATER: u64 = 1024 * 1024;
 /// When the page has caught up to this, a paused forwarder resyncs.
 pub const LOW_WATER: u64 = 256 * 1024;
+/// Live output sent since the last resync and not yet parsed: more than this, and the output
+/// is a flood ([`Flow`]). (The page parsed a whole [`HIGH_WATER`] of it at a flood's start
+/// before: about half of what it parsed of a 64 MB flood, its longest tasks.) One of the
+/// desktop shell's largest messages (256 KB) still goes live.
+pub const FLOOD_AT: u64 = 256 * 1024;
 
 /// Lines the page's terminal keeps: its scrollback (`scrollback` in the UI's
 /// `TerminalPane.svelte`) and a screen of at most 500 rows.
@@ -27,8 +32,9 @@ pub const TERMINAL_LINES: usize = 3_000 + 500;
 pub const RESYNC_MAX: usize = (HIGH_WATER - LOW_WATER) as usize - RESET.len();
 const _: () = assert!(RESET.len() as u64 + RESYNC_MAX as u64 + LOW_WATER <= HIGH_WATER);
 
-/// While output keeps coming faster than the page parses it (a flood), a resync shows this
-/// many lines: a screen of at most 500 rows (see [`TERMINAL_LINES`]), not the scrollback.
+/// While output keeps coming faster than the page parses it (a flood), a resync shows the
+/// terminal's last screen: as many lines as it has rows (a line that wraps takes more), and
+/// at most this many (see [`TERMINAL_LINES`]), not the scrollback.
 pub const FLOOD_LINES: usize = 500;
 /// …and at most this many bytes of them.
 pub const FLOOD_MAX: usize = 64 * 1024;
@@ -43,11 +49,12 @@ pub fn visible_tail(scrollback: &[u8]) -> &[u8] {
     last_lines(scrollback, TERMINAL_LINES, RESYNC_MAX)
 }
 
-/// What a resync of this kind sends of `scrollback` after its [`RESET`].
-pub fn resync_tail(scrollback: &[u8], kind: Resync) -> &[u8] {
+/// What a resync of this kind sends of `scrollback` after its [`RESET`], to a terminal of
+/// `rows` rows.
+pub fn resync_tail(scrollback: &[u8], kind: Resync, rows: u16) -> &[u8] {
     match kind {
         Resync::Full => visible_tail(scrollback),
-        Resync::Screen => last_lines(scrollback, FLOOD_LINES, FLOOD_MAX),
+        Resync::Screen => last_lines(scrollback, usize::from(rows).clamp(1, FLOOD_LINES), FLOOD_MAX),
     }
 }
 
@@ -77,30 +84,29 @@ fn last_lines(scrollback: &[u8], lines: usize, max: usize) -> &[u8] {
 pub enum Resync {
     /// The lines the page's terminal keeps ([`visible_tail`]).
     Full,
-    /// During a flood, the last screen's worth ([`FLOOD_LINES`]).
+    /// During a flood, the last screen's worth (its rows, at most [`FLOOD_LINES`]).
     Screen,
 }
 
 /// Flow control of one attachment, sans IO: the bytes sent on its channel and those the
-/// page's xterm has parsed (its acks). While more than [`HIGH_WATER`] would be in flight,
-/// live output is not sent (it stays in the session's scrollback; the xterm would have
-/// scrolled most of it away unseen); once the page is down to [`LOW_WATER`], the terminal
-/// is reset and gets the scrollback as it is then, and live output goes on from there.
-/// So a flood never piles up in the page, and the terminal shows the latest output.
-///
-/// Once output has fallen behind, it is a flood until it stops ([`Flow::settled`]): no live
-/// output goes, and each time the page has parsed all it got, a resync shows it the last
-/// screen ([`Resync::Screen`], at most [`FLOOD_MAX`] bytes) as it is then (the desktop
-/// shell sends one at most every 100 ms). The page parses a screen at a time, not a megabyte
-/// after each resync (of a 64 MB flood xterm parsed 3.0–3.9 % before, 1.9–2.0 % now: the
-/// megabyte before the flood was known, then screens). When the flood stops, one full resync
-/// gives the terminal its scrollback.
+/// page's xterm has parsed (its acks). While more than [`FLOOD_AT`] of live output (or
+/// [`HIGH_WATER`] in all) would be in flight, live output is not sent (it stays in the
+/// session's scrollback; the xterm would have scrolled most of it away unseen): the output
+/// is a flood until it stops ([`Flow::settled`]). During a flood no live output goes, and
+/// each time the page has parsed all it got, a resync shows it the last screen
+/// ([`Resync::Screen`], at most [`FLOOD_MAX`] bytes) as it is then (the desktop shell sends
+/// one at most every 100 ms). When the flood stops and the page is down to [`LOW_WATER`],
+/// the terminal is reset and gets the scrollback as it is then ([`Resync::Full`]), and live
+/// output goes on from there. So a flood never piles up in the page, the page parses a
+/// screen at a time, and the terminal shows the latest output.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Flow {
     sent: u64,
     acked: u64,
     paused: bool,
     flooding: bool,
+    /// `sent` as the last resync (or the first scrollback) left it: live output starts there.
+    resync_end: u64,
 }
 
 impl Flow {
@@ -109,12 +115,23 @@ impl Flow {
         self.sent - self.acked
     }
 
+    /// Live output sent and not yet parsed (what a resync sent is not counted).
+    fn live_in_flight(&self) -> u64 {
+        self.sent - self.acked.max(self.resync_end)
+    }
+
     /// Live output of `len` bytes is ready: true if it may be sent now (and is counted as
     /// sent); false if it is held back (dropped here; paused until a resync, which
-    /// [`Flow::hold`] says may be due at once).
+    /// [`Flow::hold`] says may be due at once): more than [`FLOOD_AT`] of live output or
+    /// [`HIGH_WATER`] in all would be in flight.
     pub fn offer(&mut self, len: usize) -> bool {
-        if !self.paused && !self.flooding && self.in_flight() + len as u64 <= HIGH_WATER {
-            self.sent += len as u64;
+        let len = len as u64;
+        if !self.paused
+            && !self.flooding
+            && self.live_in_flight() + len <= FLOOD_AT
+            && self.in_flight() + len <= HIGH_WATER
+        {
+            self.sent += len;
             return true;
         }
         self.paused = true;
@@ -152,6 +169,7 @@ impl Flow {
     /// (during a flood, only as far as [`Flow::offer`], which holds it for the next resync).
     pub fn resynced(&mut self, len: usize) {
         self.sent += len as u64;
+        self.resync_end = self.sent;
         self.paused = false;
     }
 
@@ -222,31 +240,33 @@ mod tests {
     #[test]
     fn output_flows_while_the_page_keeps_up() {
         let mut f = Flow::default();
-        f.resynced(RESYNC_MAX); // the first scrollback
+        f.resynced(RESYNC_MAX); // the first scrollback, not yet parsed: not live output
         for _ in 0..100 {
-            assert!(!f.ack(f.sent() - 200_000));
-            assert!(f.offer(MESSAGE_MAX));
+            assert!(f.offer(MESSAGE_MAX / 2));
+            assert!(!f.ack(f.sent() - MESSAGE_MAX as u64 / 2));
         }
-        assert!(!f.paused());
+        assert!(!f.paused() && !f.flooding());
+        // A message as big as the shell sends still goes live with nothing else in flight.
+        assert!(!f.ack(f.sent()));
+        assert!(f.offer(MESSAGE_MAX));
     }
 
     #[test]
-    fn a_flood_pauses_at_the_high_water_mark_then_shows_a_screen_at_a_time_until_it_stops() {
+    fn a_flood_is_held_past_its_first_live_output_then_shown_a_screen_at_a_time_until_it_stops() {
         let mut f = Flow::default();
         let mut offered = 0;
         while f.offer(MESSAGE_MAX) {
             offered += 1;
         }
-        assert_eq!(offered, HIGH_WATER as usize / MESSAGE_MAX);
+        assert_eq!(offered, FLOOD_AT as usize / MESSAGE_MAX);
         assert!(f.paused() && f.flooding());
-        assert_eq!(f.in_flight(), HIGH_WATER);
+        assert_eq!(f.in_flight(), FLOOD_AT);
         // Small output is held too while paused (no interleaving with the coming resync).
         assert!(!f.offer(1));
-        assert_eq!(f.in_flight(), HIGH_WATER);
+        assert_eq!(f.in_flight(), FLOOD_AT);
         // During the flood a resync waits until the page has parsed all it got.
-        assert!(!f.ack(HIGH_WATER - LOW_WATER));
-        assert!(!f.ack(HIGH_WATER - 1));
-        assert!(f.ack(HIGH_WATER));
+        assert!(!f.ack(FLOOD_AT - 1));
+        assert!(f.ack(FLOOD_AT));
         assert_eq!(f.resync(), Resync::Screen);
         f.resynced(FLOOD_MAX);
         // Live output is still held while the flood lasts, for the next screen.
@@ -264,20 +284,32 @@ mod tests {
         assert_eq!(f.resync(), Resync::Full);
         f.resynced(RESYNC_MAX + RESET.len());
         assert!(f.in_flight() <= HIGH_WATER);
-        // Then live output flows again, and nothing more is due.
-        assert!(f.offer(10));
+        // Then live output flows again though the scrollback is not parsed yet (it is not
+        // live output), and nothing more is due.
+        assert!(f.offer(MESSAGE_MAX / 4));
         assert!(!f.settled(), "no flood, nothing owed");
         assert!(!f.ack(f.sent()));
     }
 
     #[test]
+    fn live_output_never_takes_the_page_over_the_high_water_mark() {
+        // A full resync not yet parsed leaves room for less live output than FLOOD_AT.
+        let mut f = Flow::default();
+        f.resynced(RESYNC_MAX + RESET.len());
+        while f.offer(MESSAGE_MAX / 4) {}
+        assert!(f.flooding() && f.in_flight() <= HIGH_WATER);
+        assert!(f.in_flight() > HIGH_WATER - MESSAGE_MAX as u64 / 4, "{}", f.in_flight());
+    }
+
+    #[test]
     fn a_flood_that_stops_while_the_page_is_behind_gets_the_scrollback_once_it_has_room() {
         let mut f = Flow::default();
+        f.resynced(RESYNC_MAX + RESET.len());
         while f.offer(MESSAGE_MAX) {}
-        assert!(!f.settled(), "the page is a megabyte behind");
+        assert!(!f.settled(), "the page is most of a megabyte behind");
         assert!(f.paused() && !f.flooding());
-        assert!(!f.ack(HIGH_WATER - LOW_WATER - 1));
-        assert!(f.ack(HIGH_WATER - LOW_WATER), "at the low-water mark, as before any flood");
+        assert!(!f.ack(f.sent() - LOW_WATER - 1));
+        assert!(f.ack(f.sent() - LOW_WATER), "at the low-water mark, as before any flood");
         assert_eq!(f.resync(), Resync::Full);
         f.resynced(RESYNC_MAX + RESET.len());
         assert!(f.in_flight() <= HIGH_WATER);
@@ -324,16 +356,20 @@ mod tests {
     fn resyncs_show_the_scrollback_or_during_a_flood_a_screen() {
         let line = [b'z'; 99];
         let back = [&line[..], b"\r\n"].concat().repeat(TERMINAL_LINES + 100);
-        assert_eq!(resync_tail(&back, Resync::Full), visible_tail(&back));
-        let screen = resync_tail(&back, Resync::Screen);
-        assert_eq!(screen.len(), FLOOD_LINES * 101);
+        assert_eq!(resync_tail(&back, Resync::Full, 40), visible_tail(&back));
+        // A screen: as many lines as the terminal has rows, from a line's start.
+        let screen = resync_tail(&back, Resync::Screen, 40);
+        assert_eq!(screen.len(), 40 * 101);
         assert!(screen.starts_with(&line) && back.ends_with(screen));
+        // Never more than FLOOD_LINES, never less than a line.
+        assert_eq!(resync_tail(&back, Resync::Screen, 2_000).len(), FLOOD_LINES * 101);
+        assert_eq!(resync_tail(&back, Resync::Screen, 0).len(), 101);
         // Long lines: at most FLOOD_MAX, from a line's start.
-        let long: Vec<u8> = [&[b'w'; 998][..], b"\r\n"].concat().repeat(200);
-        let screen = resync_tail(&long, Resync::Screen);
-        assert!(screen.len() <= FLOOD_MAX && screen.len() > FLOOD_MAX - 1000, "{}", screen.len());
+        let long: Vec<u8> = [&[b'w'; 9_998][..], b"\r\n"].concat().repeat(200);
+        let screen = resync_tail(&long, Resync::Screen, 40);
+        assert!(screen.len() <= FLOOD_MAX && screen.len() > FLOOD_MAX - 10_000, "{}", screen.len());
         assert!(screen.starts_with(b"www"));
-        assert_eq!(resync_tail(b"$ ", Resync::Screen), b"$ ");
+        assert_eq!(resync_tail(b"$ ", Resync::Screen, 40), b"$ ");
     }
 
     #[test]
@@ -344,7 +380,7 @@ mod tests {
         assert_eq!(f.in_flight(), 0);
         f.ack(10);
         assert_eq!(f.in_flight(), 0, "an older ack does not count twice");
-        assert!(f.offer(HIGH_WATER as usize));
+        assert!(f.offer(FLOOD_AT as usize));
         assert!(!f.offer(1));
         assert!(f.ack(u64::MAX));
     }
