@@ -400,9 +400,9 @@ fn other_controls(bytes: &[u8]) -> bool {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     const HIGH: u64 = ONES * 0x80;
     let other = |b: &u8| (*b < 0x20 && !matches!(b, b'\t' | b'\r' | b'\n')) || *b == 0x7f;
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        let w = u64::from_ne_bytes(word.try_into().unwrap_or_default());
+    let (words, rest) = bytes.as_chunks::<8>();
+    for word in words {
+        let w = u64::from_ne_bytes(*word);
         // Some byte below 0x20, or some byte equal to 0x7f (exact "any" tests, no misses);
         // then which bytes, one at a time (a line end in the word, mostly).
         let below = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
@@ -412,7 +412,7 @@ fn other_controls(bytes: &[u8]) -> bool {
             return true;
         }
     }
-    words.remainder().iter().any(other)
+    rest.iter().any(other)
 }
 
 fn nz(v: u16) -> NonZeroU16 {
