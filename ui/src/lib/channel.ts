@@ -103,15 +103,12 @@ export class InOrder<T> {
   }
 }
 
-/** Which message a test has the channel drop. */
-export type LoseWhich = { index: number } | { over: number };
-
-/** A one-shot pick of the message `which` names. */
-export function picker(which: LoseWhich): (index: number, message: ArrayBuffer) => boolean {
+/** A one-shot pick of the first message of at least `over` bytes (for tests). */
+export function firstOver(over: number): (index: number, message: ArrayBuffer) => boolean {
   let done = false;
-  return (index, message) => {
+  return (_index, message) => {
     if (done) return false;
-    done = 'index' in which ? index === which.index : message.byteLength >= which.over;
+    done = message.byteLength >= over;
     return done;
   };
 }
@@ -121,10 +118,10 @@ export interface PageChannel extends ByteChannel {
   /** Messages waiting behind a missing one (for the terminal's stats). */
   readonly held: number;
   /**
-   * Drops one message, as a failed fetch would (for tests): the one of this index, or the
-   * first of at least `over` bytes (however many messages came before it).
+   * Drops the first message of at least `over` bytes, as a failed fetch would (for tests;
+   * by size, not by index, whatever number of messages came before it).
    */
-  lose(which: LoseWhich): void;
+  lose(over: number): void;
 }
 
 /**
@@ -158,7 +155,7 @@ export function byteChannel(onmessage: (data: ArrayBuffer) => void, onlost: () =
     get held() {
       return order.held;
     },
-    lose: (which) => (order.lose = picker(which)),
+    lose: (over) => (order.lose = firstOver(over)),
     toJSON: wire,
     [SERIALIZE_TO_IPC_FN]: wire,
   } as PageChannel;
