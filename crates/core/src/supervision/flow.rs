@@ -58,6 +58,16 @@ pub fn resync_tail(scrollback: &[u8], kind: Resync, rows: u16) -> &[u8] {
     }
 }
 
+/// How much of the end of a scrollback [`resync_tail`] of this kind looks at: given only
+/// that much of it, it sends the same bytes (one more than its window, so that it sees
+/// whether its window starts the scrollback). A resync copies no more than this.
+pub fn resync_reach(kind: Resync) -> usize {
+    match kind {
+        Resync::Full => RESYNC_MAX + 1,
+        Resync::Screen => FLOOD_MAX + 1,
+    }
+}
+
 /// The start of the last `lines` lines of `scrollback` (all of it when it has fewer), at
 /// most `max` bytes of them (from the first line that starts in them).
 fn last_lines(scrollback: &[u8], lines: usize, max: usize) -> &[u8] {
@@ -231,6 +241,38 @@ mod tests {
         assert_eq!(super::visible_tail(&unbroken).len(), RESYNC_MAX, "no line end: the last bytes");
     }
 
+    #[test]
+    fn a_resync_given_only_its_reach_sends_what_it_sends_given_the_whole_scrollback() {
+        let mut cases: Vec<Vec<u8>> = Vec::new();
+        for line_len in [0usize, 10, 99, 999, 70_000] {
+            for total in
+                [0usize, 5_000, FLOOD_MAX - 1, FLOOD_MAX, FLOOD_MAX + 1, FLOOD_MAX + 2, RESYNC_MAX + 1, 2 * 1024 * 1024]
+            {
+                let mut back = Vec::with_capacity(total);
+                while back.len() < total {
+                    back.extend(std::iter::repeat_n(b'z', line_len.min(total - back.len())));
+                    if back.len() < total {
+                        back.push(b'\n');
+                    }
+                }
+                cases.push(back);
+            }
+        }
+        for back in &cases {
+            for kind in [Resync::Full, Resync::Screen] {
+                for rows in [1u16, 24, 500, 1000] {
+                    let reach = &back[back.len().saturating_sub(super::resync_reach(kind))..];
+                    assert_eq!(
+                        super::resync_tail(reach, kind, rows),
+                        super::resync_tail(back, kind, rows),
+                        "{kind:?}, {rows} rows, {} bytes",
+                        back.len()
+                    );
+                }
+            }
+        }
+    }
+
     use super::*;
 
     const MB: usize = 1024 * 1024;
@@ -316,7 +358,7 @@ mod tests {
     }
 
     #[test]
-    fn the_page_never_holds_more_than_the_high_water_mark() {
+    fn the_page_never_holds_more_than_the_high_water_mark_nor_more_live_output_than_a_flood() {
         // Any interleaving of offers, acks, stops and resyncs (of at most what each may send).
         let mut f = Flow::default();
         let mut parsed = 0u64;
@@ -348,6 +390,8 @@ mod tests {
                 f.resynced(r % most + RESET.len());
             }
             assert!(f.in_flight() <= HIGH_WATER, "step {step}: {f:?}");
+            // Nor more live output than makes a flood: a keystroke's echo waits behind no more.
+            assert!(f.live_in_flight() <= FLOOD_AT, "step {step}: {f:?}");
         }
         assert!(screens > 100, "floods were seen: {screens}");
     }
