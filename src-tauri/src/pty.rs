@@ -23,7 +23,7 @@ use std::time::Duration;
 use mimesis_core::SessionId;
 use mimesis_core::approval::{Answered, Via};
 use mimesis_core::dialog::{Answer, Dialog};
-use mimesis_core::supervision::flow::{Flow, RESET, Resync, resync_tail, visible_tail};
+use mimesis_core::supervision::flow::{Flow, RESET, Resync, resync_reach, resync_tail, visible_tail};
 use mimesis_core::supervision::{AgentCommand, Resources, SupervisionEvent};
 use mimesis_wiring::plain::PlainTerminal;
 use mimesis_wiring::{Attachment, Mimesis, Supervisor};
@@ -538,15 +538,11 @@ impl Source {
         }
     }
 
-    /// A fresh attachment, kept only for its scrollback and stream.
-    async fn reattach(&self) -> Option<Attachment> {
+    /// The last `keep` bytes of the scrollback and the stream after them.
+    async fn tail(&self, keep: usize) -> Option<Attachment> {
         match self {
-            Source::Local(sup, id) => {
-                let again = sup.attach(id, true).await.ok()?;
-                sup.detach(id, true);
-                Some(again)
-            }
-            Source::Plain(term, _) => Some(term.attach()),
+            Source::Local(sup, id) => sup.tail(id, keep).await.ok(),
+            Source::Plain(term, _) => Some(term.tail(keep)),
         }
     }
 }
@@ -555,7 +551,7 @@ impl Source {
 /// message that resets the terminal and shows that scrollback (during a flood, its last
 /// screen: `kind`).
 async fn resync(source: &Source, kind: Resync) -> Option<(Vec<u8>, broadcast::Receiver<Arc<[u8]>>)> {
-    let again = source.reattach().await?;
+    let again = source.tail(resync_reach(kind)).await?;
     let tail = resync_tail(&again.scrollback, kind, again.rows);
     let mut msg = Vec::with_capacity(RESET.len() + tail.len());
     msg.extend_from_slice(RESET);

@@ -45,6 +45,12 @@ pub(crate) enum SessionCmd {
     Detach {
         terminal: bool,
     },
+    /// For a terminal attached already: the last `keep` bytes of the scrollback, and the
+    /// output after them (a resync; no terminal is counted, none goes).
+    Tail {
+        keep: usize,
+        reply: oneshot::Sender<Attachment>,
+    },
     Resize {
         cols: u16,
         rows: u16,
@@ -53,6 +59,23 @@ pub(crate) enum SessionCmd {
     Screen(oneshot::Sender<Vec<String>>),
     /// Choose an option of the dialog on screen; the reply names the option chosen.
     Answer(Answer, oneshot::Sender<Result<String, AnswerError>>),
+}
+
+/// The last `keep` bytes of `ring` (all of it when it has fewer), in one piece: a resync
+/// during a flood copies the screen it shows, not the whole 2 MB scrollback ten times a
+/// second.
+pub(crate) fn last_bytes(ring: &VecDeque<u8>, keep: usize) -> Vec<u8> {
+    let skip = ring.len().saturating_sub(keep);
+    let (a, b) = ring.as_slices();
+    let mut out = Vec::with_capacity(ring.len() - skip);
+    match a.get(skip..) {
+        Some(rest) => {
+            out.extend_from_slice(rest);
+            out.extend_from_slice(b);
+        }
+        None => out.extend_from_slice(&b[skip - a.len()..]),
+    }
+    out
 }
 
 /// What a client gets when it attaches: the kept scrollback, then every new byte.
@@ -252,15 +275,10 @@ impl SessionActor {
                     self.terminals += 1;
                     self.monitor.set_answering(false);
                 }
-                let (scrollback, _) = self.scrollback.as_slices();
-                let mut all = scrollback.to_vec();
-                all.extend_from_slice(self.scrollback.as_slices().1);
-                let _ = reply.send(Attachment {
-                    scrollback: all,
-                    output: self.output.subscribe(),
-                    cols: self.cols,
-                    rows: self.rows,
-                });
+                let _ = reply.send(self.attachment(usize::MAX));
+            }
+            SessionCmd::Tail { keep, reply } => {
+                let _ = reply.send(self.attachment(keep));
             }
             SessionCmd::Detach { terminal } => {
                 if terminal {
@@ -543,6 +561,16 @@ impl SessionActor {
             && !bytes.is_empty()
         {
             let _ = p.writer.send(bytes);
+        }
+    }
+
+    /// The last `keep` bytes of the scrollback and the output after them.
+    fn attachment(&self, keep: usize) -> Attachment {
+        Attachment {
+            scrollback: last_bytes(&self.scrollback, keep),
+            output: self.output.subscribe(),
+            cols: self.cols,
+            rows: self.rows,
         }
     }
 

@@ -159,9 +159,14 @@ impl PlainTerminal {
 
     /// The scrollback so far and every byte after it.
     pub fn attach(&self) -> Attachment {
+        self.tail(usize::MAX)
+    }
+
+    /// The last `keep` bytes of the scrollback, and every byte after them (a resync).
+    pub fn tail(&self, keep: usize) -> Attachment {
         let s = lock(&self.inner.screen);
-        let (a, b) = s.scrollback.as_slices();
-        Attachment { scrollback: [a, b].concat(), output: self.inner.output.subscribe(), cols: s.cols, rows: s.rows }
+        let scrollback = crate::actor::last_bytes(&s.scrollback, keep);
+        Attachment { scrollback, output: self.inner.output.subscribe(), cols: s.cols, rows: s.rows }
     }
 
     /// Keystrokes or a paste; an error once the program has ended.
@@ -284,6 +289,23 @@ mod tests {
         let mut exited = t.exited();
         exited.wait_for(Option::is_some).await.unwrap();
         assert!(!mimesis_os::procs::alive(pid));
+    }
+
+    #[tokio::test]
+    async fn a_tail_is_the_end_of_the_scrollback_and_the_output_after_it() {
+        let t = sh("echo first-line; echo second-line; read _; echo after");
+        until_contains(&t, "second-line\r\n").await;
+        let mut tail = t.tail(13);
+        assert_eq!(tail.scrollback, b"second-line\r\n", "the last 13 bytes");
+        assert_eq!(t.tail(usize::MAX).scrollback, t.attach().scrollback);
+        t.write(b"\n").unwrap();
+        let mut seen = String::new();
+        while !seen.contains("after") {
+            match tokio::time::timeout(Duration::from_secs(10), tail.output.recv()).await {
+                Ok(Ok(b)) => seen.push_str(&String::from_utf8_lossy(&b)),
+                other => panic!("\"after\" never came ({other:?}); saw {seen:?}"),
+            }
+        }
     }
 
     #[tokio::test]

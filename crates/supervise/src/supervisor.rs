@@ -496,6 +496,14 @@ impl Supervisor {
         rx.await.map_err(|_| SupervisorError::Stopped)
     }
 
+    /// For a terminal attached already (a resync of its output): the last `keep` bytes of
+    /// the scrollback, and every byte after them. Counts no terminal.
+    pub async fn tail(&self, id: &SessionId, keep: usize) -> Result<Attachment, SupervisorError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(id, SessionCmd::Tail { keep, reply })?;
+        rx.await.map_err(|_| SupervisorError::Stopped)
+    }
+
     pub fn detach(&self, id: &SessionId, terminal: bool) {
         let _ = self.send(id, SessionCmd::Detach { terminal });
     }

@@ -511,3 +511,19 @@ async fn the_effect_loop_starts_feeds_and_reports_an_exit_of_a_real_process() {
     assert!(text.contains("got hello"), "the input reached the agent through the PTY: {text:?}");
     drop(tx);
 }
+
+#[test]
+fn last_bytes_takes_the_end_of_a_ring_across_its_wrap() {
+    // A ring whose contents wrap around its buffer: two slices.
+    let mut ring: VecDeque<u8> = VecDeque::with_capacity(8);
+    ring.extend(b"abcdefgh");
+    ring.drain(..5);
+    ring.extend(b"ijklm");
+    assert!(!ring.as_slices().1.is_empty(), "the ring wraps: {:?}", ring.as_slices());
+    let all: Vec<u8> = ring.iter().copied().collect();
+    assert_eq!(all, b"fghijklm");
+    for keep in 0..=all.len() + 2 {
+        assert_eq!(last_bytes(&ring, keep), all[all.len().saturating_sub(keep)..], "keep {keep}");
+    }
+    assert_eq!(last_bytes(&VecDeque::new(), 5), b"");
+}
