@@ -1,7 +1,7 @@
 //! WebKit's web and network processes give back the pages only their launch used (the
-//! library the app has them preload, crates/webkit-trim), through the real webview: the
-//! built desktop app started by WebDriver with `MIMESIS_WEBKIT_TRIM_AFTER_MS` and
-//! `MIMESIS_WEBKIT_TRIM_EVERY_MS` shortened. Each of the two processes runs the trim's thread;
+//! library the app has them preload, crates/webkit-trim), and so does the app (the same
+//! thread, `mimesis_os::trim`), through the real webview: the built desktop app started by
+//! WebDriver with `MIMESIS_WEBKIT_TRIM_AFTER_MS` and `MIMESIS_WEBKIT_TRIM_EVERY_MS` shortened. Each of the two processes runs the trim's thread;
 //! once it has trimmed, the web process holds far fewer pages of files (its `RssFile`:
 //! WebKit's, JavaScriptCore's and Mesa's code that only the launch ran), and the page still
 //! answers. Use brings pages back (Settings drawn); once the page is quiet again, they go
@@ -28,7 +28,7 @@ const EVERY_MS: &str = "2000";
 const T: Duration = Duration::from_secs(30);
 
 /// The first of the app's processes whose `comm` (at most 15 bytes) starts with `name`.
-fn webkit_process(app: &DesktopApp, name: &str) -> Option<u32> {
+fn process_named(app: &DesktopApp, name: &str) -> Option<u32> {
     app.app_processes()
         .into_iter()
         .find(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.starts_with(name)))
@@ -81,8 +81,8 @@ async fn trimmed(app: &DesktopApp) -> Result<()> {
     ensure!(lib.is_file(), "no {} beside the app: `cargo build -p mimesis-webkit-trim`", lib.display());
     app.wait_for("the page (the empty roster)", T, || async { Ok(app.count("[data-testid=empty-state]").await? == 1) })
         .await?;
-    let web = webkit_process(app, "WebKitWebProces").context("WebKit's web process among the app's")?;
-    let network = webkit_process(app, "WebKitNetworkPr").context("WebKit's network process among the app's")?;
+    let web = process_named(app, "WebKitWebProces").context("WebKit's web process among the app's")?;
+    let network = process_named(app, "WebKitNetworkPr").context("WebKit's network process among the app's")?;
     for pid in [web, network] {
         let preload = preload(pid);
         ensure!(
@@ -102,6 +102,10 @@ async fn trimmed(app: &DesktopApp) -> Result<()> {
     .await?;
     let after = rss_file_kb(web)?;
     eprintln!("WebKit's web process: {before} kB of files resident before the trim, {after} kB after");
+    // The app trims itself too once its launch is over (the same thread, from
+    // `release_when_sent`), and looks again after each spell of use as they do.
+    let own = process_named(app, "mimesis-desktop").context("the app's own process")?;
+    app.wait_for("the launch's trim in the app", T, || async { Ok(trims_done(own).is_some_and(|n| n >= 1)) }).await?;
     ensure!(after * 2 < before, "the web process kept its launch's file pages: {before} kB before, {after} kB after");
     // What runs again comes back from the page cache: the page still answers.
     ensure!(app.count("[data-testid=empty-state]").await? == 1, "the page after the trim");

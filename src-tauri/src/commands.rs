@@ -360,8 +360,10 @@ fn follow_snapshot(app: &tauri::AppHandle, state: &AppState, follow: Follow, hol
 ///
 /// After the first one, the launch is over: the pages of code and constants that only the
 /// launch used (GTK's and WebKit's start-up, the first index, the database's migrations)
-/// leave the app's memory too. They are clean copies of their files, which the kernel may
-/// drop at any time; what runs again comes back from the page cache at its next touch. With
+/// leave the app's memory too, and again after each later spell of use once it is over
+/// (`mimesis_os::trim`, the thread WebKit's processes run too). They are clean copies of
+/// their files, which the kernel may drop at any time; what runs again comes back from the
+/// page cache at its next touch. With
 /// 2,000 sessions, the app and its WebKit processes then hold 13–16 MB less in all (the
 /// window bench after 60 s idle: the app 83 → 49–51 MB; its WebKit processes hold alone
 /// about 20 MB of pages they shared with it).
@@ -373,10 +375,14 @@ fn release_when_sent() {
         // Off the async workers: malloc_trim walks the heap, and the trim reads all of
         // /proc/self/smaps (tens of milliseconds with WebKit's libraries mapped).
         let _ = tauri::async_runtime::spawn_blocking(|| {
-            mimesis_os::procs::release_free_memory();
-            if !LAUNCH_TRIMMED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                let bytes = mimesis_os::procs::trim_clean_file_pages(mimesis_os::procs::Mapped::AllFiles);
-                tracing::debug!(at = ?crate::since_start(), mapped_bytes = bytes, "the launch's code left the app's memory");
+            if LAUNCH_TRIMMED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                mimesis_os::procs::release_free_memory();
+            } else {
+                // The trim's thread, as in WebKit's processes: it trims now, then again after
+                // each spell of use (a session that asks for approval brought 28 MB back).
+                let every = mimesis_os::trim::every(std::env::var_os(mimesis_os::trim::EVERY_VAR).as_deref());
+                mimesis_os::trim::start(std::time::Duration::ZERO, every);
+                tracing::debug!(at = ?crate::since_start(), "the launch's code leaves the app's memory");
             }
         })
         .await;

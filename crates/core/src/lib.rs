@@ -25,7 +25,7 @@
 //! - [`settings`]: Mimesis's settings document and its validation; [`persist`]: what
 //!   the engine and the fleet database exchange.
 //! - [`supervision`]: the per-session and fleet policies of supervised PTY sessions, their
-//!   limits, events and wording.
+//!   limits, events and wording; [`trim`]: when a process gives memory back after use.
 
 pub mod answering;
 pub mod approval;
@@ -51,6 +51,7 @@ pub mod status;
 pub mod supervision;
 pub mod text;
 pub mod timeline;
+pub mod trim;
 #[cfg(feature = "ts")]
 mod ts;
 

@@ -5,7 +5,8 @@
 //! ([`child_env`]), the desktop app's lock on its data directory ([`instance`]) and its entry in
 //! the desktop session's autostart folder ([`autostart`]), and the files and folders Mimesis
 //! keeps for itself, readable by the user alone ([`private`]), and whole files read through a
-//! memory map, safe against their shrinking meanwhile ([`mapped`]).
+//! memory map, safe against their shrinking meanwhile ([`mapped`]), and the thread that gives
+//! back memory after use ([`trim`]).
 //!
 //! Layer: above `mimesis-core` (whose plain types it fills in), below every crate that
 //! watches or supervises. It holds no policy: callers decide, this crate only looks and
@@ -20,3 +21,4 @@ pub mod owner;
 pub mod private;
 pub mod procs;
 pub mod roots;
+pub mod trim;
