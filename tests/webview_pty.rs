@@ -471,7 +471,8 @@ fn bench_agent(fx: &Fixture, bytes: usize, marker: &str) -> Result<PathBuf> {
 /// 50 ms during the flood (the UI stays responsive when those stay short): p50, p95, max;
 /// (d) where the page's main thread went: its animation-frame callbacks (xterm's renderer),
 /// its timer callbacks (xterm's parsing in write slices), and the rest of the flood's wall
-/// time (layout, paint, IPC, idle).
+/// time (layout, paint, IPC, idle). Before each flood, the floor under it in the same run
+/// (`pty_floor`: `cat` of the same file into a bare PTY), and at the end the medians' ratio.
 ///
 /// `MIMESIS_BENCH_ROUNDS` floods (default 1) after one not counted; with
 /// `MIMESIS_BENCH_TUNE_B` set they alternate between A (`MIMESIS_BENCH_TUNE_A`, default none)
@@ -569,6 +570,7 @@ async fn bench(app: &DesktopApp, fx: &Fixture, bytes: usize, marker: &str) -> Re
     let tune_a = std::env::var("MIMESIS_BENCH_TUNE_A").unwrap_or_default();
     let tune_b = std::env::var("MIMESIS_BENCH_TUNE_B").ok();
     let mut figures: [Vec<Flood>; 2] = [Vec::new(), Vec::new()];
+    let mut floors: Vec<f64> = Vec::new();
     // A first flood not counted when there are several (the first fills an empty scrollback).
     for round in 0..=rounds {
         if round == 0 && rounds == 1 {
@@ -577,7 +579,9 @@ async fn bench(app: &DesktopApp, fx: &Fixture, bytes: usize, marker: &str) -> Re
         let variant = if tune_b.is_some() { round % 2 } else { 0 };
         let tune = if variant == 1 { tune_b.as_deref().unwrap_or_default() } else { tune_a.as_str() };
         app.js(&format!("const t = document.querySelector('[data-testid=terminal]'); {tune}; return true;")).await?;
+        let floor = pty_floor(&fx.data.join("flood.txt"), bytes).await?;
         let f = flood(app, bytes, &format!("{marker}-r{round}"), &format!("r{round}")).await?;
+        eprintln!("floor {round}: `cat` of the same file into a bare PTY, read and dropped: {floor:.1} MB/s");
         eprintln!(
             "flood {round} ({}): {:.1} MB/s, parsed {:.1}%, round trip p50 {:.0} ms, p95 {:.0} ms; \
              per second of flood: frames {:.0} ms, timers {:.0} ms, other {:.0} ms; CPU: web {:.0} ms, app {:.0} ms; last byte → marker {:.0} ms; web CPU {:.0} ms per MB parsed; {:.0} screens drawn a second",
@@ -597,6 +601,19 @@ async fn bench(app: &DesktopApp, fx: &Fixture, bytes: usize, marker: &str) -> Re
         );
         if round > 0 {
             figures[variant].push(f);
+            floors.push(floor);
+        }
+    }
+    if !floors.is_empty() {
+        floors.sort_by(f64::total_cmp);
+        let floor = floors[floors.len() / 2];
+        eprintln!("the floor (median of {}): {floor:.1} MB/s", floors.len());
+        for (name, floods) in ["A", "B"].iter().zip(&figures) {
+            let mut v: Vec<f64> = floods.iter().map(|f| f.mbps).collect();
+            v.sort_by(f64::total_cmp);
+            if let Some(m) = v.get(v.len() / 2) {
+                eprintln!("{name}: {m:.1} MB/s = {:.2}x the floor", m / floor);
+            }
         }
     }
     for (name, floods) in ["A", "B"].iter().zip(&figures) {
@@ -626,6 +643,41 @@ async fn bench(app: &DesktopApp, fx: &Fixture, bytes: usize, marker: &str) -> Re
         );
     }
     Ok(())
+}
+
+/// The floor under any PTY → terminal throughput on this machine, measured beside each flood:
+/// `cat` of the same file into a bare PTY (the tty's `\n` → `\r\n` as in the session's), its
+/// output read as it comes and dropped, in MB/s of the file's bytes (as a flood's figure).
+/// What the kernel's PTY and `cat` cost alone: no scrollback, screen model, IPC or terminal.
+async fn pty_floor(file: &Path, bytes: usize) -> Result<f64> {
+    let file = file.to_owned();
+    tokio::task::spawn_blocking(move || -> Result<f64> {
+        let pty = portable_pty::native_pty_system()
+            .openpty(portable_pty::PtySize { rows: 40, cols: 120, pixel_width: 0, pixel_height: 0 })
+            .map_err(|e| anyhow::anyhow!("a PTY: {e}"))?;
+        let mut reader = pty.master.try_clone_reader().map_err(|e| anyhow::anyhow!("its reader: {e}"))?;
+        let mut cmd = portable_pty::CommandBuilder::new("cat");
+        cmd.arg(&file);
+        let start = Instant::now();
+        let mut child = pty.slave.spawn_command(cmd).map_err(|e| anyhow::anyhow!("cat: {e}"))?;
+        drop(pty.slave);
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut got = 0usize;
+        // The file's bytes and a `\r` before each of its line ends; EOF (or EIO) once cat has
+        // gone and everything was read.
+        let want = bytes + bytes / 100;
+        while got < want {
+            match std::io::Read::read(&mut reader, &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+        let secs = start.elapsed().as_secs_f64();
+        let _ = child.wait();
+        ensure!(got >= want, "the floor's PTY gave {got} of {want} bytes");
+        Ok(bytes as f64 / 1e6 / secs)
+    })
+    .await?
 }
 
 /// One flood: types `line`, waits for `marker` on the screen, and samples the UI's round trip.
