@@ -1,11 +1,11 @@
 //! WebKit's web and network processes give back the pages only their launch used (the
 //! library the app has them preload, crates/webkit-trim), and so does the app (the same
 //! thread, `mimesis_os::trim`), through the real webview: the built desktop app started by
-//! WebDriver with `MIMESIS_WEBKIT_TRIM_AFTER_MS` and `MIMESIS_WEBKIT_TRIM_EVERY_MS` shortened. Each of the two processes runs the trim's thread;
-//! once it has trimmed, the web process holds far fewer pages of files (its `RssFile`:
-//! WebKit's, JavaScriptCore's and Mesa's code that only the launch ran), and the page still
-//! answers. Use brings pages back (Settings drawn); once the page is quiet again, they go
-//! again.
+//! WebDriver with `MIMESIS_WEBKIT_TRIM_AFTER_MS` and `MIMESIS_WEBKIT_TRIM_EVERY_MS`
+//! shortened. Each of the two processes runs the trim's thread; once it has trimmed, the web
+//! process holds far fewer pages of files (its `RssFile`: WebKit's, JavaScriptCore's and
+//! Mesa's code that only the launch ran), and the page still answers. Use brings pages back
+//! (Settings drawn); once the page is quiet again, they go again.
 //!
 //! Run: `npm run build` in ui/, `cargo build -p mimesis-desktop -p mimesis-webkit-trim`, then
 //! `cargo test -p mimesis-tests --test e2e webview_trim::` (under Xvfb when there is no display).

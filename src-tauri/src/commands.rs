@@ -363,10 +363,9 @@ fn follow_snapshot(app: &tauri::AppHandle, state: &AppState, follow: Follow, hol
 /// leave the app's memory too, and again after each later spell of use once it is over
 /// (`mimesis_os::trim`, the thread WebKit's processes run too). They are clean copies of
 /// their files, which the kernel may drop at any time; what runs again comes back from the
-/// page cache at its next touch. With
-/// 2,000 sessions, the app and its WebKit processes then hold 13–16 MB less in all (the
-/// window bench after 60 s idle: the app 83 → 49–51 MB; its WebKit processes hold alone
-/// about 20 MB of pages they shared with it).
+/// page cache at its next touch. With 2,000 sessions, the app and its WebKit processes then
+/// hold 13–16 MB less in all (the window bench after 60 s idle: the app 83 → 49–51 MB; its
+/// WebKit processes hold alone about 20 MB of pages they shared with it).
 fn release_when_sent() {
     const AFTER: std::time::Duration = std::time::Duration::from_secs(3);
     static LAUNCH_TRIMMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
