@@ -8,6 +8,10 @@
 //!   finished: final numbers, nothing provisional);
 //! - **second launch**: the same data dir again, the same two marks. Each launch ends with the
 //!   app asked to quit (SIGTERM, as the tray's Quit) and left to finish storing.
+//! - with `$MIMESIS_BENCH_FLOOR` (`scripts/bench window` sets it), WebKit's own floor
+//!   (`bench/webkit_floor.py`: MiniBrowser opening a one-line page, to its first paint) is
+//!   launched once before each of the app's launches, on the same display, and each launch's
+//!   median is given as a ratio to the floor's median in the same run (issue 37 §5).
 //!
 //! Then, in one more second launch: after `$MIMESIS_BENCH_IDLE_SECS` (default 60) of idling,
 //! the memory of the whole app (its process and every process it started: WebKit's web and
@@ -167,6 +171,27 @@ async fn launch_with(
     }
 }
 
+/// One launch of WebKit's own floor (`bench/webkit_floor.py 1`: MiniBrowser opening a
+/// one-line page, on the same display as the app): milliseconds from its spawn to its first
+/// paint, as `scripts/bench webkit-floor` reports them.
+fn webkit_floor_once() -> Result<f64> {
+    let root = mimesis_tests::webdriver::workspace_root();
+    let out = std::process::Command::new("python3")
+        .arg(root.join("bench/webkit_floor.py"))
+        .arg("1")
+        .current_dir(&root)
+        .output()
+        .context("cannot run bench/webkit_floor.py")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    ensure!(out.status.success(), "bench/webkit_floor.py failed: {text}{}", String::from_utf8_lossy(&out.stderr));
+    // "run 0: page created 512 ms, painted 540 ms"
+    let painted = text
+        .lines()
+        .find_map(|l| l.strip_prefix("run 0: ")?.split_once("painted ")?.1.strip_suffix(" ms")?.parse::<f64>().ok())
+        .with_context(|| format!("no paint in bench/webkit_floor.py's output: {text}"))?;
+    Ok(painted)
+}
+
 /// How long a quitting app may take to store what it has not stored yet.
 const QUIT_WITHIN: Duration = Duration::from_secs(20);
 
@@ -240,13 +265,22 @@ async fn window_launch_memory_and_idle() -> Result<()> {
     let (mut first, mut second) = (Vec::new(), Vec::new());
     let mut shown = String::new();
     let keep = tempfile::Builder::new().prefix("mimesis-window-bench-").tempdir()?;
+    let with_floor = std::env::var_os("MIMESIS_BENCH_FLOOR").is_some_and(|v| v != "0");
+    let mut floors: Vec<f64> = Vec::new();
     for run in 0..runs {
         let data = keep.path().join(format!("data-{run}"));
         std::fs::create_dir_all(&data)?;
         // Each launch ends as a user ends it (Quit): the second one starts from what the
-        // first stored, not from whatever a kill mid-way left.
+        // first stored, not from whatever a kill mid-way left. With the floor, one of its
+        // launches before each of the app's (floor, first, floor, second, …).
+        if with_floor {
+            floors.push(webkit_floor_once()?);
+        }
         let (app, a) = launch(&corpus, &data).await?;
         app.quit(QUIT_WITHIN).await?;
+        if with_floor {
+            floors.push(webkit_floor_once()?);
+        }
         let (app, b) = launch(&corpus, &data).await?;
         app.quit(QUIT_WITHIN).await?;
         eprintln!(
@@ -271,6 +305,19 @@ async fn window_launch_memory_and_idle() -> Result<()> {
         med(&second, |l| l.first_rows),
         med(&second, |l| l.complete),
     );
+    if !floors.is_empty() {
+        let floor = median(floors.clone());
+        eprintln!(
+            "WebKit's floor in the same run (MiniBrowser, a one-line page, to its first paint; one launch before each \
+             of the app's): median {floor:.0} ms of {} ({:.0}–{:.0}); first launch's complete roster {:.2}x the floor, \
+             second launch's {:.2}x",
+            floors.len(),
+            floors.iter().copied().fold(f64::INFINITY, f64::min),
+            floors.iter().copied().fold(0.0, f64::max),
+            med(&first, |l| l.complete) / floor,
+            med(&second, |l| l.complete) / floor,
+        );
+    }
 
     // Memory and idle CPU of a second launch, left alone.
     let (app, _) = launch(&corpus, &keep.path().join("data-0")).await?;
@@ -677,6 +724,11 @@ async fn report_memory_and_cpu(how: &str, pids: &[u32], idle: Duration) -> f64 {
             .collect::<Vec<_>>()
             .join(", "),
     );
+    if std::env::var_os("MIMESIS_BENCH_VERBOSE").is_some() {
+        for (n, pid) in names.iter().zip(pids) {
+            eprintln!("  {n}'s threads: {}", meter.busiest(&start, *pid).join("; "));
+        }
+    }
     percent(ns)
 }
 
@@ -711,6 +763,27 @@ impl ThreadMeter {
                 }
             }
         }
+    }
+
+    /// `pid`'s threads that ran since `before`, busiest first: "name (tid) ms, wake-ups".
+    fn busiest(&self, before: &ThreadMeter, pid: u32) -> Vec<String> {
+        let mut v: Vec<(u64, u64, u32)> = self
+            .threads
+            .iter()
+            .filter(|((p, _), _)| *p == pid)
+            .map(|((_, tid), (n, s))| {
+                let (n0, s0) = before.threads.get(&(pid, *tid)).copied().unwrap_or_default();
+                (n.saturating_sub(n0), s.saturating_sub(s0), *tid)
+            })
+            .filter(|(n, _, _)| *n > 0)
+            .collect();
+        v.sort_by(|a, b| b.0.cmp(&a.0));
+        v.iter()
+            .map(|(n, s, tid)| {
+                let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
+                format!("{} {:.1} ms, {s} wake-ups", name.trim(), *n as f64 / 1e6)
+            })
+            .collect()
     }
 
     /// What `pid`'s threads did since `before` (a thread started since counts from zero).
