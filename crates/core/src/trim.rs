@@ -15,10 +15,22 @@ use std::time::Duration;
 /// own wake-ups at rest (a relative time redrawn, a collection, a session waiting for
 /// approval: 25–90 ms a minute here, touching a few MB of code) are quiet periods, which
 /// never add up to a trim.
+///
+/// But the code such a wake-up runs comes back after every trim: a page that redraws "2 min
+/// ago" each minute brought 35 MB of WebKit's code back and spent 150–250 ms instead of its
+/// usual few tens, which is use by both measures, so it was trimmed again a minute or two
+/// later, and so on for as long as the window rested (seen: four trims in four minutes).
+/// So trims are rate-limited: at least [`Retrim::gap`] apart, a period at first, twice as
+/// long each time a trim follows the last one within twice the gap (the pages came back at
+/// once: they are the process's resting work), up to [`Retrim::LONGEST_GAP`]; a trim after
+/// a longer rest starts again from the period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retrim {
-    /// The most CPU time a quiet period takes.
-    quiet: Duration,
+    /// The time between looks.
+    period: Duration,
+    /// The least time from one trim to the next, and the time since the last (in looks).
+    gap: Duration,
+    since: Duration,
     /// CPU time of the busy periods since the last trim.
     worked: Duration,
     /// The process's CPU time at the last look.
@@ -33,13 +45,27 @@ impl Retrim {
     /// Pages of files back since the last trim that are worth a trim by themselves, in kB.
     pub const REGROWN_KB: u64 = 16 * 1024;
 
+    /// The longest the least time between two trims grows to.
+    pub const LONGEST_GAP: Duration = Duration::from_secs(3600);
+
     /// Looks every `period`; just trimmed, at `cpu`, with `file_kb` of pages of files.
     pub fn new(period: Duration, cpu: Duration, file_kb: Option<u64>) -> Retrim {
-        Retrim { quiet: period / 400, worked: Duration::ZERO, at_look: cpu, floor_kb: file_kb }
+        Retrim { period, gap: period, since: Duration::ZERO, worked: Duration::ZERO, at_look: cpu, floor_kb: file_kb }
+    }
+
+    /// The least time between the last trim and the next.
+    pub fn gap(&self) -> Duration {
+        self.gap
     }
 
     /// Trimmed again, at `cpu`, leaving `file_kb`.
     pub fn trimmed(&mut self, cpu: Duration, file_kb: Option<u64>) {
+        self.gap = if self.since <= self.gap.saturating_mul(2) {
+            self.gap.saturating_mul(2).clamp(self.period, Self::LONGEST_GAP.max(self.period))
+        } else {
+            self.period
+        };
+        self.since = Duration::ZERO;
         self.worked = Duration::ZERO;
         self.at_look = cpu;
         self.floor_kb = file_kb;
@@ -48,14 +74,16 @@ impl Retrim {
     /// A look one period after the last, at `cpu` with `file_kb` of pages of files resident:
     /// whether to trim now.
     pub fn look(&mut self, cpu: Duration, file_kb: Option<u64>) -> bool {
+        self.since = self.since.saturating_add(self.period);
         let period = cpu.saturating_sub(self.at_look);
         self.at_look = cpu;
-        if period > self.quiet {
+        // Quiet: a quarter of a percent of a core.
+        if period > self.period / 400 {
             self.worked += period;
             return false;
         }
         let regrown = matches!((self.floor_kb.and_then(|f| f.checked_add(Self::REGROWN_KB)), file_kb), (Some(bar), Some(kb)) if kb >= bar);
-        self.worked >= Self::WORKED || regrown
+        (self.worked >= Self::WORKED || regrown) && self.since >= self.gap
     }
 }
 
@@ -90,6 +118,51 @@ mod tests {
         // A clock that goes back (never, but) is no work and no trim.
         let mut r = Retrim::new(minute, ms(500), kb);
         assert!(!r.look(ms(100), kb));
+    }
+
+    #[test]
+    fn a_page_that_redraws_every_minute_is_not_trimmed_every_minute() {
+        let ms = Duration::from_millis;
+        let minute = Duration::from_secs(60);
+        // A window at rest whose page redraws a relative time each minute: 60 ms of CPU with
+        // its code resident; after a trim, 250 ms and 35 MB of code back from the page cache.
+        let (mut cpu, mut kb, mut fresh) = (ms(0), 8_000u64, true);
+        let mut r = Retrim::new(minute, cpu, Some(kb));
+        let mut trims = Vec::new();
+        for look in 1..=240u64 {
+            cpu += if std::mem::take(&mut fresh) { ms(250) } else { ms(60) };
+            kb = 43_000;
+            if r.look(cpu, Some(kb)) {
+                kb = 8_000;
+                cpu += ms(40);
+                r.trimmed(cpu, Some(kb));
+                fresh = true;
+                trims.push(look);
+            }
+        }
+        // Each gap at least twice the one before, up to an hour, then an hour apart: 8 trims
+        // in 4 hours rather than one every other minute.
+        let gaps: Vec<u64> = trims.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(trims.len() <= 9, "{} trims in 4 hours, minutes apart: {gaps:?}", trims.len());
+        assert!(gaps.windows(2).all(|g| g[1] >= (g[0] * 2).min(60)), "{gaps:?}");
+        assert_eq!(r.gap(), Retrim::LONGEST_GAP);
+        // The redraws stop (the session's time reads hours now): the work since the last
+        // trim is trimmed once the gap allows, then nothing for two hours. Then a real spell
+        // of use is trimmed at its end, and the gap is a period again.
+        let mut looks = 0;
+        while !r.look(cpu, Some(kb)) {
+            looks += 1;
+            assert!(looks <= 60, "the trim due within the gap");
+        }
+        r.trimmed(cpu, Some(8_000));
+        for _ in 0..120 {
+            cpu += ms(20);
+            assert!(!r.look(cpu, Some(8_000)), "nothing came back");
+        }
+        assert!(!r.look(cpu + ms(900), Some(70_000)), "busy");
+        assert!(r.look(cpu + ms(960), Some(70_000)), "its end");
+        r.trimmed(cpu + ms(1_000), Some(8_000));
+        assert_eq!(r.gap(), minute, "after a long rest, the period again");
     }
 
     #[test]
