@@ -382,6 +382,22 @@ async fn window_launch_memory_and_idle() -> Result<()> {
             .await?;
         eprintln!("  running animations while it waits {v}");
     }
+    if std::env::var_os("MIMESIS_BENCH_VERBOSE").is_some() {
+        // What the page still does while it waits: its animations, and its DOM's changes
+        // over 5 s (each a wake-up that paints).
+        let v = app
+            .js("return document.getAnimations().map((a) => (a.animationName || a.transitionProperty || '?') + ' on ' + (a.effect && a.effect.target ? (a.effect.target.className || a.effect.target.tagName) : '?') + ' ' + a.playState);")
+            .await?;
+        eprintln!("  running animations after the idle {v}");
+        app.js("window.__muts = []; new MutationObserver((m) => { for (const r of m) window.__muts.push(r.type + ' ' + (r.target.nodeType === 3 ? 'text in ' + (r.target.parentElement && r.target.parentElement.className) + ': ' + r.target.data : (r.target.className || r.target.nodeName) + ' ' + (r.attributeName || ''))); }).observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true}); return true;").await?;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let m = app.js("return window.__muts.slice(0, 40);").await?;
+        eprintln!("  the page's DOM changes over 5 s: {m}");
+        let f = app
+            .js("const a = document.activeElement; return [document.hasFocus(), a ? a.tagName + '.' + a.className + ' ' + (a.getAttribute('data-testid') || '') : null, document.visibilityState];")
+            .await?;
+        eprintln!("  focus: {f}");
+    }
     drop(asking);
     app.close().await?;
     // Issue 37 §5: at most 0.2 % of a core whatever the state (a row that counted the seconds
