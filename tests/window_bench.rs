@@ -793,7 +793,7 @@ impl ThreadMeter {
             })
             .filter(|(n, _, _)| *n > 0)
             .collect();
-        v.sort_by(|a, b| b.0.cmp(&a.0));
+        v.sort_by_key(|t| std::cmp::Reverse(t.0));
         v.iter()
             .map(|(n, s, tid)| {
                 let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
