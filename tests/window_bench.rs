@@ -390,9 +390,15 @@ async fn window_launch_memory_and_idle() -> Result<()> {
             .await?;
         eprintln!("  running animations after the idle {v}");
         app.js("window.__muts = []; new MutationObserver((m) => { for (const r of m) window.__muts.push(r.type + ' ' + (r.target.nodeType === 3 ? 'text in ' + (r.target.parentElement && r.target.parentElement.className) + ': ' + r.target.data : (r.target.className || r.target.nodeName) + ' ' + (r.attributeName || ''))); }).observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true}); return true;").await?;
-        tokio::time::sleep(Duration::from_secs(5)).await;
+        // Until the first change, for at most 5 s.
+        let watched = Instant::now();
+        while watched.elapsed() < Duration::from_secs(5)
+            && app.js("return window.__muts.length;").await?.as_u64() == Some(0)
+        {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
         let m = app.js("return window.__muts.slice(0, 40);").await?;
-        eprintln!("  the page's DOM changes over 5 s: {m}");
+        eprintln!("  the page's DOM changes within {:.1} s: {m}", watched.elapsed().as_secs_f64());
         let f = app
             .js("const a = document.activeElement; return [document.hasFocus(), a ? a.tagName + '.' + a.className + ' ' + (a.getAttribute('data-testid') || '') : null, document.visibilityState];")
             .await?;

@@ -61,7 +61,7 @@ impl Retrim {
     /// Trimmed again, at `cpu`, leaving `file_kb`.
     pub fn trimmed(&mut self, cpu: Duration, file_kb: Option<u64>) {
         self.gap = if self.since <= self.gap.saturating_mul(2) {
-            self.gap.saturating_mul(2).clamp(self.period, Self::LONGEST_GAP.max(self.period))
+            self.gap.saturating_mul(2).min(Self::LONGEST_GAP).max(self.period)
         } else {
             self.period
         };
