@@ -18,9 +18,10 @@
 //! `$MIMESIS_WEBKIT_TRIM_EVERY_MS`) at the process's CPU time and its pages of files, and
 //! trims again when the process has been used since its last trim and has been quiet for that
 //! period (`mimesis_core::trim::Retrim`): once per spell of use, never while in use, further
-//! apart each time the pages come straight back (a relative time redrawn each minute), and a
-//! process that stays idle is not trimmed again. Anything that fails leaves the process as it
-//! was.
+//! apart each time the pages come straight back, never for what comes back in the quiet
+//! period right after a trim (a relative time redrawn each minute: the resting work's own),
+//! and a process that stays idle is not trimmed again. Anything that fails leaves the process
+//! as it was.
 
 use std::ffi::OsStr;
 use std::path::Path;
