@@ -69,7 +69,7 @@ fn corpus() -> Result<PathBuf> {
     // A waiting session a stopped run left behind ([`Asking`]) would be one more row that
     // redraws each minute in every stage.
     for entry in std::fs::read_dir(dir.join("projects"))?.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(Asking::FOLDER) {
+        if entry.file_name().to_string_lossy().starts_with(&Asking::CWD.replace('/', "-")) {
             eprintln!("removing {}, left by a run that was stopped", entry.path().display());
             std::fs::remove_dir_all(entry.path())?;
         }
@@ -606,9 +606,8 @@ impl Asking {
     fn start(corpus: &std::path::Path, n: u8) -> Result<Asking> {
         use mimesis_core::Clock;
         use serde_json::json;
-        let cwd = format!("/home/dev/src/mimesis-bench-asking-{n}");
+        let cwd = format!("{}{n}", Asking::CWD);
         let dir = corpus.join("projects").join(cwd.replace('/', "-"));
-        debug_assert!(dir.file_name().is_some_and(|f| f.to_string_lossy().starts_with(Asking::FOLDER)));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
         let id = Asking::id(n);
@@ -630,11 +629,10 @@ impl Asking {
         }
         Ok(Asking { dir })
     }
-}
 
-impl Asking {
-    /// How the project folders of such sessions begin.
-    const FOLDER: &str = "-home-dev-src-mimesis-bench-asking-";
+    /// How the working folders of such sessions begin (their project folders are named after
+    /// them).
+    const CWD: &str = "/home/dev/src/mimesis-bench-asking-";
 
     fn id(n: u8) -> String {
         format!("0b0b0b0b-0000-4000-8000-0000000000{n:02x}")
