@@ -296,6 +296,33 @@ fn watch_follows_the_remote_and_a_host_that_drops_comes_back_by_itself() -> Resu
     Ok(())
 }
 
+/// The test server itself (`support::sshd`): its port is found free by binding it and letting
+/// it go, so another program can take it before sshd binds it (at the start, or while a test
+/// has the server down). Then it moves to another port, and every alias with it.
+#[test]
+fn the_test_server_moves_to_another_port_when_its_own_was_taken_meanwhile() -> Result<()> {
+    let Some(mut rig) = Rig::new()? else { return Ok(()) };
+    let old = rig.sshd.port;
+    rig.sshd.kill();
+    let _taken = std::net::TcpListener::bind(("127.0.0.1", old))?;
+    rig.sshd.restart()?;
+    ensure!(rig.sshd.port != old, "sshd restarted on the port another program holds");
+    let out = Command::new("ssh")
+        .arg("-F")
+        .arg(&rig.sshd.client_config)
+        .args(["-o", "BatchMode=yes", "devbox", "echo", "logged-in"])
+        .stdin(Stdio::null())
+        .output()?;
+    ensure!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "logged-in",
+        "the alias did not follow the server to port {}: {}{}",
+        rig.sshd.port,
+        String::from_utf8_lossy(&out.stderr),
+        rig.sshd.log()
+    );
+    Ok(())
+}
+
 /// The terminal a window opens for a session on another machine, as the app opens it:
 /// `ssh -t host mimesis run --session-id …` in a pseudo-terminal of its own.
 fn remote_terminal(rig: &Rig, alias: &str, run_args: &[&str]) -> Result<mimesis_wiring::plain::PlainTerminal> {

@@ -41,17 +41,7 @@ impl Sshd {
             ensure!(status.success(), "ssh-keygen failed");
         }
         std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys"))?;
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let config = format!(
-            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
-             PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nPermitRootLogin prohibit-password\n\
-             StrictModes no\nPidFile {d}/sshd.pid\nAcceptEnv CLAUDE_CONFIG_DIR MIMESIS_DATA_DIR MIMESIS_LOG MIMESIS_AGENT\n\
-             PrintMotd no\nLogLevel ERROR\n",
-            d = dir.display()
-        );
-        std::fs::write(dir.join("sshd_config"), config)?;
-        let host_pub = std::fs::read_to_string(dir.join("host_key.pub"))?;
-        std::fs::write(dir.join("known_hosts"), format!("[127.0.0.1]:{port} {host_pub}"))?;
+        let port = free_port()?;
         let client_config = dir.join("ssh_config");
         std::fs::write(&client_config, "")?;
         // Privilege separation needs this folder when sshd runs as root.
@@ -59,6 +49,7 @@ impl Sshd {
             let _ = std::fs::create_dir_all("/run/sshd");
         }
         let mut s = Sshd { dir, port, client_config, child: None };
+        s.write_port()?;
         s.restart()?;
         Ok(s)
     }
@@ -86,9 +77,49 @@ impl Sshd {
         Ok(())
     }
 
-    /// Starts (again, on the same port) and waits until it accepts connections.
+    /// The files that name the port: the server's config and the host key's known_hosts line.
+    fn write_port(&self) -> Result<()> {
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
+             PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nPermitRootLogin prohibit-password\n\
+             StrictModes no\nPidFile {d}/sshd.pid\nAcceptEnv CLAUDE_CONFIG_DIR MIMESIS_DATA_DIR MIMESIS_LOG MIMESIS_AGENT\n\
+             PrintMotd no\nLogLevel ERROR\n",
+            port = self.port,
+            d = self.dir.display()
+        );
+        std::fs::write(self.dir.join("sshd_config"), config)?;
+        let host_pub = std::fs::read_to_string(self.dir.join("host_key.pub"))?;
+        std::fs::write(self.dir.join("known_hosts"), format!("[127.0.0.1]:{} {host_pub}", self.port))?;
+        Ok(())
+    }
+
+    /// Starts (again) and waits until it accepts connections: on the same port, unless
+    /// another program took that port meanwhile (a free port is found by binding it and
+    /// letting it go, so it can be taken before sshd binds it): then on another one, which
+    /// every file that names it (the aliases too) is changed to.
     pub fn restart(&mut self) -> Result<()> {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("sshd.log"))?;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.spawn()? {
+                Started::Listening => return Ok(()),
+                Started::PortTaken if tries < 5 => {
+                    let old = self.port;
+                    self.port = free_port()?;
+                    self.write_port()?;
+                    let aliases = std::fs::read_to_string(&self.client_config)?;
+                    let moved = aliases.replace(&format!("  Port {old}\n"), &format!("  Port {}\n", self.port));
+                    std::fs::write(&self.client_config, moved)?;
+                }
+                Started::PortTaken => bail!("sshd found each of the {tries} ports it was given taken: {}", self.log()),
+            }
+        }
+    }
+
+    fn spawn(&mut self) -> Result<Started> {
+        let log_path = self.dir.join("sshd.log");
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path)?;
+        let logged_before = log.metadata()?.len() as usize;
         let child = Command::new(SSHD)
             .args(["-D", "-e", "-f"])
             .arg(self.dir.join("sshd_config"))
@@ -99,16 +130,23 @@ impl Sshd {
             .context("start sshd")?;
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        // Until the port answers as an SSH server does (another program on it would not).
+        while !answers_ssh(self.port) {
             if let Some(c) = self.child.as_mut()
                 && let Ok(Some(st)) = c.try_wait()
             {
-                bail!("sshd exited ({st}): {}", std::fs::read_to_string(self.dir.join("sshd.log")).unwrap_or_default());
+                self.child = None;
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                let this_run = log.get(logged_before..).unwrap_or_default();
+                if this_run.contains("Address already in use") {
+                    return Ok(Started::PortTaken);
+                }
+                bail!("sshd exited ({st}): {this_run}");
             }
             ensure!(Instant::now() < deadline, "sshd did not listen on port {} within 20 s", self.port);
             std::thread::sleep(Duration::from_millis(20));
         }
-        Ok(())
+        Ok(Started::Listening)
     }
 
     /// Kills the server and every connection it serves (their processes are its
@@ -151,6 +189,26 @@ impl Drop for Sshd {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+enum Started {
+    Listening,
+    /// Another program listens on the port.
+    PortTaken,
+}
+
+/// A port free now (the kernel's choice), for a server to bind soon after.
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Whether an SSH server answers on `port`: it speaks first, `SSH-2.0-…` (RFC 4253 §4.2).
+fn answers_ssh(port: u16) -> bool {
+    use std::io::Read;
+    let Ok(mut conn) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut banner = [0u8; 4];
+    conn.read_exact(&mut banner).is_ok() && &banner == b"SSH-"
 }
 
 fn whoami() -> String {
