@@ -17,9 +17,10 @@
 //! the memory of the whole app (its process and every process it started: WebKit's web and
 //! network processes), as PSS from `smaps_rollup`, and its CPU (in all and per process:
 //! each thread's exact run time and its wake-ups, [`ThreadMeter`]) over the next
-//! `$MIMESIS_BENCH_CPU_SECS` (default 30); then the same for a launch without the
-//! WebDriver (the app alone on a display, as a user starts it), whose page runs none of the
-//! automation's own scripts (the two have differed by 0–6 MB). In each, the CPU of the same
+//! `$MIMESIS_BENCH_CPU_SECS` (default 60: a whole minute, the page's slowest beat); then the
+//! same for a launch without the WebDriver (the app alone on a display, as a user starts
+//! it), whose page runs none of the automation's own scripts (the two have differed by 0–6
+//! MB). In each, the CPU of the same
 //! window while a session waits for approval (a transcript of its own, added to the corpus for
 //! that time and removed after), once the change's trims are done: attention must not cost a
 //! busy loop (issue 37 §2; asserted for both, and for the direct launch at rest: at most
@@ -769,7 +770,10 @@ const WAITING_CPU_MAX: f64 = 0.2;
 const SETTLED: Duration = Duration::from_secs(30);
 
 /// One line: the PSS of `pids` now, and their CPU over the next `$MIMESIS_BENCH_CPU_SECS`
-/// (returned, in percent of a core).
+/// (default 60; returned, in percent of a core). A whole minute: an idle window's slowest
+/// beat is a minute (a recent row's "3 min ago" redrawn each minute: 30–60 ms of CPU in
+/// all) and WebKit's memory poll comes twice in it (every 30 s), so each counts at its
+/// share; a half minute holds that minute's redraw or none (each half is printed too).
 async fn report_memory_and_cpu(how: &str, pids: &[u32], idle: Duration) -> f64 {
     // PSS splits a shared page among the processes that map it: another program with
     // WebKit's or Mesa's libraries mapped (a test left running, another WebKit program, a
@@ -800,22 +804,36 @@ async fn report_memory_and_cpu(how: &str, pids: &[u32], idle: Duration) -> f64 {
         })
         .collect();
     let total = pss(pids);
-    let window = Duration::from_secs(env_num("MIMESIS_BENCH_CPU_SECS", 30));
+    let window = Duration::from_secs(env_num("MIMESIS_BENCH_CPU_SECS", 60));
     // Read every half second, so that a thread that ends meanwhile still counts.
     let mut meter = ThreadMeter::default();
     meter.read(pids);
     let start = meter.clone();
+    let mut half: Option<(ThreadMeter, f64)> = None;
     let t0 = Instant::now();
     while t0.elapsed() < window {
         tokio::time::sleep(Duration::from_millis(500)).await;
         meter.read(pids);
+        if half.is_none() && t0.elapsed() >= window / 2 {
+            half = Some((meter.clone(), t0.elapsed().as_secs_f64()));
+        }
     }
     let took = t0.elapsed().as_secs_f64();
     let used: Vec<(u64, u64)> = pids.iter().map(|p| meter.since(&start, *p)).collect();
     let percent = |ns: u64| ns as f64 / 1e9 / took * 100.0;
     let (ns, wakes) = used.iter().fold((0, 0), |(a, b), (n, w)| (a + n, b + w));
+    // Each half on its own: what a window half as long would have read, depending on where
+    // it fell.
+    let halves = half
+        .map(|(mid, at)| {
+            let ns = |from: &ThreadMeter, to: &ThreadMeter| pids.iter().map(|p| to.since(from, *p).0).sum::<u64>();
+            let first = ns(&start, &mid) as f64 / 1e9 / at * 100.0;
+            let second = ns(&mid, &meter) as f64 / 1e9 / (took - at) * 100.0;
+            format!(" (its halves {first:.3} % and {second:.3} %)")
+        })
+        .unwrap_or_default();
     eprintln!(
-        "{how}, after {} s idle: memory (PSS) {:.0} MB in {} processes ({}), CPU {:.3} % and {wakes} wake-ups over {:.0} s ({})",
+        "{how}, after {} s idle: memory (PSS) {:.0} MB in {} processes ({}), CPU {:.3} %{halves} and {wakes} wake-ups over {:.0} s ({})",
         idle.as_secs(),
         total as f64 / 1e6,
         pids.len(),
