@@ -155,7 +155,8 @@ def main() -> int:
             parts = []
             for pid in pids:
                 now = cpu_ms(pid)
-                parts.append(f"{comm(f'/proc/{pid}')} {now - before.get(pid, now):.0f} ms")
+                # (A process's first reading counts from its start.)
+                parts.append(f"{comm(f'/proc/{pid}')} {now - before.get(pid, 0.0):.0f} ms")
                 before[pid] = now
             say("cpu " + ", ".join(parts))
             busy = [f"{comm(f'/proc/{p}')}/{v[0] or '(unnamed)'} {v[2] - v[1]}"
