@@ -20,13 +20,12 @@
 //! `$MIMESIS_BENCH_CPU_SECS` (default 60: a whole minute, the page's slowest beat); then the
 //! same for a launch without the WebDriver (the app alone on a display, as a user starts
 //! it), whose page runs none of the automation's own scripts (the two have differed by 0–6
-//! MB). In each, the CPU of the same
-//! window while a session waits for approval (a transcript of its own, added to the corpus for
-//! that time and removed after), once the change's trims are done: attention must not cost a
-//! busy loop (issue 37 §2; asserted for both, and for the direct launch at rest: at most
-//! 0.2 % of a core, issue 37 §5). The direct launch has no WebDriver to ask the page: it waits
-//! until the app has stored the session as waiting for approval (its fleet database), which
-//! is what the page shows.
+//! MB). In each, the CPU of the same window while a session waits for approval (a
+//! transcript of its own, added to the corpus for that time and removed after), once the
+//! change's trims are done: attention must not cost a busy loop (issue 37 §2; asserted for
+//! both, and for the direct launch at rest: at most 0.2 % of a core, issue 37 §5). The
+//! direct launch has no WebDriver to ask the page: it waits until the app has stored the
+//! session as waiting for approval (its fleet database), which is what the page shows.
 //!
 //! `window_second_launch_ab` compares two builds' second launches only (`$MIMESIS_BENCH_AB`:
 //! `A:B`), alternating on one data dir, with each page phase's median: quicker than
