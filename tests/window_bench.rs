@@ -858,11 +858,13 @@ async fn report_memory_and_cpu(how: &str, pids: &[u32], idle: Duration) -> f64 {
 /// thread ran (`/proc/<pid>/task/<tid>/schedstat`, in nanoseconds) and its context switches.
 /// (The clock-tick figures of `/proc/<pid>/stat` are statistical on a kernel that charges a
 /// whole tick to whatever runs when it comes: for a process that mostly sleeps they count
-/// its wake-ups more than its work.) A thread keeps its last reading after it ends.
+/// its wake-ups more than its work.) A thread keeps its last reading after it ends, and its
+/// name, read while it runs (a short-lived one is gone when the figures are printed).
 #[derive(Clone, Default)]
 struct ThreadMeter {
     /// (pid, tid) → (nanoseconds run, context switches).
     threads: std::collections::HashMap<(u32, u32), (u64, u64)>,
+    names: std::collections::HashMap<(u32, u32), String>,
 }
 
 impl ThreadMeter {
@@ -882,6 +884,11 @@ impl ThreadMeter {
                 });
                 if let (Some(ran), Some(switches)) = (ran, switches) {
                     self.threads.insert((pid, tid), (ran, switches));
+                    // (Read until it has one: a thread may be named just after it starts.)
+                    let name = self.names.entry((pid, tid)).or_default();
+                    if name.is_empty() {
+                        *name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default().trim().to_owned();
+                    }
                 }
             }
         }
@@ -902,8 +909,10 @@ impl ThreadMeter {
         v.sort_by_key(|t| std::cmp::Reverse(t.0));
         v.iter()
             .map(|(n, s, tid)| {
-                let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
-                format!("{} {:.1} ms, {s} wake-ups", name.trim(), *n as f64 / 1e6)
+                let name = self.names.get(&(pid, *tid)).map(String::as_str).unwrap_or_default();
+                let gone =
+                    if std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists() { "" } else { " (ended)" };
+                format!("{name}{gone} {:.1} ms, {s} wake-ups", *n as f64 / 1e6)
             })
             .collect()
     }
