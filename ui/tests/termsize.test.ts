@@ -7,10 +7,13 @@ it("a new session's terminal is measured in the place it will have, never nonsen
   expect(validSize({ cols: 120, rows: 40 })).toBe(true);
   expect(validSize({ cols: 3, rows: 40 })).toBe(false);
   expect(validSize({ cols: 120.5, rows: 40 })).toBe(false);
+  // (What other files left in the document, when they share it: `vitest --no-isolate`.)
+  const before = document.body.children.length;
   expect(await measureTerminalSize({ width: 0, height: 800 })).toBeNull();
   // No canvas here (jsdom): it cannot be measured, and says so instead of guessing.
   expect(await measureTerminalSize({ width: 900, height: 600 })).toBeNull();
-  expect(document.body.children.length).toBe(0);
+  // Its measuring element is gone again.
+  expect(document.body.children.length).toBe(before);
 });
 
 it("the terminal's symbol font covers the characters Claude Code draws that DejaVu Sans Mono lacks", () => {
