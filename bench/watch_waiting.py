@@ -107,17 +107,18 @@ def main() -> int:
 
     env = dict(os.environ, MIMESIS_DATA_DIR=data)
 
-    def start(extra: dict) -> subprocess.Popen:
+    def start(extra: dict, stderr: int) -> subprocess.Popen:
         return subprocess.Popen([a.app, "--config-dir", a.corpus], env=dict(env, **extra), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, errors="replace")
+                                stderr=stderr, text=True, errors="replace")
 
     if not os.listdir(data):
         say("a first launch fills the data dir (20 s)")
-        first = start({})
+        # (Its stderr unread: a pipe nobody drains would stop it once full.)
+        first = start({}, subprocess.DEVNULL)
         time.sleep(20)
         first.send_signal(signal.SIGTERM)
         first.wait(60)
-    app = start({"JSC_logGC": "2"} if a.gc_log else {})
+    app = start({"JSC_logGC": "2"} if a.gc_log else {}, subprocess.PIPE)
 
     def stderr() -> None:
         for line in app.stderr:
