@@ -104,22 +104,32 @@ pub fn query(data_dir: &Path, req: &Request) -> Result<Results, String> {
 
 /// Keeps the index of a data dir up to date while the app runs: built on its own thread
 /// (the first time, with [`Keeper::progress`] saying how far), then brought up to date each
-/// time it is poked (the engine read new records); pokes that come during an update are
-/// read by one more.
+/// time it is poked (the engine read new records), at most once per [`UPDATE_GAP`]; pokes
+/// that come during an update or the gap after it are read by one more.
 pub struct Keeper {
     shared: std::sync::Arc<KeeperShared>,
 }
 
-#[derive(Default)]
+/// The least time from the end of one update to the start of the next. Each update lists
+/// every project folder and looks at the size of every transcript: under a stream of
+/// changes (the window bench's 200 appends a second to 2,000 sessions) updates ran back to
+/// back, about a sixth of a core beside the window's own work; a hit in the search at most
+/// a couple of seconds behind the transcript costs a user nothing.
+pub const UPDATE_GAP: std::time::Duration = std::time::Duration::from_secs(2);
+
 struct KeeperShared {
     state: std::sync::Mutex<KeeperState>,
     wake: std::sync::Condvar,
+    clock: std::sync::Arc<dyn Clock>,
+    gap: std::time::Duration,
 }
 
 #[derive(Default)]
 struct KeeperState {
     poked: bool,
     stopped: bool,
+    /// Poked, and waiting for the gap after the last update to pass.
+    holding: bool,
     progress: Progress,
     /// Updates finished so far (a test waits for the next one).
     updates: u64,
@@ -130,7 +140,18 @@ impl Keeper {
     /// Starts the keeper's thread; its first update (a first build, or what was appended
     /// while Mimesis was not running) starts at once.
     pub fn start(roots: Vec<PathBuf>, data_dir: PathBuf) -> Keeper {
-        let shared = std::sync::Arc::new(KeeperShared::default());
+        Keeper::start_with(roots, data_dir, std::sync::Arc::new(SystemClock), UPDATE_GAP)
+    }
+
+    /// [`Keeper::start`] with its clock and the least time between two updates.
+    pub fn start_with(
+        roots: Vec<PathBuf>,
+        data_dir: PathBuf,
+        clock: std::sync::Arc<dyn Clock>,
+        gap: std::time::Duration,
+    ) -> Keeper {
+        let shared =
+            std::sync::Arc::new(KeeperShared { state: Default::default(), wake: Default::default(), clock, gap });
         shared.lock().poked = true;
         let s = shared.clone();
         let spawned = std::thread::Builder::new().name("mimesis-search".into()).spawn(move || {
@@ -167,6 +188,11 @@ impl Keeper {
         self.shared.lock().updates
     }
 
+    /// Whether it was poked and waits for the gap after its last update ([`UPDATE_GAP`]).
+    pub fn holding(&self) -> bool {
+        self.shared.lock().holding
+    }
+
     /// Stops the thread after the update under way.
     pub fn stop(&self) {
         self.shared.lock().stopped = true;
@@ -187,16 +213,32 @@ impl KeeperShared {
 
     fn run(&self, roots: &[PathBuf], data_dir: &Path) {
         let mut first = true;
+        // When the last update ended (none yet: the first starts at once).
+        let mut ended: Option<mimesis_core::clock::Mono> = None;
         loop {
             {
                 let mut st = self.lock();
-                while !st.poked && !st.stopped {
-                    st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
-                }
-                if st.stopped {
-                    return;
+                loop {
+                    if st.stopped {
+                        return;
+                    }
+                    if !st.poked {
+                        st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+                        continue;
+                    }
+                    // Poked: at once, or once the gap after the last update has passed (the
+                    // clock is asked again at every wake-up: a stop, a poke, the timeout).
+                    let now = self.clock.mono();
+                    match ended.map(|e| e.plus(self.gap)).filter(|due| *due > now) {
+                        Some(due) => {
+                            st.holding = true;
+                            st = self.wake.wait_timeout(st, due.since(now)).unwrap_or_else(|e| e.into_inner()).0;
+                        }
+                        None => break,
+                    }
                 }
                 st.poked = false;
+                st.holding = false;
             }
             let mut progress = |done: usize, total: usize| {
                 // Only the first update is a build worth showing; later ones are a few lines.
@@ -211,6 +253,7 @@ impl KeeperShared {
                 mimesis_os::procs::release_free_memory();
             }
             first = false;
+            ended = Some(self.clock.mono());
             {
                 let mut st = self.lock();
                 st.progress.indexing = false;
@@ -254,7 +297,7 @@ mod tests {
     }
 
     #[test]
-    fn the_keeper_builds_the_index_then_reads_what_is_appended_when_poked() {
+    fn the_keeper_builds_the_index_then_reads_what_is_appended_when_poked_once_its_gap_has_passed() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("claude");
         let data = dir.path().join("data");
@@ -262,15 +305,44 @@ mod tests {
         std::fs::create_dir_all(&folder).unwrap();
         let path = folder.join("dddddddd-0000-4000-8000-000000000001.jsonl");
         append(&path, "u1", "the first heron");
-        let keeper = Keeper::start(vec![root], data.clone());
+        let clock = std::sync::Arc::new(mimesis_core::clock::ManualClock::new(SystemClock.now()));
+        let keeper = Keeper::start_with(vec![root], data.clone(), clock.clone(), UPDATE_GAP);
         until("the first build", || keeper.updates() >= 1);
         assert!(!keeper.progress().indexing);
         assert_eq!(keeper.error(), None);
         assert_eq!(found(&data, "heron"), 1);
-        // Appended and poked: the next update reads it.
+        // Appended and poked right after that update: it waits for the gap, however many
+        // pokes come meanwhile.
         append(&path, "u2", "a second kingfisher");
         keeper.poke();
+        until("the keeper holding for its gap", || keeper.holding());
+        clock.advance(UPDATE_GAP / 2);
+        keeper.poke();
+        until("the keeper holding again", || keeper.holding());
+        assert_eq!(keeper.updates(), 1);
+        assert_eq!(found(&data, "kingfisher"), 0);
+        // The gap has passed: the next update reads it, once.
+        clock.advance(UPDATE_GAP / 2);
+        keeper.poke();
         until("the appended record", || found(&data, "kingfisher") == 1);
+        until("the update's end", || keeper.updates() == 2);
+        assert!(!keeper.holding());
         keeper.stop();
+    }
+
+    #[test]
+    fn a_keeper_holding_for_its_gap_stops_when_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("claude");
+        std::fs::create_dir_all(root.join("projects")).unwrap();
+        let clock = std::sync::Arc::new(mimesis_core::clock::ManualClock::new(SystemClock.now()));
+        let keeper =
+            Keeper::start_with(vec![root], dir.path().join("data"), clock, std::time::Duration::from_secs(3600));
+        until("the first build", || keeper.updates() >= 1);
+        keeper.poke();
+        until("the keeper holding for its gap", || keeper.holding());
+        let shared = keeper.shared.clone();
+        keeper.stop();
+        until("the thread's end", || std::sync::Arc::strong_count(&shared) == 2);
     }
 }
