@@ -111,7 +111,10 @@ pub async fn roster_snapshot(app: tauri::AppHandle, state: tauri::State<'_, AppS
 /// tried and left: the JSON as a string for `JSON.parse` (`…(JSON.parse('{…}'))`). In a
 /// page's `<script>` in MiniBrowser it halved the time (123 → 54 ms, 8 loads each), through
 /// this eval it changed nothing (window bench, 16 second launches each, alternating, same
-/// run: complete 447 vs 450 ms, page to module 73 vs 74).
+/// run: complete 447 vs 450 ms, page to module 73 vs 74). And rows without their blank
+/// fields (null, false, 0: 2.9 → 2.1 MB), put back by the early script: the page's loop
+/// over 2,000 rows cost more than the smaller script saved (complete 703 → 782 ms, page to
+/// module 115 → 189; 14 second launches each, alternating, 2026-12-03).
 #[tauri::command]
 pub async fn roster_snapshot_held(
     app: tauri::AppHandle,
