@@ -827,3 +827,74 @@ async fn remote_machine(
     .await?;
     Ok(())
 }
+
+/// What a test killed mid-run was: it launches the app, writes the app's processes (the app
+/// and WebKit's) to `$MIMESIS_ORPHAN_PIDS` and waits to be killed
+/// ([`a_killed_test_leaves_no_app_behind`] runs it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run by a_killed_test_leaves_no_app_behind, which kills it"]
+async fn an_app_held_until_killed() -> Result<()> {
+    let Some(out) = std::env::var_os("MIMESIS_ORPHAN_PIDS").map(PathBuf::from) else { return Ok(()) };
+    let fx = fixture()?;
+    let env: Vec<(&str, OsString)> = vec![
+        ("MIMESIS_DATA_DIR", fx.data.clone().into_os_string()),
+        ("CLAUDE_CONFIG_DIR", fx.config.clone().into_os_string()),
+    ];
+    let app = DesktopApp::launch(&["--config-dir".into(), fx.config.to_string_lossy().into_owned()], &env).await?;
+    // The app and its web and network processes.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let pids = loop {
+        let pids = app.app_processes();
+        if pids.len() >= 3 {
+            break pids;
+        }
+        ensure!(std::time::Instant::now() < deadline, "the app has not its WebKit processes after 60 s: {pids:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let text: String = pids.iter().map(|p| format!("{p}\n")).collect();
+    std::fs::write(out.with_extension("tmp"), text)?;
+    std::fs::rename(out.with_extension("tmp"), &out)?;
+    std::future::pending::<()>().await;
+    drop(app);
+    Ok(())
+}
+
+/// A test process killed outright (SIGKILL: a timeout's, a developer's) runs no `Drop`: its
+/// app, WebKitWebDriver and WebKit's processes went on running. They end now
+/// (`webdriver::OrphanGuard`): the app asked to quit, then whatever is left killed.
+#[test]
+fn a_killed_test_leaves_no_app_behind() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let pids_file = dir.path().join("pids");
+    let mut test = std::process::Command::new(std::env::current_exe()?)
+        .args(["webview::an_app_held_until_killed", "--exact", "--ignored", "--nocapture"])
+        .env("MIMESIS_ORPHAN_PIDS", &pids_file)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let pids: Vec<u32> = loop {
+        if let Ok(text) = std::fs::read_to_string(&pids_file) {
+            break text.lines().filter_map(|l| l.parse().ok()).collect();
+        }
+        if let Some(status) = test.try_wait()? {
+            anyhow::bail!("the test that holds the app ended by itself ({status})");
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = test.kill();
+            anyhow::bail!("the test that holds the app wrote no processes within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    ensure!(pids.len() >= 3, "{pids:?}");
+    test.kill()?;
+    test.wait()?;
+    let alive = |pid: &u32| mimesis_os::procs::stat(*pid).is_some_and(|s| s.state != 'Z');
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while pids.iter().any(alive) {
+        let left: Vec<u32> = pids.iter().copied().filter(alive).collect();
+        ensure!(std::time::Instant::now() < deadline, "still running 30 s after their test was killed: {left:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}

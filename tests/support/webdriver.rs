@@ -176,6 +176,8 @@ pub struct DesktopApp {
     pub session: Option<DesktopSession>,
     _session_dir: Option<tempfile::TempDir>,
     watchdog: Watchdog,
+    /// Stops the driver's group if this process dies without reaping it.
+    orphans: Option<OrphanGuard>,
     /// The desktop binary this runs.
     app: PathBuf,
 }
@@ -216,6 +218,63 @@ impl Watchdog {
 
     fn disarm(&mut self) {
         self.disarm.take();
+    }
+}
+
+/// Stops the driver's process group (WebKitWebDriver, the app, WebKit's processes) when the
+/// test's process ends without reaping it: a SIGKILL (a timeout's, a developer's) runs no
+/// `Drop`, and the whole tree went on running. A shell outside the group reads a pipe whose
+/// only writer is this process (its end is closed on exec in every other child) and at its
+/// end of file stops the group: SIGTERM (the app quits as from the tray, its own children
+/// with it), then SIGKILL to what is left after 3 s. Disarmed before the group is reaped, so
+/// that it never signals a group id that could be someone else's by then.
+pub struct OrphanGuard {
+    shell: Option<Child>,
+    _writer: Option<std::io::PipeWriter>,
+}
+
+/// The guard's shell: `$1` is the group's id.
+const ORPHAN_SCRIPT: &str = "read -r _ ; kill -TERM -\"$1\" 2>/dev/null || exit 0; \
+     for i in $(seq 30); do kill -0 -\"$1\" 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -\"$1\" 2>/dev/null";
+
+impl OrphanGuard {
+    /// Guards the process group `pgid`, a group this process started. `None` (said on
+    /// stderr) when no shell could be started: the test runs unguarded, as before.
+    pub fn start(pgid: i32) -> Option<OrphanGuard> {
+        match Self::start_with(pgid) {
+            Ok((shell, writer)) => Some(OrphanGuard { shell: Some(shell), _writer: Some(writer) }),
+            Err(e) => {
+                eprintln!("no guard for the app's processes if this test is killed: {e}");
+                None
+            }
+        }
+    }
+
+    /// The shell, and the pipe's writer that holds it back (tests hand it to another process).
+    pub fn start_with(pgid: i32) -> Result<(Child, std::io::PipeWriter)> {
+        let (reader, writer) = std::io::pipe()?;
+        let shell = Command::new("sh")
+            .args(["-c", ORPHAN_SCRIPT, "sh", &pgid.to_string()])
+            .stdin(reader)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .context("cannot start the orphan guard's shell")?;
+        Ok((shell, writer))
+    }
+
+    fn disarm(&mut self) {
+        if let Some(mut shell) = self.shell.take() {
+            let _ = shell.kill();
+            let _ = shell.wait();
+        }
+    }
+}
+
+impl Drop for OrphanGuard {
+    fn drop(&mut self) {
+        self.disarm();
     }
 }
 
@@ -322,7 +381,8 @@ impl DesktopApp {
             .stderr(Stdio::inherit())
             .process_group(0);
         let driver = cmd.spawn().context("cannot start tauri-driver")?;
-        let mut this = PartialApp { driver: Some(driver) };
+        let orphans = OrphanGuard::start(driver.id() as i32);
+        let mut this = PartialApp { driver: Some(driver), orphans };
         let caps = json!({"browserName": "wry", "tauri:options": {"application": app, "args": args}});
         let caps = caps.as_object().cloned().unwrap_or_default();
         let url = format!("http://127.0.0.1:{port}");
@@ -353,8 +413,9 @@ impl DesktopApp {
             None => None,
         };
         let driver = this.driver.take().expect("driver");
+        let orphans = this.orphans.take();
         let watchdog = Watchdog::start(driver.id() as i32);
-        Ok(DesktopApp { client, driver, session, _session_dir: session_dir, watchdog, app })
+        Ok(DesktopApp { client, driver, session, _session_dir: session_dir, watchdog, orphans, app })
     }
 
     /// Number of elements matching `css`, counted in the page in one go. (Not WebDriver's
@@ -635,6 +696,7 @@ impl DesktopApp {
         if tokio::time::timeout(Duration::from_secs(15), client.close()).await.is_err() {
             eprintln!("the WebDriver session did not end within 15 s; stopping the driver");
         }
+        self.orphans.take();
         kill_group(&mut self.driver);
         Ok(())
     }
@@ -643,6 +705,7 @@ impl DesktopApp {
 impl Drop for DesktopApp {
     fn drop(&mut self) {
         self.watchdog.disarm();
+        self.orphans.take();
         kill_group(&mut self.driver);
     }
 }
@@ -663,10 +726,14 @@ async fn bounded<T>(what: &str, f: impl std::future::Future<Output = T>) -> Resu
 /// Owns the driver until the WebDriver session exists, so a failed start leaves nothing.
 struct PartialApp {
     driver: Option<Child>,
+    orphans: Option<OrphanGuard>,
 }
 
 impl Drop for PartialApp {
     fn drop(&mut self) {
+        if let Some(mut guard) = self.orphans.take() {
+            guard.disarm();
+        }
         if let Some(d) = &mut self.driver {
             kill_group(d);
         }
