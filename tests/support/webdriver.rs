@@ -230,7 +230,7 @@ impl Watchdog {
 /// that it never signals a group id that could be someone else's by then.
 pub struct OrphanGuard {
     shell: Option<Child>,
-    _writer: Option<std::io::PipeWriter>,
+    _writer: std::io::PipeWriter,
 }
 
 /// The guard's shell: `$1` is the group's id.
@@ -242,7 +242,7 @@ impl OrphanGuard {
     /// stderr) when no shell could be started: the test runs unguarded, as before.
     pub fn start(pgid: i32) -> Option<OrphanGuard> {
         match Self::start_with(pgid) {
-            Ok((shell, writer)) => Some(OrphanGuard { shell: Some(shell), _writer: Some(writer) }),
+            Ok((shell, writer)) => Some(OrphanGuard { shell: Some(shell), _writer: writer }),
             Err(e) => {
                 eprintln!("no guard for the app's processes if this test is killed: {e}");
                 None
@@ -250,8 +250,8 @@ impl OrphanGuard {
         }
     }
 
-    /// The shell, and the pipe's writer that holds it back (tests hand it to another process).
-    pub fn start_with(pgid: i32) -> Result<(Child, std::io::PipeWriter)> {
+    /// The shell, and the pipe's writer that holds it back.
+    fn start_with(pgid: i32) -> Result<(Child, std::io::PipeWriter)> {
         let (reader, writer) = std::io::pipe()?;
         let shell = Command::new("sh")
             .args(["-c", ORPHAN_SCRIPT, "sh", &pgid.to_string()])
