@@ -331,15 +331,9 @@ fn a_background_sessions_dialog_is_waiting_for_approval() -> Result<()> {
         // Claude Code's own list says so too, at times a moment later than its job's file,
         // which Mimesis reads (once, in a cold CI run: `"state": "working"` while the file
         // already said `tempo: "blocked"`): waited for.
-        let deadline = Instant::now() + T;
-        loop {
-            let listed = bg.agent(&job, false)?.context("listed")?;
-            if listed["state"] == json!("blocked") {
-                break;
-            }
-            ensure!(Instant::now() < deadline, "claude agents does not list it blocked within {T:?}: {listed}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        bg.wait("claude agents --json to list it blocked", T, |b| {
+            b.agent(&job, false).ok().flatten().is_some_and(|listed| listed["state"] == json!("blocked"))
+        })?;
         report(
             "dialog (waiting_for_approval)",
             "registry waiting",
