@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { IDLE_RESORT_MS, INDEXING_APPLY_MS, RosterStore } from '../src/lib/store.svelte';
+import { BUSY_APPLY_MS, IDLE_RESORT_MS, INDEXING_APPLY_MS, RosterStore } from '../src/lib/store.svelte';
 import type { RosterSnapshot } from '../src/lib/types';
 import { MockBackend, flush, session, snapshot } from './helpers';
 
@@ -481,6 +481,72 @@ describe('RosterStore with a frame scheduler', () => {
     expect(frames).toHaveLength(1);
     frames.splice(0).forEach((f) => f());
     expect(store.size).toBe(5);
+  });
+
+  it('after the index, applies a batch within a busy spell once the spell is over, and a change that needs the user at the next frame', async () => {
+    const frames: (() => void)[] = [];
+    const waits: { fn: () => void; ms: number; cleared: boolean }[] = [];
+    const timers = {
+      set: (fn: () => void, ms: number) => {
+        const t = { fn, ms, cleared: false };
+        waits.push(t);
+        return t;
+      },
+      clear: (t: unknown) => {
+        (t as { cleared: boolean }).cleared = true;
+      },
+    };
+    let now = 1_000;
+    const b = new MockBackend({ roster_snapshot: () => snapshot({ seq: 0, sessions: [session('a')], roots: [], demo: false }) });
+    const store = new RosterStore(b, { schedule: (fn) => frames.push(fn), indexingEvery: INDEXING_APPLY_MS, busyEvery: BUSY_APPLY_MS, timers, now: () => now });
+    await store.start();
+    const run = () => frames.splice(0).forEach((f) => f());
+    // After a quiet spell: the next frame.
+    b.fire('store:events', { events: [{ seq: 1, type: 'discovered', session: session('b') }] });
+    expect(waits).toHaveLength(0);
+    expect(frames).toHaveLength(1);
+    run();
+    expect(store.size).toBe(2);
+    // 50 ms later, and again: one wait for the rest of the spell, nothing applied meanwhile.
+    now += 50;
+    b.fire('store:events', { events: [{ seq: 2, type: 'discovered', session: session('c') }] });
+    now += 10;
+    b.fire('store:events', { events: [{ seq: 3, type: 'discovered', session: session('d') }] });
+    expect(waits.map((w) => w.ms)).toEqual([BUSY_APPLY_MS - 50]);
+    expect(frames).toHaveLength(0);
+    expect(store.size).toBe(2);
+    now += BUSY_APPLY_MS;
+    waits[0].fn();
+    run();
+    expect(store.size).toBe(4);
+    // Within the next spell, a session that starts waiting for approval: the wait is cut
+    // short, and it goes with what waited.
+    now += 20;
+    b.fire('store:events', { events: [{ seq: 4, type: 'discovered', session: session('e') }] });
+    expect(waits).toHaveLength(2);
+    expect(frames).toHaveLength(0);
+    b.fire('store:events', { events: [{ seq: 5, type: 'updated', sessionId: 'b', changes: { status: 'waiting_for_approval' } }] });
+    expect(waits[1].cleared).toBe(true);
+    expect(frames).toHaveLength(1);
+    run();
+    expect(store.size).toBe(5);
+    expect(store.get('b')?.status).toBe('waiting_for_approval');
+    // Right after, a question: at the next frame too.
+    now += 5;
+    b.fire('store:events', { events: [{ seq: 6, type: 'updated', sessionId: 'c', changes: { status: 'waiting_for_input', pendingTool: { tool: 'AskUserQuestion', target: '' } } }] });
+    expect(waits).toHaveLength(2);
+    expect(frames).toHaveLength(1);
+    run();
+    expect(store.get('c')?.status).toBe('waiting_for_input');
+    // A finished turn (waiting for input, nothing pending) blocks nothing: it waits its turn.
+    now += 5;
+    b.fire('store:events', { events: [{ seq: 7, type: 'updated', sessionId: 'd', changes: { status: 'waiting_for_input' } }] });
+    expect(waits.map((w) => w.ms)).toEqual([BUSY_APPLY_MS - 50, BUSY_APPLY_MS - 20, BUSY_APPLY_MS - 5]);
+    expect(frames).toHaveLength(0);
+    now += BUSY_APPLY_MS;
+    waits[2].fn();
+    run();
+    expect(store.get('d')?.status).toBe('waiting_for_input');
   });
 
   it('applies other machines\' batches of a frame together too', async () => {

@@ -8,7 +8,7 @@ import type { Backend } from './backend';
 import { BackgroundControl, isBackground } from './background';
 import { HistorySearch, hitSession } from './history.svelte';
 import { afterPaint, nextFrame } from './marks';
-import { INDEXING_APPLY_MS, RosterStore } from './store.svelte';
+import { BUSY_APPLY_MS, INDEXING_APPLY_MS, RosterStore } from './store.svelte';
 import { SupervisionStore } from './supervision.svelte';
 import { TimelineView } from './timeline.svelte';
 import type { TermSize } from './termsize';
@@ -51,7 +51,7 @@ export class AppController {
       performance.mark('mimesis:connected');
       if (this.#stopped) return;
       this.fake = b.fake;
-      const store = new RosterStore(b, { schedule: nextFrame, indexingEvery: INDEXING_APPLY_MS });
+      const store = new RosterStore(b, { schedule: nextFrame, indexingEvery: INDEXING_APPLY_MS, busyEvery: BUSY_APPLY_MS });
       // The launch's roster, when it came before the page's code had run: drawn and painted
       // before the stores ask the app for their listeners (round trips the first frame
       // would wait for); its events wait in the app until the store listens.

@@ -24,6 +24,16 @@ export function laterProgress(a: IndexProgress, b: IndexProgress): IndexProgress
  */
 export const INDEXING_APPLY_MS = 250;
 
+/**
+ * After the first index, the least time between two applications while batches keep coming:
+ * a batch after a quiet spell goes at the next frame, one within this time of the last
+ * application waits for the rest of it (a call to approve or a question never waits). Under
+ * 200 appends a second, each moving its row to the top, the page re-sorted and redrew the
+ * roster at every frame: frames of 57 ms at the median and the web process at a whole core
+ * (the window bench's roster under load), so a click or a scroll waited as long.
+ */
+export const BUSY_APPLY_MS = 250;
+
 /** How long the user leaves the roster untouched before a held order is applied anyway. */
 export const IDLE_RESORT_MS = 20_000;
 
@@ -151,18 +161,24 @@ export class RosterStore {
    * so a burst re-sorts and re-counts the roster once per frame, not once per batch); none:
    * at once. `indexingEvery`: while the first index runs, batches and progress wait this
    * long (ms, on `timers`) before they are scheduled; its end is applied at the next frame.
+   * `busyEvery`: after it, a batch within this long (ms, on `now`) of the last application
+   * waits for the rest of that time, unless it holds a call to approve or a question.
    */
   constructor(
     backend: Backend,
     opts: {
       schedule?: (apply: () => void) => void;
       indexingEvery?: number;
+      busyEvery?: number;
       timers?: { set: (fn: () => void, ms: number) => unknown; clear: (t: unknown) => void };
+      now?: () => number;
     } = {},
   ) {
     this.#backend = backend;
     this.#schedule = opts.schedule ?? null;
     this.#indexingEvery = opts.indexingEvery ?? 0;
+    this.#busyEvery = opts.busyEvery ?? 0;
+    this.#now = opts.now ?? (() => performance.now());
     this.#timers = opts.timers ?? { set: (fn, ms) => setTimeout(fn, ms), clear: (t) => clearTimeout(t as ReturnType<typeof setTimeout>) };
   }
 
@@ -170,6 +186,10 @@ export class RosterStore {
 
   #schedule: ((apply: () => void) => void) | null;
   #indexingEvery: number;
+  #busyEvery: number;
+  #now: () => number;
+  /** When the last batch was applied (on `now`), or null. */
+  #appliedAt: number | null = null;
   #queue: SeqEvent[] = [];
   #scheduled = false;
   /** The wait before a scheduled application while the first index runs, or null. */
@@ -511,21 +531,38 @@ export class RosterStore {
       return;
     }
     this.#queue.push(...events);
+    if (!this.#slow() && events.some(blocksOnTheUser)) {
+      // Said at the next frame, with what waited for the busy spell's end.
+      if (this.#scheduled) this.#hurry();
+      else this.#kick(true);
+      return;
+    }
     this.#kick();
   }
 
-  /** Schedules the application of what is queued, unless it is: after `indexingEvery` while the first index runs. */
-  #kick(): void {
+  /**
+   * Schedules the application of what is queued, unless it is: after `indexingEvery` while
+   * the first index runs, after the rest of `busyEvery` since the last application else
+   * (`now`: at the next frame regardless).
+   */
+  #kick(now = false): void {
     if (this.#scheduled || !this.#schedule) return;
     this.#scheduled = true;
-    if (!this.#slow()) {
+    const wait = this.#slow() ? this.#indexingEvery : now ? 0 : this.#busyWait();
+    if (wait <= 0) {
       this.#schedule(() => this.#flush());
       return;
     }
     this.#due = this.#timers.set(() => {
       this.#due = null;
       this.#schedule?.(() => this.#flush());
-    }, this.#indexingEvery);
+    }, wait);
+  }
+
+  /** How much longer a batch waits now: the rest of `busyEvery` since the last application. */
+  #busyWait(): number {
+    if (this.#busyEvery <= 0 || this.#appliedAt === null) return 0;
+    return this.#busyEvery - (this.#now() - this.#appliedAt);
   }
 
   /** The first index ended: what waits for `indexingEvery` goes at the next frame instead. */
@@ -542,7 +579,10 @@ export class RosterStore {
     this.#queue = [];
     // A snapshot may have come meanwhile: events it holds are skipped by their seq.
     if (this.#buffer) this.#buffer.push(...queued);
-    else if (queued.length) this.#apply(queued);
+    else if (queued.length) {
+      this.#apply(queued);
+      this.#appliedAt = this.#now();
+    }
     if (this.#progressNext) {
       this.progress = laterProgress(this.progress, this.#progressNext);
       this.#progressNext = null;
@@ -651,4 +691,15 @@ export function applyRemote(sessions: SessionTable, events: readonly RemoteEvent
     }
   }
   return changed;
+}
+
+/**
+ * Whether an event stops a session on the user: a call to approve, or a question (a pending
+ * call that waits for input). A finished turn waits for input too, but nothing is blocked
+ * on it: under a load of many sessions working, half the events are ones.
+ */
+function blocksOnTheUser(e: SeqEvent): boolean {
+  const s = e.type === 'discovered' ? e.session : e.type === 'updated' ? e.changes : null;
+  if (!s) return false;
+  return s.status === 'waiting_for_approval' || (s.status === 'waiting_for_input' && !!s.pendingTool);
 }
