@@ -254,23 +254,44 @@ pub fn forward_attention<R: Runtime>(
     engine: Engine,
     asked: AttentionSender,
 ) -> impl Future<Output = ()> + Send + 'static {
-    let mut rx = engine.subscribe_attention();
-    async move {
-        loop {
-            tokio::select! {
-                changed = rx.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
+    let rx = engine.subscribe_attention();
+    // The window's title carries the count too (the taskbar, window switchers).
+    attention_stream(rx, asked.0, move |local| emit_attention(&app, local))
+}
+
+/// Hands `send` the value of `rx` at every change and whenever `asked`, at most once per
+/// [`ATTENTION_EVERY`]: a change within that time of the last one sent waits for the rest of
+/// it, and goes with whatever changed meanwhile (the latest value). Ends when `rx` does.
+async fn attention_stream<T: Clone>(
+    mut rx: tokio::sync::watch::Receiver<T>,
+    asked: Arc<tokio::sync::Notify>,
+    mut send: impl FnMut(T),
+) {
+    let mut sent: Option<tokio::time::Instant> = None;
+    loop {
+        tokio::select! {
+            changed = rx.changed() => {
+                if changed.is_err() {
+                    return;
                 }
-                () = asked.0.notified() => {}
             }
-            let local = rx.borrow_and_update().clone();
-            // The window's title carries the count too (the taskbar, window switchers).
-            emit_attention(&app, local);
+            () = asked.notified() => {}
         }
+        if let Some(at) = sent {
+            tokio::time::sleep_until(at + ATTENTION_EVERY).await;
+        }
+        let value = rx.borrow_and_update().clone();
+        send(value);
+        sent = Some(tokio::time::Instant::now());
     }
 }
+
+/// The least time between two attention sets sent to the page. The set is every session
+/// that needs the user, a finished turn included, and is sent whole: under 200 appends a
+/// second to 2,000 sessions (the window bench's roster under load) it changed at nearly every
+/// one and grew to hundreds of ids, and the page parsed and applied a set (and the window
+/// took a new title) each time. A change after a quiet spell goes at once.
+const ATTENTION_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Waits for the next change of `rx`. Once it has no sender (or when there is no `rx`: this
 /// face answers no permission requests) it never returns — rather than returning at once,
@@ -353,6 +374,37 @@ mod tests {
         let out: Said = Arc::default();
         let sink = out.clone();
         (tokio::spawn(store_stream(rx, prx, after, indexing, move |o| sink.lock().unwrap().push(o))), out)
+    }
+
+    /// A change after a quiet spell goes at once; the changes of a busy spell go as one set,
+    /// the latest, once the least time since the last is over; an ask is answered likewise.
+    #[tokio::test(start_paused = true)]
+    async fn attention_sets_go_at_once_then_at_most_once_per_spell() {
+        let (tx, rx) = tokio::sync::watch::channel(0u32);
+        let asked = Arc::new(tokio::sync::Notify::new());
+        let said: Arc<std::sync::Mutex<Vec<(u32, u128)>>> = Arc::default();
+        let sink = said.clone();
+        let t0 = tokio::time::Instant::now();
+        let task = tokio::spawn(attention_stream(rx, asked.clone(), move |v| {
+            sink.lock().unwrap().push((v, t0.elapsed().as_millis()));
+        }));
+        let step = |ms: u64| tokio::time::sleep(std::time::Duration::from_millis(ms));
+        tx.send(1).unwrap();
+        step(10).await;
+        tx.send(2).unwrap();
+        step(10).await;
+        tx.send(3).unwrap();
+        step(200).await;
+        assert_eq!(*said.lock().unwrap(), vec![(1, 0), (3, 100)]);
+        // Quiet since: the next change goes at once, an ask right after it once the time is over.
+        step(1000).await;
+        tx.send(4).unwrap();
+        step(1).await;
+        asked.notify_one();
+        step(200).await;
+        assert_eq!(*said.lock().unwrap(), vec![(1, 0), (3, 100), (4, 1220), (4, 1320)]);
+        drop(tx);
+        task.await.unwrap();
     }
 
     /// The engine publishes the index's last events, then says the index ended: the page
