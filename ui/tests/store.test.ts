@@ -5,6 +5,22 @@ import { MockBackend, flush, session, snapshot } from './helpers';
 
 const at = (m: number) => `2026-11-01T12:${String(m).padStart(2, '0')}:00.000Z`;
 
+/** Timers that only record what was asked (each wait's callback run by hand) and its clearing. */
+function fakeTimers() {
+  const waits: { fn: () => void; ms: number; cleared: boolean }[] = [];
+  const timers = {
+    set: (fn: () => void, ms: number) => {
+      const t = { fn, ms, cleared: false };
+      waits.push(t);
+      return t;
+    },
+    clear: (t: unknown) => {
+      (t as { cleared: boolean }).cleared = true;
+    },
+  };
+  return { waits, timers };
+}
+
 function setup(snap: Partial<RosterSnapshot> = {}) {
   let current: RosterSnapshot = snapshot({ seq: 5, sessions: [], roots: [{ path: '/home/me/.claude', exists: true, sessionCount: 0 }], demo: false, ...snap });
   const b = new MockBackend({ roster_snapshot: () => current, start_demo: () => null, stop_demo: () => null });
@@ -434,17 +450,7 @@ describe('RosterStore with a frame scheduler', () => {
 
   it('while the first index runs, applies its batches and progress a few times a second, and its end at the next frame', async () => {
     const frames: (() => void)[] = [];
-    const waits: { fn: () => void; ms: number; cleared: boolean }[] = [];
-    const timers = {
-      set: (fn: () => void, ms: number) => {
-        const t = { fn, ms, cleared: false };
-        waits.push(t);
-        return t;
-      },
-      clear: (t: unknown) => {
-        (t as { cleared: boolean }).cleared = true;
-      },
-    };
+    const { waits, timers } = fakeTimers();
     const b = new MockBackend({ roster_snapshot: () => snapshot({ seq: 0, sessions: [session('a')], roots: [], demo: false, progress: { indexing: true, done: 0, total: 4 } }) });
     const store = new RosterStore(b, { schedule: (fn) => frames.push(fn), indexingEvery: INDEXING_APPLY_MS, timers });
     await store.start();
@@ -483,19 +489,9 @@ describe('RosterStore with a frame scheduler', () => {
     expect(store.size).toBe(5);
   });
 
-  it('after the index, applies a batch within a busy spell once the spell is over, and a change that needs the user at the next frame', async () => {
+  it('after the index, applies a batch within a busy spell once the spell is over, and a call to approve or a question at the next frame', async () => {
     const frames: (() => void)[] = [];
-    const waits: { fn: () => void; ms: number; cleared: boolean }[] = [];
-    const timers = {
-      set: (fn: () => void, ms: number) => {
-        const t = { fn, ms, cleared: false };
-        waits.push(t);
-        return t;
-      },
-      clear: (t: unknown) => {
-        (t as { cleared: boolean }).cleared = true;
-      },
-    };
+    const { waits, timers } = fakeTimers();
     let now = 1_000;
     const b = new MockBackend({ roster_snapshot: () => snapshot({ seq: 0, sessions: [session('a')], roots: [], demo: false }) });
     const store = new RosterStore(b, { schedule: (fn) => frames.push(fn), indexingEvery: INDEXING_APPLY_MS, busyEvery: BUSY_APPLY_MS, timers, now: () => now });
