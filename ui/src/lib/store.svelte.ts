@@ -565,7 +565,7 @@ export class RosterStore {
     return this.#busyEvery - (this.#now() - this.#appliedAt);
   }
 
-  /** The first index ended: what waits for `indexingEvery` goes at the next frame instead. */
+  /** What waits (for `indexingEvery`, or a busy spell's end) goes at the next frame instead: the first index ended, or a call to approve or a question came. */
   #hurry(): void {
     if (this.#due === null) return;
     this.#timers.clear(this.#due);
