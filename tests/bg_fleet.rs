@@ -208,6 +208,11 @@ fn a_background_session_through_mimesis_verbs() -> Result<()> {
 
         // The one-shot roster says the same, and agrees with Claude Code's own list.
         let row = s.ls_row(&sid)?.context("mimesis ls --json lists it")?;
+        // (Claude Code's own list can say a state a moment after the job's file, which Mimesis
+        // reads, does: waited for, as at the dialog below.)
+        bg.wait("claude agents --json to say the job's state", T, |b| {
+            b.agent(&job, false).ok().flatten().is_some_and(|listed| listed["state"] == row["job"]["state"])
+        })?;
         let listed = bg.agent(&job, false)?.context("listed")?;
         ensure!(row["kind"] == json!("background") && row["live"] == json!(true), "{row}");
         ensure!(row["job"]["id"] == listed["id"] && row["job"]["state"] == listed["state"], "{row} / {listed}");
