@@ -208,12 +208,7 @@ fn a_background_session_through_mimesis_verbs() -> Result<()> {
 
         // The one-shot roster says the same, and agrees with Claude Code's own list.
         let row = s.ls_row(&sid)?.context("mimesis ls --json lists it")?;
-        // (Claude Code's own list can say a state a moment after the job's file, which Mimesis
-        // reads, does: waited for, as at the dialog below.)
-        bg.wait("claude agents --json to say the job's state", T, |b| {
-            b.agent(&job, false).ok().flatten().is_some_and(|listed| listed["state"] == row["job"]["state"])
-        })?;
-        let listed = bg.agent(&job, false)?.context("listed")?;
+        let listed = bg.wait_agent_state(&job, &row["job"]["state"], T)?;
         ensure!(row["kind"] == json!("background") && row["live"] == json!(true), "{row}");
         ensure!(row["job"]["id"] == listed["id"] && row["job"]["state"] == listed["state"], "{row} / {listed}");
         ensure!(row["pid"] == listed["pid"], "the row's pid is the session's own process: {row} / {listed}");
@@ -333,12 +328,8 @@ fn a_background_sessions_dialog_is_waiting_for_approval() -> Result<()> {
                     j["state"] == json!("blocked") && j["needs"] == json!("approve Bash: echo bg > bg.txt")
                 })
         })?;
-        // Claude Code's own list says so too, at times a moment later than its job's file,
-        // which Mimesis reads (once, in a cold CI run: `"state": "working"` while the file
-        // already said `tempo: "blocked"`): waited for.
-        bg.wait("claude agents --json to list it blocked", T, |b| {
-            b.agent(&job, false).ok().flatten().is_some_and(|listed| listed["state"] == json!("blocked"))
-        })?;
+        // Claude Code's own list says so too (at times a moment later than its job's file).
+        bg.wait_agent_state(&job, &json!("blocked"), T)?;
         report(
             "dialog (waiting_for_approval)",
             "registry waiting",

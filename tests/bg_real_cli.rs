@@ -324,13 +324,7 @@ fn a_background_sessions_dialogs_answered_through_attach() -> Result<()> {
         ensure!(st["state"] == json!("working") && st["needs"] == json!("approve Bash: echo bg > bg.txt"), "{st}");
         let (_, reg) = bg.registry_of_job(&id).into_iter().next().context("registry")?;
         ensure!(reg["waitingFor"] == json!("permission prompt"), "{reg}");
-        // Claude Code's own list says blocked at times a moment after the job's file does
-        // (as bg_fleet saw once, cold CI: `"state": "working"` while the file said blocked):
-        // waited for.
-        bg.wait("claude agents --json to list it blocked", T, |b| {
-            b.agent(&id, false).ok().flatten().is_some_and(|listed| listed["state"] == json!("blocked"))
-        })?;
-        let listed = bg.agent(&id, false)?.context("listed")?;
+        let listed = bg.wait_agent_state(&id, &json!("blocked"), T)?;
         ensure!(
             listed["status"] == json!("waiting")
                 && listed["waitingFor"] == json!("permission prompt")

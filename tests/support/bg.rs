@@ -109,6 +109,19 @@ impl Background {
         Ok(self.agents(all)?.into_iter().find(|a| a.get("id").and_then(Value::as_str) == Some(id)))
     }
 
+    /// Waits until `claude agents --json` lists `id` in `state`, up to `timeout`, and gives
+    /// that entry: its list can say a state a moment after the job's file does, which
+    /// Mimesis reads (once, in a cold CI run, `"state": "working"` while the file already said
+    /// `tempo: "blocked"`).
+    pub fn wait_agent_state(&self, id: &str, state: &Value, timeout: Duration) -> Result<Value> {
+        let mut seen = None;
+        self.wait(&format!("claude agents --json to list {id} as {state}"), timeout, |b| {
+            seen = b.agent(id, false).ok().flatten().filter(|a| a.get("state") == Some(state));
+            seen.is_some()
+        })?;
+        seen.context("listed")
+    }
+
     /// `claude attach <id>` in a terminal of `cols`×`rows` (a PTY of ours): the session's
     /// own screen, keys go to it. [`Background::detach`] leaves it running.
     pub fn attach(&self, id: &str, cols: u16, rows: u16) -> Result<Pty> {
