@@ -55,3 +55,46 @@ describe('a dialog typed into its screen', () => {
     expect(sup.openTerminal).toHaveBeenCalledWith('ext');
   });
 });
+
+describe('what a request names', () => {
+  it('the whole command, wrapped, not cut to an ellipsis', () => {
+    const target = 'rm -rf target/ && cargo build --release --features rate-limit-redis,metrics-prometheus,tracing-otlp | tee /tmp/build.log';
+    mount({ ...autoMode, dialog: undefined, channel: 'hook', approve: undefined, deny: undefined, target });
+    const shown = screen.getByTestId('approval-target');
+    expect(shown.textContent).toBe('Bash · ' + target);
+    expect(shown.classList.contains('ellipsis')).toBe(false);
+    expect(shown.hasAttribute('data-tip')).toBe(false);
+  });
+
+  it("a question: its header once, then each option's description under its label", () => {
+    mount({
+      ...autoMode,
+      tool: 'AskUserQuestion',
+      target: 'Which store?',
+      dialog: undefined,
+      channel: 'hook',
+      approve: undefined,
+      deny: undefined,
+      detail: {
+        kind: 'questions',
+        questions: [
+          {
+            question: 'Which store?',
+            header: 'Storage',
+            options: [{ label: 'Redis', description: 'Counters in Redis, shared by every instance' }, { label: 'Memory' }],
+            multiSelect: false,
+          },
+        ],
+      },
+    });
+    // No tool line (its name, the question again): the heading, then the question.
+    expect(screen.queryByTestId('approval-target')).toBeNull();
+    expect(screen.queryByText(/AskUserQuestion/)).toBeNull();
+    expect(screen.getByTestId('approval-question').querySelector('legend')?.textContent).toBe('Storage ·\u00a0Which store?');
+    const redis = screen.getByRole('radio', { name: 'Redis' });
+    expect(redis.getAttribute('aria-describedby')).toBeTruthy();
+    expect(document.getElementById(redis.getAttribute('aria-describedby') ?? '')?.textContent).toBe('Counters in Redis, shared by every instance');
+    expect(redis.hasAttribute('data-tip')).toBe(false);
+    expect(screen.getByRole('radio', { name: 'Memory' }).hasAttribute('aria-describedby')).toBe(false);
+  });
+});
