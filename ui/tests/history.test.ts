@@ -74,7 +74,12 @@ describe('snippets and names', () => {
   });
 
   it('names a project by its last part and a hit by the session it opens', () => {
-    expect(projectName('-home-me-src-app')).toBe('app');
+    // The session's folder when the roster knows it: a folder's own hyphens are kept.
+    expect(projectName('-home-me-src-acme-api', '/home/me/src/acme-api')).toBe('acme-api');
+    expect(projectName('-home-dev-src-project-031', '/home/dev/src/project-031/')).toBe('project-031');
+    // Else Claude Code's name for it whole: its last part cannot be told from the folder's hyphens.
+    expect(projectName('-home-me-src-acme-api')).toBe('home-me-src-acme-api');
+    expect(projectName('-home-me-src-acme-api', null)).toBe('home-me-src-acme-api');
     expect(projectName('')).toBe('');
     expect(hitSession(hit())).toBe('aaaaaaaa-0000-4000-8000-000000000001');
     expect(hitSession(hit({ superseded: true, chainHead: 'head' }))).toBe('head');

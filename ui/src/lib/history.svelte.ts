@@ -40,14 +40,18 @@ export function kindLabel(k: SearchKind): string {
   return KIND_LABELS[k] ?? k;
 }
 
-/** The last part of a project folder's name (`-home-me-src-app` → `app`). */
-export function projectName(project: string): string {
-  return (
-    project
-      .split(/[-/]/)
-      .filter((s) => s.length > 0)
-      .pop() ?? project
-  );
+/**
+ * A hit's project as the window names it: the last part of its session's folder when the
+ * roster knows it (`/home/me/src/acme-api` → `acme-api`), else Claude Code's name of the
+ * folder whole (`-home-me-src-acme-api` → `home-me-src-acme-api`): that name writes every
+ * `/` (and `.`) as `-`, so its last part cannot be told from a folder's own hyphens.
+ */
+export function projectName(project: string, cwd?: string | null): string {
+  const last = cwd
+    ?.split(/[\\/]/)
+    .filter((s) => s.length > 0)
+    .pop();
+  return last ?? project.replace(/^-+/, '');
 }
 
 /** The tools whose calls `--file` finds (docs/ipc.md), and the input field naming their file. */
