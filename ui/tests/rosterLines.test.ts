@@ -21,8 +21,17 @@ function kept(store: RosterStore): string[] {
 }
 
 function scratch(store: RosterStore, attention: ReadonlySet<string>): string[] {
-  // New sessions wait off the list while the order is held (they are counted, not listed).
-  const v = buildView(store.sorted.filter((s) => !store.deferred.has(s.sessionId)), store.filters, store.collapsed, attention);
+  // New sessions wait off the list while the order is held (they are counted, not listed),
+  // and the rows listed when it was taken stay listed, whatever their status does.
+  const members = store.lines.members;
+  const v = members
+    ? buildView(
+        store.sorted.filter((s) => members.has(s.sessionId) && !store.deferred.has(s.sessionId)),
+        { ...store.filters, status: 'all', liveOnly: false, showSuperseded: true, query: '' },
+        store.collapsed,
+        attention,
+      )
+    : buildView(store.sorted.filter((s) => !store.deferred.has(s.sessionId)), store.filters, store.collapsed, attention);
   return shown(flatten(v.groups, store.collapsed));
 }
 

@@ -115,6 +115,83 @@ describe('RosterStore', () => {
     expect(store.rootCounts.get('/home/me/.claude')).toBe(3);
   });
 
+  it('under a status filter, held: a row that leaves the filter stays in place, one that comes into it waits; applied on release', async () => {
+    const { b, store } = setup({
+      sessions: [
+        session('a', { lastActivityAt: at(5), status: 'waiting_for_approval' }),
+        session('b', { lastActivityAt: at(4), status: 'waiting_for_approval' }),
+        session('c', { lastActivityAt: at(3), status: 'working' }),
+        session('d', { lastActivityAt: at(2), status: 'waiting_for_approval' }),
+      ],
+    });
+    await store.start();
+    store.setFilter('status', 'waiting_for_approval');
+    const listed = () => store.lines.order().map((s) => s.sessionId);
+    expect(listed()).toEqual(['a', 'b', 'd']);
+    store.hold(true);
+    b.fire('store:events', {
+      events: [
+        // a is answered (leaves the filter), c comes to ask (comes into it).
+        { type: 'updated', sessionId: 'a', changes: { status: 'working', lastActivityAt: at(9) }, seq: 6 },
+        { type: 'updated', sessionId: 'c', changes: { status: 'waiting_for_approval', lastActivityAt: at(8) }, seq: 7 },
+      ],
+    });
+    await flush();
+    // Nothing moved under the pointer: a keeps its row (marked), c waits, counted.
+    expect(listed()).toEqual(['a', 'b', 'd']);
+    expect(store.view.counts.waiting_for_approval).toBe(3);
+    expect([store.waiting, store.waitingNew]).toEqual([1, 0]);
+    expect(store.sorted.some((s) => s.sessionId === 'a' && store.movedSince(s))).toBe(true);
+    // Left again: c is no longer waiting to be shown.
+    b.fire('store:events', { events: [{ type: 'updated', sessionId: 'c', changes: { status: 'working', lastActivityAt: at(10) }, seq: 8 } ] });
+    await flush();
+    expect(store.waiting).toBe(0);
+    b.fire('store:events', { events: [{ type: 'updated', sessionId: 'c', changes: { status: 'waiting_for_approval', lastActivityAt: at(11) }, seq: 9 } ] });
+    await flush();
+    expect(listed()).toEqual(['a', 'b', 'd']);
+    store.hold(false);
+    expect(listed()).toEqual(['c', 'b', 'd']);
+    expect(store.waiting).toBe(0);
+  });
+
+  it('under the needs-you filter, held: the attention set changing moves no row', async () => {
+    const { store } = setup({
+      sessions: [session('a', { lastActivityAt: at(3) }), session('b', { lastActivityAt: at(2) }), session('c', { lastActivityAt: at(1) })],
+    });
+    await store.start();
+    store.setAttention(['a', 'b']);
+    store.setFilter('status', 'needs_you');
+    const listed = () => store.lines.order().map((s) => s.sessionId);
+    expect(listed()).toEqual(['a', 'b']);
+    store.hold(true);
+    store.setAttention(['b', 'c']);
+    expect(listed()).toEqual(['a', 'b']);
+    expect(store.view.counts.needs_you).toBe(2);
+    expect(store.waiting).toBe(1);
+    store.resort();
+    expect(listed()).toEqual(['b', 'c']);
+    expect(store.waiting).toBe(0);
+  });
+
+  it('a session opened from elsewhere gets its row: the search, filters and collapsed group that hid it give way', async () => {
+    const { store } = setup({
+      sessions: [session('a', { lastActivityAt: at(3), goal: 'fix the parser' }), session('b', { lastActivityAt: at(2), repoRoot: '/r/b', status: 'idle' })],
+    });
+    await store.start();
+    store.setFilter('query', 'parser');
+    store.setFilter('status', 'working');
+    store.toggleGroup('/r/b');
+    const listed = () => store.lines.order().map((s) => s.sessionId);
+    store.showSession('b');
+    expect(store.openId).toBe('b');
+    expect(store.filters).toMatchObject({ query: '', status: 'all', liveOnly: false });
+    expect(listed()).toContain('b');
+    // One already listed: nothing the user chose changes.
+    store.setFilter('query', 'parser');
+    store.showSession('a');
+    expect(store.filters.query).toBe('parser');
+  });
+
   it('holds the order while the pointer or the focus is in the roster, until both leave', async () => {
     const { b, store } = setup({ sessions: [session('a', { lastActivityAt: at(3) }), session('b', { lastActivityAt: at(2) })] });
     await store.start();

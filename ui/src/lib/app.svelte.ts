@@ -83,7 +83,7 @@ export class AppController {
   /** Shows a session on the Sessions page (a notification, the tray, a toast, a new session). */
   showSession(id: string): void {
     this.page = 'sessions';
-    this.engine?.store.openSession(id);
+    this.engine?.store.showSession(id);
   }
 
   /** Opens the search over all history; with `file`, the calls that touched that file. */

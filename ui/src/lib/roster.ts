@@ -266,3 +266,15 @@ export function newlySuperseded(events: readonly SeqEvent[]): Set<string> {
   for (const ev of events) if (ev.type === 'updated' && (ev.changes.superseded === true || !!ev.changes.supersededBy)) out.add(ev.sessionId);
   return out;
 }
+
+/**
+ * What waits for a held order to be applied, in words: `all` sessions, `fresh` of them new
+ * (the others came into the status filter while the order was held).
+ */
+export function waitingText(all: number, fresh: number): string {
+  const changed = all - fresh;
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  if (changed <= 0) return `${plural(fresh, 'new session')}`;
+  if (fresh <= 0) return `${plural(changed, 'more session')} in this filter`;
+  return `${fresh} new, ${changed} more in this filter`;
+}

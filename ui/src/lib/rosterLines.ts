@@ -60,6 +60,12 @@ export interface Shown {
   order: Order;
   /** Sessions kept off the list for now (new while the order is held); counted, not listed. */
   deferred?: ReadonlySet<string>;
+  /**
+   * While the order is held: the sessions listed, whatever their status does meanwhile (set by
+   * `freeze`). A row that leaves the status filter stays in its place, one that comes into it
+   * waits off the list (`outside`), so no row moves under the pointer or the cursor.
+   */
+  members?: ReadonlySet<string>;
 }
 
 export class RosterLines implements Sizes {
@@ -68,6 +74,8 @@ export class RosterLines implements Sizes {
   /** Sessions passing every filter except the status filter: what the chips count. */
   counts: StatusCounts = emptyCounts();
   readonly work: LinesWork = { rows: 0, compares: 0, groups: 0 };
+  /** While frozen: sessions that now pass every filter but were not listed when it froze (not listed). */
+  readonly outside = new Set<string>();
   /** A group header's height and a row's, in pixels (estimates until the list measures one). */
   head: number;
   row: number;
@@ -93,11 +101,12 @@ export class RosterLines implements Sizes {
     this.groups = [];
     this.#byKey.clear();
     this.counts = emptyCounts();
+    this.outside.clear();
     for (const s of sorted) {
       this.work.rows++;
-      if (!this.#counted(s)) continue;
-      this.#count(s, 1);
-      if (!this.#listed(s)) continue;
+      const counted = this.#counted(s);
+      if (counted) this.#count(s, 1);
+      if (!this.#listed(s, counted)) continue;
       let g = this.#byKey.get(groupKey(s));
       if (!g) {
         g = this.#group(s);
@@ -127,6 +136,22 @@ export class RosterLines implements Sizes {
     function push(s: TrackedSession | undefined): void {
       if (s) moved.push(s);
     }
+  }
+
+  /**
+   * Keeps the sessions listed now listed, and no others, until the next `rebuild`: while the
+   * order is held (`Shown.members`). O(n).
+   */
+  freeze(): void {
+    const members = new Set<string>();
+    for (const g of this.groups) for (const s of g.sessions) members.add(s.sessionId);
+    this.#shown = { ...this.#shown, members };
+    this.outside.clear();
+  }
+
+  /** The sessions kept listed while frozen (`freeze`), else undefined. */
+  get members(): ReadonlySet<string> | undefined {
+    return this.#shown.members;
   }
 
   /** A new order that the lines are already in (the held order, taken from this one). */
@@ -274,9 +299,16 @@ export class RosterLines implements Sizes {
     return matchesQuery(s, f.query);
   }
 
-  #listed(s: TrackedSession): boolean {
+  /** Whether `s` has a row (`counted`: whether it passes the filters but the status one). */
+  #listed(s: TrackedSession, counted: boolean): boolean {
     if (this.#shown.deferred?.has(s.sessionId)) return false;
-    return matchesStatus(s, this.#shown.filters.status, this.#shown.attention);
+    const members = this.#shown.members;
+    if (members) {
+      if (members.has(s.sessionId)) return true;
+      if (counted && matchesStatus(s, this.#shown.filters.status, this.#shown.attention)) this.outside.add(s.sessionId);
+      return false;
+    }
+    return counted && matchesStatus(s, this.#shown.filters.status, this.#shown.attention);
   }
 
   #count(s: TrackedSession, sign: 1 | -1): void {
@@ -293,10 +325,14 @@ export class RosterLines implements Sizes {
   }
 
   #take(s: TrackedSession): void {
-    if (!this.#counted(s)) return;
-    this.work.rows++;
-    this.#count(s, -1);
-    if (!this.#listed(s)) return;
+    const counted = this.#counted(s);
+    if (counted) {
+      this.work.rows++;
+      this.#count(s, -1);
+    }
+    const listed = this.#listed(s, counted);
+    this.outside.delete(s.sessionId);
+    if (!listed) return;
     const g = this.#byKey.get(groupKey(s));
     const i = g ? this.#find(g.sessions, s) : -1;
     if (!g || i < 0) return;
@@ -311,10 +347,12 @@ export class RosterLines implements Sizes {
   }
 
   #put(s: TrackedSession): void {
-    if (!this.#counted(s)) return;
-    this.work.rows++;
-    this.#count(s, 1);
-    if (!this.#listed(s)) return;
+    const counted = this.#counted(s);
+    if (counted) {
+      this.work.rows++;
+      this.#count(s, 1);
+    }
+    if (!this.#listed(s, counted)) return;
     this.#fresh = false;
     const g = this.#byKey.get(groupKey(s));
     if (!g) {

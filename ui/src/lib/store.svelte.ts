@@ -5,7 +5,7 @@ import type { Backend } from './backend';
 import { Listeners } from './listeners';
 import { SNAPSHOT } from './marks';
 import { chainCosts } from './spend';
-import { DEFAULT_FILTERS, activityKey, applyEvents, byActivityDesc, chainHead, heldOrder, newlySuperseded, type SessionTable, type Filters, type RosterView } from './roster';
+import { DEFAULT_FILTERS, activityKey, applyEvents, byActivityDesc, chainHead, groupKey, heldOrder, newlySuperseded, type SessionTable, type Filters, type RosterView } from './roster';
 import { RosterIndex, type IndexWork } from './rosterIndex';
 import { RosterLines, heldCompare, type LinesWork } from './rosterLines';
 import type { HostInfo, IndexProgress, RemoteEvent, RootInfo, RosterSnapshot, SeqEvent, TrackedSession } from './types';
@@ -197,8 +197,12 @@ export class RosterStore {
   /** The first index's latest progress, applied with the next batch. */
   #progressNext: IndexProgress | null = null;
 
-  /** How many sessions came while the order was held and wait for it to be applied. */
+  /**
+   * How many sessions wait for the held order to be applied to be listed: new ones
+   * (`waitingNew`), and ones that came into the status filter meanwhile.
+   */
   waiting = $state(0);
+  waitingNew = $state(0);
 
   /**
    * Holds the roster's order while the user is in it (the pointer over it, the keyboard focus
@@ -221,8 +225,10 @@ export class RosterStore {
       this.#heldActivity = new Map(this.sorted.map((s) => [s.sessionId, activityKey(s)]));
       this.#held = held;
       this.#stale = false;
-      // The lines are in this order already: only later changes follow the held one.
+      // The lines are in this order already: only later changes follow the held one, and
+      // the rows listed now stay listed whatever their status does meanwhile.
       this.#lines.setOrder(heldCompare(held, byActivityDesc));
+      this.#lines.freeze();
       this.touch();
     } else {
       this.#release();
@@ -260,6 +266,7 @@ export class RosterStore {
     this.#deferred.clear();
     this.#stale = false;
     this.waiting = 0;
+    this.waitingNew = 0;
     if (this.#idleTimer !== null) this.#timers.clear(this.#idleTimer);
     this.#idleTimer = null;
   }
@@ -275,6 +282,8 @@ export class RosterStore {
       deferred: this.#deferred,
       order: held ? heldCompare(held, byActivityDesc) : byActivityDesc,
     });
+    // (Held, with other filters: what they list now is what stays listed.)
+    if (held) this.#lines.freeze();
     this.shown++;
   }
 
@@ -375,6 +384,8 @@ export class RosterStore {
     this.#lines.setAttention(next, (id) => this.#index.get(id));
     this.attention = next;
     this.attentionTitle = title;
+    // (Held: a row that came into the status filter waits off the list, one that left stays.)
+    if (this.#held) this.#heldChanged();
     this.shown++;
   }
 
@@ -603,12 +614,16 @@ export class RosterStore {
   }
 
   #changed(): void {
-    if (this.#held) {
-      this.#stale = true;
-      this.waiting = this.#deferred.size;
-    }
+    if (this.#held) this.#heldChanged();
     this.version++;
     this.shown++;
+  }
+
+  /** Something changed while the order is held: applying it would move rows; what waits to be shown. */
+  #heldChanged(): void {
+    this.#stale = true;
+    this.waitingNew = this.#deferred.size;
+    this.waiting = this.waitingNew + this.#lines.outside.size;
   }
 
   /** C6: when the selected or open session is superseded, the selection moves to its successor by itself. */
@@ -660,6 +675,25 @@ export class RosterStore {
   openSession(id: string | null): void {
     if (id) this.selectedId = id;
     this.openId = id;
+  }
+
+  /**
+   * Opens `id` from elsewhere (Spend, Resources, the history search, a notification) and has
+   * the roster list it: a search or filter that hides it is cleared, its group expanded, a
+   * held order applied. Opened behind a filter, the session was shown with no row of its own.
+   */
+  showSession(id: string): void {
+    const s = this.#index.get(id);
+    if (s && this.#lines.indexOf(s) < 0) {
+      if (this.#deferred.has(id) || this.#lines.outside.has(id)) this.resort();
+      const f = this.filters;
+      if (f.query || f.status !== 'all' || f.liveOnly || (s.superseded && !f.showSuperseded)) {
+        this.filters = { ...f, query: '', status: 'all', liveOnly: false, showSuperseded: f.showSuperseded || s.superseded };
+        this.#rebuild();
+      }
+      if (this.collapsed.has(groupKey(s))) this.toggleGroup(groupKey(s));
+    }
+    this.openSession(id);
   }
 
   async startDemo(): Promise<void> {
