@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import SettingsView from '../src/components/settings/SettingsView.svelte';
 import { engineContext } from '../src/lib/app.svelte';
 import { RosterStore } from '../src/lib/store.svelte';
-import { DEFAULT_SETTINGS, NUMBER_SECTIONS, errorsByField, humanSeconds, linesOf, patternProblem, setPath, validateSettings } from '../src/lib/settings';
+import { DEFAULT_SETTINGS, NUMBER_SECTIONS, errorsByField, humanSeconds, linesOf, patternProblem, rangeHint, setPath, validateSettings } from '../src/lib/settings';
 import type { InEffect, Settings } from '../src/lib/types';
 import { MockBackend, doctorReport } from './helpers';
 
@@ -41,6 +41,21 @@ describe('validateSettings', () => {
     expect(errorsByField(validateSettings(s))).toEqual({ 'agent.command': 'must not be empty' });
     s = setPath(clone(), 'limits.suspendMode', 'pause');
     expect(validateSettings(s)[0].field).toBe('limits.suspendMode');
+  });
+
+  it('gives a range in a field’s help in the unit typed into that field', () => {
+    const fields = NUMBER_SECTIONS.flatMap((sec) => sec.fields);
+    const idle = fields.find((f) => f.path === 'limits.idleTimeoutSecs');
+    expect(idle?.help).toBe('60–7200 s (1–120 min); starts when a turn ends.');
+    expect(rangeHint({ min: 1, max: 99, unit: '%' })).toBe('1–99 %');
+    expect(rangeHint({ min: 1, max: 64, unit: '' })).toBe('1–64');
+    // Any range a help gives first is in the field's own unit, and is the field's range.
+    for (const f of fields) {
+      const m = /(\d+)–(\d+)(?: (s|min|h|MB|%))?/.exec(f.help ?? '');
+      if (!m) continue;
+      expect([f.path, m[3] ?? '']).toEqual([f.path, f.unit]);
+      expect([Number(m[1]), Number(m[2])]).toEqual([f.min, f.max]);
+    }
   });
 
   it('reads lists one item per line and shows seconds in people’s units', () => {
@@ -87,6 +102,50 @@ describe('SettingsView', () => {
     expect(container.textContent).toContain('Nothing saved');
   });
 
+  it('says what is wrong with a field as soon as it is left, before any Save', async () => {
+    const { b, container } = setup();
+    await waitFor(() => expect(input(container, 'limits.durationWarnPercent')).not.toBeNull());
+    const warn = input(container, 'limits.durationWarnPercent');
+    await fireEvent.input(warn, { target: { value: '150' } });
+    // Still being typed into: not judged yet.
+    expect(container.querySelector('[data-testid=field-error]')).toBeNull();
+    await fireEvent.blur(warn);
+    const err = container.querySelector('[data-testid=field-error][data-field="limits.durationWarnPercent"]');
+    expect(err?.textContent).toBe('must be between 1 and 99 %');
+    expect(warn.getAttribute('aria-invalid')).toBe('true');
+    expect(warn.getAttribute('aria-describedby')).toBe(err?.id);
+
+    const approval = input(container, 'watch.approvalTimeoutSecs');
+    await fireEvent.input(approval, { target: { value: '0' } });
+    await fireEvent.blur(approval);
+    expect(container.querySelector('[data-testid=field-error][data-field="watch.approvalTimeoutSecs"]')?.textContent).toBe('must be between 1 and 120 seconds');
+    expect(b.count('settings_set')).toBe(0);
+    expect(container.textContent).not.toContain('Nothing saved');
+  });
+
+  it('keeps each field’s error line in place before a message comes, so the fields below do not move', async () => {
+    const { container } = setup();
+    await waitFor(() => expect(input(container, 'limits.durationWarnPercent')).not.toBeNull());
+    // Every field that can be wrong has its error line from the start (the notification
+    // check boxes, which cannot be, have none).
+    const controls = [...container.querySelectorAll<HTMLElement>('.card .field [data-field]:is(input, select, textarea)')];
+    const fields = new Set(controls.map((c) => c.getAttribute('data-field')));
+    const slots = [...container.querySelectorAll<HTMLElement>('[data-testid=error-slot]')];
+    expect(new Set(slots.map((s) => s.getAttribute('data-field')))).toEqual(fields);
+    expect(container.querySelector('[data-testid=field-error]')).toBeNull();
+
+    const shape = (el: Element) => [...el.children].map((c) => `${c.tagName}.${c.className}`);
+    const field = input(container, 'limits.durationWarnPercent').closest('.field') as HTMLElement;
+    const before = shape(field);
+    await fireEvent.input(input(container, 'limits.durationWarnPercent'), { target: { value: '150' } });
+    await fireEvent.click(container.querySelector('[data-testid=settings-save]') as HTMLElement);
+    // The message fills the line kept for it: the field has the same parts as before.
+    const slot = field.querySelector('[data-testid=error-slot]') as HTMLElement;
+    expect(slot.querySelector('[data-testid=field-error]')?.textContent).toBe('must be between 1 and 99 %');
+    expect(shape(field).map((c) => c.replace(' bad', ''))).toEqual(before.map((c) => c.replace(' bad', '')));
+    expect(container.querySelectorAll('[data-testid=error-slot]')).toHaveLength(slots.length);
+  });
+
   it('sends the whole document and shows what was saved', async () => {
     const { b, container, stored } = setup();
     await waitFor(() => expect(input(container, 'limits.maxLiveSessions')).not.toBeNull());
@@ -127,7 +186,7 @@ describe('SettingsView', () => {
     // The report part by part is there for whoever wants it, folded away.
     const details = doctor?.querySelector('details:not([open]) [data-testid=doctor-details]');
     expect(details?.textContent).toContain('2.1.197 (Claude Code) at /usr/bin/claude; newest session written by 2.1.197');
-    expect(details?.textContent).toContain('/x/mimesis/fleet.db: ok, 3 sessions, 0 chain links, 12 KB, schema 1');
+    expect(details?.textContent).toContain('/x/mimesis/fleet.db: ok, 3 sessions, 0 links in work chains, 12 KB, schema 1');
   });
 
   it('shows the value in effect and where it comes from when the environment overrides the stored one', async () => {

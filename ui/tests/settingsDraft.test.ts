@@ -59,6 +59,46 @@ describe('SettingsDraft', () => {
     expect(form.saved?.agent.command).toBe('claude');
   });
 
+  it('shows a field’s error once it is left, not while it is typed into, and forgets it on revert', async () => {
+    const { b, form, ready } = loaded();
+    await ready;
+    form.edit('limits.durationWarnPercent', 150);
+    expect(form.shown).toEqual({});
+    form.leave('limits.durationWarnPercent');
+    expect(form.shown).toEqual({ 'limits.durationWarnPercent': 'must be between 1 and 99 %' });
+    // Another field left with a good value shows nothing of its own.
+    form.leave('limits.maxLiveSessions');
+    expect(Object.keys(form.shown)).toEqual(['limits.durationWarnPercent']);
+    // Corrected, the message goes at once; wrong again, it comes at once (the field was left).
+    form.edit('limits.durationWarnPercent', 90);
+    expect(form.shown).toEqual({});
+    form.edit('limits.durationWarnPercent', 0);
+    expect(form.shown['limits.durationWarnPercent']).toBe('must be between 1 and 99 %');
+    expect(sets(b)).toBe(0);
+    form.revert();
+    form.edit('limits.durationWarnPercent', 150);
+    expect(form.shown).toEqual({});
+  });
+
+  it('leaving the warning level shows the clean-up level’s error it causes', async () => {
+    const { form, ready } = loaded();
+    await ready;
+    form.edit('limits.diskWarnPercent', 96);
+    form.leave('limits.diskWarnPercent');
+    expect(form.shown).toEqual({ 'limits.diskCleanupPercent': 'must be above the warning level' });
+  });
+
+  it('a clean save forgets the fields left', async () => {
+    const { form, ready } = loaded();
+    await ready;
+    form.edit('watch.approvalTimeoutSecs', 7);
+    form.leave('watch.approvalTimeoutSecs');
+    await form.save();
+    expect(form.status).toBe('Saved.');
+    form.edit('watch.approvalTimeoutSecs', 0);
+    expect(form.shown).toEqual({});
+  });
+
   it('revert goes back to what is stored, text areas included', async () => {
     const { form, ready } = loaded();
     await ready;

@@ -25,10 +25,15 @@ export interface Section {
   fields: NumberField[];
 }
 
-/** A field of the view: its words here, its range, unit and default from the engine. */
-const n = (path: SettingsNumberPath, label: string, help?: string): NumberField => {
+/**
+ * A field of the view: its words here, its range, unit and default from the engine. A help
+ * that gives the range takes it from `rangeHint`, so it is in the unit typed into the field.
+ */
+const n = (path: SettingsNumberPath, label: string, help?: string | ((range: string) => string)): NumberField => {
   const { min, max, unit } = SETTINGS_NUMBERS[path];
-  return { path, label, min, max, unit, help };
+  const f: NumberField = { path, label, min, max, unit };
+  if (help) f.help = typeof help === 'string' ? help : help(rangeHint(f));
+  return f;
 };
 
 export const NUMBER_SECTIONS: Section[] = [
@@ -54,7 +59,7 @@ export const NUMBER_SECTIONS: Section[] = [
     intro: 'Limits and timers of sessions Mimesis runs in a terminal.',
     fields: [
       n('limits.maxLiveSessions', 'Live sessions at most', 'Over it the least recently used idle session is suspended.'),
-      n('limits.idleTimeoutSecs', 'Suspend an idle session after', '1–120 min; starts when a turn ends.'),
+      n('limits.idleTimeoutSecs', 'Suspend an idle session after', (range) => `${range}; starts when a turn ends.`),
       n('limits.maxDurationSecs', 'End a session after', 'Counted from its start (default 4 h).'),
       n('limits.durationCheckSecs', 'Check the duration every'),
       n('limits.durationWarnPercent', 'Warn at', 'Of the duration limit.'),
@@ -104,10 +109,18 @@ function unitWord(u: Unit): string {
   return u === 's' ? ' seconds' : u === 'MB' ? ' MB' : u === '%' ? ' %' : '';
 }
 
+/** Whole minutes are said too, after the seconds the field takes. */
+function minutesToo(f: Pick<NumberField, 'min' | 'max' | 'unit'>): string {
+  return f.unit === 's' && f.min >= 60 && f.min % 60 === 0 && f.max % 60 === 0 ? ` (${f.min / 60}–${f.max / 60} min)` : '';
+}
+
+/** "60–7200 s (1–120 min)": the range in the unit typed into the field first. */
+export function rangeHint(f: Pick<NumberField, 'min' | 'max' | 'unit'>): string {
+  return `${f.min}–${f.max}${f.unit ? ' ' + f.unit : ''}${minutesToo(f)}`;
+}
+
 export function rangeMessage(f: NumberField): string {
-  const base = `must be between ${f.min} and ${f.max}${unitWord(f.unit)}`;
-  if (f.unit === 's' && f.min >= 60 && f.min % 60 === 0 && f.max % 60 === 0) return `${base} (${f.min / 60}–${f.max / 60} min)`;
-  return base;
+  return `must be between ${f.min} and ${f.max}${unitWord(f.unit)}${minutesToo(f)}`;
 }
 
 export function validateNumber(f: NumberField, v: unknown): string | null {

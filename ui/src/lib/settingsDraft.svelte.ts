@@ -6,6 +6,14 @@ import type { Backend } from './backend';
 import { errorsByField, linesOf, setPath, validateSettings } from './settings';
 import type { InEffect, Settings, SettingsError } from './types';
 
+/**
+ * Checks that read another field too: leaving that one shows the error where it is put (the
+ * clean-up level must stay above the warning level).
+ */
+const ALSO_SHOWS: Record<string, string[]> = {
+  'limits.diskWarnPercent': ['limits.diskCleanupPercent'],
+};
+
 const fixing = (n: number) => `Nothing saved: ${n === 1 ? 'one field needs' : `${n} fields need`} fixing.`;
 
 export class SettingsDraft {
@@ -13,6 +21,11 @@ export class SettingsDraft {
   draft = $state.raw<Settings | null>(null);
   serverErrors = $state.raw<SettingsError[]>([]);
   showErrors = $state(false);
+  /**
+   * Fields left (blurred, or changed) since the draft was loaded, saved or reverted: their
+   * errors show at once, not only after Save. A field being typed into is not judged yet.
+   */
+  left = $state.raw<readonly string[]>([]);
   saving = $state(false);
   status = $state<string | null>(null);
   loadError = $state<string | null>(null);
@@ -24,7 +37,9 @@ export class SettingsDraft {
   argsText = $state('');
 
   readonly clientErrors = $derived(this.draft ? validateSettings(this.draft) : []);
-  readonly shown = $derived(errorsByField(this.showErrors ? [...this.clientErrors, ...this.serverErrors] : this.serverErrors));
+  readonly shown = $derived(
+    errorsByField([...(this.showErrors ? this.clientErrors : this.clientErrors.filter((e) => this.left.includes(e.field))), ...this.serverErrors]),
+  );
   readonly dirty = $derived(!!this.draft && !!this.saved && JSON.stringify(this.draft) !== JSON.stringify(this.saved));
 
   constructor(private readonly backend: Backend) {}
@@ -51,6 +66,13 @@ export class SettingsDraft {
     this.draft = setPath(this.draft, path, value);
     this.serverErrors = this.serverErrors.filter((e) => e.field !== path);
     this.status = null;
+  }
+
+  /** The user left the field at `path`: its errors show from now on. */
+  leave(path: string): void {
+    const paths = [path, ...(ALSO_SHOWS[path] ?? [])];
+    const more = paths.filter((p) => !this.left.includes(p));
+    if (more.length) this.left = [...this.left, ...more];
   }
 
   /** The text areas, one entry per line. */
@@ -95,6 +117,7 @@ export class SettingsDraft {
   }
 
   private adopt(s: Settings): void {
+    this.left = [];
     this.saved = s;
     this.draft = s;
     this.patternsText = s.limits.crashPatterns.join('\n');
