@@ -1,14 +1,15 @@
 // Issue 36: the Spend view (its figures, the chart's stacks, the range) and a work chain's
 // cost on the roster.
 import { fireEvent, render, waitFor } from '@testing-library/svelte';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import RosterRow from '../src/components/RosterRow.svelte';
 import SpendViewPage from '../src/components/SpendView.svelte';
 import { engineContext } from '../src/lib/app.svelte';
-import { chainCosts, chartData, chartSummary, dayLabel, formatDollars, seriesLabel, type ChartData } from '../src/lib/spend';
+import { prefs } from '../src/lib/prefs.svelte';
+import { chainCosts, chartData, chartSummary, dayLabel, formatDollars, offeredDays, seriesLabel, sessionCost, type ChartData } from '../src/lib/spend';
 import type { DrawChart } from '../src/lib/spendChart';
 import { RosterStore } from '../src/lib/store.svelte';
-import type { SpendView } from '../src/lib/types';
+import type { Cost, SpendView } from '../src/lib/types';
 import { MockBackend, flush, session, snapshot } from './helpers';
 
 function view(over: Partial<SpendView> = {}): SpendView {
@@ -77,11 +78,24 @@ describe('spend figures', () => {
   });
 });
 
+const cost = (estimatedUsd: number | null, billed: number | null = null): Cost => ({
+  estimatedUsd,
+  unknownModels: [],
+  pricesAsOf: '2026-11-20',
+  billed: billed === null ? null : { costUsd: billed, usage: { inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 } },
+});
+
 describe('SpendView', () => {
-  async function mount(data: (days: number) => SpendView) {
+  // The days chosen are a preference of the window: each test starts from none chosen.
+  afterEach(() => {
+    prefs.spendDays = null;
+    localStorage.removeItem('mimesis.spend-days');
+  });
+
+  async function mount(data: (days: number) => SpendView, sessions = [session('s1', { title: 'Fix the parser' })]) {
     const b = new MockBackend({
       spend_view: (a: { days: number }) => data(a.days),
-      roster_snapshot: () => snapshot({ seq: 0, sessions: [session('s1', { title: 'Fix the parser' })], roots: [], demo: false }),
+      roster_snapshot: () => snapshot({ seq: 0, sessions, roots: [], demo: false }),
     });
     const store = new RosterStore(b);
     await store.start();
@@ -147,6 +161,64 @@ describe('SpendView', () => {
     expect(container.querySelector('[data-testid=spend-shown]')?.textContent).toContain('$7.00');
   });
 
+  it('remembers the days chosen when the page is left and opened again', async () => {
+    expect(offeredDays(null)).toBe(30);
+    expect(offeredDays(14)).toBe(30);
+    expect(offeredDays(90)).toBe(90);
+    const first = await mount(() => view());
+    await waitFor(() => expect(first.b.count('spend_view')).toBe(1));
+    await fireEvent.click(first.r.container.querySelector('[data-testid=range-90]') as HTMLElement);
+    await waitFor(() => expect(first.b.count('spend_view')).toBe(2));
+    first.r.unmount();
+    expect(localStorage.getItem('mimesis.spend-days')).toBe('90');
+
+    const again = await mount(() => view());
+    await waitFor(() => expect(again.b.count('spend_view')).toBe(1));
+    expect(again.b.calls.filter((c) => c.cmd === 'spend_view').map((c) => c.args)).toEqual([{ days: 90 }]);
+    expect(again.r.container.querySelector('[data-testid=range-90]')?.getAttribute('aria-checked')).toBe('true');
+    expect(again.r.container.querySelector('[data-testid=range-30]')?.getAttribute('aria-checked')).toBe('false');
+  });
+
+  it('shows each costliest session at the figure of its roster row, saying billed or estimated', async () => {
+    const sessions = [
+      session('s1', { title: 'Billed one', cost: cost(10.5, 2.29) }),
+      session('s2', { title: 'Estimated one', cost: cost(3.5) }),
+    ];
+    const { r } = await mount(
+      () =>
+        view({
+          topSessions: [
+            { sessionId: 's1', project: '/home/me/api', usd: 10.72, tokens: 2_000_000, lastAt: 0 },
+            { sessionId: 's2', project: '/home/me/api', usd: 3.5, tokens: 1_000, lastAt: 0 },
+            { sessionId: 'gone-session-id', project: '/home/you/api', usd: 0.5, tokens: 10, lastAt: 0 },
+          ],
+        }),
+      sessions,
+    );
+    const { container } = r;
+    await waitFor(() => expect(container.querySelectorAll('[data-testid=spend-session]')).toHaveLength(3));
+    const cell = (id: string) => container.querySelector(`[data-testid=spend-session][data-session-id="${id}"]`) as HTMLElement;
+    const costOf = (id: string) => cell(id).querySelector('[data-testid=spend-session-cost]') as HTMLElement;
+    const inDays = (id: string) => cell(id).querySelector('[data-testid=spend-session-in-days]')?.textContent ?? null;
+
+    // The same words as the session's own row.
+    for (const s of sessions) {
+      const row = render(RosterRow, { props: { session: s, selected: false, open: false, onpick: () => {}, chainUsd: null } });
+      expect(costOf(s.sessionId).textContent).toBe(row.container.querySelector('[data-testid=cost]')?.textContent);
+      expect(costOf(s.sessionId).dataset.tip).toBe((row.container.querySelector('[data-testid=cost]') as HTMLElement).dataset.tip);
+      row.unmount();
+    }
+    expect(costOf('s1').textContent).toBe('$2.29 billed');
+    expect(costOf('s1').dataset.billed).toBe('true');
+    // The estimate that ranks it is said beside, as an estimate.
+    expect(inDays('s1')).toBe('≈ $10.72 est. in these days');
+    expect(costOf('s2').textContent).toBe('≈ $3.50 est.');
+    expect(inDays('s2')).toBeNull();
+    // Not on the roster: the estimate over these days, called one.
+    expect(costOf('gone-session-id').textContent).toBe('≈ $0.50 est.');
+    expect(container.querySelector('[data-testid=spend-sessions-note]')?.textContent).toContain('billed when Claude Code said what it billed, else estimated');
+  });
+
   it('says when the figures cannot be read', async () => {
     const b = new MockBackend({
       spend_view: () => Promise.reject(new Error('the report failed: boom')),
@@ -156,6 +228,22 @@ describe('SpendView', () => {
     await store.start();
     const { container } = render(SpendViewPage, { props: { store, onopen: () => {} }, context: engineContext({ backend: b }) });
     await waitFor(() => expect(container.querySelector('[role=alert]')?.textContent).toContain('Could not read the spend'));
+  });
+});
+
+describe('a costliest session’s cost', () => {
+  const top = { sessionId: 's', project: '/p', usd: 4, tokens: 1, lastAt: 0 };
+  it('is the row’s figure, billed before the estimate, with the estimate over the days when it differs', () => {
+    expect(sessionCost(top, session('s', { cost: cost(5, 1.25) }))).toEqual({
+      text: '$1.25 billed',
+      billed: true,
+      tip: 'about $5.00 at the prices of 2026-11-20; Claude Code billed $1.25',
+      inDays: '≈ $4.00 est. in these days',
+    });
+    expect(sessionCost(top, session('s', { cost: cost(4.001) }))).toMatchObject({ text: '≈ $4.00 est.', billed: false, inDays: null });
+    // A row with no figure (nothing priced) and a session the roster lacks: the estimate over the days.
+    expect(sessionCost(top, session('s', { cost: cost(null) }))).toMatchObject({ text: '≈ $4.00 est.', billed: false, inDays: null });
+    expect(sessionCost(top, undefined)).toMatchObject({ text: '≈ $4.00 est.', billed: false, inDays: null });
   });
 });
 

@@ -1,13 +1,19 @@
 // The Spend view's figures (docs/ipc.md `spend_view`) shaped for the chart and the
 // page, and a work chain's cost on the roster. Pure: the chart library is loaded by
 // ./spendChart only when the view is shown.
-import { cents } from './format';
-import type { SpendSeries, SpendView, TrackedSession } from './types';
+import { cents, costLabel, costSentence, formatUsd } from './format';
+import type { SpendSeries, SpendSession, SpendView, TrackedSession } from './types';
 
 export type StackBy = 'project' | 'model';
 
 /** The windows the view offers, in days. */
 export const RANGES = [7, 30, 90] as const;
+export type Range = (typeof RANGES)[number];
+
+/** The window shown: the one chosen last (a preference) when the view still offers it, else 30 days. */
+export function offeredDays(chosen: number | null): Range {
+  return RANGES.find((r) => r === chosen) ?? 30;
+}
 
 /** Eight colours that stay apart on a light and a dark page; the last one is "Other"'s. */
 export const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1', '#9c9c9c'];
@@ -89,4 +95,37 @@ export function chainCosts(sessions: Iterable<TrackedSession>): Map<string, numb
     out.set(s.workChainId, (out.get(s.workChainId) ?? 0) + usd);
   }
   return out;
+}
+
+/** A costliest session's cost cell. */
+export interface SessionCost {
+  /** The figure its roster row shows, in the row's words ("$2.29 billed", "≈ $3.10 est."). */
+  text: string;
+  billed: boolean;
+  /** The figure in a sentence, as on the row. */
+  tip: string;
+  /** The estimate over the days shown, which ranks the list, when it is not the figure shown. */
+  inDays: string | null;
+}
+
+/**
+ * The cost the list shows for one of the costliest sessions: the same figure as its roster row
+ * (what Claude Code billed when it said, else the estimate over the whole session), so one
+ * session never has two unexplained prices. The list is ranked by the estimate over the days
+ * shown (all the engine sums per day), said beside it when it differs. A session the roster
+ * does not list has that estimate alone.
+ */
+export function sessionCost(s: SpendSession, known: TrackedSession | undefined): SessionCost {
+  const inDays = `≈ ${formatUsd(s.usd)} est.`;
+  const c = known?.cost;
+  if (!c || (!c.billed && c.estimatedUsd === null)) {
+    return { text: inDays, billed: false, tip: 'Estimated over the days shown', inDays: null };
+  }
+  const shown = c.billed?.costUsd ?? c.estimatedUsd ?? 0;
+  return {
+    text: costLabel(c),
+    billed: !!c.billed,
+    tip: costSentence(c),
+    inDays: Math.abs(shown - s.usd) < 0.005 ? null : `${inDays} in these days`,
+  };
 }
