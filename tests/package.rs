@@ -192,7 +192,7 @@ async fn the_package_installs_runs_and_removes_cleanly() -> Result<()> {
     );
     let out = run(&mut home.sh("mimesis doctor"), "mimesis doctor")?;
     let doctor = text(&out);
-    let folder = format!("config folder {}: 1 sessions, hooks not installed", home.config.display());
+    let folder = format!("config folder {}: 1 session, hooks not installed", home.config.display());
     ensure!(doctor.contains(&folder), "the doctor did not find the user's folder: {doctor}");
     eprintln!("mimesis doctor, installed:\n{doctor}");
 

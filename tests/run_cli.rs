@@ -740,7 +740,8 @@ fn doctor_reports_supervised_processes_and_metrics_publishers() -> Result<()> {
     let text = String::from_utf8(text.stdout)?;
     ensure!(
         text.contains(
-            "supervised: 1 processes of 1 sessions on record (1 supervisors, 1 running); 1 publishing metrics"
+            "supervised sessions: 1 (1 process), run by 1 Mimesis process that is running; \
+             1 running Mimesis process reports its sessions' resource use"
         ),
         "{text}"
     );

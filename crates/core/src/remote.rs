@@ -225,15 +225,7 @@ impl Failure {
 }
 
 fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::spend::thousands(n as u64)
 }
 
 impl FromRemote {

@@ -535,7 +535,8 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-fn plural(n: u64, one: &str, many: &str) -> String {
+/// `n` and its noun, singular for one: "1 session", "1,240 sessions".
+pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", thousands(n), if n == 1 { one } else { many })
 }
 

@@ -8,12 +8,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, Local, TimeZone};
 use serde::Serialize;
 
+use mimesis_core::clock::{Clock, SystemClock, Timestamp};
 use mimesis_core::hook_event as hooks;
 use mimesis_core::ids::SessionId;
 use mimesis_core::layout as roots;
 use mimesis_core::registry;
+use mimesis_core::spend::{plural as count, thousands};
 use mimesis_core::supervision::ledger::{self, ProcessLedger};
 use mimesis_fleetdb::ledger::FileLedger;
 use mimesis_fleetdb::{Db, DbStats};
@@ -64,7 +67,7 @@ pub struct SpoolReport {
     pub path: PathBuf,
     pub files: usize,
     pub events: usize,
-    pub last_event_at: Option<mimesis_core::clock::Timestamp>,
+    pub last_event_at: Option<Timestamp>,
 }
 
 /// One Mimesis process with supervised processes on record.
@@ -126,6 +129,11 @@ pub struct DoctorReport {
 impl DoctorReport {
     /// What was found, one line per part, in words (`mimesis doctor`, the window).
     pub fn lines(&self) -> Vec<String> {
+        self.lines_at(SystemClock.now(), &Local)
+    }
+
+    /// [`Self::lines`] with moments said as on the day of `now` in `tz` (tests pick both).
+    fn lines_at<Tz: TimeZone>(&self, now: Timestamp, tz: &Tz) -> Vec<String> {
         let mut v = Vec::new();
         v.push(format!("mimesis {}", self.mimesis_version));
         for r in &self.roots {
@@ -140,39 +148,46 @@ impl DoctorReport {
                 Some(p) => format!("{hooks}, running {} which is not there", p.display()),
                 None => hooks.to_owned(),
             };
-            let state = if r.exists { format!("{} sessions, {hooks}", r.session_count) } else { "missing".to_owned() };
+            let state = if r.exists {
+                format!("{}, {hooks}", count(r.session_count as u64, "session", "sessions"))
+            } else {
+                "not found".to_owned()
+            };
             v.push(format!("config folder {}: {state}", r.path.display()));
         }
         let c = &self.claude_code;
-        v.push(format!(
-            "Claude Code: {} (newest session written by {})",
-            c.version.as_deref().unwrap_or("not on PATH"),
-            c.seen_version.as_deref().unwrap_or("none")
-        ));
-        v.push(format!("file watching: {}", if self.watcher.ok { "ok" } else { "FAILING" }));
+        // A `claude` that is there but did not answer is not "not on PATH": say what happened.
+        let found = c.version.as_deref().or(c.error.as_deref()).unwrap_or("not on PATH");
+        let seen = match &c.seen_version {
+            Some(s) => format!("newest session written by {s}"),
+            None => "no session shows its version yet".to_owned(),
+        };
+        v.push(format!("Claude Code: {found} ({seen})"));
+        v.push(format!("file watching: {}", if self.watcher.ok { "ok" } else { "not working" }));
         let db = &self.database;
-        v.push(format!(
-            "database {}: {}, {} sessions, {} chain links, {} KB",
-            db.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
-            db.health,
-            db.sessions,
-            db.chain_links,
-            db.size_bytes / 1024
-        ));
-        v.push(search_line(&self.search_index));
-        let last =
-            self.hook_spool.last_event_at.map_or("none yet".to_owned(), |t| format!("the last at {}", t.to_iso()));
-        v.push(format!("hook events recorded: {} ({last})", self.hook_spool.events));
-        let sup = &self.supervision;
-        let running = sup.supervisors.iter().filter(|s| s.alive).count();
-        v.push(format!(
-            "supervised: {} processes of {} sessions on record ({} supervisors, {running} running); \
-             {} publishing metrics",
-            sup.recorded_processes,
-            sup.recorded_sessions,
-            sup.supervisors.len(),
-            sup.metrics_publishers.len()
-        ));
+        let at = db.path.as_ref().map_or("in memory".to_owned(), |p| p.display().to_string());
+        v.push(match db.health {
+            // Nothing to count yet: "0 sessions, 0 B" would only repeat that.
+            mimesis_fleetdb::DbHealth::Missing => format!("database {at}: {}", db.health),
+            _ => format!(
+                "database {at}: {}, {}, {}, {}",
+                db.health,
+                count(db.sessions, "session", "sessions"),
+                count(db.chain_links, "link in work chains", "links in work chains"),
+                size(db.size_bytes)
+            ),
+        });
+        v.push(search_line(&self.search_index, now, tz));
+        let s = &self.hook_spool;
+        v.push(match s.last_event_at {
+            Some(t) => format!(
+                "Claude Code hook events: {} recorded, the last at {}",
+                thousands(s.events as u64),
+                moment(t, now, tz)
+            ),
+            None => "Claude Code hook events: none recorded yet".to_owned(),
+        });
+        v.push(supervision_line(&self.supervision));
         v
     }
 
@@ -228,12 +243,14 @@ impl DoctorReport {
         let left: usize = self.supervision.supervisors.iter().filter(|s| !s.alive).map(|s| s.processes).sum();
         if left > 0 {
             v.push(format!(
-                "{left} supervised processes of a Mimesis that is gone are on record; \
-                 the next start of Mimesis (app or `mimesis run`) stops those still running"
+                "{} started by a Mimesis that is gone {} still on record; \
+                 the next start of Mimesis (the app or `mimesis run`) stops any that still run",
+                count(left as u64, "supervised process", "supervised processes"),
+                if left == 1 { "is" } else { "are" }
             ));
         }
         if let Some(e) = &self.supervision.error {
-            v.push(format!("the ledger of supervised processes cannot be read: {e}"));
+            v.push(format!("the record of supervised processes cannot be read: {e}"));
         }
         v
     }
@@ -444,17 +461,271 @@ fn watcher_check(roots: &[PathBuf]) -> WatcherReport {
 }
 
 /// The search index in one line: its size, and why it was last built from nothing.
-fn search_line(st: &crate::search::IndexStatus) -> String {
+fn search_line<Tz: TimeZone>(st: &crate::search::IndexStatus, now: Timestamp, tz: &Tz) -> String {
     if !st.exists {
         return "search index: not built yet (the first `mimesis search` or the window builds it)".to_owned();
     }
     if let Some(p) = &st.problem {
         return format!("search index: {p}");
     }
+    // The index records when as RFC 3339; a value it cannot parse is shown as it is.
+    let when = |at: &str| Timestamp::parse(at).map_or(at.to_owned(), |t| moment(t, now, tz));
     let built = match &st.built {
-        Some((why, at)) if why == "first build" => format!("built {at}"),
-        Some((why, at)) => format!("built anew {at} because {why}"),
+        Some((why, at)) if why == "first build" => format!("built at {}", when(at)),
+        Some((why, at)) => format!("built anew at {} because {why}", when(at)),
         None => "being built".to_owned(),
     };
-    format!("search index: {} transcripts, {} texts, {} MB, {built}", st.files, st.docs, st.bytes / 1_000_000)
+    format!(
+        "search index: {} from {} ({}), {built}",
+        count(st.docs, "session text", "session texts"),
+        count(st.files, "transcript", "transcripts"),
+        size(st.bytes)
+    )
+}
+
+/// The supervised sessions in one line: how many are on record, whether the Mimesis that runs
+/// them still runs, and how many running Mimesis processes report resource use.
+fn supervision_line(sup: &SupervisionReport) -> String {
+    let mut line = "supervised sessions: ".to_owned();
+    if sup.recorded_processes == 0 {
+        line.push_str("none yet");
+    } else {
+        let n = sup.supervisors.len();
+        let running = sup.supervisors.iter().filter(|s| s.alive).count();
+        let state = match (n, running) {
+            (1, 1) => " that is running".to_owned(),
+            (1, _) => " that is gone".to_owned(),
+            (_, r) if r == n => " that are running".to_owned(),
+            (_, 0) => " that are gone".to_owned(),
+            (_, r) => format!(", {} of them gone", n - r),
+        };
+        line.push_str(&format!(
+            "{} ({}), run by {}{state}",
+            thousands(sup.recorded_sessions as u64),
+            count(sup.recorded_processes as u64, "process", "processes"),
+            count(n as u64, "Mimesis process", "Mimesis processes")
+        ));
+    }
+    let reporting = sup.metrics_publishers.len();
+    if reporting > 0 {
+        line.push_str(&format!(
+            "; {} {}",
+            count(reporting as u64, "running Mimesis process", "running Mimesis processes"),
+            if reporting == 1 { "reports its sessions' resource use" } else { "report their sessions' resource use" }
+        ));
+    }
+    line
+}
+
+/// `t` as the window says a moment (`formatMoment` in ui/src/lib/format.ts), in the time zone
+/// `tz`: "16:37:39" on the day of `now`, "3 Dec 2026, 16:37" on another day.
+fn moment<Tz: TimeZone>(t: Timestamp, now: Timestamp, tz: &Tz) -> String {
+    let local = |t: Timestamp| DateTime::from_timestamp_millis(t.millis()).map(|d| d.with_timezone(tz).naive_local());
+    match (local(t), local(now)) {
+        (Some(d), Some(n)) if d.date() == n.date() => d.format("%H:%M:%S").to_string(),
+        (Some(d), _) => d.format("%-d %b %Y, %H:%M").to_string(),
+        // Out of chrono's range: no local time to say.
+        (None, _) => t.to_iso(),
+    }
+}
+
+/// A size as the window's doctor writes it: "512 B", "12 KB", "3.4 MB", "1.2 GB".
+fn size(bytes: u64) -> String {
+    const KB: u64 = 1024;
+    const MB: u64 = 1024 * KB;
+    const GB: u64 = 1024 * MB;
+    match bytes {
+        b if b < KB => format!("{b} B"),
+        b if b < MB => format!("{} KB", (b + KB / 2) / KB),
+        b if b < GB => format!("{:.1} MB", b as f64 / MB as f64),
+        b => format!("{:.1} GB", b as f64 / GB as f64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::FixedOffset;
+
+    use super::*;
+
+    /// 3 Dec 2026, 16:37:39.139 UTC.
+    const AT: &str = "2026-12-03T16:37:39.139Z";
+
+    fn ts(iso: &str) -> Timestamp {
+        Timestamp::parse(iso).unwrap()
+    }
+
+    fn utc() -> FixedOffset {
+        FixedOffset::east_opt(0).unwrap()
+    }
+
+    fn report() -> DoctorReport {
+        let root = PathBuf::from("/home/me/.claude");
+        DoctorReport {
+            mimesis_version: "0.1.0".to_owned(),
+            roots: vec![RootReport {
+                path: root.clone(),
+                exists: true,
+                session_count: 1,
+                hooks: HookStatus {
+                    root: root.clone(),
+                    settings_path: root.join("settings.json"),
+                    installed: true,
+                    partial: false,
+                    error: None,
+                    missing_program: None,
+                },
+            }],
+            claude_code: ClaudeCodeReport { version: Some("2.1.197".to_owned()), ..Default::default() },
+            watcher: WatcherReport { ok: true, max_user_watches: Some(65536), error: None },
+            data_dir: PathBuf::from("/home/me/.local/share/mimesis"),
+            data_dir_mode: Some("0700".to_owned()),
+            data_dir_open: None,
+            database: DbStats {
+                path: Some(PathBuf::from("/home/me/.local/share/mimesis/fleet.db")),
+                health: mimesis_fleetdb::DbHealth::Ok,
+                size_bytes: 12 * 1024,
+                sessions: 1,
+                chain_links: 0,
+                supervised_processes: 0,
+                schema_version: 1,
+            },
+            database_deleted_under: None,
+            search_index: crate::search::IndexStatus {
+                exists: true,
+                files: 12,
+                docs: 238,
+                bytes: 300_000,
+                built: Some(("first build".to_owned(), "2026-12-03T16:33:44.725Z".to_owned())),
+                problem: None,
+            },
+            hook_spool: SpoolReport {
+                path: PathBuf::from("/home/me/.local/share/mimesis/hooks"),
+                files: 1,
+                events: 2,
+                last_event_at: Some(ts(AT)),
+            },
+            supervision: SupervisionReport::default(),
+        }
+    }
+
+    fn supervisor(pid: u32, alive: bool, processes: usize) -> SupervisorReport {
+        SupervisorReport { pid, alive, processes, sessions: Vec::new() }
+    }
+
+    fn publisher(pid: u32) -> metrics::Publisher {
+        metrics::Publisher {
+            pid,
+            start_ticks: 1,
+            updated_at: ts(AT),
+            sessions: 1,
+            path: PathBuf::from(format!("/m/{pid}.json")),
+        }
+    }
+
+    #[test]
+    fn the_lines_say_times_sizes_and_counts_in_words() {
+        let lines = report().lines_at(ts("2026-12-04T09:00:00Z"), &utc());
+        assert_eq!(
+            lines,
+            [
+                "mimesis 0.1.0",
+                "config folder /home/me/.claude: 1 session, hooks installed",
+                "Claude Code: 2.1.197 (no session shows its version yet)",
+                "file watching: ok",
+                "database /home/me/.local/share/mimesis/fleet.db: ok, 1 session, 0 links in work chains, 12 KB",
+                "search index: 238 session texts from 12 transcripts (293 KB), built at 3 Dec 2026, 16:33",
+                "Claude Code hook events: 2 recorded, the last at 3 Dec 2026, 16:37",
+                "supervised sessions: none yet",
+            ]
+        );
+        // No timestamp as the JSON writes it reaches the words.
+        assert!(lines.iter().all(|l| !l.contains("2026-12-03T")), "{lines:?}");
+    }
+
+    #[test]
+    fn a_moment_is_said_in_local_time_as_the_window_says_it() {
+        // The same day: the time alone, to the second.
+        assert_eq!(moment(ts(AT), ts("2026-12-03T20:00:00Z"), &utc()), "16:37:39");
+        // Another day: the date and the minute.
+        assert_eq!(moment(ts(AT), ts("2026-12-04T09:00:00Z"), &utc()), "3 Dec 2026, 16:37");
+        // In the time zone given: UTC+9 is already the 4th at 01:37.
+        let tokyo = FixedOffset::east_opt(9 * 3600).unwrap();
+        assert_eq!(moment(ts(AT), ts("2026-12-04T09:00:00Z"), &tokyo), "01:37:39");
+        assert_eq!(moment(ts("2026-09-05T08:04:00Z"), ts(AT), &utc()), "5 Sep 2026, 08:04");
+    }
+
+    #[test]
+    fn the_search_index_says_why_it_was_built_anew_and_keeps_an_unreadable_time() {
+        let mut st = report().search_index;
+        st.built = Some(("the index was damaged".to_owned(), "2026-12-03T16:33:44.725Z".to_owned()));
+        st.docs = 1;
+        st.files = 1;
+        st.bytes = 200;
+        assert_eq!(
+            search_line(&st, ts(AT), &utc()),
+            "search index: 1 session text from 1 transcript (200 B), built anew at 16:33:44 because the index was damaged"
+        );
+        st.built = Some(("first build".to_owned(), "yesterday".to_owned()));
+        assert!(search_line(&st, ts(AT), &utc()).ends_with("built at yesterday"));
+    }
+
+    #[test]
+    fn the_supervised_sessions_are_said_in_plain_words() {
+        let mut sup = SupervisionReport::default();
+        assert_eq!(supervision_line(&sup), "supervised sessions: none yet");
+        sup.metrics_publishers = vec![publisher(7)];
+        assert_eq!(
+            supervision_line(&sup),
+            "supervised sessions: none yet; 1 running Mimesis process reports its sessions' resource use"
+        );
+        sup.recorded_processes = 1;
+        sup.recorded_sessions = 1;
+        sup.supervisors = vec![supervisor(7, true, 1)];
+        assert_eq!(
+            supervision_line(&sup),
+            "supervised sessions: 1 (1 process), run by 1 Mimesis process that is running; \
+             1 running Mimesis process reports its sessions' resource use"
+        );
+        sup.metrics_publishers.clear();
+        sup.supervisors = vec![supervisor(7, false, 1)];
+        assert_eq!(supervision_line(&sup), "supervised sessions: 1 (1 process), run by 1 Mimesis process that is gone");
+        sup.recorded_processes = 3;
+        sup.recorded_sessions = 2;
+        sup.supervisors = vec![supervisor(7, false, 1), supervisor(8, true, 2)];
+        sup.metrics_publishers = vec![publisher(8), publisher(9)];
+        assert_eq!(
+            supervision_line(&sup),
+            "supervised sessions: 2 (3 processes), run by 2 Mimesis processes, 1 of them gone; \
+             2 running Mimesis processes report their sessions' resource use"
+        );
+    }
+
+    #[test]
+    fn problems_count_in_words() {
+        let mut r = report();
+        r.supervision.supervisors = vec![supervisor(7, false, 1)];
+        r.supervision.error = Some("disk on fire".to_owned());
+        assert_eq!(
+            r.problems(),
+            [
+                "1 supervised process started by a Mimesis that is gone is still on record; the next start of \
+                 Mimesis (the app or `mimesis run`) stops any that still run",
+                "the record of supervised processes cannot be read: disk on fire",
+            ]
+        );
+    }
+
+    #[test]
+    fn sizes_and_counts() {
+        assert_eq!(size(0), "0 B");
+        assert_eq!(size(1023), "1023 B");
+        assert_eq!(size(1024), "1 KB");
+        assert_eq!(size(5 * 1024 * 1024 + 400 * 1024), "5.4 MB");
+        assert_eq!(size(3 * 1024 * 1024 * 1024), "3.0 GB");
+        assert_eq!(count(1, "session", "sessions"), "1 session");
+        assert_eq!(count(1240, "session", "sessions"), "1,240 sessions");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(999), "999");
+    }
 }

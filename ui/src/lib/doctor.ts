@@ -1,18 +1,19 @@
 // The doctor's report (`doctor`, generated from the engine's DoctorReport) as the rows
 // Settings › Doctor shows under "Details": one part per row, in words.
 
-import { countOf, formatInt } from './format';
+import { countOf, formatInt, formatMoment } from './format';
 import type { DoctorReport } from './types';
 
 /**
- * A line of the doctor's report as the window says it: the window has an Install button
- * where the terminal needs a command, and no jargon ("publishing metrics").
+ * A line of the doctor's report as the window says it: the terminal's advice names a command
+ * (`mimesis hooks install`), the window has buttons for it just above (Settings › Claude Code
+ * hooks), so the advice names the button instead.
  */
 export function windowWords(line: string): string {
   return line
-    .replace(/\(run `mimesis hooks install` for ([^)]*)\)/, '(install them above for $1)')
-    .replace(/\brun `mimesis hooks install`/, 'install them above')
-    .replace(/(\d+) publishing metrics/, (_, n: string) => `${n} reporting resource use`);
+    .replace(/\(run `mimesis hooks install` for ([^)]*)\)/, '(press Install hooks above for $1)')
+    .replace(/\brun `mimesis hooks uninstall` or reinstall Mimesis/, 'press Install hooks above to point them at this Mimesis, or Uninstall to remove them')
+    .replace(/\brun `mimesis hooks install`/, 'press Install hooks above');
 }
 
 export interface DoctorRow {
@@ -25,19 +26,47 @@ export interface DoctorRow {
 function bytes(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${Math.round(n / 1024)} KB`;
-  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
+  if (n < 1024 * 1024 * 1024) return `${(n / (1024 * 1024)).toFixed(1)} MB`;
+  return `${(n / (1024 * 1024 * 1024)).toFixed(1)} GB`;
+}
+
+/** The supervised sessions in words, as `mimesis doctor` says them, and what gone supervisors left. */
+function supervision(v: DoctorReport['supervision']): string {
+  if (v.error !== null) return v.error;
+  const n = v.supervisors.length;
+  const running = v.supervisors.filter((x) => x.alive).length;
+  const state =
+    n === 1
+      ? running === 1
+        ? ' that is running'
+        : ' that is gone'
+      : running === n
+        ? ' that are running'
+        : running === 0
+          ? ' that are gone'
+          : `, ${n - running} of them gone`;
+  let text =
+    v.recordedProcesses === 0
+      ? 'no supervised sessions yet'
+      : `${countOf(v.recordedSessions, 'supervised session')} (${countOf(v.recordedProcesses, 'process', 'processes')}), ` +
+        `run by ${countOf(n, 'Mimesis process', 'Mimesis processes')}${state}`;
+  const m = v.metricsPublishers.length;
+  if (m) text += `; ${countOf(m, 'running Mimesis process', 'running Mimesis processes')} ${m === 1 ? 'reports its' : 'report their'} sessions' resource use`;
+  const stale = v.staleMetrics;
+  if (stale) text += `; resource figures left by ${countOf(stale, 'Mimesis process', 'Mimesis processes')} that ${stale === 1 ? 'is' : 'are'} gone`;
+  return text;
 }
 
 function database(r: DoctorReport): DoctorRow {
   const d = r.database;
   const where = d.path ?? 'in memory';
-  const counts = `${countOf(d.sessions, 'session')}, ${countOf(d.chainLinks, 'chain link')}, ${bytes(d.sizeBytes)}, schema ${d.schemaVersion}`;
+  const counts = `${countOf(d.sessions, 'session')}, ${countOf(d.chainLinks, 'link in work chains', 'links in work chains')}, ${bytes(d.sizeBytes)}, schema ${d.schemaVersion}`;
   const h = d.health;
   const health =
     h.state === 'ok'
       ? 'ok'
       : h.state === 'missing'
-        ? 'missing'
+        ? 'not created yet'
         : h.state === 'rebuilt'
           ? `rebuilt (${h.reason}${h.movedTo ? `; the old file is ${h.movedTo}` : ''})`
           : `${h.state.replace('_', ' ')} (${h.reason})`;
@@ -45,8 +74,8 @@ function database(r: DoctorReport): DoctorRow {
   return { part: 'Database', value: `${where}: ${health}, ${counts}${deleted}`, bad: h.state !== 'ok' || r.databaseDeletedUnder !== null };
 }
 
-/** The report, part by part. */
-export function doctorRows(r: DoctorReport): DoctorRow[] {
+/** The report, part by part; times are said as on the day of `now`. */
+export function doctorRows(r: DoctorReport, now = Date.now()): DoctorRow[] {
   // (Reports recorded before these fields existed have neither.)
   const mode = r.dataDirMode ? ` (mode ${r.dataDirMode})` : '';
   const rows: DoctorRow[] = [
@@ -57,14 +86,14 @@ export function doctorRows(r: DoctorReport): DoctorRow[] {
     const hooks = h.error ?? (h.installed ? 'hooks installed' : h.partial ? 'hooks partly installed' : 'hooks not installed');
     rows.push({
       part: 'Config folder',
-      value: root.exists ? `${root.path}: ${countOf(root.sessionCount, 'session')}, ${hooks}` : `${root.path}: missing`,
+      value: root.exists ? `${root.path}: ${countOf(root.sessionCount, 'session')}, ${hooks}` : `${root.path}: not found`,
       bad: !root.exists || h.error !== null || !h.installed,
     });
   }
   const c = r.claudeCode;
   rows.push({
     part: 'Claude Code',
-    value: c.error ?? `${c.version ?? 'not on PATH'}${c.path ? ` at ${c.path}` : ''}; newest session written by ${c.seenVersion ?? 'none'}`,
+    value: c.error ?? `${c.version ?? 'not on PATH'}${c.path ? ` at ${c.path}` : ''}; ${c.seenVersion ? `newest session written by ${c.seenVersion}` : 'no session shows its version yet'}`,
     bad: c.error !== null || c.path === null,
   });
   const w = r.watcher;
@@ -74,19 +103,10 @@ export function doctorRows(r: DoctorReport): DoctorRow[] {
   const s = r.hookSpool;
   rows.push({
     part: 'Hook events',
-    value: `${s.path}: ${countOf(s.files, 'file')}, ${countOf(s.events, 'event')}${s.lastEventAt ? `, last at ${s.lastEventAt}` : ''}`,
+    value: `${s.path}: ${countOf(s.files, 'file')}, ${countOf(s.events, 'event')}${s.lastEventAt ? `, the last at ${formatMoment(s.lastEventAt, now)}` : ''}`,
     bad: false,
   });
   const v = r.supervision;
-  const gone = v.supervisors.filter((x) => !x.alive).length;
-  rows.push({
-    part: 'Supervision',
-    value:
-      v.error ??
-      `${countOf(v.recordedProcesses, 'process', 'processes')} of ${countOf(v.recordedSessions, 'session')} on record, ` +
-        `${countOf(v.supervisors.length, 'supervisor')}${gone ? ` (${gone} gone)` : ''}, ${`${v.metricsPublishers.length} reporting resource use`}` +
-        (v.staleMetrics ? `, ${countOf(v.staleMetrics, 'stale snapshot')}` : ''),
-    bad: v.error !== null || gone > 0,
-  });
+  rows.push({ part: 'Supervision', value: supervision(v), bad: v.error !== null || v.supervisors.some((x) => !x.alive) });
   return rows;
 }
