@@ -376,8 +376,24 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
         Ok(t.as_str().is_some_and(|t| t.contains(text)))
     };
 
-    let hook = permission_hook(&fx.data, LIVE, "Bash", json!({"command": "rm -rf build"}))?;
-    app.wait_for("the request over the timeline", Duration::from_secs(10), || shows("rm -rf build")).await?;
+    // A command longer than the bar is wide: shown whole (wrapped, not cut), and the bar takes
+    // its height from the timeline under it, which stays inside the window.
+    let long = "rm -rf build && cargo build --release --features rate-limit-redis,metrics-prometheus,tracing-otlp,\
+                compression-zstd,tls-rustls,admin-api,openapi-docs,cli-completions | tee /tmp/build.log";
+    let hook = permission_hook(&fx.data, LIVE, "Bash", json!({"command": long}))?;
+    app.wait_for("the request over the timeline", Duration::from_secs(10), || shows("| tee /tmp/build.log")).await?;
+    let fit = app
+        .js("const t = document.querySelector('[data-testid=approval-target]'); \
+             const pane = document.querySelector('.timeline-pane').getBoundingClientRect(); \
+             const below = [...document.querySelector('.timeline-pane').children].map((c) => c.getBoundingClientRect().bottom); \
+             return {text: t.textContent, cut: t.scrollWidth > t.clientWidth + 1, \
+                     scrolled: document.scrollingElement.scrollTop, \
+                     past: Math.max(...below) - pane.bottom, paneBottom: pane.bottom, window: innerHeight};")
+        .await?;
+    ensure!(fit["text"] == json!(format!("Bash · {long}")), "the command shown: {fit}");
+    ensure!(fit["cut"] == json!(false) && fit["scrolled"] == json!(0), "{fit}");
+    ensure!(fit["past"].as_f64().is_some_and(|p| p <= 1.0), "the timeline runs past its pane: {fit}");
+    ensure!(fit["paneBottom"].as_f64() <= fit["window"].as_f64(), "{fit}");
     // The approval bar passes axe-core, contrast included (issue 37).
     let found = axe_violations(app, "approval bar").await?;
     ensure!(found.is_empty(), "accessibility violations:\n{}", found.join("\n"));
