@@ -98,3 +98,10 @@ describe('what a request names', () => {
     expect(screen.getByRole('radio', { name: 'Memory' }).hasAttribute('aria-describedby')).toBe(false);
   });
 });
+
+it('a session that waits for approval before its call is named says so, not "A tool"', () => {
+  const sup = { requestOf: () => null, dialogOf: () => Promise.resolve(null) } as unknown as SupervisionStore;
+  render(ApprovalBar, { props: { session: session('w', { status: 'waiting_for_approval', pendingTool: null }), sup } });
+  expect(screen.getByTestId('approval-target').textContent).toBe('its call is not known yet');
+  expect(screen.queryByText(/A tool/)).toBeNull();
+});
