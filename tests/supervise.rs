@@ -125,6 +125,25 @@ async fn a_supervised_session_is_in_the_roster_as_pty_before_its_transcript_exis
     Ok(())
 }
 
+/// A session whose program cannot be started at all (no such agent) leaves nothing: an error
+/// that says why, and no row in the roster. Its first state had put a Terminated row there,
+/// whose every button then answered "no supervised session".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_whose_agent_is_missing_leaves_no_row() -> Result<()> {
+    let (dir, root, data, cwd) = temp_home(tempfile::tempdir()?)?;
+    let agent = AgentCommand::new(PathBuf::from("/nonexistent/claude"));
+    let s = Supervised::start_in(dir, root, data, cwd, agent, Some(quick_limits()), true, |_| {}).await?;
+    let engine = s.engine.clone().context("the roster")?;
+    engine.ready().await;
+    let err = s.sup.create(&s.cwd, None).await.err().context("a missing agent started")?;
+    ensure!(err.to_string().contains("cannot find the agent program"), "{err}");
+    // (The engine takes the supervisor's changes and a snapshot's question in one queue.)
+    let rows = engine.snapshot().await?.sessions;
+    ensure!(rows.iter().all(|r| r.source != Source::Pty && r.supervision.is_none()), "{rows:?}");
+    s.shutdown().await;
+    Ok(())
+}
+
 /// A session started from the window starts at the size of the terminal that shows it (its
 /// first screen is drawn for it), clamped to sane bounds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

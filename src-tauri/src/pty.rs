@@ -26,7 +26,7 @@ use mimesis_core::dialog::{Answer, Dialog};
 use mimesis_core::supervision::flow::{Flow, RESET, Resync, resync_reach, resync_tail, visible_tail};
 use mimesis_core::supervision::{AgentCommand, Resources, SupervisionEvent};
 use mimesis_wiring::plain::PlainTerminal;
-use mimesis_wiring::{Attachment, Mimesis, Supervisor};
+use mimesis_wiring::{Attachment, Mimesis, StartError, Supervisor, SupervisorError};
 use serde::Serialize;
 use tauri::ipc::{Channel, InvokeResponseBody};
 use tauri::{AppHandle, Emitter, Manager, Runtime};
@@ -236,8 +236,21 @@ pub async fn pty_create<R: Runtime>(
     }
     let cwd = PathBuf::from(cwd);
     let sup = state.sup().await?;
-    let id = sup.create_sized(&cwd, resume, cols.zip(rows)).await.map_err(|e| e.to_string())?;
+    let id = sup.create_sized(&cwd, resume, cols.zip(rows)).await.map_err(start_failure)?;
     Ok(Created { session_id: id.to_string() })
+}
+
+/// Why a session did not start, in the window's words: a missing agent program is set in
+/// Settings here, not with the CLI's `--agent`.
+fn start_failure(e: SupervisorError) -> String {
+    match e {
+        SupervisorError::Spawn(StartError::NotFound(program)) => format!(
+            "cannot find the agent program {:?} (not a file, nor on PATH): install Claude Code, or set the \
+             program to run in Settings › Agent › Command",
+            program.display().to_string()
+        ),
+        e => e.to_string(),
+    }
 }
 
 /// Why a folder cannot be a new session's folder, in a sentence; `null` when it can.
@@ -789,5 +802,19 @@ mod tests {
         let report = format!("\x1b[M {}!", char::from(232u8));
         assert_eq!(super::binary_bytes(&report).unwrap(), [0x1b, b'[', b'M', b' ', 232, b'!']);
         assert!(super::binary_bytes("é€").is_err());
+    }
+
+    #[test]
+    fn a_missing_agent_is_set_in_settings_not_with_a_flag() {
+        use mimesis_wiring::{StartError, SupervisorError};
+        let missing = SupervisorError::Spawn(StartError::NotFound("claude".into()));
+        let said = super::start_failure(missing);
+        assert!(said.contains("\"claude\"") && said.contains("Settings › Agent › Command"), "{said}");
+        assert!(!said.contains("--agent"), "{said}");
+        let other = SupervisorError::NotAFolder("/nowhere".into());
+        assert_eq!(
+            super::start_failure(other),
+            "/nowhere is not a folder; choose an existing folder to run the session in"
+        );
     }
 }

@@ -476,8 +476,10 @@ impl Supervisor {
         let actor = SessionActor::new(policy, first, s.clone(), cwd, size, rx);
         let sup = actor.supervision();
         if sup.state == SupervisionState::Terminated && sup.pid.is_none() {
-            // The first launch failed outright (no such program): say why, keep nothing.
-            lock(&s.sessions).remove(&id);
+            // The first launch failed outright (no such program): say why, keep nothing, not
+            // even the row its first state showed in the roster (a Terminated row whose every
+            // button then answered "no supervised session").
+            s.finished(&id);
             return Err(SupervisorError::Spawn(why_not_started(&s.agent().program)));
         }
         let handle = tokio::spawn(tracing::Instrument::instrument(actor.run(), tracing::info_span!("session", %id)));

@@ -61,7 +61,7 @@ use mimesis_watch::EngineConfig;
 use tokio::sync::{broadcast, watch};
 
 pub use mimesis_fleetdb::{DbHealth, DbStats, FILE_NAME as DATABASE_FILE};
-pub use mimesis_supervise::{Attachment, Supervisor, metrics, new_session_id, plain};
+pub use mimesis_supervise::{Attachment, StartError, Supervisor, SupervisorError, metrics, new_session_id, plain};
 pub use mimesis_watch::engine::{Follow, IndexPriority};
 // The faces reach the watch and hook crates through here only (tests/layers.rs).
 pub use mimesis_watch::engine::{IndexProgress, IndexedItem, RootInfo, TimelinePage};
