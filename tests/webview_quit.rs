@@ -3,7 +3,7 @@
 //! a private display and bus, where no tray host runs, so closing the window quits (as
 //! src-tauri/src/window.rs says). The window's close button (a `WM_DELETE_WINDOW`, as a
 //! window manager sends it) asks first: the dialog says a supervised session runs; Cancel
-//! keeps the app and the session (it still answers); "Stop them and quit" ends the agent
+//! keeps the app and the session (it still answers); "Stop it and quit" ends the agent
 //! and the app, leaving no process of ours; the next start offers to resume the session
 //! ("Resume the session that was running"), and Resume runs it again.
 //!
@@ -114,7 +114,7 @@ async fn quit_flow(app: &DesktopApp, fx: &Fixture) -> Result<String> {
     close_window(app).await?;
     let said = app.text_of("[data-testid=quit-dialog]").await?;
     ensure!(said.contains("A supervised session is running"), "the dialog names the running session: {said}");
-    ensure!(said.contains("Stop them and quit") && said.contains("Cancel"), "its choices: {said}");
+    ensure!(said.contains("Stop it and quit") && said.contains("Cancel"), "its choices: {said}");
 
     // Cancel: the app and the session go on (it still answers).
     app.click("[data-testid=quit-cancel]").await?;
@@ -123,7 +123,7 @@ async fn quit_flow(app: &DesktopApp, fx: &Fixture) -> Result<String> {
     ensure!(agents.iter().all(|p| alive(*p)), "the agent runs after Cancel");
     say(app, "still here").await?;
 
-    // Asked again, "Stop them and quit": the agent and the app end.
+    // Asked again, "Stop it and quit": the agent and the app end.
     close_window(app).await?;
     // (The app may end before the click's answer comes back.)
     let _ = app.click("[data-testid=quit-stop]").await;

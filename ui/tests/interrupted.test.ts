@@ -112,6 +112,8 @@ describe('the quit dialog', () => {
     expect(i.handOver).toBe(false);
     const without = render(QuitDialog, { running: 1, handOver: i.handOver, onstop: () => {}, oncancel: () => {} });
     expect(without.queryByTestId('quit-handover')).toBeNull();
+    // One session is "it".
+    expect(without.getByTestId('quit-stop').textContent).toBe('Stop it and quit');
     without.unmount();
     b.fire('app:quit-requested', { running: 2, handOver: true });
     let handed = 0;

@@ -113,7 +113,7 @@ describe('supervised sessions in the app', () => {
     await b.play();
     await fireEvent.click(q('[data-testid=pty-delete]') as HTMLElement);
     const confirm = await find('[data-testid=pty-delete-dialog]');
-    expect(confirm.textContent).toContain('The transcript stays');
+    expect(confirm.textContent).toContain('the transcript stays on disk');
     await fireEvent.click(q('[data-testid=pty-delete-confirm]') as HTMLElement);
     expect(await b.play((ev, p) => ev === 'store:events' && JSON.stringify(p).includes('"supervision":null'))).toBe(true);
     await waitFor(() => expect(q('[data-testid=session-view]')).toBeNull());
