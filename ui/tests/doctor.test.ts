@@ -28,10 +28,10 @@ describe('the doctor report, part by part', () => {
     const sup = doctorReport().supervision;
     const value = (over: Partial<typeof sup>) => row(doctorRows(doctorReport({ supervision: { ...sup, ...over } })), 'Supervision')?.value;
     const publisher = { pid: 7, startTicks: 1, updatedAt: '2026-12-03T16:37:39.139Z', sessions: 1, path: '/m/7.json' };
-    expect(value({ metricsPublishers: [publisher] })).toBe("no supervised sessions yet; 1 running Mimesis process reports its sessions' resource use");
+    expect(value({ metricsPublishers: [publisher] })).toBe('no supervised sessions yet; 1 running Mimesis process reports resource use');
     expect(
       value({ recordedProcesses: 1, recordedSessions: 1, supervisors: [{ pid: 7, alive: true, processes: 1, sessions: ['s1'] }], metricsPublishers: [publisher] }),
-    ).toBe("1 supervised session (1 process), run by 1 Mimesis process that is running; 1 running Mimesis process reports its sessions' resource use");
+    ).toBe('1 supervised session (1 process), run by a Mimesis that is running; 1 running Mimesis process reports resource use');
     expect(
       value({
         recordedProcesses: 3,
@@ -62,7 +62,7 @@ describe('the doctor report, part by part', () => {
     expect(row(rows, 'Claude Code')?.value).toBe('not on PATH; newest session written by 2.1.197');
     expect(row(rows, 'Database')?.value).toContain('rebuilt (not a database; the old file is /x/mimesis/fleet.db.bad)');
     expect(row(rows, 'Database')?.value).toContain('process 4242 still has the deleted file open');
-    expect(row(rows, 'Supervision')?.value).toBe('1 supervised session (1 process), run by 1 Mimesis process that is gone');
+    expect(row(rows, 'Supervision')?.value).toBe('1 supervised session (1 process), run by a Mimesis that is gone');
   });
 });
 

@@ -492,18 +492,17 @@ fn supervision_line(sup: &SupervisionReport) -> String {
     } else {
         let n = sup.supervisors.len();
         let running = sup.supervisors.iter().filter(|s| s.alive).count();
-        let state = match (n, running) {
-            (1, 1) => " that is running".to_owned(),
-            (1, _) => " that is gone".to_owned(),
-            (_, r) if r == n => " that are running".to_owned(),
-            (_, 0) => " that are gone".to_owned(),
-            (_, r) => format!(", {} of them gone", n - r),
+        let by = match (n, running) {
+            (1, 1) => "a Mimesis that is running".to_owned(),
+            (1, _) => "a Mimesis that is gone".to_owned(),
+            (_, r) if r == n => format!("{n} Mimesis processes, all running"),
+            (_, 0) => format!("{n} Mimesis processes, all gone"),
+            (_, r) => format!("{n} Mimesis processes, {} of them gone", n - r),
         };
         line.push_str(&format!(
-            "{} ({}), run by {}{state}",
+            "{} ({}), run by {by}",
             thousands(sup.recorded_sessions as u64),
             count(sup.recorded_processes as u64, "process", "processes"),
-            count(n as u64, "Mimesis process", "Mimesis processes")
         ));
     }
     let reporting = sup.metrics_publishers.len();
@@ -511,7 +510,7 @@ fn supervision_line(sup: &SupervisionReport) -> String {
         line.push_str(&format!(
             "; {} {}",
             count(reporting as u64, "running Mimesis process", "running Mimesis processes"),
-            if reporting == 1 { "reports its sessions' resource use" } else { "report their sessions' resource use" }
+            if reporting == 1 { "reports resource use" } else { "report resource use" }
         ));
     }
     line
@@ -677,19 +676,19 @@ mod tests {
         sup.metrics_publishers = vec![publisher(7)];
         assert_eq!(
             supervision_line(&sup),
-            "supervised sessions: none yet; 1 running Mimesis process reports its sessions' resource use"
+            "supervised sessions: none yet; 1 running Mimesis process reports resource use"
         );
         sup.recorded_processes = 1;
         sup.recorded_sessions = 1;
         sup.supervisors = vec![supervisor(7, true, 1)];
         assert_eq!(
             supervision_line(&sup),
-            "supervised sessions: 1 (1 process), run by 1 Mimesis process that is running; \
-             1 running Mimesis process reports its sessions' resource use"
+            "supervised sessions: 1 (1 process), run by a Mimesis that is running; \
+             1 running Mimesis process reports resource use"
         );
         sup.metrics_publishers.clear();
         sup.supervisors = vec![supervisor(7, false, 1)];
-        assert_eq!(supervision_line(&sup), "supervised sessions: 1 (1 process), run by 1 Mimesis process that is gone");
+        assert_eq!(supervision_line(&sup), "supervised sessions: 1 (1 process), run by a Mimesis that is gone");
         sup.recorded_processes = 3;
         sup.recorded_sessions = 2;
         sup.supervisors = vec![supervisor(7, false, 1), supervisor(8, true, 2)];
@@ -697,7 +696,7 @@ mod tests {
         assert_eq!(
             supervision_line(&sup),
             "supervised sessions: 2 (3 processes), run by 2 Mimesis processes, 1 of them gone; \
-             2 running Mimesis processes report their sessions' resource use"
+             2 running Mimesis processes report resource use"
         );
     }
 

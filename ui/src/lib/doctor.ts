@@ -35,23 +35,19 @@ function supervision(v: DoctorReport['supervision']): string {
   if (v.error !== null) return v.error;
   const n = v.supervisors.length;
   const running = v.supervisors.filter((x) => x.alive).length;
-  const state =
+  const by =
     n === 1
       ? running === 1
-        ? ' that is running'
-        : ' that is gone'
-      : running === n
-        ? ' that are running'
-        : running === 0
-          ? ' that are gone'
-          : `, ${n - running} of them gone`;
+        ? 'a Mimesis that is running'
+        : 'a Mimesis that is gone'
+      : `${n} Mimesis processes, ${running === n ? 'all running' : running === 0 ? 'all gone' : `${n - running} of them gone`}`;
   let text =
     v.recordedProcesses === 0
       ? 'no supervised sessions yet'
       : `${countOf(v.recordedSessions, 'supervised session')} (${countOf(v.recordedProcesses, 'process', 'processes')}), ` +
-        `run by ${countOf(n, 'Mimesis process', 'Mimesis processes')}${state}`;
+        `run by ${by}`;
   const m = v.metricsPublishers.length;
-  if (m) text += `; ${countOf(m, 'running Mimesis process', 'running Mimesis processes')} ${m === 1 ? 'reports its' : 'report their'} sessions' resource use`;
+  if (m) text += `; ${countOf(m, 'running Mimesis process', 'running Mimesis processes')} ${m === 1 ? 'reports' : 'report'} resource use`;
   const stale = v.staleMetrics;
   if (stale) text += `; resource figures left by ${countOf(stale, 'Mimesis process', 'Mimesis processes')} that ${stale === 1 ? 'is' : 'are'} gone`;
   return text;
