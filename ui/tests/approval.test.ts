@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { answersOf, diffLines, inputView, questionOf } from '../src/lib/approval';
+import { answersOf, codeParts, codeQuoted, diffLines, inputView, questionOf } from '../src/lib/approval';
 
 describe('diffLines', () => {
   it('keeps shared lines as context and shows the change as removed then added', () => {
@@ -46,5 +46,23 @@ describe('inputView', () => {
     expect(inputView('Bash', { command: 'ls', description: 'list' })).toEqual({ kind: 'command', command: 'ls', rest: { description: 'list' } });
     expect(inputView('Grep', { pattern: 'x' })).toEqual({ kind: 'other', rest: { pattern: 'x' } });
     expect(inputView('Edit', 'odd')).toEqual({ kind: 'other', rest: 'odd' });
+  });
+});
+
+describe('codeParts', () => {
+  it("splits the engine's sentence at its backticks; an unpaired one stays", () => {
+    expect(codeParts('Runs Bash `echo hi` once (Enter).')).toEqual([
+      { text: 'Runs Bash ', code: false },
+      { text: 'echo hi', code: true },
+      { text: ' once (Enter).', code: false },
+    ]);
+    expect(codeParts('`a``b`')).toEqual([
+      { text: 'a', code: true },
+      { text: 'b', code: true },
+    ]);
+    expect(codeParts('a ` b')).toEqual([{ text: 'a ` b', code: false }]);
+    expect(codeParts('')).toEqual([]);
+    expect(codeQuoted('Cancels Bash `curl` (Esc)')).toBe('Cancels Bash “curl” (Esc)');
+    expect(codeQuoted(null)).toBeUndefined();
   });
 });

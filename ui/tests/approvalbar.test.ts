@@ -40,6 +40,9 @@ describe('a dialog typed into its screen', () => {
     expect(stay.textContent?.trim()).toBe('Stay in auto mode');
     expect(screen.getByTestId('deny').textContent?.trim()).toBe('Cancel');
     expect(screen.getByTestId('approve-means').textContent).toContain('Nothing runs yet');
+    // The engine's backticks are code, not raw backticks.
+    expect(screen.getByTestId('approve-means').querySelector('code')?.textContent).toBe('curl');
+    expect(screen.getByTestId('approve-means').textContent).not.toContain('`');
     expect(screen.queryByTestId('deny-message')).toBeNull();
     await fireEvent.click(stay);
     expect(sup.answer).toHaveBeenCalledTimes(1);

@@ -58,3 +58,19 @@ it("a session of a machine that is away is not called live, and its Stop and Res
   expect(sessionAway([hostOf('unreachable')], null)).toBeUndefined();
   expect(sessionAway([], 'devbox')).toBeUndefined();
 });
+
+it("a supervised session's last exit is a warning while it is the news, not once the session runs again", () => {
+  const sup = (state: string, lastExitCode: number | null) =>
+    ({ state, mode: 'persistent', agent: 'claude', cwd: '/p', pid: state === 'running' ? 7 : null, processStartedAt: null, createdAt: '2026-11-01T11:00:00.000Z', idleDeadline: null, durationDeadline: null, queuedInputs: 0, lastExitCode, terminatedReason: null }) as never;
+  const warned = (state: string, code: number | null) => {
+    const { container, unmount } = render(TimelineHeader, { props: { session: session('p', { source: 'pty', supervision: sup(state, code) } as never), total: 1 } });
+    const el = container.querySelector('[data-testid=last-exit]');
+    const out = el ? el.classList.contains('warn') : null;
+    unmount();
+    return out;
+  };
+  expect(warned('terminated', 143)).toBe(true);
+  expect(warned('running', 143)).toBe(false);
+  expect(warned('terminated', 0)).toBe(false);
+  expect(warned('running', null)).toBeNull();
+});

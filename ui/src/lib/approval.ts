@@ -94,3 +94,28 @@ export function inputView(tool: string, input: unknown): InputView {
   if (command !== null) return { kind: 'command', command, rest: without('command') };
   return { kind: 'other', rest: input };
 }
+
+/**
+ * The engine's sentence about an option ("Runs Bash `echo hi` once") in parts: a part between
+ * backticks is code (shown as code, never as markup); an unpaired backtick stays as it is.
+ */
+export function codeParts(text: string): { text: string; code: boolean }[] {
+  const out: { text: string; code: boolean }[] = [];
+  let rest = text;
+  for (;;) {
+    const open = rest.indexOf('`');
+    const close = open < 0 ? -1 : rest.indexOf('`', open + 1);
+    if (close < 0) {
+      if (rest) out.push({ text: rest, code: false });
+      return out;
+    }
+    if (open > 0) out.push({ text: rest.slice(0, open), code: false });
+    out.push({ text: rest.slice(open + 1, close), code: true });
+    rest = rest.slice(close + 1);
+  }
+}
+
+/** The same sentence for a tooltip (plain text): code in quotes. */
+export function codeQuoted(text: string | null | undefined): string | undefined {
+  return text ? codeParts(text).map((p) => (p.code ? `“${p.text}”` : p.text)).join('') : undefined;
+}

@@ -76,7 +76,7 @@ export const NUMBER_SECTIONS: Section[] = [
       n('limits.recoveryRetryDelaySecs', 'Between attempts wait'),
       n('limits.crashDebounceSuccessSecs', 'Ignore crashes after a recovery for'),
       n('limits.crashDebounceFailureSecs', 'Ignore crashes after a failed recovery for'),
-      n('limits.restartLimitBurst', 'Automatic restarts at most', 'Within the window below; past it they stop and say why.'),
+      n('limits.restartLimitBurst', 'Automatic restarts at most', 'Within the time in “Counting restarts over”; past it they stop and say why.'),
       n('limits.restartLimitWindowSecs', 'Counting restarts over', 'Memory, disk and crash restarts all count.'),
     ],
   },
