@@ -22,11 +22,16 @@ function setup(fail: string[] = []) {
     interrupted_dismiss: () => null,
     app_quit: () => null,
   });
-  const i = new InterruptedSessions(b, async (cwd, id) => {
-    if (fail.includes(id)) throw new Error('No conversation found');
-    resumed.push([cwd, id]);
-  });
-  return { b, i, resumed };
+  const shown: string[] = [];
+  const i = new InterruptedSessions(
+    b,
+    async (cwd, id) => {
+      if (fail.includes(id)) throw new Error('No conversation found');
+      resumed.push([cwd, id]);
+    },
+    (id) => shown.push(id),
+  );
+  return { b, i, resumed, shown };
 }
 
 describe('the resume banner', () => {
@@ -51,16 +56,20 @@ describe('the resume banner', () => {
     await flush();
     expect(resumed.map(([, id]) => id)).toEqual(['aaaa1111', 'cccc3333']);
     expect(r.getByTestId('resume-all').textContent).toBe('Resume the session that was running');
+    // One left: named once, one button.
+    expect(r.getByTestId('resume-what').textContent).toBe('Mimesis ended while “bbbb2222” was running.');
+    expect(r.queryAllByTestId('resume-one')).toHaveLength(0);
     expect(r.getByRole('alert').textContent).toContain('No conversation found');
   });
 
-  it('one session alone resumes from its own button; Dismiss forgets the rest', async () => {
-    const { b, i, resumed } = setup();
+  it('one session alone resumes from its own button and is shown; Dismiss forgets the rest', async () => {
+    const { b, i, resumed, shown } = setup();
     await i.start();
     const r = render(ResumeBanner, { interrupted: i, label: (id: string) => id });
     await fireEvent.click(r.getAllByTestId('resume-one')[1]);
     await flush();
     expect(resumed).toEqual([['/p/b', 'bbbb2222']]);
+    expect(shown).toEqual(['bbbb2222']);
     await fireEvent.click(r.getByTestId('resume-dismiss'));
     await flush();
     expect(b.calls.at(-1)).toEqual({ cmd: 'interrupted_dismiss', args: { sessionIds: ['aaaa1111', 'cccc3333'] } });

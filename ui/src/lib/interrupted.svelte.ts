@@ -48,7 +48,12 @@ export class InterruptedSessions {
   #resume: ResumeFn;
   #unlisten: Unlisten[] = [];
 
-  constructor(backend: Backend, resume: ResumeFn) {
+  /** `onresumed`: one session resumed alone (the banner's only one, or its own button): shown. */
+  constructor(
+    backend: Backend,
+    resume: ResumeFn,
+    private readonly onresumed: (sessionId: string) => void = () => {},
+  ) {
     this.#backend = backend;
     this.#resume = resume;
   }
@@ -95,6 +100,7 @@ export class InterruptedSessions {
     }
     this.error = failed.length ? `Could not resume ${failed.join('; ')}` : null;
     this.busy = false;
+    if (ids.length === 1 && failed.length === 0) this.onresumed(ids[0]);
   }
 
   /** Not resumed: forgotten, the banner goes. */
