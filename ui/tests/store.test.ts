@@ -192,6 +192,20 @@ describe('RosterStore', () => {
     expect(store.filters.query).toBe('parser');
   });
 
+  it('a session waiting off a held list is shown by applying the order, the filter kept', async () => {
+    const { b, store } = setup({ sessions: [session('a', { lastActivityAt: at(3) }), session('b', { lastActivityAt: at(2) })] });
+    await store.start();
+    store.setFilter('status', 'waiting_for_approval');
+    store.hold(true);
+    b.fire('store:events', { events: [{ type: 'updated', sessionId: 'b', changes: { status: 'waiting_for_approval', lastActivityAt: at(9) }, seq: 6 }] });
+    await flush();
+    expect(store.waiting).toBe(1);
+    store.showSession('b');
+    expect(store.filters.status).toBe('waiting_for_approval');
+    expect(store.lines.order().map((s) => s.sessionId)).toEqual(['b']);
+    expect(store.openId).toBe('b');
+  });
+
   it('holds the order while the pointer or the focus is in the roster, until both leave', async () => {
     const { b, store } = setup({ sessions: [session('a', { lastActivityAt: at(3) }), session('b', { lastActivityAt: at(2) })] });
     await store.start();

@@ -684,10 +684,11 @@ export class RosterStore {
    */
   showSession(id: string): void {
     const s = this.#index.get(id);
-    if (s && this.#lines.indexOf(s) < 0) {
+    const hidden = () => !!s && this.#lines.indexOf(s) < 0;
+    if (s && hidden()) {
       if (this.#deferred.has(id) || this.#lines.outside.has(id)) this.resort();
       const f = this.filters;
-      if (f.query || f.status !== 'all' || f.liveOnly || (s.superseded && !f.showSuperseded)) {
+      if (hidden() && (f.query || f.status !== 'all' || f.liveOnly || (s.superseded && !f.showSuperseded))) {
         this.filters = { ...f, query: '', status: 'all', liveOnly: false, showSuperseded: f.showSuperseded || s.superseded };
         this.#rebuild();
       }
