@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_FILTERS, applyEvents, buildView, flatten, groupKey } from '../src/lib/roster';
+import { DEFAULT_FILTERS, applyEvents, buildView, flatten, groupKey, waitingText } from '../src/lib/roster';
 import type { TrackedSession } from '../src/lib/types';
 import { session } from './helpers';
 
@@ -144,5 +144,14 @@ describe('highlight', () => {
       { text: ' now', hit: false },
     ]);
     expect(highlight('abc', '')).toEqual([{ text: 'abc', hit: false }]);
+  });
+});
+
+describe('waitingText', () => {
+  it('says what waits for a held order: new sessions, ones that came into the filter, or both', () => {
+    expect(waitingText(1, 1)).toBe('1 new session');
+    expect(waitingText(3, 3)).toBe('3 new sessions');
+    expect(waitingText(1, 0)).toBe('1 more session in this filter');
+    expect(waitingText(3, 1)).toBe('1 new, 2 more in this filter');
   });
 });

@@ -48,7 +48,7 @@ export function kindLabel(k: SearchKind): string {
  */
 export function projectName(project: string, cwd?: string | null): string {
   const last = cwd
-    ?.split(/[\\/]/)
+    ?.split('/')
     .filter((s) => s.length > 0)
     .pop();
   return last ?? project.replace(/^-+/, '');

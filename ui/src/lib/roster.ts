@@ -274,7 +274,7 @@ export function newlySuperseded(events: readonly SeqEvent[]): Set<string> {
 export function waitingText(all: number, fresh: number): string {
   const changed = all - fresh;
   const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-  if (changed <= 0) return `${plural(fresh, 'new session')}`;
+  if (changed <= 0) return plural(fresh, 'new session');
   if (fresh <= 0) return `${plural(changed, 'more session')} in this filter`;
   return `${fresh} new, ${changed} more in this filter`;
 }

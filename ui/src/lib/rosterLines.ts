@@ -101,6 +101,7 @@ export class RosterLines implements Sizes {
     this.groups = [];
     this.#byKey.clear();
     this.counts = emptyCounts();
+    // (Not frozen any more: what waited outside the frozen list is listed or filtered now.)
     this.outside.clear();
     for (const s of sorted) {
       this.work.rows++;
@@ -303,11 +304,7 @@ export class RosterLines implements Sizes {
   #listed(s: TrackedSession, counted: boolean): boolean {
     if (this.#shown.deferred?.has(s.sessionId)) return false;
     const members = this.#shown.members;
-    if (members) {
-      if (members.has(s.sessionId)) return true;
-      if (counted && matchesStatus(s, this.#shown.filters.status, this.#shown.attention)) this.outside.add(s.sessionId);
-      return false;
-    }
+    if (members) return members.has(s.sessionId);
     return counted && matchesStatus(s, this.#shown.filters.status, this.#shown.attention);
   }
 
@@ -330,9 +327,8 @@ export class RosterLines implements Sizes {
       this.work.rows++;
       this.#count(s, -1);
     }
-    const listed = this.#listed(s, counted);
     this.outside.delete(s.sessionId);
-    if (!listed) return;
+    if (!this.#listed(s, counted)) return;
     const g = this.#byKey.get(groupKey(s));
     const i = g ? this.#find(g.sessions, s) : -1;
     if (!g || i < 0) return;
@@ -352,7 +348,13 @@ export class RosterLines implements Sizes {
       this.work.rows++;
       this.#count(s, 1);
     }
-    if (!this.#listed(s, counted)) return;
+    if (!this.#listed(s, counted)) {
+      // Frozen: one that now passes every filter waits off the list, counted in `outside`
+      // (a new session waits as `deferred`).
+      const frozen = this.#shown.members && !this.#shown.deferred?.has(s.sessionId);
+      if (frozen && counted && matchesStatus(s, this.#shown.filters.status, this.#shown.attention)) this.outside.add(s.sessionId);
+      return;
+    }
     this.#fresh = false;
     const g = this.#byKey.get(groupKey(s));
     if (!g) {
