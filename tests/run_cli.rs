@@ -192,6 +192,46 @@ fn a_missing_agent_fails_with_a_sentence() -> Result<()> {
     Ok(())
 }
 
+/// A desktop session's PATH has no `claude` that npm put under nvm (set up by `~/.bashrc`) or
+/// that Claude Code's installer put in `~/.local/bin` after the session began: the default
+/// agent is found there and runs with its folder first on its PATH (npm's script needs the
+/// `node` beside it); the doctor says where it runs from.
+#[test]
+fn a_claude_off_the_path_is_run_from_where_its_installer_put_it() -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Home::new()?;
+    let home = h.root.parent().context("base")?.join("home");
+    let bin = home.join(".nvm/versions/node/v22.3.0/bin");
+    std::fs::create_dir_all(&bin)?;
+    let seen = home.join("path-seen");
+    let script = format!("#!/bin/sh\necho \"$PATH\" > '{}'\nexec '{}' \"$@\"\n", seen.display(), standin()?.display());
+    std::fs::write(bin.join("claude"), script)?;
+    std::fs::set_permissions(bin.join("claude"), std::fs::Permissions::from_mode(0o755))?;
+    let with_home = |c: &mut Command| {
+        c.env("HOME", &home).env("PATH", "/usr/bin:/bin").env_remove("MIMESIS_AGENT");
+    };
+
+    let mut c = h.command()?;
+    with_home(&mut c);
+    c.args(["run", "--events-json"]).arg(&h.events);
+    let mut child = Run(c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?);
+    h.wait_type("session_started")?;
+    wait_file(&seen, "/bin")?;
+    let path = std::fs::read_to_string(&seen)?;
+    ensure!(path.trim() == format!("{}:/usr/bin:/bin", bin.display()), "{path}");
+    type_line(&mut child, "/exit")?;
+    let (code, err) = wait(&mut child)?;
+    ensure!(code == 0, "exit {code}: {err}");
+
+    let mut c = h.command()?;
+    with_home(&mut c);
+    let out = c.args(["doctor", "--json"]).stdin(Stdio::null()).output()?;
+    let report: Value = serde_json::from_slice(&out.stdout).context("doctor --json")?;
+    let claude = &report["claudeCode"];
+    ensure!(claude["path"] == bin.join("claude").to_string_lossy().as_ref() && claude["onPath"] == false, "{claude}");
+    Ok(())
+}
+
 #[test]
 fn the_duration_limit_writes_warning_and_termination_and_exits_0() -> Result<()> {
     let h = Home::new()?;

@@ -762,6 +762,7 @@ fn sample_doctor() -> DoctorReport {
         roots: vec![RootReport { path: "/r".into(), exists: true, session_count: 2, hooks }],
         claude_code: ClaudeCodeReport {
             path: Some("/bin/claude".into()),
+            on_path: true,
             version: Some("2.1.197".into()),
             seen_version: Some("2.1.197".into()),
             error: Some("e".into()),

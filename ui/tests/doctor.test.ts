@@ -49,7 +49,7 @@ describe('the doctor report, part by part', () => {
     const ok = doctorReport();
     const rows = doctorRows(
       doctorReport({
-        claudeCode: { path: null, version: null, seenVersion: '2.1.197', error: null },
+        claudeCode: { path: null, onPath: false, version: null, seenVersion: '2.1.197', error: null },
         database: { ...ok.database, health: { state: 'rebuilt', reason: 'not a database', movedTo: '/x/mimesis/fleet.db.bad' } },
         databaseDeletedUnder: 4242,
         dataDirMode: '0755',
@@ -59,7 +59,7 @@ describe('the doctor report, part by part', () => {
     );
     expect(rows.filter((r) => r.bad).map((r) => r.part)).toEqual(['Mimesis', 'Claude Code', 'Database', 'Supervision']);
     expect(row(rows, 'Mimesis')?.value).toBe('0.1.0, data in /x/mimesis (mode 0755)');
-    expect(row(rows, 'Claude Code')?.value).toBe('not on PATH; newest session written by 2.1.197');
+    expect(row(rows, 'Claude Code')?.value).toBe('not found; newest session written by 2.1.197');
     expect(row(rows, 'Database')?.value).toContain('rebuilt (not a database; the old file is /x/mimesis/fleet.db.bad)');
     expect(row(rows, 'Database')?.value).toContain('process 4242 still has the deleted file open');
     expect(row(rows, 'Supervision')?.value).toBe('1 supervised session (1 process), run by a Mimesis that is gone');

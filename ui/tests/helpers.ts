@@ -69,7 +69,7 @@ export function doctorReport(over: Partial<DoctorReport> = {}): DoctorReport {
   return {
     mimesisVersion: '0.1.0',
     roots: [{ path: '/x/.claude', exists: true, sessionCount: 3, hooks }],
-    claudeCode: { path: '/usr/bin/claude', version: '2.1.197 (Claude Code)', seenVersion: '2.1.197', error: null },
+    claudeCode: { path: '/usr/bin/claude', onPath: true, version: '2.1.197 (Claude Code)', seenVersion: '2.1.197', error: null },
     watcher: { ok: true, maxUserWatches: 65536, error: null },
     dataDir: '/x/mimesis',
     dataDirMode: '0700',

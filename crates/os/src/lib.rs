@@ -20,5 +20,6 @@ pub mod mapped;
 pub mod owner;
 pub mod private;
 pub mod procs;
+pub mod programs;
 pub mod roots;
 pub mod trim;

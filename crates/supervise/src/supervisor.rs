@@ -802,7 +802,9 @@ pub fn new_session_id() -> SessionId {
 
 /// Why `program` could not be started (for a failed first launch).
 fn why_not_started(program: &Path) -> StartError {
-    let found = if program.components().count() > 1 {
+    let found = if let Some(found) = mimesis_os::programs::locate_here(program) {
+        Some(found.program)
+    } else if program.components().count() > 1 {
         program.is_file().then(|| program.to_owned())
     } else {
         std::env::var_os("PATH")

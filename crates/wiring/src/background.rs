@@ -165,8 +165,14 @@ impl Claude {
     /// folder (unless it is the default one and unset here), none of Mimesis's own marks
     /// (a service started by it must never count as one of our agents), the user's values
     /// of what the toolkit was given.
+    /// A bare `claude` off the PATH runs from where its installer put it, with its folder
+    /// first on its PATH (`mimesis_os::programs`).
     pub fn command(&self, args: &[&str], cwd: &Path) -> Command {
-        let mut cmd = Command::new(&self.program);
+        let located = mimesis_os::programs::locate_here(&self.program).filter(|f| !f.on_path);
+        let mut cmd = Command::new(located.as_ref().map_or(&self.program, |f| &f.program));
+        if let Some(path) = located.as_ref().and_then(|f| f.path_for_child(std::env::var_os("PATH").as_deref())) {
+            cmd.env("PATH", path);
+        }
         cmd.args(args).current_dir(cwd);
         without_marks(&mut cmd);
         let default = dirs::home_dir().map(|h| h.join(".claude"));

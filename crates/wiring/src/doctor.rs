@@ -41,8 +41,11 @@ pub struct RootReport {
 #[derive(Serialize, Clone, Debug, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct ClaudeCodeReport {
-    /// The `claude` found on PATH.
+    /// The `claude` Mimesis runs: on PATH, else where its installers put it
+    /// (`mimesis_os::programs`).
     pub path: Option<PathBuf>,
+    /// Whether `path` is on the PATH Mimesis was started with.
+    pub on_path: bool,
     /// What `claude --version` printed.
     pub version: Option<String>,
     /// The version the newest session was written by (registry or transcript).
@@ -157,7 +160,11 @@ impl DoctorReport {
         }
         let c = &self.claude_code;
         // A `claude` that is there but did not answer is not "not on PATH": say what happened.
-        let found = c.version.as_deref().or(c.error.as_deref()).unwrap_or("not on PATH");
+        let mut found = c.version.as_deref().or(c.error.as_deref()).unwrap_or("not found").to_owned();
+        // Found where its installer put it, not on the PATH: say where Mimesis runs it from.
+        if let Some(path) = c.path.as_ref().filter(|_| !c.on_path) {
+            found.push_str(&format!(" at {}, not on PATH", path.display()));
+        }
         let seen = match &c.seen_version {
             Some(s) => format!("newest session written by {s}"),
             None => "no session shows its version yet".to_owned(),
@@ -220,7 +227,10 @@ impl DoctorReport {
             }
         }
         if self.claude_code.version.is_none() && self.claude_code.seen_version.is_none() {
-            v.push("no Claude Code found on PATH and no session shows its version".to_owned());
+            v.push(
+                "no Claude Code found (on PATH or where its installers put it) and no session shows its version"
+                    .to_owned(),
+            );
         }
         if !self.watcher.ok {
             v.push(format!(
@@ -268,7 +278,7 @@ pub fn run(roots: &[PathBuf], data_dir: &Path, db: Option<&Db>) -> DoctorReport 
             hooks: install::status(r),
         })
         .collect();
-    let mut claude = claude_on_path();
+    let mut claude = claude_located();
     claude.seen_version = seen_version(roots);
     let database = match db {
         Some(db) => db.stats(),
@@ -365,18 +375,15 @@ fn supervision_check(data_dir: &Path, db: Option<&Db>) -> SupervisionReport {
     report
 }
 
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| {
-        use std::os::unix::fs::PermissionsExt;
-        p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
-}
-
-fn claude_on_path() -> ClaudeCodeReport {
-    let Some(path) = find_on_path("claude") else { return ClaudeCodeReport::default() };
-    let mut report = ClaudeCodeReport { path: Some(path.clone()), ..Default::default() };
+fn claude_located() -> ClaudeCodeReport {
+    use mimesis_os::programs;
+    let Some(found) = programs::locate_here(Path::new(programs::CLAUDE)) else { return ClaudeCodeReport::default() };
+    let path = found.program.clone();
+    let mut report = ClaudeCodeReport { path: Some(path.clone()), on_path: found.on_path, ..Default::default() };
     let mut cmd = Command::new(&path);
+    if let Some(p) = found.path_for_child(std::env::var_os("PATH").as_deref()) {
+        cmd.env("PATH", p);
+    }
     mimesis_os::child_env::restore(&mut cmd);
     let child = cmd
         .arg("--version")
@@ -640,6 +647,31 @@ mod tests {
         );
         // No timestamp as the JSON writes it reaches the words.
         assert!(lines.iter().all(|l| !l.contains("2026-12-03T")), "{lines:?}");
+    }
+
+    #[test]
+    fn a_claude_off_the_path_is_said_with_where_it_runs_from() {
+        let mut r = report();
+        r.claude_code.path = Some("/home/me/.nvm/versions/node/v22.3.0/bin/claude".into());
+        let lines = r.lines_at(ts(AT), &utc());
+        assert!(
+            lines.contains(
+                &"Claude Code: 2.1.197 at /home/me/.nvm/versions/node/v22.3.0/bin/claude, not on PATH (no session shows \
+                  its version yet)"
+                    .to_owned()
+            ),
+            "{lines:?}"
+        );
+        r.claude_code.on_path = true;
+        assert!(
+            r.lines_at(ts(AT), &utc()).contains(&"Claude Code: 2.1.197 (no session shows its version yet)".to_owned())
+        );
+        r.claude_code = ClaudeCodeReport::default();
+        assert!(
+            r.lines_at(ts(AT), &utc())
+                .contains(&"Claude Code: not found (no session shows its version yet)".to_owned())
+        );
+        assert!(r.problems().iter().any(|p| p.starts_with("no Claude Code found")), "{:?}", r.problems());
     }
 
     #[test]

@@ -89,7 +89,10 @@ export function doctorRows(r: DoctorReport, now = Date.now()): DoctorRow[] {
   const c = r.claudeCode;
   rows.push({
     part: 'Claude Code',
-    value: c.error ?? `${c.version ?? 'not on PATH'}${c.path ? ` at ${c.path}` : ''}; ${c.seenVersion ? `newest session written by ${c.seenVersion}` : 'no session shows its version yet'}`,
+    // Found off the PATH (where its installer put it): Mimesis runs it from there, and says so.
+    value:
+      c.error ??
+      `${c.version ?? 'not found'}${c.path ? ` at ${c.path}${c.onPath ? '' : ', not on PATH'}` : ''}; ${c.seenVersion ? `newest session written by ${c.seenVersion}` : 'no session shows its version yet'}`,
     bad: c.error !== null || c.path === null,
   });
   const w = r.watcher;

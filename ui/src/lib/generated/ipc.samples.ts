@@ -1260,6 +1260,7 @@ export const doctor = {
   ],
   "claudeCode": {
     "path": "/bin/claude",
+    "onPath": true,
     "version": "2.1.197",
     "seenVersion": "2.1.197",
     "error": "e"

@@ -772,9 +772,14 @@ export type RootReport = { path: string, exists: boolean, sessionCount: number, 
 
 export type ClaudeCodeReport = { 
 /**
- * The `claude` found on PATH.
+ * The `claude` Mimesis runs: on PATH, else where its installers put it
+ * (`mimesis_os::programs`).
  */
 path: string | null, 
+/**
+ * Whether `path` is on the PATH Mimesis was started with.
+ */
+onPath: boolean, 
 /**
  * What `claude --version` printed.
  */
