@@ -68,6 +68,12 @@ pub fn request<R: Runtime>(app: &AppHandle<R>) {
 pub async fn app_quit<R: Runtime>(app: AppHandle<R>, choice: String) -> CmdResult<()> {
     match choice.as_str() {
         "stop" => {
+            // The sessions stop while the window still draws (its dialog says so), not in
+            // the exit, which holds the window's thread until they have: 5-10 s of a frozen
+            // window for an agent that ignores /exit and SIGTERM.
+            if let Some(state) = app.try_state::<AppState>() {
+                state.mimesis.stop_supervised().await;
+            }
             app.exit(0);
             Ok(())
         }

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { fireEvent, render } from '@testing-library/svelte';
 import ResumeBanner from '../src/components/ResumeBanner.svelte';
 import QuitDialog from '../src/components/QuitDialog.svelte';
-import { InterruptedSessions, handingText, quitText, resumeAllText } from '../src/lib/interrupted.svelte';
+import { InterruptedSessions, handingText, quitText, resumeAllText, stoppingText } from '../src/lib/interrupted.svelte';
 import type { Interrupted } from '../src/lib/types';
 import { MockBackend, flush } from './helpers';
 
@@ -111,7 +111,31 @@ describe('the quit dialog', () => {
     expect([stopped, cancelled]).toEqual([1, 1]);
     await i.answerQuit('stop');
     expect(b.calls.at(-1)).toEqual({ cmd: 'app_quit', args: { choice: 'stop' } });
+    // The dialog stays while they stop (the app quits after), with nothing left to choose,
+    // and Escape does not take it away.
+    expect([i.quitting, i.stopping]).toEqual([2, true]);
+    r.unmount();
+    let closed = 0;
+    const stopping = render(QuitDialog, { running: 2, stopping: true, onstop: () => closed++, oncancel: () => closed++ });
+    expect(stopping.getByTestId('quit-stopping').textContent).toBe(stoppingText(2));
+    expect(stoppingText(1)).toBe('Stopping the session… Mimesis quits once it has stopped.');
+    expect(stopping.queryByTestId('quit-stop')).toBeNull();
+    expect(stopping.queryByTestId('quit-cancel')).toBeNull();
+    await fireEvent.keyDown(document.body, { key: 'Escape' });
+    expect(closed).toBe(0);
+    await i.answerQuit('cancel');
     expect(i.quitting).toBeNull();
+  });
+
+  it('says why a stop could not quit, and asks again', async () => {
+    const { b, i } = setup();
+    await i.start();
+    b.fire('app:quit-requested', { running: 1, handOver: false });
+    b.handlers.app_quit = () => {
+      throw 'Mimesis is still starting; try again';
+    };
+    await i.answerQuit('stop');
+    expect([i.stopping, i.quitError]).toEqual([false, 'Mimesis is still starting; try again']);
   });
 
   it('offers the hand-over only when the installed Claude Code can continue them in its service', async () => {

@@ -533,18 +533,26 @@ impl Mimesis {
     /// not stored yet is written first).
     pub async fn shutdown(&self) {
         self.inner.approvals.close();
-        if self.inner.supervise.is_some() {
-            // A supervisor still starting may be about to run sessions: wait for it briefly.
-            let mut rx = self.inner.supervisor.clone();
-            let sup = match tokio::time::timeout(Duration::from_secs(10), rx.wait_for(Option::is_some)).await {
-                Ok(Ok(s)) => s.clone(),
-                _ => None,
-            };
-            if let Some(sup) = sup {
-                sup.shutdown().await;
-            }
-        }
+        self.stop_supervised().await;
         self.inner.engine.shutdown().await;
+    }
+
+    /// Stops every supervised session as a quit does (P12: recorded as interrupted by the
+    /// quit), before the quit itself: the window's "Stop them and quit" says so while they
+    /// stop rather than freeze on the way out. [`Mimesis::shutdown`] after it has none to stop.
+    pub async fn stop_supervised(&self) {
+        if self.inner.supervise.is_none() {
+            return;
+        }
+        // A supervisor still starting may be about to run sessions: wait for it briefly.
+        let mut rx = self.inner.supervisor.clone();
+        let sup = match tokio::time::timeout(Duration::from_secs(10), rx.wait_for(Option::is_some)).await {
+            Ok(Ok(s)) => s.clone(),
+            _ => None,
+        };
+        if let Some(sup) = sup {
+            sup.shutdown().await;
+        }
     }
 }
 

@@ -20,6 +20,13 @@ export function handOverText(running: number): string {
   return `Claude Code's background service can continue ${running === 1 ? 'it' : 'them'}: each is handed over when its current turn ends, and Mimesis then quits. They show as background sessions at the next start.`;
 }
 
+/** What the quit dialog says while the sessions stop. */
+export function stoppingText(running: number): string {
+  return running === 1
+    ? 'Stopping the session… Mimesis quits once it has stopped.'
+    : `Stopping the ${running} sessions… Mimesis quits once they have stopped.`;
+}
+
 /** How a hand-over is going, one sentence. */
 export function handingText(p: HandOverProgress): string {
   const parts: string[] = [];
@@ -44,6 +51,8 @@ export class InterruptedSessions {
   /** The hand-over under way (then Mimesis quits), or null. */
   handing: HandOverProgress | null = $state(null);
   quitError: string | null = $state(null);
+  /** "Stop them and quit" was chosen: the sessions are stopping, then Mimesis quits. */
+  stopping = $state(false);
   #backend: Backend;
   #resume: ResumeFn;
   #unlisten: Unlisten[] = [];
@@ -64,6 +73,7 @@ export class InterruptedSessions {
         this.quitting = p.running;
         this.handOver = p.handOver;
         this.quitError = null;
+        this.stopping = false;
       }),
       this.#backend.on('app:handover', (p) => (this.handing = p)),
       // Resumed another way (its row's Resume, another Mimesis): no longer offered.
@@ -123,8 +133,20 @@ export class InterruptedSessions {
       }
       return;
     }
-    this.quitting = null;
     this.handing = null;
-    await this.#backend.call('app_quit', { choice });
+    if (choice === 'cancel') {
+      this.quitting = null;
+      await this.#backend.call('app_quit', { choice });
+      return;
+    }
+    // The dialog stays, saying the sessions stop, until Mimesis quits.
+    this.stopping = true;
+    this.quitError = null;
+    try {
+      await this.#backend.call('app_quit', { choice });
+    } catch (e) {
+      this.stopping = false;
+      this.quitError = String(e);
+    }
   }
 }
