@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
+use fantoccini::key::Key;
 use mimesis_core::{Clock, SystemClock, Timestamp};
 use mimesis_tests::supervised::{hook_output, permission_hook};
 use mimesis_tests::webdriver::{DesktopApp, axe_violations, workspace_root};
@@ -423,12 +424,25 @@ async fn answer_from_window(app: &DesktopApp, fx: &Fixture, probe: &Path) -> Res
     let hook = permission_hook(&fx.data, LIVE, "Bash", json!({"command": "git push --force"}))?;
     app.wait_for("the second request", Duration::from_secs(10), || shows("git push --force")).await?;
     app.find("[data-testid=deny-message]").await?.send_keys("<b>use a branch</b>").await?;
-    app.click("[data-testid=deny]").await?;
+    // From the keyboard (Enter on Deny): the answer is said to a screen reader, and the
+    // keyboard goes on to the session's view, not to the page's body with the bar.
+    app.find("[data-testid=deny]").await?.send_keys(&char::from(Key::Enter).to_string()).await?;
     let out = hook_output(hook).await?;
     ensure!(
         out["hookSpecificOutput"]["decision"] == json!({"behavior": "deny", "message": "<b>use a branch</b>"}),
         "{out}"
     );
+    app.wait_for("the answer said and the keyboard in the session's view", Duration::from_secs(10), || async {
+        let v = app
+            .js("const a = document.activeElement; \
+                 return {said: document.querySelector('[data-testid=announce-status]')?.textContent ?? '', \
+                         inView: !!a && a !== document.body && !!a.closest('.timeline-pane') \
+                                 && !a.closest('[data-testid=approval-bar]')};")
+            .await?;
+        Ok(v["said"].as_str().is_some_and(|t| t.starts_with("Denied: Bash git push --force"))
+            && v["inView"] == json!(true))
+    })
+    .await?;
 
     // An edit shows as a diff before it is answered; the markup in it stays text.
     let edit = json!({"file_path": "/home/dev/src/a.rs", "old_string": "let a = 1;\nkeep();", "new_string": "let a = <img src=x>;\nkeep();"});
@@ -664,7 +678,6 @@ async fn search_there(app: &DesktopApp, key: &str) -> Result<()> {
 /// there); its row comes through devbox's stream, supervised there; typing reaches the agent;
 /// Stop ends it there and the row says so.
 async fn new_session_there(app: &DesktopApp, work: &Path) -> Result<()> {
-    use fantoccini::key::Key;
     let t = Duration::from_secs(60);
     app.click("[data-testid=new-session-button]").await?;
     app.wait_for("the dialog's machines", t, || async {

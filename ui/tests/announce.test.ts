@@ -40,3 +40,33 @@ it('announces a new approval request and the open session\'s status changes, in 
   await tick();
   expect(status.textContent).toBe('fix the parser: Needs approval');
 });
+
+it('says an answer given from here, and a second one alike again, though the bar that asked is gone', async () => {
+  const store = new RosterStore(new MockBackend());
+  const req: PermissionRequest = { id: 'req_1', since: '2026-11-01T12:00:00Z', knownSession: true, sessionName: null, sessionId: 'a', tool: 'Bash', target: 'rm -rf build', cwd: '/r', channel: 'hook' };
+  const backend = new MockBackend({ approval_decide: (a) => ({ ...req, id: a.id }), pty_answer: () => 'typed' });
+  const sup = new SupervisionStore(backend, { later: () => {} });
+  render(Announcer, { props: { store, sup } });
+  const status = screen.getByTestId('announce-status');
+  expect(await sup.decide(req, false, 'not now')).toBe(true);
+  await tick();
+  expect(status.textContent).toBe('Denied: Bash rm -rf build');
+  await sup.decide({ ...req, id: 'req_2' }, false);
+  await tick();
+  // Alike, yet changed: said again.
+  expect(status.textContent?.replace('\u200b', '')).toBe('Denied: Bash rm -rf build');
+  expect(status.textContent).not.toBe('Denied: Bash rm -rf build');
+  await sup.decide({ ...req, id: 'req_3', tool: 'AskUserQuestion', target: null }, true, null, { 'Which?': 'A' });
+  await tick();
+  expect(status.textContent).toBe('Answered: AskUserQuestion');
+  await sup.choose('a', 'Yes');
+  await tick();
+  expect(status.textContent?.replace('\u200b', '')).toBe('Chose “Yes”');
+  // A failed answer says nothing here (the error bar says why).
+  backend.handlers.approval_decide = () => {
+    throw 'gone';
+  };
+  expect(await sup.decide({ ...req, id: 'req_4' }, true)).toBe(false);
+  await tick();
+  expect(status.textContent?.replace('\u200b', '')).toBe('Chose “Yes”');
+});

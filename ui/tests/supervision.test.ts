@@ -169,6 +169,10 @@ describe('SupervisionStore', () => {
     expect(rows[0].textContent).toContain('Unknown session');
     expect(rows[0].textContent).toContain('5bd58612-9f00');
     expect(rows[0].textContent).toContain('rm -rf ~/important');
+    // Deny comes first; each button is described by the whole call it answers.
+    const buttons = [...rows[0].querySelectorAll('button')];
+    expect(buttons.map((x) => x.textContent)).toEqual(['Deny', 'Approve once']);
+    for (const x of buttons) expect(document.getElementById(x.getAttribute('aria-describedby') ?? '')?.textContent).toBe('Bash · rm -rf ~/important');
     expect(b.count('approval_decide')).toBe(0);
     await fireEvent.click(r.getByTestId('unknown-deny'));
     expect(b.calls.at(-1)).toEqual({ cmd: 'approval_decide', args: { id: 'req_bb', allow: false, message: null, answers: null } });

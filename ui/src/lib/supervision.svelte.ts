@@ -42,6 +42,8 @@ export class SupervisionStore {
   approvals = $state.raw<PermissionRequest[]>([]);
   /** The last failed command, said in a bar until the next success. */
   error = $state<string | null>(null);
+  /** The last answer given from here, in words, for a screen reader (`Announcer`); `n` tells two alike apart. */
+  said = $state<{ text: string; n: number } | null>(null);
 
   constructor(backend: Backend, opts: SupervisionOptions = {}) {
     this.#backend = backend;
@@ -83,7 +85,13 @@ export class SupervisionStore {
 
   /** Chooses a supervised session's dialog option by its label (the user's click). */
   async choose(sessionId: string, label: string): Promise<boolean> {
-    return (await this.#run('answer the question', () => this.#backend.call('pty_answer', { sessionId, answer: label }))).ok;
+    const ok = (await this.#run('answer the question', () => this.#backend.call('pty_answer', { sessionId, answer: label }))).ok;
+    if (ok) this.#say(`Chose “${label}”`);
+    return ok;
+  }
+
+  #say(text: string): void {
+    this.said = { text, n: (this.said?.n ?? 0) + 1 };
   }
 
   /** Brings the terminal of a session running outside Mimesis forward; says what happened. */
@@ -107,7 +115,9 @@ export class SupervisionStore {
     const what = answers ? 'answer the question' : allow ? 'approve the tool call' : 'deny the tool call';
     const note = message && message.trim() ? message.trim() : null;
     const args = { id: request.id, allow, message: note, answers };
-    return (await this.#run(what, () => this.#backend.call('approval_decide', args))).ok;
+    const ok = (await this.#run(what, () => this.#backend.call('approval_decide', args))).ok;
+    if (ok) this.#say(`${answers ? 'Answered' : allow ? 'Approved' : 'Denied'}: ${request.tool}${!answers && request.target ? ' ' + request.target : ''}`);
+    return ok;
   }
 
   /**
@@ -126,7 +136,9 @@ export class SupervisionStore {
     const what = allow ? 'approve the tool call' : 'deny the tool call';
     const sessionId = session.sessionId;
     const answer = allow ? 'approve' : 'deny';
-    return (await this.#run(what, () => this.#backend.call('pty_answer', { sessionId, answer }))).ok;
+    const ok = (await this.#run(what, () => this.#backend.call('pty_answer', { sessionId, answer }))).ok;
+    if (ok) this.#say(`${allow ? 'Approved' : 'Denied'}${session.pendingTool ? ': ' + session.pendingTool.tool : ''}`);
+    return ok;
   }
 
   stop(): void {
