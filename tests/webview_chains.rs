@@ -385,11 +385,11 @@ async fn type_into_area(app: &DesktopApp, field: &str, text: &str) -> Result<()>
 }
 
 /// Saves the form and waits for the save bar to say `expect` (its start). Save is clicked
-/// once the form knows of the change (the button is enabled): a click on it disabled does
+/// once the form knows of the change (the button is on): a click on it while off does
 /// nothing, and the bar may already say `expect` from the save before.
 async fn save_settings(app: &DesktopApp, expect: &str) -> Result<()> {
     app.wait_for("Save enabled", WAIT, || async {
-        Ok(app.count("[data-testid=settings-save]:not([disabled])").await? == 1)
+        Ok(app.count("[data-testid=settings-save][aria-disabled=false]").await? == 1)
     })
     .await?;
     app.click("[data-testid=settings-save]").await?;

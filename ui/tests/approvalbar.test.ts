@@ -157,3 +157,16 @@ it('an answer that failed gives the keyboard back to the bar', async () => {
   expect(answered).toBe(0);
   expect(screen.getByTestId('approval-bar').contains(document.activeElement)).toBe(true);
 });
+
+it('Enter in the message denies with it; with no message it does nothing', async () => {
+  const request: PermissionRequest = { ...autoMode, channel: 'hook', dialog: 'permission', approve: undefined, deny: undefined };
+  const sup = { requestOf: () => request, dialogOf: () => Promise.resolve(null), answer: vi.fn(() => Promise.resolve(true)) };
+  render(ApprovalBar, { props: { session: session('ext', { status: 'waiting_for_approval' }), sup: sup as unknown as SupervisionStore } });
+  const field = screen.getByTestId('deny-message') as HTMLInputElement;
+  await fireEvent.keyDown(field, { key: 'Enter' });
+  expect(sup.answer).not.toHaveBeenCalled();
+  await fireEvent.input(field, { target: { value: 'use a branch' } });
+  await fireEvent.keyDown(field, { key: 'Enter' });
+  expect(sup.answer).toHaveBeenCalledTimes(1);
+  expect(sup.answer.mock.calls[0]).toEqual(expect.arrayContaining([false, 'use a branch']));
+});

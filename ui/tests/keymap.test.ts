@@ -12,6 +12,8 @@ describe('bindingFor', () => {
     expect(action('n')).toBe('next-attention');
     expect(action('c')).toBe('new-session');
     expect(action('/')).toBe('focus-search');
+    expect(action('?')).toBe('show-keys');
+    expect(action('?', { typing: true })).toBeNull();
     for (const k of NAV_KEYS) {
       expect(action(k, { atBody: true })).toBe('focus-roster');
       expect(action(k)).toBeNull();

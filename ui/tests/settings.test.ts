@@ -113,7 +113,8 @@ describe('SettingsView', () => {
     const err = container.querySelector('[data-testid=field-error][data-field="limits.durationWarnPercent"]');
     expect(err?.textContent).toBe('must be between 1 and 99 %');
     expect(warn.getAttribute('aria-invalid')).toBe('true');
-    expect(warn.getAttribute('aria-describedby')).toBe(err?.id);
+    // Described by its help (its range) and its error.
+    expect(warn.getAttribute('aria-describedby')?.split(' ')).toEqual([warn.id + '-help', err?.id]);
 
     const approval = input(container, 'watch.approvalTimeoutSecs');
     await fireEvent.input(approval, { target: { value: '0' } });
@@ -154,6 +155,11 @@ describe('SettingsView', () => {
     await fireEvent.click(container.querySelector('[data-testid=settings-save]') as HTMLElement);
     await waitFor(() => expect(b.count('settings_set')).toBe(1));
     await waitFor(() => expect(container.textContent).toContain('Saved.'));
+    // Saved, Save is off but stays a control the keyboard is on (not a disabled one it falls from).
+    const save = container.querySelector('[data-testid=settings-save]') as HTMLButtonElement;
+    expect([save.disabled, save.getAttribute('aria-disabled')]).toEqual([false, 'true']);
+    await fireEvent.click(save);
+    expect(b.count('settings_set')).toBe(1);
     expect(stored().limits.maxLiveSessions).toBe(5);
     expect(stored().notifications.crashed).toBe(false);
     expect(stored().watch).toEqual(DEFAULT_SETTINGS.watch);
@@ -168,6 +174,13 @@ describe('SettingsView', () => {
       expect(container.querySelector('[data-testid=field-error][data-field="agent.command"]')?.textContent).toBe('claud was not found on PATH'),
     );
     expect(container.textContent).toContain('Nothing saved');
+    // The field takes the keyboard, described by its error, said as it came (a live line).
+    const field = input(container, 'agent.command');
+    await waitFor(() => expect(document.activeElement).toBe(field));
+    expect(field.getAttribute('aria-invalid')).toBe('true');
+    const described = (field.getAttribute('aria-describedby') ?? '').split(' ').map((id) => document.getElementById(id)?.textContent);
+    expect(described).toEqual(['claud was not found on PATH']);
+    expect(field.closest('.field')?.querySelector('[data-testid=error-slot]')?.getAttribute('aria-live')).toBe('polite');
   });
 
   it('installs hooks, reports a refusal, and renders the doctor report in words', async () => {

@@ -4,7 +4,7 @@
 // keys (j, k, Enter, r…) live in Roster.svelte, which holds the focus when they apply.
 
 /** What a binding asks the App to do. */
-export type KeyAction = 'next-attention' | 'new-session' | 'go-sessions' | 'focus-roster' | 'focus-search' | 'clear-search';
+export type KeyAction = 'next-attention' | 'new-session' | 'go-sessions' | 'focus-roster' | 'focus-search' | 'clear-search' | 'show-keys';
 
 /** Where the key was pressed and what the window shows, as far as the bindings care. */
 export interface KeyContext {
@@ -44,6 +44,7 @@ export const NAV_KEYS: readonly string[] = ['ArrowDown', 'ArrowUp', 'j', 'k', 'H
 export const BINDINGS: readonly Binding[] = [
   { keys: ['n'], when: (c) => !c.typing && !c.dialogOpen, action: 'next-attention' },
   { keys: ['c'], when: (c) => !c.typing && !c.dialogOpen, action: 'new-session' },
+  { keys: ['?'], when: (c) => !c.typing && !c.dialogOpen, action: 'show-keys' },
   { keys: ['Escape'], when: (c) => !c.typing && !c.onSessions, action: 'go-sessions' },
   { keys: ['Escape'], when: (c) => c.inTimeline, action: 'focus-roster' },
   { keys: ['ArrowLeft', 'h'], when: (c) => c.inTimeline && !c.typing && !c.onButton, action: 'focus-roster' },
