@@ -182,6 +182,9 @@ struct Inner {
     approvals: approvals::Approvals,
 }
 
+/// How long a quit waits for the engine to store what it has not stored yet ([`Mimesis::shutdown`]).
+const ENGINE_STOP_WITHIN: Duration = Duration::from_secs(30);
+
 /// What a face fixed for its supervisor, re-applied to every settings change.
 struct SupervisionFixed {
     env: LimitsEnv,
@@ -532,9 +535,18 @@ impl Mimesis {
     /// then every supervised session (P12), then the engine (what the fleet database has
     /// not stored yet is written first).
     pub async fn shutdown(&self) {
+        let clock = &self.inner.clock;
+        let t0 = clock.mono();
         self.inner.approvals.close();
         self.stop_supervised().await;
-        self.inner.engine.shutdown().await;
+        tracing::info!(elapsed = ?clock.mono().since(t0), "shutdown: no supervised session runs");
+        // What the engine has not stored yet is written; a quit does not wait for it forever
+        // (the sessions are stopped by now: nothing of ours is left behind by leaving).
+        if tokio::time::timeout(ENGINE_STOP_WITHIN, self.inner.engine.shutdown()).await.is_err() {
+            tracing::error!("shutdown: the engine did not stop within {ENGINE_STOP_WITHIN:?}; quitting without it");
+        } else {
+            tracing::info!(elapsed = ?clock.mono().since(t0), "shutdown: the engine stored what it had");
+        }
     }
 
     /// Stops every supervised session as a quit does (P12: recorded as interrupted by the
