@@ -64,6 +64,19 @@ pub fn locate_here(program: &Path) -> Option<Found> {
     locate(program, std::env::var_os("PATH").as_deref(), home.as_deref())
 }
 
+/// How to start `program` from here: a bare `claude` off the PATH where [`locate_here`] finds
+/// it, with the PATH its child needs (its folder first); anything else as given, with no PATH
+/// to set.
+pub fn to_run(program: &Path) -> (PathBuf, Option<OsString>) {
+    match locate_here(program).filter(|f| !f.on_path) {
+        Some(f) => {
+            let path = f.path_for_child(std::env::var_os("PATH").as_deref());
+            (f.program, path)
+        }
+        None => (program.to_owned(), None),
+    }
+}
+
 /// The folders Claude Code's installers put `claude` in, most likely first: its own installer
 /// (`~/.local/bin`) and its older local install (`~/.claude/local`), then npm's global folder
 /// as nvm (the newest Node version first), a user prefix, Volta, Bun and pnpm set it up.

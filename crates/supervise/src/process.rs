@@ -129,9 +129,9 @@ impl Terminals for OsTerminals {
         let pair = native_pty_system().openpty(size).map_err(|e| StartError::OpenPty(e.to_string()))?;
         // A bare `claude` that is not on Mimesis's PATH (an app started from the menu), where
         // its installers put it, with its folder first on its PATH (npm's script needs its node).
-        let located = mimesis_os::programs::locate_here(&spec.program).filter(|f| !f.on_path);
-        let mut cmd = CommandBuilder::new(located.as_ref().map_or(spec.program.as_path(), |f| f.program.as_path()));
-        if let Some(path) = located.as_ref().and_then(|f| f.path_for_child(std::env::var_os("PATH").as_deref())) {
+        let (program, path) = mimesis_os::programs::to_run(&spec.program);
+        let mut cmd = CommandBuilder::new(program);
+        if let Some(path) = path {
             cmd.env("PATH", path);
         }
         cmd.args(&spec.args);

@@ -168,9 +168,9 @@ impl Claude {
     /// A bare `claude` off the PATH runs from where its installer put it, with its folder
     /// first on its PATH (`mimesis_os::programs`).
     pub fn command(&self, args: &[&str], cwd: &Path) -> Command {
-        let located = mimesis_os::programs::locate_here(&self.program).filter(|f| !f.on_path);
-        let mut cmd = Command::new(located.as_ref().map_or(&self.program, |f| &f.program));
-        if let Some(path) = located.as_ref().and_then(|f| f.path_for_child(std::env::var_os("PATH").as_deref())) {
+        let (program, path) = mimesis_os::programs::to_run(&self.program);
+        let mut cmd = Command::new(program);
+        if let Some(path) = path {
             cmd.env("PATH", path);
         }
         cmd.args(args).current_dir(cwd);
